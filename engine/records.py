@@ -1,0 +1,212 @@
+"""The memory record and the small value types around it.
+
+These are the engine's own types. The HTTP layer has separate wire schemas and
+converts at its edge, so the record can grow without changing the protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+JsonScalar = str | int | float | bool | None
+
+
+class Source(StrEnum):
+    USER_INPUT = "user_input"
+    INFERENCE = "inference"
+    TOOL_RESULT = "tool_result"
+    IMPORT = "import"
+
+
+class Visibility(StrEnum):
+    PRIVATE = "private"
+    SHARED = "shared"
+    PUBLIC = "public"
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    QUARANTINED = "quarantined"
+    DELETED = "deleted"
+
+
+BUILTIN_CATEGORIES: tuple[str, ...] = ("fact", "preference", "event", "task", "state", "procedure")
+DEFAULT_NAMESPACE = "default"
+
+_SPACE = re.compile(r"\s+")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_memory_id() -> str:
+    return str(uuid.uuid4())
+
+
+def content_digest(content: str) -> str:
+    """sha256 of the content as a reader would compare it.
+
+    Unicode is NFKC-normalised, case-folded and whitespace-collapsed first, so
+    "User likes  Blue" and "user likes blue" are the same memory for dedup.
+    """
+    normal = _SPACE.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()
+
+
+def normalize_entities(entities: Sequence[str]) -> tuple[str, ...]:
+    """Trimmed, de-duplicated entity names, order of first appearance kept."""
+    seen: dict[str, None] = {}
+    for name in entities:
+        cleaned = _SPACE.sub(" ", name).strip()
+        if cleaned:
+            seen.setdefault(cleaned, None)
+    return tuple(seen)
+
+
+def entity_keys(entities: Sequence[str]) -> frozenset[str]:
+    """Entity names as they are compared: NFKC and case-folded."""
+    return frozenset(unicodedata.normalize("NFKC", e).casefold() for e in entities)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory, as the system of record holds it (see DESIGN.md)."""
+
+    memory_id: str
+    namespace: str
+    content: str
+    category: str
+    base_score: float
+    importance: float
+    source: Source
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    entities: tuple[str, ...] = ()
+    actor: str | None = None
+    session_id: str | None = None
+    visibility: Visibility = Visibility.SHARED
+    access_count: int = 0
+    expire_at: datetime | None = None
+    status: Status = Status.ACTIVE
+    embedding_model: str = ""
+    embedding_version: str = ""
+    version: int = 1
+    key: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        return content_digest(self.content)
+
+    def evolve(self, **changes: Any) -> Memory:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """What a client asks to save. Unset fields take the configured defaults."""
+
+    content: str
+    namespace: str = DEFAULT_NAMESPACE
+    category: str = "fact"
+    base_score: float | None = None
+    importance: float | None = None
+    source: Source = Source.USER_INPUT
+    entities: tuple[str, ...] = ()
+    actor: str | None = None
+    session_id: str | None = None
+    visibility: Visibility = Visibility.SHARED
+    expire_at: datetime | None = None
+    key: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPatch:
+    """A change to an existing memory; ``None`` leaves a field as it is."""
+
+    content: str | None = None
+    category: str | None = None
+    entities: tuple[str, ...] | None = None
+    importance: float | None = None
+    base_score: float | None = None
+    visibility: Visibility | None = None
+    expire_at: datetime | None = None
+    clear_expire_at: bool = False
+    key: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    status: Status | None = None
+
+    def is_empty(self) -> bool:
+        return (
+            all(getattr(self, name) is None for name in _PATCH_FIELDS) and not self.clear_expire_at
+        )
+
+
+_PATCH_FIELDS = (
+    "content",
+    "category",
+    "entities",
+    "importance",
+    "base_score",
+    "visibility",
+    "expire_at",
+    "key",
+    "metadata",
+    "status",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """Hard filters applied before ranking. Empty tuples mean "any"."""
+
+    categories: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    metadata: Mapping[str, JsonScalar] = field(default_factory=dict)
+    session_id: str | None = None
+    include_expired: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One kept version of a memory: the record as it was, and why it changed."""
+
+    memory_id: str
+    version: int
+    record: Memory
+    changed_at: datetime
+    changed_by: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of the store's change sequence."""
+
+    seq: int
+    memory_id: str
+    namespace: str
+    op: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: tuple[Memory, ...]
+    next_cursor: str | None

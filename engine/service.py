@@ -1,0 +1,463 @@
+"""The engine's public surface: save, get, list, update, delete and recall memories.
+
+Write path: validate → embed (outside any lock) → under the write lock: dedup
+(same content digest, or cosine ≥ threshold with overlapping entities) → one
+store transaction → catch the index up from the change sequence.
+
+Recall path: embed the query → make sure the index reflects the newest change →
+HNSW candidates (at least max(100, 3·top_k)), widened while hard filters leave
+too few, with an exact scan of the filtered set as the last resort → fusion
+ranker → top_k. Rank bonuses go to the background reinforcer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from engine import scoring
+from engine.config import Config
+from engine.errors import InvalidInput, MemoryNotFound
+from engine.index_keeper import IndexKeeper
+from engine.ports import Embedder, Reinforcement, Store, Vector
+from engine.records import (
+    Memory,
+    MemoryDraft,
+    MemoryFilter,
+    MemoryPatch,
+    Page,
+    Status,
+    Version,
+    content_digest,
+    entity_keys,
+    new_memory_id,
+    normalize_entities,
+    utcnow,
+)
+from engine.reinforcement import Reinforcer
+
+NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
+EXACT_SCAN_LIMIT = 200_000
+DEDUP_NEIGHBOURS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    memory: Memory
+    created: bool
+    # "digest" or "similar" when the save reinforced an existing memory instead.
+    deduplicated_by: str | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    hits: list[scoring.Hit]
+    candidates: int
+    exact_scan: bool
+
+
+class MemoryService:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        keeper: IndexKeeper,
+        embedder: Embedder,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.config = config
+        self._on_close = on_close
+        self.store = store
+        self.keeper = keeper
+        self.embedder = embedder
+        self._clock = clock
+        self._write_lock = threading.Lock()
+        self.reinforcer = Reinforcer(self._reinforce)
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self.reinforcer.start()
+
+    def close(self) -> None:
+        """Apply pending reinforcement, save the index, close the store."""
+        try:
+            self.reinforcer.stop()
+            self.keeper.save()
+            self.store.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
+
+    def flush(self) -> None:
+        """Wait until background reinforcement has caught up (tests, shutdown)."""
+        self.reinforcer.flush()
+
+    # --- writes --------------------------------------------------------------------
+
+    def save(self, draft: MemoryDraft, *, actor: str | None = None) -> SaveResult:
+        return self.save_batch([draft], actor=actor)[0]
+
+    def save_batch(self, drafts: Sequence[MemoryDraft], *, actor: str | None = None) -> list[SaveResult]:
+        if not drafts:
+            return []
+        if len(drafts) > self.config.limits.max_batch:
+            raise InvalidInput(
+                f"a batch holds at most {self.config.limits.max_batch} memories, got {len(drafts)}",
+                field="memories",
+            )
+        for position, draft in enumerate(drafts):
+            self._check_draft(draft, position if len(drafts) > 1 else None)
+        vectors = self.embedder.embed_documents([d.content for d in drafts])
+        with self._write_lock:
+            self.keeper.ensure_current()
+            now = self._clock()
+            results: list[SaveResult | None] = [None] * len(drafts)
+            fresh: list[tuple[int, Memory, Vector]] = []
+            by_digest: dict[tuple[str, str], Memory] = {}
+            repeats: list[Reinforcement] = []
+            for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
+                digest = content_digest(draft.content)
+                same = by_digest.get((draft.namespace, digest)) or self.store.find_by_digest(
+                    draft.namespace, digest
+                )
+                if same is not None:
+                    results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
+                    repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
+                    continue
+                near = self._near_duplicate(draft, vector, fresh, now)
+                if near is not None:
+                    results[position] = SaveResult(
+                        near[0], created=False, deduplicated_by="similar", similarity=near[1]
+                    )
+                    repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
+                    continue
+                memory = self._new_memory(draft, now, actor)
+                fresh.append((position, memory, vector))
+                by_digest[(draft.namespace, digest)] = memory
+                results[position] = SaveResult(memory, created=True)
+            if fresh:
+                self.store.insert(
+                    [memory for _, memory, _ in fresh],
+                    [vector for _, _, vector in fresh],
+                    changed_by=actor,
+                )
+                self.keeper.catch_up()
+            if repeats:
+                self._reinforce(repeats)
+        return [result for result in results if result is not None]
+
+    def update(
+        self,
+        namespace: str,
+        memory_id: str,
+        patch: MemoryPatch,
+        *,
+        actor: str | None = None,
+        reason: str = "updated",
+    ) -> Memory:
+        if patch.is_empty():
+            raise InvalidInput("an update must change at least one field")
+        self._check_patch(patch)
+        vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
+        with self._write_lock:
+            current = self._live(namespace, memory_id)
+            now = self._clock()
+            changes: dict[str, object] = {"version": current.version + 1, "updated_at": now}
+            for name in ("content", "category", "importance", "base_score", "visibility", "key", "status"):
+                value = getattr(patch, name)
+                if value is not None:
+                    changes[name] = value.strip() if name == "content" else value
+            if patch.entities is not None:
+                changes["entities"] = normalize_entities(patch.entities)
+            if patch.metadata is not None:
+                changes["metadata"] = dict(patch.metadata)
+            if patch.expire_at is not None or patch.clear_expire_at:
+                changes["expire_at"] = patch.expire_at
+            if vector is not None:
+                changes["embedding_model"] = self.embedder.name
+                changes["embedding_version"] = self.embedder.version
+            updated = current.evolve(**changes)
+            self.store.update(updated, vector, changed_by=actor, reason=reason)
+            self.keeper.catch_up()
+        return updated
+
+    def delete(
+        self, namespace: str, memory_id: str, *, hard: bool = False, actor: str | None = None
+    ) -> Memory:
+        """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge."""
+        with self._write_lock:
+            current = self.store.get([namespace], memory_id)
+            if current is None or (current.status is Status.DELETED and not hard):
+                raise MemoryNotFound(memory_id, namespace)
+            if hard:
+                self.store.purge(namespace, memory_id)
+                self.keeper.catch_up()
+                return current
+            deleted = current.evolve(
+                status=Status.DELETED, version=current.version + 1, updated_at=self._clock()
+            )
+            self.store.update(deleted, None, changed_by=actor, reason="deleted")
+            self.keeper.catch_up()
+        return deleted
+
+    # --- reads ---------------------------------------------------------------------
+
+    def get(self, namespace: str, memory_id: str, *, include_deleted: bool = False) -> Memory:
+        memory = self.store.get([namespace], memory_id)
+        if memory is None or (memory.status is Status.DELETED and not include_deleted):
+            raise MemoryNotFound(memory_id, namespace)
+        return memory
+
+    def history(self, namespace: str, memory_id: str) -> list[Version]:
+        versions = self.store.versions([namespace], memory_id)
+        if not versions:
+            raise MemoryNotFound(memory_id, namespace)
+        return versions
+
+    def list(
+        self,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        self._check_namespaces(namespaces)
+        self._check_filter(flt)
+        return self.store.list(namespaces, flt, self._clock(), limit=limit, cursor=cursor)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        namespaces: Sequence[str],
+        top_k: int = 10,
+        flt: MemoryFilter | None = None,
+        reinforce: bool = True,
+    ) -> RecallResult:
+        flt = flt or MemoryFilter()
+        if not query.strip():
+            raise InvalidInput("query must not be empty", field="query")
+        if not 1 <= top_k <= self.config.recall.max_top_k:
+            raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
+        self._check_namespaces(namespaces)
+        self._check_filter(flt)
+        vector = self.embedder.embed_query(query)
+        now = self._clock()
+        pool = max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k)
+        candidates, exact = self._candidates(vector, namespaces, flt, now, want=top_k, pool=pool)
+        hits = scoring.fuse(
+            candidates,
+            now=now,
+            weights=self.config.fusion,
+            scoring=self.config.scoring,
+            similarity_floor=self.embedder.similarity_floor,
+        )[:top_k]
+        if reinforce:
+            self.reinforcer.submit(
+                [
+                    (hit.memory.memory_id, scoring.rank_bonus(rank, self.config.scoring), now)
+                    for rank, hit in enumerate(hits[: scoring.TOP_RANKS_REINFORCED], start=1)
+                ]
+            )
+        return RecallResult(hits, len(candidates), exact)
+
+    def stats(self) -> dict[str, object]:
+        index = self.keeper.index
+        return {
+            "memories_indexed": len(index),
+            "index_seq": index.applied_seq,
+            "store_seq": self.store.last_seq(),
+            "embedding_model": self.embedder.name,
+            "reinforcement_pending": self.reinforcer.pending,
+            "reinforcement_failures": self.reinforcer.failures,
+        }
+
+    # --- internals -----------------------------------------------------------------
+
+    def _candidates(
+        self,
+        vector: Vector,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        want: int,
+        pool: int,
+    ) -> tuple[list[scoring.Candidate], bool]:
+        """The most similar memories in scope that pass the filter.
+
+        Asks HNSW for ``pool`` neighbours and widens while the filter leaves
+        fewer than ``want``; if even the widest search leaves too few and the
+        index holds more than was searched, scans the filtered set exactly, so
+        a selective filter still gets its true nearest memories.
+        """
+        self.keeper.ensure_current()
+        index = self.keeper.index
+        size = len(index)
+        k = min(pool, size)
+        while True:
+            similar = dict(index.search(vector, k))
+            records = self.store.get_many(namespaces, list(similar), flt, now)
+            if len(records) >= want or k >= size or k >= self.config.recall.max_widened_candidates:
+                break
+            k = min(k * 4, size)
+        exact = False
+        if len(records) < want and k < size:
+            exact = True
+            ids = self.store.filtered_ids(namespaces, flt, now, EXACT_SCAN_LIMIT)
+            similar = dict(heapq.nlargest(pool, index.similarities(vector, ids), key=lambda pair: pair[1]))
+            records = self.store.get_many(namespaces, list(similar), flt, now)
+        return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
+
+    def _near_duplicate(
+        self,
+        draft: MemoryDraft,
+        vector: Vector,
+        fresh: Sequence[tuple[int, Memory, Vector]],
+        now: datetime,
+    ) -> tuple[Memory, float] | None:
+        """An active memory of the namespace with cosine ≥ threshold and overlapping entities."""
+        threshold = self.config.dedup_cosine
+        keys = entity_keys(normalize_entities(draft.entities))
+        same_ns = [(memory, vec) for _, memory, vec in fresh if memory.namespace == draft.namespace]
+        pairs: list[tuple[Memory, float]] = [(memory, float(np.dot(vec, vector))) for memory, vec in same_ns]
+        candidates, _ = self._candidates(
+            vector, [draft.namespace], MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS
+        )
+        pairs += [(cand.memory, cand.cosine) for cand in candidates]
+        for memory, similarity in sorted(pairs, key=lambda pair: -pair[1]):
+            if similarity < threshold:
+                break
+            other = entity_keys(memory.entities)
+            if (not keys and not other) or keys & other:
+                return memory, similarity
+        return None
+
+    def _new_memory(self, draft: MemoryDraft, now: datetime, actor: str | None) -> Memory:
+        base = draft.base_score
+        if base is None:
+            base = self.config.scoring.initial_score(draft.source)
+        created = draft.created_at or now
+        return Memory(
+            memory_id=new_memory_id(),
+            namespace=draft.namespace,
+            content=draft.content.strip(),
+            category=draft.category,
+            entities=normalize_entities(draft.entities),
+            importance=draft.importance if draft.importance is not None else base,
+            base_score=base,
+            source=draft.source,
+            actor=draft.actor or actor,
+            session_id=draft.session_id,
+            visibility=draft.visibility,
+            created_at=created,
+            updated_at=now,
+            last_accessed_at=created,
+            access_count=0,
+            expire_at=draft.expire_at,
+            status=Status.ACTIVE,
+            embedding_model=self.embedder.name,
+            embedding_version=self.embedder.version,
+            version=1,
+            key=draft.key,
+            metadata=dict(draft.metadata),
+        )
+
+    def _live(self, namespace: str, memory_id: str) -> Memory:
+        memory = self.store.get([namespace], memory_id)
+        if memory is None or memory.status is Status.DELETED:
+            raise MemoryNotFound(memory_id, namespace)
+        return memory
+
+    def _reinforce(self, events: Sequence[Reinforcement]) -> None:
+        policy = self.config.scoring
+        self.store.reinforce(
+            events, lambda memory, bonus, at: scoring.reinforced_base(memory, bonus, at, policy)
+        )
+
+    # --- validation ------------------------------------------------------------------
+
+    def _check_draft(self, draft: MemoryDraft, position: int | None) -> None:
+        where = "" if position is None else f"memories[{position}]."
+        self._check_namespaces([draft.namespace])
+        self._check_content(draft.content, where + "content")
+        self._check_category(draft.category, where + "category")
+        for name in ("base_score", "importance"):
+            value = getattr(draft, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"{name} must be within 0..1, got {value}", field=where + name)
+        self._check_entities(draft.entities, where + "entities")
+        self._check_metadata(draft.metadata, where + "metadata")
+        if draft.created_at is not None and draft.created_at > self._clock():
+            raise InvalidInput("created_at must not be in the future", field=where + "created_at")
+
+    def _check_patch(self, patch: MemoryPatch) -> None:
+        if patch.content is not None:
+            self._check_content(patch.content, "content")
+        if patch.category is not None:
+            self._check_category(patch.category, "category")
+        for name in ("base_score", "importance"):
+            value = getattr(patch, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"{name} must be within 0..1, got {value}", field=name)
+        if patch.entities is not None:
+            self._check_entities(patch.entities, "entities")
+        if patch.metadata is not None:
+            self._check_metadata(patch.metadata, "metadata")
+        if patch.status is Status.DELETED:
+            raise InvalidInput("use DELETE to delete a memory", field="status")
+
+    def _check_content(self, content: str, field: str) -> None:
+        if not content.strip():
+            raise InvalidInput("content must not be empty", field=field)
+        limit = self.config.limits.max_content_chars
+        if len(content) > limit:
+            raise InvalidInput(f"content holds {len(content)} characters, at most {limit} are allowed", field=field)
+
+    def _check_category(self, category: str, field: str) -> None:
+        if category not in self.config.categories:
+            raise InvalidInput(
+                f"unknown category {category!r}; configured: {', '.join(self.config.categories)}", field=field
+            )
+
+    def _check_entities(self, entities: Sequence[str], field: str) -> None:
+        if len(entities) > self.config.limits.max_entities:
+            raise InvalidInput(f"at most {self.config.limits.max_entities} entities are allowed", field=field)
+        if any(len(name) > 200 for name in entities):
+            raise InvalidInput("an entity name holds at most 200 characters", field=field)
+
+    def _check_metadata(self, metadata: object, field: str) -> None:
+        size = len(json.dumps(metadata, ensure_ascii=False, default=str))
+        if size > self.config.limits.max_metadata_bytes:
+            raise InvalidInput(
+                f"metadata is {size} bytes as JSON, at most {self.config.limits.max_metadata_bytes} are allowed",
+                field=field,
+            )
+
+    def _check_namespaces(self, namespaces: Sequence[str]) -> None:
+        if not namespaces:
+            raise InvalidInput("at least one namespace is required", field="namespace")
+        for namespace in namespaces:
+            if not NAMESPACE_PATTERN.match(namespace):
+                raise InvalidInput(
+                    f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace"
+                )
+
+    def _check_filter(self, flt: MemoryFilter) -> None:
+        for category in flt.categories:
+            self._check_category(category, "filter.category")
+        if flt.created_after and flt.created_before and flt.created_after >= flt.created_before:
+            raise InvalidInput("filter.created_after must be before filter.created_before", field="filter")
+
