@@ -1,0 +1,54 @@
+"""The Litestar application factory.
+
+No I/O at import or in the factory: the lifespan opens the engine (store,
+embedder, index) when the server starts and closes it, saving the index, when
+the server stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from litestar import Litestar
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
+
+from api.controllers import HealthController, MemoryController
+from api.errors import EXCEPTION_HANDLERS
+from engine.config import Config
+from engine.service import MemoryService
+
+ServiceFactory = Callable[[Config], MemoryService]
+
+
+def _default_factory(config: Config) -> MemoryService:
+    from engine.adapters import open_service
+
+    return open_service(config)
+
+
+def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory) -> Litestar:
+    @asynccontextmanager
+    async def engine_lifespan(app: Litestar) -> AsyncIterator[None]:
+        service = await anyio.to_thread.run_sync(open_engine, config)
+        app.state.service = service
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    return Litestar(
+        route_handlers=[MemoryController, HealthController],
+        lifespan=[engine_lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        request_max_body_size=config.server.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="twinmem",
+            version="0.1.0",
+            description="Long-term memory for LLM agents, independent of any agent framework.",
+            path="/schema",
+            render_plugins=[SwaggerRenderPlugin(path="/swagger"), RedocRenderPlugin(path="/redoc")],
+        ),
+    )

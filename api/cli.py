@@ -1,0 +1,72 @@
+"""The ``twinmem`` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from engine.config import load_config
+from engine.errors import TwinmemError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from api.app import create_app
+
+    overrides: dict[str, object] = {}
+    server: dict[str, object] = {}
+    if args.data_dir:
+        overrides["data_dir"] = args.data_dir
+    if args.host:
+        server["host"] = args.host
+    if args.port:
+        server["port"] = args.port
+    if server:
+        overrides["server"] = server
+    config = load_config(args.config, None, **overrides)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(__name__).info(
+        "twinmem serving %s on http://%s:%d (embedder: %s)",
+        config.data_dir,
+        config.server.host,
+        config.server.port,
+        config.embedding.provider,
+    )
+    uvicorn.run(
+        create_app(config),
+        host=config.server.host,
+        port=config.server.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="twinmem", description="Long-term memory service for LLM agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="TCP port (default 8420)")
+    serve.add_argument("--data-dir", help="where the SQLite file and the index live (default ./twinmem-data)")
+    serve.add_argument("--config", help="a twinmem TOML file (see twinmem.example.toml)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(run=_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result: int = args.run(args)
+    except TwinmemError as exc:
+        print(f"twinmem: {exc}", file=sys.stderr)
+        return 2
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""HTTP handlers: parse, make one engine call, shape the answer.
+
+Handlers are synchronous and run in Litestar's thread pool: embedding and
+SQLite are blocking, CPU- or disk-bound calls.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+
+from api import schemas
+from engine.records import DEFAULT_NAMESPACE, Source, Status
+from engine.service import MemoryService
+
+NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
+
+
+def _service(state: State) -> MemoryService:
+    service: MemoryService = state.service
+    return service
+
+
+class MemoryController(Controller):
+    path = "/v1"
+    tags = ["memory"]
+
+    @post("/memory/save", sync_to_thread=True, status_code=200)
+    def save(self, state: State, data: JSONBody[schemas.MemoryIn]) -> Response[dict[str, Any]]:
+        """Save one memory. Saving what is already stored reinforces it instead (idempotent).
+
+        201 when a memory was created, 200 when an existing one was reinforced.
+        """
+        result = _service(state).save(data.draft())
+        return Response(schemas.save_out(result), status_code=201 if result.created else 200)
+
+    @post("/memory/save_batch", sync_to_thread=True, status_code=200)
+    def save_batch(self, state: State, data: JSONBody[schemas.BatchIn]) -> dict[str, Any]:
+        """Save many memories in one transaction, embedded in one batch."""
+        namespace = data.namespace or DEFAULT_NAMESPACE
+        results = _service(state).save_batch([item.draft(namespace) for item in data.memories])
+        return {
+            "results": [schemas.save_out(result) for result in results],
+            "created": sum(result.created for result in results),
+            "deduplicated": sum(not result.created for result in results),
+        }
+
+    @post("/memory/recall", sync_to_thread=True, status_code=200)
+    def recall(self, state: State, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
+        """The memories most relevant to a query, ranked by similarity and decayed score."""
+        result = _service(state).recall(
+            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.filter.to_filter()
+        )
+        return schemas.recall_out(result, data.explain)
+
+    @get("/memory/{memory_id:str}", sync_to_thread=True)
+    def get_memory(
+        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+    ) -> dict[str, Any]:
+        """One memory by id, whatever its status except deleted."""
+        return schemas.memory_out(_service(state).get(namespace, memory_id))
+
+    @get("/memory/{memory_id:str}/history", sync_to_thread=True)
+    def history(
+        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+    ) -> dict[str, Any]:
+        """Every kept version of a memory, oldest first."""
+        versions = _service(state).history(namespace, memory_id)
+        return {"memory_id": memory_id, "versions": [schemas.version_out(v) for v in versions]}
+
+    @get("/memories", sync_to_thread=True)
+    def list_memories(
+        self,
+        state: State,
+        namespace: NamespaceParam = DEFAULT_NAMESPACE,
+        category: FromQuery[list[str] | None] = None,
+        source: FromQuery[list[Source] | None] = None,
+        status: FromQuery[list[Status] | None] = None,
+        created_after: FromQuery[datetime | None] = None,
+        created_before: FromQuery[datetime | None] = None,
+        session_id: FromQuery[str | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+        cursor: FromQuery[str | None] = None,
+    ) -> dict[str, Any]:
+        """Memories newest first, with cursor pagination (pass back ``next_cursor``)."""
+        flt = schemas.FilterIn(
+            category=category,
+            source=source,
+            status=status,
+            created_after=created_after,
+            created_before=created_before,
+            session_id=session_id,
+        ).to_filter()
+        page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor)
+        return {"memories": [schemas.memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
+
+    @patch("/memory/{memory_id:str}", sync_to_thread=True)
+    def update(self, state: State, memory_id: FromPath[str], data: JSONBody[schemas.MemoryPatchIn]) -> dict[str, Any]:
+        """Change a memory: a new version (re-embedded when the content changes)."""
+        memory = _service(state).update(data.namespace, memory_id, data.patch(), reason=data.reason)
+        return schemas.memory_out(memory)
+
+    @delete("/memory/{memory_id:str}", sync_to_thread=True, status_code=200)
+    def delete_memory(
+        self,
+        state: State,
+        memory_id: FromPath[str],
+        namespace: NamespaceParam = DEFAULT_NAMESPACE,
+        hard: FromQuery[bool] = False,
+    ) -> dict[str, Any]:
+        """Soft-delete (kept with its history, gone from recall), or purge with ``hard=true``."""
+        memory = _service(state).delete(namespace, memory_id, hard=hard)
+        return {"memory_id": memory.memory_id, "deleted": True, "hard": hard}
+
+
+class HealthController(Controller):
+    path = "/health"
+    tags = ["service"]
+
+    @get("/", sync_to_thread=True)
+    def health(self, state: State) -> dict[str, Any]:
+        """Liveness plus the state of the index and background work."""
+        service = _service(state)
+        stats = service.stats()
+        return {"status": "ok", "index_current": stats["index_seq"] == stats["store_seq"], **stats}

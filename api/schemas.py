@@ -1,0 +1,203 @@
+"""Wire schemas: what travels over HTTP, separate from the engine's records.
+
+Requests are strict (unknown fields are refused with 422, so a typo never
+silently does nothing); responses carry every field of the record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from engine.codec import memory_to_dict, to_iso
+from engine.records import (
+    DEFAULT_NAMESPACE,
+    JsonScalar,
+    Memory,
+    MemoryDraft,
+    MemoryFilter,
+    MemoryPatch,
+    Source,
+    Status,
+    Version,
+    Visibility,
+)
+from engine.scoring import Hit
+from engine.service import RecallResult, SaveResult
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is not None and moment.tzinfo is None:
+        raise ValueError("timestamps must carry a timezone, e.g. 2026-01-31T09:00:00Z")
+    return moment
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+Namespace = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@\-]+$")]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemoryIn(_Request):
+    content: str = Field(min_length=1, description="Short natural-language text to remember.")
+    namespace: Namespace | None = Field(default=None, description="Memory space; `default` when absent.")
+    category: str = "fact"
+    base_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Defaults by source.")
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    source: Source = Source.USER_INPUT
+    entities: list[str] = Field(default_factory=list)
+    actor: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, max_length=200)
+    visibility: Visibility = Visibility.SHARED
+    expire_at: UtcDatetime | None = None
+    key: str | None = Field(default=None, max_length=200)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: UtcDatetime | None = Field(default=None, description="When it happened; defaults to now.")
+
+    def draft(self, default_namespace: str = DEFAULT_NAMESPACE) -> MemoryDraft:
+        return MemoryDraft(
+            content=self.content,
+            namespace=self.namespace or default_namespace,
+            category=self.category,
+            base_score=self.base_score,
+            importance=self.importance,
+            source=self.source,
+            entities=tuple(self.entities),
+            actor=self.actor,
+            session_id=self.session_id,
+            visibility=self.visibility,
+            expire_at=self.expire_at,
+            key=self.key,
+            metadata=self.metadata,
+            created_at=self.created_at,
+        )
+
+
+class BatchIn(_Request):
+    namespace: Namespace | None = Field(default=None, description="Default namespace of the batch's memories.")
+    memories: list[MemoryIn] = Field(min_length=1)
+
+
+class MemoryPatchIn(_Request):
+    namespace: Namespace = DEFAULT_NAMESPACE
+    content: str | None = Field(default=None, min_length=1)
+    category: str | None = None
+    entities: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    base_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    visibility: Visibility | None = None
+    expire_at: UtcDatetime | None = None
+    clear_expire_at: bool = False
+    key: str | None = None
+    metadata: dict[str, Any] | None = None
+    status: Status | None = None
+    reason: str = Field(default="updated", max_length=500)
+
+    def patch(self) -> MemoryPatch:
+        return MemoryPatch(
+            content=self.content,
+            category=self.category,
+            entities=tuple(self.entities) if self.entities is not None else None,
+            importance=self.importance,
+            base_score=self.base_score,
+            visibility=self.visibility,
+            expire_at=self.expire_at,
+            clear_expire_at=self.clear_expire_at,
+            key=self.key,
+            metadata=self.metadata,
+            status=self.status,
+        )
+
+
+def _many(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, list) else (value,)
+
+
+class FilterIn(_Request):
+    category: str | list[str] | None = None
+    source: Source | list[Source] | None = None
+    status: Status | list[Status] | None = Field(default=None, description="Default: active only.")
+    created_after: UtcDatetime | None = None
+    created_before: UtcDatetime | None = None
+    session_id: str | None = None
+    metadata: dict[str, JsonScalar] = Field(default_factory=dict, description="Equality on metadata keys.")
+    include_expired: bool = False
+
+    def to_filter(self) -> MemoryFilter:
+        statuses = _many(self.status) or (Status.ACTIVE,)
+        return MemoryFilter(
+            categories=_many(self.category),
+            sources=_many(self.source),
+            statuses=statuses,
+            created_after=self.created_after,
+            created_before=self.created_before,
+            metadata=self.metadata,
+            session_id=self.session_id,
+            include_expired=self.include_expired,
+        )
+
+
+class RecallIn(_Request):
+    query: str = Field(min_length=1)
+    top_k: int = Field(default=10, ge=1, le=100)
+    namespace: Namespace | None = None
+    namespaces: list[Namespace] | None = Field(default=None, description="Several namespaces at once.")
+    filter: FilterIn = Field(default_factory=FilterIn)
+    explain: bool = Field(default=False, description="Include each hit's score breakdown.")
+
+    def scope(self) -> list[str]:
+        if self.namespaces:
+            return list(dict.fromkeys(self.namespaces))
+        return [self.namespace or DEFAULT_NAMESPACE]
+
+
+# --- responses -------------------------------------------------------------------
+
+
+def memory_out(memory: Memory) -> dict[str, Any]:
+    return memory_to_dict(memory)
+
+
+def save_out(result: SaveResult) -> dict[str, Any]:
+    return {
+        "memory_id": result.memory.memory_id,
+        "created": result.created,
+        "deduplicated": not result.created,
+        "deduplicated_by": result.deduplicated_by,
+        "similarity": result.similarity,
+        "version": result.memory.version,
+        "namespace": result.memory.namespace,
+        "memory": memory_out(result.memory),
+    }
+
+
+def hit_out(hit: Hit, explain: bool) -> dict[str, Any]:
+    out = memory_out(hit.memory)
+    out["score"] = round(hit.score, 6)
+    if explain:
+        out["explanation"] = hit.breakdown.as_dict()
+    return out
+
+
+def recall_out(result: RecallResult, explain: bool) -> dict[str, Any]:
+    return {
+        "memories": [hit_out(hit, explain) for hit in result.hits],
+        "candidates": result.candidates,
+        "exact_scan": result.exact_scan,
+    }
+
+
+def version_out(version: Version) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "changed_at": to_iso(version.changed_at),
+        "changed_by": version.changed_by,
+        "reason": version.reason,
+        "memory": memory_out(version.record),
+    }

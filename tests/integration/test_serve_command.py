@@ -1,0 +1,76 @@
+"""The README's serve command, as a subprocess: start, save, recall, stop, restart, recall again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    twinmem = Path(sys.executable).with_name("twinmem")
+    command = [str(twinmem), "serve", "--port", str(port), "--data-dir", str(data_dir)]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"twinmem serve exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError(f"twinmem serve did not answer within 120 s:\n{log.read_text()}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGINT)
+    return process.wait(timeout=60)
+
+
+def test_serve_command_saves_recalls_and_survives_a_restart(tmp_path: Path) -> None:
+    data_dir, port, log = tmp_path / "data", _free_port(), tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+    process = _serve(data_dir, port, log)
+    try:
+        for content in (
+            "The user prefers a minimalist style and always asks about the return policy before ordering",
+            "User's favourite colour is blue",
+        ):
+            saved = httpx.post(f"{base}/v1/memory/save", json={"content": content, "category": "preference"})
+            assert saved.status_code == 201, saved.text
+        query = {"query": "any suggestions for cool-toned colours?", "top_k": 10}
+        first = httpx.post(f"{base}/v1/memory/recall", json=query).json()["memories"]
+        assert first[0]["content"] == "User's favourite colour is blue"
+    finally:
+        assert _stop(process) == 0, log.read_text()
+    assert (data_dir / "index" / "hnsw.meta.json").exists()  # the index was saved on shutdown
+
+    process = _serve(data_dir, port, log)
+    try:
+        again = httpx.post(f"{base}/v1/memory/recall", json=query).json()["memories"]
+        assert [m["memory_id"] for m in again] == [m["memory_id"] for m in first]
+        health = httpx.get(f"{base}/health").json()
+        assert health["memories_indexed"] == 2 and health["index_current"] is True
+    finally:
+        assert _stop(process) == 0, log.read_text()
