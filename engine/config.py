@@ -214,14 +214,17 @@ def _build(raw: dict[str, Any]) -> Config:
         raise ConfigError(f"unknown configuration keys: {', '.join(sorted(unknown))}")
     initial = dict(INITIAL_SCORE_BY_SOURCE)
     initial_table = dict(_table(raw, "initial_score"))
-    initial_default = float(initial_table.pop("default", DEFAULT_INITIAL_SCORE))
-    initial.update({k: float(v) for k, v in initial_table.items()})
+    initial_default = _coerce(initial_table.pop("default", DEFAULT_INITIAL_SCORE), float, "initial_score.default")
+    initial.update({k: _coerce(v, float, f"initial_score.{k}") for k, v in initial_table.items()})
     half_life = dict(HALF_LIFE_DAYS_BY_CATEGORY)
     half_table = dict(_table(raw, "half_life_days"))
-    half_default = float(half_table.pop("default", DEFAULT_HALF_LIFE_DAYS))
-    half_life.update({k: float(v) for k, v in half_table.items()})
+    half_default = _coerce(half_table.pop("default", DEFAULT_HALF_LIFE_DAYS), float, "half_life_days.default")
+    half_life.update({k: _coerce(v, float, f"half_life_days.{k}") for k, v in half_table.items()})
 
-    extra_categories = tuple(str(c) for c in raw.get("categories", ()))
+    raw_categories = raw.get("categories", ())
+    if not isinstance(raw_categories, list | tuple) or not all(isinstance(c, str) for c in raw_categories):
+        raise ConfigError(f"categories must be a list of names, got {raw_categories!r}")
+    extra_categories = tuple(raw_categories)
     categories = BUILTIN_CATEGORIES + tuple(c for c in extra_categories if c not in BUILTIN_CATEGORIES)
 
     scoring = _section(ScoringConfig, _table(raw, "scoring"), "scoring")
@@ -236,11 +239,11 @@ def _build(raw: dict[str, Any]) -> Config:
         reinforce_top5=scoring.reinforce_top5,
     )
     config = Config(
-        data_dir=Path(str(raw.get("data_dir", DEFAULT_DATA_DIR))).expanduser(),
-        store=str(raw.get("store", "sqlite")),
+        data_dir=_data_dir(raw.get("data_dir", DEFAULT_DATA_DIR)),
+        store=_coerce(raw.get("store", "sqlite"), str, "store"),
         categories=categories,
-        dedup_cosine=float(raw.get("dedup_cosine", DEDUP_COSINE)),
-        durable_commits=bool(raw.get("durable_commits", True)),
+        dedup_cosine=_coerce(raw.get("dedup_cosine", DEDUP_COSINE), float, "dedup_cosine"),
+        durable_commits=_coerce(raw.get("durable_commits", True), bool, "durable_commits"),
         server=_section(ServerConfig, _table(raw, "server"), "server"),
         embedding=_section(EmbeddingConfig, _table(raw, "embedding"), "embedding"),
         scoring=scoring,
@@ -264,14 +267,40 @@ def _section(cls: Any, values: Mapping[str, Any], name: str) -> Any:
     defaults = cls()
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
-        if not hasattr(defaults, key):
+        expected = type(getattr(defaults, key, None))
+        # Table-valued fields (half-lives, initial scores) have their own top-level tables.
+        if expected not in _SCALARS:
             raise ConfigError(f"unknown key {key!r} in [{name}]")
-        expected = type(getattr(defaults, key))
-        try:
-            kwargs[key] = expected(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"[{name}] {key} must be {expected.__name__}, got {value!r}") from exc
+        kwargs[key] = _coerce(value, expected, f"[{name}] {key}")
     return cls(**kwargs)
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def _coerce(value: Any, kind: type, where: str) -> Any:
+    """A file or environment value as the field's type, refusing lossy or surprising
+    conversions: ``"no"`` is not a bool, ``80.5`` is not a port, ``true`` is not a count."""
+    if isinstance(value, bool):
+        ok = kind is bool
+    elif kind is int:
+        ok = isinstance(value, int)
+    elif kind is float:
+        ok = isinstance(value, int | float)
+    elif kind is str:
+        # An environment value that happens to parse as a TOML number is still a name.
+        ok = isinstance(value, str | int | float)
+    else:
+        ok = False
+    if not ok:
+        raise ConfigError(f"{where} must be {kind.__name__}, got {value!r}")
+    return kind(value)
+
+
+def _data_dir(value: Any) -> Path:
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"data_dir must be a path, got {value!r}")
+    return Path(value).expanduser()
 
 
 def _validate(config: Config) -> None:
@@ -279,8 +308,7 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
     if config.embedding.provider not in EMBEDDING_PROVIDERS:
         raise ConfigError(
-            f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, "
-            f"got {config.embedding.provider!r}"
+            f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, got {config.embedding.provider!r}"
         )
     for name, score in (*config.scoring.initial_by_source.items(), ("default", config.scoring.initial_default)):
         if not 0.0 <= score <= 1.0:

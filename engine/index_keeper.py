@@ -6,8 +6,9 @@ vector, or remove the id), whether the change was made by this process a
 moment ago, by this process before a crash, or by another replica sharing the
 store. At start-up it loads the saved index, catches up, and checks the count
 against the store; when the saved index is absent, torn, built for another
-model, or disagrees with the store, it rebuilds from the stored vectors
-(embedding any memory that has no vector for the current model).
+model, ahead of the store's change sequence (a store restored from a backup),
+or disagrees with the store, it rebuilds from the stored vectors (embedding
+any memory that has no vector for the current model).
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ class IndexKeeper:
     def start(self, loaded: VectorIndex | None) -> None:
         """Adopt a loaded index (or none), catch it up, and rebuild if it disagrees."""
         with self._lock:
+            if loaded is not None and loaded.applied_seq > self._store.last_seq():
+                # The index reflects changes this store never had (it was restored
+                # from a backup or replaced): its seq numbers would be reused, and
+                # catching up from them would skip the store's new changes.
+                log.warning(
+                    "saved index reflects change %d, the store only %d: rebuilding",
+                    loaded.applied_seq,
+                    self._store.last_seq(),
+                )
+                loaded = None
             if loaded is not None:
                 self._index = loaded
                 self.catch_up()

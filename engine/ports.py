@@ -201,7 +201,7 @@ class Store(Protocol):
         """An active memory of ``namespace`` with this content digest, or None."""
         ...
 
-    def list(
+    def list_page(
         self,
         namespaces: Sequence[str],
         flt: MemoryFilter,
@@ -217,9 +217,7 @@ class Store(Protocol):
         """
         ...
 
-    def filtered_ids(
-        self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int
-    ) -> list[str]:
+    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
         """Up to ``limit`` ids passing ``flt`` (the exact-scan fallback of recall)."""
         ...
 

@@ -151,9 +151,7 @@ class MemoryPatch:
     status: Status | None = None
 
     def is_empty(self) -> bool:
-        return (
-            all(getattr(self, name) is None for name in _PATCH_FIELDS) and not self.clear_expire_at
-        )
+        return all(getattr(self, name) is None for name in _PATCH_FIELDS) and not self.clear_expire_at
 
 
 _PATCH_FIELDS = (

@@ -65,8 +65,8 @@ class Reinforcer:
                     break
             events: list[Reinforcement] = []
             for item in taken:
-                if item is not _STOP:
-                    events.extend(item)  # type: ignore[call-overload]
+                if isinstance(item, list):
+                    events.extend(item)
             try:
                 if events:
                     self._apply(events)

@@ -29,7 +29,7 @@ TOP_RANKS_REINFORCED = 5
 def decayed_base(memory: Memory, now: datetime, scoring: ScoringConfig) -> float:
     """The base score after exponential decay since the last reinforcement."""
     elapsed_days = max(0.0, (now - memory.last_accessed_at).total_seconds() / SECONDS_PER_DAY)
-    return memory.base_score * 0.5 ** (elapsed_days / scoring.half_life(memory.category))
+    return float(memory.base_score * 0.5 ** (elapsed_days / scoring.half_life(memory.category)))
 
 
 def access_bonus(access_count: int, scoring: ScoringConfig) -> float:

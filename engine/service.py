@@ -44,6 +44,9 @@ from engine.records import (
 from engine.reinforcement import Reinforcer
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
+# Metadata filter keys name a (dotted) path; checked here so that a bad filter
+# is refused whatever the store holds, not only once a candidate reaches the store.
+METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 EXACT_SCAN_LIMIT = 200_000
 DEDUP_NEIGHBOURS = 10
 
@@ -128,9 +131,7 @@ class MemoryService:
             repeats: list[Reinforcement] = []
             for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
                 digest = content_digest(draft.content)
-                same = by_digest.get((draft.namespace, digest)) or self.store.find_by_digest(
-                    draft.namespace, digest
-                )
+                same = by_digest.get((draft.namespace, digest)) or self.store.find_by_digest(draft.namespace, digest)
                 if same is not None:
                     results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
@@ -192,9 +193,7 @@ class MemoryService:
             self.keeper.catch_up()
         return updated
 
-    def delete(
-        self, namespace: str, memory_id: str, *, hard: bool = False, actor: str | None = None
-    ) -> Memory:
+    def delete(self, namespace: str, memory_id: str, *, hard: bool = False, actor: str | None = None) -> Memory:
         """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge."""
         with self._write_lock:
             current = self.store.get([namespace], memory_id)
@@ -204,9 +203,7 @@ class MemoryService:
                 self.store.purge(namespace, memory_id)
                 self.keeper.catch_up()
                 return current
-            deleted = current.evolve(
-                status=Status.DELETED, version=current.version + 1, updated_at=self._clock()
-            )
+            deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=self._clock())
             self.store.update(deleted, None, changed_by=actor, reason="deleted")
             self.keeper.catch_up()
         return deleted
@@ -225,7 +222,7 @@ class MemoryService:
             raise MemoryNotFound(memory_id, namespace)
         return versions
 
-    def list(
+    def list_page(
         self,
         namespaces: Sequence[str],
         flt: MemoryFilter,
@@ -235,7 +232,7 @@ class MemoryService:
     ) -> Page:
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        return self.store.list(namespaces, flt, self._clock(), limit=limit, cursor=cursor)
+        return self.store.list_page(namespaces, flt, self._clock(), limit=limit, cursor=cursor)
 
     def recall(
         self,
@@ -333,9 +330,7 @@ class MemoryService:
         keys = entity_keys(normalize_entities(draft.entities))
         same_ns = [(memory, vec) for _, memory, vec in fresh if memory.namespace == draft.namespace]
         pairs: list[tuple[Memory, float]] = [(memory, float(np.dot(vec, vector))) for memory, vec in same_ns]
-        candidates, _ = self._candidates(
-            vector, [draft.namespace], MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS
-        )
+        candidates, _ = self._candidates(vector, [draft.namespace], MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS)
         pairs += [(cand.memory, cand.cosine) for cand in candidates]
         for memory, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
@@ -383,9 +378,7 @@ class MemoryService:
 
     def _reinforce(self, events: Sequence[Reinforcement]) -> None:
         policy = self.config.scoring
-        self.store.reinforce(
-            events, lambda memory, bonus, at: scoring.reinforced_base(memory, bonus, at, policy)
-        )
+        self.store.reinforce(events, lambda memory, bonus, at: scoring.reinforced_base(memory, bonus, at, policy))
 
     # --- validation ------------------------------------------------------------------
 
@@ -450,7 +443,7 @@ class MemoryService:
         if not namespaces:
             raise InvalidInput("at least one namespace is required", field="namespace")
         for namespace in namespaces:
-            if not NAMESPACE_PATTERN.match(namespace):
+            if not NAMESPACE_PATTERN.fullmatch(namespace):
                 raise InvalidInput(
                     f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace"
                 )
@@ -458,6 +451,16 @@ class MemoryService:
     def _check_filter(self, flt: MemoryFilter) -> None:
         for category in flt.categories:
             self._check_category(category, "filter.category")
+        for key, value in flt.metadata.items():
+            if not METADATA_KEY_PATTERN.fullmatch(key):
+                raise InvalidInput(
+                    f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
+                    field="filter.metadata",
+                )
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise InvalidInput(
+                    f"metadata filter value of {key!r} must be a string, number, boolean or null",
+                    field="filter.metadata",
+                )
         if flt.created_after and flt.created_before and flt.created_after >= flt.created_before:
             raise InvalidInput("filter.created_after must be before filter.created_before", field="filter")
-

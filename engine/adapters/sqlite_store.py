@@ -177,10 +177,12 @@ class SqliteStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                # Also when COMMIT itself failed: never leave the connection mid-transaction.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sqlite3.Connection]:
@@ -202,9 +204,7 @@ class SqliteStore:
         with self._write("insert") as db:
             seq = 0
             for memory, vector in zip(memories, vectors, strict=True):
-                existing = db.execute(
-                    "SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)
-                ).fetchone()
+                existing = db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
                 if existing:
                     raise Conflict(f"memory {memory.memory_id} already exists", memory_id=memory.memory_id)
                 db.execute(
@@ -233,8 +233,7 @@ class SqliteStore:
                 raise MemoryNotFound(memory.memory_id, memory.namespace)
             if memory.version != row[0] + 1:
                 raise Conflict(
-                    f"memory {memory.memory_id} is at version {row[0]}, "
-                    f"cannot write version {memory.version}",
+                    f"memory {memory.memory_id} is at version {row[0]}, cannot write version {memory.version}",
                     memory_id=memory.memory_id,
                 )
             assignments = ", ".join(f"{col.strip()} = ?" for col in _COLUMNS.split(",")[1:])
@@ -255,9 +254,7 @@ class SqliteStore:
             return
         with self._write("reinforce") as db:
             for memory_id, bonus, at in events:
-                row = db.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)
-                ).fetchone()
+                row = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
                 if row is None:
                     continue
                 memory = _memory(row)
@@ -341,8 +338,7 @@ class SqliteStore:
             return None
         with self._read("get") as db:
             row = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? "
-                f"AND namespace IN ({_marks(namespaces)})",
+                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? AND namespace IN ({_marks(namespaces)})",
                 (memory_id, *namespaces),
             ).fetchone()
         return _memory(row) if row else None
@@ -361,8 +357,7 @@ class SqliteStore:
         with self._read("get_many") as db:
             for chunk in _chunks(ids, 500):
                 rows += db.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE {where} "
-                    f"AND memory_id IN ({_marks(chunk)})",
+                    f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})",
                     (*params, *chunk),
                 ).fetchall()
         return [_memory(row) for row in rows]
@@ -376,7 +371,7 @@ class SqliteStore:
             ).fetchone()
         return _memory(row) if row else None
 
-    def list(
+    def list_page(
         self,
         namespaces: Sequence[str],
         flt: MemoryFilter,
@@ -394,8 +389,7 @@ class SqliteStore:
             params += [created_at, created_at, memory_id]
         with self._read("list") as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {where} "
-                "ORDER BY created_at DESC, memory_id DESC LIMIT ?",
+                f"SELECT {_COLUMNS} FROM memories WHERE {where} ORDER BY created_at DESC, memory_id DESC LIMIT ?",
                 (*params, limit + 1),
             ).fetchall()
         items = tuple(_memory(row) for row in rows[:limit])
@@ -405,16 +399,12 @@ class SqliteStore:
             next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
         return Page(items, next_cursor)
 
-    def filtered_ids(
-        self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int
-    ) -> list[str]:
+    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
         if not namespaces:
             return []
         where, params = _where(namespaces, flt, now)
         with self._read("filtered_ids") as db:
-            rows = db.execute(
-                f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)
-            ).fetchall()
+            rows = db.execute(f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)).fetchall()
         return [row[0] for row in rows]
 
     def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
@@ -513,9 +503,7 @@ class SqliteStore:
 
     def count_indexable(self) -> int:
         with self._read("count_indexable") as db:
-            row = db.execute(
-                "SELECT count(*) FROM memories WHERE status != ?", (Status.DELETED.value,)
-            ).fetchone()
+            row = db.execute("SELECT count(*) FROM memories WHERE status != ?", (Status.DELETED.value,)).fetchone()
         return int(row[0])
 
 
@@ -627,8 +615,11 @@ def _where(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> tuple
             clauses.append("json_type(metadata, ?) = ?")
             params += [path, "true" if value else "false"]
         else:
-            clauses.append("json_extract(metadata, ?) = ?")
-            params += [path, value]
+            # json_extract gives 1 for true and the JSON text of an object, so the
+            # JSON type is checked too: {"x": 1} must not match {"x": true}.
+            kinds = "('text')" if isinstance(value, str) else "('integer', 'real')"
+            clauses.append(f"json_type(metadata, ?) IN {kinds} AND json_extract(metadata, ?) = ?")
+            params += [path, path, value]
     return " AND ".join(clauses), params
 
 

@@ -1,0 +1,692 @@
+"""The Store contract (engine/ports.py), run against every Store adapter.
+
+Each adapter registers a factory in ``STORE_BACKENDS``: given a ``tmp_path`` it
+returns a callable that makes a new, unopened store instance over the same
+backing data, so durability can be checked by closing one instance and opening
+another. A backend that cannot honour a clause skips that test with a reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.adapters.sqlite_store import SqliteStore
+from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.ports import Edge, Store, Vector
+from engine.records import (
+    Memory,
+    MemoryFilter,
+    Source,
+    Status,
+    content_digest,
+    new_memory_id,
+)
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+NOW = T0 + timedelta(days=100)
+NS = "ns-a"
+OTHER_NS = "ns-b"
+MODEL = "model-a"
+DIM = 8
+
+StoreFactory = Callable[[], Store]
+
+
+def _sqlite(tmp_path: Path) -> StoreFactory:
+    path = tmp_path / "store.sqlite3"
+    return lambda: SqliteStore(path)
+
+
+# A Neo4j adapter joins as another entry here (skipping when no Bolt server answers).
+STORE_BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {"sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(STORE_BACKENDS))
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    return STORE_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> Iterator[Store]:
+    instance = store_factory()
+    instance.open()
+    yield instance
+    instance.close()
+
+
+def vec(seed: int) -> Vector:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+_counter = iter(range(10**9))
+
+
+def mem(content: str | None = None, **fields: Any) -> Memory:
+    n = next(_counter)
+    values: dict[str, Any] = {
+        "memory_id": new_memory_id(),
+        "namespace": NS,
+        "content": content if content is not None else f"memory number {n}",
+        "category": "fact",
+        "base_score": 0.5,
+        "importance": 0.5,
+        "source": Source.USER_INPUT,
+        "created_at": T0,
+        "updated_at": T0,
+        "last_accessed_at": T0,
+        "embedding_model": MODEL,
+        "embedding_version": "1",
+    }
+    values.update(fields)
+    return Memory(**values)
+
+
+def put(store: Store, *memories: Memory) -> list[Memory]:
+    store.insert(list(memories), [vec(i) for i in range(len(memories))], changed_by="tester")
+    return list(memories)
+
+
+def ids(memories: list[Memory] | tuple[Memory, ...]) -> set[str]:
+    return {m.memory_id for m in memories}
+
+
+def test_adapter_satisfies_the_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+
+
+# --- insert ------------------------------------------------------------------------
+
+
+def test_insert_stores_the_record_as_written(store: Store) -> None:
+    original = mem(
+        "喜欢蓝色",
+        entities=("蓝色", "Alice"),
+        metadata={"n": 1, "nested": {"a": [1, 2]}},
+        expire_at=T0 + timedelta(days=365),
+        key="colour",
+        actor="agent",
+        session_id="s-1",
+    )
+    seq = store.insert([original], [vec(1)], changed_by="tester")
+    assert store.get([NS], original.memory_id) == original
+    assert seq == store.last_seq()
+
+
+def test_insert_creates_version_one(store: Store) -> None:
+    (m,) = put(store, mem())
+    (version,) = store.versions([NS], m.memory_id)
+    assert version.version == 1
+    assert version.record == m
+    assert version.changed_by == "tester"
+    assert version.reason == "created"
+
+
+def test_insert_stores_each_vector_under_the_memory_model(store: Store) -> None:
+    a, b = mem(), mem(embedding_model="model-b")
+    store.insert([a, b], [vec(1), vec(2)], changed_by=None)
+    found = store.vectors([a.memory_id, b.memory_id], MODEL)
+    assert set(found) == {a.memory_id}
+    np.testing.assert_array_equal(found[a.memory_id], vec(1))
+    np.testing.assert_array_equal(store.vectors([b.memory_id], "model-b")[b.memory_id], vec(2))
+
+
+def test_insert_of_an_existing_id_conflicts_and_writes_nothing(store: Store) -> None:
+    (existing,) = put(store, mem())
+    seq = store.last_seq()
+    fresh = mem()
+    with pytest.raises(Conflict):
+        store.insert([fresh, existing.evolve(content="again")], [vec(1), vec(2)], changed_by=None)
+    assert store.get([NS], fresh.memory_id) is None
+    assert store.get([NS], existing.memory_id) == existing
+    assert store.last_seq() == seq
+
+
+# --- update ------------------------------------------------------------------------
+
+
+def test_update_replaces_the_record_and_keeps_the_old_version(store: Store) -> None:
+    (v1,) = put(store, mem("first words"))
+    v2 = v1.evolve(content="second words", version=2, updated_at=T0 + timedelta(hours=1))
+    seq = store.update(v2, vec(9), changed_by="editor", reason="fixed a typo")
+    assert seq == store.last_seq()
+    assert store.get([NS], v1.memory_id) == v2
+    history = store.versions([NS], v1.memory_id)
+    assert [v.version for v in history] == [1, 2]
+    assert history[0].record.content == "first words"
+    assert history[1].record == v2
+    assert (history[1].changed_by, history[1].reason) == ("editor", "fixed a typo")
+    assert history[1].changed_at == T0 + timedelta(hours=1)
+
+
+def test_update_digest_follows_the_new_content(store: Store) -> None:
+    (v1,) = put(store, mem("first words"))
+    store.update(v1.evolve(content="second words", version=2), None, changed_by=None, reason="edit")
+    assert store.find_by_digest(NS, content_digest("first words")) is None
+    found = store.find_by_digest(NS, content_digest("Second  Words"))
+    assert found is not None and found.memory_id == v1.memory_id
+
+
+@pytest.mark.parametrize("version", [1, 3, 0])
+def test_update_must_write_the_next_version(store: Store, version: int) -> None:
+    (v1,) = put(store, mem("kept"))
+    with pytest.raises(Conflict):
+        store.update(v1.evolve(content="lost", version=version), vec(3), changed_by=None, reason="stale")
+    assert store.get([NS], v1.memory_id) == v1
+    assert len(store.versions([NS], v1.memory_id)) == 1
+    np.testing.assert_array_equal(store.vectors([v1.memory_id], MODEL)[v1.memory_id], vec(0))
+
+
+def test_update_replaces_the_vector_when_given_and_keeps_it_otherwise(store: Store) -> None:
+    (v1,) = put(store, mem())
+    store.update(v1.evolve(version=2, importance=0.9), None, changed_by=None, reason="importance")
+    np.testing.assert_array_equal(store.vectors([v1.memory_id], MODEL)[v1.memory_id], vec(0))
+    store.update(v1.evolve(version=3, content="new"), vec(7), changed_by=None, reason="content")
+    np.testing.assert_array_equal(store.vectors([v1.memory_id], MODEL)[v1.memory_id], vec(7))
+
+
+def test_update_of_a_memory_in_another_namespace_is_not_found(store: Store) -> None:
+    (m,) = put(store, mem())
+    with pytest.raises(MemoryNotFound):
+        store.update(m.evolve(namespace=OTHER_NS, version=2), None, changed_by=None, reason="hijack")
+    assert store.get([NS], m.memory_id) == m
+
+
+# --- namespace scoping ----------------------------------------------------------------
+
+
+def test_reads_from_another_namespace_see_nothing(store: Store) -> None:
+    (m,) = put(store, mem("private thoughts"))
+    other = mem(namespace=OTHER_NS)
+    put(store, other)
+    store.add_edges([Edge(NS, m.memory_id, other.memory_id, "RELATED_TO", T0)])
+    assert store.get([OTHER_NS], m.memory_id) is None
+    assert store.get([], m.memory_id) is None
+    assert store.get_many([OTHER_NS], [m.memory_id], MemoryFilter(), NOW) == []
+    assert store.versions([OTHER_NS], m.memory_id) == []
+    assert store.edges([OTHER_NS], m.memory_id) == []
+    assert store.find_by_digest(OTHER_NS, m.digest) is None
+    assert ids(store.list_page([OTHER_NS], MemoryFilter(), NOW, limit=10).items) == {other.memory_id}
+    assert store.filtered_ids([OTHER_NS], MemoryFilter(), NOW, 10) == [other.memory_id]
+
+
+def test_reads_over_several_namespaces_see_each(store: Store) -> None:
+    a, b = put(store, mem(), mem(namespace=OTHER_NS))
+    both = [NS, OTHER_NS]
+    assert store.get(both, b.memory_id) == b
+    assert ids(store.get_many(both, [a.memory_id, b.memory_id], MemoryFilter(), NOW)) == ids([a, b])
+    assert ids(store.list_page(both, MemoryFilter(), NOW, limit=10).items) == ids([a, b])
+
+
+# --- find_by_digest -----------------------------------------------------------------
+
+
+def test_find_by_digest_finds_active_memories_only(store: Store) -> None:
+    (m,) = put(store, mem("User likes blue"))
+    found = store.find_by_digest(NS, content_digest("user  LIKES blue"))
+    assert found == m
+    store.update(m.evolve(version=2, status=Status.SUPERSEDED), None, changed_by=None, reason="superseded")
+    assert store.find_by_digest(NS, content_digest("user likes blue")) is None
+    assert store.find_by_digest(NS, content_digest("something else")) is None
+
+
+# --- list and filters ------------------------------------------------------------------
+
+
+def _listed(store: Store, flt: MemoryFilter, now: datetime = NOW) -> set[str]:
+    listed = ids(store.list_page([NS], flt, now, limit=1000).items)
+    assert set(store.filtered_ids([NS], flt, now, 1000)) == listed
+    return listed
+
+
+def test_list_is_newest_first(store: Store) -> None:
+    memories = put(store, *(mem(created_at=T0 + timedelta(minutes=i)) for i in range(5)))
+    page = store.list_page([NS], MemoryFilter(), NOW, limit=10)
+    assert [m.memory_id for m in page.items] == [m.memory_id for m in reversed(memories)]
+    assert page.next_cursor is None
+
+
+def test_filter_by_category_and_source(store: Store) -> None:
+    fact, pref, tool = put(
+        store,
+        mem(category="fact"),
+        mem(category="preference"),
+        mem(category="fact", source=Source.TOOL_RESULT),
+    )
+    assert _listed(store, MemoryFilter(categories=("fact",))) == ids([fact, tool])
+    assert _listed(store, MemoryFilter(categories=("fact", "preference"))) == ids([fact, pref, tool])
+    assert _listed(store, MemoryFilter(sources=(Source.TOOL_RESULT,))) == ids([tool])
+    assert _listed(store, MemoryFilter(categories=("preference",), sources=(Source.TOOL_RESULT,))) == set()
+
+
+def test_filter_by_status_defaults_to_active(store: Store) -> None:
+    active, archived = put(store, mem(), mem(status=Status.ARCHIVED))
+    assert _listed(store, MemoryFilter()) == ids([active])
+    assert _listed(store, MemoryFilter(statuses=(Status.ARCHIVED,))) == ids([archived])
+    assert _listed(store, MemoryFilter(statuses=())) == ids([active, archived])
+
+
+def test_filter_by_created_range(store: Store) -> None:
+    old, mid, new = put(
+        store,
+        mem(created_at=T0),
+        mem(created_at=T0 + timedelta(days=10)),
+        mem(created_at=T0 + timedelta(days=20)),
+    )
+    assert _listed(store, MemoryFilter(created_after=T0 + timedelta(days=5))) == ids([mid, new])
+    assert _listed(store, MemoryFilter(created_before=T0 + timedelta(days=15))) == ids([old, mid])
+    window = MemoryFilter(created_after=T0 + timedelta(days=5), created_before=T0 + timedelta(days=15))
+    assert _listed(store, window) == ids([mid])
+
+
+def test_filter_by_session(store: Store) -> None:
+    in_session, _ = put(store, mem(session_id="s-1"), mem(session_id="s-2"))
+    put(store, mem())
+    assert _listed(store, MemoryFilter(session_id="s-1")) == ids([in_session])
+
+
+def test_expired_memories_are_left_out_unless_asked_for(store: Store) -> None:
+    lasting, expired, expiring_later = put(
+        store,
+        mem(),
+        mem(expire_at=NOW - timedelta(seconds=1)),
+        mem(expire_at=NOW + timedelta(days=1)),
+    )
+    assert _listed(store, MemoryFilter()) == ids([lasting, expiring_later])
+    assert _listed(store, MemoryFilter(include_expired=True)) == ids([lasting, expired, expiring_later])
+    assert _listed(store, MemoryFilter(), now=NOW + timedelta(days=2)) == ids([lasting])
+    everything = [lasting.memory_id, expired.memory_id, expiring_later.memory_id]
+    assert ids(store.get_many([NS], everything, MemoryFilter(), NOW)) == ids([lasting, expiring_later])
+    # get() is a direct read: it returns the record whatever its expiry.
+    assert store.get([NS], expired.memory_id) == expired
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        ({"colour": "blue"}, {"blue"}),
+        ({"n": 3}, {"blue"}),
+        ({"n": 3.0}, {"blue"}),
+        ({"ratio": 0.25}, {"green"}),
+        ({"pinned": True}, {"blue"}),
+        ({"pinned": False}, {"green"}),
+        ({"pinned": 1}, {"one"}),
+        ({"note": "null"}, {"one"}),
+        ({"note": None}, {"green"}),
+        ({"deep.level": "x"}, {"blue"}),
+        ({"colour": "blue", "pinned": False}, set()),
+        ({"colour": "purple"}, set()),
+        ({"absent": "x"}, set()),
+    ],
+)
+def test_filter_by_metadata_equality(store: Store, flt: dict[str, Any], expected: set[str]) -> None:
+    blue, green, one = put(
+        store,
+        mem(metadata={"colour": "blue", "n": 3, "pinned": True, "deep": {"level": "x"}}),
+        mem(metadata={"colour": "green", "n": 4, "ratio": 0.25, "pinned": False, "note": None}),
+        # JSON's 1 is not true, and the string "null" is not null.
+        mem(metadata={"pinned": 1, "note": "null"}),
+    )
+    by_name = {"blue": blue.memory_id, "green": green.memory_id, "one": one.memory_id}
+    assert _listed(store, MemoryFilter(metadata=flt)) == {by_name[name] for name in expected}
+
+
+@pytest.mark.parametrize("key", ["a') OR 1=1 --", "a'b", 'a"b', "a b", "", "$.x", "a[0]", "a;DROP TABLE memories"])
+def test_metadata_filter_keys_that_could_inject_are_refused(store: Store, key: str) -> None:
+    put(store, mem(metadata={"a": 1}))
+    flt = MemoryFilter(metadata={key: 1})
+    with pytest.raises(InvalidInput):
+        store.list_page([NS], flt, NOW, limit=10)
+    with pytest.raises(InvalidInput):
+        store.filtered_ids([NS], flt, NOW, 10)
+    with pytest.raises(InvalidInput):
+        store.get_many([NS], ["x"], flt, NOW)
+    assert store.count_indexable() == 1
+
+
+def test_filtered_ids_honours_the_limit(store: Store) -> None:
+    put(store, *(mem() for _ in range(7)))
+    got = store.filtered_ids([NS], MemoryFilter(), NOW, 3)
+    assert len(got) == 3
+    assert len(set(got)) == 3
+
+
+# --- pagination ----------------------------------------------------------------------
+
+
+def test_cursor_pagination_has_no_duplicates_and_no_gaps(store: Store) -> None:
+    # Several memories share a created_at, so the cursor must break ties.
+    memories = put(store, *(mem(created_at=T0 + timedelta(minutes=i // 3)) for i in range(25)))
+    seen: list[Memory] = []
+    cursor = None
+    sizes = []
+    for _ in range(10):
+        page = store.list_page([NS], MemoryFilter(), NOW, limit=10, cursor=cursor)
+        sizes.append(len(page.items))
+        seen.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert sizes == [10, 10, 5]
+    assert len(seen) == 25
+    assert ids(seen) == ids(memories)
+    order = [(m.created_at, m.memory_id) for m in seen]
+    assert order == sorted(order, reverse=True)
+
+
+def test_pagination_respects_the_filter(store: Store) -> None:
+    facts = put(store, *(mem(category="fact", created_at=T0 + timedelta(seconds=i)) for i in range(12)))
+    put(store, *(mem(category="event", created_at=T0 + timedelta(seconds=i)) for i in range(12)))
+    flt = MemoryFilter(categories=("fact",))
+    first = store.list_page([NS], flt, NOW, limit=10)
+    assert first.next_cursor is not None
+    second = store.list_page([NS], flt, NOW, limit=10, cursor=first.next_cursor)
+    assert second.next_cursor is None
+    assert ids(first.items) | ids(second.items) == ids(facts)
+    assert len(first.items) + len(second.items) == 12
+
+
+def test_exactly_one_full_page_has_no_next_cursor(store: Store) -> None:
+    put(store, *(mem() for _ in range(10)))
+    assert store.list_page([NS], MemoryFilter(), NOW, limit=10).next_cursor is None
+
+
+@pytest.mark.parametrize("cursor", ["not-a-cursor", "", "bnVsbA==", "WzEsIDJd", "eyJhIjogMX0=", "WyJ4IiwgInkiXQ=="])
+def test_an_unreadable_cursor_is_invalid_input(store: Store, cursor: str) -> None:
+    put(store, mem())
+    with pytest.raises(InvalidInput):
+        store.list_page([NS], MemoryFilter(), NOW, limit=10, cursor=cursor)
+
+
+# --- reinforce ----------------------------------------------------------------------
+
+
+def _add_bonus(memory: Memory, bonus: float, at: datetime) -> float:
+    return min(1.0, memory.base_score + bonus)
+
+
+def test_reinforce_applies_every_event_in_order(store: Store) -> None:
+    (m,) = put(store, mem(base_score=0.2))
+    seq, versions = store.last_seq(), len(store.versions([NS], m.memory_id))
+    at = [T0 + timedelta(days=d) for d in (3, 1, 2)]
+    store.reinforce([(m.memory_id, 0.1, at[0]), (m.memory_id, 0.05, at[1]), (m.memory_id, 0.05, at[2])], _add_bonus)
+    after = store.get([NS], m.memory_id)
+    assert after is not None
+    assert after.access_count == 3
+    assert after.base_score == pytest.approx(0.4)
+    assert after.last_accessed_at == T0 + timedelta(days=3)
+    # Use, not an edit: no version, no change, nothing else touched.
+    assert after.version == m.version
+    assert after.updated_at == m.updated_at
+    assert store.last_seq() == seq
+    assert len(store.versions([NS], m.memory_id)) == versions
+
+
+def test_reinforce_hands_rescore_the_current_record(store: Store) -> None:
+    (m,) = put(store, mem(base_score=0.5))
+    seen: list[tuple[int, float, float, datetime]] = []
+
+    def rescore(memory: Memory, bonus: float, at: datetime) -> float:
+        seen.append((memory.access_count, memory.base_score, bonus, at))
+        return memory.base_score / 2
+
+    store.reinforce([(m.memory_id, 0.1, T0), (m.memory_id, 0.05, T0)], rescore)
+    assert seen == [(0, 0.5, 0.1, T0), (1, 0.25, 0.05, T0)]
+    after = store.get([NS], m.memory_id)
+    assert after is not None and after.base_score == pytest.approx(0.125)
+
+
+def test_reinforce_skips_ids_that_do_not_exist(store: Store) -> None:
+    (m,) = put(store, mem())
+    store.reinforce([("no-such-id", 0.1, T0), (m.memory_id, 0.1, T0), ("gone", 0.1, T0)], _add_bonus)
+    after = store.get([NS], m.memory_id)
+    assert after is not None and after.access_count == 1
+    store.reinforce([], _add_bonus)
+
+
+def test_reinforce_never_loses_an_increment_under_concurrency(store: Store) -> None:
+    (m,) = put(store, mem(base_score=0.0))
+    start = threading.Barrier(8)
+
+    def worker() -> None:
+        start.wait()
+        for _ in range(50):
+            store.reinforce([(m.memory_id, 0.001, T0)], _add_bonus)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for future in [pool.submit(worker) for _ in range(8)]:
+            future.result()
+    after = store.get([NS], m.memory_id)
+    assert after is not None
+    assert after.access_count == 400
+    assert after.base_score == pytest.approx(0.4)
+
+
+def test_reinforce_from_two_store_instances_over_the_same_data_adds_up(store_factory: StoreFactory) -> None:
+    # Replicas share one system of record; the store's write lock must hold across instances.
+    first, second = store_factory(), store_factory()
+    first.open()
+    second.open()
+    try:
+        (m,) = put(first, mem(base_score=0.0))
+
+        def worker(instance: Store) -> None:
+            for _ in range(25):
+                instance.reinforce([(m.memory_id, 0.0, T0)], _add_bonus)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for future in [pool.submit(worker, inst) for inst in (first, second) * 4]:
+                future.result()
+        after = second.get([NS], m.memory_id)
+        assert after is not None and after.access_count == 200
+    finally:
+        first.close()
+        second.close()
+
+
+# --- vectors ----------------------------------------------------------------------------
+
+
+def test_put_vectors_stores_another_model_without_a_change(store: Store) -> None:
+    a, b = put(store, mem(), mem())
+    seq = store.last_seq()
+    store.put_vectors({a.memory_id: vec(10), b.memory_id: vec(11)}, "model-b")
+    found = store.vectors([a.memory_id, b.memory_id, "absent"], "model-b")
+    assert set(found) == {a.memory_id, b.memory_id}
+    np.testing.assert_array_equal(found[b.memory_id], vec(11))
+    np.testing.assert_array_equal(store.vectors([a.memory_id], MODEL)[a.memory_id], vec(0))
+    assert store.last_seq() == seq
+    assert len(store.versions([NS], a.memory_id)) == 1
+
+
+def test_put_vectors_replaces(store: Store) -> None:
+    (m,) = put(store, mem())
+    store.put_vectors({m.memory_id: vec(20)}, MODEL)
+    np.testing.assert_array_equal(store.vectors([m.memory_id], MODEL)[m.memory_id], vec(20))
+
+
+def test_vectors_come_back_as_float32_of_the_stored_dimension(store: Store) -> None:
+    (m,) = put(store, mem())
+    got = store.vectors([m.memory_id], MODEL)[m.memory_id]
+    assert got.dtype == np.float32
+    assert got.shape == (DIM,)
+
+
+# --- purge ------------------------------------------------------------------------------
+
+
+def test_purge_removes_everything_about_the_memory(store: Store) -> None:
+    gone, kept = put(store, mem("forget me"), mem())
+    store.update(gone.evolve(version=2, content="forget me now"), vec(5), changed_by=None, reason="edit")
+    store.add_edges(
+        [
+            Edge(NS, gone.memory_id, kept.memory_id, "RELATED_TO", T0),
+            Edge(NS, kept.memory_id, gone.memory_id, "SUPERSEDES", T0),
+        ]
+    )
+    before = store.last_seq()
+    seq = store.purge(NS, gone.memory_id)
+    assert seq > before
+    assert seq == store.last_seq()
+    assert store.get([NS], gone.memory_id) is None
+    assert store.versions([NS], gone.memory_id) == []
+    assert store.vectors([gone.memory_id], MODEL) == {}
+    assert store.edges([NS], gone.memory_id) == []
+    assert store.edges([NS], kept.memory_id) == []
+    assert store.index_status([gone.memory_id]) == {}
+    assert store.contents([gone.memory_id]) == {}
+    assert store.find_by_digest(NS, content_digest("forget me now")) is None
+    assert store.get([NS], kept.memory_id) == kept
+    assert store.changes_since(before, 10)[-1].memory_id == gone.memory_id
+
+
+def test_purge_of_an_absent_memory_is_not_found(store: Store) -> None:
+    (m,) = put(store, mem())
+    with pytest.raises(MemoryNotFound):
+        store.purge(NS, "no-such-id")
+    with pytest.raises(MemoryNotFound):
+        store.purge(OTHER_NS, m.memory_id)
+    assert store.get([NS], m.memory_id) == m
+
+
+# --- the change sequence ------------------------------------------------------------------
+
+
+def test_change_sequence_grows_with_every_change(store: Store) -> None:
+    assert store.last_seq() == 0
+    assert store.changes_since(0, 10) == []
+    a, b = put(store, mem(), mem(namespace=OTHER_NS))
+    s_insert = store.last_seq()
+    s_update = store.update(a.evolve(version=2, content="x"), None, changed_by=None, reason="edit")
+    s_purge = store.purge(OTHER_NS, b.memory_id)
+    assert 0 < s_insert < s_update < s_purge == store.last_seq()
+    changes = store.changes_since(0, 100)
+    seqs = [c.seq for c in changes]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert seqs[-1] == s_purge
+    assert [(c.memory_id, c.namespace) for c in changes] == [
+        (a.memory_id, NS),
+        (b.memory_id, OTHER_NS),
+        (a.memory_id, NS),
+        (b.memory_id, OTHER_NS),
+    ]
+
+
+def test_changes_since_pages_oldest_first(store: Store) -> None:
+    put(store, *(mem() for _ in range(5)))
+    first = store.changes_since(0, 2)
+    assert len(first) == 2
+    rest = store.changes_since(first[-1].seq, 10)
+    assert len(rest) == 3
+    assert first[-1].seq < rest[0].seq
+    assert store.changes_since(store.last_seq(), 10) == []
+
+
+# --- index maintenance ----------------------------------------------------------------------
+
+
+def test_index_status_reports_every_namespace_and_skips_absent(store: Store) -> None:
+    a, b = put(store, mem(), mem(namespace=OTHER_NS, status=Status.QUARANTINED))
+    store.update(a.evolve(version=2, status=Status.DELETED), None, changed_by=None, reason="deleted")
+    assert store.index_status([a.memory_id, b.memory_id, "absent"]) == {
+        a.memory_id: Status.DELETED,
+        b.memory_id: Status.QUARANTINED,
+    }
+    assert store.index_status([]) == {}
+
+
+def test_iter_indexable_walks_everything_not_deleted_once(store: Store) -> None:
+    with_vector = put(store, *(mem() for _ in range(4)))
+    other_model = [mem(embedding_model="model-b") for _ in range(3)]
+    store.insert(other_model, [vec(100 + i) for i in range(3)], changed_by=None)
+    (deleted,) = put(store, mem(namespace=OTHER_NS))
+    store.update(deleted.evolve(version=2, status=Status.DELETED), None, changed_by=None, reason="deleted")
+    (archived,) = put(store, mem(status=Status.ARCHIVED))
+
+    have: dict[str, Vector] = {}
+    missing: list[str] = []
+    for batch_ids, matrix, batch_missing in store.iter_indexable(MODEL, batch=2):
+        assert len(batch_ids) + len(batch_missing) <= 2
+        assert matrix.shape[0] == len(batch_ids)
+        for memory_id, row in zip(batch_ids, matrix, strict=True):
+            assert memory_id not in have
+            have[memory_id] = row
+        missing.extend(batch_missing)
+    assert set(have) == ids([*with_vector, archived])
+    assert sorted(missing) == sorted(m.memory_id for m in other_model)
+    stored = store.vectors(list(have), MODEL)
+    for memory_id, row in have.items():
+        np.testing.assert_array_equal(row, stored[memory_id])
+    assert store.count_indexable() == len(with_vector) + len(other_model) + 1
+
+
+def test_iter_indexable_of_an_empty_store_yields_nothing(store: Store) -> None:
+    assert list(store.iter_indexable(MODEL, batch=10)) == []
+    assert store.count_indexable() == 0
+
+
+def test_contents_returns_content_of_existing_ids(store: Store) -> None:
+    a, b = put(store, mem("alpha"), mem("beta", namespace=OTHER_NS))
+    assert store.contents([a.memory_id, b.memory_id, "absent"]) == {a.memory_id: "alpha", b.memory_id: "beta"}
+
+
+# --- edges ---------------------------------------------------------------------------------
+
+
+def test_edges_are_kept_once_and_found_from_either_end(store: Store) -> None:
+    a, b, c = put(store, mem(), mem(), mem())
+    sup = Edge(NS, b.memory_id, a.memory_id, "SUPERSEDES", T0)
+    rel = Edge(NS, b.memory_id, c.memory_id, "RELATED_TO", T0 + timedelta(seconds=1))
+    store.add_edges([sup, rel])
+    store.add_edges([sup])
+    store.add_edges([sup, rel])
+    assert store.edges([NS], b.memory_id) == [sup, rel]
+    assert store.edges([NS], a.memory_id) == [sup]
+    assert store.edges([NS], c.memory_id) == [rel]
+    # Same ends, another kind: a different link.
+    related_too = Edge(NS, b.memory_id, a.memory_id, "RELATED_TO", T0 + timedelta(seconds=2))
+    store.add_edges([related_too])
+    assert len(store.edges([NS], a.memory_id)) == 2
+
+
+# --- durability ------------------------------------------------------------------------------
+
+
+def test_every_returned_write_is_there_after_reopening(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    first.open()
+    a, b, c = put(first, mem("alpha"), mem("beta"), mem("gamma", namespace=OTHER_NS))
+    a2 = a.evolve(version=2, content="alpha two")
+    first.update(a2, vec(42), changed_by="editor", reason="edit")
+    first.reinforce([(b.memory_id, 0.1, T0 + timedelta(days=1))], _add_bonus)
+    first.put_vectors({c.memory_id: vec(43)}, "model-b")
+    first.add_edges([Edge(NS, a.memory_id, b.memory_id, "RELATED_TO", T0)])
+    first.purge(OTHER_NS, c.memory_id)
+    seq = first.last_seq()
+    first.close()
+
+    second = store_factory()
+    second.open()
+    try:
+        assert second.get([NS], a.memory_id) == a2
+        assert [v.version for v in second.versions([NS], a.memory_id)] == [1, 2]
+        np.testing.assert_array_equal(second.vectors([a.memory_id], MODEL)[a.memory_id], vec(42))
+        reinforced = second.get([NS], b.memory_id)
+        assert reinforced is not None
+        assert (reinforced.access_count, reinforced.base_score) == (1, pytest.approx(0.6))
+        assert reinforced.last_accessed_at == T0 + timedelta(days=1)
+        assert second.get([OTHER_NS], c.memory_id) is None
+        assert len(second.edges([NS], a.memory_id)) == 1
+        assert second.last_seq() == seq
+        # The sequence keeps growing after a reopen; it never reuses a number.
+        assert second.insert([mem()], [vec(1)], changed_by=None) > seq
+    finally:
+        second.close()

@@ -1,0 +1,49 @@
+"""MemoryService over a real SQLite file and a real HNSW index, with the hashing embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.adapters import open_service
+from engine.config import Config, load_config
+from engine.errors import TwinmemError
+from engine.service import MemoryService
+
+OpenService = Callable[..., MemoryService]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def config(data_dir: Path) -> Config:
+    return load_config(env={}, data_dir=data_dir)
+
+
+@pytest.fixture
+def open_svc(config: Config, embedder: Any, clock: Any) -> Iterator[OpenService]:
+    """Open a service on the test's data directory; every one opened is closed at teardown."""
+    opened: list[MemoryService] = []
+
+    def _open(*, config: Config = config, embedder: Any = embedder) -> MemoryService:
+        service = open_service(config, embedder=embedder, clock=clock)
+        opened.append(service)
+        return service
+
+    yield _open
+    for service in reversed(opened):
+        try:
+            service.close()
+        except TwinmemError:
+            pass  # a test that broke the data directory on purpose
+
+
+@pytest.fixture
+def service(open_svc: OpenService) -> MemoryService:
+    return open_svc()

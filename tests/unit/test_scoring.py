@@ -1,0 +1,217 @@
+"""The decayed score, reinforcement and the fusion ranker, with time frozen by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.config import HALF_LIFE_DAYS_BY_CATEGORY, FusionWeights, ScoringConfig
+from engine.records import Memory, Source
+from engine.scoring import (
+    Candidate,
+    access_bonus,
+    calibrated_similarity,
+    current_score,
+    decayed_base,
+    fuse,
+    rank_bonus,
+    reinforced_base,
+)
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+POLICY = ScoringConfig()
+
+
+def memory(
+    *,
+    memory_id: str = "m-1",
+    category: str = "fact",
+    base: float = 0.6,
+    access_count: int = 0,
+    last_accessed_at: datetime = T0,
+) -> Memory:
+    return Memory(
+        memory_id=memory_id,
+        namespace="ns",
+        content="text",
+        category=category,
+        base_score=base,
+        importance=base,
+        source=Source.USER_INPUT,
+        created_at=T0,
+        updated_at=T0,
+        last_accessed_at=last_accessed_at,
+        access_count=access_count,
+    )
+
+
+# --- decay ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("category", "days"), sorted(HALF_LIFE_DAYS_BY_CATEGORY.items()))
+def test_base_halves_after_exactly_one_half_life_of_its_category(category: str, days: float) -> None:
+    m = memory(category=category, base=0.8)
+    later = T0 + timedelta(days=days)
+    assert decayed_base(m, later, POLICY) == pytest.approx(0.4)
+    assert current_score(m, later, POLICY) == pytest.approx(0.4)
+    assert current_score(m, T0 + timedelta(days=2 * days), POLICY) == pytest.approx(0.2)
+
+
+def test_task_decays_much_faster_than_fact() -> None:
+    week_later = T0 + timedelta(days=7)
+    task = current_score(memory(category="task"), week_later, POLICY)
+    fact = current_score(memory(category="fact"), week_later, POLICY)
+    assert task == pytest.approx(0.3)
+    assert fact > 0.58
+
+
+def test_unconfigured_category_uses_the_default_half_life() -> None:
+    m = memory(category="hobby", base=0.5)
+    later = T0 + timedelta(days=POLICY.half_life_default_days)
+    assert decayed_base(m, later, POLICY) == pytest.approx(0.25)
+
+
+def test_no_decay_without_elapsed_time_and_none_backwards() -> None:
+    m = memory(base=0.6, last_accessed_at=T0)
+    assert decayed_base(m, T0, POLICY) == pytest.approx(0.6)
+    # A clock behind the last access (clock skew between replicas) never inflates the score.
+    assert decayed_base(m, T0 - timedelta(days=30), POLICY) == pytest.approx(0.6)
+
+
+def test_decay_is_measured_from_the_last_access_not_creation() -> None:
+    m = memory(category="task", base=0.6, last_accessed_at=T0 + timedelta(days=7))
+    assert decayed_base(m, T0 + timedelta(days=7), POLICY) == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(("count", "bonus"), [(0, 0.0), (1, 0.01), (5, 0.05), (20, 0.2), (21, 0.2), (1000, 0.2)])
+def test_access_bonus_is_one_hundredth_per_access_capped_at_a_fifth(count: int, bonus: float) -> None:
+    assert access_bonus(count, POLICY) == pytest.approx(bonus)
+
+
+def test_current_score_adds_access_bonus_to_decayed_base() -> None:
+    m = memory(category="event", base=0.6, access_count=7)
+    assert current_score(m, T0 + timedelta(days=30), POLICY) == pytest.approx(0.3 + 0.07)
+
+
+def test_current_score_never_exceeds_one() -> None:
+    m = memory(base=0.95, access_count=50)
+    assert current_score(m, T0, POLICY) == 1.0
+
+
+def test_configured_half_life_and_bonus_are_honoured() -> None:
+    policy = ScoringConfig(half_life_days={"task": 2.0}, access_bonus_step=0.1, access_bonus_cap=0.3)
+    m = memory(category="task", base=0.8, access_count=5)
+    assert current_score(m, T0 + timedelta(days=2), policy) == pytest.approx(0.4 + 0.3)
+
+
+# --- reinforcement ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rank", "bonus"), [(1, 0.1), (2, 0.05), (3, 0.05), (4, 0.05), (5, 0.05), (6, 0.0), (10, 0.0), (100, 0.0)]
+)
+def test_rank_bonus_rewards_the_top_five(rank: int, bonus: float) -> None:
+    assert rank_bonus(rank, POLICY) == pytest.approx(bonus)
+
+
+def test_reinforced_base_folds_decay_before_adding_the_bonus() -> None:
+    m = memory(category="preference", base=0.6)
+    # One half-life of silence: 0.6 -> 0.3, then the top-1 bonus; not 0.6 + 0.1.
+    assert reinforced_base(m, 0.1, T0 + timedelta(days=60), POLICY) == pytest.approx(0.4)
+
+
+def test_reinforced_base_with_frozen_time_adds_the_bonus() -> None:
+    assert reinforced_base(memory(base=0.6), 0.05, T0, POLICY) == pytest.approx(0.65)
+
+
+def test_reinforced_base_is_capped_at_one() -> None:
+    assert reinforced_base(memory(base=0.97), 0.1, T0, POLICY) == 1.0
+
+
+# --- similarity calibration --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cosine", "floor", "expected"),
+    [
+        (1.0, 0.0, 1.0),
+        (0.4, 0.0, 0.4),
+        (0.0, 0.0, 0.0),
+        (-0.3, 0.0, 0.0),
+        (0.73, 0.73, 0.0),
+        (0.5, 0.73, 0.0),
+        (0.865, 0.73, 0.5),
+        (1.0, 0.73, 1.0),
+        (1.0000001, 0.0, 1.0),
+    ],
+)
+def test_calibrated_similarity_maps_floor_to_zero_and_one_to_one(cosine: float, floor: float, expected: float) -> None:
+    assert calibrated_similarity(cosine, floor) == pytest.approx(expected)
+
+
+def test_calibrated_similarity_rejects_a_floor_of_one() -> None:
+    with pytest.raises(ValueError, match="floor"):
+        calibrated_similarity(0.9, 1.0)
+
+
+# --- fusion ------------------------------------------------------------------------
+
+
+def _fuse(candidates: list[Candidate], *, weights: FusionWeights | None = None, floor: float = 0.0) -> list:
+    return fuse(candidates, now=T0, weights=weights or FusionWeights(), scoring=POLICY, similarity_floor=floor)
+
+
+def test_fuse_ranks_by_weighted_semantic_and_decay_signals() -> None:
+    close_weak = Candidate(memory(memory_id="a", base=0.1), cosine=0.9)
+    far_strong = Candidate(memory(memory_id="b", base=1.0), cosine=0.5)
+    middling = Candidate(memory(memory_id="c", base=0.5), cosine=0.7)
+    hits = _fuse([far_strong, middling, close_weak])
+    # a: 0.8*0.9 + 0.2*0.1 = 0.74; c: 0.56 + 0.1 = 0.66; b: 0.4 + 0.2 = 0.60
+    assert [h.memory.memory_id for h in hits] == ["a", "c", "b"]
+    assert [h.score for h in hits] == pytest.approx([0.74, 0.66, 0.60])
+
+
+def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
+    cands = [
+        Candidate(memory(memory_id="a", base=0.3, access_count=4, category="task"), cosine=0.81),
+        Candidate(memory(memory_id="b", base=0.9), cosine=0.42),
+    ]
+    for hit in fuse(
+        cands,
+        now=T0 + timedelta(days=3),
+        weights=FusionWeights(semantic=0.7, decay=0.3),
+        scoring=POLICY,
+        similarity_floor=0.2,
+    ):
+        parts = hit.breakdown
+        assert parts.semantic.contribution + parts.decay.contribution == pytest.approx(hit.score)
+        assert parts.semantic.weight == 0.7
+        assert parts.decay.weight == 0.3
+        assert parts.semantic.value == pytest.approx(calibrated_similarity(parts.cosine, 0.2))
+        assert parts.decay.value == pytest.approx(current_score(hit.memory, T0 + timedelta(days=3), POLICY))
+        explained = parts.as_dict()
+        signals = explained["signals"]
+        assert isinstance(signals, dict)
+        assert set(signals) == {"semantic", "decay"}
+        total = sum(sig["contribution"] for sig in signals.values())
+        assert total == pytest.approx(hit.score, abs=1e-5)
+
+
+def test_fuse_breaks_ties_by_memory_id() -> None:
+    cands = [Candidate(memory(memory_id=mid), cosine=0.5) for mid in ("m-c", "m-a", "m-b")]
+    hits = _fuse(cands)
+    assert [h.memory.memory_id for h in hits] == ["m-a", "m-b", "m-c"]
+    assert len({h.score for h in hits}) == 1
+
+
+def test_fuse_honours_the_weights() -> None:
+    semantic_only = FusionWeights(semantic=1.0, decay=0.0)
+    cands = [Candidate(memory(memory_id="strong", base=1.0), 0.3), Candidate(memory(memory_id="close", base=0.0), 0.9)]
+    assert [h.memory.memory_id for h in _fuse(cands, weights=semantic_only)] == ["close", "strong"]
+    decay_only = FusionWeights(semantic=0.0, decay=1.0)
+    assert [h.memory.memory_id for h in _fuse(cands, weights=decay_only)] == ["strong", "close"]
+
+
+def test_fuse_of_nothing_is_nothing() -> None:
+    assert _fuse([]) == []
