@@ -45,6 +45,24 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _consolidate(args: argparse.Namespace) -> int:
+    """Consolidate one namespace of a data directory no server holds; print the report as JSON."""
+    import json as json_
+
+    from api.lifecycle import report_out
+    from engine.adapters import open_service
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
+    service = open_service(load_config(args.config, None, **overrides), background_reembed=False)
+    try:
+        report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
+    finally:
+        service.close()
+    print(json_.dumps(report_out(report), ensure_ascii=False, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmem", description="Long-term memory service for LLM agents.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a twinmem TOML file (see twinmem.example.toml)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=_serve)
+    consolidate = commands.add_parser(
+        "consolidate", help="archive faded memories, purge old deletes, merge near-duplicates (stop the server first)"
+    )
+    consolidate.add_argument("--namespace", default="default", help="the namespace (default: default)")
+    consolidate.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+    consolidate.add_argument("--config", help="a twinmem TOML file")
+    consolidate.add_argument("--dry-run", action="store_true", help="only report what would be done")
+    consolidate.set_defaults(run=_consolidate)
     return parser
 
 

@@ -36,6 +36,10 @@ HALF_LIFE_DAYS_BY_CATEGORY: Mapping[str, float] = MappingProxyType(
     {"fact": 180, "preference": 60, "event": 30, "task": 7, "state": 1, "procedure": 365}
 )
 DEFAULT_HALF_LIFE_DAYS = 30.0
+# A memory whose decayed score falls below its category's threshold is archived
+# by consolidation (out of recall, readable by id, restorable).
+ARCHIVE_THRESHOLD_BY_CATEGORY: Mapping[str, float] = MappingProxyType({})
+DEFAULT_ARCHIVE_THRESHOLD = 0.05
 ACCESS_BONUS_STEP = 0.01
 ACCESS_BONUS_CAP = 0.2
 REINFORCE_TOP1 = 0.1
@@ -75,12 +79,17 @@ class ScoringConfig:
     access_bonus_cap: float = ACCESS_BONUS_CAP
     reinforce_top1: float = REINFORCE_TOP1
     reinforce_top5: float = REINFORCE_TOP5
+    archive_threshold: Mapping[str, float] = field(default_factory=lambda: ARCHIVE_THRESHOLD_BY_CATEGORY)
+    archive_threshold_default: float = DEFAULT_ARCHIVE_THRESHOLD
 
     def initial_score(self, source: Source | str) -> float:
         return self.initial_by_source.get(str(source), self.initial_default)
 
     def half_life(self, category: str) -> float:
         return self.half_life_days.get(category, self.half_life_default_days)
+
+    def archive_below(self, category: str) -> float:
+        return self.archive_threshold.get(category, self.archive_threshold_default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +118,23 @@ class IndexConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LifecycleConfig:
+    """Consolidation and re-embedding (see engine/lifecycle.py and engine/reembed.py)."""
+
+    # Run consolidation of every namespace this often in the serving process; 0 disables.
+    consolidate_every_minutes: float = 0.0
+    # Soft-deleted memories are purged for good this long after their deletion.
+    purge_after_days: float = 30.0
+    # Near-duplicates: cosine at least this, same category and visibility, a shared entity.
+    merge_cosine: float = 0.92
+    # Memories read per page while consolidating, and actions applied per write-lock hold.
+    page_size: int = 1000
+    apply_batch: int = 100
+    # Memories embedded per batch by the background re-embedding job.
+    reembed_batch: int = 256
+
+
+@dataclass(frozen=True, slots=True)
 class LimitsConfig:
     max_content_chars: int = 8000
     max_batch: int = 500
@@ -131,6 +157,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
 
 
 def load_config(
@@ -200,11 +227,13 @@ _KNOWN_TOP = {
     "embedding",
     "initial_score",
     "half_life_days",
+    "archive_threshold",
     "scoring",
     "fusion",
     "recall",
     "index",
     "limits",
+    "lifecycle",
 }
 
 
@@ -220,6 +249,12 @@ def _build(raw: dict[str, Any]) -> Config:
     half_table = dict(_table(raw, "half_life_days"))
     half_default = _coerce(half_table.pop("default", DEFAULT_HALF_LIFE_DAYS), float, "half_life_days.default")
     half_life.update({k: _coerce(v, float, f"half_life_days.{k}") for k, v in half_table.items()})
+    archive = dict(ARCHIVE_THRESHOLD_BY_CATEGORY)
+    archive_table = dict(_table(raw, "archive_threshold"))
+    archive_default = _coerce(
+        archive_table.pop("default", DEFAULT_ARCHIVE_THRESHOLD), float, "archive_threshold.default"
+    )
+    archive.update({k: _coerce(v, float, f"archive_threshold.{k}") for k, v in archive_table.items()})
 
     raw_categories = raw.get("categories", ())
     if not isinstance(raw_categories, list | tuple) or not all(isinstance(c, str) for c in raw_categories):
@@ -237,6 +272,8 @@ def _build(raw: dict[str, Any]) -> Config:
         access_bonus_cap=scoring.access_bonus_cap,
         reinforce_top1=scoring.reinforce_top1,
         reinforce_top5=scoring.reinforce_top5,
+        archive_threshold=MappingProxyType(archive),
+        archive_threshold_default=archive_default,
     )
     config = Config(
         data_dir=_data_dir(raw.get("data_dir", DEFAULT_DATA_DIR)),
@@ -251,6 +288,7 @@ def _build(raw: dict[str, Any]) -> Config:
         recall=_section(RecallConfig, _table(raw, "recall"), "recall"),
         index=_section(IndexConfig, _table(raw, "index"), "index"),
         limits=_section(LimitsConfig, _table(raw, "limits"), "limits"),
+        lifecycle=_section(LifecycleConfig, _table(raw, "lifecycle"), "lifecycle"),
     )
     _validate(config)
     return config
@@ -316,6 +354,24 @@ def _validate(config: Config) -> None:
     for name, days in config.scoring.half_life_days.items():
         if days <= 0:
             raise ConfigError(f"half_life_days.{name} must be positive, got {days}")
+    for name, threshold in (
+        *config.scoring.archive_threshold.items(),
+        ("default", config.scoring.archive_threshold_default),
+    ):
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"archive_threshold.{name} must be within 0..1, got {threshold}")
+    life = config.lifecycle
+    if life.consolidate_every_minutes < 0:
+        raise ConfigError(
+            f"lifecycle.consolidate_every_minutes must be 0 (off) or positive, got {life.consolidate_every_minutes}"
+        )
+    if life.purge_after_days < 0:
+        raise ConfigError(f"lifecycle.purge_after_days must not be negative, got {life.purge_after_days}")
+    if not 0.0 < life.merge_cosine <= 1.0:
+        raise ConfigError(f"lifecycle.merge_cosine must be within (0, 1], got {life.merge_cosine}")
+    for name in ("page_size", "apply_batch", "reembed_batch"):
+        if getattr(life, name) < 1:
+            raise ConfigError(f"lifecycle.{name} must be at least 1, got {getattr(life, name)}")
     if not 0.0 < config.dedup_cosine <= 1.0:
         raise ConfigError(f"dedup_cosine must be within (0, 1], got {config.dedup_cosine}")
     if not 0 < config.server.port < 65536:

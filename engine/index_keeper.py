@@ -7,21 +7,30 @@ moment ago, by this process before a crash, or by another replica sharing the
 store. At start-up it loads the saved index, catches up, and checks the count
 against the store; when the saved index is absent, torn, built for another
 model, ahead of the store's change sequence (a store restored from a backup),
-or disagrees with the store, it rebuilds from the stored vectors (embedding
-any memory that has no vector for the current model).
+or disagrees with the store, it rebuilds from the stored vectors.
+
+After a change of embedding model, memories that have no vector of the current
+model yet are not embedded at start-up when the previous model is at hand
+(``previous``): they go into a *legacy index* of their previous-model vectors,
+which recall searches with the previous model's query embedding
+(``legacy_candidates``), and the background re-embedding job moves them into the
+main index batch by batch (``adopt``). Without the previous model they are
+embedded during start-up, as any memory lacking a vector is.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from engine import scoring
 from engine.ports import Embedder, Matrix, Store, VectorIndex
-from engine.records import Status
+from engine.records import MemoryFilter, Status
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +38,8 @@ CHANGE_PAGE = 2000
 REBUILD_BATCH = 2048
 
 IndexFactory = Callable[[], VectorIndex]
+# A fresh, empty index for another embedder's vectors (the legacy index).
+LegacyIndexFactory = Callable[[Embedder], VectorIndex]
 
 
 class IndexKeeper:
@@ -39,6 +50,8 @@ class IndexKeeper:
         *,
         new_index: IndexFactory,
         directory: Path,
+        previous: Embedder | None = None,
+        new_legacy_index: LegacyIndexFactory | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
@@ -47,6 +60,9 @@ class IndexKeeper:
         self._lock = threading.RLock()
         self._index: VectorIndex | None = None
         self.rebuilt_at_start = False
+        self._previous = previous if new_legacy_index is not None else None
+        self._new_legacy_index = new_legacy_index
+        self._legacy: VectorIndex | None = None
 
     @property
     def index(self) -> VectorIndex:
@@ -109,15 +125,93 @@ class IndexKeeper:
             seq = self._store.last_seq()
             fresh = self._new_index()
             model = self._embedder.name
+            pending: list[str] = []
             for ids, vectors, missing in self._store.iter_indexable(model, REBUILD_BATCH):
                 fresh.upsert(ids, vectors)
                 if missing:
-                    fresh.upsert(*self._embed_stored(missing))
+                    pending += missing
+            legacy = self._legacy_for(pending, fresh)
+            if pending:
+                fresh.upsert(*self._embed_stored(pending))
             fresh.applied_seq = seq
             self._index = fresh
+            self._legacy = legacy
             # Changes made while we walked the store are applied on top.
             self.catch_up()
             log.info("vector index rebuilt: %d vectors", len(fresh))
+
+    def _legacy_for(self, pending: list[str], main: VectorIndex) -> VectorIndex | None:
+        """A legacy index of the previous model's vectors for ``pending`` ids; those
+        it covers are taken out of ``pending`` (the rest must be embedded now)."""
+        if not pending or self._previous is None or self._new_legacy_index is None:
+            return None
+        legacy = self._new_legacy_index(self._previous)
+        wanted = set(pending)
+        for ids, vectors, _ in self._store.iter_indexable(self._previous.name, REBUILD_BATCH):
+            rows = [row for row, memory_id in enumerate(ids) if memory_id in wanted and memory_id not in main]
+            if rows:
+                legacy.upsert([ids[row] for row in rows], vectors[rows])
+        pending[:] = [memory_id for memory_id in pending if memory_id not in legacy]
+        if not len(legacy):
+            return None
+        log.info(
+            "%d memories have no %s vector yet: recall searches them with %s until they are re-embedded",
+            len(legacy),
+            self._embedder.name,
+            self._previous.name,
+        )
+        return legacy
+
+    @property
+    def legacy_size(self) -> int:
+        """Memories recall still finds through the previous model's vectors."""
+        legacy = self._legacy
+        return len(legacy) if legacy is not None else 0
+
+    def adopt(self, ids: Sequence[str], vectors: Matrix) -> None:
+        """Move re-embedded memories (vectors already stored) into the main index."""
+        with self._lock:
+            statuses = self._store.index_status(list(ids))
+            alive = [statuses.get(memory_id, Status.DELETED) is not Status.DELETED for memory_id in ids]
+            keep = [row for row, ok in enumerate(alive) if ok]
+            if keep:
+                self.index.upsert([ids[row] for row in keep], vectors[keep])
+            self._forget_legacy(ids)
+
+    def _forget_legacy(self, ids: Sequence[str]) -> None:
+        legacy = self._legacy
+        if legacy is None:
+            return
+        legacy.remove(ids)
+        if not len(legacy):
+            self._legacy = None
+            log.info("every memory has a %s vector: the legacy index is gone", self._embedder.name)
+
+    def legacy_candidates(
+        self,
+        query: str,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        k: int,
+        known: set[str],
+    ) -> list[scoring.Candidate]:
+        """Candidates among memories not yet re-embedded, found with the previous
+        model; their cosines are mapped onto the current model's scale (equal
+        calibrated similarity), so that the ranker can compare them."""
+        legacy, previous = self._legacy, self._previous
+        if legacy is None or previous is None or not len(legacy):
+            return []
+        hits = dict(legacy.search(previous.embed_query(query), min(k, len(legacy))))
+        fresh = [memory_id for memory_id in hits if memory_id not in known]
+        floor = self._embedder.similarity_floor
+        return [
+            scoring.Candidate(
+                memory,
+                floor + scoring.calibrated_similarity(hits[memory.memory_id], previous.similarity_floor) * (1 - floor),
+            )
+            for memory in self._store.get_many(namespaces, fresh, flt, now)
+        ]
 
     def save(self) -> None:
         with self._lock:
@@ -129,6 +223,8 @@ class IndexKeeper:
         keep = [mid for mid in ids if statuses.get(mid, Status.DELETED) is not Status.DELETED]
         kept = set(keep)
         index.remove(mid for mid in ids if mid not in kept)
+        # A changed memory leaves the legacy index: it is removed, or gets a current vector below.
+        self._forget_legacy(ids)
         if not keep:
             return
         vectors = self._store.vectors(keep, self._embedder.name)

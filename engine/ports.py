@@ -167,9 +167,13 @@ class Store(Protocol):
         reinforcement is use, not an edit."""
         ...
 
-    def put_vectors(self, vectors: Mapping[str, Vector], model: str) -> None:
+    def put_vectors(
+        self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None
+    ) -> None:
         """Store (or replace) vectors of ``model`` for existing memories, for a
-        model change or a rebuild; creates no version and no change."""
+        model change or a rebuild; creates no version and no change. With
+        ``embedding_version``, each record's ``embedding_model`` and
+        ``embedding_version`` are set to say that this vector is now the one in use."""
         ...
 
     def purge(self, namespace: str, memory_id: str) -> int:
@@ -259,4 +263,27 @@ class Store(Protocol):
 
     def contents(self, ids: Sequence[str]) -> dict[str, str]:
         """Content of each id that exists, for re-embedding only."""
+        ...
+
+    # --- walks for lifecycle jobs (bounded memory: one page at a time) -------------
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds at least one memory (any status), sorted."""
+        ...
+
+    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories of ``namespace``, any status, with ``memory_id >
+        after``, ordered by ``memory_id``. Pass the last id back as ``after`` for the
+        next page; a page shorter than ``limit`` is the last. Memories written while
+        a walk runs are seen if their id sorts after the cursor."""
+        ...
+
+    def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
+        """Ids of memories that belong in the vector index (not deleted) and have
+        no ``model`` vector, with ``memory_id > after``, ordered, at most ``limit``."""
+        ...
+
+    def missing_vector_models(self, model: str) -> dict[str, int]:
+        """For the memories ``missing_vectors`` would walk: how many there are, by
+        the ``embedding_model`` their record names (the model of the vector they have)."""
         ...

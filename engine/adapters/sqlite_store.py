@@ -265,10 +265,19 @@ class SqliteStore:
                     (rescore(memory, bonus, at), to_iso(last), memory_id),
                 )
 
-    def put_vectors(self, vectors: Mapping[str, Vector], model: str) -> None:
+    def put_vectors(
+        self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None
+    ) -> None:
         with self._write("put_vectors") as db:
             for memory_id, vector in vectors.items():
+                if not db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory_id,)).fetchone():
+                    continue  # purged meanwhile: a vector without its memory would never be cleaned up
                 self._put_vector(db, memory_id, model, vector)
+                if embedding_version is not None:
+                    db.execute(
+                        "UPDATE memories SET embedding_model = ?, embedding_version = ? WHERE memory_id = ?",
+                        (model, embedding_version, memory_id),
+                    )
 
     def purge(self, namespace: str, memory_id: str) -> int:
         with self._write("purge") as db:
@@ -500,6 +509,39 @@ class SqliteStore:
                     ).fetchall()
                 )
         return found
+
+    def namespaces(self) -> list[str]:
+        with self._read("namespaces") as db:
+            rows = db.execute("SELECT DISTINCT namespace FROM memories ORDER BY namespace").fetchall()
+        return [row[0] for row in rows]
+
+    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
+        with self._read("scan") as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND memory_id > ? ORDER BY memory_id LIMIT ?",
+                (namespace, after, limit),
+            ).fetchall()
+        return [_memory(row) for row in rows]
+
+    def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
+        with self._read("missing_vectors") as db:
+            rows = db.execute(
+                "SELECT m.memory_id FROM memories m WHERE m.status != ? AND m.memory_id > ? AND NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?) "
+                "ORDER BY m.memory_id LIMIT ?",
+                (Status.DELETED.value, after, model, limit),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def missing_vector_models(self, model: str) -> dict[str, int]:
+        with self._read("missing_vector_models") as db:
+            rows = db.execute(
+                "SELECT m.embedding_model, count(*) FROM memories m WHERE m.status != ? AND NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?) "
+                "GROUP BY m.embedding_model",
+                (Status.DELETED.value, model),
+            ).fetchall()
+        return {row[0]: int(row[1]) for row in rows}
 
     def count_indexable(self) -> int:
         with self._read("count_indexable") as db:

@@ -690,3 +690,58 @@ def test_every_returned_write_is_there_after_reopening(store_factory: StoreFacto
         assert second.insert([mem()], [vec(1)], changed_by=None) > seq
     finally:
         second.close()
+
+
+# --- walks for lifecycle jobs ------------------------------------------------------------------
+
+
+def test_put_vectors_can_mark_the_model_in_use_and_skips_purged_ids(store: Store) -> None:
+    a, b = put(store, mem(), mem())
+    seq = store.last_seq()
+    store.put_vectors({a.memory_id: vec(30), "absent": vec(31)}, "model-b", embedding_version="7")
+    marked, untouched = store.get([NS], a.memory_id), store.get([NS], b.memory_id)
+    assert marked is not None and (marked.embedding_model, marked.embedding_version) == ("model-b", "7")
+    assert marked.version == 1
+    assert untouched == b
+    assert store.vectors(["absent"], "model-b") == {}
+    assert store.last_seq() == seq
+
+
+def test_scan_walks_one_namespace_in_id_order_whatever_the_status(store: Store) -> None:
+    mine = put(store, *(mem() for _ in range(7)))
+    deleted = mine[3].evolve(status=Status.DELETED, version=2)
+    store.update(deleted, None, changed_by=None, reason="deleted")
+    put(store, mem(namespace=OTHER_NS))
+    pages, after = [], ""
+    while True:
+        page = store.scan(NS, after, 3)
+        pages.append(page)
+        if len(page) < 3:
+            break
+        after = page[-1].memory_id
+    walked = [m.memory_id for page in pages for m in page]
+    assert walked == sorted(m.memory_id for m in mine)
+    assert [len(page) for page in pages] == [3, 3, 1]
+    assert deleted in pages[0] + pages[1] + pages[2]
+    assert store.scan(NS, walked[-1], 3) == []
+    assert store.scan("nobody", "", 3) == []
+
+
+def test_namespaces_lists_every_namespace_with_memories(store: Store) -> None:
+    assert store.namespaces() == []
+    put(store, mem(namespace=OTHER_NS), mem(), mem())
+    assert store.namespaces() == sorted([NS, OTHER_NS])
+
+
+def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model(store: Store) -> None:
+    a, b, c, d = put(store, mem(), mem(), mem(), mem(embedding_model="model-c"))
+    store.put_vectors({b.memory_id: vec(1)}, "model-b")
+    store.update(c.evolve(status=Status.DELETED, version=2), None, changed_by=None, reason="deleted")
+    missing = store.missing_vectors("model-b", "", 10)
+    assert missing == sorted([a.memory_id, d.memory_id])
+    assert store.missing_vectors("model-b", missing[0], 10) == missing[1:]
+    assert store.missing_vectors("model-b", "", 1) == missing[:1]
+    assert store.missing_vector_models("model-b") == {MODEL: 1, "model-c": 1}
+    store.put_vectors({a.memory_id: vec(2), d.memory_id: vec(3)}, "model-b")
+    assert store.missing_vectors("model-b", "", 10) == []
+    assert store.missing_vector_models("model-b") == {}

@@ -31,8 +31,8 @@ def open_svc(config: Config, embedder: Any, clock: Any) -> Iterator[OpenService]
     """Open a service on the test's data directory; every one opened is closed at teardown."""
     opened: list[MemoryService] = []
 
-    def _open(*, config: Config = config, embedder: Any = embedder) -> MemoryService:
-        service = open_service(config, embedder=embedder, clock=clock)
+    def _open(*, config: Config = config, embedder: Any = embedder, **options: Any) -> MemoryService:
+        service = open_service(config, embedder=embedder, clock=clock, **options)
         opened.append(service)
         return service
 

@@ -1,0 +1,582 @@
+"""Consolidation: archive what faded or expired, purge old soft deletes, merge near-duplicates.
+
+Plan, then apply. ``plan(items, now, policy)`` is pure: it looks only at the
+records (and vectors) it is given and the ``now`` it is told, and returns
+actions. ``apply(actions, store, ...)`` carries them out, re-reading each record
+first and re-checking the rule, so an action planned a moment ago is skipped when
+the memory changed meanwhile (edited, recalled back above the threshold, restored).
+
+The rules (DESIGN.md, thresholds in the config):
+
+* **archive** an active memory whose decayed score fell below its category's
+  ``archive_threshold``, or whose ``expire_at`` passed. Archived memories leave
+  recall (its status filter defaults to active), stay readable by id with their
+  history, and ``restore`` makes them active again.
+* **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
+  record, its versions, vectors and edges go for good.
+* **merge** active near-duplicates — cosine ≥ ``merge_cosine``, same category and
+  visibility, at least one shared entity — into one new memory whose content keeps
+  every source's text (each distinct text once, one per line), with the earliest
+  ``created_at``, the summed ``access_count``, the union of entities, and the
+  strongest source's current score. Each source gets a ``MERGED_INTO`` edge to it
+  and turns ``superseded``: it leaves recall the way a replaced memory does, stays
+  readable by id with its history, and is not "faded" (``archived`` means that).
+
+``Consolidator`` drives a run over one namespace in bounded memory: it walks the
+namespace a page at a time (``Store.scan``), finds merge partners of a page's
+memories through the vector index, plans the page, and applies the actions in
+small batches, each under the service's write lock, so that saves and recalls go
+on between batches. A merged memory's content is embedded before the lock is taken.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+import numpy as np
+
+from engine.codec import to_iso
+from engine.config import Config, ScoringConfig
+from engine.errors import InvalidInput
+from engine.index_keeper import IndexKeeper
+from engine.ports import Edge, Embedder, Store, Vector
+from engine.records import (
+    Memory,
+    MemoryFilter,
+    Status,
+    content_digest,
+    entity_keys,
+    normalize_entities,
+)
+from engine.scoring import current_score, decayed_base
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+MERGED_INTO = "MERGED_INTO"
+CHANGED_BY = "consolidate"
+# Neighbours asked of the vector index for each memory when looking for merge partners.
+MERGE_NEIGHBOURS = 16
+# A report lists at most this many actions; its counts always cover the whole run.
+MAX_REPORTED_ACTIONS = 1000
+# Merged memories get an id derived from their sources: planning is deterministic,
+# and applying the same merge twice conflicts instead of making two copies.
+_MERGE_ID_SPACE = uuid.UUID("6d1f3c0e-3b8a-4a59-9a53-2f0c51d5e7a1")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    scoring: ScoringConfig
+    purge_after: timedelta
+    merge_cosine: float
+    max_content_chars: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> Policy:
+        return cls(
+            scoring=config.scoring,
+            purge_after=timedelta(days=config.lifecycle.purge_after_days),
+            merge_cosine=config.lifecycle.merge_cosine,
+            max_content_chars=config.limits.max_content_chars,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A record to plan for; ``vector`` (of the model in use) is needed only for merging."""
+
+    memory: Memory
+    vector: Vector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Archive:
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Purge:
+    memory_id: str
+    namespace: str
+    version: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    namespace: str
+    source_ids: tuple[str, ...]
+    source_versions: tuple[int, ...]
+    cosine: float
+    # What the merged memory will look like (recomputed from fresh records on apply).
+    merged: Memory
+
+    @property
+    def reason(self) -> str:
+        return f"near-duplicates (cosine ≥ {self.cosine:.3f}) sharing an entity"
+
+
+Action = Archive | Purge | Merge
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    action: Action
+    # "planned" (dry run), "applied", or "skipped" with ``detail`` saying why.
+    status: str
+    detail: str | None = None
+
+
+# --- the rules (pure) -------------------------------------------------------------------
+
+
+def archive_reason(memory: Memory, now: datetime, policy: Policy) -> str | None:
+    """Why an active memory should be archived at ``now``, or None when it should not."""
+    if memory.status is not Status.ACTIVE:
+        return None
+    if memory.expire_at is not None and memory.expire_at <= now:
+        return f"expired at {to_iso(memory.expire_at)}"
+    threshold = policy.scoring.archive_below(memory.category)
+    score = current_score(memory, now, policy.scoring)
+    if score < threshold:
+        return f"score {score:.4f} fell below the archive threshold {threshold} of {memory.category!r}"
+    return None
+
+
+def purge_reason(memory: Memory, now: datetime, policy: Policy) -> str | None:
+    """Why a soft-deleted memory should be purged at ``now`` (deleted long enough ago)."""
+    if memory.status is not Status.DELETED:
+        return None
+    # The deletion wrote the last version, so updated_at is when it was deleted.
+    if memory.updated_at + policy.purge_after > now:
+        return None
+    return f"soft-deleted at {to_iso(memory.updated_at)}, past the retention of {policy.purge_after.days} days"
+
+
+def merged_content(contents: Sequence[str]) -> str:
+    """Every distinct text once, in the given order; a text another one contains adds nothing."""
+    kept: list[str] = []
+    for text in contents:
+        normal = _comparable(text)
+        if any(normal in _comparable(other) for other in kept):
+            continue
+        kept = [other for other in kept if _comparable(other) not in normal]
+        kept.append(text.strip())
+    return "\n".join(kept)
+
+
+def _comparable(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def merge_id(source_ids: Iterable[str]) -> str:
+    return str(uuid.uuid5(_MERGE_ID_SPACE, "|".join(sorted(source_ids))))
+
+
+def _same(values: Iterable[_T]) -> _T | None:
+    """The value when all are equal, else None."""
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _union_entities(names: Sequence[str]) -> tuple[str, ...]:
+    """Each entity once as compared (case-folded), first spelling kept."""
+    seen: dict[frozenset[str], str] = {}
+    for name in normalize_entities(names):
+        seen.setdefault(entity_keys([name]), name)
+    return tuple(seen.values())
+
+
+def merge_record(sources: Sequence[Memory], now: datetime, policy: Policy) -> Memory:
+    """The one memory that replaces ``sources`` (same namespace, category and visibility)."""
+    ordered = sorted(sources, key=lambda m: (m.created_at, m.memory_id))
+    first = ordered[0]
+
+    expiries = [m.expire_at for m in ordered]
+    metadata: dict[str, object] = {}
+    for memory in ordered:
+        metadata.update(memory.metadata)
+    return first.evolve(
+        memory_id=merge_id(m.memory_id for m in ordered),
+        content=merged_content([m.content for m in ordered]),
+        entities=_union_entities([name for m in ordered for name in m.entities]),
+        importance=max(m.importance for m in ordered),
+        # The strongest source's decay so far, counted from now.
+        base_score=max(decayed_base(m, now, policy.scoring) for m in ordered),
+        source=_same(m.source for m in ordered) or first.source,
+        actor=_same(m.actor for m in ordered),
+        session_id=_same(m.session_id for m in ordered),
+        key=_same(m.key for m in ordered),
+        created_at=first.created_at,
+        updated_at=now,
+        last_accessed_at=now,
+        access_count=sum(m.access_count for m in ordered),
+        expire_at=None if None in expiries else max(e for e in expiries if e is not None),
+        status=Status.ACTIVE,
+        version=1,
+        metadata=metadata,
+    )
+
+
+def plan(items: Iterable[Item], now: datetime, policy: Policy) -> list[Action]:
+    """What consolidation should do with these records at ``now``. No I/O.
+
+    Archives and purges come first, in the order of ``items``; then merges. A
+    memory takes part in at most one merge, and one that is due for archiving
+    is archived rather than merged.
+    """
+    pool = list({item.memory.memory_id: item for item in items}.values())
+    actions: list[Action] = []
+    mergeable: list[Item] = []
+    for item in pool:
+        memory = item.memory
+        reason = archive_reason(memory, now, policy)
+        if reason is not None:
+            actions.append(Archive(memory.memory_id, memory.namespace, memory.version, reason))
+            continue
+        reason = purge_reason(memory, now, policy)
+        if reason is not None:
+            actions.append(Purge(memory.memory_id, memory.namespace, memory.version, reason))
+            continue
+        if memory.status is Status.ACTIVE and memory.entities and item.vector is not None:
+            mergeable.append(item)
+    actions += _plan_merges(mergeable, now, policy)
+    return actions
+
+
+def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[Merge]:
+    ordered = sorted(items, key=lambda item: (item.memory.created_at, item.memory.memory_id))
+    keys = [entity_keys(item.memory.entities) for item in ordered]
+    by_entity: dict[tuple[str, str], list[int]] = {}
+    for position, (item, names) in enumerate(zip(ordered, keys, strict=True)):
+        for name in names:
+            by_entity.setdefault((item.memory.namespace, name), []).append(position)
+    taken: set[int] = set()
+    merges: list[Merge] = []
+    for position, seed in enumerate(ordered):
+        if position in taken:
+            continue
+        assert seed.vector is not None
+        partners: list[tuple[int, float]] = []
+        near = sorted({p for name in keys[position] for p in by_entity[(seed.memory.namespace, name)]})
+        for other in near:
+            if other == position or other in taken:
+                continue
+            candidate = ordered[other]
+            assert candidate.vector is not None
+            if (candidate.memory.category, candidate.memory.visibility) != (
+                seed.memory.category,
+                seed.memory.visibility,
+            ):
+                continue
+            cosine = float(np.dot(seed.vector, candidate.vector))
+            if cosine >= policy.merge_cosine:
+                partners.append((other, cosine))
+        if not partners:
+            continue
+        group = [seed.memory] + [ordered[other].memory for other, _ in partners]
+        merged = merge_record(group, now, policy)
+        if len(merged.content) > policy.max_content_chars:
+            continue
+        taken.add(position)
+        taken.update(other for other, _ in partners)
+        merges.append(
+            Merge(
+                namespace=seed.memory.namespace,
+                source_ids=tuple(m.memory_id for m in group),
+                source_versions=tuple(m.version for m in group),
+                cosine=min(cosine for _, cosine in partners),
+                merged=merged,
+            )
+        )
+    return merges
+
+
+# --- apply --------------------------------------------------------------------------------
+
+
+def apply(
+    actions: Sequence[Action],
+    store: Store,
+    *,
+    now: datetime,
+    policy: Policy,
+    embedder: Embedder,
+    vectors: Mapping[str, Vector],
+    changed_by: str = CHANGED_BY,
+) -> list[Outcome]:
+    """Carry out ``actions``, each re-checked against the stored record first.
+
+    ``vectors`` holds the embedding of each merge's content, by merged memory id.
+    An action whose memory changed since it was planned (another version, or the
+    rule no longer holds) is skipped, not forced. The caller holds the write lock.
+    """
+    outcomes = []
+    for action in actions:
+        if isinstance(action, Archive):
+            outcomes.append(_archive(action, store, now, policy, changed_by))
+        elif isinstance(action, Purge):
+            outcomes.append(_purge(action, store, now, policy))
+        else:
+            outcomes.append(_merge(action, store, now, policy, embedder, vectors, changed_by))
+    return outcomes
+
+
+def _archive(action: Archive, store: Store, now: datetime, policy: Policy, changed_by: str) -> Outcome:
+    current = store.get([action.namespace], action.memory_id)
+    if current is None or current.version != action.version:
+        return Outcome(action, "skipped", "changed since planned")
+    reason = archive_reason(current, now, policy)
+    if reason is None:
+        return Outcome(action, "skipped", "no longer due for archiving")
+    archived = current.evolve(status=Status.ARCHIVED, version=current.version + 1, updated_at=now)
+    store.update(archived, None, changed_by=changed_by, reason=f"archived: {reason}")
+    return Outcome(action, "applied")
+
+
+def _purge(action: Purge, store: Store, now: datetime, policy: Policy) -> Outcome:
+    current = store.get([action.namespace], action.memory_id)
+    if current is None or current.version != action.version or purge_reason(current, now, policy) is None:
+        return Outcome(action, "skipped", "changed since planned")
+    store.purge(action.namespace, action.memory_id)
+    log.info("purged memory %s of namespace %r: %s", action.memory_id, action.namespace, action.reason)
+    return Outcome(action, "applied")
+
+
+def _merge(
+    action: Merge,
+    store: Store,
+    now: datetime,
+    policy: Policy,
+    embedder: Embedder,
+    vectors: Mapping[str, Vector],
+    changed_by: str,
+) -> Outcome:
+    sources = [store.get([action.namespace], memory_id) for memory_id in action.source_ids]
+    fresh = [m for m in sources if m is not None]
+    if len(fresh) != len(sources) or tuple(m.version for m in fresh) != action.source_versions:
+        return Outcome(action, "skipped", "a source changed since planned")
+    if any(m.status is not Status.ACTIVE for m in fresh):
+        return Outcome(action, "skipped", "a source is no longer active")
+    vector = vectors.get(action.merged.memory_id)
+    merged = merge_record(fresh, now, policy)
+    if vector is None or content_digest(merged.content) != content_digest(action.merged.content):
+        return Outcome(action, "skipped", "no embedding for the merged content")
+    merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
+    sources_text = ", ".join(action.source_ids)
+    store.insert([merged], [vector], changed_by=changed_by, reason=f"merged from {sources_text}")
+    for source in fresh:
+        superseded = source.evolve(status=Status.SUPERSEDED, version=source.version + 1, updated_at=now)
+        store.update(superseded, None, changed_by=changed_by, reason=f"merged into {merged.memory_id}")
+    store.add_edges([Edge(action.namespace, m.memory_id, merged.memory_id, MERGED_INTO, now) for m in fresh])
+    return Outcome(action, "applied")
+
+
+# --- a run over one namespace ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Report:
+    namespace: str
+    dry_run: bool
+    now: datetime
+    scanned: int = 0
+    archived: int = 0
+    purged: int = 0
+    merged: int = 0
+    merged_sources: int = 0
+    skipped: int = 0
+    outcomes: list[Outcome] = field(default_factory=list)
+    truncated: bool = False
+
+    def add(self, outcomes: Iterable[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome.status == "skipped":
+                self.skipped += 1
+            elif isinstance(outcome.action, Archive):
+                self.archived += 1
+            elif isinstance(outcome.action, Purge):
+                self.purged += 1
+            else:
+                self.merged += 1
+                self.merged_sources += len(outcome.action.source_ids)
+            if len(self.outcomes) < MAX_REPORTED_ACTIONS:
+                self.outcomes.append(outcome)
+            else:
+                self.truncated = True
+
+
+class Consolidator:
+    """Runs consolidation over a namespace: page by page, applied in locked batches."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        keeper: IndexKeeper,
+        embedder: Embedder,
+        *,
+        lock: AbstractContextManager[object],
+        clock: Callable[[], datetime],
+        check_namespace: Callable[[Sequence[str]], None],
+    ) -> None:
+        self._config = config
+        self._policy = Policy.from_config(config)
+        self._store = store
+        self._keeper = keeper
+        self._embedder = embedder
+        self._lock = lock
+        self._clock = clock
+        self._check_namespace = check_namespace
+
+    def run(self, namespace: str, *, dry_run: bool = False) -> Report:
+        self._check_namespace([namespace])
+        now = self._clock()
+        report = Report(namespace, dry_run, now)
+        size = self._config.lifecycle.page_size
+        claimed: set[str] = set()  # ids already in a merge of this run (as many as merges)
+        after = ""
+        while True:
+            page = self._store.scan(namespace, after, size)
+            report.scanned += len(page)
+            page_ids = {m.memory_id for m in page}
+            actions = [
+                action
+                for action in plan(self._items(namespace, page, claimed, now), now, self._policy)
+                if isinstance(action, Merge) or action.memory_id in page_ids
+            ]
+            for action in actions:
+                if isinstance(action, Merge):
+                    claimed.update(action.source_ids)
+            if dry_run:
+                report.add(Outcome(action, "planned") for action in actions)
+            else:
+                self._apply(actions, now, report)
+            if len(page) < size:
+                break
+            after = page[-1].memory_id
+        log.info(
+            "consolidated namespace %r%s: %d scanned, %d archived, %d purged, %d merges of %d, %d skipped",
+            namespace,
+            " (dry run)" if dry_run else "",
+            report.scanned,
+            report.archived,
+            report.purged,
+            report.merged,
+            report.merged_sources,
+            report.skipped,
+        )
+        return report
+
+    def run_all(self) -> list[Report]:
+        return [self.run(namespace) for namespace in self._store.namespaces()]
+
+    def _items(self, namespace: str, page: Sequence[Memory], claimed: set[str], now: datetime) -> list[Item]:
+        """The page's records, plus merge partners the vector index finds for them."""
+        model = self._embedder.name
+        wanted = [m for m in page if m.status is Status.ACTIVE and m.entities and m.memory_id not in claimed]
+        vectors = self._store.vectors([m.memory_id for m in wanted], model)
+        items = [Item(m, vectors.get(m.memory_id)) for m in page if m.memory_id not in claimed]
+        if not vectors:
+            return items
+        self._keeper.ensure_current()
+        index = self._keeper.index
+        page_ids = {m.memory_id for m in page}
+        near: set[str] = set()
+        for vector in vectors.values():
+            for memory_id, cosine in index.search(vector, MERGE_NEIGHBOURS):
+                if cosine >= self._policy.merge_cosine and memory_id not in page_ids and memory_id not in claimed:
+                    near.add(memory_id)
+        if near:
+            partners = self._store.get_many([namespace], sorted(near), MemoryFilter(), now)
+            partner_vectors = self._store.vectors([m.memory_id for m in partners], model)
+            items += [Item(m, partner_vectors.get(m.memory_id)) for m in partners if m.entities]
+        return items
+
+    def _apply(self, actions: Sequence[Action], now: datetime, report: Report) -> None:
+        merges = [action for action in actions if isinstance(action, Merge)]
+        embedded = self._embedder.embed_documents([m.merged.content for m in merges]) if merges else None
+        vectors = {m.merged.memory_id: embedded[i] for i, m in enumerate(merges)} if embedded is not None else {}
+        batch = self._config.lifecycle.apply_batch
+        for start in range(0, len(actions), batch):
+            with self._lock:
+                outcomes = apply(
+                    actions[start : start + batch],
+                    self._store,
+                    now=now,
+                    policy=self._policy,
+                    embedder=self._embedder,
+                    vectors=vectors,
+                )
+                self._keeper.catch_up()
+            report.add(outcomes)
+
+
+class Schedule:
+    """Runs ``job`` every ``every`` (by ``clock``) on a background thread; checks every ``poll_s``.
+
+    The first run is one interval after start. A failed run is logged and counted
+    (``failures``, in the health report) and the schedule goes on.
+    """
+
+    def __init__(
+        self,
+        job: Callable[[], object],
+        every: timedelta,
+        *,
+        clock: Callable[[], datetime],
+        poll_s: float = 30.0,
+    ) -> None:
+        if every <= timedelta(0):
+            raise InvalidInput("a schedule needs a positive interval")
+        self._job = job
+        self._every = every
+        self._clock = clock
+        self._poll_s = min(poll_s, every.total_seconds())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.next_run: datetime | None = None
+        self.runs = 0
+        self.failures = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self.next_run = self._clock() + self._every
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="twinmem-consolidate", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def run_due(self) -> bool:
+        """Run the job if its time has come; True when it ran."""
+        now = self._clock()
+        if self.next_run is None or now < self.next_run:
+            return False
+        self.next_run = now + self._every
+        try:
+            self._job()
+            self.runs += 1
+        except Exception:
+            # A background job has no caller to raise to: count it, say it, keep the schedule.
+            self.failures += 1
+            log.exception("scheduled consolidation failed")
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._poll_s):
+            self.run_due()

@@ -1,0 +1,224 @@
+"""Taking memory back in time: one memory to a version, a namespace to a moment, restore.
+
+Every change of a memory is a kept version (who, when, why). A rollback never
+rewrites history: it writes a *new* version whose fields equal the old ones, so
+a rollback is itself undone by rolling back to a moment just before it.
+
+Restored fields: content, category, entities, importance, visibility,
+expire_at, status, key and metadata. Use counters (base_score, access_count,
+last_accessed_at) are left as they are: reinforcement is use, not an edit, and
+keeps no versions. A restored content is embedded again with the current model.
+
+A namespace rollback to ``as_of`` gives each memory the fields of its last
+version at or before ``as_of``; a memory first stored after ``as_of`` is
+soft-deleted. Purged memories left no versions behind and cannot come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine.codec import to_iso
+from engine.config import Config
+from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.index_keeper import IndexKeeper
+from engine.ports import Embedder, Store, Vector
+from engine.records import Memory, Status, Version
+
+RESTORED_FIELDS = (
+    "content",
+    "category",
+    "entities",
+    "importance",
+    "visibility",
+    "expire_at",
+    "status",
+    "key",
+    "metadata",
+)
+MAX_REPORTED_IDS = 1000
+
+
+def state_at(versions: Sequence[Version], as_of: datetime) -> Memory | None:
+    """The record as it was at ``as_of``: its last version written then or before."""
+    at = [v for v in versions if v.changed_at <= as_of]
+    return at[-1].record if at else None
+
+
+def differs(current: Memory, target: Memory) -> bool:
+    return any(getattr(current, name) != getattr(target, name) for name in RESTORED_FIELDS)
+
+
+def restored(current: Memory, target: Memory, now: datetime) -> Memory:
+    """``current`` with ``target``'s restored fields, as the next version."""
+    fields = {name: getattr(target, name) for name in RESTORED_FIELDS}
+    return current.evolve(**fields, version=current.version + 1, updated_at=now)
+
+
+@dataclass(slots=True)
+class NamespaceRollback:
+    namespace: str
+    as_of: datetime
+    scanned: int = 0
+    restored: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)
+    restored_count: int = 0
+    deleted_count: int = 0
+
+    def note(self, kind: str, memory_id: str) -> None:
+        if kind == "restored":
+            self.restored_count += 1
+            bucket = self.restored
+        elif kind == "deleted":
+            self.deleted_count += 1
+            bucket = self.deleted
+        else:
+            bucket = self.skipped
+        if len(bucket) < MAX_REPORTED_IDS:
+            bucket.append(memory_id)
+
+
+class Rollbacks:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        keeper: IndexKeeper,
+        embedder: Embedder,
+        *,
+        lock: AbstractContextManager[object],
+        clock: Callable[[], datetime],
+        check_namespace: Callable[[Sequence[str]], None],
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._keeper = keeper
+        self._embedder = embedder
+        self._lock = lock
+        self._clock = clock
+        self._check_namespace = check_namespace
+
+    def to_version(self, namespace: str, memory_id: str, version: int, *, actor: str | None = None) -> Memory:
+        """Write a new version of the memory equal to ``version`` (in its restored fields)."""
+        self._check_namespace([namespace])
+        versions = self._store.versions([namespace], memory_id)
+        if not versions:
+            raise MemoryNotFound(memory_id, namespace)
+        chosen = [v for v in versions if v.version == version]
+        if not chosen:
+            raise InvalidInput(
+                f"memory {memory_id} has versions 1..{versions[-1].version}, not {version}", field="version"
+            )
+        target = chosen[0].record
+        vector = self._embedder.embed_documents([target.content])[0]
+        with self._lock:
+            current = self._store.get([namespace], memory_id)
+            if current is None:
+                raise MemoryNotFound(memory_id, namespace)
+            updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
+        return updated
+
+    def to_time(self, namespace: str, as_of: datetime, *, actor: str | None = None) -> NamespaceRollback:
+        """Restore every memory of ``namespace`` to its state at ``as_of`` (page by page)."""
+        self._check_namespace([namespace])
+        if as_of.tzinfo is None:
+            raise InvalidInput("as_of must carry a timezone", field="as_of")
+        if as_of > self._clock():
+            raise InvalidInput("as_of must not be in the future", field="as_of")
+        report = NamespaceRollback(namespace, as_of)
+        reason = f"namespace rolled back to {to_iso(as_of)}"
+        size = self._config.lifecycle.page_size
+        after = ""
+        while True:
+            page = self._store.scan(namespace, after, size)
+            report.scanned += len(page)
+            targets: dict[str, Memory | None] = {}
+            for memory in page:
+                target = state_at(self._store.versions([namespace], memory.memory_id), as_of)
+                if target is None:
+                    if memory.status is not Status.DELETED:
+                        targets[memory.memory_id] = None
+                elif differs(memory, target):
+                    targets[memory.memory_id] = target
+                else:
+                    report.unchanged += 1
+            self._restore_page(namespace, page, targets, actor, reason, report)
+            if len(page) < size:
+                break
+            after = page[-1].memory_id
+        return report
+
+    def restore(self, namespace: str, memory_id: str, *, actor: str | None = None) -> Memory:
+        """Make an archived, superseded or soft-deleted memory active again (a new version)."""
+        self._check_namespace([namespace])
+        with self._lock:
+            current = self._store.get([namespace], memory_id)
+            if current is None:
+                raise MemoryNotFound(memory_id, namespace)
+            if current.status is Status.ACTIVE:
+                return current
+            if current.status is Status.QUARANTINED:
+                raise Conflict(
+                    f"memory {memory_id} is quarantined by the write guard; restore does not release it",
+                    memory_id=memory_id,
+                )
+            active = current.evolve(status=Status.ACTIVE, version=current.version + 1, updated_at=self._clock())
+            self._store.update(active, None, changed_by=actor, reason=f"restored from {current.status.value}")
+            self._keeper.catch_up()
+        return active
+
+    def _restore_page(
+        self,
+        namespace: str,
+        page: Sequence[Memory],
+        targets: dict[str, Memory | None],
+        actor: str | None,
+        reason: str,
+        report: NamespaceRollback,
+    ) -> None:
+        if not targets:
+            return
+        before = {m.memory_id: m for m in page}
+        to_embed = [
+            (memory_id, target.content)
+            for memory_id, target in targets.items()
+            if target is not None and target.content != before[memory_id].content
+        ]
+        embedded = self._embedder.embed_documents([content for _, content in to_embed])
+        vectors = {memory_id: embedded[row] for row, (memory_id, _) in enumerate(to_embed)}
+        with self._lock:
+            for memory_id, target in targets.items():
+                current = self._store.get([namespace], memory_id)
+                if current is None or current.version != before[memory_id].version:
+                    report.note("skipped", memory_id)  # changed or purged while we looked
+                    continue
+                if target is None:
+                    deleted = current.evolve(
+                        status=Status.DELETED, version=current.version + 1, updated_at=self._clock()
+                    )
+                    self._store.update(deleted, None, changed_by=actor, reason=f"{reason}: stored after it")
+                    report.note("deleted", memory_id)
+                else:
+                    self._write(current, target, vectors.get(memory_id), actor, reason)
+                    report.note("restored", memory_id)
+            self._keeper.catch_up()
+
+    def _write(
+        self, current: Memory, target: Memory, vector: Vector | None, actor: str | None, reason: str
+    ) -> Memory:
+        """Store the restoration of ``target`` over ``current``; the caller holds the lock."""
+        updated = restored(current, target, self._clock())
+        if updated.content != current.content:
+            if vector is None:
+                vector = self._embedder.embed_documents([updated.content])[0]
+            updated = updated.evolve(embedding_model=self._embedder.name, embedding_version=self._embedder.version)
+        else:
+            vector = None
+        self._store.update(updated, vector, changed_by=actor, reason=reason)
+        self._keeper.catch_up()
+        return updated

@@ -1,0 +1,385 @@
+"""Consolidation, restore, rollback and re-embedding on a real SQLite file and HNSW index, frozen time."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from engine.config import Config, load_config
+from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.lifecycle import MERGED_INTO, Merge
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status
+from engine.service import MemoryService
+from tests.conftest import HashingEmbedder
+
+OpenService = Callable[..., MemoryService]
+NS = "user-1"
+
+
+def draft(content: str, **fields: Any) -> MemoryDraft:
+    fields.setdefault("namespace", NS)
+    return MemoryDraft(content=content, **fields)
+
+
+def recalled(service: MemoryService, query: str, **kwargs: Any) -> list[str]:
+    kwargs.setdefault("namespaces", [NS])
+    kwargs.setdefault("reinforce", False)
+    return [hit.memory.memory_id for hit in service.recall(query, **kwargs).hits]
+
+
+def small_pages(config: Config, **lifecycle: Any) -> Config:
+    return load_config(env={}, data_dir=config.data_dir, lifecycle={"page_size": 2, "apply_batch": 2, **lifecycle})
+
+
+# --- consolidate: archive, purge, merge --------------------------------------------------------
+
+
+def test_consolidate_archives_faded_and_expired_memories_and_restore_brings_them_back(
+    service: MemoryService, clock: Any
+) -> None:
+    faded = service.save(draft("buy oat milk on the way home", category="task")).memory
+    expiring = service.save(draft("the door code is 4711 this week", expire_at=clock.now + timedelta(days=7))).memory
+    lasting = service.save(draft("the user was born in Lisbon")).memory
+    clock.advance(days=26)
+    report = service.consolidator.run(NS)
+    assert (report.archived, report.purged, report.merged, report.scanned) == (2, 0, 0, 3)
+    for memory_id in (faded.memory_id, expiring.memory_id):
+        archived = service.get(NS, memory_id)
+        assert archived.status is Status.ARCHIVED and archived.version == 2
+        assert service.history(NS, memory_id)[-1].reason.startswith("archived: ")
+    assert service.get(NS, lasting.memory_id).status is Status.ACTIVE
+    assert faded.memory_id not in recalled(service, "oat milk")
+    assert faded.memory_id in recalled(service, "oat milk", flt=MemoryFilter(statuses=(Status.ARCHIVED,)))
+
+    back = service.rollbacks.restore(NS, faded.memory_id)
+    assert back.status is Status.ACTIVE and back.version == 3
+    assert service.history(NS, faded.memory_id)[-1].reason == "restored from archived"
+    assert recalled(service, "oat milk")[0] == faded.memory_id
+    # Restoring an active memory changes nothing; PATCH status=active restores too.
+    assert service.rollbacks.restore(NS, faded.memory_id) == back
+    service.update(NS, expiring.memory_id, MemoryPatch(status=Status.ACTIVE, clear_expire_at=True))
+    assert recalled(service, "door code")[0] == expiring.memory_id
+
+
+def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
+    service: MemoryService, clock: Any
+) -> None:
+    gone = service.save(draft("an old address")).memory
+    service.delete(NS, gone.memory_id)
+    clock.advance(days=29)
+    assert service.consolidator.run(NS).purged == 0
+    assert service.store.get([NS], gone.memory_id) is not None
+    clock.advance(days=2)
+    report = service.consolidator.run(NS)
+    assert report.purged == 1
+    assert service.store.get([NS], gone.memory_id) is None
+    assert service.store.versions([NS], gone.memory_id) == []
+
+
+def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemoryService, clock: Any) -> None:
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    cosine = float(service.embedder.embed_query(one) @ service.embedder.embed_query(two))
+    assert 0.92 <= cosine < 0.95  # merged by consolidation, yet not deduplicated at write time
+    first = service.save(draft(one, entities=["Alice"])).memory
+    clock.advance(days=1)
+    second = service.save(draft(two, entities=["alice", "tea"])).memory
+    other = service.save(draft(one.replace("alice", "bob"), entities=["Bob"])).memory
+    assert second.memory_id != first.memory_id
+    service.recall("alice green tea", namespaces=[NS], top_k=1)
+    service.flush()
+    clock.advance(days=1)
+
+    report = service.consolidator.run(NS)
+    assert (report.merged, report.merged_sources, report.archived) == (1, 2, 0)
+    (outcome,) = report.outcomes
+    assert isinstance(outcome.action, Merge) and outcome.status == "applied"
+    merged = service.get(NS, outcome.action.merged.memory_id)
+    assert merged.content == f"{one}\n{two}"
+    assert merged.created_at == first.created_at
+    assert merged.access_count == 1  # one recall reinforced one of the sources
+    assert set(merged.entities) == {"Alice", "tea"}
+    for source in (first, second):
+        kept = service.get(NS, source.memory_id)
+        assert kept.status is Status.SUPERSEDED
+        assert service.history(NS, source.memory_id)[-1].reason == f"merged into {merged.memory_id}"
+        edges = service.store.edges([NS], source.memory_id)
+        assert [(e.src, e.dst, e.kind) for e in edges] == [(source.memory_id, merged.memory_id, MERGED_INTO)]
+    hits = recalled(service, one, top_k=10)
+    assert merged.memory_id in hits and first.memory_id not in hits and second.memory_id not in hits
+    assert service.get(NS, other.memory_id).status is Status.ACTIVE
+    # A second run finds nothing more to do.
+    again = service.consolidator.run(NS)
+    assert (again.merged, again.archived, again.purged) == (0, 0, 0)
+
+
+def test_dry_run_reports_the_plan_and_changes_nothing(service: MemoryService, clock: Any) -> None:
+    service.save(draft("water the basil", category="task"))
+    service.save(draft("alice likes green tea every single morning", entities=["Alice"]))
+    service.save(draft("alice likes green tea every single morning too", entities=["Alice"]))
+    gone = service.save(draft("an old address")).memory
+    service.delete(NS, gone.memory_id)
+    clock.advance(days=40)
+    seq = service.store.last_seq()
+    report = service.consolidator.run(NS, dry_run=True)
+    assert (report.archived, report.purged, report.merged) == (1, 1, 1)
+    assert {o.status for o in report.outcomes} == {"planned"}
+    assert service.store.last_seq() == seq
+    assert service.consolidator.run(NS).archived == 1
+
+
+def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
+    open_svc: OpenService, config: Config, clock: Any
+) -> None:
+    service = open_svc(config=small_pages(config))
+    saved = [
+        service.save(draft(f"note {word} about the old garden shed", entities=["shed"])).memory for word in "abcdefg"
+    ]
+    twin = service.save(draft("note a about the old garden shed today", entities=["shed"])).memory
+    clock.advance(days=1)
+    report = service.consolidator.run(NS)
+    assert report.scanned >= 8
+    assert report.merged >= 1
+    merged_ids = {o.action.source_ids for o in report.outcomes if isinstance(o.action, Merge)}
+    assert any({saved[0].memory_id, twin.memory_id} <= set(ids) for ids in merged_ids)
+    statuses = [service.get(NS, m.memory_id).status for m in [*saved, twin]]
+    assert statuses.count(Status.SUPERSEDED) == report.merged_sources
+
+
+def test_consolidate_is_safe_beside_writes_and_recalls(open_svc: OpenService, config: Config, clock: Any) -> None:
+    service = open_svc(config=small_pages(config))
+    old = [service.save(draft(f"errand number {n}", category="task")).memory for n in range(20)]
+    clock.advance(days=30)
+    stop = threading.Event()
+    written: list[str] = []
+
+    def traffic() -> None:
+        n = 0
+        while not stop.is_set():
+            written.append(service.save(draft(f"fresh thought {n}")).memory.memory_id)
+            # Without reinforcement: a recalled errand would rightly stay above the threshold.
+            service.recall("errand", namespaces=[NS], top_k=5, reinforce=False)
+            n += 1
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(traffic) for _ in range(2)]
+        try:
+            report = service.consolidator.run(NS)
+        finally:
+            stop.set()
+        for future in futures:
+            future.result()
+    service.flush()
+    assert report.archived + report.skipped == len({m.memory_id for m in old})
+    assert all(service.get(NS, m.memory_id).status is Status.ARCHIVED for m in old) or report.skipped
+    assert all(service.get(NS, memory_id).status is Status.ACTIVE for memory_id in written)
+    assert service.reinforcer.failures == 0
+
+
+def test_the_schedule_runs_consolidation_of_every_namespace_when_due(
+    open_svc: OpenService, config: Config, clock: Any
+) -> None:
+    hourly = load_config(env={}, data_dir=config.data_dir, lifecycle={"consolidate_every_minutes": 60})
+    service = open_svc(config=hourly)
+    task = service.save(draft("call the plumber", category="task")).memory
+    elsewhere = service.save(draft("call the plumber", category="task", namespace="user-2")).memory
+    assert service.schedule is not None
+    clock.advance(days=30)
+    # The first run is one interval after start; the frozen clock says it is due now.
+    assert service.schedule.run_due()
+    assert service.schedule.runs == 1 and service.schedule.failures == 0
+    assert service.get(NS, task.memory_id).status is Status.ARCHIVED
+    assert service.get("user-2", elsewhere.memory_id).status is Status.ARCHIVED
+    assert not service.schedule.run_due()
+
+
+def test_no_schedule_by_default(service: MemoryService) -> None:
+    assert service.schedule is None
+
+
+@pytest.mark.parametrize("namespace", ["", "bad namespace!"])
+def test_consolidate_refuses_a_bad_namespace(service: MemoryService, namespace: str) -> None:
+    with pytest.raises(InvalidInput):
+        service.consolidator.run(namespace)
+
+
+def test_restore_of_unknown_or_quarantined_memories_is_refused(service: MemoryService) -> None:
+    with pytest.raises(MemoryNotFound):
+        service.rollbacks.restore(NS, "no-such-id")
+    m = service.save(draft("suspicious text")).memory
+    service.update(NS, m.memory_id, MemoryPatch(status=Status.QUARANTINED))
+    with pytest.raises(Conflict):
+        service.rollbacks.restore(NS, m.memory_id)
+    assert service.get(NS, m.memory_id).status is Status.QUARANTINED
+
+
+# --- versions and rollback ------------------------------------------------------------------
+
+
+def test_roll_a_memory_back_to_a_version_as_a_new_version(service: MemoryService, clock: Any) -> None:
+    m = service.save(draft("the user lives in Porto", entities=["Porto"])).memory
+    clock.advance(hours=1)
+    service.update(NS, m.memory_id, MemoryPatch(content="the user lives in Berlin", entities=("Berlin",)))
+    clock.advance(hours=1)
+    back = service.rollbacks.to_version(NS, m.memory_id, 1, actor="agent-7")
+    assert (back.content, back.entities, back.version) == ("the user lives in Porto", ("Porto",), 3)
+    history = service.history(NS, m.memory_id)
+    assert [(v.version, v.reason, v.changed_by) for v in history][-1] == (3, "rolled back to version 1", "agent-7")
+    assert history[-1].changed_at == clock.now
+    assert recalled(service, "lives in Porto")[0] == m.memory_id
+    # The rollback itself can be rolled back.
+    assert service.rollbacks.to_version(NS, m.memory_id, 2).content == "the user lives in Berlin"
+    with pytest.raises(InvalidInput):
+        service.rollbacks.to_version(NS, m.memory_id, 9)
+    with pytest.raises(MemoryNotFound):
+        service.rollbacks.to_version(NS, "no-such-id", 1)
+
+
+def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, clock: Any) -> None:
+    edited = service.save(draft("the user lives in Porto")).memory
+    deleted = service.save(draft("the user owns a red bicycle")).memory
+    archived = service.save(draft("the user plays chess")).memory
+    other_ns = service.save(draft("the user lives in Porto", namespace="user-2")).memory
+    as_of = clock.advance(hours=1)
+    clock.advance(hours=1)
+    service.update(NS, edited.memory_id, MemoryPatch(content="the user lives in Berlin"))
+    service.delete(NS, deleted.memory_id)
+    service.update(NS, archived.memory_id, MemoryPatch(status=Status.ARCHIVED))
+    later = service.save(draft("the user started learning Go")).memory
+    purged = service.save(draft("a memory purged for good")).memory
+    service.delete(NS, purged.memory_id, hard=True)
+    before_rollback = {m: service.store.get([NS], m) for m in (edited.memory_id, deleted.memory_id, later.memory_id)}
+    rollback_at = clock.advance(hours=1)
+
+    report = service.rollbacks.to_time(NS, as_of)
+    assert (report.restored_count, report.deleted_count, report.unchanged) == (3, 1, 0)
+    assert service.get(NS, edited.memory_id).content == "the user lives in Porto"
+    assert service.get(NS, deleted.memory_id).status is Status.ACTIVE
+    assert service.get(NS, archived.memory_id).status is Status.ACTIVE
+    assert service.store.get([NS], later.memory_id).status is Status.DELETED  # type: ignore[union-attr]
+    assert service.store.get([NS], purged.memory_id) is None  # purged memories cannot come back
+    assert service.store.get(["user-2"], other_ns.memory_id) == other_ns
+    reason = f"namespace rolled back to {as_of.isoformat(timespec='microseconds')}"
+    assert service.history(NS, edited.memory_id)[-1].reason == reason
+    assert recalled(service, "red bicycle")[0] == deleted.memory_id
+
+    # Undo: roll back to just before the rollback.
+    clock.advance(hours=1)
+    undo = service.rollbacks.to_time(NS, rollback_at - timedelta(microseconds=1))
+    assert (undo.restored_count, undo.deleted_count) == (4, 0)
+    for memory_id, was in before_rollback.items():
+        now = service.store.get([NS], memory_id)
+        assert now is not None and was is not None
+        assert (now.content, now.status) == (was.content, was.status)
+    assert service.get(NS, archived.memory_id).status is Status.ARCHIVED
+    assert recalled(service, "lives in Berlin")[0] == edited.memory_id
+
+
+@pytest.mark.parametrize("shift", [timedelta(seconds=1)])
+def test_a_namespace_rollback_into_the_future_is_refused(service: MemoryService, clock: Any, shift: timedelta) -> None:
+    with pytest.raises(InvalidInput):
+        service.rollbacks.to_time(NS, clock.now + shift)
+
+
+# --- re-embedding after a model change ---------------------------------------------------------
+
+
+def _save_many(service: MemoryService, n: int) -> dict[str, str]:
+    topics = ["violin", "kayak", "sourdough", "telescope", "origami", "juggling", "bonsai", "falconry", "pottery"]
+    saved = {}
+    for word in topics[:n]:
+        m = service.save(draft(f"{word} lessons")).memory
+        saved[m.memory_id] = word
+    assert len(saved) == n  # distinct memories, none deduplicated
+    return saved
+
+
+def test_after_a_model_change_recall_finds_every_memory_while_re_embedding_runs_and_resumes(
+    open_svc: OpenService, config: Config
+) -> None:
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, 9)
+    first.close()
+
+    cfg = load_config(env={}, data_dir=config.data_dir, lifecycle={"reembed_batch": 4})
+    new = HashingEmbedder("fake-new", dim=192)
+    second = open_svc(config=cfg, embedder=new, previous_embedder=old, background_reembed=False)
+    assert new.documents_embedded == 0  # nothing embedded at start-up
+    assert second.keeper.legacy_size == 9
+    progress = second.reembedder.progress()
+    assert (progress.state, progress.remaining, progress.legacy_indexed) == ("paused", 9, 9)
+    for memory_id, word in saved.items():
+        assert recalled(second, word, top_k=1) == [memory_id]
+
+    assert second.reembedder.step() == 4
+    assert second.keeper.legacy_size == 5
+    for memory_id, word in saved.items():  # half in the new index, half in the legacy one
+        assert recalled(second, word, top_k=1) == [memory_id]
+    second.close()
+
+    newer = HashingEmbedder("fake-new", dim=192)
+    third = open_svc(config=cfg, embedder=newer, previous_embedder=old, background_reembed=False)
+    assert third.reembedder.progress().remaining == 5
+    done = third.reembedder.run()
+    assert (done.state, done.done, done.remaining, done.legacy_indexed) == ("done", 5, 0, 0)
+    assert newer.documents_embedded == 5  # resumed: the first four were not embedded again
+    for memory_id, word in saved.items():
+        assert recalled(third, word, top_k=1) == [memory_id]
+        assert third.get(NS, memory_id).embedding_model == "fake-new"
+    assert set(third.store.vectors(list(saved), "fake-new")) == set(saved)
+
+
+def test_the_background_job_re_embeds_and_reports_done(open_svc: OpenService) -> None:
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, 6)
+    first.close()
+    new = HashingEmbedder("fake-new", dim=192)
+    second = open_svc(embedder=new, previous_embedder=old)
+    second.reembedder.join()
+    progress = second.reembedder.progress()
+    assert (progress.state, progress.remaining, progress.done) == ("done", 0, 6)
+    assert second.stats()["reembed"]["state"] == "done"  # type: ignore[index]
+    for memory_id, word in saved.items():
+        assert recalled(second, word, top_k=1) == [memory_id]
+
+
+def test_an_edit_during_re_embedding_keeps_its_own_vector(open_svc: OpenService) -> None:
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, 3)
+    first.close()
+    new = HashingEmbedder("fake-new", dim=192)
+    second = open_svc(embedder=new, previous_embedder=old, background_reembed=False)
+    edited = next(iter(saved))
+    second.update(NS, edited, MemoryPatch(content="the user now practises archery"))
+    deleted = list(saved)[1]
+    second.delete(NS, deleted)
+    assert second.keeper.legacy_size == 1
+    assert second.reembedder.run().remaining == 0
+    assert recalled(second, "archery", top_k=1) == [edited]
+    assert deleted not in recalled(second, saved[deleted], top_k=3)
+
+
+def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: OpenService) -> None:
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, 9)
+    first.close()
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
+    target = next(memory_id for memory_id, word in saved.items() if word == "kayak")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        job = pool.submit(second.reembedder.run)
+        tops = list(pool.map(lambda _: recalled(second, "kayak", top_k=1, reinforce=True), range(40)))
+        job.result()
+    second.flush()
+    assert tops == [[target]] * 40
+    assert second.get(NS, target).access_count == 40
