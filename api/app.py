@@ -17,6 +17,7 @@ from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 
 from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS
+from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from engine.config import Config
 from engine.service import MemoryService
@@ -41,7 +42,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             await anyio.to_thread.run_sync(service.close)
 
     return Litestar(
-        route_handlers=[MemoryController, HealthController, LifecycleController],
+        route_handlers=[MemoryController, HealthController, LifecycleController, GraphController],
         lifespan=[engine_lifespan],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=config.server.max_body_bytes,

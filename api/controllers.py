@@ -53,7 +53,7 @@ class MemoryController(Controller):
     def recall(self, state: State, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
         """The memories most relevant to a query, ranked by similarity and decayed score."""
         result = _service(state).recall(
-            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.filter.to_filter()
+            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter()
         )
         return schemas.recall_out(result, data.explain)
 

@@ -128,9 +128,12 @@ class FilterIn(_Request):
     session_id: str | None = None
     metadata: dict[str, JsonScalar] = Field(default_factory=dict, description="Equality on metadata keys.")
     include_expired: bool = False
+    include_superseded: bool = Field(default=False, description="Also memories a newer one superseded.")
 
-    def to_filter(self) -> MemoryFilter:
+    def to_filter(self, *, include_superseded: bool = False) -> MemoryFilter:
         statuses = _many(self.status) or (Status.ACTIVE,)
+        if (include_superseded or self.include_superseded) and Status.SUPERSEDED not in statuses:
+            statuses = (*statuses, Status.SUPERSEDED)
         return MemoryFilter(
             categories=_many(self.category),
             sources=_many(self.source),
@@ -150,6 +153,12 @@ class RecallIn(_Request):
     namespaces: list[Namespace] | None = Field(default=None, description="Several namespaces at once.")
     filter: FilterIn = Field(default_factory=FilterIn)
     explain: bool = Field(default=False, description="Include each hit's score breakdown.")
+    include_superseded: bool = Field(
+        default=False, description="Also return memories a newer one superseded (same as filter.include_superseded)."
+    )
+
+    def recall_filter(self) -> MemoryFilter:
+        return self.filter.to_filter(include_superseded=self.include_superseded)
 
     def scope(self) -> list[str]:
         if self.namespaces:
@@ -171,6 +180,8 @@ def save_out(result: SaveResult) -> dict[str, Any]:
         "deduplicated": not result.created,
         "deduplicated_by": result.deduplicated_by,
         "similarity": result.similarity,
+        "superseded": list(result.superseded),
+        "contradicted": list(result.contradicted),
         "version": result.memory.version,
         "namespace": result.memory.namespace,
         "memory": memory_out(result.memory),
@@ -187,7 +198,10 @@ def hit_out(hit: Hit, explain: bool) -> dict[str, Any]:
 
 def recall_out(result: RecallResult, explain: bool) -> dict[str, Any]:
     return {
-        "memories": [hit_out(hit, explain) for hit in result.hits],
+        "memories": [
+            {**hit_out(hit, explain), "contradicts": result.contradicts.get(hit.memory.memory_id, [])}
+            for hit in result.hits
+        ],
         "candidates": result.candidates,
         "exact_scan": result.exact_scan,
     }

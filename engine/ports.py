@@ -201,6 +201,39 @@ class Store(Protocol):
         """Those of ``ids`` that are in ``namespaces`` and pass ``flt``, in no set order."""
         ...
 
+    def insert_linked(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        updates: Sequence[tuple[Memory, str]],
+        edges: Sequence[Edge],
+        changed_by: str | None,
+    ) -> int:
+        """One transaction: ``insert(memories, vectors)`` (reason ``created``), then
+        ``update(record, None, reason=reason)`` for each (record, reason) of
+        ``updates`` in order (a memory inserted here may be updated too; each
+        update follows ``update``'s version rule, and several updates of one id
+        must carry consecutive versions), then ``add_edges(edges)``. Returns the
+        last seq. On any failure (``Conflict``, ``MemoryNotFound``, ``StoreError``)
+        nothing of it is stored. This is how a save that supersedes older
+        memories lands: the new memory, the older ones turned ``superseded`` and
+        the ``SUPERSEDES`` edges appear together or not at all."""
+        ...
+
+    def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:
+        """Store records exactly as given (an import); return the ids stored, in order.
+
+        A record whose id is already in its namespace is skipped and left as
+        stored, edges included (so a repeated import changes nothing). Each new
+        record keeps every field (version, timestamps, access count, status) and
+        its ``versions`` as given; without versions it gets one, of the record
+        as it is, with reason ``imported``. Each new memory is one change in the
+        sequence. An id held by another namespace raises ``Conflict``; like
+        every write, all of it happens in one transaction or none of it does.
+        """
+        ...
+
     def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
         """An active memory of ``namespace`` with this content digest, or None."""
         ...
@@ -263,6 +296,25 @@ class Store(Protocol):
 
     def contents(self, ids: Sequence[str]) -> dict[str, str]:
         """Content of each id that exists, for re-embedding only."""
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        """Active memories of ``namespace`` whose ``key`` equals ``key`` exactly,
+        newest ``created_at`` first (ties by ``memory_id`` descending)."""
+        ...
+
+    def memories_by_entity(
+        self,
+        namespaces: Sequence[str],
+        entity_key: str,
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[Memory]:
+        """Up to ``limit`` memories in scope passing ``flt`` that mention an entity
+        whose key (``engine.records.entity_keys``) equals ``entity_key``, newest
+        ``created_at`` first (ties by ``memory_id`` descending). The caller passes
+        the key, not a raw name; a key nothing mentions gives ``[]``."""
+        ...
+
         ...
 
     # --- walks for lifecycle jobs (bounded memory: one page at a time) -------------

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from engine.entities import canonical_key
+
 JsonScalar = str | int | float | bool | None
 
 
@@ -75,8 +77,9 @@ def normalize_entities(entities: Sequence[str]) -> tuple[str, ...]:
 
 
 def entity_keys(entities: Sequence[str]) -> frozenset[str]:
-    """Entity names as they are compared: NFKC and case-folded."""
-    return frozenset(unicodedata.normalize("NFKC", e).casefold() for e in entities)
+    """Entity names as they are compared and linked: ``engine.entities.canonical_key``
+    (NFKC, case-folded, common concepts mapped across languages: "Blue", "蓝色" → "blue")."""
+    return frozenset(canonical_key(e) for e in entities)
 
 
 @dataclass(frozen=True, slots=True)

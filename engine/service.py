@@ -17,17 +17,19 @@ import json
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import numpy as np
 
-from engine import scoring
+from engine import conflicts, scoring
 from engine.config import Config
+from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
+from engine.entities import entities_for
 from engine.errors import InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import Embedder, Reinforcement, Store, Vector
+from engine.ports import Edge, Embedder, Reinforcement, Store, Vector
 from engine.records import (
     Memory,
     MemoryDraft,
@@ -61,6 +63,28 @@ class SaveResult:
     # "digest" or "similar" when the save reinforced an existing memory instead.
     deduplicated_by: str | None = None
     similarity: float | None = None
+    # Conflicts on write (engine/conflicts.py): older memories this one superseded or contradicts.
+    superseded: tuple[str, ...] = ()
+    contradicted: tuple[str, ...] = ()
+
+def _clashes(draft: MemoryDraft, older: Memory) -> bool:
+    """A near-identical text that negates or changes the older one is news, not a repeat
+    ("User is allergic to peanuts" / "User is not allergic to peanuts": cosine 0.98)."""
+    verdict = conflicts.judge(Statement(draft.content, draft.key), Statement(older.content, older.key)).verdict
+    return verdict in (Verdict.REPLACE, Verdict.CONTRADICT)
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    memory: Memory
+    edges: list[Edge]
+    linked: dict[str, Memory]
+
+
+# Every status a reader may still open (deleted ones are gone for readers).
+_ANY_LIVE = MemoryFilter(
+    statuses=(Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED, Status.QUARANTINED), include_expired=True
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +92,8 @@ class RecallResult:
     hits: list[scoring.Hit]
     candidates: int
     exact_scan: bool
+    # For each hit with CONTRADICTS links: the ids of the memories it clashes with.
+    contradicts: dict[str, list[str]] = field(default_factory=dict)
 
 
 class MemoryService:
@@ -141,6 +167,7 @@ class MemoryService:
             )
         for position, draft in enumerate(drafts):
             self._check_draft(draft, position if len(drafts) > 1 else None)
+        drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
         with self._write_lock:
             self.keeper.ensure_current()
@@ -157,7 +184,7 @@ class MemoryService:
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                     continue
                 near = self._near_duplicate(draft, vector, fresh, now)
-                if near is not None:
+                if near is not None and not _clashes(draft, near[0]):
                     results[position] = SaveResult(
                         near[0], created=False, deduplicated_by="similar", similarity=near[1]
                     )
@@ -168,9 +195,17 @@ class MemoryService:
                 by_digest[(draft.namespace, digest)] = memory
                 results[position] = SaveResult(memory, created=True)
             if fresh:
-                self.store.insert(
+                updates, edges, found = self._resolve_conflicts(fresh, now)
+                for position, memory, _ in fresh:
+                    superseded, contradicted = found.get(memory.memory_id, ((), ()))
+                    results[position] = SaveResult(
+                        memory, created=True, superseded=superseded, contradicted=contradicted
+                    )
+                self.store.insert_linked(
                     [memory for _, memory, _ in fresh],
                     [vector for _, _, vector in fresh],
+                    updates=updates,
+                    edges=edges,
                     changed_by=actor,
                 )
                 self.keeper.catch_up()
@@ -291,7 +326,68 @@ class MemoryService:
                     for rank, hit in enumerate(hits[: scoring.TOP_RANKS_REINFORCED], start=1)
                 ]
             )
-        return RecallResult(hits, len(candidates), exact)
+        return RecallResult(hits, len(candidates), exact, self._contradictions(hits, namespaces))
+
+    # --- the association network: neighbourhoods, entities, supersession chains -----
+
+    def neighbourhood(self, namespace: str, memory_id: str) -> Neighbourhood:
+        """A memory, its links in and out, and the linked memories (any status but deleted)."""
+        memory = self.get(namespace, memory_id)
+        edges = self.store.edges([namespace], memory_id)
+        others = list(dict.fromkeys(e.dst if e.src == memory_id else e.src for e in edges))
+        linked = {m.memory_id: m for m in self.store.get_many([namespace], others, _ANY_LIVE, self._clock())}
+        return Neighbourhood(memory, [e for e in edges if (e.dst if e.src == memory_id else e.src) in linked], linked)
+
+    def entity_memories(
+        self, namespace: str, name: str, *, include_superseded: bool = False, limit: int = 50
+    ) -> list[Memory]:
+        """Memories of ``namespace`` that mention the entity (by its key: "Blue" finds "蓝色"), newest first."""
+        self._check_namespaces([namespace])
+        if not name.strip() or len(name) > 200:
+            raise InvalidInput("an entity name holds 1-200 characters", field="name")
+        statuses = (Status.ACTIVE, Status.SUPERSEDED) if include_superseded else (Status.ACTIVE,)
+        (key,) = entity_keys([name])
+        return self.store.memories_by_entity([namespace], key, MemoryFilter(statuses=statuses), self._clock(), limit)
+
+    def chain(self, namespace: str, memory_id: str) -> list[Memory]:
+        """The supersession chain through a memory, newest first: up the ``SUPERSEDES``
+        edges to the memory nothing supersedes, then down to the oldest. Where a memory
+        superseded several, the chain follows the most recent edge."""
+        start = self.get(namespace, memory_id)
+        newest = start
+        seen = {start.memory_id}
+        while (newer := self._along_supersedes(namespace, newest.memory_id, towards="newer", seen=seen)) is not None:
+            newest = newer
+        chain, seen = [newest], {newest.memory_id}
+        while (older := self._along_supersedes(namespace, chain[-1].memory_id, towards="older", seen=seen)) is not None:
+            chain.append(older)
+        return chain
+
+    def _along_supersedes(self, namespace: str, memory_id: str, *, towards: str, seen: set[str]) -> Memory | None:
+        edges = [e for e in self.store.edges([namespace], memory_id) if e.kind == SUPERSEDES]
+        if towards == "newer":
+            ends = [e.src for e in sorted(edges, key=lambda e: e.created_at, reverse=True) if e.dst == memory_id]
+        else:
+            ends = [e.dst for e in sorted(edges, key=lambda e: e.created_at, reverse=True) if e.src == memory_id]
+        for other in ends:
+            if other in seen:
+                continue  # a cycle (only a hand-made edge can make one) ends the walk
+            found = self.store.get_many([namespace], [other], _ANY_LIVE, self._clock())
+            if found:
+                seen.add(other)
+                return found[0]
+        return None
+
+    def _contradictions(self, hits: Sequence[scoring.Hit], namespaces: Sequence[str]) -> dict[str, list[str]]:
+        flagged: dict[str, list[str]] = {}
+        for hit in hits:
+            mine = hit.memory.memory_id
+            others = [
+                e.dst if e.src == mine else e.src for e in self.store.edges(namespaces, mine) if e.kind == CONTRADICTS
+            ]
+            if others:
+                flagged[mine] = list(dict.fromkeys(others))
+        return flagged
 
     def stats(self) -> dict[str, object]:
         index = self.keeper.index
@@ -341,6 +437,60 @@ class MemoryService:
             similar = dict(heapq.nlargest(pool, index.similarities(vector, ids), key=lambda pair: pair[1]))
             records = self.store.get_many(namespaces, list(similar), flt, now)
         return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
+
+    def _resolve_conflicts(
+        self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime
+    ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]:
+        """Conflicts on write, planned before the one store transaction that applies them.
+
+        Each new memory is judged (``engine.conflicts``) against its candidates:
+        active memories of its namespace that are semantically close (the recall
+        candidate search), that share an entity, or that carry the same ``key``,
+        plus the memories earlier in the same batch. A replaced one gets a new
+        version with status ``superseded`` and a ``SUPERSEDES`` edge from the new
+        one; a clash without a winner gets a ``CONTRADICTS`` edge. Returns the
+        updates and edges for ``Store.insert_linked`` and, per new id, the ids it
+        superseded and contradicted. Runs under the write lock, so the records it
+        reads cannot change before the transaction lands.
+        """
+        current: dict[str, Memory] = {}  # superseded records, latest version, by id
+        updates: list[tuple[Memory, str]] = []
+        edges: list[Edge] = []
+        found: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        for number, (_, memory, vector) in enumerate(fresh):
+            olds = self._conflict_candidates(memory, vector, now)
+            olds += [earlier for _, earlier, _ in fresh[:number] if earlier.namespace == memory.namespace]
+            by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
+            statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
+            superseded: list[str] = []
+            contradicted: list[str] = []
+            for old, judgement in conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements):
+                record = current.get(old.memory_id, by_id[old.memory_id])
+                if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
+                    record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
+                    current[record.memory_id] = record
+                    updates.append((record, f"superseded by {memory.memory_id}"))
+                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
+                    superseded.append(record.memory_id)
+                elif judgement.verdict is Verdict.CONTRADICT:
+                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
+                    contradicted.append(record.memory_id)
+            found[memory.memory_id] = (tuple(superseded), tuple(contradicted))
+        return updates, edges, found
+
+    def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime) -> list[Memory]:
+        active = MemoryFilter()
+        near, _ = self._candidates(
+            vector, [memory.namespace], active, now, want=1, pool=conflicts.CANDIDATES_PER_CHANNEL
+        )
+        found = [cand.memory for cand in near]
+        for key in sorted(entity_keys(memory.entities)):
+            found += self.store.memories_by_entity(
+                [memory.namespace], key, active, now, conflicts.CANDIDATES_PER_CHANNEL
+            )
+        if memory.key is not None:
+            found += self.store.find_by_key(memory.namespace, memory.key)
+        return found
 
     def _near_duplicate(
         self,

@@ -204,17 +204,7 @@ class SqliteStore:
         with self._write("insert") as db:
             seq = 0
             for memory, vector in zip(memories, vectors, strict=True):
-                existing = db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
-                if existing:
-                    raise Conflict(f"memory {memory.memory_id} already exists", memory_id=memory.memory_id)
-                db.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
-                    (*_row(memory), memory.digest),
-                )
-                self._put_entities(db, memory)
-                self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
-                self._put_version(db, memory, changed_by, reason)
-                seq = self._log(db, memory, "insert")
+                seq = self._insert_row(db, memory, vector, changed_by, reason)
             return seq
 
     def update(
@@ -226,28 +216,66 @@ class SqliteStore:
         reason: str,
     ) -> int:
         with self._write("update") as db:
-            row = db.execute(
-                "SELECT version, namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)
-            ).fetchone()
-            if row is None or row[1] != memory.namespace:
-                raise MemoryNotFound(memory.memory_id, memory.namespace)
-            if memory.version != row[0] + 1:
-                raise Conflict(
-                    f"memory {memory.memory_id} is at version {row[0]}, cannot write version {memory.version}",
-                    memory_id=memory.memory_id,
-                )
-            assignments = ", ".join(f"{col.strip()} = ?" for col in _COLUMNS.split(",")[1:])
-            db.execute(
-                f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
-                (*_row(memory)[1:], memory.digest, memory.memory_id),
+            return self._update_row(db, memory, vector, changed_by, reason)
+
+    def insert_linked(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        updates: Sequence[tuple[Memory, str]],
+        edges: Sequence[Edge],
+        changed_by: str | None,
+    ) -> int:
+        if len(memories) != len(vectors):
+            raise ValueError("insert_linked needs one vector per memory")
+        with self._write("insert_linked") as db:
+            seq = 0
+            for memory, vector in zip(memories, vectors, strict=True):
+                seq = self._insert_row(db, memory, vector, changed_by, "created")
+            for record, reason in updates:
+                seq = self._update_row(db, record, None, changed_by, reason)
+            self._put_edges(db, edges)
+            return seq
+
+    def _insert_row(
+        self, db: sqlite3.Connection, memory: Memory, vector: Vector, changed_by: str | None, reason: str
+    ) -> int:
+        existing = db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
+        if existing:
+            raise Conflict(f"memory {memory.memory_id} already exists", memory_id=memory.memory_id)
+        db.execute(
+            f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
+            (*_row(memory), memory.digest),
+        )
+        self._put_entities(db, memory)
+        self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+        self._put_version(db, memory, changed_by, reason)
+        return self._log(db, memory, "insert")
+
+    def _update_row(
+        self, db: sqlite3.Connection, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
+    ) -> int:
+        row = db.execute("SELECT version, namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
+        if row is None or row[1] != memory.namespace:
+            raise MemoryNotFound(memory.memory_id, memory.namespace)
+        if memory.version != row[0] + 1:
+            raise Conflict(
+                f"memory {memory.memory_id} is at version {row[0]}, cannot write version {memory.version}",
+                memory_id=memory.memory_id,
             )
-            db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
-            self._put_entities(db, memory)
-            if vector is not None:
-                db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
-                self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
-            self._put_version(db, memory, changed_by, reason)
-            return self._log(db, memory, "update")
+        assignments = ", ".join(f"{col.strip()} = ?" for col in _COLUMNS.split(",")[1:])
+        db.execute(
+            f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
+            (*_row(memory)[1:], memory.digest, memory.memory_id),
+        )
+        db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
+        self._put_entities(db, memory)
+        if vector is not None:
+            db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
+            self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+        self._put_version(db, memory, changed_by, reason)
+        return self._log(db, memory, "update")
 
     def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
         if not events:
@@ -294,12 +322,15 @@ class SqliteStore:
 
     def add_edges(self, edges: Sequence[Edge]) -> None:
         with self._write("add_edges") as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO edges (src, dst, kind, namespace, created_at) VALUES (?, ?, ?, ?, ?)",
-                [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in edges],
-            )
+            self._put_edges(db, edges)
 
     @staticmethod
+    def _put_edges(db: sqlite3.Connection, edges: Sequence[Edge]) -> None:
+        db.executemany(
+            "INSERT OR IGNORE INTO edges (src, dst, kind, namespace, created_at) VALUES (?, ?, ?, ?, ?)",
+            [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in edges],
+        )
+
     def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:
         names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
         db.executemany(
@@ -440,6 +471,35 @@ class SqliteStore:
                 (memory_id, memory_id, *namespaces),
             ).fetchall()
         return [Edge(row[0], row[1], row[2], row[3], from_iso(row[4])) for row in rows]
+
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        with self._read("find_by_key") as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND key = ? AND status = ? "
+                "ORDER BY created_at DESC, memory_id DESC",
+                (namespace, key, Status.ACTIVE.value),
+            ).fetchall()
+        return [_memory(row) for row in rows]
+
+    def memories_by_entity(
+        self,
+        namespaces: Sequence[str],
+        entity_key: str,
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[Memory]:
+        if not namespaces:
+            return []
+        where, params = _where(namespaces, flt, now)
+        with self._read("memories_by_entity") as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN "
+                f"(SELECT memory_id FROM memory_entities WHERE namespace IN ({_marks(namespaces)}) AND entity = ?) "
+                "ORDER BY created_at DESC, memory_id DESC LIMIT ?",
+                (*params, *namespaces, entity_key, limit),
+            ).fetchall()
+        return [_memory(row) for row in rows]
 
     def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
         found: dict[str, Vector] = {}

@@ -745,3 +745,123 @@ def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model(
     store.put_vectors({a.memory_id: vec(2), d.memory_id: vec(3)}, "model-b")
     assert store.missing_vectors("model-b", "", 10) == []
     assert store.missing_vector_models("model-b") == {}
+
+
+# --- linked writes, keys and entities (conflicts on write, graph endpoints) --------------------
+
+
+def test_insert_linked_stores_memories_updates_and_edges_together(store: Store) -> None:
+    (old,) = put(store, mem("user lives in Berlin"))
+    seq = store.last_seq()
+    new = mem("user moved to Lisbon")
+    older = old.evolve(status=Status.SUPERSEDED, version=2, updated_at=NOW)
+    edge = Edge(NS, new.memory_id, old.memory_id, "SUPERSEDES", NOW)
+    last = store.insert_linked(
+        [new], [vec(1)], updates=[(older, f"superseded by {new.memory_id}")], edges=[edge], changed_by="tester"
+    )
+    assert last == store.last_seq() == seq + 2
+    assert store.get([NS], new.memory_id) == new
+    assert store.get([NS], old.memory_id) == older
+    history = store.versions([NS], old.memory_id)
+    assert [(v.version, v.reason) for v in history] == [(1, "created"), (2, f"superseded by {new.memory_id}")]
+    assert history[0].record.status is Status.ACTIVE
+    assert store.edges([NS], old.memory_id) == [edge]
+    assert [(c.memory_id, c.op) for c in store.changes_since(seq, 10)] == [
+        (new.memory_id, "insert"),
+        (old.memory_id, "update"),
+    ]
+
+
+def test_insert_linked_may_update_a_memory_it_inserts(store: Store) -> None:
+    first, second = mem("likes coffee"), mem("quit coffee")
+    first_superseded = first.evolve(status=Status.SUPERSEDED, version=2)
+    edge = Edge(NS, second.memory_id, first.memory_id, "SUPERSEDES", T0)
+    store.insert_linked(
+        [first, second], [vec(1), vec(2)], updates=[(first_superseded, "superseded")], edges=[edge], changed_by=None
+    )
+    assert store.get([NS], first.memory_id) == first_superseded
+    assert [v.version for v in store.versions([NS], first.memory_id)] == [1, 2]
+
+
+def test_insert_linked_writes_nothing_when_an_update_is_stale(store: Store) -> None:
+    (old,) = put(store, mem("user lives in Berlin"))
+    seq = store.last_seq()
+    new = mem("user moved to Lisbon")
+    stale = old.evolve(status=Status.SUPERSEDED, version=3)
+    with pytest.raises(Conflict):
+        store.insert_linked(
+            [new],
+            [vec(1)],
+            updates=[(stale, "superseded")],
+            edges=[Edge(NS, new.memory_id, old.memory_id, "SUPERSEDES", NOW)],
+            changed_by=None,
+        )
+    assert store.get([NS], new.memory_id) is None
+    assert store.get([NS], old.memory_id) == old
+    assert store.edges([NS], old.memory_id) == []
+    assert store.last_seq() == seq
+
+
+def test_insert_linked_writes_nothing_when_an_update_is_in_another_namespace(store: Store) -> None:
+    (theirs,) = put(store, mem(namespace=OTHER_NS))
+    new = mem()
+    with pytest.raises(MemoryNotFound):
+        store.insert_linked(
+            [new], [vec(1)], updates=[(theirs.evolve(namespace=NS, version=2), "x")], edges=[], changed_by=None
+        )
+    assert store.get([NS], new.memory_id) is None
+    assert store.get([OTHER_NS], theirs.memory_id) == theirs
+
+
+def test_find_by_key_returns_active_memories_of_the_namespace_newest_first(store: Store) -> None:
+    old, new, _gone, other, _unkeyed = put(
+        store,
+        mem("theme is blue", key="ui.theme", created_at=T0),
+        mem("theme is black", key="ui.theme", created_at=T0 + timedelta(days=1)),
+        mem("theme is red", key="ui.theme", created_at=T0 + timedelta(days=2), status=Status.SUPERSEDED),
+        mem("theme is green", key="ui.theme", namespace=OTHER_NS),
+        mem("theme is white"),
+    )
+    assert [m.memory_id for m in store.find_by_key(NS, "ui.theme")] == [new.memory_id, old.memory_id]
+    assert [m.memory_id for m in store.find_by_key(OTHER_NS, "ui.theme")] == [other.memory_id]
+    assert store.find_by_key(NS, "UI.THEME") == []
+    assert store.find_by_key(NS, "absent") == []
+
+
+def test_memories_by_entity_links_names_by_their_key(store: Store) -> None:
+    blue_en, blue_zh, coffee, elsewhere = put(
+        store,
+        mem("likes Blue", entities=("Blue",), created_at=T0),
+        mem("喜欢蓝色", entities=("蓝色",), created_at=T0 + timedelta(days=1)),
+        mem("drinks coffee", entities=("coffee",)),
+        mem("likes blue too", entities=("blue",), namespace=OTHER_NS),
+    )
+    found = store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 10)
+    assert [m.memory_id for m in found] == [blue_zh.memory_id, blue_en.memory_id]
+    assert found[0].entities == ("蓝色",)  # the name as given is kept; only the key is shared
+    both = store.memories_by_entity([NS, OTHER_NS], "blue", MemoryFilter(), NOW, 10)
+    assert {m.memory_id for m in both} == {blue_en.memory_id, blue_zh.memory_id, elsewhere.memory_id}
+    assert [m.memory_id for m in store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 1)] == [
+        blue_zh.memory_id
+    ]
+    assert store.memories_by_entity([NS], "Blue", MemoryFilter(), NOW, 10) == []  # a key, not a raw name
+    assert store.memories_by_entity([NS], "tea", MemoryFilter(), NOW, 10) == []
+    assert [m.memory_id for m in store.memories_by_entity([NS], "coffee", MemoryFilter(), NOW, 10)] == [
+        coffee.memory_id
+    ]
+
+
+def test_memories_by_entity_respects_the_filter_and_follows_updates(store: Store) -> None:
+    a, b = put(store, mem("a", entities=("Berlin",)), mem("b", entities=("Berlin",), category="event"))
+    events = store.memories_by_entity([NS], "berlin", MemoryFilter(categories=("event",)), NOW, 10)
+    assert [m.memory_id for m in events] == [b.memory_id]
+    store.update(a.evolve(version=2, status=Status.SUPERSEDED), None, changed_by=None, reason="superseded")
+    assert [m.memory_id for m in store.memories_by_entity([NS], "berlin", MemoryFilter(), NOW, 10)] == [b.memory_id]
+    any_status = MemoryFilter(statuses=())
+    assert {m.memory_id for m in store.memories_by_entity([NS], "berlin", any_status, NOW, 10)} == {
+        a.memory_id,
+        b.memory_id,
+    }
+    store.update(b.evolve(version=2, entities=("Lisbon",)), None, changed_by=None, reason="moved")
+    assert store.memories_by_entity([NS], "berlin", MemoryFilter(), NOW, 10) == []
+    assert [m.memory_id for m in store.memories_by_entity([NS], "lisbon", MemoryFilter(), NOW, 10)] == [b.memory_id]

@@ -1,0 +1,644 @@
+"""Conflicts on write: does a new memory replace, contradict or repeat an older one?
+
+Pure rules for English and Chinese, no I/O. Each text is read into *claims*:
+who it is about (the holder: "I", "the user", "用户" are one holder; "Alice",
+"小王", "the user's sister" are others), a *slot* (what is said about them),
+a value, a polarity and whether the text marks a change ("now", "no longer",
+"moved", "quit", "现在", "不再", "改成", "搬到", "戒", a final "不…了").
+
+Slots come in two kinds:
+
+* single-valued — residence, employer, name, birthplace, an attribute
+  ("my favourite drink is …", "the deadline is …", "主题改成 …", "X: value"),
+  and preferences whose value has a known class (a colour, a display theme, a
+  notification channel: "I like blue" and "把主题改成黑色" are both the colour
+  preference). A different value replaces the older one; for attributes that do
+  not change (birthday, birthplace, blood type) it contradicts instead;
+* many-valued — likes and habits ("likes coffee", "plays tennis", "喜欢猫"),
+  states ("is vegetarian", "是素食者"), possessions ("has a car", "有驾照"),
+  allergies. Only the same value with the opposite polarity clashes: with a
+  change marker the newer replaces ("I like coffee" → "I quit coffee"), without
+  one nothing says which is true, so they contradict ("I like coffee" /
+  "I don't like coffee").
+
+The same claim twice is a duplicate. Memories that carry the same explicit
+``key`` are the same subject: the newer replaces the older (or repeats it);
+different keys are different subjects. Anything else is unrelated.
+
+Verdicts are computed by ``judge``; ``detect`` runs it over candidates and may
+consult an optional ``ConflictJudge`` (for example one that asks an LLM) for the
+pairs the rules leave unrelated. No judge is required.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from engine.entities import ALIASES, canonical_key
+from engine.text import terms
+
+# Edge kinds (DESIGN.md): newer → older for SUPERSEDES; CONTRADICTS is read in both directions.
+SUPERSEDES = "SUPERSEDES"
+CONTRADICTS = "CONTRADICTS"
+# How many memories each candidate channel (semantic, each shared entity) offers the detector.
+CANDIDATES_PER_CHANNEL = 20
+
+
+class Verdict(StrEnum):
+    REPLACE = "replace"
+    CONTRADICT = "contradict"
+    DUPLICATE = "duplicate"
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One memory as the detector sees it."""
+
+    text: str
+    key: str | None = None
+    memory_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    holder: str
+    slot: str
+    value: str
+    positive: bool = True
+    change: bool = False
+
+    @property
+    def single_valued(self) -> bool:
+        return self.slot in _SINGLE_SLOTS or self.slot.startswith(("attr:", "pref:"))
+
+    @property
+    def immutable(self) -> bool:
+        return self.slot in _IMMUTABLE_SLOTS or any(word in self.slot for word in _IMMUTABLE_ATTRS)
+
+
+class ConflictJudge(Protocol):
+    """A second opinion for pairs the rules call unrelated (e.g. an LLM); None abstains."""
+
+    def __call__(self, new: Statement, old: Statement) -> Judgement | None: ...
+
+
+_SINGLE_SLOTS = frozenset({"residence", "employer", "name", "birthplace"})
+_IMMUTABLE_SLOTS = frozenset({"birthplace"})
+_IMMUTABLE_ATTRS = ("birthday", "birth date", "date of birth", "blood type", "生日", "血型", "出生")
+
+# Values with a class make a preference single-valued: one colour, one theme, one channel.
+_VALUE_CLASSES: dict[str, frozenset[str]] = {
+    "colour": frozenset("blue black white red green yellow purple pink orange grey brown".split()),
+    "theme": frozenset({"dark mode", "light mode", "dark", "light", "深色", "浅色", "暗色", "亮色"}),
+    "channel": frozenset({"email", "sms", "wechat", "phone call"}),
+}
+# Broader words a value may be filed under ("stopped drinking alcohol" covers wine).
+_BROADER: dict[str, str] = {
+    "wine": "alcohol",
+    "beer": "alcohol",
+    "whisky": "alcohol",
+    "红酒": "alcohol",
+    "啤酒": "alcohol",
+}
+
+# Words that say when or how often, not what: dropped from values before comparing.
+_FILLER = frozenset(
+    """every morn even night day week weekend month year time today tomorrow yesterday last next ago just
+    recent recently lot really also still usual usually alway often sometim now anymor ani more much
+    januari februari march april may june juli august septemb octob novemb decemb
+    drink eat use play watch write read listen take have get go cup two three one
+    after befor dure sinc becaus due
+    每天 早上 晚上 周末 经常 常常 平时 最近 现在 已经 一直 每周 上个月 去年 今年 半年 一年 两次 一次 一杯 两杯
+    了 的 吃 喝 看 玩 用 打 听 说 做 过 再 都 很 非常 特别 更 最 也 还""".split()
+)
+
+
+# --- reading text into claims -----------------------------------------------------------
+
+_CLAUSE_SPLIT = re.compile(r"[.;!?\n，,。；！？]+|\s+(?:and|but|so|then)\s+|(?:并且|而且|但是|但|然后|所以)")
+
+
+def _normal(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    for short, full in (
+        ("n't", " not"),
+        ("can not", "cannot"),
+        ("'m", " am"),
+        ("'re", " are"),
+        ("'ve", " have"),
+    ):
+        text = text.replace(short, full)
+    return text.replace("cannot", "can not").replace("ca not", "can not").replace("wo not", "will not")
+
+
+def claims(text: str) -> list[Claim]:
+    """Every claim the rules can read in ``text``."""
+    found: list[Claim] = []
+    holder = "user"
+    for clause in _CLAUSE_SPLIT.split(_normal(text)):
+        clause = clause.strip(" :-\"'")
+        if not clause:
+            continue
+        is_cjk = bool(re.search(r"[\u4e00-\u9fff]", clause))
+        read = _chinese_clause(clause, holder) if is_cjk else _english_clause(clause, holder)
+        if read:
+            holder = read[0].holder
+        found += read
+    return found
+
+
+# English ---------------------------------------------------------------------------------
+
+_EN_CHANGE = re.compile(
+    r"\b(now|no longer|anymore|any more|switched|switch|changed|moved|relocated|quit|stopped|gave up|given up|"
+    r"started|start|joined|left|upgraded|downgraded|renamed|raised|lowered|from now on|instead|went|these days|"
+    r"just|recently|took up|actually)\b"
+)
+_EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|hey|ok|okay|fyi)\b[, ]*)+")
+_EN_ADVERBS = r"(?:(?:really|also|still|now|just|usually|always|often|recently|actually|currently|totally|very much) )*"
+_EN_VERB_START = (
+    r"(?:is|am|are|was|were|has|have|had|does|do|did|can|will|likes?|loves?|enjoys?|prefers?|hates?|dislikes?|"
+    r"wants?|drinks?|eats?|uses?|plays?|watch(?:es)?|writes?|smokes?|speaks?|runs?|reads?|owns?|lives?|works?|"
+    r"moved|relocated|joined|left|quit|stopped|gave|started|switched|changed|upgraded|no|never|not|avoids?|"
+    r"goes|went|took|adores?|resides?|stays?)"
+)
+_EN_SELF = {"i", "we", "he", "she", "they", "user", "the user", "my", "our", "user's", "the user's", "me"}
+_EN_NOT_HOLDER = frozenset(
+    """the a an this that it there here what which who call set change switch make please do does did not no
+    never can will is am are was were has have had""".split()
+)
+_EN_POSSESSIVE = re.compile(r"^(my|our|the user's|user's|his|her|their|[a-z]+'s) (.+)$")
+_EN_SUBJECT = re.compile(rf"^(i|we|he|she|they|the user|user|[a-z]+) (?={_EN_ADVERBS}{_EN_VERB_START}\b)")
+_EN_RELATIVES = re.compile(
+    r"^(sister|brother|mother|father|mom|dad|parents|wife|husband|partner|son|daughter|boss|manager|friend|"
+    r"colleague|kids|children|team|cousin)s? (.+)$"
+)
+
+_EN_NEG = r"(?P<neg>(?:do|does|did|can|will) not |(?:do|does|did) not |no longer |never |not |can no longer )?"
+_EN_LIKE_POS = (
+    r"likes?|loves?|enjoys?|adores?|prefers?|wants?|drinks?|eats?|uses?|plays?|watch(?:es)?|writes?|smokes?|speaks?|"
+    r"runs?|reads?|is into|am into|is a fan of|listens? to|goes|go"
+)
+_EN_LIKE_NEG = r"hates?|dislikes?|can not stand|avoids?"
+_EN_STOP = r"quit|stopped|has stopped|gave up|has given up|given up"
+_EN_START = r"started|has started|took up|picked up|went"
+
+_EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?:was |were )?born in (?P<v>.+)$"), "birthplace"),
+    (re.compile(r"^(?:is |am |are )?(?P<neg>not |no longer )?allergic to (?P<v>.+)$"), "allergy"),
+    (re.compile(r"^(?:has|have) (?:a |an )?(?P<v>[a-z]+) allergy$"), "allergy"),
+    (
+        re.compile(
+            r"^(?:has |have |had )?(?:just )?(?:moved|relocated|moving|is moving)(?: from (?:.+) )?"
+            r"(?: to| into) (?P<v>.+)$"
+        ),
+        "residence+",
+    ),
+    (
+        re.compile(rf"^{_EN_NEG}(?:lives?|living|resides?|stays?|is based|am based|based)(?: .*)? in (?P<v>.+)$"),
+        "residence",
+    ),
+    (
+        re.compile(
+            rf"^{_EN_NEG}(?:works?|working|is employed|am employed|employed)(?: as [a-z ]+)? (?:at|for|by) (?P<v>.+)$"
+        ),
+        "employer",
+    ),
+    (
+        re.compile(
+            r"^(?:has )?(?:joined|started at|started working at|started working for|now works? (?:at|for)) (?P<v>.+)$"
+        ),
+        "employer+",
+    ),
+    (re.compile(r"^(?:has )?left (?P<v>.+)$"), "employer-"),
+    (re.compile(r"^(?:call|please call) (?:me|her|him|them|the user) (?P<v>.+)$"), "name"),
+    (re.compile(r"^(?:goes by|is called|am called|is named) (?P<v>.+)$"), "name"),
+    (re.compile(r"^(?:switched|has switched|changed|moved) from (?P<old>.+?) to (?P<v>.+)$"), "from-to"),
+    (re.compile(r"^(?:switched|has switched|changed) to (?P<v>.+)$"), "switch"),
+    (
+        re.compile(
+            r"^(?:please )?(?:change|set|switch|turn|make|update|upgraded|downgraded|changed|set|switched|updated) "
+            r"(?:my |the |their |his |her |our )?(?P<attr>[a-z0-9 ]+?) (?:to|into) (?P<v>.+)$"
+        ),
+        "setting",
+    ),
+    (re.compile(rf"^{_EN_NEG}(?:{_EN_STOP}) (?P<v>.+)$"), "like-stop"),
+    (re.compile(rf"^{_EN_NEG}(?:{_EN_STOP})$"), "like-stop-bare"),
+    (re.compile(rf"^(?:{_EN_START}) (?P<v>.+)$"), "like-start"),
+    (re.compile(rf"^{_EN_NEG}(?:{_EN_LIKE_NEG}) (?P<v>.+)$"), "dislike"),
+    (re.compile(rf"^{_EN_NEG}(?P<verb>{_EN_LIKE_POS})(?: (?P<v>.+))?$"), "like"),
+    (re.compile(rf"^{_EN_NEG}(?:has|have|owns?|had|got)(?: not)? (?:a |an |any )?(?P<v>.+)$"), "has"),
+    (re.compile(r"^(?:is|am|are|was) (?P<neg>not |no longer )?(?:a |an )?(?P<v>.+)$"), "state"),
+)
+_EN_ATTR = re.compile(
+    r"^(?P<attr>[a-z0-9 +]{1,40}?)(?: is| are| was| has been| happens| takes place| is held|:) "
+    r"(?:now |currently |still |actually )?(?:(?:was |been |got )?(?:moved|changed|pushed|postponed|rescheduled|"
+    r"shifted|raised|lowered|increased|reduced|set|updated) )?(?:to |at |on |in |called |named |set to )?(?P<v>.+)$"
+)
+_EN_ATTR_STRICT = re.compile(
+    r"^(?P<attr>[a-z0-9 +]{1,40}?)(?: is| are| was| has been| happens| takes place|:) (?P<v>.+)$"
+)
+_EN_ATTR_MOVE = re.compile(
+    r"^(?P<attr>[a-z0-9 +]{1,40}?) (?:was |has been |got )?(?:moved|changed|pushed|postponed|rescheduled|shifted|"
+    r"raised|lowered|increased|reduced|updated) to (?P<v>.+)$"
+)
+_EN_TRAILING = re.compile(
+    r"\b(?:after|because|since|so that|so|when|but|as|for now|from now on|last|this|next week|in (?:january|february|"
+    r"march|april|may|june|july|august|september|october|november|december)|ago|every|on weekends|at work)\b.*$"
+)
+
+
+def _english_clause(clause: str, holder: str) -> list[Claim]:
+    clause = _EN_FILLERS.sub("", clause).strip()
+    change = bool(_EN_CHANGE.search(clause))
+    rest = clause
+    possessive = _EN_POSSESSIVE.match(clause)
+    subject = _EN_SUBJECT.match(clause)
+    if possessive:
+        owner = possessive.group(1)
+        holder = "user" if owner in _EN_SELF or owner in ("his", "her", "their") else owner.removesuffix("'s")
+        rest = possessive.group(2)
+        relative = _EN_RELATIVES.match(rest)
+        if relative:
+            holder = f"{holder}'s {relative.group(1)}"
+            rest = relative.group(2)
+        else:
+            return _english_attribute(rest, holder, change)
+    elif subject:
+        word = subject.group(1)
+        if word in _EN_SELF:
+            holder = "user"
+        elif word not in _EN_NOT_HOLDER:
+            holder = word
+        rest = clause[subject.end() :]
+    rest = re.sub(rf"^{_EN_ADVERBS}", "", rest)
+    for pattern, kind in _EN_RULES:
+        match = pattern.match(rest)
+        if match:
+            return _english_rule(kind, match, holder, change)
+    if not subject and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
+        return _english_attribute(rest, holder, change, strict)
+    return []
+
+
+def _english_attribute(rest: str, holder: str, change: bool, match: re.Match[str] | None = None) -> list[Claim]:
+    match = match or _EN_ATTR_MOVE.match(rest) or _EN_ATTR.match(rest)
+    if not match:
+        return []
+    attr = re.sub(r"^(?:the|a|an|my|our|their) ", "", match.group("attr").strip())
+    value = re.sub(
+        r"^(?:now |currently |still |actually |set to |to |at |on |in |called |named )+", "", match.group("v")
+    )
+    value = re.sub(r"^(?:a|an|the) ", "", value)
+    if re.fullmatch(r"(?:not|no longer) .+", value):
+        return [Claim(holder, "state", _value(value.split(" ", 1)[1]), False, change)]
+    return [Claim(holder, _attribute_slot(attr, value), _value(value), True, change)]
+
+
+def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) -> list[Claim]:
+    groups = match.groupdict()
+    negative = bool(groups.get("neg"))
+    if groups.get("neg", "") and "no longer" in (groups.get("neg") or ""):
+        change = True
+    raw = groups.get("v") or ""
+    if kind == "birthplace":
+        return [Claim(holder, "birthplace", _value(raw))]
+    if kind == "allergy":
+        return [Claim(holder, "allergy", _value(raw), not negative, change)]
+    if kind in ("residence", "residence+"):
+        return [Claim(holder, "residence", _value(raw), not negative, change or kind == "residence+")]
+    if kind in ("employer", "employer+", "employer-"):
+        raw = re.sub(r" as .*$", "", raw)
+        return [
+            Claim(holder, "employer", _value(raw), kind != "employer-" and not negative, change or kind != "employer")
+        ]
+    if kind == "name":
+        return [Claim(holder, "name", _value(raw), True, change)]
+    if kind == "from-to":
+        old, new = _value(groups["old"]), _value(raw)
+        return [Claim(holder, _like_slot(old), old, False, True), Claim(holder, _like_slot(new), new, True, True)]
+    if kind == "switch":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value, switched=True), value, True, True)]
+    if kind == "setting":
+        return [Claim(holder, _attribute_slot(groups["attr"], raw), _value(raw), True, True)]
+    if kind in ("like-stop", "like-stop-bare"):
+        verb = match.group(0).split(" ")[-1] if kind == "like-stop-bare" else raw
+        return [Claim(holder, "like", _value(verb), False, True)]
+    if kind == "like-start":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value), value, True, True)]
+    if kind == "dislike":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value), value, False, change)]
+    if kind == "like":
+        value = _value(raw) or _value(groups["verb"])
+        return [Claim(holder, _like_slot(value), value, not negative, change)]
+    if kind == "has":
+        return [Claim(holder, "has", _value(raw), not negative and " not " not in f" {match.group(0)} ", change)]
+    if kind == "state":
+        value = _value(raw)
+        return [Claim(holder, "state", value, not negative, change or "no longer" in (groups.get("neg") or ""))]
+    return []
+
+
+# Chinese ---------------------------------------------------------------------------------
+
+_ZH_CHANGE = re.compile(
+    r"现在|如今|最近|已经|不再|改|换|搬|戒|开始|以后|从此|转而|跳槽|离职|加入|提高|降低|调成|调到|切换|升级"
+)
+_ZH_HOLDER = re.compile(r"^(我|用户|他|她|小.|老.|阿.)")
+_ZH_RELATIVE = re.compile(r"^的(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
+_ZH_LEAD = re.compile(
+    r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
+)
+_ZH_NEG = r"(?P<neg>不再|再也不|已经不|从来不|从不|没有|不会|不|没)?"
+_ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"出生(?:在|于)(?P<v>.+)$"), "birthplace"),
+    (re.compile(r"^(?:对)?(?P<v>.+?)(?P<neg>不)?过敏$"), "allergy"),
+    (re.compile(r"(?:搬到|搬去|搬家到|搬家去|搬来|迁到|迁居到?)了?(?P<v>.+)$"), "residence+"),
+    (re.compile(r"(?:住在|居住在|定居在|定居|家在|生活在|住)(?P<v>.+)$"), "residence"),
+    (re.compile(r"(?:跳槽到|跳槽去|入职|加入了?)(?P<v>.+)$"), "employer+"),
+    (re.compile(r"从(?P<v>.+?)离职"), "employer-"),
+    (re.compile(r"^在(?P<v>.+?)(?:工作|上班|任职|实习|做.*)$"), "employer"),
+    (re.compile(r"(?:我叫|叫我|名字是|名字叫|称呼我?为|改名为|改名叫)(?P<v>.+)$"), "name"),
+    (re.compile(r"^叫(?P<v>.+)$"), "name"),
+    (
+        re.compile(
+            r"^把?(?P<attr>[^把]*?)(?P<verb>改成|换成|改为|换为|设为|设置为|设成|切换到|切换成|调成|调为|调到|改到|换到|"
+            r"提高到|降低到|定在|定为|改用|换用)了?(?P<v>.+)$"
+        ),
+        "setting",
+    ),
+    (re.compile(r"戒(?:掉|了)?(?P<v>.+)$"), "stop"),
+    (re.compile(r"^(?:(?P<neg>不是|已经不是|不再是)|是)(?P<v>.+)$"), "state"),
+    (re.compile(r"^(?P<v>已婚|未婚)$"), "married"),
+    (re.compile(r"^(?:开始)(?P<v>.+)$"), "start"),
+    (re.compile(r"(?:讨厌|不喜欢|受不了|反感)(?P<v>.+)$"), "dislike"),
+    (re.compile(r"^用的是(?P<v>.+)$"), "like"),
+    (re.compile(rf"{_ZH_NEG}(?:有|养了?)(?P<v>.+)$"), "has"),
+    (
+        re.compile(
+            rf"{_ZH_NEG}(?P<verb>喜欢|爱喝|爱吃|爱看|爱|喜爱|偏好|偏爱|热爱|习惯|会说|喝|吃|抽|用|看|打|玩|听|说)(?P<v>.+)$"
+        ),
+        "like",
+    ),
+)
+_ZH_ATTR = re.compile(r"^(?:的)?(?P<attr>.{1,12}?)(?:是|为)(?P<v>.+)$")
+
+
+def _chinese_clause(clause: str, holder: str) -> list[Claim]:
+    change = bool(_ZH_CHANGE.search(clause))
+    rest = clause
+    possessive = False
+    lead = _ZH_HOLDER.match(rest)
+    if lead:
+        word = lead.group(1)
+        holder = "user" if word in ("我", "用户", "他", "她") else word
+        rest = rest[lead.end() :]
+        relative = _ZH_RELATIVE.match(rest)
+        if relative:
+            holder = f"{holder}的{relative.group(1)}"
+            rest = rest[relative.end() :]
+        elif rest.startswith("的"):
+            possessive = True
+    rest = _ZH_LEAD.sub("", rest)
+    if possessive or rest.startswith("的"):
+        rest = rest.removeprefix("的")
+        setting = _ZH_RULES[9][0].match(rest)
+        if setting:
+            return _chinese_rule("setting", setting, holder, change, clause)
+        attr = _ZH_ATTR.match(rest)
+        return _chinese_attribute(attr, holder, change) if attr else []
+    for pattern, kind in _ZH_RULES:
+        match = pattern.search(rest)
+        if match:
+            return _chinese_rule(kind, match, holder, change, clause)
+    attr = _ZH_ATTR.match(rest)
+    return _chinese_attribute(attr, holder, change) if attr else []
+
+
+def _chinese_attribute(match: re.Match[str], holder: str, change: bool) -> list[Claim]:
+    attr, raw = match.group("attr"), match.group("v")
+    return [Claim(holder, _attribute_slot(attr, raw), _value(raw), True, change)]
+
+
+def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, clause: str) -> list[Claim]:
+    groups = match.groupdict()
+    negative = bool(groups.get("neg"))
+    raw = (groups.get("v") or "").strip()
+    raw = re.sub(r"(?:了|啦|的|呢|吧)+$", "", raw)
+    # "不…了" is the Chinese "no longer".
+    if negative and clause.endswith("了"):
+        change = True
+    if kind == "birthplace":
+        return [Claim(holder, "birthplace", _value(raw))]
+    if kind == "allergy":
+        return [Claim(holder, "allergy", _value(raw), not negative, change)]
+    if kind in ("residence", "residence+"):
+        return [Claim(holder, "residence", _value(raw), True, change or kind == "residence+")]
+    if kind in ("employer", "employer+", "employer-"):
+        return [Claim(holder, "employer", _value(raw), kind != "employer-", change or kind != "employer")]
+    if kind == "name":
+        return [Claim(holder, "name", _value(raw), True, change)]
+    if kind == "setting":
+        attr = groups["attr"]
+        if not attr:
+            value = _value(raw)
+            return [Claim(holder, _like_slot(value, switched=True), value, True, True)]
+        plain = groups["verb"] in ("设为", "设置为", "设成", "定在", "定为")
+        return [Claim(holder, _attribute_slot(attr, raw), _value(raw), True, change or not plain)]
+    if kind == "stop":
+        return [Claim(holder, "like", _value(raw), False, True)]
+    if kind == "state":
+        return [Claim(holder, "state", _value(raw), not negative, change)]
+    if kind == "married":
+        return [Claim(holder, "state", "married", raw == "已婚", change)]
+    if kind == "start":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value), value, True, True)]
+    if kind == "dislike":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value), value, False, change)]
+    if kind == "has":
+        return [Claim(holder, "has", _value(raw), not negative, change)]
+    if kind == "like":
+        value = _value(raw)
+        return [Claim(holder, _like_slot(value), value, not negative, change)]
+    return []
+
+
+# --- values and slots ---------------------------------------------------------------------
+
+
+def _value(raw: str) -> str:
+    """A comparable form of a value: its alias-table concept, else its content terms."""
+    text = _EN_TRAILING.sub("", raw).strip(" .,:;'\"") if raw.isascii() else raw.strip()
+    text = re.sub(r"^(?:a|an|the|some|my|their|his|her|more|to|in|of)\s+", "", text)
+    text = re.sub(r"^(?:drinking|eating|using|playing|watching|writing|reading|smoking|doing) ", "", text)
+    key = canonical_key(text)
+    if key != text:
+        return key
+    for part in sorted(_concepts_in(text), key=len, reverse=True):
+        if not re.sub(r"[^a-z\u4e00-\u9fff]", "", text.replace(part, "")):
+            return part
+        break
+    # Short codes ("A型", "o") may be nothing but stop words to the term splitter.
+    if (len(text) <= 3 and re.search(r"[a-z0-9]", text)) or not terms(text):
+        return key
+    return _terms_value(text)
+
+
+def _terms_value(text: str) -> str:
+    words = [w for w in terms(text) if (w not in _FILLER and not w.isdigit()) or (w.isdigit() and len(w) <= 4)]
+    return " ".join(canonical_key(w) for w in words if w not in _FILLER)
+
+
+def _concepts_in(text: str) -> list[str]:
+    return [key for key in _all_class_values() if re.search(rf"(?<![a-z]){re.escape(key)}(?![a-z])", text)]
+
+
+def _all_class_values() -> list[str]:
+    return [value for values in _VALUE_CLASSES.values() for value in values]
+
+
+def _value_class(value: str) -> str | None:
+    canonical = canonical_key(value)
+    if canonical in ALIASES.values() and not any(canonical in members for members in _VALUE_CLASSES.values()):
+        return None  # a known concept of its own: "green tea" is a drink, not a colour
+    for name, members in _VALUE_CLASSES.items():
+        if canonical in members or any(
+            re.search(rf"(?<![a-z]){re.escape(m)}(?![a-z])", value) for m in members if len(m) > 3
+        ):
+            return name
+    for alias_value in terms(value):
+        key = canonical_key(alias_value)
+        for name, members in _VALUE_CLASSES.items():
+            if key in members:
+                return name
+    return None
+
+
+def _like_slot(value: str, *, switched: bool = False) -> str:
+    value_class = _value_class(value)
+    if value_class in ("colour", "theme", "channel"):
+        return f"pref:{value_class}"
+    return "switch" if switched else "like"
+
+
+_RESIDENCE_ATTRS = frozenset({"home", "home city", "city", "residence", "address", "住址", "家", "居住地"})
+_NAME_ATTRS = ("name", "名字", "姓名", "昵称", "称呼")
+
+
+def _attribute_slot(attr: str, raw_value: str) -> str:
+    attr = re.sub(r"^(?:the|my|our|their|his|her|a|an) ", "", attr.strip())
+    attr = re.sub(r"^(?:现在|目前|最近)?的?", "", attr)
+    if attr in _RESIDENCE_ATTRS:
+        return "residence"
+    if any(word in attr for word in _NAME_ATTRS):
+        return "name"
+    value_class = _value_class(raw_value)
+    if value_class is not None and (
+        value_class != "channel" or any(word in attr for word in ("notif", "通知", "channel", "contact"))
+    ):
+        return f"pref:{value_class}"
+    words = [w for w in terms(attr) if w not in ("user", "用户", "current", "default", "目前")]
+    return "attr:" + " ".join(words or [attr])
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+
+def _same_value(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    wa = {_BROADER.get(w, w) for w in a.split()} | set(a.split())
+    wb = {_BROADER.get(w, w) for w in b.split()} | set(b.split())
+    if _BROADER.get(a) == b or _BROADER.get(b) == a or (wa & set(_BROADER.values()) & wb):
+        return True
+    if not wa or not wb or not wa & wb:
+        return False
+    small, large = sorted((wa, wb), key=len)
+    return small <= large or len(wa & wb) / len(wa | wb) >= 0.5
+
+
+def _same_slot(old: Claim, new: Claim) -> bool:
+    if old.holder != new.holder:
+        return False
+    if old.slot == new.slot:
+        return True
+    # "switched to an iPhone" against "uses an Android phone": the same kind of thing.
+    pair = {old.slot, new.slot}
+    if pair == {"switch", "like"}:
+        return True
+    return False
+
+
+def _compare(old: Claim, new: Claim) -> Verdict:
+    if not _same_slot(old, new):
+        return Verdict.UNRELATED
+    if "switch" in (old.slot, new.slot):
+        old_head, new_head = old.value.split()[-1:], new.value.split()[-1:]
+        if old.value != new.value and old_head == new_head and old.positive and new.positive:
+            return Verdict.REPLACE
+        if old.value == new.value and old.positive == new.positive:
+            return Verdict.DUPLICATE
+        return Verdict.UNRELATED
+    same = _same_value(old.value, new.value)
+    if same:
+        if old.positive == new.positive:
+            return Verdict.DUPLICATE
+        return Verdict.REPLACE if new.change else Verdict.CONTRADICT
+    if old.single_valued and old.positive and new.positive:
+        return Verdict.CONTRADICT if old.immutable else Verdict.REPLACE
+    return Verdict.UNRELATED
+
+
+_PRECEDENCE = (Verdict.REPLACE, Verdict.CONTRADICT, Verdict.DUPLICATE)
+
+
+def judge(new: Statement, old: Statement) -> Judgement:
+    """What ``new`` (the later memory) does to ``old``."""
+    if new.key is not None and old.key is not None:
+        if new.key != old.key:
+            return Judgement(Verdict.UNRELATED, "different keys")
+        if _normal(new.text).split() == _normal(old.text).split():
+            return Judgement(Verdict.DUPLICATE, f"same key {new.key!r} and content")
+        return Judgement(Verdict.REPLACE, f"same key {new.key!r}")
+    new_claims, old_claims = claims(new.text), claims(old.text)
+    found: dict[Verdict, str] = {}
+    for old_claim in old_claims:
+        for new_claim in new_claims:
+            verdict = _compare(old_claim, new_claim)
+            if verdict is not Verdict.UNRELATED:
+                found.setdefault(verdict, f"{new_claim.slot}: {old_claim.value!r} → {new_claim.value!r}")
+    for verdict in _PRECEDENCE:
+        if verdict in found:
+            return Judgement(verdict, found[verdict])
+    return Judgement(Verdict.UNRELATED, "no shared subject")
+
+
+def detect(
+    new: Statement, olds: Sequence[Statement], *, fallback: ConflictJudge | None = None
+) -> list[tuple[Statement, Judgement]]:
+    """The candidates ``new`` replaces, contradicts or repeats, with why; unrelated ones are left out."""
+    found: list[tuple[Statement, Judgement]] = []
+    for old in olds:
+        judgement = judge(new, old)
+        if judgement.verdict is Verdict.UNRELATED and fallback is not None:
+            judgement = fallback(new, old) or judgement
+        if judgement.verdict is not Verdict.UNRELATED:
+            found.append((old, judgement))
+    return found

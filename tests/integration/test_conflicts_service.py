@@ -1,0 +1,62 @@
+"""Entities and conflicts on write through open_service, on a real SQLite file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.records import MemoryDraft, MemoryFilter, Status
+from engine.service import MemoryService
+from tests.integration.conftest import OpenService
+
+NS = "user:7"
+
+
+def draft(content: str, **fields: Any) -> MemoryDraft:
+    return MemoryDraft(content=content, namespace=NS, **fields)
+
+
+def test_extracted_entities_are_stored_and_link_across_languages(service: MemoryService) -> None:
+    english = service.save(draft("User's favourite colour is Blue")).memory
+    chinese = service.save(draft("用户的手机壳是蓝色的")).memory
+    given = service.save(draft("Favourite shirt", entities=("navy",))).memory
+    assert english.entities == ("Blue",)
+    assert "蓝色" in chinese.entities
+    assert given.entities == ("navy",)
+    found = service.entity_memories(NS, "BLUE")
+    assert {m.memory_id for m in found} == {english.memory_id, chinese.memory_id}
+
+
+def test_one_batch_supersedes_in_order_and_the_store_agrees_after_reopening(
+    open_svc: OpenService, service: MemoryService
+) -> None:
+    results = service.save_batch(
+        [draft("I live in Berlin"), draft("I like tea"), draft("I moved to Lisbon"), draft("I moved to Porto")]
+    )
+    berlin, tea, lisbon, porto = (r.memory.memory_id for r in results)
+    assert [r.superseded for r in results] == [(), (), (berlin,), (lisbon,)]
+    service.close()
+
+    reopened = open_svc()
+    assert [m.memory_id for m in reopened.chain(NS, berlin)] == [porto, lisbon, berlin]
+    statuses = {m.memory_id: m.status for m in reopened.list_page([NS], MemoryFilter(statuses=())).items}
+    assert statuses == {
+        berlin: Status.SUPERSEDED,
+        lisbon: Status.SUPERSEDED,
+        porto: Status.ACTIVE,
+        tea: Status.ACTIVE,
+    }
+    assert [v.reason for v in reopened.history(NS, lisbon)] == ["created", f"superseded by {porto}"]
+    hits = reopened.recall("where do I live", namespaces=[NS], reinforce=False).hits
+    assert berlin not in {hit.memory.memory_id for hit in hits}
+
+
+def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService) -> None:
+    first = service.save(draft("I like coffee")).memory
+    second = service.save(draft("I don't like coffee"))
+    assert second.contradicted == (first.memory_id,)
+    assert service.get(NS, first.memory_id).status is Status.ACTIVE
+    result = service.recall("coffee", namespaces=[NS], reinforce=False)
+    assert result.contradicts == {
+        first.memory_id: [second.memory.memory_id],
+        second.memory.memory_id: [first.memory_id],
+    }

@@ -1,0 +1,78 @@
+"""The built-in entity extractor and how entity names link (engine/entities.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.entities import MAX_EXTRACTED, canonical_key, entities_for, extract_entities
+from engine.records import entity_keys
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live in Berlin", {"berlin"}),
+        ("Alice works at Acme Corp in New York", {"alice", "acme corp", "new york"}),
+        ("I switched to dark mode in VS Code on my iPhone", {"dark mode", "vs code", "iphone"}),
+        ("Remember that GPT-4 writes the summaries", {"gpt-4"}),
+        ("The user drinks coffee every morning", {"coffee"}),
+        ("小明在阿里巴巴工作，住在杭州", {"小明", "阿里巴巴", "hangzhou"}),
+        ("我喜欢蓝色", {"blue"}),
+        ("把主题改成黑色", {"主题", "black"}),
+        ("用户偏好极简风格，下单前喜欢询问退换货规则", {"minimalist style", "退换货"}),
+    ],
+)
+def test_extractor_finds_names_places_products_and_topics(text: str, expected: set[str]) -> None:
+    found = entity_keys(extract_entities(text))
+    assert expected <= found, found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I think so too.", "The user said yes", "用户觉得这个时候不太好", "Please remember this"],
+)
+def test_extractor_finds_nothing_in_text_without_a_subject(text: str) -> None:
+    assert extract_entities(text) == ()
+
+
+def test_extractor_skips_generic_subjects_and_sentence_openers() -> None:
+    found = entity_keys(extract_entities("User prefers tea. The user also likes Paris. I am in Lisbon"))
+    assert found == {"tea", "paris", "lisbon"}
+
+
+def test_one_character_chinese_concepts_count_only_as_whole_words() -> None:
+    assert entity_keys(extract_entities("用户每天喝一杯茶")) == {"tea"}
+    assert "red" not in entity_keys(extract_entities("我喜欢红烧肉"))
+
+
+def test_extractor_keeps_the_first_spelling_once_per_key_in_order() -> None:
+    assert extract_entities("Blue is nice, blue is calm, 蓝色 is mine") == ("Blue",)
+
+
+def test_extractor_caps_how_many_it_returns() -> None:
+    text = " ".join(f"Visited City{n}x." for n in range(40))
+    assert len(extract_entities(text)) == MAX_EXTRACTED
+
+
+@pytest.mark.parametrize(
+    ("names", "key"),
+    [
+        (["Blue", "blue", "BLUE", "蓝色", " 蓝色 "], "blue"),
+        (["dark mode", "Dark Theme", "深色模式", "暗色模式"], "dark mode"),
+        (["Acme Corp", "acme  corp", "ＡＣＭＥ Corp"], "acme corp"),
+        (["The Beatles", "the beatles"], "beatles"),
+    ],
+)
+def test_names_of_one_thing_share_a_key(names: list[str], key: str) -> None:
+    assert {canonical_key(name) for name in names} == {key}
+    assert entity_keys(names) == frozenset({key})
+
+
+def test_names_outside_the_alias_table_keep_their_folded_form() -> None:
+    assert canonical_key("阿里巴巴") != canonical_key("Alibaba")
+    assert canonical_key("Zürich") == "zürich"
+
+
+def test_client_entities_win_over_extraction() -> None:
+    assert entities_for(["Project X"], "I live in Berlin") == ("Project X",)
+    assert entities_for([], "I live in Berlin") == ("Berlin",)
