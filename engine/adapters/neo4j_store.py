@@ -1,0 +1,1125 @@
+"""The server-mode system of record: Neo4j 5 (or any Bolt + Cypher server) via the official driver.
+
+The graph::
+
+    (:Memory {memory_id, namespace, content, digest, category, entities, ..., metadata})
+        -[:MENTIONS]->        (:Entity {namespace, key, name})
+        -[:EMBEDDED_AS]->     (:Embedding {memory_id, model, dim, vector})
+        -[:SUPERSEDES | CONTRADICTS | MERGED_INTO | RELATED_TO | NEXT {kind, namespace, created_at}]-> (:Memory)
+    (:MemoryVersion {memory_id, version, namespace, record, changed_at, changed_by, reason})
+        -[:VERSION_OF]->      (:Memory)
+    (:Counter {name: 'changes', seq})       the change sequence's high-water mark
+    (:Change {seq, memory_id, namespace, op, at})
+    (:SchemaMigration {number, name, applied_at, applied, note})
+
+Choices, and why:
+
+* Every field of the record is a property of its ``(:Memory)`` node, under the
+  record's own name, so a user can read memories in Neo4j Browser as they are.
+  Timestamps are UTC ISO 8601 strings of fixed width (``engine.codec.to_iso``):
+  they sort in time order, compare with ``<``, and round-trip to the microsecond
+  on every Bolt server. ``metadata`` is a JSON string (a property cannot hold a
+  map); absent optional fields are absent properties.
+* Versions are ``(:MemoryVersion)`` nodes, one per version, holding the record
+  as JSON (exactly what ``Store.versions`` returns) plus who, when and why, and
+  linked ``[:VERSION_OF]`` to their memory: the history can be walked in the
+  Browser, and a JSON snapshot keeps every field of every version whatever the
+  record grows into.
+* Vectors are ``(:Embedding)`` nodes, one per (memory, model), holding the
+  float32 values as a list of floats (exact: every float32 is a float64).
+* Typed links are relationships of their own type (``SUPERSEDES`` ...); a kind
+  outside the known five travels as ``[:LINKED {kind}]``. Each keeps ``kind``,
+  ``namespace`` and ``created_at``, and ``MERGE`` keeps a (src, dst, kind) once.
+* The change sequence: every write transaction locks ``(:Counter)``, takes the
+  next numbers and creates ``(:Change)`` nodes. The counter's write lock
+  (Neo4j) or its optimistic version check (ArcadeDB) makes seq order the commit
+  order, so a replica catching up never skips a change that commits late.
+
+Every logical write is one ``session.execute_write`` transaction function: the
+driver retries it whole on transient errors (deadlocks, leader switches,
+ArcadeDB's concurrent-modification conflicts), so the function holds no state
+between tries. Read-modify-write (``reinforce``, ``update``) first takes the
+node's write lock with ``SET m._lock = true``, so concurrent calls serialise
+instead of losing an increment. Cypher is literal text with ``$parameters``
+only; where a filter is optional, the clause is written ``($p IS NULL OR ...)``.
+Driver errors become ``Conflict`` (constraint violations) or ``StoreError`` at
+this boundary.
+
+Metadata equality filters are checked in Python on the decoded JSON, with the
+SQLite store's semantics (JSON types distinguished: ``1`` is not ``true``); the
+other filters run in Cypher. ``lexical_search`` matches the ``terms`` list
+property (``engine.text.terms`` of the content, kept on every write) in Cypher
+and ranks by BM25 here, with statistics over the namespaces searched; it is a
+scan of those namespaces, portable to every Bolt server. (On Neo4j itself,
+migration 0003 also builds the full-text index ``memory_content``, for users'
+own queries.) Schema migrations (``graph_schema/*.cypher``) run
+in ``open()``; see ``engine.adapters.neo4j_migrations``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, LiteralString, TypeVar
+
+import neo4j
+import numpy as np
+from neo4j.exceptions import ConstraintError, DriverError, Neo4jError
+
+from engine.adapters import neo4j_migrations
+from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
+from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
+from engine.records import Change, Memory, MemoryFilter, Page, Status, Version, entity_keys
+from engine.text import terms
+
+T = TypeVar("T")
+
+EDGE_KINDS: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS", "MERGED_INTO", "RELATED_TO", "NEXT"})
+_METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+# Rows fetched per round trip when metadata filters are checked in Python.
+_SCAN_CHUNK = 500
+
+# --- Cypher ---------------------------------------------------------------------------
+
+_EXISTING_IDS: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+RETURN m.memory_id AS memory_id
+LIMIT 1
+"""
+
+_CREATE_MEMORIES: LiteralString = """
+UNWIND $rows AS props
+CREATE (m:Memory)
+SET m = props
+"""
+
+_CREATE_VERSIONS: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+CREATE (v:MemoryVersion {memory_id: row.memory_id, version: row.version, namespace: row.namespace,
+                         record: row.record, changed_at: row.changed_at, reason: row.reason})
+SET v.changed_by = row.changed_by
+CREATE (v)-[:VERSION_OF]->(m)
+"""
+
+_LINK_ENTITIES: LiteralString = """
+UNWIND $links AS link
+MATCH (m:Memory {memory_id: link.memory_id})
+MERGE (e:Entity {namespace: link.namespace, key: link.key})
+ON CREATE SET e.name = link.name
+MERGE (m)-[:MENTIONS]->(e)
+"""
+
+_UNLINK_ENTITIES: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id})-[r:MENTIONS]->(e:Entity)
+DELETE r
+RETURN e.namespace AS namespace, e.key AS key
+"""
+
+_DROP_ORPHAN_ENTITIES: LiteralString = """
+UNWIND $entities AS ent
+MATCH (e:Entity {namespace: ent.namespace, key: ent.key})
+WHERE NOT EXISTS { (e)<-[:MENTIONS]-() }
+DELETE e
+"""
+
+# Take the change counter's write lock first, then read it.
+_LOG_CHANGES: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+SET c._lock = true
+WITH c
+SET c.seq = c.seq + size($changes)
+REMOVE c._lock
+WITH c.seq - size($changes) AS base
+UNWIND range(0, size($changes) - 1) AS i
+WITH base + i + 1 AS seq, $changes[i] AS change
+CREATE (:Change {seq: seq, memory_id: change.memory_id, namespace: change.namespace, op: change.op, at: change.at})
+RETURN max(seq) AS seq
+"""
+
+_LOCK_MEMORY: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id})
+SET m._lock = true
+RETURN m.version AS version, m.namespace AS namespace
+"""
+
+_REPLACE_MEMORY: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id})
+SET m = $props
+"""
+
+_DROP_EMBEDDINGS: LiteralString = """
+MATCH (e:Embedding {memory_id: $memory_id})
+DETACH DELETE e
+"""
+
+_DROP_MODEL_EMBEDDINGS: LiteralString = """
+UNWIND $ids AS id
+MATCH (e:Embedding {memory_id: id, model: $model})
+DETACH DELETE e
+"""
+
+_PUT_EMBEDDINGS: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+CREATE (e:Embedding {memory_id: row.memory_id, model: row.model, dim: row.dim, vector: row.vector})
+CREATE (m)-[:EMBEDDED_AS]->(e)
+"""
+
+_MARK_MODEL: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+SET m.embedding_model = $model, m.embedding_version = $embedding_version
+"""
+
+_ID_NAMESPACES: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+RETURN m.memory_id AS memory_id, m.namespace AS namespace
+"""
+
+_CREATE_IMPORTED_VERSIONS: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+CREATE (v:MemoryVersion {memory_id: row.memory_id, version: row.version, namespace: row.namespace,
+                         record: row.record, changed_at: row.changed_at, reason: row.reason})
+SET v.changed_by = row.changed_by
+CREATE (v)-[:VERSION_OF]->(m)
+"""
+
+_LOCK_FOR_REINFORCE: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+SET m._lock = true
+RETURN properties(m) AS m
+"""
+
+_APPLY_REINFORCE: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+SET m.base_score = row.base_score, m.access_count = row.access_count, m.last_accessed_at = row.last_accessed_at
+REMOVE m._lock
+"""
+
+_LOCK_FOR_PURGE: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id, namespace: $namespace})
+SET m._lock = true
+RETURN properties(m) AS m
+"""
+
+_PURGE_VERSIONS: LiteralString = """
+MATCH (v:MemoryVersion {memory_id: $memory_id})
+DETACH DELETE v
+"""
+
+_PURGE_MEMORY: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id})
+DETACH DELETE m
+"""
+
+_EDGE_PREFIX: LiteralString = """
+UNWIND $edges AS edge
+MATCH (a:Memory {memory_id: edge.src}), (b:Memory {memory_id: edge.dst})
+"""
+_EDGE_SET: LiteralString = """
+ON CREATE SET r.kind = edge.kind, r.namespace = edge.namespace, r.created_at = edge.created_at
+"""
+# One statement per relationship type: a type cannot be a parameter.
+_MERGE_EDGE: Mapping[str, LiteralString] = {
+    "SUPERSEDES": _EDGE_PREFIX + "MERGE (a)-[r:SUPERSEDES]->(b)" + _EDGE_SET,
+    "CONTRADICTS": _EDGE_PREFIX + "MERGE (a)-[r:CONTRADICTS]->(b)" + _EDGE_SET,
+    "MERGED_INTO": _EDGE_PREFIX + "MERGE (a)-[r:MERGED_INTO]->(b)" + _EDGE_SET,
+    "RELATED_TO": _EDGE_PREFIX + "MERGE (a)-[r:RELATED_TO]->(b)" + _EDGE_SET,
+    "NEXT": _EDGE_PREFIX + "MERGE (a)-[r:NEXT]->(b)" + _EDGE_SET,
+}
+_MERGE_OTHER_EDGE: LiteralString = _EDGE_PREFIX + "MERGE (a)-[r:LINKED {kind: edge.kind}]->(b)" + _EDGE_SET
+
+_NAMESPACES: LiteralString = """
+MATCH (m:Memory)
+RETURN DISTINCT m.namespace AS namespace
+ORDER BY namespace
+"""
+
+_SCAN: LiteralString = """
+MATCH (m:Memory)
+WHERE m.namespace = $namespace AND m.memory_id > $after
+WITH m ORDER BY m.memory_id LIMIT $limit
+RETURN properties(m) AS m
+"""
+
+_MISSING_VECTORS: LiteralString = """
+MATCH (m:Memory)
+WHERE m.status <> 'deleted' AND m.memory_id > $after
+  AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) }
+WITH m ORDER BY m.memory_id LIMIT $limit
+RETURN m.memory_id AS memory_id
+"""
+
+_MISSING_VECTOR_MODELS: LiteralString = """
+MATCH (m:Memory)
+WHERE m.status <> 'deleted' AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) }
+RETURN m.embedding_model AS model, count(m) AS n
+"""
+
+_TERM_STATS: LiteralString = """
+MATCH (m:Memory)
+WHERE m.namespace IN $namespaces
+RETURN count(m) AS n, avg(size(m.terms)) AS average
+"""
+
+_GET: LiteralString = """
+MATCH (m:Memory {memory_id: $memory_id})
+WHERE m.namespace IN $namespaces
+RETURN properties(m) AS m
+"""
+
+# The hard filters of MemoryFilter except metadata; a null parameter means "any".
+_FILTER: LiteralString = """
+m.namespace IN $namespaces
+AND ($statuses IS NULL OR m.status IN $statuses)
+AND ($categories IS NULL OR m.category IN $categories)
+AND ($sources IS NULL OR m.source IN $sources)
+AND ($created_after IS NULL OR m.created_at >= $created_after)
+AND ($created_before IS NULL OR m.created_at < $created_before)
+AND ($session_id IS NULL OR m.session_id = $session_id)
+AND ($now IS NULL OR m.expire_at IS NULL OR m.expire_at > $now)
+"""
+
+_CURSOR: LiteralString = """
+AND ($cursor_at IS NULL OR m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
+WITH DISTINCT m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
+RETURN properties(m) AS m
+"""
+
+_LEXICAL: LiteralString = (
+    """
+MATCH (m:Memory)
+WHERE """
+    + _FILTER
+    + """
+AND any(term IN m.terms WHERE term IN $terms)
+RETURN m.memory_id AS memory_id, m.terms AS terms, m.metadata AS metadata
+"""
+)
+
+_GET_MANY: LiteralString = (
+    """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+WHERE """
+    + _FILTER
+    + """
+RETURN properties(m) AS m
+"""
+)
+
+_FIND_BY_DIGEST: LiteralString = """
+MATCH (m:Memory {namespace: $namespace, digest: $digest})
+WHERE m.status = 'active'
+WITH m ORDER BY m.created_at LIMIT 1
+RETURN properties(m) AS m
+"""
+
+_LIST: LiteralString = (
+    """
+MATCH (m:Memory)
+WHERE """
+    + _FILTER
+    + _CURSOR
+)
+
+_BY_ENTITY: LiteralString = (
+    """
+MATCH (e:Entity {key: $entity_key})<-[:MENTIONS]-(m:Memory)
+WHERE e.namespace IN $namespaces AND """
+    + _FILTER
+    + _CURSOR
+)
+
+_FIND_BY_KEY: LiteralString = """
+MATCH (m:Memory {namespace: $namespace, key: $key})
+WHERE m.status = 'active'
+WITH m ORDER BY m.created_at DESC, m.memory_id DESC
+RETURN properties(m) AS m
+"""
+
+_FILTERED_IDS: LiteralString = (
+    """
+MATCH (m:Memory)
+WHERE """
+    + _FILTER
+    + """
+RETURN m.memory_id AS memory_id LIMIT $limit
+"""
+)
+
+_VERSIONS: LiteralString = """
+MATCH (v:MemoryVersion {memory_id: $memory_id})
+WHERE v.namespace IN $namespaces
+RETURN v.version AS version, v.record AS record, v.changed_at AS changed_at,
+       v.changed_by AS changed_by, v.reason AS reason
+ORDER BY version
+"""
+
+_EDGES: LiteralString = """
+MATCH (a:Memory {memory_id: $memory_id})-[r]->(b:Memory)
+WHERE r.kind IS NOT NULL AND r.namespace IN $namespaces
+RETURN r.namespace AS namespace, a.memory_id AS src, b.memory_id AS dst, r.kind AS kind, r.created_at AS created_at
+UNION ALL
+MATCH (a:Memory)-[r]->(b:Memory {memory_id: $memory_id})
+WHERE a.memory_id <> $memory_id AND r.kind IS NOT NULL AND r.namespace IN $namespaces
+RETURN r.namespace AS namespace, a.memory_id AS src, b.memory_id AS dst, r.kind AS kind, r.created_at AS created_at
+"""
+
+_VECTORS: LiteralString = """
+UNWIND $ids AS id
+MATCH (e:Embedding {memory_id: id, model: $model})
+RETURN e.memory_id AS memory_id, e.vector AS vector
+"""
+
+_LAST_SEQ: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+RETURN c.seq AS seq
+"""
+
+_CHANGES_SINCE: LiteralString = """
+MATCH (c:Change)
+WHERE c.seq > $seq
+WITH c ORDER BY c.seq LIMIT $limit
+RETURN c.seq AS seq, c.memory_id AS memory_id, c.namespace AS namespace, c.op AS op
+"""
+
+_INDEX_STATUS: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+RETURN m.memory_id AS memory_id, m.status AS status
+"""
+
+_INDEXABLE_PAGE: LiteralString = """
+MATCH (m:Memory)
+WHERE m.status <> 'deleted' AND m.memory_id > $after
+WITH m ORDER BY m.memory_id LIMIT $batch
+OPTIONAL MATCH (e:Embedding {memory_id: m.memory_id, model: $model})
+RETURN m.memory_id AS memory_id, e.vector AS vector
+ORDER BY memory_id
+"""
+
+_COUNT_INDEXABLE: LiteralString = """
+MATCH (m:Memory)
+WHERE m.status <> 'deleted'
+RETURN count(m) AS n
+"""
+
+_CONTENTS: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+RETURN m.memory_id AS memory_id, m.content AS content
+"""
+
+
+class Neo4jStore:
+    """``Store`` over a Bolt server (see ``engine.ports.Store`` for the contract)."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str = "neo4j",
+        password: str = "",
+        database: str | None = None,
+        max_connection_pool_size: int = 50,
+        max_transaction_retry_time: float = 30.0,
+    ) -> None:
+        self._uri = uri
+        self._auth = (user, password)
+        self._database = database or None
+        self._pool_size = max_connection_pool_size
+        self._retry_time = max_transaction_retry_time
+        self._driver: neo4j.Driver | None = None
+        self.migrations: list[neo4j_migrations.Applied] = []
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def open(self) -> None:
+        with _translate("open"):
+            driver = neo4j.GraphDatabase.driver(
+                self._uri,
+                auth=self._auth,
+                max_connection_pool_size=self._pool_size,
+                max_transaction_retry_time=self._retry_time,
+            )
+            try:
+                driver.verify_connectivity()
+                self.migrations = neo4j_migrations.migrate(driver, self._database)
+            except BaseException:
+                driver.close()
+                raise
+            self._driver = driver
+
+    def close(self) -> None:
+        if self._driver is not None:
+            driver, self._driver = self._driver, None
+            with _translate("close"):
+                driver.close()
+
+    @property
+    def driver(self) -> neo4j.Driver:
+        if self._driver is None:
+            raise StoreError("store is not open")
+        return self._driver
+
+    def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
+        with _translate(what), self.driver.session(database=self._database) as session:
+            return session.execute_write(work)
+
+    def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
+        with _translate(what), self.driver.session(database=self._database) as session:
+            return session.execute_read(work)
+
+    def _rows(self, what: str, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
+        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
+            return [record.data() for record in tx.run(query, params)]
+
+        return self._read(what, work)
+
+    # --- writes -----------------------------------------------------------------
+
+    def insert(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        changed_by: str | None,
+        reason: str = "created",
+    ) -> int:
+        if len(memories) != len(vectors):
+            raise ValueError("insert needs one vector per memory")
+        if not memories:
+            return self.last_seq()
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            return _insert(tx, memories, vectors, changed_by, reason)
+
+        return self._write("insert", work)
+
+    def update(
+        self,
+        memory: Memory,
+        vector: Vector | None,
+        *,
+        changed_by: str | None,
+        reason: str,
+    ) -> int:
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            return _update(tx, memory, vector, changed_by, reason)
+
+        return self._write("update", work)
+
+    def insert_linked(
+        self,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        *,
+        updates: Sequence[tuple[Memory, str]],
+        edges: Sequence[Edge],
+        changed_by: str | None,
+    ) -> int:
+        if len(memories) != len(vectors):
+            raise ValueError("insert_linked needs one vector per memory")
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            seq = _insert(tx, memories, vectors, changed_by, "created") if memories else None
+            for record, reason in updates:
+                seq = _update(tx, record, None, changed_by, reason)
+            _merge_edges(tx, edges)
+            if seq is None:
+                counter = tx.run(_LAST_SEQ).single()
+                seq = int(counter["seq"]) if counter else 0
+            return seq
+
+        return self._write("insert_linked", work)
+
+    def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
+        if not events:
+            return
+        # Sorted, so that two transactions lock shared nodes in the same order.
+        ids = sorted({memory_id for memory_id, _, _ in events})
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            current = {
+                memory.memory_id: memory
+                for memory in (_memory(record["m"]) for record in tx.run(_LOCK_FOR_REINFORCE, ids=ids))
+            }
+            for memory_id, bonus, at in events:
+                memory = current.get(memory_id)
+                if memory is None:
+                    continue
+                current[memory_id] = memory.evolve(
+                    base_score=rescore(memory, bonus, at),
+                    access_count=memory.access_count + 1,
+                    last_accessed_at=max(memory.last_accessed_at, at),
+                )
+            rows = [
+                {
+                    "memory_id": m.memory_id,
+                    "base_score": m.base_score,
+                    "access_count": m.access_count,
+                    "last_accessed_at": to_iso(m.last_accessed_at),
+                }
+                for m in current.values()
+            ]
+            tx.run(_APPLY_REINFORCE, rows=rows).consume()
+
+        self._write("reinforce", work)
+
+    def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
+        if not vectors:
+            return
+        rows = [_embedding_row(memory_id, model, vector) for memory_id, vector in vectors.items()]
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            # Ids purged meanwhile match no memory and get no vector.
+            tx.run(_DROP_MODEL_EMBEDDINGS, ids=list(vectors), model=model).consume()
+            tx.run(_PUT_EMBEDDINGS, rows=rows).consume()
+            if embedding_version is not None:
+                tx.run(_MARK_MODEL, ids=list(vectors), model=model, embedding_version=embedding_version).consume()
+
+        self._write("put_vectors", work)
+
+    def purge(self, namespace: str, memory_id: str) -> int:
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            row = tx.run(_LOCK_FOR_PURGE, memory_id=memory_id, namespace=namespace).single()
+            if row is None:
+                raise MemoryNotFound(memory_id, namespace)
+            memory = _memory(row["m"])
+            unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory_id).data()
+            tx.run(_PURGE_VERSIONS, memory_id=memory_id).consume()
+            tx.run(_DROP_EMBEDDINGS, memory_id=memory_id).consume()
+            tx.run(_PURGE_MEMORY, memory_id=memory_id).consume()
+            tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+            return _log(tx, [_change(memory, "purge")])
+
+        return self._write("purge", work)
+
+    def add_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            _merge_edges(tx, edges)
+
+        self._write("add_edges", work)
+
+    def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:
+        if not records:
+            return []
+        ids = [record.memory.memory_id for record in records]
+
+        def work(tx: neo4j.ManagedTransaction) -> list[str]:
+            held = {row["memory_id"]: row["namespace"] for row in tx.run(_ID_NAMESPACES, ids=ids)}
+            fresh: dict[str, ImportedRecord] = {}
+            for record in records:
+                memory = record.memory
+                if memory.memory_id in held and held[memory.memory_id] != memory.namespace:
+                    raise Conflict(
+                        f"memory id {memory.memory_id} is taken by another namespace", memory_id=memory.memory_id
+                    )
+                if memory.memory_id not in held:
+                    fresh.setdefault(memory.memory_id, record)
+            if not fresh:
+                return []
+            news = list(fresh.values())
+            memories = [record.memory for record in news]
+            tx.run(_CREATE_MEMORIES, rows=[_props(m) for m in memories]).consume()
+            embeddings = [
+                _embedding_row(r.memory.memory_id, r.memory.embedding_model, r.vector)
+                for r in news
+                if r.vector is not None
+            ]
+            tx.run(_PUT_EMBEDDINGS, rows=embeddings).consume()
+            versions = [
+                {
+                    **_version_row(v.record, v.changed_by, v.reason),
+                    "changed_at": to_iso(v.changed_at),
+                    "namespace": r.memory.namespace,
+                }
+                for r in news
+                for v in r.versions
+            ] + [_version_row(r.memory, changed_by, "imported") for r in news if not r.versions]
+            tx.run(_CREATE_IMPORTED_VERSIONS, rows=versions).consume()
+            tx.run(_LINK_ENTITIES, links=[link for m in memories for link in _entity_links(m)]).consume()
+            _merge_edges(tx, [edge for r in news for edge in r.edges])
+            _log(tx, [_change(m, "import") for m in memories])
+            return [m.memory_id for m in memories]
+
+        return self._write("import_records", work)
+
+    # --- scoped reads -----------------------------------------------------------
+
+    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
+        if not namespaces:
+            return None
+        rows = self._rows("get", _GET, memory_id=memory_id, namespaces=list(namespaces))
+        return _memory(rows[0]["m"]) if rows else None
+
+    def get_many(
+        self,
+        namespaces: Sequence[str],
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> list[Memory]:
+        wanted = _metadata_filter(flt)
+        if not ids or not namespaces:
+            return []
+        rows = self._rows("get_many", _GET_MANY, ids=list(ids), **_filter_params(namespaces, flt, now))
+        return [m for m in (_memory(row["m"]) for row in rows) if _metadata_matches(m, wanted)]
+
+    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
+        rows = self._rows("find_by_digest", _FIND_BY_DIGEST, namespace=namespace, digest=digest)
+        return _memory(rows[0]["m"]) if rows else None
+
+    def list_page(
+        self,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        limit: int,
+        cursor: str | None = None,
+    ) -> Page:
+        wanted = _metadata_filter(flt)
+        after = _decode_cursor(cursor) if cursor is not None else None
+        if not namespaces:
+            return Page((), None)
+        params = _filter_params(namespaces, flt, now)
+        found = list(self._scan("list", _LIST, params, wanted, limit + 1, after))
+        items = tuple(found[:limit])
+        next_cursor = None
+        if len(found) > limit:
+            last = items[-1]
+            next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
+        return Page(items, next_cursor)
+
+    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
+        wanted = _metadata_filter(flt)
+        if not namespaces:
+            return []
+        if wanted:
+            params = _filter_params(namespaces, flt, now)
+            return [m.memory_id for m in self._scan("filtered_ids", _LIST, params, wanted, limit, None)]
+        rows = self._rows("filtered_ids", _FILTERED_IDS, limit=limit, **_filter_params(namespaces, flt, now))
+        return [row["memory_id"] for row in rows]
+
+    def _scan(
+        self,
+        what: str,
+        query: LiteralString,
+        params: dict[str, Any],
+        wanted: dict[str, Any],
+        count: int,
+        after: tuple[str, str] | None,
+    ) -> Iterator[Memory]:
+        """Up to ``count`` memories of a newest-first ``query`` (one with ``_CURSOR``)
+        after ``after``, metadata checked here, fetched a chunk at a time."""
+        if count <= 0:
+            return
+        chunk = count if not wanted else max(count, _SCAN_CHUNK)
+        found = 0
+        while found < count:
+            cursor_at, cursor_id = after if after else (None, None)
+            rows = self._rows(what, query, limit=chunk, cursor_at=cursor_at, cursor_id=cursor_id, **params)
+            for row in rows:
+                memory = _memory(row["m"])
+                after = (to_iso(memory.created_at), memory.memory_id)
+                if _metadata_matches(memory, wanted):
+                    yield memory
+                    found += 1
+                    if found == count:
+                        return
+            if len(rows) < chunk:
+                return
+
+    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
+        if not namespaces:
+            return []
+        rows = self._rows("versions", _VERSIONS, memory_id=memory_id, namespaces=list(namespaces))
+        return [
+            Version(
+                memory_id,
+                row["version"],
+                memory_from_dict(json.loads(row["record"])),
+                from_iso(row["changed_at"]),
+                row["changed_by"],
+                row["reason"],
+            )
+            for row in rows
+        ]
+
+    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
+        if not namespaces:
+            return []
+        rows = self._rows("edges", _EDGES, memory_id=memory_id, namespaces=list(namespaces))
+        found = [
+            Edge(row["namespace"], row["src"], row["dst"], row["kind"], from_iso(row["created_at"])) for row in rows
+        ]
+        return sorted(found, key=lambda edge: edge.created_at)
+
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        rows = self._rows("find_by_key", _FIND_BY_KEY, namespace=namespace, key=key)
+        return [_memory(row["m"]) for row in rows]
+
+    def memories_by_entity(
+        self,
+        namespaces: Sequence[str],
+        entity_key: str,
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[Memory]:
+        wanted = _metadata_filter(flt)
+        if not namespaces:
+            return []
+        params = {**_filter_params(namespaces, flt, now), "entity_key": entity_key}
+        return list(self._scan("memories_by_entity", _BY_ENTITY, params, wanted, limit, None))
+
+    def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
+        if not ids:
+            return {}
+        rows = self._rows("vectors", _VECTORS, ids=list(ids), model=model)
+        return {row["memory_id"]: np.asarray(row["vector"], dtype=np.float32) for row in rows}
+
+    # --- change sequence ----------------------------------------------------------
+
+    def last_seq(self) -> int:
+        rows = self._rows("last_seq", _LAST_SEQ)
+        if not rows:
+            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+        return int(rows[0]["seq"])
+
+    def changes_since(self, seq: int, limit: int) -> list[Change]:
+        rows = self._rows("changes_since", _CHANGES_SINCE, seq=seq, limit=limit)
+        return [Change(row["seq"], row["memory_id"], row["namespace"], row["op"]) for row in rows]
+
+    def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
+        if not ids:
+            return {}
+        rows = self._rows("index_status", _INDEX_STATUS, ids=list(ids))
+        return {row["memory_id"]: Status(row["status"]) for row in rows}
+
+    def iter_indexable(self, model: str, batch: int) -> Iterator[tuple[list[str], Matrix, list[str]]]:
+        after = ""
+        while True:
+            rows = self._rows("iter_indexable", _INDEXABLE_PAGE, after=after, batch=batch, model=model)
+            if not rows:
+                return
+            after = rows[-1]["memory_id"]
+            have = [(row["memory_id"], row["vector"]) for row in rows if row["vector"] is not None]
+            missing = [row["memory_id"] for row in rows if row["vector"] is None]
+            matrix = (
+                np.asarray([values for _, values in have], dtype=np.float32)
+                if have
+                else np.zeros((0, 0), dtype=np.float32)
+            )
+            yield [memory_id for memory_id, _ in have], matrix, missing
+
+    def lexical_search(
+        self,
+        namespaces: Sequence[str],
+        query_terms: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        wanted = _metadata_filter(flt)
+        distinct = list(dict.fromkeys(t for t in query_terms if t))
+        if not namespaces or not distinct:
+            return []
+        rows = self._rows("lexical_search", _LEXICAL, terms=distinct, **_filter_params(namespaces, flt, now))
+        stats = self._rows("lexical_search", _TERM_STATS, namespaces=list(namespaces))[0]
+        docs = [
+            (row["memory_id"], row["terms"])
+            for row in rows
+            if not wanted or _metadata_matches_json(row["metadata"], wanted)
+        ]
+        ranked = _bm25(docs, distinct, int(stats["n"]), float(stats["average"] or 1.0))
+        return ranked[:limit]
+
+    def namespaces(self) -> list[str]:
+        return [row["namespace"] for row in self._rows("namespaces", _NAMESPACES)]
+
+    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
+        rows = self._rows("scan", _SCAN, namespace=namespace, after=after, limit=limit)
+        return [_memory(row["m"]) for row in rows]
+
+    def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
+        rows = self._rows("missing_vectors", _MISSING_VECTORS, model=model, after=after, limit=limit)
+        return [row["memory_id"] for row in rows]
+
+    def missing_vector_models(self, model: str) -> dict[str, int]:
+        rows = self._rows("missing_vector_models", _MISSING_VECTOR_MODELS, model=model)
+        return {row["model"]: int(row["n"]) for row in rows}
+
+    def count_indexable(self) -> int:
+        return int(self._rows("count_indexable", _COUNT_INDEXABLE)[0]["n"])
+
+    def contents(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = self._rows("contents", _CONTENTS, ids=list(ids))
+        return {row["memory_id"]: row["content"] for row in rows}
+
+
+# --- error translation ------------------------------------------------------------------
+
+
+@contextmanager
+def _translate(what: str) -> Iterator[None]:
+    """Driver errors become engine errors here; nothing above sees ``neo4j.exceptions``."""
+    try:
+        yield
+    except ConstraintError as exc:
+        raise Conflict(f"{what}: {exc.message or exc}") from exc
+    except Neo4jError as exc:
+        raise StoreError(f"{what} failed in the graph store: {exc.code}: {exc.message}") from exc
+    except DriverError as exc:
+        raise StoreError(f"{what} failed in the graph store driver: {exc}") from exc
+    except ValueError as exc:
+        # The driver refuses a malformed URI or configuration with ValueError.
+        if what == "open":
+            raise StoreError(f"cannot open the graph store: {exc}") from exc
+        raise
+
+
+# --- record mapping -------------------------------------------------------------------------
+
+
+def _props(memory: Memory) -> dict[str, Any]:
+    """The node's properties: the record's fields, metadata as JSON, plus the digest."""
+    props = memory_to_dict(memory)
+    props["metadata"] = json.dumps(props["metadata"], ensure_ascii=False, sort_keys=True)
+    props["digest"] = memory.digest
+    # The lexical channel's search terms (engine.text), repeats kept: they count in BM25.
+    props["terms"] = terms(memory.content)
+    # A property cannot be null: an absent optional field is an absent property.
+    return {key: value for key, value in props.items() if value is not None}
+
+
+def _memory(props: Mapping[str, Any]) -> Memory:
+    data = dict(props)
+    data["metadata"] = json.loads(data.get("metadata") or "{}")
+    return memory_from_dict(data)
+
+
+def _embedding_row(memory_id: str, model: str, vector: Vector) -> dict[str, Any]:
+    data = np.ascontiguousarray(vector, dtype=np.float32)
+    return {
+        "memory_id": memory_id,
+        "model": model,
+        "dim": int(data.shape[0]),
+        "vector": data.astype(np.float64).tolist(),
+    }
+
+
+def _version_row(memory: Memory, changed_by: str | None, reason: str) -> dict[str, Any]:
+    return {
+        "memory_id": memory.memory_id,
+        "version": memory.version,
+        "namespace": memory.namespace,
+        "record": json.dumps(memory_to_dict(memory), ensure_ascii=False),
+        "changed_at": to_iso(memory.updated_at),
+        "changed_by": changed_by,
+        "reason": reason,
+    }
+
+
+def _entity_links(memory: Memory) -> list[dict[str, str]]:
+    links: dict[str, str] = {}
+    for name in memory.entities:
+        links.setdefault(next(iter(entity_keys([name]))), name)
+    return [
+        {"memory_id": memory.memory_id, "namespace": memory.namespace, "key": key, "name": name}
+        for key, name in links.items()
+    ]
+
+
+def _insert(
+    tx: neo4j.ManagedTransaction,
+    memories: Sequence[Memory],
+    vectors: Sequence[Vector],
+    changed_by: str | None,
+    reason: str,
+) -> int:
+    ids = [m.memory_id for m in memories]
+    existing = tx.run(_EXISTING_IDS, ids=ids).single()
+    if existing is not None:
+        memory_id = existing["memory_id"]
+        raise Conflict(f"memory {memory_id} already exists", memory_id=memory_id)
+    embeddings = [_embedding_row(m.memory_id, m.embedding_model, v) for m, v in zip(memories, vectors, strict=True)]
+    tx.run(_CREATE_MEMORIES, rows=[_props(m) for m in memories]).consume()
+    tx.run(_PUT_EMBEDDINGS, rows=embeddings).consume()
+    tx.run(_CREATE_VERSIONS, rows=[_version_row(m, changed_by, reason) for m in memories]).consume()
+    tx.run(_LINK_ENTITIES, links=[link for m in memories for link in _entity_links(m)]).consume()
+    return _log(tx, [_change(m, "insert") for m in memories])
+
+
+def _update(
+    tx: neo4j.ManagedTransaction, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
+) -> int:
+    row = tx.run(_LOCK_MEMORY, memory_id=memory.memory_id).single()
+    if row is None or row["namespace"] != memory.namespace:
+        raise MemoryNotFound(memory.memory_id, memory.namespace)
+    if memory.version != row["version"] + 1:
+        raise Conflict(
+            f"memory {memory.memory_id} is at version {row['version']}, cannot write version {memory.version}",
+            memory_id=memory.memory_id,
+        )
+    tx.run(_REPLACE_MEMORY, memory_id=memory.memory_id, props=_props(memory)).consume()
+    unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory.memory_id).data()
+    tx.run(_LINK_ENTITIES, links=_entity_links(memory)).consume()
+    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    if vector is not None:
+        tx.run(_DROP_EMBEDDINGS, memory_id=memory.memory_id).consume()
+        tx.run(_PUT_EMBEDDINGS, rows=[_embedding_row(memory.memory_id, memory.embedding_model, vector)]).consume()
+    tx.run(_CREATE_VERSIONS, rows=[_version_row(memory, changed_by, reason)]).consume()
+    return _log(tx, [_change(memory, "update")])
+
+
+def _merge_edges(tx: neo4j.ManagedTransaction, edges: Sequence[Edge]) -> None:
+    """MERGE each link once per (src, dst, kind); links whose ends do not both exist are dropped."""
+    by_query: dict[LiteralString, list[dict[str, str]]] = {}
+    for edge in edges:
+        by_query.setdefault(_MERGE_EDGE.get(edge.kind, _MERGE_OTHER_EDGE), []).append(
+            {
+                "src": edge.src,
+                "dst": edge.dst,
+                "kind": edge.kind,
+                "namespace": edge.namespace,
+                "created_at": to_iso(edge.created_at),
+            }
+        )
+    for query, rows in by_query.items():
+        tx.run(query, edges=rows).consume()
+
+
+def _change(memory: Memory, op: str) -> dict[str, str]:
+    return {"memory_id": memory.memory_id, "namespace": memory.namespace, "op": op, "at": to_iso(memory.updated_at)}
+
+
+def _log(tx: neo4j.ManagedTransaction, changes: list[dict[str, str]]) -> int:
+    record = tx.run(_LOG_CHANGES, changes=changes).single()
+    if record is None or record["seq"] is None:
+        raise StoreError("the change counter is missing: the graph schema migrations did not run")
+    return int(record["seq"])
+
+
+# --- filters --------------------------------------------------------------------------------
+
+
+def _filter_params(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> dict[str, Any]:
+    return {
+        "namespaces": list(namespaces),
+        "statuses": [s.value for s in flt.statuses] or None,
+        "categories": list(flt.categories) or None,
+        "sources": [s.value for s in flt.sources] or None,
+        "created_after": to_iso(flt.created_after) if flt.created_after else None,
+        "created_before": to_iso(flt.created_before) if flt.created_before else None,
+        "session_id": flt.session_id,
+        "now": None if flt.include_expired else to_iso(now),
+    }
+
+
+def _metadata_filter(flt: MemoryFilter) -> dict[str, Any]:
+    """The metadata equalities, keys checked the way the SQLite store checks them."""
+    for key in flt.metadata:
+        if not key or not set(key) <= _METADATA_KEY_CHARS:
+            raise InvalidInput(
+                f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
+                field="filter.metadata",
+            )
+    return dict(flt.metadata)
+
+
+_MISSING = object()
+
+
+def _metadata_matches(memory: Memory, wanted: Mapping[str, Any]) -> bool:
+    return _metadata_matches_dict(memory.metadata, wanted)
+
+
+def _metadata_matches_dict(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """JSON equality per dotted path: types must agree (``1`` is not ``true``, ``"null"`` is not null)."""
+    for key, value in wanted.items():
+        node: Any = metadata
+        for part in key.split("."):
+            node = node.get(part, _MISSING) if isinstance(node, Mapping) else _MISSING
+        if value is None:
+            ok = node is None
+        elif isinstance(value, bool):
+            ok = isinstance(node, bool) and node == value
+        elif isinstance(value, str):
+            ok = isinstance(node, str) and node == value
+        else:
+            ok = isinstance(node, int | float) and not isinstance(node, bool) and node == value
+        if not ok:
+            return False
+    return True
+
+
+def _metadata_matches_json(metadata: str | None, wanted: Mapping[str, Any]) -> bool:
+    return _metadata_matches_dict(json.loads(metadata or "{}"), wanted)
+
+
+# BM25's usual constants: term-frequency saturation and length normalisation.
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+
+
+def _bm25(
+    docs: Sequence[tuple[str, Sequence[str]]], query: Sequence[str], total: int, average: float
+) -> list[tuple[str, float]]:
+    """BM25 of each document over the query terms, best first (ties by id, for a stable order).
+
+    Document frequencies come from ``docs``, which holds every document in scope
+    that has any query term, so they are exact for the query's terms.
+    """
+    wanted = set(query)
+    frequency = {term: 0 for term in wanted}
+    counts: list[tuple[str, dict[str, int], int]] = []
+    for memory_id, doc_terms in docs:
+        tf: dict[str, int] = {}
+        for term in doc_terms:
+            if term in wanted:
+                tf[term] = tf.get(term, 0) + 1
+        for term in tf:
+            frequency[term] += 1
+        counts.append((memory_id, tf, len(doc_terms)))
+    total = max(total, len(docs))
+    idf = {term: math.log((total - df + 0.5) / (df + 0.5) + 1.0) for term, df in frequency.items()}
+    scored = []
+    for memory_id, tf, length in counts:
+        norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * length / max(average, 1e-9))
+        score = sum(idf[term] * n * (_BM25_K1 + 1.0) / (n + norm) for term, n in tf.items())
+        scored.append((memory_id, score))
+    scored.sort(key=lambda hit: (-hit[1], hit[0]))
+    return scored
+
+
+def _encode_cursor(created_at: str, memory_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([created_at, memory_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        created_at, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        from_iso(created_at)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise InvalidInput(f"cursor {cursor!r} is not one this service issued", field="cursor") from exc
+    return str(created_at), str(memory_id)
