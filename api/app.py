@@ -19,6 +19,7 @@ from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
+from api.portability import PortabilityController
 from engine.config import Config
 from engine.service import MemoryService
 
@@ -42,7 +43,13 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             await anyio.to_thread.run_sync(service.close)
 
     return Litestar(
-        route_handlers=[MemoryController, HealthController, LifecycleController, GraphController],
+        route_handlers=[
+            MemoryController,
+            HealthController,
+            PortabilityController,
+            LifecycleController,
+            GraphController,
+        ],
         lifespan=[engine_lifespan],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=config.server.max_body_bytes,

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.config import load_config
 from engine.errors import TwinmemError
+
+if TYPE_CHECKING:
+    from engine.service import MemoryService
+
+# The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
+# so that `twinmem --help` stays quick).
+IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -63,6 +74,60 @@ def _consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_service(args: argparse.Namespace) -> MemoryService:
+    from engine.adapters import open_service
+
+    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
+    return open_service(load_config(args.config, None, **overrides))
+
+
+def _export(args: argparse.Namespace) -> int:
+    from engine.portability import deployment_id, open_export
+
+    service = _open_service(args)
+    try:
+        export = open_export(
+            service,
+            args.namespace,
+            versions=args.versions,
+            vectors=args.vectors,
+            source_deployment=deployment_id(service.config.data_dir),
+        )
+        with contextlib.ExitStack() as stack:
+            out = sys.stdout.buffer if args.output == "-" else stack.enter_context(open(args.output, "wb"))
+            for chunk in export.chunks():
+                out.write(chunk)
+    finally:
+        service.close()
+    if args.output != "-":
+        print(f"exported {export.header['counts']['memories']} memories of {args.namespace!r} to {args.output}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from engine.importers import parse_mapping, run_import
+
+    mapping = parse_mapping(args.map)
+    service = _open_service(args)
+    try:
+        with open(args.file, "rb") as source:
+            report = run_import(
+                service,
+                source,
+                format_name=args.format,
+                namespace=args.namespace,
+                mapping=mapping,
+                session_id=args.session_id or Path(args.file).stem,
+            )
+    finally:
+        service.close()
+    print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+    if not report.written:
+        print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmem", description="Long-term memory service for LLM agents.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -73,6 +138,23 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="a twinmem TOML file (see twinmem.example.toml)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=_serve)
+    export = commands.add_parser("export", help="write a namespace as JSON Lines (stop the server first)")
+    export.add_argument("--namespace", default="default", help="the namespace to export (default: default)")
+    export.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+    export.add_argument("--config", help="a twinmem TOML file")
+    export.add_argument("-o", "--output", default="-", help="the file to write ('-' for standard output)")
+    export.add_argument("--versions", action="store_true", help="include every memory's history")
+    export.add_argument("--vectors", action="store_true", help="include vectors (base64 float32)")
+    export.set_defaults(run=_export)
+    import_ = commands.add_parser("import", help="import an export or other tools' data (all or nothing)")
+    import_.add_argument("file", help="the file to import")
+    import_.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+    import_.add_argument("--config", help="a twinmem TOML file")
+    import_.add_argument("--namespace", help="import into this namespace (default: the file's own)")
+    import_.add_argument("--format", default="twinmem", choices=list(IMPORT_FORMATS), help="the file's format")
+    import_.add_argument("--map", help="csv/jsonl: twinmem field=column pairs, e.g. content=text,created_at=ts")
+    import_.add_argument("--session-id", help="langchain: the session of the messages (default: the file name)")
+    import_.set_defaults(run=_import)
     consolidate = commands.add_parser(
         "consolidate", help="archive faded memories, purge old deletes, merge near-duplicates (stop the server first)"
     )

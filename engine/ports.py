@@ -39,6 +39,22 @@ class Edge:
     created_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class ImportedRecord:
+    """A memory as another deployment held it: the record, its history, vector and links.
+
+    ``versions`` is its history, oldest first, the last one at ``memory.version``;
+    empty when the history did not travel. ``vector`` is stored under
+    ``memory.embedding_model``; ``None`` leaves the index keeper to embed it.
+    ``edges`` are links from this memory.
+    """
+
+    memory: Memory
+    versions: tuple[Version, ...]
+    vector: Vector | None
+    edges: tuple[Edge, ...]
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns text into unit-length float32 vectors.
@@ -283,7 +299,8 @@ class Store(Protocol):
     def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
         """Status of each id that still exists, in any namespace.
 
-        For index maintenance only: it reveals no content.
+        For index maintenance and for choosing ids on import only: it reveals
+        no content.
         """
         ...
 
@@ -296,6 +313,8 @@ class Store(Protocol):
 
     def contents(self, ids: Sequence[str]) -> dict[str, str]:
         """Content of each id that exists, for re-embedding only."""
+        ...
+
     def find_by_key(self, namespace: str, key: str) -> list[Memory]:
         """Active memories of ``namespace`` whose ``key`` equals ``key`` exactly,
         newest ``created_at`` first (ties by ``memory_id`` descending)."""
@@ -313,8 +332,6 @@ class Store(Protocol):
         whose key (``engine.records.entity_keys``) equals ``entity_key``, newest
         ``created_at`` first (ties by ``memory_id`` descending). The caller passes
         the key, not a raw name; a key nothing mentions gives ``[]``."""
-        ...
-
         ...
 
     # --- walks for lifecycle jobs (bounded memory: one page at a time) -------------

@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
-from engine.ports import Edge, Matrix, Reinforcement, Rescore, Vector
+from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
     Change,
     Memory,
@@ -331,6 +331,52 @@ class SqliteStore:
             [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in edges],
         )
 
+    def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:
+        stored: list[str] = []
+        with self._write("import_records") as db:
+            for record in records:
+                memory = record.memory
+                row = db.execute("SELECT namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
+                if row is not None:
+                    if row[0] != memory.namespace:
+                        raise Conflict(
+                            f"memory id {memory.memory_id} is taken by another namespace", memory_id=memory.memory_id
+                        )
+                    continue
+                db.execute(
+                    f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
+                    (*_row(memory), memory.digest),
+                )
+                self._put_entities(db, memory)
+                if record.vector is not None:
+                    self._put_vector(db, memory.memory_id, memory.embedding_model, record.vector)
+                if not record.versions:
+                    self._put_version(db, memory, changed_by, "imported")
+                db.executemany(
+                    "INSERT INTO memory_versions (memory_id, version, namespace, record, changed_at, changed_by, "
+                    "reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            memory.memory_id,
+                            version.version,
+                            memory.namespace,
+                            json.dumps(memory_to_dict(version.record), ensure_ascii=False),
+                            to_iso(version.changed_at),
+                            version.changed_by,
+                            version.reason,
+                        )
+                        for version in record.versions
+                    ],
+                )
+                db.executemany(
+                    "INSERT OR IGNORE INTO edges (src, dst, kind, namespace, created_at) VALUES (?, ?, ?, ?, ?)",
+                    [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in record.edges],
+                )
+                self._log(db, memory, "import")
+                stored.append(memory.memory_id)
+        return stored
+
+    @staticmethod
     def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:
         names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
         db.executemany(

@@ -1,0 +1,418 @@
+"""Other tools' memory, read into twinmem's import entries.
+
+Each reader turns one tool's documented export shape into the entries that
+``engine.portability.import_entries`` checks and writes, so every format gets
+the same all-or-nothing import, per-line report and idempotence. Ids come from
+the source where it has them (mem0's UUIDs) and are otherwise derived from the
+item itself, so importing the same file twice changes nothing.
+
+* ``mem0``: the output of ``Memory.get_all()`` (``{"results": [...]}``, or the
+  bare list older versions return). Each item becomes a ``fact``; mem0's
+  ``user_id`` / ``agent_id`` / ``run_id`` / ``hash`` stay in ``metadata.mem0``,
+  ``agent_id`` is also the actor and ``run_id`` the session.
+* ``langchain``: a chat message history as ``messages_to_dict`` writes it (a list
+  of ``{"type": "human" | "ai" | "tool" | ..., "data": {"content": ...}}``), the
+  on-disk format of ``FileChatMessageHistory``. Each message becomes an
+  ``event`` of the session, its role in ``metadata.role``, consecutive messages
+  linked by ``NEXT`` edges. System messages are left out. Twinmem has no
+  short-term session rules yet, so messages are not distilled into facts.
+* ``csv`` / ``jsonl``: a table, one memory a row, with a mapping of twinmem
+  fields to column names (``content=text,created_at=ts``). Columns that are not
+  mapped go into ``metadata``.
+
+For JSON documents (mem0, LangChain) the "line" of an error is the item's
+position in the list, counted from 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from engine.codec import from_iso, memory_to_dict
+from engine.config import Config
+from engine.errors import InvalidInput
+from engine.portability import FORMAT, Entry, ImportReport, derived_id, import_entries, is_memory_id, read_export
+from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status, Visibility, utcnow
+from engine.service import MemoryService
+
+FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
+# twinmem fields a CSV/JSONL column can fill.
+MAPPABLE = (
+    "memory_id",
+    "content",
+    "category",
+    "entities",
+    "importance",
+    "base_score",
+    "actor",
+    "session_id",
+    "visibility",
+    "created_at",
+    "updated_at",
+    "expire_at",
+    "key",
+)
+LANGCHAIN_ROLES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "AIMessageChunk": "assistant",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Foreign:
+    """What a reader made of a file: entries to import and notes for the report."""
+
+    entries: list[Entry]
+    notes: list[str]
+
+
+def parse_mapping(text: str | None) -> dict[str, str]:
+    """``"content=text,created_at=ts"`` → ``{"content": "text", "created_at": "ts"}``."""
+    mapping: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        target, sep, column = part.partition("=")
+        target, column = target.strip(), column.strip()
+        if not sep or not target or not column:
+            raise InvalidInput(f"mapping {part.strip()!r} must read field=column", field="map")
+        if target not in MAPPABLE:
+            raise InvalidInput(f"cannot map to {target!r}; mappable fields: {', '.join(MAPPABLE)}", field="map")
+        mapping[target] = column
+    return mapping
+
+
+class _Builder:
+    """Makes export-shaped entries from loose fields, with twinmem's defaults."""
+
+    def __init__(self, config: Config, namespace: str, now: datetime) -> None:
+        self.config = config
+        self.namespace = namespace
+        self.now = now
+
+    def entry(
+        self,
+        line: int,
+        *,
+        memory_id: str,
+        content: Any,
+        category: str = "fact",
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
+        edges: Iterable[tuple[str, str]] = (),
+        **fields: Any,
+    ) -> Entry:
+        if not isinstance(content, str) or not content.strip():
+            return Entry(line, error="no text to remember (empty or missing content)")
+        base = self.config.scoring.initial_score(Source.IMPORT)
+        created = created_at or self.now
+        memory = Memory(
+            memory_id=memory_id,
+            namespace=self.namespace,
+            content=content.strip(),
+            category=category,
+            base_score=_or(fields.pop("base_score", None), base),
+            importance=_or(fields.pop("importance", None), base),
+            source=Source.IMPORT,
+            created_at=created,
+            updated_at=max(created, updated_at or created),
+            last_accessed_at=created,
+            status=Status.ACTIVE,
+            **fields,
+        )
+        record = memory_to_dict(memory)
+        return Entry(
+            line,
+            data={
+                "kind": "memory",
+                "memory": record,
+                "edges": [{"kind": kind, "to": to, "created_at": record["created_at"]} for kind, to in edges],
+            },
+        )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _when(value: Any, what: str) -> datetime | None:
+    """An ISO 8601 time (no timezone: UTC) or Unix seconds; ``None`` for empty."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return datetime.fromtimestamp(float(text), UTC)
+        except ValueError:
+            pass
+        try:
+            return from_iso(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+        except ValueError:
+            pass
+    raise ValueError(f"{what} {value!r} is neither an ISO 8601 time nor Unix seconds")
+
+
+# --- mem0 ------------------------------------------------------------------------------
+
+
+def read_mem0(raw: bytes | str, *, config: Config, namespace: str, now: datetime) -> Foreign:
+    document = _json_document(raw)
+    items = document.get("results") if isinstance(document, dict) else document
+    if not isinstance(items, list):
+        raise InvalidInput('a mem0 export is the output of get_all(): {"results": [...]} or a list', field="body")
+    notes = []
+    if isinstance(document, dict) and document.get("relations"):
+        notes.append(f"{len(document['relations'])} mem0 graph relations were not imported (memories only)")
+    build = _Builder(config, namespace, now)
+    entries: list[Entry] = []
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            entries.append(Entry(position, error="a mem0 memory must be an object"))
+            continue
+        try:
+            source_id = str(item.get("id") or "")
+            if not source_id:
+                raise ValueError("a mem0 memory without an id")
+            created = _when(item.get("created_at"), "created_at")
+            updated = _when(item.get("updated_at"), "updated_at")
+            expire = _when(item.get("expiration_date"), "expiration_date")
+            origin = {
+                name: item[name]
+                for name in ("id", "hash", "user_id", "agent_id", "run_id", "actor_id", "role", "categories")
+                if item.get(name) is not None
+            }
+            metadata = dict(item.get("metadata") or {})
+            metadata["mem0"] = origin
+            entries.append(
+                build.entry(
+                    position,
+                    memory_id=source_id if is_memory_id(source_id) else derived_id("mem0", source_id),
+                    content=item.get("memory"),
+                    created_at=created,
+                    updated_at=updated,
+                    expire_at=expire,
+                    actor=item.get("agent_id"),
+                    session_id=item.get("run_id"),
+                    metadata=metadata,
+                )
+            )
+        except (ValueError, TypeError) as exc:
+            entries.append(Entry(position, error=str(exc)))
+    return Foreign(entries, notes)
+
+
+# --- LangChain ---------------------------------------------------------------------------
+
+
+def read_langchain(raw: bytes | str, *, config: Config, namespace: str, now: datetime, session_id: str) -> Foreign:
+    document = _json_document(raw)
+    messages = document.get("messages") if isinstance(document, dict) else document
+    if not isinstance(messages, list):
+        raise InvalidInput("a LangChain history is a list of messages as messages_to_dict writes them", field="body")
+    build = _Builder(config, namespace, now)
+    notes = ["short-term session rules do not exist yet: each message is saved as an event, not distilled"]
+    kept: list[tuple[int, str, str, dict[str, Any], dict[str, Any]]] = []
+    entries: list[Entry] = []
+    for position, message in enumerate(messages, start=1):
+        if not isinstance(message, dict) or not isinstance(message.get("data"), dict):
+            entries.append(Entry(position, error='a message must be {"type": ..., "data": {"content": ...}}'))
+            continue
+        kind, data = str(message.get("type", "")), message["data"]
+        role = data.get("role") if kind == "chat" else LANGCHAIN_ROLES.get(kind)
+        if kind == "system":
+            notes.append(f"message {position}: a system message, left out")
+            continue
+        if not isinstance(role, str):
+            entries.append(Entry(position, error=f"unknown message type {kind!r}"))
+            continue
+        text = _message_text(data.get("content"))
+        if not text:
+            notes.append(f"message {position}: no text (tool calls or media only), left out")
+            continue
+        origin = {name: data[name] for name in ("id", "name", "tool_call_id") if data.get(name)}
+        origin["type"] = kind
+        kept.append((position, role, text, origin, data))
+    ids = [derived_id("langchain", session_id, str(position), text) for position, _, text, _, _ in kept]
+    for index, (position, role, text, origin, data) in enumerate(kept):
+        following = [("NEXT", ids[index + 1])] if index + 1 < len(kept) else []
+        entries.append(
+            build.entry(
+                position,
+                memory_id=ids[index],
+                content=text,
+                category="event",
+                session_id=session_id,
+                actor=data.get("name") if role == "assistant" else None,
+                metadata={"role": role, "position": position, "langchain": origin},
+                edges=following,
+            )
+        )
+    entries.sort(key=lambda entry: entry.line)
+    return Foreign(entries, notes)
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = [
+            block if isinstance(block, str) else block.get("text", "")
+            for block in content
+            if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
+        ]
+        return "\n".join(part for part in parts if isinstance(part, str) and part).strip()
+    return ""
+
+
+# --- CSV and JSON Lines tables -------------------------------------------------------------
+
+
+def read_table(
+    raw: bytes | str,
+    *,
+    kind: str,
+    mapping: Mapping[str, str],
+    config: Config,
+    namespace: str,
+    now: datetime,
+) -> Foreign:
+    text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+    rows: Iterator[tuple[int, Any]]
+    if kind == "csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        columns = reader.fieldnames or []
+        absent = [column for column in mapping.values() if column not in columns]
+        if absent:
+            raise InvalidInput(
+                f"the CSV has no column(s) {', '.join(absent)}; it has {', '.join(columns)}", field="map"
+            )
+        rows = ((reader.line_num, row) for row in reader)
+    else:
+        rows = _jsonl_rows(text)
+    build = _Builder(config, namespace, now)
+    entries = []
+    for line, row in rows:
+        if isinstance(row, Exception) or not isinstance(row, dict):
+            entries.append(Entry(line, error=str(row) if isinstance(row, Exception) else "a row must be an object"))
+            continue
+        try:
+            entries.append(_table_entry(build, line, row, mapping, kind))
+        except (ValueError, TypeError) as exc:
+            entries.append(Entry(line, error=str(exc)))
+    return Foreign(entries, [])
+
+
+def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield number, ValueError(f"not JSON ({exc.msg} at column {exc.colno})")
+
+
+def _table_entry(build: _Builder, line: int, row: dict[str, Any], mapping: Mapping[str, str], kind: str) -> Entry:
+    columns = {target: mapping.get(target, target) for target in MAPPABLE}
+    used = {column for target, column in columns.items() if column in row}
+
+    def value(target: str) -> Any:
+        got = row.get(columns[target])
+        return None if got == "" else got
+
+    if value("content") is None:
+        return Entry(line, error=f"no content: column {columns['content']!r} is missing or empty")
+    fields: dict[str, Any] = {}
+    for name in ("importance", "base_score"):
+        if value(name) is not None:
+            number = float(value(name))
+            if not 0.0 <= number <= 1.0:
+                raise ValueError(f"{name} must be within 0..1, got {value(name)!r}")
+            fields[name] = number
+    for name in ("actor", "session_id", "key"):
+        if value(name) is not None:
+            fields[name] = str(value(name))
+    if value("visibility") is not None:
+        fields["visibility"] = Visibility(str(value("visibility")))
+    entities = value("entities")
+    if entities is not None:
+        names = entities if isinstance(entities, list) else str(entities).split(";")
+        fields["entities"] = tuple(str(name).strip() for name in names if str(name).strip())
+    fields["expire_at"] = _when(value("expire_at"), "expire_at")
+    fields["metadata"] = {column: got for column, got in row.items() if column not in used and column is not None}
+    given_id = value("memory_id")
+    if given_id is not None:
+        memory_id = str(given_id) if is_memory_id(str(given_id)) else derived_id(kind, str(given_id))
+    else:
+        memory_id = derived_id(kind, json.dumps(row, sort_keys=True, ensure_ascii=False, default=str))
+    return build.entry(
+        line,
+        memory_id=memory_id,
+        content=str(value("content")),
+        category=str(value("category") or "fact"),
+        created_at=_when(value("created_at"), "created_at"),
+        updated_at=_when(value("updated_at"), "updated_at"),
+        **fields,
+    )
+
+
+def _json_document(raw: bytes | str) -> Any:
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"the file is not one JSON document: {exc}", field="body") from exc
+
+
+# --- one entry point for every format ---------------------------------------------------------
+
+
+def run_import(
+    service: MemoryService,
+    source: IO[bytes],
+    *,
+    format_name: str = "twinmem",
+    namespace: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    session_id: str | None = None,
+    actor: str | None = None,
+    now: datetime | None = None,
+) -> ImportReport:
+    """Import a file of any of ``FORMATS`` into the service: all of it, or nothing.
+
+    A twinmem export is read line by line; other formats are read whole. Other
+    tools' memories go to ``namespace`` (``default`` when not given).
+    """
+    now = now or utcnow()
+    if format_name == "twinmem":
+        return import_entries(
+            service, read_export(source), format_name=FORMAT, namespace=namespace, actor=actor, now=now
+        )
+    if format_name not in FORMATS:
+        raise InvalidInput(f"unknown format {format_name!r}; one of {', '.join(FORMATS)}", field="format")
+    target = namespace or DEFAULT_NAMESPACE
+    raw = source.read()
+    config = service.config
+    if format_name == "mem0":
+        foreign = read_mem0(raw, config=config, namespace=target, now=now)
+    elif format_name == "langchain":
+        session = session_id or "langchain-" + hashlib.sha256(raw).hexdigest()[:12]
+        foreign = read_langchain(raw, config=config, namespace=target, now=now, session_id=session)
+    else:
+        foreign = read_table(raw, kind=format_name, mapping=mapping or {}, config=config, namespace=target, now=now)
+    return import_entries(
+        service, foreign.entries, format_name=format_name, namespace=target, actor=actor, notes=foreign.notes, now=now
+    )

@@ -1,0 +1,692 @@
+"""Moving memory in and out: the twinmem export format (JSON Lines) and its importer.
+
+An export of one namespace is a text file, one JSON object a line::
+
+    {"kind": "header", "format": "twinmem-export", "format_version": 1, ...counts, model, time}
+    {"kind": "memory", "memory": {...every field of the record...}, "edges": [...],
+     "versions": [...]?, "vector": {...}?}
+    ...
+    {"kind": "end", "counts": {...}}
+
+The schema is ``engine/schemas/export.schema.json``. The end line makes a cut
+file detectable: an import refuses a file without it. Memory lines come newest
+first; every status is exported (superseded, archived, quarantined and
+soft-deleted memories too, each with its status).
+
+Import is all-or-nothing: every line is read and checked first, and every
+problem is reported with its line number; only a file without a single problem
+is written, in one store transaction. Ids are kept, so importing the same file
+again changes nothing (a memory whose id is already in the target namespace is
+left as stored). An id that belongs to a memory of *another* namespace (a copy
+of a namespace into another one on the same deployment) is mapped to a new id,
+derived from the target namespace and the old id, so that the mapping is the
+same on every run; the report lists each mapping, and edges follow it.
+
+Vectors travel as base64 little-endian float32 with their model's name and
+dimension. A vector of the importing service's own model is kept; a memory
+without one, or with one of another model, is re-embedded (and its record then
+names the model that made its vector).
+
+Other tools' data comes in through ``engine.importers``, which turns it into the
+same entries, so the same checks, ids and report apply.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine.errors import InvalidInput
+from engine.ports import Edge, ImportedRecord, Vector
+from engine.records import Memory, MemoryFilter, Status, Version, utcnow
+from engine.service import NAMESPACE_PATTERN, MemoryService
+
+FORMAT = "twinmem-export"
+FORMAT_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "export.schema.json"
+MEDIA_TYPE = "application/x-ndjson"
+DEPLOYMENT_FILE = "deployment_id"
+
+EXPORT_PAGE = 500
+# filtered_ids needs a limit; this one fits every backend's integer type.
+COUNT_LIMIT = 2**31 - 1
+EMBED_BATCH = 1024
+ALL_STATUSES = tuple(Status)
+# Every memory of the namespace, expired or not.
+EVERYTHING = MemoryFilter(statuses=ALL_STATUSES, include_expired=True)
+# The fields of an exported record: exactly what ``memory_to_dict`` writes.
+RECORD_FIELDS = frozenset(
+    (
+        "memory_id namespace content category entities importance base_score source actor session_id "
+        "visibility created_at updated_at last_accessed_at access_count expire_at status embedding_model "
+        "embedding_version version key metadata"
+    ).split()
+)
+_TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expire_at")
+_EDGE_KIND_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+# uuid5 namespace for ids that an import derives (mapped ids, other tools' records).
+ID_NAMESPACE = uuid.UUID("5b0c6f1e-6a43-4d5e-9d1e-7a1f3c2b8e90")
+
+
+def deployment_id(data_dir: str | Path) -> str:
+    """The id of this deployment's data directory, made on first use and kept in it."""
+    path = Path(data_dir) / DEPLOYMENT_FILE
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = str(uuid.uuid4())
+    try:
+        # O_EXCL: if two processes race, the first file wins and both read it.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(made + "\n")
+    return made
+
+
+def derived_id(*parts: str) -> str:
+    """A memory id that is the same every time for the same parts (idempotent imports)."""
+    return str(uuid.uuid5(ID_NAMESPACE, "\x1f".join(parts)))
+
+
+# --- export ------------------------------------------------------------------------------
+
+
+def encode_vector(vector: Vector, model: str, version: str) -> dict[str, Any]:
+    data = np.ascontiguousarray(vector, dtype="<f4")
+    return {
+        "model": model,
+        "version": version,
+        "dim": int(data.shape[0]),
+        "dtype": "float32",
+        "encoding": "base64",
+        "data": base64.b64encode(data.tobytes()).decode("ascii"),
+    }
+
+
+def decode_vector(data: Any) -> tuple[str, Vector]:
+    """(model, vector) of an exported vector object; ``ValueError`` says what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("vector must be an object")
+    model, dim, payload = data.get("model"), data.get("dim"), data.get("data")
+    if not isinstance(model, str) or not model:
+        raise ValueError("vector.model must name the model")
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+        raise ValueError("vector.dim must be a positive integer")
+    if data.get("dtype", "float32") != "float32" or data.get("encoding", "base64") != "base64":
+        raise ValueError("vector must be base64 float32")
+    if not isinstance(payload, str):
+        raise ValueError("vector.data must be a base64 string")
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"vector.data is not base64: {exc}") from exc
+    if len(raw) != 4 * dim:
+        raise ValueError(f"vector.data holds {len(raw)} bytes, dim {dim} needs {4 * dim}")
+    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise ValueError("vector holds a NaN or infinity")
+    return model, vector
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """A prepared export: the header is known (and the namespace checked) before any line is sent."""
+
+    header: dict[str, Any]
+    lines: Iterator[bytes]
+
+    def chunks(self) -> Iterator[bytes]:
+        """The whole file: the header line, then the rest, a page of memories per chunk."""
+        yield _line(self.header)
+        yield from self.lines
+
+
+def open_export(
+    service: MemoryService,
+    namespace: str,
+    *,
+    versions: bool = False,
+    vectors: bool = False,
+    source_deployment: str = "",
+    now: datetime | None = None,
+) -> Export:
+    """Prepare the export of ``namespace``; raises ``InvalidInput`` for a bad namespace."""
+    if not NAMESPACE_PATTERN.fullmatch(namespace):
+        raise InvalidInput(f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace")
+    now = now or utcnow()
+    store = service.store
+    by_status = {
+        status.value: len(store.filtered_ids([namespace], _only(status), now, COUNT_LIMIT)) for status in ALL_STATUSES
+    }
+    embedder = service.embedder
+    header = {
+        "kind": "header",
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "deployment_id": source_deployment,
+        "namespace": namespace,
+        "exported_at": to_iso(now),
+        "embedding": {"model": embedder.name, "version": embedder.version, "dim": embedder.dim},
+        "includes": {"versions": versions, "vectors": vectors},
+        # Counted as the export starts; the end line counts what was written.
+        "counts": {"memories": sum(by_status.values()), "by_status": by_status},
+    }
+    return Export(header, _memory_lines(service, namespace, versions=versions, vectors=vectors, now=now))
+
+
+def _only(status: Status) -> MemoryFilter:
+    return MemoryFilter(statuses=(status,), include_expired=True)
+
+
+def _memory_lines(
+    service: MemoryService, namespace: str, *, versions: bool, vectors: bool, now: datetime
+) -> Iterator[bytes]:
+    store = service.store
+    counts = Counter[str]()
+    cursor: str | None = None
+    while True:
+        page = store.list_page([namespace], EVERYTHING, now, limit=EXPORT_PAGE, cursor=cursor)
+        found: dict[str, Vector] = {}
+        if vectors:
+            for model in {memory.embedding_model for memory in page.items}:
+                ids = [m.memory_id for m in page.items if m.embedding_model == model]
+                found.update(store.vectors(ids, model))
+        chunk: list[bytes] = []
+        for memory in page.items:
+            item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
+            edges = sorted(
+                (edge for edge in store.edges([namespace], memory.memory_id) if edge.src == memory.memory_id),
+                key=lambda edge: (edge.kind, edge.dst, edge.created_at),
+            )
+            item["edges"] = [{"kind": e.kind, "to": e.dst, "created_at": to_iso(e.created_at)} for e in edges]
+            if versions:
+                item["versions"] = [_version_to_dict(v) for v in store.versions([namespace], memory.memory_id)]
+                counts["versions"] += len(item["versions"])
+            vector = found.get(memory.memory_id)
+            if vector is not None:
+                item["vector"] = encode_vector(vector, memory.embedding_model, memory.embedding_version)
+                counts["vectors"] += 1
+            counts["memories"] += 1
+            counts["edges"] += len(edges)
+            chunk.append(_line(item))
+        if chunk:
+            yield b"".join(chunk)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    yield _line(
+        {"kind": "end", "counts": {name: counts[name] for name in ("memories", "versions", "vectors", "edges")}}
+    )
+
+
+def _version_to_dict(version: Version) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "changed_at": to_iso(version.changed_at),
+        "changed_by": version.changed_by,
+        "reason": version.reason,
+        "record": memory_to_dict(version.record),
+    }
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+# --- import --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    line: int
+    message: str
+    memory_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "memory_id": self.memory_id, "error": self.message}
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """What an import did, or, when ``errors`` is not empty, why it wrote nothing."""
+
+    format: str
+    lines: int = 0
+    memories: int = 0
+    inserted: int = 0
+    unchanged: int = 0
+    vectors_kept: int = 0
+    reembedded: int = 0
+    edges: int = 0
+    remapped: dict[str, str] = field(default_factory=dict)
+    errors: list[LineError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+
+    @property
+    def written(self) -> bool:
+        return not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "written": self.written,
+            "lines": self.lines,
+            "memories": self.memories,
+            "inserted": self.inserted,
+            "unchanged": self.unchanged,
+            "vectors_kept": self.vectors_kept,
+            "reembedded": self.reembedded,
+            "edges": self.edges,
+            "namespaces": self.namespaces,
+            "remapped": self.remapped,
+            "errors": [error.as_dict() for error in self.errors],
+            "notes": self.notes,
+        }
+
+
+@dataclass(slots=True)
+class Entry:
+    """One memory read from a file, not yet checked against the store.
+
+    ``data`` has the shape of an export's memory line (``memory``, ``edges``,
+    optional ``versions`` and ``vector``); ``error`` is set instead when the
+    line could not be read at all.
+    """
+
+    line: int
+    data: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
+    """Entries of a twinmem export; header, end line and truncation problems come out as errors."""
+    header_seen = end_seen = False
+    memories = 0
+    number = 0
+    for number, raw in enumerate(lines, start=1):
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        if end_seen:
+            yield Entry(number, error="a line after the end line")
+            continue
+        try:
+            item = json.loads(text)
+        except json.JSONDecodeError as exc:
+            memories += header_seen  # most likely a damaged memory line: no second error from the end count
+            yield Entry(number, error=f"not JSON ({exc.msg} at column {exc.colno})")
+            continue
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if not header_seen:
+            header_seen = True
+            problem = _header_problem(item)
+            if problem:
+                yield Entry(number, error=problem)
+                if kind != "header":
+                    # Not a header at all: read the line as data anyway, so its own problems show.
+                    yield from _memory_entry(number, item, kind)
+                    memories += kind == "memory"
+            continue
+        if kind == "end":
+            end_seen = True
+            counts = item.get("counts") if isinstance(item, dict) else None
+            expected = counts.get("memories") if isinstance(counts, dict) else None
+            if expected != memories:
+                yield Entry(number, error=f"the end line counts {expected!r} memories, the file holds {memories}")
+            continue
+        memories += kind == "memory"
+        yield from _memory_entry(number, item, kind)
+    if not header_seen:
+        yield Entry(max(number, 1), error="the file is empty: no header line")
+    elif not end_seen:
+        yield Entry(number, error=f"the file ends at line {number} without its end line: it is truncated")
+
+
+def _header_problem(item: Any) -> str | None:
+    if not isinstance(item, dict) or item.get("kind") != "header" or item.get("format") != FORMAT:
+        return f"line 1 is not a {FORMAT} header (other tools' data: choose its format, e.g. mem0, langchain, csv)"
+    if item.get("format_version") != FORMAT_VERSION:
+        return f"format_version {item.get('format_version')!r} is not supported; this twinmem reads {FORMAT_VERSION}"
+    return None
+
+
+def _memory_entry(number: int, item: Any, kind: Any) -> Iterator[Entry]:
+    if kind == "header":
+        yield Entry(number, error="a second header line")
+    elif kind != "memory":
+        yield Entry(number, error=f"unknown line kind {kind!r} (expected 'memory' or 'end')")
+    else:
+        yield Entry(number, data=item)
+
+
+@dataclass(slots=True)
+class _Planned:
+    line: int
+    memory: Memory
+    versions: list[Version]
+    vector: tuple[str, Vector] | None
+    edges: list[tuple[str, str, datetime]]  # (kind, to, created_at)
+    original_id: str
+
+
+def import_entries(
+    service: MemoryService,
+    entries: Iterable[Entry],
+    *,
+    format_name: str = FORMAT,
+    namespace: str | None = None,
+    actor: str | None = None,
+    notes: Iterable[str] = (),
+    now: datetime | None = None,
+) -> ImportReport:
+    """Check every entry, then write all of them in one transaction, or nothing.
+
+    ``namespace`` puts every memory into that namespace (versions and edges
+    follow); otherwise each memory goes to the namespace its record names.
+    """
+    report = ImportReport(format_name)
+    now = now or utcnow()
+    if namespace is not None and not NAMESPACE_PATTERN.fullmatch(namespace):
+        raise InvalidInput(f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace")
+    planned: list[_Planned] = []
+    seen: dict[str, int] = {}
+    for entry in entries:
+        report.lines = max(report.lines, entry.line)
+        if entry.error is not None or entry.data is None:
+            report.errors.append(LineError(entry.line, entry.error or "unreadable line"))
+            continue
+        report.memories += 1
+        try:
+            item = _plan_entry(service, entry, namespace)
+        except ValueError as exc:
+            memory_id = entry.data.get("memory", {}).get("memory_id") if isinstance(entry.data, dict) else None
+            report.errors.append(LineError(entry.line, str(exc), memory_id if isinstance(memory_id, str) else None))
+            continue
+        if item.original_id in seen:
+            report.errors.append(
+                LineError(entry.line, f"memory id repeats line {seen[item.original_id]}", item.original_id)
+            )
+            continue
+        seen[item.original_id] = entry.line
+        planned.append(item)
+    report.notes.extend(notes)
+    if report.errors:
+        return report
+    fresh = _resolve_ids(service, planned, report, now)
+    if report.errors:
+        return report
+    _check_edges(service, planned, fresh, report, now)
+    if report.errors:
+        return report
+    records = _embed(service, fresh, report)
+    inserted = service.store.import_records(records, changed_by=actor) if records else []
+    service.keeper.catch_up()
+    report.inserted = len(inserted)
+    report.unchanged = len(planned) - len(inserted)
+    report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in set(inserted))
+    report.namespaces = sorted({item.memory.namespace for item in planned})
+    return report
+
+
+def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None) -> _Planned:
+    data = entry.data
+    if not isinstance(data, dict):
+        raise ValueError("a memory line must be a JSON object")
+    unknown = set(data) - {"kind", "memory", "edges", "versions", "vector"}
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))} on a memory line")
+    memory = _record(service, data.get("memory"), "memory")
+    original_id = memory.memory_id
+    if namespace is not None:
+        memory = memory.evolve(namespace=namespace)
+    versions: list[Version] = []
+    raw_versions = data.get("versions")
+    if raw_versions is not None:
+        if not isinstance(raw_versions, list) or not raw_versions:
+            raise ValueError("versions must be a non-empty list")
+        for position, raw in enumerate(raw_versions):
+            versions.append(_version(service, raw, f"versions[{position}]", memory, original_id))
+        numbers = [v.version for v in versions]
+        if numbers != sorted(set(numbers)) or numbers[-1] != memory.version:
+            raise ValueError(
+                f"versions must be increasing and end at the memory's version {memory.version}, got {numbers}"
+            )
+    vector = None
+    if data.get("vector") is not None:
+        vector = decode_vector(data["vector"])
+    edges: list[tuple[str, str, datetime]] = []
+    raw_edges = data.get("edges", [])
+    if not isinstance(raw_edges, list):
+        raise ValueError("edges must be a list")
+    for position, raw in enumerate(raw_edges):
+        if not isinstance(raw, dict) or set(raw) != {"kind", "to", "created_at"}:
+            raise ValueError(f"edges[{position}] must be an object with kind, to and created_at")
+        kind, to = raw["kind"], raw["to"]
+        if not isinstance(kind, str) or not kind or not set(kind) <= _EDGE_KIND_CHARS:
+            raise ValueError(f"edges[{position}].kind must be an upper-case name such as SUPERSEDES")
+        if not isinstance(to, str) or not is_memory_id(to):
+            raise ValueError(f"edges[{position}].to must be a memory id")
+        edges.append((kind, to, _time(raw["created_at"], f"edges[{position}].created_at")))
+    return _Planned(entry.line, memory, versions, vector, edges, original_id)
+
+
+def _record(service: MemoryService, data: Any, where: str) -> Memory:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be an object with the record's fields")
+    missing = RECORD_FIELDS - set(data)
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(sorted(missing))}")
+    unknown = set(data) - RECORD_FIELDS
+    if unknown:
+        raise ValueError(f"{where} has unknown field(s) {', '.join(sorted(unknown))}")
+    for name in _TIME_FIELDS:
+        if data[name] is not None:
+            _time(data[name], f"{where}.{name}")
+    if not isinstance(data["memory_id"], str) or not is_memory_id(data["memory_id"]):
+        raise ValueError(f"{where}.memory_id must be a UUID in its usual lower-case form, got {data['memory_id']!r}")
+    for name in ("content", "category", "namespace", "embedding_model", "embedding_version"):
+        if not isinstance(data[name], str):
+            raise ValueError(f"{where}.{name} must be a string")
+    for name in ("actor", "session_id", "key"):
+        if data[name] is not None and not isinstance(data[name], str):
+            raise ValueError(f"{where}.{name} must be a string or null")
+    if not isinstance(data["entities"], list) or not all(isinstance(e, str) for e in data["entities"]):
+        raise ValueError(f"{where}.entities must be a list of strings")
+    if not isinstance(data["metadata"], dict):
+        raise ValueError(f"{where}.metadata must be an object")
+    for name in ("importance", "base_score"):
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"{where}.{name} must be a number within 0..1, got {value!r}")
+    for name, least in (("access_count", 0), ("version", 1)):
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{where}.{name} must be an integer ≥ {least}, got {value!r}")
+    try:
+        memory = memory_from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+    if not NAMESPACE_PATTERN.fullmatch(memory.namespace):
+        raise ValueError(f"{where}.namespace {memory.namespace!r} must be 1-128 letters, digits or _ . : @ -")
+    config = service.config
+    if not memory.content.strip():
+        raise ValueError(f"{where}.content must not be empty")
+    if len(memory.content) > config.limits.max_content_chars:
+        raise ValueError(
+            f"{where}.content holds {len(memory.content)} characters, at most {config.limits.max_content_chars}"
+        )
+    if memory.category not in config.categories:
+        raise ValueError(
+            f"{where}.category {memory.category!r} is not configured here ({', '.join(config.categories)})"
+        )
+    if len(memory.entities) > config.limits.max_entities:
+        raise ValueError(f"{where}.entities: at most {config.limits.max_entities} are allowed")
+    size = len(json.dumps(memory.metadata, ensure_ascii=False))
+    if size > config.limits.max_metadata_bytes:
+        raise ValueError(f"{where}.metadata is {size} bytes as JSON, at most {config.limits.max_metadata_bytes}")
+    return memory
+
+
+def _version(service: MemoryService, raw: Any, where: str, memory: Memory, original_id: str) -> Version:
+    if not isinstance(raw, dict) or set(raw) != {"version", "changed_at", "changed_by", "reason", "record"}:
+        raise ValueError(f"{where} must hold version, changed_at, changed_by, reason and record")
+    record = _record(service, raw["record"], f"{where}.record")
+    if record.memory_id != original_id:
+        raise ValueError(f"{where}.record belongs to another memory ({record.memory_id})")
+    if raw["version"] != record.version:
+        raise ValueError(f"{where}.version {raw['version']!r} differs from its record's {record.version}")
+    if raw["changed_by"] is not None and not isinstance(raw["changed_by"], str):
+        raise ValueError(f"{where}.changed_by must be a string or null")
+    if not isinstance(raw["reason"], str):
+        raise ValueError(f"{where}.reason must be a string")
+    record = record.evolve(namespace=memory.namespace)
+    changed_at = _time(raw["changed_at"], f"{where}.changed_at")
+    return Version(original_id, record.version, record, changed_at, raw["changed_by"], raw["reason"])
+
+
+def _time(value: Any, where: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be an ISO 8601 string")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"{where} {value!r} is not an ISO 8601 time") from exc
+    if moment.tzinfo is None:
+        raise ValueError(f"{where} {value!r} has no timezone; twinmem keeps every time in UTC")
+    return from_iso(value)
+
+
+def is_memory_id(text: str) -> bool:
+    """A UUID in its usual lower-case, hyphenated form."""
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+def _resolve_ids(
+    service: MemoryService, planned: list[_Planned], report: ImportReport, now: datetime
+) -> list[_Planned]:
+    """Map ids that another namespace holds; return the entries not yet stored in their namespace."""
+    original = _stored_where(service, [(item.memory.namespace, item.original_id) for item in planned], now)
+    mapping: dict[tuple[str, str], str] = {}
+    for item in planned:
+        key = (item.memory.namespace, item.original_id)
+        if original.get(key) is False:
+            mapping[key] = derived_id("mapped", *key)
+    mapped = _stored_where(service, [(ns, new) for (ns, _), new in mapping.items()], now)
+    fresh: list[_Planned] = []
+    for item in planned:
+        key = (item.memory.namespace, item.original_id)
+        new = mapping.get(key)
+        item.edges = [(kind, mapping.get((key[0], to), to), at) for kind, to, at in item.edges]
+        if new is None:
+            if key not in original:
+                fresh.append(item)
+            continue
+        report.remapped[item.original_id] = new
+        state = mapped.get((key[0], new))
+        if state is False:
+            report.errors.append(
+                LineError(item.line, f"id {item.original_id} and its mapped id {new} are both taken", item.original_id)
+            )
+        elif state is None:
+            item.memory = item.memory.evolve(memory_id=new)
+            item.versions = [
+                Version(new, v.version, v.record.evolve(memory_id=new), v.changed_at, v.changed_by, v.reason)
+                for v in item.versions
+            ]
+            fresh.append(item)
+    return fresh
+
+
+def _stored_where(service: MemoryService, keys: list[tuple[str, str]], now: datetime) -> dict[tuple[str, str], bool]:
+    """For each (namespace, id) whose id exists: True when it is in that namespace, False when in another."""
+    store = service.store
+    taken = store.index_status([memory_id for _, memory_id in keys])
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, memory_id in keys:
+        if memory_id in taken:
+            by_namespace.setdefault(namespace, []).append(memory_id)
+    here = {
+        (namespace, memory.memory_id)
+        for namespace, ids in by_namespace.items()
+        for memory in store.get_many([namespace], ids, EVERYTHING, now)
+    }
+    return {key: key in here for key in keys if key[1] in taken}
+
+
+def _check_edges(
+    service: MemoryService, planned: list[_Planned], fresh: list[_Planned], report: ImportReport, now: datetime
+) -> None:
+    in_file = {(item.memory.namespace, item.memory.memory_id) for item in planned}
+    wanted: dict[str, set[str]] = {}
+    for item in fresh:
+        for _, to, _ in item.edges:
+            if (item.memory.namespace, to) not in in_file:
+                wanted.setdefault(item.memory.namespace, set()).add(to)
+    stored = {
+        (ns, memory.memory_id)
+        for ns, ids in wanted.items()
+        for memory in service.store.get_many([ns], sorted(ids), EVERYTHING, now)
+    }
+    for item in fresh:
+        for kind, to, _ in item.edges:
+            key = (item.memory.namespace, to)
+            if key not in in_file and key not in stored:
+                report.errors.append(
+                    LineError(
+                        item.line,
+                        f"edge {kind} points to {to}, which is neither in the file nor in namespace {key[0]!r}",
+                        item.original_id,
+                    )
+                )
+
+
+def _embed(service: MemoryService, fresh: list[_Planned], report: ImportReport) -> list[ImportedRecord]:
+    embedder = service.embedder
+    vectors: dict[int, Vector] = {}
+    todo: list[int] = []
+    for position, item in enumerate(fresh):
+        if item.vector is not None and item.vector[0] == embedder.name and item.vector[1].shape[0] == embedder.dim:
+            vectors[position] = item.vector[1]
+        else:
+            todo.append(position)
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start : start + EMBED_BATCH]
+        matrix = embedder.embed_documents([fresh[p].memory.content for p in batch])
+        for position, row in zip(batch, matrix, strict=True):
+            vectors[position] = row
+            item = fresh[position]
+            if (item.memory.embedding_model, item.memory.embedding_version) != (embedder.name, embedder.version):
+                item.memory = item.memory.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
+    report.vectors_kept = len(fresh) - len(todo)
+    report.reembedded = len(todo)
+    return [
+        ImportedRecord(
+            memory=item.memory,
+            versions=tuple(item.versions),
+            vector=vectors[position],
+            edges=tuple(
+                Edge(item.memory.namespace, item.memory.memory_id, to, kind, at) for kind, to, at in item.edges
+            ),
+        )
+        for position, item in enumerate(fresh)
+    ]

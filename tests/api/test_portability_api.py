@@ -1,0 +1,101 @@
+"""Export and import over real HTTP, with the real MiniLM model and real SQLite files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import jsonschema
+import pytest
+
+from api.client import TwinmemClient
+from engine.portability import SCHEMA_PATH
+from engine.ports import Embedder
+from tests.api.conftest import LiveServer
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
+
+
+def export(server: LiveServer, namespace: str, **params: str) -> bytes:
+    with httpx.stream("GET", server.url + "/v1/export", params={"namespace": namespace, **params}, timeout=60) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("application/x-ndjson")
+        return b"".join(r.iter_bytes())
+
+
+def upload(server: LiveServer, data: bytes, **params: str) -> httpx.Response:
+    def body() -> Iterator[bytes]:  # sent chunked: a streamed upload
+        for start in range(0, len(data), 4096):
+            yield data[start : start + 4096]
+
+    return httpx.post(server.url + "/v1/import", params=params, content=body(), timeout=120)
+
+
+def test_export_then_import_into_another_deployment(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    source, target = server_factory(minilm, "source"), server_factory(minilm, "target")
+    with TwinmemClient(source.url, namespace="user:42") as client:
+        blue = client.save("User's favourite colour is blue", category="preference")["memory_id"]
+        client.save("The user is allergic to peanuts", category="fact")
+        client.update(blue, content="User's favourite colour is dark blue", reason="more precise")
+    data = export(source, "user:42", versions="true", vectors="true")
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    items = [json.loads(line) for line in data.splitlines()]
+    for item in items:
+        validator.validate(item)
+    assert items[0]["embedding"]["model"] == minilm.name and items[-1]["counts"]["memories"] == 2
+
+    response = upload(target, data)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert (report["inserted"], report["vectors_kept"], report["reembedded"]) == (2, 2, 0)
+    assert export(target, "user:42", versions="true", vectors="true").splitlines()[1:] == data.splitlines()[1:]
+    again = upload(target, data).json()
+    assert (again["inserted"], again["unchanged"]) == (0, 2)
+    with TwinmemClient(target.url, namespace="user:42") as client:
+        assert client.recall("what colour should the theme be?", top_k=1)[0]["memory_id"] == blue
+        assert [v["reason"] for v in client.history(blue)] == ["created", "more precise"]
+
+
+def test_a_truncated_upload_is_refused_with_a_report_and_stores_nothing(
+    server: LiveServer, client: TwinmemClient
+) -> None:
+    client.save("A memory to export", category="fact")
+    data = export(server, "default", vectors="true")
+    response = upload(server, data[: len(data) // 2], namespace="copy")
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"].endswith("nothing was imported")
+    assert any("truncated" in error["error"] for error in body["report"]["errors"])
+    listed = httpx.get(server.url + "/v1/memories", params={"namespace": "copy"}).json()
+    assert listed["memories"] == []
+
+
+def test_mem0_data_through_the_api(server: LiveServer) -> None:
+    response = upload(server, (DATA / "mem0_get_all.json").read_bytes(), namespace="alex", format="mem0")
+    assert response.status_code == 200, response.text
+    assert response.json()["inserted"] == 3
+    with TwinmemClient(server.url, namespace="alex") as client:
+        assert client.recall("what food can they not eat?", top_k=1)[0]["content"].startswith("Is a vegetarian")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "message"),
+    [
+        ("GET", "/v1/export", {"namespace": "no spaces"}, "namespace"),
+        ("POST", "/v1/import", {"format": "word"}, "unknown format 'word'"),
+        ("POST", "/v1/import", {"format": "csv", "map": "colour=text"}, "cannot map to 'colour'"),
+        ("POST", "/v1/import", {"namespace": "bad namespace!"}, "namespace"),
+    ],
+)
+def test_bad_requests_are_4xx_with_a_message(
+    server: LiveServer, method: str, path: str, params: dict[str, str], message: str
+) -> None:
+    response = httpx.request(method, server.url + path, params=params, content=b"text\nhello\n")
+    assert response.status_code == 422, response.text
+    assert message in response.json()["detail"]

@@ -1,0 +1,138 @@
+"""Other tools' data into twinmem: sample files in tests/data/importers (see its README)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api.cli import IMPORT_FORMATS
+from engine.errors import InvalidInput
+from engine.importers import FORMATS, parse_mapping, run_import
+from engine.portability import ImportReport
+from engine.records import Memory, MemoryFilter, Source, Status
+from engine.service import MemoryService
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
+EVERYTHING = MemoryFilter(statuses=tuple(Status), include_expired=True)
+
+
+def run(service: MemoryService, name: str, **options: Any) -> ImportReport:
+    return run_import(service, io.BytesIO((DATA / name).read_bytes()), **options)
+
+
+def stored(service: MemoryService, namespace: str) -> list[Memory]:
+    page = service.list_page([namespace], EVERYTHING, limit=500)
+    return sorted(page.items, key=lambda m: m.created_at)
+
+
+def test_the_cli_offers_every_format() -> None:
+    assert IMPORT_FORMATS == FORMATS
+
+
+def test_mem0_get_all_output(service: MemoryService) -> None:
+    report = run(service, "mem0_get_all.json", format_name="mem0", namespace="alex")
+    assert report.written, report.errors
+    assert report.inserted == 3 and report.reembedded == 3
+    assert any("relations were not imported" in note for note in report.notes)
+    vegetarian, cricket, window = stored(service, "alex")
+    assert vegetarian.memory_id == "892db2ae-06d9-49e5-8b3e-585ef9b85b8e"  # mem0's id is kept
+    assert vegetarian.content == "Is a vegetarian and allergic to nuts"
+    assert vegetarian.created_at == datetime(2024, 7, 20, 8, 56, 28, 476453, tzinfo=UTC)
+    assert vegetarian.updated_at == datetime(2024, 8, 2, 17, 12, 3, 120001, tzinfo=UTC)
+    assert (vegetarian.source, vegetarian.category, vegetarian.status) == (Source.IMPORT, "fact", Status.ACTIVE)
+    assert vegetarian.metadata == {
+        "source": "onboarding chat",
+        "mem0": {"id": vegetarian.memory_id, "hash": "3f5a2c1e9b0d4a7e8f6c5b4a3d2e1f0a", "user_id": "alex"},
+    }
+    assert (cricket.actor, cricket.session_id) == ("travel-assistant", "trip-planning-2024-07")
+    assert cricket.updated_at == cricket.created_at
+    assert window.metadata["category"] == "travel"
+    hits = service.recall("cricket weekends", namespaces=["alex"], top_k=1, reinforce=False).hits
+    assert hits[0].memory.memory_id == cricket.memory_id
+    again = run(service, "mem0_get_all.json", format_name="mem0", namespace="alex")
+    assert (again.inserted, again.unchanged) == (0, 3)
+
+
+def test_langchain_message_history_becomes_events_of_a_session(service: MemoryService) -> None:
+    report = run(service, "langchain_messages.json", format_name="langchain", namespace="alex", session_id="trip")
+    assert report.written, report.errors
+    assert report.inserted == 4
+    assert any("system message, left out" in note for note in report.notes)
+    assert any("no text" in note for note in report.notes)
+    assert any("short-term session rules do not exist yet" in note for note in report.notes)
+    events = sorted(stored(service, "alex"), key=lambda m: m.metadata["position"])
+    assert [m.metadata["role"] for m in events] == ["user", "assistant", "tool", "user"]
+    assert events[0].content == "I'm flying to Lisbon on May 3rd and I hate early departures."
+    assert events[3].content == "Yes please, and I need a vegetarian meal."
+    assert events[2].metadata["langchain"] == {"name": "search_flights", "tool_call_id": "call_Q1", "type": "tool"}
+    assert {(m.category, m.session_id, m.source) for m in events} == {("event", "trip", Source.IMPORT)}
+    for earlier, later in itertools.pairwise(events):
+        links = service.store.edges(["alex"], earlier.memory_id)
+        assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}
+    again = run(service, "langchain_messages.json", format_name="langchain", namespace="alex", session_id="trip")
+    assert (again.inserted, again.unchanged) == (0, 4)
+
+
+def test_csv_with_a_mapping(service: MemoryService) -> None:
+    mapping = parse_mapping("memory_id=note_id,content=text,created_at=ts,category=kind,entities=tags")
+    report = run(service, "notes.csv", format_name="csv", namespace="notes", mapping=mapping)
+    assert report.written, report.errors
+    by_text = {m.content: m for m in stored(service, "notes")}
+    insurance = by_text["Renew the car insurance before June"]
+    birthday = by_text["Sister's birthday is on 14 March, she likes orchids"]
+    standup = by_text["Standup moved to 9:30 every weekday"]
+    assert (insurance.category, insurance.entities) == ("task", ("car", "insurance"))
+    assert insurance.created_at == datetime(2024, 5, 1, 9, tzinfo=UTC)
+    assert birthday.created_at == datetime(2024, 3, 9, 8, tzinfo=UTC)  # Unix seconds
+    assert standup.created_at == datetime(2024, 2, 12, 8, tzinfo=UTC)  # no zone: UTC
+    assert (standup.category, standup.entities) == ("event", ())
+    assert insurance.metadata == {"author": "alex"}  # columns not mapped are kept as metadata
+    again = run(service, "notes.csv", format_name="csv", namespace="notes", mapping=mapping)
+    assert (again.inserted, again.unchanged) == (0, 3)
+
+
+def test_jsonl_with_a_mapping(service: MemoryService) -> None:
+    mapping = parse_mapping("content=text,created_at=ts,category=kind,entities=tags")
+    report = run(service, "notes.jsonl", format_name="jsonl", namespace="notes", mapping=mapping)
+    assert report.written, report.errors
+    dark, desk = stored(service, "notes")
+    assert dark.created_at == datetime(2024, 3, 1, 9, tzinfo=UTC)
+    assert (dark.category, dark.entities, dark.metadata) == ("preference", ("editor", "ui"), {"app": "notes"})
+    assert desk.created_at == datetime.fromtimestamp(1712000000, UTC)
+
+
+def test_a_bad_row_is_reported_with_its_line_and_nothing_is_written(service: MemoryService) -> None:
+    data = b"text,ts,kind\nfine row,2024-01-01T00:00:00Z,fact\n,2024-01-02T00:00:00Z,fact\nok,yesterday,fact\nx,,nope\n"
+    mapping = parse_mapping("content=text,created_at=ts,category=kind")
+    report = run_import(service, io.BytesIO(data), format_name="csv", namespace="notes", mapping=mapping)
+    assert [error.line for error in report.errors] == [3, 4, 5]
+    assert "no content: column 'text' is missing or empty" in report.errors[0].message
+    assert "created_at 'yesterday' is neither an ISO 8601 time nor Unix seconds" in report.errors[1].message
+    assert "category 'nope' is not configured" in report.errors[2].message
+    assert service.store.last_seq() == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"format_name": "mem0"}, "not one JSON document"),
+        ({"format_name": "langchain"}, "not one JSON document"),
+        ({"format_name": "word"}, "unknown format 'word'"),
+        ({"format_name": "csv", "mapping": {"content": "body"}}, "the CSV has no column(s) body"),
+    ],
+)
+def test_unreadable_input_is_invalid(service: MemoryService, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):
+        run_import(service, io.BytesIO(b"text\n{oops"), namespace="notes", **options)
+    assert service.store.last_seq() == 0
+
+
+@pytest.mark.parametrize("text", ["content", "content=", "colour=text", "=text"])
+def test_a_bad_mapping_is_invalid(text: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_mapping(text)

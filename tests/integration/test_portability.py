@@ -1,0 +1,446 @@
+"""Export and import end to end: real SQLite files, real HNSW indexes, the hashing embedder.
+
+The round trip imports into every Store backend of the contract suite (its
+``store_factory`` fixture, parametrized over ``STORE_BACKENDS``): a backend
+added there is imported into and exported from here too.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+
+from engine.adapters import DB_FILE
+from engine.adapters.hnsw_index import HnswIndex
+from engine.adapters.sqlite_store import SqliteStore
+from engine.config import load_config
+from engine.errors import InvalidInput
+from engine.importers import run_import
+from engine.index_keeper import IndexKeeper
+from engine.portability import SCHEMA_PATH, ImportReport, deployment_id, open_export
+from engine.ports import Edge, Embedder, Store
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status, utcnow
+from engine.service import MemoryService
+from tests.conftest import FrozenClock, HashingEmbedder
+from tests.contract.test_store_contract import StoreFactory
+from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
+
+NS = "user:1"
+EVERY_STATUS = MemoryFilter(statuses=tuple(Status), include_expired=True)
+SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def service_on(store: Store, embedder: Embedder, directory: Path, clock: FrozenClock) -> MemoryService:
+    """A MemoryService over any Store, the way ``open_service`` wires the SQLite one."""
+    store.open()
+    keeper = IndexKeeper(
+        store, embedder, new_index=lambda: HnswIndex(embedder.dim, model=embedder.name), directory=directory
+    )
+    keeper.start(None)
+    service = MemoryService(load_config(env={}, data_dir=directory), store, keeper, embedder, clock=clock)
+    service.start()
+    return service
+
+
+@pytest.fixture
+def make_service(tmp_path: Path, clock: FrozenClock) -> Iterator[Callable[..., MemoryService]]:
+    opened: list[MemoryService] = []
+
+    def make(name: str = "deployment", embedder: Embedder | None = None, store: Store | None = None) -> MemoryService:
+        directory = tmp_path / name
+        directory.mkdir()
+        store = store or SqliteStore(directory / DB_FILE)
+        service = service_on(store, embedder or HashingEmbedder(), directory, clock)
+        opened.append(service)
+        return service
+
+    yield make
+    for service in opened:
+        service.close()
+
+
+def populate(service: MemoryService, clock: FrozenClock) -> dict[str, str]:
+    """A namespace with every status, history, reinforcement, links, entities and odd text."""
+    save = service.save
+
+    def put(content: str, **fields: Any) -> str:
+        clock.advance(minutes=7)
+        return save(MemoryDraft(content=content, namespace=NS, **fields)).memory.memory_id
+
+    ids = {
+        "coffee": put("I like coffee", category="preference", entities=("coffee",), key="drink"),
+        "tea": put("I quit coffee and drink green tea now", category="preference", entities=("coffee", "tea")),
+        "zh": put(
+            '用户喜欢蓝色 🎨 — «quotes» and "escapes"\n\ttabs', entities=("蓝色",), metadata={"深": {"a": [1, 2.5]}}
+        ),
+        "trip": put("Trip to Lisbon in May", category="event", session_id="s-9", actor="planner"),
+        "old": put("Office wifi password rotates monthly", category="fact", expire_at=clock.now + timedelta(days=2)),
+        "gone": put("Temporary note to forget", category="task"),
+        "edited": put("Meeting on Tuesday", category="task", metadata={"room": "A"}),
+    }
+    clock.advance(hours=1)
+    service.update(NS, ids["edited"], MemoryPatch(content="Meeting moved to Wednesday"), actor="editor", reason="moved")
+    # "coffee" is already superseded: saving "tea" replaced it (conflicts on write, engine/conflicts.py).
+    assert service.get(NS, ids["coffee"]).status is Status.SUPERSEDED
+    service.update(NS, ids["old"], MemoryPatch(status=Status.ARCHIVED), reason="archived")
+    service.delete(NS, ids["gone"])
+    service.store.add_edges(
+        [
+            Edge(NS, ids["tea"], ids["coffee"], "SUPERSEDES", clock.now),
+            Edge(NS, ids["tea"], ids["coffee"], "CONTRADICTS", clock.now),
+            Edge(NS, ids["trip"], ids["edited"], "NEXT", clock.now),
+        ]
+    )
+    clock.advance(days=1)
+    service.recall("green tea", namespaces=[NS], top_k=3)
+    service.flush()
+    # Another namespace: an export holds one namespace only.
+    service.save(MemoryDraft(content="Someone else's memory", namespace="user:2"))
+    return ids
+
+
+def export_bytes(service: MemoryService, namespace: str = NS, **options: bool) -> bytes:
+    return b"".join(open_export(service, namespace, source_deployment="test", **options).chunks())
+
+
+def import_bytes(service: MemoryService, data: bytes, **options: Any) -> ImportReport:
+    return run_import(service, io.BytesIO(data), **options)
+
+
+def lines(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+
+
+def snapshot(service: MemoryService, namespace: str = NS) -> dict[str, Any]:
+    """Everything the store holds about a namespace, field for field."""
+    store = service.store
+    ids = store.filtered_ids([namespace], EVERY_STATUS, utcnow(), 10_000)
+    return {
+        memory_id: (
+            store.get([namespace], memory_id),
+            store.versions([namespace], memory_id),
+            sorted(store.edges([namespace], memory_id), key=lambda e: (e.src, e.dst, e.kind)),
+        )
+        for memory_id in ids
+    }
+
+
+def test_round_trip_is_byte_for_byte(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """SQLite → file → each backend → file."""
+    store = store_factory()
+    if not hasattr(store, "import_records"):
+        pytest.skip(f"{type(store).__name__} has no import_records yet")
+    source = make_service()
+    populate(source, clock)
+    exported = export_bytes(source, versions=True, vectors=True)
+
+    target = make_service(name="target", store=store)
+    report = import_bytes(target, exported)
+    assert report.written, report.errors
+    assert (report.inserted, report.unchanged, report.vectors_kept, report.reembedded) == (7, 0, 7, 0)
+    again = export_bytes(target, versions=True, vectors=True)
+
+    first, second = exported.splitlines(), again.splitlines()
+    assert first[1:] == second[1:]  # every memory line and the end line, byte for byte
+    header_a, header_b = json.loads(first[0]), json.loads(second[0])
+    for header in (header_a, header_b):
+        header.pop("exported_at")
+    assert header_a == header_b
+    assert snapshot(target) == snapshot(source)
+    ids = list(snapshot(source))
+    for memory_id in ids:
+        model = source.embedder.name
+        np.testing.assert_array_equal(
+            target.store.vectors([memory_id], model)[memory_id], source.store.vectors([memory_id], model)[memory_id]
+        )
+
+
+def test_export_keeps_every_status_history_edge_and_reinforcement(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    service = make_service()
+    ids = populate(service, clock)
+    header, *items, end = lines(export_bytes(service, versions=True))
+    assert header["counts"] == {
+        "memories": 7,
+        "by_status": {"active": 4, "superseded": 1, "archived": 1, "quarantined": 0, "deleted": 1},
+    }
+    assert header["includes"] == {"versions": True, "vectors": False}
+    assert end == {"kind": "end", "counts": {"memories": 7, "versions": 11, "vectors": 0, "edges": 3}}
+    by_id = {item["memory"]["memory_id"]: item for item in items}
+    assert by_id.keys() == set(ids.values())
+    assert {item["memory"]["status"] for item in items} == {"active", "superseded", "archived", "deleted"}
+    assert by_id[ids["zh"]]["memory"]["content"] == '用户喜欢蓝色 🎨 — «quotes» and "escapes"\n\ttabs'
+    assert by_id[ids["zh"]]["memory"]["metadata"] == {"深": {"a": [1, 2.5]}}
+    edited = by_id[ids["edited"]]
+    assert [v["record"]["content"] for v in edited["versions"]] == [
+        "Meeting on Tuesday",
+        "Meeting moved to Wednesday",
+    ]
+    assert edited["versions"][1]["changed_by"] == "editor"
+    assert sorted((e["kind"], e["to"]) for e in by_id[ids["tea"]]["edges"]) == [
+        ("CONTRADICTS", ids["coffee"]),
+        ("SUPERSEDES", ids["coffee"]),
+    ]
+    assert by_id[ids["tea"]]["memory"]["access_count"] >= 1
+    assert by_id[ids["zh"]]["memory"]["created_at"].endswith("+00:00")
+    assert "vector" not in edited
+
+
+@pytest.mark.parametrize("options", [{}, {"versions": True}, {"vectors": True}, {"versions": True, "vectors": True}])
+def test_every_exported_line_matches_the_json_schema(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, options: dict[str, bool]
+) -> None:
+    service = make_service()
+    populate(service, clock)
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    validator.check_schema(SCHEMA)
+    for item in lines(export_bytes(service, **options)):
+        validator.validate(item)
+
+
+def test_the_schema_refuses_what_the_importer_refuses(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    service = make_service()
+    populate(service, clock)
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    item = lines(export_bytes(service))[1]
+    for broken in (
+        {**item, "memory": {**item["memory"], "created_at": "2025-03-01T12:00:00"}},
+        {**item, "memory": {**item["memory"], "status": "gone"}},
+        {**item, "memory": {k: v for k, v in item["memory"].items() if k != "content"}},
+        {**item, "surprise": 1},
+    ):
+        assert not validator.is_valid(broken)
+
+
+def test_import_without_vectors_re_embeds_with_the_same_model_and_keeps_every_field(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    source = make_service()
+    populate(source, clock)
+    target = make_service(name="target")
+    report = import_bytes(target, export_bytes(source, versions=True))
+    assert (report.inserted, report.vectors_kept, report.reembedded) == (7, 0, 7)
+    assert snapshot(target) == snapshot(source)
+
+
+def test_a_file_without_history_imports_one_version_per_memory(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    source = make_service()
+    ids = populate(source, clock)
+    target = make_service(name="target")
+    assert import_bytes(target, export_bytes(source)).written
+    for memory_id in ids.values():
+        (version,) = target.store.versions([NS], memory_id)
+        assert version.record == source.store.get([NS], memory_id)
+        assert version.reason == "imported"
+
+
+def test_re_importing_the_same_file_changes_nothing(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    source = make_service()
+    populate(source, clock)
+    exported = export_bytes(source, versions=True, vectors=True)
+    target = make_service(name="target")
+    assert import_bytes(target, exported).inserted == 7
+    seq, before = target.store.last_seq(), snapshot(target)
+    report = import_bytes(target, exported)
+    assert report.written and (report.inserted, report.unchanged) == (0, 7)
+    assert target.store.last_seq() == seq
+    assert snapshot(target) == before
+    # And importing a file back into the deployment it came from is also a no-op.
+    assert import_bytes(source, exported).unchanged == 7
+
+
+def test_imported_memories_are_recallable(make_service: Callable[..., MemoryService], clock: FrozenClock) -> None:
+    source = make_service()
+    ids = populate(source, clock)
+    target = make_service(name="target")
+    import_bytes(target, export_bytes(source, vectors=True))
+    hits = target.recall("Lisbon trip in May", namespaces=[NS], top_k=1, reinforce=False).hits
+    assert hits[0].memory.memory_id == ids["trip"]
+    superseded = target.recall("I like coffee", namespaces=[NS], top_k=5, reinforce=False).hits
+    assert ids["coffee"] not in {hit.memory.memory_id for hit in superseded}  # superseded stays out of recall
+
+
+def test_vectors_of_another_model_are_re_embedded_and_the_record_says_so(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    source = make_service()
+    ids = populate(source, clock)
+    other = HashingEmbedder("other-model", version="3", dim=32)
+    target = make_service(name="target", embedder=other)
+    report = import_bytes(target, export_bytes(source, versions=True, vectors=True))
+    assert (report.vectors_kept, report.reembedded) == (0, 7)
+    memory = target.store.get([NS], ids["trip"])
+    assert memory is not None and (memory.embedding_model, memory.embedding_version) == ("other-model", "3")
+    assert target.store.vectors([ids["trip"]], "other-model")[ids["trip"]].shape == (32,)
+    # The history is kept as it was.
+    assert target.store.versions([NS], ids["trip"])[0].record.embedding_model == source.embedder.name
+    assert (
+        target.recall("Lisbon trip", namespaces=[NS], top_k=1, reinforce=False).hits[0].memory.memory_id == ids["trip"]
+    )
+
+
+def test_import_into_another_namespace_of_a_fresh_deployment_keeps_ids(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    source = make_service()
+    ids = populate(source, clock)
+    target = make_service(name="target")
+    report = import_bytes(target, export_bytes(source, versions=True), namespace="team:x")
+    assert report.written and report.remapped == {}
+    assert report.namespaces == ["team:x"]
+    moved = target.store.get(["team:x"], ids["edited"])
+    assert moved is not None and moved.content == "Meeting moved to Wednesday"
+    assert {v.record.namespace for v in target.store.versions(["team:x"], ids["edited"])} == {"team:x"}
+    assert target.store.get([NS], ids["edited"]) is None
+
+
+def test_a_copy_into_another_namespace_of_the_same_deployment_maps_ids(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    service = make_service()
+    ids = populate(service, clock)
+    before = snapshot(service)
+    exported = export_bytes(service, versions=True, vectors=True)
+    report = import_bytes(service, exported, namespace="copy")
+    assert report.written and report.inserted == 7
+    assert set(report.remapped) == set(ids.values())
+    new = report.remapped
+    assert snapshot(service) == before  # the original namespace is untouched
+    tea = service.store.get(["copy"], new[ids["tea"]])
+    assert tea is not None and tea.content == "I quit coffee and drink green tea now"
+    assert {(e.kind, e.dst) for e in service.store.edges(["copy"], new[ids["tea"]])} == {
+        ("SUPERSEDES", new[ids["coffee"]]),
+        ("CONTRADICTS", new[ids["coffee"]]),
+    }
+    assert {v.memory_id for v in service.store.versions(["copy"], new[ids["edited"]])} == {new[ids["edited"]]}
+    again = import_bytes(service, exported, namespace="copy")
+    assert (again.inserted, again.unchanged) == (0, 7)
+    assert again.remapped == report.remapped
+
+
+# --- a bad file changes nothing ------------------------------------------------------------------
+
+
+@pytest.fixture
+def exported(make_service: Callable[..., MemoryService], clock: FrozenClock) -> bytes:
+    source = make_service(name="source")
+    populate(source, clock)
+    return export_bytes(source, versions=True, vectors=True)
+
+
+def assert_nothing_written(report: ImportReport, target: MemoryService, seq: int) -> None:
+    assert not report.written
+    assert report.inserted == 0
+    assert target.store.last_seq() == seq
+    assert target.store.filtered_ids([NS], EVERY_STATUS, target._clock(), 100) == []
+
+
+def test_every_bad_line_is_reported_and_nothing_is_written(
+    make_service: Callable[..., MemoryService], exported: bytes
+) -> None:
+    target = make_service(name="target")
+    seq = target.store.last_seq()
+    rows = exported.splitlines()
+    bad_record = json.loads(rows[2])
+    bad_record["memory"]["importance"] = 7
+    bad_vector = json.loads(rows[4])
+    bad_vector["vector"]["data"] = "not base64!"
+    rows[2] = json.dumps(bad_record).encode()
+    rows[3] = b"{this is not json"
+    rows[4] = json.dumps(bad_vector).encode()
+    report = import_bytes(target, b"\n".join(rows) + b"\n")
+    assert [(e.line, e.memory_id is not None) for e in report.errors] == [(3, True), (4, False), (5, True)]
+    assert "importance must be a number within 0..1" in report.errors[0].message
+    assert "not JSON" in report.errors[1].message
+    assert "base64" in report.errors[2].message
+    assert_nothing_written(report, target, seq)
+
+
+@pytest.mark.parametrize("cut", ["mid-line", "line-boundary", "header-only"])
+def test_a_truncated_file_is_reported_and_nothing_is_written(
+    make_service: Callable[..., MemoryService], exported: bytes, cut: str
+) -> None:
+    target = make_service(name="target")
+    seq = target.store.last_seq()
+    rows = exported.splitlines(keepends=True)
+    data = {
+        "mid-line": b"".join(rows[:4]) + rows[4][:40],
+        "line-boundary": b"".join(rows[:-1]),
+        "header-only": rows[0],
+    }[cut]
+    report = import_bytes(target, data)
+    assert any("truncated" in error.message for error in report.errors), report.errors
+    assert_nothing_written(report, target, seq)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda header: {**header, "format": "something-else"}, "is not a twinmem-export header"),
+        (lambda header: {**header, "format_version": 99}, "format_version 99 is not supported"),
+    ],
+)
+def test_a_file_that_is_not_a_twinmem_export_is_refused(
+    make_service: Callable[..., MemoryService], exported: bytes, change: Any, message: str
+) -> None:
+    target = make_service(name="target")
+    seq = target.store.last_seq()
+    rows = exported.splitlines(keepends=True)
+    header = change(json.loads(rows[0]))
+    report = import_bytes(target, json.dumps(header).encode() + b"\n" + b"".join(rows[1:]))
+    assert message in report.errors[0].message
+    assert_nothing_written(report, target, seq)
+
+
+def test_an_edge_to_a_memory_that_is_nowhere_is_refused(
+    make_service: Callable[..., MemoryService], exported: bytes
+) -> None:
+    target = make_service(name="target")
+    seq = target.store.last_seq()
+    rows = exported.splitlines(keepends=True)
+    kept = [row for row in rows if b'"SUPERSEDES"' in row or b'"kind":"memory"' not in row]
+    kept[-1] = json.dumps({"kind": "end", "counts": {"memories": len(kept) - 2}}).encode() + b"\n"
+    report = import_bytes(target, b"".join(kept))
+    assert [e.memory_id for e in report.errors] == [json.loads(kept[1])["memory"]["memory_id"]] * 2
+    assert all("neither in the file nor in namespace" in e.message for e in report.errors)
+    assert_nothing_written(report, target, seq)
+
+
+def test_a_repeated_memory_id_is_refused(make_service: Callable[..., MemoryService], exported: bytes) -> None:
+    target = make_service(name="target")
+    rows = exported.splitlines(keepends=True)
+    doubled = [rows[0], rows[1], rows[1], *rows[2:-1]]
+    doubled.append(json.dumps({"kind": "end", "counts": {"memories": len(doubled) - 1}}).encode() + b"\n")
+    report = import_bytes(target, b"".join(doubled))
+    assert [e.message for e in report.errors] == ["memory id repeats line 2"]
+
+
+def test_a_bad_target_namespace_is_invalid_input(make_service: Callable[..., MemoryService], exported: bytes) -> None:
+    target = make_service(name="target")
+    with pytest.raises(InvalidInput):
+        import_bytes(target, exported, namespace="no spaces allowed")
+    with pytest.raises(InvalidInput):
+        export_bytes(target, namespace="no/slashes")
+
+
+def test_deployment_id_is_made_once_and_kept(tmp_path: Path) -> None:
+    first = deployment_id(tmp_path / "data")
+    assert first and deployment_id(tmp_path / "data") == first
+    assert deployment_id(tmp_path / "other") != first
