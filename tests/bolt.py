@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
+import shutil
 import socket
 import tempfile
 from collections.abc import Callable
@@ -117,6 +118,7 @@ class ArcadeDBServer:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        shutil.rmtree(self._root, ignore_errors=True)
 
     def target(self) -> BoltTarget:
         return BoltTarget("arcadedb", self.uri, self.user, self.password, self.new_database)
