@@ -440,7 +440,8 @@ def import_entries(
     service.keeper.catch_up()
     report.inserted = len(inserted)
     report.unchanged = len(planned) - len(inserted)
-    report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in set(inserted))
+    stored = set(inserted)
+    report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in stored)
     report.namespaces = sorted({item.memory.namespace for item in planned})
     return report
 
