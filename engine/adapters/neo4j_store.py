@@ -269,8 +269,8 @@ RETURN m.embedding_model AS model, count(m) AS n
 """
 
 _TERM_STATS: LiteralString = """
-MATCH (m:Memory)
-WHERE m.namespace IN $namespaces
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace})
 RETURN count(m) AS n, avg(size(m.terms)) AS average
 """
 
@@ -281,6 +281,9 @@ RETURN properties(m) AS m
 """
 
 # The hard filters of MemoryFilter except metadata; a null parameter means "any".
+# Queries that scan a scope start with UNWIND $namespaces ... MATCH (m:Memory {namespace: ...}):
+# ArcadeDB uses the namespace index for that form and scans for `m.namespace IN $namespaces`
+# (5 ms against 35 ms over 1,000 memories); Neo4j plans both alike.
 _FILTER: LiteralString = """
 m.namespace IN $namespaces
 AND ($statuses IS NULL OR m.status IN $statuses)
@@ -300,7 +303,8 @@ RETURN properties(m) AS m
 
 _LEXICAL: LiteralString = (
     """
-MATCH (m:Memory)
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace})
 WHERE """
     + _FILTER
     + """
@@ -329,7 +333,8 @@ RETURN properties(m) AS m
 
 _LIST: LiteralString = (
     """
-MATCH (m:Memory)
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace})
 WHERE """
     + _FILTER
     + _CURSOR
@@ -337,8 +342,8 @@ WHERE """
 
 _BY_ENTITY: LiteralString = (
     """
-MATCH (e:Entity)
-WHERE e.namespace IN $namespaces AND e.key = $entity_key
+UNWIND $namespaces AS namespace
+MATCH (e:Entity {namespace: namespace, key: $entity_key})
 MATCH (e)<-[:MENTIONS]-(m:Memory)
 WHERE """
     + _FILTER
@@ -354,7 +359,8 @@ RETURN properties(m) AS m
 
 _FILTERED_IDS: LiteralString = (
     """
-MATCH (m:Memory)
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace})
 WHERE """
     + _FILTER
     + """
