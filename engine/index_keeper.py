@@ -29,13 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from engine import scoring
-from engine.ports import Embedder, Matrix, Store, VectorIndex
+from engine.ports import Embedder, Matrix, Store, Vector, VectorIndex
 from engine.records import MemoryFilter, Status
 
 log = logging.getLogger(__name__)
 
 CHANGE_PAGE = 2000
 REBUILD_BATCH = 2048
+# Stored and indexed vectors this close are the same vector (float32 round-off).
+UNCHANGED_COSINE = 1.0 - 1e-5
 
 IndexFactory = Callable[[], VectorIndex]
 # A fresh, empty index for another embedder's vectors (the legacy index).
@@ -229,7 +231,9 @@ class IndexKeeper:
             return
         vectors = self._store.vectors(keep, self._embedder.name)
         missing = [mid for mid in keep if mid not in vectors]
-        present = [mid for mid in keep if mid in vectors]
+        # A change that kept the vector (a status or field edit, an archive) needs no
+        # index write: re-inserting into HNSW costs a graph search per id.
+        present = [mid for mid in keep if mid in vectors and not _indexed_as(index, mid, vectors[mid])]
         if present:
             index.upsert(present, np.vstack([vectors[mid] for mid in present]))
         if missing:
@@ -242,3 +246,11 @@ class IndexKeeper:
         vectors = self._embedder.embed_documents([contents[mid] for mid in ordered])
         self._store.put_vectors(dict(zip(ordered, vectors, strict=True)), self._embedder.name)
         return ordered, vectors
+
+
+def _indexed_as(index: VectorIndex, memory_id: str, vector: Vector) -> bool:
+    """Whether the index already holds ``vector`` (to float precision) for ``memory_id``."""
+    if memory_id not in index:
+        return False
+    found = index.similarities(vector, [memory_id])
+    return bool(found) and found[0][1] >= UNCHANGED_COSINE
