@@ -118,6 +118,25 @@ def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemorySer
     # A second run finds nothing more to do.
     again = service.consolidator.run(NS)
     assert (again.merged, again.archived, again.purged) == (0, 0, 0)
+    # Restored sources are near-duplicates of their merged memory: the three merge into one,
+    # whose content still holds each text once.
+    for source in (first, second):
+        service.rollbacks.restore(NS, source.memory_id)
+    remerged = service.consolidator.run(NS)
+    assert (remerged.merged, remerged.merged_sources, remerged.skipped) == (1, 3, 0)
+    (outcome,) = remerged.outcomes
+    assert isinstance(outcome.action, Merge)
+    assert service.get(NS, outcome.action.merged.memory_id).content == f"{one}\n{two}"
+    assert service.get(NS, merged.memory_id).status is Status.SUPERSEDED
+    service.rollbacks.to_version(NS, merged.memory_id, 1)
+    service.delete(NS, outcome.action.merged.memory_id)
+    # A merged memory that was deleted does not take its sources back.
+    for source in (first, second):
+        service.rollbacks.restore(NS, source.memory_id)
+    service.delete(NS, merged.memory_id)
+    refused = service.consolidator.run(NS)
+    assert (refused.merged, refused.skipped) == (0, 1)
+    assert {service.get(NS, s.memory_id).status for s in (first, second)} == {Status.ACTIVE}
 
 
 def test_dry_run_reports_the_plan_and_changes_nothing(service: MemoryService, clock: Any) -> None:
