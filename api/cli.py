@@ -56,24 +56,6 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _consolidate(args: argparse.Namespace) -> int:
-    """Consolidate one namespace of a data directory no server holds; print the report as JSON."""
-    import json as json_
-
-    from api.lifecycle import report_out
-    from engine.adapters import open_service
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    service = open_service(load_config(args.config, None, **overrides), background_reembed=False)
-    try:
-        report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
-    finally:
-        service.close()
-    print(json_.dumps(report_out(report), ensure_ascii=False, indent=2))
-    return 0
-
-
 def _open_service(args: argparse.Namespace) -> MemoryService:
     from engine.adapters import open_service
 
@@ -125,6 +107,24 @@ def _import(args: argparse.Namespace) -> int:
     if not report.written:
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
         return 1
+    return 0
+
+
+def _consolidate(args: argparse.Namespace) -> int:
+    """Consolidate one namespace of a data directory no server holds; print the report as JSON."""
+    import json as json_
+
+    from api.lifecycle import report_out
+    from engine.adapters import open_service
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
+    service = open_service(load_config(args.config, None, **overrides), background_reembed=False)
+    try:
+        report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
+    finally:
+        service.close()
+    print(json_.dumps(report_out(report), ensure_ascii=False, indent=2))
     return 0
 
 

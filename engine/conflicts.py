@@ -37,6 +37,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol
 
 from engine.entities import ALIASES, canonical_key
@@ -143,8 +144,13 @@ def _normal(text: str) -> str:
     return text.replace("cannot", "can not").replace("ca not", "can not").replace("wo not", "will not")
 
 
-def claims(text: str) -> list[Claim]:
-    """Every claim the rules can read in ``text``."""
+def claims(text: str) -> tuple[Claim, ...]:
+    """Every claim the rules can read in ``text`` (cached: a memory is judged against many)."""
+    return _claims(text)
+
+
+@lru_cache(maxsize=8192)
+def _claims(text: str) -> tuple[Claim, ...]:
     found: list[Claim] = []
     holder = "user"
     for clause in _CLAUSE_SPLIT.split(_normal(text)):
@@ -156,7 +162,7 @@ def claims(text: str) -> list[Claim]:
         if read:
             holder = read[0].holder
         found += read
-    return found
+    return tuple(found)
 
 
 # English ---------------------------------------------------------------------------------

@@ -201,22 +201,6 @@ class Store(Protocol):
         """Store typed links; an identical (src, dst, kind) link is kept once."""
         ...
 
-    # --- scoped reads -----------------------------------------------------------
-
-    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
-        """The memory in any of ``namespaces``, whatever its status, or None."""
-        ...
-
-    def get_many(
-        self,
-        namespaces: Sequence[str],
-        ids: Sequence[str],
-        flt: MemoryFilter,
-        now: datetime,
-    ) -> list[Memory]:
-        """Those of ``ids`` that are in ``namespaces`` and pass ``flt``, in no set order."""
-        ...
-
     def insert_linked(
         self,
         memories: Sequence[Memory],
@@ -250,6 +234,22 @@ class Store(Protocol):
         """
         ...
 
+    # --- scoped reads -----------------------------------------------------------
+
+    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
+        """The memory in any of ``namespaces``, whatever its status, or None."""
+        ...
+
+    def get_many(
+        self,
+        namespaces: Sequence[str],
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> list[Memory]:
+        """Those of ``ids`` that are in ``namespaces`` and pass ``flt``, in no set order."""
+        ...
+
     def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
         """An active memory of ``namespace`` with this content digest, or None."""
         ...
@@ -274,12 +274,45 @@ class Store(Protocol):
         """Up to ``limit`` ids passing ``flt`` (the exact-scan fallback of recall)."""
         ...
 
+    def lexical_search(
+        self,
+        namespaces: Sequence[str],
+        query_terms: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` (id, score) of memories in scope passing ``flt`` whose
+        search terms (``engine.text.terms`` of the content) share any of
+        ``query_terms``, best first. BM25-like: higher is better; scores are
+        comparable within one call only. No terms, no hits."""
+        ...
+
     def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
         """Every kept version of the memory, oldest first; empty when absent."""
         ...
 
     def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
         """Links from or to the memory."""
+        ...
+
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        """Active memories of ``namespace`` whose ``key`` equals ``key`` exactly,
+        newest ``created_at`` first (ties by ``memory_id`` descending)."""
+        ...
+
+    def memories_by_entity(
+        self,
+        namespaces: Sequence[str],
+        entity_key: str,
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[Memory]:
+        """Up to ``limit`` memories in scope passing ``flt`` that mention an entity
+        whose key (``engine.records.entity_keys``) equals ``entity_key``, newest
+        ``created_at`` first (ties by ``memory_id`` descending). The caller passes
+        the key, not a raw name; a key nothing mentions gives ``[]``."""
         ...
 
     def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
@@ -313,25 +346,6 @@ class Store(Protocol):
 
     def contents(self, ids: Sequence[str]) -> dict[str, str]:
         """Content of each id that exists, for re-embedding only."""
-        ...
-
-    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        """Active memories of ``namespace`` whose ``key`` equals ``key`` exactly,
-        newest ``created_at`` first (ties by ``memory_id`` descending)."""
-        ...
-
-    def memories_by_entity(
-        self,
-        namespaces: Sequence[str],
-        entity_key: str,
-        flt: MemoryFilter,
-        now: datetime,
-        limit: int,
-    ) -> list[Memory]:
-        """Up to ``limit`` memories in scope passing ``flt`` that mention an entity
-        whose key (``engine.records.entity_keys``) equals ``entity_key``, newest
-        ``created_at`` first (ties by ``memory_id`` descending). The caller passes
-        the key, not a raw name; a key nothing mentions gives ``[]``."""
         ...
 
     # --- walks for lifecycle jobs (bounded memory: one page at a time) -------------

@@ -70,6 +70,8 @@ def calibrated_similarity(cosine: float, floor: float) -> float:
 class Candidate:
     memory: Memory
     cosine: float
+    # Lexical match in 0..1 (BM25 relative to the best lexical hit of the query); 0 when none.
+    lexical: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,7 @@ class Breakdown:
     """Why a hit scored what it did: each signal's value, weight and contribution."""
 
     semantic: Signal
+    lexical: Signal
     decay: Signal
     cosine: float
 
@@ -99,7 +102,7 @@ class Breakdown:
                     "weight": sig.weight,
                     "contribution": round(sig.contribution, 6),
                 }
-                for name, sig in (("semantic", self.semantic), ("decay", self.decay))
+                for name, sig in (("semantic", self.semantic), ("lexical", self.lexical), ("decay", self.decay))
             },
         }
 
@@ -126,8 +129,9 @@ def fuse(
     hits = []
     for cand in candidates:
         semantic = Signal(calibrated_similarity(cand.cosine, similarity_floor), weights.semantic)
+        lexical = Signal(cand.lexical, weights.lexical)
         decay = Signal(current_score(cand.memory, now, scoring), weights.decay)
-        score = semantic.contribution + decay.contribution
-        hits.append(Hit(cand.memory, score, Breakdown(semantic, decay, cand.cosine)))
+        score = semantic.contribution + lexical.contribution + decay.contribution
+        hits.append(Hit(cand.memory, score, Breakdown(semantic, lexical, decay, cand.cosine)))
     hits.sort(key=lambda h: (-h.score, h.memory.memory_id))
     return hits

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from engine import conflicts, scoring
+from engine import conflicts, scoring, text
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.entities import entities_for
@@ -66,6 +66,7 @@ class SaveResult:
     # Conflicts on write (engine/conflicts.py): older memories this one superseded or contradicts.
     superseded: tuple[str, ...] = ()
     contradicted: tuple[str, ...] = ()
+
 
 def _clashes(draft: MemoryDraft, older: Memory) -> bool:
     """A near-identical text that negates or changes the older one is news, not a repeat
@@ -114,7 +115,7 @@ class MemoryService:
         self.embedder = embedder
         self._clock = clock
         self._write_lock = threading.Lock()
-        self.reinforcer = Reinforcer(self._reinforce)
+        self.reinforcer = Reinforcer(self._reinforce_in_background)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
         self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
@@ -124,7 +125,6 @@ class MemoryService:
         )
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
-
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -312,6 +312,7 @@ class MemoryService:
         # During a model change: memories not re-embedded yet, found with the previous model.
         known = {cand.memory.memory_id for cand in candidates}
         candidates += self.keeper.legacy_candidates(query, namespaces, flt, now, pool, known)
+        candidates = self._with_lexical(candidates, query, vector, namespaces, flt, now, pool)
         hits = scoring.fuse(
             candidates,
             now=now,
@@ -438,6 +439,33 @@ class MemoryService:
             records = self.store.get_many(namespaces, list(similar), flt, now)
         return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
 
+    def _with_lexical(
+        self,
+        candidates: list[scoring.Candidate],
+        query: str,
+        vector: Vector,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        pool: int,
+    ) -> list[scoring.Candidate]:
+        """Add the lexical channel: its own top ``pool`` hits join the semantic
+        candidates, and every candidate gets its BM25 score relative to the best."""
+        lexical = dict(self.store.lexical_search(namespaces, text.terms(query), flt, now, pool))
+        if not lexical:
+            return candidates
+        best = max(lexical.values())
+        known = {cand.memory.memory_id for cand in candidates}
+        extra = [memory_id for memory_id in lexical if memory_id not in known]
+        cosines = dict(self.keeper.index.similarities(vector, extra)) if extra else {}
+        joined = candidates + [
+            scoring.Candidate(memory, cosines.get(memory.memory_id, 0.0))
+            for memory in self.store.get_many(namespaces, extra, flt, now)
+        ]
+        return [
+            replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined
+        ]
+
     def _resolve_conflicts(
         self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime
     ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]:
@@ -459,7 +487,7 @@ class MemoryService:
         found: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         for number, (_, memory, vector) in enumerate(fresh):
             olds = self._conflict_candidates(memory, vector, now)
-            olds += [earlier for _, earlier, _ in fresh[:number] if earlier.namespace == memory.namespace]
+            olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
             statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
             superseded: list[str] = []
@@ -550,6 +578,12 @@ class MemoryService:
             raise MemoryNotFound(memory_id, namespace)
         return memory
 
+    def _reinforce_in_background(self, events: Sequence[Reinforcement]) -> None:
+        # Under the write lock: an edit reads a record and writes it back whole, so a
+        # reinforcement landing in between would be overwritten and its access lost.
+        with self._write_lock:
+            self._reinforce(events)
+
     def _reinforce(self, events: Sequence[Reinforcement]) -> None:
         policy = self.config.scoring
         self.store.reinforce(events, lambda memory, bonus, at: scoring.reinforced_base(memory, bonus, at, policy))
@@ -638,3 +672,23 @@ class MemoryService:
                 )
         if flt.created_after and flt.created_before and flt.created_after >= flt.created_before:
             raise InvalidInput("filter.created_after must be before filter.created_before", field="filter")
+
+
+def _related_earlier(
+    memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]
+) -> list[Memory]:
+    """Memories earlier in the same batch that may be about the same thing: sharing
+    an entity or the key, or among the most similar. Bounded, so a large batch does
+    not judge every pair."""
+    same_ns = [(other, other_vector) for _, other, other_vector in earlier if other.namespace == memory.namespace]
+    keys = entity_keys(memory.entities)
+    linked = [
+        other
+        for other, _ in same_ns
+        if (keys & entity_keys(other.entities)) or (memory.key is not None and other.key == memory.key)
+    ]
+    closest = heapq.nlargest(
+        conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector))
+    )
+    return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
+

@@ -38,6 +38,7 @@ from engine.records import (
     Visibility,
     entity_keys,
 )
+from engine.text import terms
 
 _MIGRATIONS: tuple[str, ...] = (
     """
@@ -111,6 +112,34 @@ _MIGRATIONS: tuple[str, ...] = (
         at        TEXT NOT NULL
     );
     """,
+    # 2: the lexical channel. FTS5 over search terms (engine.text: stemmed English,
+    # jieba-segmented Chinese), kept in step by triggers so every write path is covered.
+    # term_docs gives each memory a stable integer FTS rowid (a plain rowid may change
+    # on VACUUM). The triggers call twinmem_terms(), which SqliteStore registers on
+    # its connection: other SQLite clients can read this file but not write memories.
+    """
+    CREATE TABLE term_docs (
+        doc       INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id TEXT NOT NULL UNIQUE
+    );
+    CREATE VIRTUAL TABLE memory_terms USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+    CREATE TRIGGER memory_terms_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO term_docs (memory_id) VALUES (new.memory_id);
+        INSERT INTO memory_terms (rowid, terms)
+            SELECT doc, twinmem_terms(new.content) FROM term_docs WHERE memory_id = new.memory_id;
+    END;
+    CREATE TRIGGER memory_terms_update AFTER UPDATE OF content ON memories BEGIN
+        UPDATE memory_terms SET terms = twinmem_terms(new.content)
+            WHERE rowid = (SELECT doc FROM term_docs WHERE memory_id = new.memory_id);
+    END;
+    CREATE TRIGGER memory_terms_delete AFTER DELETE ON memories BEGIN
+        DELETE FROM memory_terms WHERE rowid = (SELECT doc FROM term_docs WHERE memory_id = old.memory_id);
+        DELETE FROM term_docs WHERE memory_id = old.memory_id;
+    END;
+    INSERT INTO term_docs (memory_id) SELECT memory_id FROM memories;
+    INSERT INTO memory_terms (rowid, terms)
+        SELECT d.doc, twinmem_terms(m.content) FROM term_docs d JOIN memories m ON m.memory_id = d.memory_id;
+    """,
 )
 
 _COLUMNS = (
@@ -140,6 +169,7 @@ class SqliteStore:
             conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.execute("PRAGMA foreign_keys=ON")
+            conn.create_function("twinmem_terms", 1, _search_terms, deterministic=True)
             self._conn = conn
             self._migrate(conn)
 
@@ -451,8 +481,9 @@ class SqliteStore:
     def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
         with self._read("find_by_digest") as db:
             row = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND digest = ? AND status = ? "
-                "ORDER BY created_at LIMIT 1",
+                # "+" keeps the planner on memories_by_digest instead of walking the time index.
+                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND digest = ? AND +status = ? "
+                "ORDER BY +created_at LIMIT 1",
                 (namespace, digest, Status.ACTIVE.value),
             ).fetchone()
         return _memory(row) if row else None
@@ -492,6 +523,29 @@ class SqliteStore:
         with self._read("filtered_ids") as db:
             rows = db.execute(f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)).fetchall()
         return [row[0] for row in rows]
+
+    def lexical_search(
+        self,
+        namespaces: Sequence[str],
+        query_terms: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        distinct = list(dict.fromkeys(t for t in query_terms if t))
+        if not namespaces or not distinct:
+            return []
+        where, params = _where(namespaces, flt, now)
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in distinct)
+        with self._read("lexical_search") as db:
+            rows = db.execute(
+                "SELECT m.memory_id, -bm25(memory_terms) FROM memory_terms "
+                "JOIN term_docs d ON d.doc = memory_terms.rowid "
+                f"JOIN memories m ON m.memory_id = d.memory_id WHERE memory_terms MATCH ? AND {where} "
+                "ORDER BY bm25(memory_terms) LIMIT ?",
+                (match, *params, limit),
+            ).fetchall()
+        return [(memory_id, float(score)) for memory_id, score in rows]
 
     def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
         if not namespaces:
@@ -712,6 +766,10 @@ def _memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def _search_terms(content: str) -> str:
+    return " ".join(terms(content))
+
+
 def _keys(entities: Sequence[str]) -> list[str]:
     return [next(iter(entity_keys([name]))) for name in entities]
 
@@ -735,7 +793,9 @@ def _where(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> tuple
         ("source", [s.value for s in flt.sources]),
     ):
         if values:
-            clauses.append(f"{column} IN ({_marks(values)})")
+            # "+": never drive a query from the low-selectivity status index (a get_many by
+            # id would otherwise walk every active row instead of the primary key).
+            clauses.append(f"+{column} IN ({_marks(values)})")
             params += values
     if flt.created_after is not None:
         clauses.append("created_at >= ?")

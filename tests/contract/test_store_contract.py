@@ -30,6 +30,7 @@ from engine.records import (
     content_digest,
     new_memory_id,
 )
+from engine.text import terms
 from tests.bolt import BoltTarget
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -764,6 +765,139 @@ def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model(
     assert store.missing_vector_models("model-b") == {}
 
 
+# --- lexical search ------------------------------------------------------------------
+
+
+def test_lexical_search_matches_stemmed_english_and_segmented_chinese(store: Store) -> None:
+    colour, style, other = put(
+        store,
+        mem("The user's favourite colour is blue"),
+        mem("用户偏好极简风格"),
+        mem("Quarterly taxes are due in April"),
+    )
+    english = store.lexical_search([NS], terms("suggestions for cool colours"), MemoryFilter(), NOW, 10)
+    assert [memory_id for memory_id, _ in english] == [colour.memory_id]
+    chinese = store.lexical_search([NS], terms("极简的界面"), MemoryFilter(), NOW, 10)
+    assert [memory_id for memory_id, _ in chinese] == [style.memory_id]
+    assert store.lexical_search([NS], [], MemoryFilter(), NOW, 10) == []
+    assert other.memory_id not in {memory_id for memory_id, _ in english + chinese}
+
+
+def test_lexical_search_ranks_by_term_weight_and_respects_scope_and_filter(store: Store) -> None:
+    both, one, elsewhere, archived = put(
+        store,
+        mem("hiking boots for hiking in the alps"),
+        mem("new boots"),
+        mem("hiking boots", namespace=OTHER_NS),
+        mem("hiking boots, archived", status=Status.ARCHIVED),
+    )
+    hits = store.lexical_search([NS], terms("hiking boots"), MemoryFilter(), NOW, 10)
+    assert [memory_id for memory_id, _ in hits] == [both.memory_id, one.memory_id]
+    assert hits[0][1] > hits[1][1] > 0
+    assert len(store.lexical_search([NS], terms("hiking boots"), MemoryFilter(), NOW, 1)) == 1
+    archived_only = MemoryFilter(statuses=(Status.ARCHIVED,))
+    assert [m for m, _ in store.lexical_search([NS], terms("boots"), archived_only, NOW, 10)] == [archived.memory_id]
+    assert elsewhere.memory_id not in {m for m, _ in hits}
+
+
+def test_lexical_search_follows_updates_and_purges(store: Store) -> None:
+    (original,) = put(store, mem("The user lives in Berlin"))
+    moved = original.evolve(content="The user lives in Lisbon", version=2)
+    store.update(moved, None, changed_by="tester", reason="moved")
+    assert store.lexical_search([NS], terms("Berlin"), MemoryFilter(), NOW, 10) == []
+    assert [m for m, _ in store.lexical_search([NS], terms("Lisbon"), MemoryFilter(), NOW, 10)] == [moved.memory_id]
+    store.purge(NS, moved.memory_id)
+    assert store.lexical_search([NS], terms("Lisbon"), MemoryFilter(), NOW, 10) == []
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+def imported(
+    memory: Memory, *, history: int = 0, vector: Vector | None = None, edges: tuple[Edge, ...] = ()
+) -> ImportedRecord:
+    versions = (
+        tuple(
+            Version(
+                memory.memory_id,
+                n,
+                memory.evolve(version=n, content=f"{memory.content} v{n}" if n < memory.version else memory.content),
+                T0 + timedelta(hours=n),
+                f"editor-{n}",
+                f"edit {n}",
+            )
+            for n in range(memory.version - history + 1, memory.version + 1)
+        )
+        if history
+        else ()
+    )
+    return ImportedRecord(memory, versions, vector, edges)
+
+
+def test_import_records_keeps_every_field_history_vector_and_edge(store: Store) -> None:
+    old = mem(
+        "kept as it was",
+        status=Status.SUPERSEDED,
+        version=3,
+        access_count=9,
+        base_score=0.91,
+        last_accessed_at=T0 + timedelta(days=3),
+        updated_at=T0 + timedelta(days=2),
+        key="k",
+    )
+    new = mem("the newer one", entities=("Alice",), metadata={"深": [1, {"x": None}]})
+    records = [
+        imported(old, history=3, vector=vec(5)),
+        imported(new, vector=vec(6), edges=(Edge(NS, new.memory_id, old.memory_id, "SUPERSEDES", T0),)),
+    ]
+    seq = store.last_seq()
+    assert store.import_records(records, changed_by="importer") == [old.memory_id, new.memory_id]
+    assert store.get([NS], old.memory_id) == old
+    assert store.get([NS], new.memory_id) == new
+    assert store.versions([NS], old.memory_id) == list(records[0].versions)
+    (only,) = store.versions([NS], new.memory_id)
+    assert (only.record, only.changed_by, only.reason) == (new, "importer", "imported")
+    np.testing.assert_array_equal(store.vectors([old.memory_id], MODEL)[old.memory_id], vec(5))
+    assert [(e.src, e.dst, e.kind) for e in store.edges([NS], old.memory_id)] == [
+        (new.memory_id, old.memory_id, "SUPERSEDES")
+    ]
+    changes = store.changes_since(seq, 10)
+    assert [c.memory_id for c in changes] == [old.memory_id, new.memory_id]
+    assert store.last_seq() == changes[-1].seq
+    assert store.find_by_digest(NS, content_digest("The newer ONE")) == new
+
+
+def test_import_records_skips_ids_already_in_the_namespace(store: Store) -> None:
+    (existing,) = put(store, mem("stored first"))
+    seq = store.last_seq()
+    fresh = mem()
+    again = imported(existing.evolve(content="a different story", version=4), vector=vec(9))
+    assert store.import_records([again, imported(fresh)], changed_by=None) == [fresh.memory_id]
+    assert store.get([NS], existing.memory_id) == existing
+    assert len(store.versions([NS], existing.memory_id)) == 1
+    assert [c.memory_id for c in store.changes_since(seq, 10)] == [fresh.memory_id]
+    assert store.import_records([again, imported(fresh)], changed_by=None) == []
+    assert store.last_seq() == seq + 1
+
+
+def test_import_records_without_a_vector_stores_none(store: Store) -> None:
+    m = mem()
+    store.import_records([imported(m)], changed_by=None)
+    assert store.vectors([m.memory_id], MODEL) == {}
+    assert store.index_status([m.memory_id]) == {m.memory_id: Status.ACTIVE}
+
+
+def test_import_records_of_an_id_held_by_another_namespace_conflicts_and_writes_nothing(store: Store) -> None:
+    (theirs,) = put(store, mem(namespace=OTHER_NS))
+    seq = store.last_seq()
+    fresh = mem()
+    with pytest.raises(Conflict):
+        store.import_records([imported(fresh), imported(theirs.evolve(namespace=NS))], changed_by=None)
+    assert store.get([NS], fresh.memory_id) is None
+    assert store.get([OTHER_NS], theirs.memory_id) == theirs
+    assert store.last_seq() == seq
+
+
 # --- linked writes, keys and entities (conflicts on write, graph endpoints) --------------------
 
 
@@ -882,92 +1016,3 @@ def test_memories_by_entity_respects_the_filter_and_follows_updates(store: Store
     store.update(b.evolve(version=2, entities=("Lisbon",)), None, changed_by=None, reason="moved")
     assert store.memories_by_entity([NS], "berlin", MemoryFilter(), NOW, 10) == []
     assert [m.memory_id for m in store.memories_by_entity([NS], "lisbon", MemoryFilter(), NOW, 10)] == [b.memory_id]
-
-
-# --- import ------------------------------------------------------------------------------------
-
-
-def imported(
-    memory: Memory, *, history: int = 0, vector: Vector | None = None, edges: tuple[Edge, ...] = ()
-) -> ImportedRecord:
-    versions = (
-        tuple(
-            Version(
-                memory.memory_id,
-                n,
-                memory.evolve(version=n, content=f"{memory.content} v{n}" if n < memory.version else memory.content),
-                T0 + timedelta(hours=n),
-                f"editor-{n}",
-                f"edit {n}",
-            )
-            for n in range(memory.version - history + 1, memory.version + 1)
-        )
-        if history
-        else ()
-    )
-    return ImportedRecord(memory, versions, vector, edges)
-
-
-def test_import_records_keeps_every_field_history_vector_and_edge(store: Store) -> None:
-    old = mem(
-        "kept as it was",
-        status=Status.SUPERSEDED,
-        version=3,
-        access_count=9,
-        base_score=0.91,
-        last_accessed_at=T0 + timedelta(days=3),
-        updated_at=T0 + timedelta(days=2),
-        key="k",
-    )
-    new = mem("the newer one", entities=("Alice",), metadata={"深": [1, {"x": None}]})
-    records = [
-        imported(old, history=3, vector=vec(5)),
-        imported(new, vector=vec(6), edges=(Edge(NS, new.memory_id, old.memory_id, "SUPERSEDES", T0),)),
-    ]
-    seq = store.last_seq()
-    assert store.import_records(records, changed_by="importer") == [old.memory_id, new.memory_id]
-    assert store.get([NS], old.memory_id) == old
-    assert store.get([NS], new.memory_id) == new
-    assert store.versions([NS], old.memory_id) == list(records[0].versions)
-    (only,) = store.versions([NS], new.memory_id)
-    assert (only.record, only.changed_by, only.reason) == (new, "importer", "imported")
-    np.testing.assert_array_equal(store.vectors([old.memory_id], MODEL)[old.memory_id], vec(5))
-    assert [(e.src, e.dst, e.kind) for e in store.edges([NS], old.memory_id)] == [
-        (new.memory_id, old.memory_id, "SUPERSEDES")
-    ]
-    changes = store.changes_since(seq, 10)
-    assert [c.memory_id for c in changes] == [old.memory_id, new.memory_id]
-    assert store.last_seq() == changes[-1].seq
-    assert store.find_by_digest(NS, content_digest("The newer ONE")) == new
-
-
-def test_import_records_skips_ids_already_in_the_namespace(store: Store) -> None:
-    (existing,) = put(store, mem("stored first"))
-    seq = store.last_seq()
-    fresh = mem()
-    again = imported(existing.evolve(content="a different story", version=4), vector=vec(9))
-    assert store.import_records([again, imported(fresh)], changed_by=None) == [fresh.memory_id]
-    assert store.get([NS], existing.memory_id) == existing
-    assert len(store.versions([NS], existing.memory_id)) == 1
-    assert [c.memory_id for c in store.changes_since(seq, 10)] == [fresh.memory_id]
-    assert store.import_records([again, imported(fresh)], changed_by=None) == []
-    assert store.last_seq() == seq + 1
-
-
-def test_import_records_without_a_vector_stores_none(store: Store) -> None:
-    m = mem()
-    store.import_records([imported(m)], changed_by=None)
-    assert store.vectors([m.memory_id], MODEL) == {}
-    assert store.index_status([m.memory_id]) == {m.memory_id: Status.ACTIVE}
-
-
-def test_import_records_of_an_id_held_by_another_namespace_conflicts_and_writes_nothing(store: Store) -> None:
-    (theirs,) = put(store, mem(namespace=OTHER_NS))
-    seq = store.last_seq()
-    fresh = mem()
-    with pytest.raises(Conflict):
-        store.import_records([imported(fresh), imported(theirs.evolve(namespace=NS))], changed_by=None)
-    assert store.get([NS], fresh.memory_id) is None
-    assert store.get([OTHER_NS], theirs.memory_id) == theirs
-    assert store.last_seq() == seq
-

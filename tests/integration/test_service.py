@@ -357,6 +357,30 @@ def test_recall_without_reinforcement_changes_nothing(service: MemoryService) ->
     assert fresh(service, m.memory_id) == m
 
 
+def test_edits_beside_recalls_lose_no_reinforcement(service: MemoryService) -> None:
+    target = service.save(draft("the wifi password is on the fridge")).memory
+    service.save(draft("the spare bulbs are in the garage"))
+    start = threading.Barrier(9)
+
+    def recaller() -> None:
+        start.wait()
+        for _ in range(10):
+            service.recall("wifi password", namespaces=[NS], top_k=1)
+
+    def editor() -> None:
+        start.wait()
+        for n in range(20):
+            service.update(NS, target.memory_id, MemoryPatch(metadata={"edit": n}))
+
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        for future in [pool.submit(recaller) for _ in range(8)] + [pool.submit(editor)]:
+            future.result()
+    service.flush()
+    after = fresh(service, target.memory_id)
+    assert after.access_count == 80
+    assert after.version == 21 and after.metadata == {"edit": 19}
+
+
 def test_concurrent_recalls_reinforce_exactly(service: MemoryService) -> None:
     target = service.save(draft("the wifi password is on the fridge")).memory
     service.save(draft("the spare bulbs are in the garage"))

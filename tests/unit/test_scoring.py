@@ -162,38 +162,41 @@ def _fuse(candidates: list[Candidate], *, weights: FusionWeights | None = None, 
     return fuse(candidates, now=T0, weights=weights or FusionWeights(), scoring=POLICY, similarity_floor=floor)
 
 
-def test_fuse_ranks_by_weighted_semantic_and_decay_signals() -> None:
+def test_fuse_ranks_by_weighted_semantic_lexical_and_decay_signals() -> None:
     close_weak = Candidate(memory(memory_id="a", base=0.1), cosine=0.9)
     far_strong = Candidate(memory(memory_id="b", base=1.0), cosine=0.5)
-    middling = Candidate(memory(memory_id="c", base=0.5), cosine=0.7)
-    hits = _fuse([far_strong, middling, close_weak])
-    # a: 0.8*0.9 + 0.2*0.1 = 0.74; c: 0.56 + 0.1 = 0.66; b: 0.4 + 0.2 = 0.60
-    assert [h.memory.memory_id for h in hits] == ["a", "c", "b"]
-    assert [h.score for h in hits] == pytest.approx([0.74, 0.66, 0.60])
+    middling = Candidate(memory(memory_id="c", base=0.5), cosine=0.7, lexical=1.0)
+    weights = FusionWeights(semantic=0.6, lexical=0.2, decay=0.2)
+    hits = _fuse([far_strong, middling, close_weak], weights=weights)
+    # c: 0.6*0.7 + 0.2*1.0 + 0.2*0.5 = 0.72; a: 0.54 + 0 + 0.02 = 0.56; b: 0.30 + 0 + 0.2 = 0.50
+    assert [h.memory.memory_id for h in hits] == ["c", "a", "b"]
+    assert [h.score for h in hits] == pytest.approx([0.72, 0.56, 0.50])
 
 
 def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
     cands = [
-        Candidate(memory(memory_id="a", base=0.3, access_count=4, category="task"), cosine=0.81),
+        Candidate(memory(memory_id="a", base=0.3, access_count=4, category="task"), cosine=0.81, lexical=0.4),
         Candidate(memory(memory_id="b", base=0.9), cosine=0.42),
     ]
     for hit in fuse(
         cands,
         now=T0 + timedelta(days=3),
-        weights=FusionWeights(semantic=0.7, decay=0.3),
+        weights=FusionWeights(semantic=0.5, lexical=0.2, decay=0.3),
         scoring=POLICY,
         similarity_floor=0.2,
     ):
         parts = hit.breakdown
-        assert parts.semantic.contribution + parts.decay.contribution == pytest.approx(hit.score)
-        assert parts.semantic.weight == 0.7
+        total = parts.semantic.contribution + parts.lexical.contribution + parts.decay.contribution
+        assert total == pytest.approx(hit.score)
+        assert parts.semantic.weight == 0.5
+        assert parts.lexical.weight == 0.2
         assert parts.decay.weight == 0.3
         assert parts.semantic.value == pytest.approx(calibrated_similarity(parts.cosine, 0.2))
         assert parts.decay.value == pytest.approx(current_score(hit.memory, T0 + timedelta(days=3), POLICY))
         explained = parts.as_dict()
         signals = explained["signals"]
         assert isinstance(signals, dict)
-        assert set(signals) == {"semantic", "decay"}
+        assert set(signals) == {"semantic", "lexical", "decay"}
         total = sum(sig["contribution"] for sig in signals.values())
         assert total == pytest.approx(hit.score, abs=1e-5)
 
@@ -206,10 +209,10 @@ def test_fuse_breaks_ties_by_memory_id() -> None:
 
 
 def test_fuse_honours_the_weights() -> None:
-    semantic_only = FusionWeights(semantic=1.0, decay=0.0)
+    semantic_only = FusionWeights(semantic=1.0, lexical=0.0, decay=0.0)
     cands = [Candidate(memory(memory_id="strong", base=1.0), 0.3), Candidate(memory(memory_id="close", base=0.0), 0.9)]
     assert [h.memory.memory_id for h in _fuse(cands, weights=semantic_only)] == ["close", "strong"]
-    decay_only = FusionWeights(semantic=0.0, decay=1.0)
+    decay_only = FusionWeights(semantic=0.0, lexical=0.0, decay=1.0)
     assert [h.memory.memory_id for h in _fuse(cands, weights=decay_only)] == ["strong", "close"]
 
 

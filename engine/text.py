@@ -1,0 +1,70 @@
+"""Text into search terms for the lexical channel, in English and Chinese.
+
+Latin-script words are case-folded, stripped of a small stop-word list and
+stemmed (Snowball English: "colours" and "colour" meet); runs of CJK characters
+are segmented with jieba's search mode, which also emits the shorter words
+inside a long one ("极简风格" → "极简", "风格", "极简风格"). The same function
+turns stored content and queries into terms, so both sides always agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+
+import jieba
+import snowballstemmer
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_LOCK = threading.Lock()
+_STEMMER = snowballstemmer.stemmer("english")
+
+ENGLISH_STOP_WORDS = frozenset(
+    """a s about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves""".split()
+)
+CHINESE_STOP_WORDS = frozenset(
+    "的 了 是 在 和 也 就 都 而 及 与 着 或 一个 我 你 他 她 它 吗 呢 吧 啊 什么 怎么 有 这 那".split()
+)
+
+jieba.setLogLevel(logging.WARNING)
+
+
+def terms(text: str) -> list[str]:
+    """Search terms of ``text``, in order, repeats kept (they count in BM25)."""
+    normal = unicodedata.normalize("NFKC", text).casefold()
+    found: list[str] = []
+    position = 0
+    for match in _CJK.finditer(normal):
+        found += _latin_terms(normal[position : match.start()])
+        found += _cjk_terms(match.group())
+        position = match.end()
+    found += _latin_terms(normal[position:])
+    return found
+
+
+def _latin_terms(text: str) -> list[str]:
+    words = [w for w in _WORD.findall(text) if w not in ENGLISH_STOP_WORDS]
+    with _LOCK:  # the Snowball stemmer object is not thread-safe
+        return [_stem(word) for word in words]
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    stem: str = _STEMMER.stemWord(word)
+    return stem
+
+
+def _cjk_terms(run: str) -> list[str]:
+    with _LOCK:  # jieba initialises its dictionary lazily, once
+        words = jieba.lcut_for_search(run)
+    return [w for w in words if w.strip() and w not in CHINESE_STOP_WORDS]
