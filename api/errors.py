@@ -49,7 +49,8 @@ def engine_error(request: Request[Any, Any, Any], exc: TwinmemError) -> Response
     status = status_for(exc)
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
-    return Response(_body(status, str(exc), field=getattr(exc, "field", None)), status_code=status)
+    body = _body(status, str(exc), field=getattr(exc, "field", None), reasons=getattr(exc, "reasons", None))
+    return Response(body, status_code=status)
 
 
 def validation_error(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:

@@ -182,6 +182,7 @@ def save_out(result: SaveResult) -> dict[str, Any]:
         "similarity": result.similarity,
         "superseded": list(result.superseded),
         "contradicted": list(result.contradicted),
+        "guard": {"action": result.guard.action.value, "findings": list(result.guard.kinds)},
         "version": result.memory.version,
         "namespace": result.memory.namespace,
         "memory": memory_out(result.memory),

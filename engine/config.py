@@ -164,6 +164,36 @@ class LimitsConfig:
     max_metadata_bytes: int = 16384
 
 
+GUARD_PII_ACTIONS = ("reject", "redact", "allow")
+GUARD_INJECTION_ACTIONS = ("reject", "quarantine")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardPolicy:
+    """What the write guard does (engine/guard.py): with personal data and secrets
+    (``reject`` / ``redact`` / ``allow``) and with prompt injection (``reject`` / ``quarantine``)."""
+
+    pii: str = "redact"
+    injection: str = "quarantine"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardConfig:
+    """The default policy (``[guard]``) and per-namespace overrides
+    (``[guard.namespaces."user:alice"]``; a name ending in ``*`` is a prefix, the longest wins).
+    An override inherits the keys it does not set from ``[guard]``."""
+
+    default: GuardPolicy = field(default_factory=GuardPolicy)
+    namespaces: Mapping[str, GuardPolicy] = field(default_factory=lambda: MappingProxyType({}))
+
+    def policy_for(self, namespace: str) -> GuardPolicy:
+        exact = self.namespaces.get(namespace)
+        if exact is not None:
+            return exact
+        prefixes = [name for name in self.namespaces if name.endswith("*") and namespace.startswith(name[:-1])]
+        return self.namespaces[max(prefixes, key=len)] if prefixes else self.default
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     data_dir: Path = Path(DEFAULT_DATA_DIR)
@@ -181,6 +211,7 @@ class Config:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
 
 
 def load_config(
@@ -258,6 +289,7 @@ _KNOWN_TOP = {
     "limits",
     "lifecycle",
     "neo4j",
+    "guard",
 }
 
 
@@ -314,9 +346,36 @@ def _build(raw: dict[str, Any]) -> Config:
         limits=_section(LimitsConfig, _table(raw, "limits"), "limits"),
         lifecycle=_section(LifecycleConfig, _table(raw, "lifecycle"), "lifecycle"),
         neo4j=_section(Neo4jConfig, _table(raw, "neo4j"), "neo4j"),
+        guard=_guard(_table(raw, "guard")),
     )
     _validate(config)
     return config
+
+
+def _guard(values: Mapping[str, Any]) -> GuardConfig:
+    scalars = {key: value for key, value in values.items() if key != "namespaces"}
+    default = _guard_policy(scalars, GuardPolicy(), "[guard]")
+    overrides = _table(values, "namespaces") if "namespaces" in values else {}
+    namespaces: dict[str, GuardPolicy] = {}
+    for name, table in overrides.items():
+        where = f'[guard.namespaces."{name}"]'
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        namespaces[name] = _guard_policy(table, default, where)
+    return GuardConfig(default=default, namespaces=MappingProxyType(namespaces))
+
+
+def _guard_policy(values: Mapping[str, Any], base: GuardPolicy, where: str) -> GuardPolicy:
+    unknown = set(values) - {"pii", "injection"}
+    if unknown:
+        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in {where}")
+    pii = _coerce(values.get("pii", base.pii), str, f"{where} pii")
+    injection = _coerce(values.get("injection", base.injection), str, f"{where} injection")
+    if pii not in GUARD_PII_ACTIONS:
+        raise ConfigError(f"{where} pii must be one of {', '.join(GUARD_PII_ACTIONS)}, got {pii!r}")
+    if injection not in GUARD_INJECTION_ACTIONS:
+        raise ConfigError(f"{where} injection must be one of {', '.join(GUARD_INJECTION_ACTIONS)}, got {injection!r}")
+    return GuardPolicy(pii=pii, injection=injection)
 
 
 def _table(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:

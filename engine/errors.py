@@ -5,6 +5,7 @@ catch the engine's failures without catching programming mistakes::
 
     TwinmemError
     ├── InvalidInput            a request the engine cannot act on (bad field, bad filter)
+    │   └── GuardRejected       the write guard refused the content (personal data, injection)
     ├── NotFound                no such memory in the caller's namespaces
     │   └── MemoryNotFound
     ├── Conflict                the request clashes with stored state (stale version)
@@ -32,6 +33,15 @@ class InvalidInput(TwinmemError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class GuardRejected(InvalidInput):
+    """The write guard refused a memory's content; ``reasons`` says what it found
+    (never the matched text itself, which may be a secret)."""
+
+    def __init__(self, message: str, *, reasons: tuple[str, ...], field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.reasons = reasons
 
 
 class NotFound(TwinmemError):

@@ -23,10 +23,11 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from engine import conflicts, scoring, text
+from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.entities import entities_for
-from engine.errors import InvalidInput, MemoryNotFound
+from engine.errors import GuardRejected, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
 from engine.ports import Edge, Embedder, Reinforcement, Store, Vector
@@ -66,6 +67,8 @@ class SaveResult:
     # Conflicts on write (engine/conflicts.py): older memories this one superseded or contradicts.
     superseded: tuple[str, ...] = ()
     contradicted: tuple[str, ...] = ()
+    # What the write guard did with the content (engine/guard.py).
+    guard: guards.WriteVerdict = guards.ALLOWED
 
 
 def _clashes(draft: MemoryDraft, older: Memory) -> bool:
@@ -115,6 +118,9 @@ class MemoryService:
         self.embedder = embedder
         self._clock = clock
         self._write_lock = threading.Lock()
+        # Read-guard hook: whether a memory's writer (agent or session) is blocked.
+        # Blocking sources plugs in here; until then nobody is blocked.
+        self.is_blocked: Callable[[Memory], bool] = guards.never_blocked
         self.reinforcer = Reinforcer(self._reinforce_in_background)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
@@ -167,6 +173,7 @@ class MemoryService:
             )
         for position, draft in enumerate(drafts):
             self._check_draft(draft, position if len(drafts) > 1 else None)
+        drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
         with self._write_lock:
@@ -191,11 +198,15 @@ class MemoryService:
                     repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
                     continue
                 memory = self._new_memory(draft, now, actor)
+                if verdicts[position].action is guards.Action.QUARANTINED:
+                    memory = memory.evolve(status=Status.QUARANTINED)
                 fresh.append((position, memory, vector))
                 by_digest[(draft.namespace, digest)] = memory
                 results[position] = SaveResult(memory, created=True)
             if fresh:
-                updates, edges, found = self._resolve_conflicts(fresh, now)
+                # A quarantined memory supersedes and contradicts nothing.
+                judged = [item for item in fresh if item[1].status is Status.ACTIVE]
+                updates, edges, found = self._resolve_conflicts(judged, now)
                 for position, memory, _ in fresh:
                     superseded, contradicted = found.get(memory.memory_id, ((), ()))
                     results[position] = SaveResult(
@@ -211,7 +222,7 @@ class MemoryService:
                 self.keeper.catch_up()
             if repeats:
                 self._reinforce(repeats)
-        return [result for result in results if result is not None]
+        return [replace(result, guard=verdicts[n]) for n, result in enumerate(results) if result is not None]
 
     def update(
         self,
@@ -319,7 +330,8 @@ class MemoryService:
             weights=self.config.fusion,
             scoring=self.config.scoring,
             similarity_floor=self.embedder.similarity_floor,
-        )[:top_k]
+        )
+        hits = self._guard_reads(hits)[:top_k]
         if reinforce:
             self.reinforcer.submit(
                 [
@@ -571,6 +583,29 @@ class MemoryService:
             key=draft.key,
             metadata=dict(draft.metadata),
         )
+
+    # --- guards (engine/guard.py) ------------------------------------------------------
+
+    def _guard_writes(self, drafts: Sequence[MemoryDraft]) -> tuple[list[MemoryDraft], list[guards.WriteVerdict]]:
+        """The write guard, before anything is embedded: each draft under its namespace's
+        policy. Redaction changes the content that is embedded and stored; one refused
+        draft refuses the whole batch (it is one transaction)."""
+        verdicts = guards.check_writes([(d.namespace, d.content, d.source) for d in drafts], self.config.guard)
+        for position, verdict in enumerate(verdicts):
+            if verdict.action is guards.Action.REJECTED:
+                where = f"memories[{position}].content" if len(drafts) > 1 else "content"
+                raise GuardRejected(
+                    f"the write guard refused {where}: {'; '.join(verdict.reasons)}",
+                    reasons=verdict.reasons,
+                    field=where,
+                )
+        return [replace(d, content=v.content) for d, v in zip(drafts, verdicts, strict=True)], verdicts
+
+    def _guard_reads(self, hits: list[scoring.Hit]) -> list[scoring.Hit]:
+        """The read guard, after fusion and before top_k (so top_k is still filled):
+        drops what the current rules refuse (quarantined, injection-like, a sensitive
+        action not said by the user or said by a blocked writer)."""
+        return [hit for hit in hits if guards.check_read(hit.memory, is_blocked=self.is_blocked) is None]
 
     def _live(self, namespace: str, memory_id: str) -> Memory:
         memory = self.store.get([namespace], memory_id)
