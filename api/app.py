@@ -12,15 +12,21 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 
+from api.admin import AdminController
+from api.auth import AuditMiddleware, authenticate, provide_access
 from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from api.portability import PortabilityController
+from engine.adapters import open_security
 from engine.config import Config
+from engine.security import check_bind
 from engine.service import MemoryService
 
 ServiceFactory = Callable[[Config], MemoryService]
@@ -35,12 +41,18 @@ def _default_factory(config: Config) -> MemoryService:
 def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory) -> Litestar:
     @asynccontextmanager
     async def engine_lifespan(app: Litestar) -> AsyncIterator[None]:
-        service = await anyio.to_thread.run_sync(open_engine, config)
-        app.state.service = service
+        check_bind(config.auth.mode, config.server.host)
+        security = await anyio.to_thread.run_sync(open_security, config)
+        app.state.security = security
         try:
-            yield
+            service = await anyio.to_thread.run_sync(open_engine, config)
+            app.state.service = service
+            try:
+                yield
+            finally:
+                await anyio.to_thread.run_sync(service.close)
         finally:
-            await anyio.to_thread.run_sync(service.close)
+            security.close()
 
     return Litestar(
         route_handlers=[
@@ -49,8 +61,14 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             PortabilityController,
             LifecycleController,
             GraphController,
+            AdminController,
         ],
         lifespan=[engine_lifespan],
+        # Every routed request is authenticated (guard) and leaves an audit entry (middleware): api/auth.py.
+        guards=[authenticate],
+        middleware=[AuditMiddleware],
+        dependencies={"access": Provide(provide_access, sync_to_thread=False)},
+        state=State({"config": config}),
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=config.server.max_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.config import load_config
+from engine.config import Config, load_config
 from engine.errors import TwinmemError
+from engine.security import check_bind
 
 if TYPE_CHECKING:
+    from engine.ports import SecurityStore
     from engine.service import MemoryService
 
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
@@ -38,6 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
     if server:
         overrides["server"] = server
     config = load_config(args.config, None, **overrides)
+    check_bind(config.auth.mode, config.server.host)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__name__).info(
         "twinmem serving %s on http://%s:%d (embedder: %s)",
@@ -128,6 +131,72 @@ def _consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _security_config(args: argparse.Namespace) -> Config:
+    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
+    return load_config(args.config, None, **overrides)
+
+
+def _cli_audit(security: SecurityStore, detail: str, token_id: str) -> None:
+    """Token changes made here are admin actions too; the actor is the local command line."""
+    import uuid
+
+    from engine.records import utcnow
+    from engine.security import AuditEvent
+
+    event = AuditEvent("cli", "admin", "ok", utcnow(), uuid.uuid4().hex, ("*",), (token_id,), detail=detail)
+    security.append_audit(event)
+
+
+def _token(args: argparse.Namespace) -> int:
+    from api.admin import create_token, token_out
+    from engine.adapters import open_security
+    from engine.records import utcnow
+
+    security = open_security(_security_config(args))
+    try:
+        if args.token_command == "create":
+            record, token = create_token(security, args.agent, args.grant)
+            _cli_audit(security, "token create", record.token_id)
+            print(token)
+            print(
+                f"token {record.token_id} for {record.agent} ({', '.join(map(str, record.grants))}); "
+                "it is shown only now",
+                file=sys.stderr,
+            )
+        elif args.token_command == "list":
+            print(json.dumps([token_out(record) for record in security.tokens()], indent=2))
+        else:
+            if not security.revoke(args.token_id, utcnow()):
+                print(f"twinmem: no live token {args.token_id!r}", file=sys.stderr)
+                return 1
+            _cli_audit(security, "token revoke", args.token_id)
+            print(f"revoked {args.token_id}")
+    finally:
+        security.close()
+    return 0
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
+    from engine.adapters import open_security
+    from engine.security import verify_chain
+
+    security = open_security(_security_config(args))
+    try:
+        report = verify_chain(security.audit_rows())
+    finally:
+        security.close()
+    if not report.ok:
+        for problem in report.problems:
+            print(f"twinmem: audit log broken at {problem}", file=sys.stderr)
+        return 1
+    if args.expect_head and args.expect_head != report.head:
+        # A chain can only show edits before its last entry; a head noted elsewhere shows a cut-off tail.
+        print(f"twinmem: audit log ends at {report.head}, not at the expected {args.expect_head}", file=sys.stderr)
+        return 1
+    print(f"audit log intact: {report.entries} entries, head {report.head}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmem", description="Long-term memory service for LLM agents.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -163,6 +232,27 @@ def build_parser() -> argparse.ArgumentParser:
     consolidate.add_argument("--config", help="a twinmem TOML file")
     consolidate.add_argument("--dry-run", action="store_true", help="only report what would be done")
     consolidate.set_defaults(run=_consolidate)
+    token = commands.add_parser("token", help="create, list and revoke agent tokens")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    create = token_commands.add_parser("create", help="create a token and print it (shown once)")
+    create.add_argument("--agent", required=True, help="the agent the token identifies")
+    create.add_argument(
+        "--grant", action="append", required=True, help="NAMESPACE:PERMS, r/w/a (e.g. user:*:rw); repeatable"
+    )
+    token_commands.add_parser("list", help="every token (never the token itself)")
+    revoke = token_commands.add_parser("revoke", help="revoke a token by its id")
+    revoke.add_argument("token_id", help="the id 'token list' shows")
+    for sub in token_commands.choices.values():
+        sub.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+        sub.add_argument("--config", help="a twinmem TOML file")
+    token.set_defaults(run=_token)
+    audit = commands.add_parser("audit", help="check the audit log")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_commands.add_parser("verify", help="check that no entry was edited, removed or reordered")
+    verify.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+    verify.add_argument("--config", help="a twinmem TOML file")
+    verify.add_argument("--expect-head", help="the head hash noted earlier: also detects a cut-off tail")
+    audit.set_defaults(run=_audit_verify)
     return parser
 
 

@@ -14,7 +14,9 @@ from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api import schemas
+from api.auth import Caller
 from engine.records import DEFAULT_NAMESPACE, Source, Status
+from engine.security import Permission
 from engine.service import MemoryService
 
 NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
@@ -30,19 +32,27 @@ class MemoryController(Controller):
     tags = ["memory"]
 
     @post("/memory/save", sync_to_thread=True, status_code=200)
-    def save(self, state: State, data: JSONBody[schemas.MemoryIn]) -> Response[dict[str, Any]]:
+    def save(self, state: State, access: Caller, data: JSONBody[schemas.MemoryIn]) -> Response[dict[str, Any]]:
         """Save one memory. Saving what is already stored reinforces it instead (idempotent).
 
         201 when a memory was created, 200 when an existing one was reinforced.
         """
-        result = _service(state).save(data.draft())
+        draft = access.own(data.draft())
+        access.allow(draft.namespace, Permission.WRITE)
+        access.note(content=draft.content)
+        result = _service(state).save(draft)
+        access.note(memory_ids=[result.memory.memory_id])
         return Response(schemas.save_out(result), status_code=201 if result.created else 200)
 
     @post("/memory/save_batch", sync_to_thread=True, status_code=200)
-    def save_batch(self, state: State, data: JSONBody[schemas.BatchIn]) -> dict[str, Any]:
+    def save_batch(self, state: State, access: Caller, data: JSONBody[schemas.BatchIn]) -> dict[str, Any]:
         """Save many memories in one transaction, embedded in one batch."""
         namespace = data.namespace or DEFAULT_NAMESPACE
-        results = _service(state).save_batch([item.draft(namespace) for item in data.memories])
+        drafts = [access.own(item.draft(namespace)) for item in data.memories]
+        access.allow_all(list(dict.fromkeys(d.namespace for d in drafts)), Permission.WRITE)
+        access.note(content="\n".join(d.content for d in drafts))
+        results = _service(state).save_batch(drafts)
+        access.note(memory_ids=[result.memory.memory_id for result in results])
         return {
             "results": [schemas.save_out(result) for result in results],
             "created": sum(result.created for result in results),
@@ -50,25 +60,32 @@ class MemoryController(Controller):
         }
 
     @post("/memory/recall", sync_to_thread=True, status_code=200)
-    def recall(self, state: State, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
+    def recall(self, state: State, access: Caller, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
         """The memories most relevant to a query, ranked by similarity and decayed score."""
+        access.allow_all(data.scope(), Permission.READ)
+        access.note(content=data.query)
         result = _service(state).recall(
             data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter()
         )
+        access.note(memory_ids=[hit.memory.memory_id for hit in result.hits])
         return schemas.recall_out(result, data.explain)
 
     @get("/memory/{memory_id:str}", sync_to_thread=True)
     def get_memory(
-        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+        self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """One memory by id, whatever its status except deleted."""
+        access.allow(namespace, Permission.READ)
+        access.note(memory_ids=[memory_id])
         return schemas.memory_out(_service(state).get(namespace, memory_id))
 
     @get("/memory/{memory_id:str}/history", sync_to_thread=True)
     def history(
-        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+        self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """Every kept version of a memory, oldest first."""
+        access.allow(namespace, Permission.READ)
+        access.note(memory_ids=[memory_id])
         versions = _service(state).history(namespace, memory_id)
         return {"memory_id": memory_id, "versions": [schemas.version_out(v) for v in versions]}
 
@@ -76,6 +93,7 @@ class MemoryController(Controller):
     def list_memories(
         self,
         state: State,
+        access: Caller,
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         category: FromQuery[list[str] | None] = None,
         source: FromQuery[list[Source] | None] = None,
@@ -87,6 +105,7 @@ class MemoryController(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> dict[str, Any]:
         """Memories newest first, with cursor pagination (pass back ``next_cursor``)."""
+        access.allow(namespace, Permission.READ)
         flt = schemas.FilterIn(
             category=category,
             source=source,
@@ -99,21 +118,29 @@ class MemoryController(Controller):
         return {"memories": [schemas.memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
 
     @patch("/memory/{memory_id:str}", sync_to_thread=True)
-    def update(self, state: State, memory_id: FromPath[str], data: JSONBody[schemas.MemoryPatchIn]) -> dict[str, Any]:
+    def update(
+        self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[schemas.MemoryPatchIn]
+    ) -> dict[str, Any]:
         """Change a memory: a new version (re-embedded when the content changes)."""
-        memory = _service(state).update(data.namespace, memory_id, data.patch(), reason=data.reason)
+        access.allow(data.namespace, Permission.WRITE)
+        patch = data.patch()
+        access.note(memory_ids=[memory_id], content=patch.content)
+        memory = _service(state).update(data.namespace, memory_id, patch, actor=access.actor, reason=data.reason)
         return schemas.memory_out(memory)
 
     @delete("/memory/{memory_id:str}", sync_to_thread=True, status_code=200)
     def delete_memory(
         self,
         state: State,
+        access: Caller,
         memory_id: FromPath[str],
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         hard: FromQuery[bool] = False,
     ) -> dict[str, Any]:
         """Soft-delete (kept with its history, gone from recall), or purge with ``hard=true``."""
-        memory = _service(state).delete(namespace, memory_id, hard=hard)
+        access.allow(namespace, Permission.WRITE)
+        access.note(memory_ids=[memory_id])
+        memory = _service(state).delete(namespace, memory_id, hard=hard, actor=access.actor)
         return {"memory_id": memory.memory_id, "deleted": True, "hard": hard}
 
 

@@ -16,9 +16,11 @@ from engine.errors import (
     BackendError,
     ConfigError,
     Conflict,
+    Forbidden,
     InvalidInput,
     NotFound,
     TwinmemError,
+    Unauthenticated,
 )
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 # Most specific first: the first matching class wins.
 STATUS_BY_ERROR: tuple[tuple[type[TwinmemError], int], ...] = (
     (InvalidInput, 422),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
     (NotFound, 404),
     (Conflict, 409),
     (ConfigError, 500),
@@ -47,6 +51,11 @@ def _body(status: int, detail: str, **more: Any) -> dict[str, Any]:
 
 def engine_error(request: Request[Any, Any, Any], exc: TwinmemError) -> Response[dict[str, Any]]:
     status = status_for(exc)
+    if status == 401:
+        response: Response[dict[str, Any]] = Response(
+            _body(status, str(exc)), status_code=status, headers={"WWW-Authenticate": 'Bearer realm="twinmem"'}
+        )
+        return response
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
     body = _body(status, str(exc), field=getattr(exc, "field", None), reasons=getattr(exc, "reasons", None))

@@ -10,9 +10,11 @@ from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from api import schemas
+from api.auth import Caller
 from engine.codec import to_iso
 from engine.ports import Edge
 from engine.records import DEFAULT_NAMESPACE, Memory
+from engine.security import Permission
 from engine.service import MemoryService
 
 NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
@@ -51,9 +53,11 @@ class GraphController(Controller):
 
     @get("/memory/{memory_id:str}/graph", sync_to_thread=True)
     def neighbourhood(
-        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+        self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """A memory, its entities, and its links in and out with the linked memories."""
+        access.allow(namespace, Permission.READ)
+        access.note(memory_ids=[memory_id])
         found = _service(state).neighbourhood(namespace, memory_id)
         edges = [_edge(edge, memory_id, found.linked) for edge in found.edges]
         return {
@@ -67,12 +71,14 @@ class GraphController(Controller):
     def entity_memories(
         self,
         state: State,
+        access: Caller,
         name: FromPath[str],
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         include_superseded: FromQuery[bool] = False,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
     ) -> dict[str, Any]:
         """Memories that mention an entity, newest first. Names link by key: "Blue" finds "蓝色"."""
+        access.allow(namespace, Permission.READ)
         memories = _service(state).entity_memories(
             namespace, name, include_superseded=include_superseded, limit=limit
         )
@@ -80,8 +86,10 @@ class GraphController(Controller):
 
     @get("/memory/{memory_id:str}/chain", sync_to_thread=True)
     def chain(
-        self, state: State, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
+        self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """The supersession chain through a memory, newest first (along SUPERSEDES)."""
+        access.allow(namespace, Permission.READ)
+        access.note(memory_ids=[memory_id])
         chain = _service(state).chain(namespace, memory_id)
         return {"memory_id": memory_id, "chain": [schemas.memory_out(m) for m in chain]}

@@ -11,10 +11,12 @@ from litestar.params import FromPath, JSONBody
 from pydantic import Field
 
 from api import schemas
+from api.auth import Caller
 from engine.codec import to_iso
 from engine.lifecycle import Archive, Merge, Outcome, Purge, Report
 from engine.records import DEFAULT_NAMESPACE
 from engine.rollback import NamespaceRollback
+from engine.security import Permission
 from engine.service import MemoryService
 
 
@@ -89,29 +91,38 @@ class LifecycleController(Controller):
     tags = ["lifecycle"]
 
     @post("/memory/consolidate", sync_to_thread=True, status_code=200)
-    def consolidate(self, state: State, data: JSONBody[ConsolidateIn]) -> dict[str, Any]:
+    def consolidate(self, state: State, access: Caller, data: JSONBody[ConsolidateIn]) -> dict[str, Any]:
         """Archive faded or expired memories, purge old soft deletes, merge near-duplicates."""
+        access.allow(data.namespace, Permission.ADMIN)
         return report_out(_service(state).consolidator.run(data.namespace, dry_run=data.dry_run))
 
     @post("/memory/rollback", sync_to_thread=True, status_code=200)
-    def rollback_namespace(self, state: State, data: JSONBody[RollbackNamespaceIn]) -> dict[str, Any]:
+    def rollback_namespace(self, state: State, access: Caller, data: JSONBody[RollbackNamespaceIn]) -> dict[str, Any]:
         """Restore every memory of a namespace as it was at ``as_of`` (recorded as new versions)."""
+        access.allow(data.namespace, Permission.ADMIN)
         as_of: datetime = data.as_of
         return rollback_out(_service(state).rollbacks.to_time(data.namespace, as_of))
 
     @post("/memory/{memory_id:str}/rollback", sync_to_thread=True, status_code=200)
     def rollback_memory(
-        self, state: State, memory_id: FromPath[str], data: JSONBody[RollbackMemoryIn]
+        self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[RollbackMemoryIn]
     ) -> dict[str, Any]:
         """Write a new version of the memory equal to an earlier one."""
+        access.allow(data.namespace, Permission.WRITE)
+        access.note(memory_ids=[memory_id])
         return schemas.memory_out(_service(state).rollbacks.to_version(data.namespace, memory_id, data.version))
 
     @post("/memory/{memory_id:str}/restore", sync_to_thread=True, status_code=200)
-    def restore(self, state: State, memory_id: FromPath[str], data: JSONBody[RestoreIn]) -> dict[str, Any]:
+    def restore(
+        self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[RestoreIn]
+    ) -> dict[str, Any]:
         """Make an archived, superseded or soft-deleted memory active again."""
+        access.allow(data.namespace, Permission.WRITE)
+        access.note(memory_ids=[memory_id])
         return schemas.memory_out(_service(state).rollbacks.restore(data.namespace, memory_id))
 
     @get("/admin/reembed", sync_to_thread=True)
-    def reembed(self, state: State) -> dict[str, Any]:
+    def reembed(self, state: State, access: Caller) -> dict[str, Any]:
         """Progress of re-embedding after a change of embedding model."""
+        access.require_admin()
         return _service(state).reembedder.progress().as_dict()

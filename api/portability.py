@@ -18,10 +18,12 @@ from litestar.datastructures import State
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Stream
 
+from api.auth import Caller
 from api.controllers import NamespaceParam
 from engine.importers import FORMATS, parse_mapping, run_import
 from engine.portability import MEDIA_TYPE, deployment_id, open_export
 from engine.records import DEFAULT_NAMESPACE
+from engine.security import Permission
 from engine.service import MemoryService
 
 # An import body may be far larger than an API request: 50,000 memories with
@@ -43,6 +45,7 @@ class PortabilityController(Controller):
     def export(
         self,
         state: State,
+        access: Caller,
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         versions: FromQuery[bool] = False,
         vectors: FromQuery[bool] = False,
@@ -51,6 +54,7 @@ class PortabilityController(Controller):
 
         ``versions=true`` adds each memory's history, ``vectors=true`` its vector.
         """
+        access.allow(namespace, Permission.READ)
         service = _service(state)
         export = open_export(
             service,
@@ -71,6 +75,7 @@ class PortabilityController(Controller):
         self,
         request: Request[Any, Any, Any],
         state: State,
+        access: Caller,
         namespace: Annotated[
             str | None, QueryParameter(min_length=1, max_length=128, description="Target namespace")
         ] = None,
@@ -84,6 +89,8 @@ class PortabilityController(Controller):
         already present count as unchanged), 422 with every line's problem when
         nothing was.
         """
+        # Without a target namespace the file's own namespaces are written: only a writer of every one may.
+        access.allow(namespace or "*", Permission.WRITE)
         mapping = parse_mapping(map)
         service = _service(state)
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:

@@ -12,7 +12,9 @@ A shipped example with every key is ``twinmem.example.toml`` at the repository r
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
+DEFAULT_AUTH_MODE = "local"
 
 _ENV_PREFIX = "TWINMEM_"
 
@@ -195,6 +198,29 @@ class GuardConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenSeed:
+    """A token declared in the config file (``[[auth.tokens]]``), stored at start-up.
+
+    ``token_hash`` is the token's SHA-256 in hex; a file may give the ``token``
+    itself instead, which is hashed on reading (keep such a file private).
+    """
+
+    agent: str
+    token_hash: str
+    grants: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """``mode = "local"``: no tokens, every request acts as the agent ``local`` with full
+    rights, and the server refuses to bind to anything but a loopback address.
+    ``mode = "tokens"``: every request needs a bearer token and acts within its grants."""
+
+    mode: str = DEFAULT_AUTH_MODE
+    tokens: tuple[TokenSeed, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     data_dir: Path = Path(DEFAULT_DATA_DIR)
     store: str = "sqlite"
@@ -212,6 +238,7 @@ class Config:
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
 
 def load_config(
@@ -290,6 +317,7 @@ _KNOWN_TOP = {
     "lifecycle",
     "neo4j",
     "guard",
+    "auth",
 }
 
 
@@ -347,9 +375,46 @@ def _build(raw: dict[str, Any]) -> Config:
         lifecycle=_section(LifecycleConfig, _table(raw, "lifecycle"), "lifecycle"),
         neo4j=_section(Neo4jConfig, _table(raw, "neo4j"), "neo4j"),
         guard=_guard(_table(raw, "guard")),
+        auth=_auth(_table(raw, "auth")),
     )
     _validate(config)
     return config
+
+
+def _auth(values: Mapping[str, Any]) -> AuthConfig:
+    unknown = set(values) - {"mode", "tokens"}
+    if unknown:
+        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in [auth]")
+    mode = _coerce(values.get("mode", DEFAULT_AUTH_MODE), str, "[auth] mode")
+    if mode not in ("local", "tokens"):
+        raise ConfigError(f"[auth] mode must be 'local' or 'tokens', got {mode!r}")
+    entries = values.get("tokens", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, Mapping) for entry in entries):
+        raise ConfigError("[[auth.tokens]] must be a list of tables with agent, token-hash (or token) and grants")
+    return AuthConfig(mode=mode, tokens=tuple(_token_seed(entry, n) for n, entry in enumerate(entries)))
+
+
+def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
+    where = f"[[auth.tokens]] #{number + 1}"
+    unknown = set(entry) - {"agent", "token-hash", "token", "grants"}
+    if unknown:
+        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in {where}")
+    agent = entry.get("agent")
+    if not isinstance(agent, str) or not agent:
+        raise ConfigError(f"{where} needs an agent name")
+    grants = entry.get("grants")
+    if not isinstance(grants, list) or not grants or not all(isinstance(g, str) for g in grants):
+        raise ConfigError(f"{where} needs grants, a list such as ['user:*:rw']")
+    token, token_hash = entry.get("token"), entry.get("token-hash")
+    if (token is None) == (token_hash is None):
+        raise ConfigError(f"{where} needs exactly one of token-hash and token")
+    if token is not None:
+        if not isinstance(token, str) or len(token) < 16:
+            raise ConfigError(f"{where}: a token must be a string of at least 16 characters")
+        token_hash = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    if not isinstance(token_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", token_hash):
+        raise ConfigError(f"{where}: token-hash must be a SHA-256 in lowercase hex")
+    return TokenSeed(agent=agent, token_hash=token_hash, grants=tuple(grants))
 
 
 def _guard(values: Mapping[str, Any]) -> GuardConfig:

@@ -9,6 +9,9 @@ catch the engine's failures without catching programming mistakes::
     ├── NotFound                no such memory in the caller's namespaces
     │   └── MemoryNotFound
     ├── Conflict                the request clashes with stored state (stale version)
+    ├── AccessDenied            the caller may not do this
+    │   ├── Unauthenticated     no valid token
+    │   └── Forbidden           outside the caller's grants (says nothing about the target)
     ├── ConfigError             the configuration file or environment is unusable
     └── BackendError            a storage, index or model backend failed
         ├── StoreError
@@ -61,6 +64,19 @@ class Conflict(TwinmemError):
     def __init__(self, message: str, *, memory_id: str | None = None) -> None:
         super().__init__(message)
         self.memory_id = memory_id
+
+
+class AccessDenied(TwinmemError):
+    """The caller may not do what it asked."""
+
+
+class Unauthenticated(AccessDenied):
+    """The request carries no valid token."""
+
+
+class Forbidden(AccessDenied):
+    """The request is outside the caller's grants. The message names the namespace and the
+    permission only, never whether the memory asked for exists."""
 
 
 class ConfigError(TwinmemError):

@@ -1,4 +1,4 @@
-"""The three ports the engine depends on, and what each promises.
+"""The ports the engine depends on, and what each promises.
 
 Adapters in ``engine/adapters`` implement them; the engine never imports a
 backend library. A new backend is one adapter file plus a run of the contract
@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.records import Change, Memory, MemoryFilter, Page, Status, Version
+from engine.security import AuditEvent, AuditQuery, AuditRow, Principal, TokenRecord
 
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
@@ -369,4 +370,44 @@ class Store(Protocol):
     def missing_vector_models(self, model: str) -> dict[str, int]:
         """For the memories ``missing_vectors`` would walk: how many there are, by
         the ``embedding_model`` their record names (the model of the vector they have)."""
+        ...
+
+
+class SecurityStore(Protocol):
+    """Tokens and the audit log, kept apart from the memories (their own file or database).
+
+    Token lookups read the stored state on every call, so a revocation takes effect
+    at once. ``append_audit`` assigns the next ``seq`` and chains the entry to the
+    last one atomically, even with several processes appending to the same store.
+    """
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def add_token(self, record: TokenRecord, token_hash: str) -> None:
+        """Store a token; a ``token_hash`` already stored updates its agent and grants
+        (config bootstrap) but never un-revokes it."""
+        ...
+
+    def principal_for(self, token_hash: str) -> Principal | None:
+        """The principal of a live token, or None when unknown or revoked."""
+        ...
+
+    def tokens(self) -> list[TokenRecord]:
+        """Every token, revoked ones included, oldest first."""
+        ...
+
+    def revoke(self, token_id: str, at: datetime) -> bool:
+        """Revoke a live token; False when there is no such live token."""
+        ...
+
+    def append_audit(self, event: AuditEvent) -> AuditRow: ...
+
+    def audit(self, query: AuditQuery) -> list[AuditRow]:
+        """Entries matching the query, newest first, at most ``query.limit``."""
+        ...
+
+    def audit_rows(self) -> Iterator[AuditRow]:
+        """Every entry in stored order (by ``seq``), for verification."""
         ...

@@ -22,7 +22,7 @@ from typing import IO
 from engine.config import Config
 from engine.errors import ConfigError, EmbedderError, StoreError
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Store
+from engine.ports import Embedder, SecurityStore, Store
 from engine.records import utcnow
 from engine.service import MemoryService
 
@@ -174,3 +174,27 @@ def open_service(
     except BaseException:
         lock.release()
         raise
+
+
+def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> SecurityStore:
+    """Open the tokens-and-audit store of the data directory and store the tokens the
+    config file declares (``[[auth.tokens]]``): their agent and grants follow the file,
+    and a token revoked through the API stays revoked."""
+    from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+    from engine.errors import InvalidInput
+    from engine.security import TokenRecord, grants_from
+
+    store = SqliteSecurityStore(Path(config.data_dir) / SECURITY_FILE)
+    store.open()
+    try:
+        for seed in config.auth.tokens:
+            try:
+                grants = grants_from(seed.grants)
+            except InvalidInput as exc:
+                raise ConfigError(f"[[auth.tokens]] of agent {seed.agent!r}: {exc}") from exc
+            record = TokenRecord("cfg-" + seed.token_hash[:12], seed.agent, grants, clock())
+            store.add_token(record, seed.token_hash)
+    except BaseException:
+        store.close()
+        raise
+    return store

@@ -1,0 +1,229 @@
+"""Who is calling, what they may touch, and the audit entry every request leaves.
+
+Three parts, in the order a request meets them:
+
+* ``AuditMiddleware`` wraps every routed request. It opens the request's audit
+  record (a request id, returned as ``X-Request-Id``), lets the request run, and
+  appends one entry to the audit log with the status it ended with, just before
+  the response's last chunk is sent (a streamed export included) or when the
+  request failed.
+  Handlers only add detail to the record; the entry is written whether or not
+  they do, so no handler can leave a request out of the log.
+* ``authenticate`` (an app-wide guard) resolves the ``Principal``: in ``[auth]
+  mode = "local"`` the local agent with full rights, in ``"tokens"`` the owner
+  of the bearer token, or 401. A handler missing from ``ACTIONS`` is refused to
+  everyone but admins, so a new endpoint is closed until someone decides what it is.
+* ``Access`` (the ``access`` dependency) is the one helper handlers call:
+  ``access.allow(namespace, Permission.READ)`` raises 403 when the namespace is
+  outside the caller's grants. It runs before the engine is asked anything, so
+  the answer never depends on whether the target exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio.to_thread
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency
+from litestar.enums import ScopeType
+from litestar.handlers.base import BaseRouteHandler
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from engine.errors import Forbidden, Unauthenticated
+from engine.ports import SecurityStore
+from engine.records import MemoryDraft, utcnow
+from engine.security import LOCAL_PRINCIPAL, AuditEvent, Permission, Principal, content_sha256, hash_token
+
+ANONYMOUS = "anonymous"
+AUDIT_KEY = "twinmem_audit"
+
+# Handler name → the action its audit entries record (None: authenticated, not audited).
+ACTIONS: dict[str, str | None] = {
+    "save": "save",
+    "save_batch": "save",
+    "recall": "recall",
+    "get_memory": "read",
+    "history": "read",
+    "list_memories": "list",
+    "update": "update",
+    "delete_memory": "delete",
+    "export": "export",
+    "import_": "import",
+    "consolidate": "consolidate",
+    "rollback_namespace": "rollback",
+    "rollback_memory": "rollback",
+    "restore": "restore",
+    "neighbourhood": "read",
+    "entity_memories": "read",
+    "chain": "read",
+    "reembed": "admin",
+    "create_token": "admin",
+    "list_tokens": "admin",
+    "revoke_token": "admin",
+    "audit_log": "admin",
+    "health": None,
+    "options_handler": None,  # Litestar's automatic OPTIONS answer
+}
+# Served to anyone: the API description.
+OPEN_PATHS = ("/schema",)
+
+
+@dataclass
+class AuditRecord:
+    """What one request did, filled in as it runs."""
+
+    request_id: str
+    action: str | None = None
+    actor: str = ANONYMOUS
+    namespaces: list[str] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+    content_sha256: str | None = None
+    principal: Principal | None = None
+
+
+def _record(scope: Scope) -> AuditRecord | None:
+    state: dict[str, Any] = scope.setdefault("state", {})
+    record = state.get(AUDIT_KEY)
+    return record if isinstance(record, AuditRecord) else None
+
+
+def _outcome(status: int) -> str:
+    if status < 400:
+        return "ok"
+    return {401: "unauthenticated", 403: "denied"}.get(status, "rejected" if status < 500 else "error")
+
+
+class AuditMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        record = AuditRecord(uuid.uuid4().hex)
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state[AUDIT_KEY] = record
+        status, written = 500, False
+
+        async def send_with_id(message: Message) -> None:
+            # The entry is committed before the last byte of the response goes out, so a
+            # client that has its answer can rely on the entry being in the log.
+            nonlocal status, written
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", record.request_id.encode("ascii")))
+                message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body" and not message.get("more_body", False) and not written:
+                written = True
+                await self._write(scope, record, status, None)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except BaseException:
+            if not written:
+                await self._write(scope, record, 500, "request failed")
+            raise
+        if not written:
+            await self._write(scope, record, status, "no response body was sent")
+
+    async def _write(self, scope: Scope, record: AuditRecord, status: int, detail: str | None) -> None:
+        if record.action is None:
+            return
+        security: SecurityStore = scope["app"].state.security
+        event = AuditEvent(
+            actor=record.actor,
+            action=record.action,
+            outcome=_outcome(status),
+            at=utcnow(),
+            request_id=record.request_id,
+            namespaces=tuple(dict.fromkeys(record.namespaces)),
+            memory_ids=tuple(dict.fromkeys(record.memory_ids)),
+            content_sha256=record.content_sha256,
+            status_code=status,
+            detail=detail,
+        )
+        await anyio.to_thread.run_sync(security.append_audit, event)
+
+
+def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """The app-wide guard: resolve the principal, or 401; unlisted handlers are admin-only."""
+    if connection.url.path.startswith(OPEN_PATHS):
+        return
+    record = _record(connection.scope)
+    if record is None:  # the middleware runs on every route; this is a wiring mistake
+        raise RuntimeError("AuditMiddleware is not installed")
+    name = handler.handler_name
+    record.action = ACTIONS.get(name, "admin")
+    principal = _principal(connection)
+    record.principal, record.actor = principal, principal.agent
+    if name not in ACTIONS and not principal.is_admin:
+        raise Forbidden("this endpoint needs an admin grant on '*'")
+
+
+def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    if connection.app.state.config.auth.mode == "local":
+        return LOCAL_PRINCIPAL
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
+    security: SecurityStore = connection.app.state.security
+    principal = security.principal_for(hash_token(token.strip()))
+    if principal is None:
+        raise Unauthenticated("the bearer token is not valid")
+    return principal
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The caller of one request and its audit record: what handlers check and note."""
+
+    principal: Principal
+    record: AuditRecord
+    tokens_mode: bool
+
+    @property
+    def actor(self) -> str:
+        return self.principal.agent
+
+    def allow(self, namespace: str, permission: Permission) -> None:
+        """Raise 403 unless the caller holds ``permission`` on ``namespace``."""
+        self.record.namespaces.append(namespace)
+        if not self.principal.may(namespace, permission):
+            raise Forbidden(f"no {permission.name.lower()} grant on namespace {namespace!r}")
+
+    def allow_all(self, namespaces: list[str], permission: Permission) -> None:
+        for namespace in namespaces:
+            self.allow(namespace, permission)
+
+    def require_admin(self) -> None:
+        self.record.namespaces.append("*")
+        if not self.principal.is_admin:
+            raise Forbidden("this endpoint needs an admin grant on '*'")
+
+    def note(self, *, memory_ids: list[str] | tuple[str, ...] = (), content: str | None = None) -> None:
+        """Add what the request touched to its audit entry."""
+        self.record.memory_ids.extend(memory_ids)
+        if content is not None:
+            self.record.content_sha256 = content_sha256(content)
+
+    def own(self, draft: MemoryDraft) -> MemoryDraft:
+        """With tokens, a memory's actor is the authenticated agent, whatever the body claims."""
+        return replace(draft, actor=self.actor) if self.tokens_mode else draft
+
+
+def provide_access(request: Request[Any, Any, Any]) -> Access:
+    record = _record(request.scope)
+    if record is None or record.principal is None:
+        raise Unauthenticated("the request was not authenticated")
+    return Access(record.principal, record, request.app.state.config.auth.mode == "tokens")
+
+
+# What handlers declare to receive the caller: ``access: Caller``.
+Caller = NamedDependency[Access]

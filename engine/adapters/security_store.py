@@ -1,0 +1,223 @@
+"""Tokens and the audit log in their own SQLite file, apart from the memories.
+
+A separate file, so that the memory store's backups, exports and rollbacks never
+touch the record of who did what, and so that a token can be created with the
+CLI while a server holds the data directory (SQLite's own locking serialises the
+writers; WAL lets readers go on). Each call opens a short transaction; appending
+to the audit log takes the write lock first (``BEGIN IMMEDIATE``), so reading the
+last hash and writing the next entry cannot interleave with another appender.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine.codec import from_iso, to_iso
+from engine.errors import StoreError
+from engine.security import (
+    GENESIS_HASH,
+    AuditEvent,
+    AuditQuery,
+    AuditRow,
+    Principal,
+    TokenRecord,
+    chain_hash,
+    parse_grant,
+)
+
+SECURITY_FILE = "security.sqlite3"
+
+_MIGRATIONS = (
+    """
+    CREATE TABLE tokens (
+        token_id    TEXT PRIMARY KEY,
+        token_hash  TEXT NOT NULL UNIQUE,
+        agent       TEXT NOT NULL,
+        grants      TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        revoked_at  TEXT
+    );
+    CREATE TABLE audit (
+        seq         INTEGER PRIMARY KEY,
+        entry       TEXT NOT NULL,
+        prev_hash   TEXT NOT NULL,
+        hash        TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        action      TEXT NOT NULL,
+        at          TEXT NOT NULL
+    );
+    CREATE INDEX audit_actor ON audit (actor, seq);
+    CREATE INDEX audit_action ON audit (action, seq);
+    CREATE TABLE audit_namespaces (
+        seq         INTEGER NOT NULL REFERENCES audit (seq),
+        namespace   TEXT NOT NULL,
+        PRIMARY KEY (namespace, seq)
+    );
+    """,
+)
+
+
+class SqliteSecurityStore:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def open(self) -> None:
+        with self._translate("open the security store"):
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._conn = conn
+            with self._transaction() as db:
+                ran = db.execute("PRAGMA user_version").fetchone()[0]
+                for number, script in enumerate(_MIGRATIONS[ran:], start=ran + 1):
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute(f"PRAGMA user_version = {number}")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # --- tokens ----------------------------------------------------------------
+
+    def add_token(self, record: TokenRecord, token_hash: str) -> None:
+        grants = json.dumps([str(g) for g in record.grants])
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO tokens (token_id, token_hash, agent, grants, created_at, revoked_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (token_hash) DO UPDATE SET agent = excluded.agent, grants = excluded.grants",
+                (
+                    record.token_id,
+                    token_hash,
+                    record.agent,
+                    grants,
+                    to_iso(record.created_at),
+                    to_iso(record.revoked_at) if record.revoked_at else None,
+                ),
+            )
+
+    def principal_for(self, token_hash: str) -> Principal | None:
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT * FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
+            ).fetchone()
+        return _token(row).principal() if row else None
+
+    def tokens(self) -> list[TokenRecord]:
+        with self._transaction() as db:
+            rows = db.execute("SELECT * FROM tokens ORDER BY created_at, token_id").fetchall()
+        return [_token(row) for row in rows]
+
+    def revoke(self, token_id: str, at: datetime) -> bool:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (to_iso(at), token_id)
+            )
+            return cursor.rowcount == 1
+
+    # --- audit -----------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> AuditRow:
+        with self._transaction() as db:
+            last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+            entry = {"seq": seq, **event.as_dict()}
+            digest = chain_hash(prev, entry)
+            db.execute(
+                "INSERT INTO audit (seq, entry, prev_hash, hash, actor, action, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (seq, json.dumps(entry, ensure_ascii=False), prev, digest, event.actor, event.action, to_iso(event.at)),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO audit_namespaces (seq, namespace) VALUES (?, ?)",
+                [(seq, namespace) for namespace in event.namespaces],
+            )
+        return AuditRow(seq, entry, prev, digest)
+
+    def audit(self, query: AuditQuery) -> list[AuditRow]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if query.actor is not None:
+            clauses.append("actor = ?")
+            params.append(query.actor)
+        if query.action is not None:
+            clauses.append("action = ?")
+            params.append(query.action)
+        if query.namespace is not None:
+            clauses.append("seq IN (SELECT seq FROM audit_namespaces WHERE namespace = ?)")
+            params.append(query.namespace)
+        if query.since is not None:
+            clauses.append("at >= ?")
+            params.append(to_iso(query.since))
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT seq, entry, prev_hash, hash FROM audit {where} ORDER BY seq DESC LIMIT ?",
+                (*params, query.limit),
+            ).fetchall()
+        return [_row(row) for row in rows]
+
+    def audit_rows(self) -> Iterator[AuditRow]:
+        with self._transaction() as db:
+            rows = db.execute("SELECT seq, entry, prev_hash, hash FROM audit ORDER BY seq").fetchall()
+        for row in rows:
+            yield _row(row)
+
+    # --- internals -------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate("use the security store"):
+            if self._conn is None:
+                raise StoreError(f"the security store {self._path} is not open")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _translate(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not {what} ({self._path}): {exc}") from exc
+
+
+def _token(row: tuple[Any, ...]) -> TokenRecord:
+    token_id, _, agent, grants, created_at, revoked_at = row
+    return TokenRecord(
+        token_id,
+        agent,
+        tuple(parse_grant(text) for text in json.loads(grants)),
+        from_iso(created_at),
+        from_iso(revoked_at) if revoked_at else None,
+    )
+
+
+def _row(row: tuple[Any, ...]) -> AuditRow:
+    seq, entry, prev_hash, digest = row
+    try:
+        parsed = json.loads(entry)
+    except ValueError:
+        # A damaged entry is still a row: verification reports it instead of failing to read it.
+        parsed = {"unreadable": entry}
+    return AuditRow(seq, parsed if isinstance(parsed, dict) else {"unreadable": entry}, prev_hash, digest)

@@ -1,0 +1,233 @@
+"""Who may do what, and the tamper-evident record of what was done.
+
+Identities: an agent holds a bearer token (random, shown once, kept only as its
+SHA-256) with grants on namespaces. A grant names a namespace exactly
+(``user:42``) or by prefix (``user:*``; ``*`` is every namespace) and carries
+permissions: ``r`` read, ``w`` write, ``a`` admin (admin implies read and write).
+
+Audit: each entry is a flat JSON object. Its hash is the SHA-256 of the previous
+entry's hash followed by the entry's canonical JSON (sorted keys, no spaces,
+UTF-8), so editing, removing or reordering an entry breaks every hash after it.
+``verify_chain`` walks the rows and reports the first break.
+
+Pure code: the storage is behind ``engine.ports.SecurityStore``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from engine.codec import to_iso
+from engine.errors import ConfigError, InvalidInput
+
+TOKEN_BYTES = 32
+GENESIS_HASH = "0" * 64
+# The identity of every request when ``[auth] mode = "local"``: no token, full rights,
+# and only ever on a loopback address (``check_bind``).
+LOCAL_AGENT = "local"
+AUTH_MODES = ("local", "tokens")
+
+
+class Permission(StrEnum):
+    READ = "r"
+    WRITE = "w"
+    ADMIN = "a"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Permissions on one namespace or, with a trailing ``*``, on every namespace with that prefix."""
+
+    pattern: str
+    permissions: frozenset[Permission]
+
+    def covers(self, namespace: str) -> bool:
+        if self.pattern.endswith("*"):
+            return namespace.startswith(self.pattern[:-1])
+        return namespace == self.pattern
+
+    def allows(self, permission: Permission) -> bool:
+        return permission in self.permissions or Permission.ADMIN in self.permissions
+
+    def __str__(self) -> str:
+        letters = "".join(p.value for p in Permission if p in self.permissions)
+        return f"{self.pattern}:{letters}"
+
+
+def parse_grant(text: str) -> Grant:
+    """``NAMESPACE:PERMS`` where PERMS is letters of ``rwa`` (``user:*:rw``, ``*:a``).
+
+    The namespace may itself hold colons: the permissions follow the last one.
+    """
+    pattern, sep, letters = text.strip().rpartition(":")
+    if not sep or not pattern or not letters:
+        raise InvalidInput(f"a grant is NAMESPACE:PERMISSIONS such as 'user:*:rw', got {text!r}", field="grants")
+    if "*" in pattern[:-1]:
+        raise InvalidInput(f"'*' may only end a grant's namespace pattern, got {pattern!r}", field="grants")
+    try:
+        permissions = frozenset(Permission(letter) for letter in letters)
+    except ValueError as exc:
+        raise InvalidInput(f"grant permissions are letters of 'rwa', got {letters!r}", field="grants") from exc
+    return Grant(pattern, permissions)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The caller of one request: the agent and what it was granted."""
+
+    agent: str
+    grants: tuple[Grant, ...]
+    token_id: str | None = None
+
+    def may(self, namespace: str, permission: Permission) -> bool:
+        return any(g.covers(namespace) and g.allows(permission) for g in self.grants)
+
+    @property
+    def is_admin(self) -> bool:
+        """Admin on every namespace: may manage tokens and read the audit log."""
+        return self.may("*", Permission.ADMIN) and any(g.pattern == "*" for g in self.grants)
+
+
+LOCAL_PRINCIPAL = Principal(LOCAL_AGENT, (Grant("*", frozenset({Permission.ADMIN})),))
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def content_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    token_id: str
+    agent: str
+    grants: tuple[Grant, ...]
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    def principal(self) -> Principal:
+        return Principal(self.agent, self.grants, self.token_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """What one audited action did. ``outcome`` is ``ok``, ``denied``, ``unauthenticated`` or ``error``."""
+
+    actor: str
+    action: str
+    outcome: str
+    at: datetime
+    request_id: str
+    namespaces: tuple[str, ...] = ()
+    memory_ids: tuple[str, ...] = ()
+    content_sha256: str | None = None
+    status_code: int | None = None
+    detail: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor,
+            "action": self.action,
+            "outcome": self.outcome,
+            "at": to_iso(self.at),
+            "request_id": self.request_id,
+            "namespaces": list(self.namespaces),
+            "memory_ids": list(self.memory_ids),
+            "content_sha256": self.content_sha256,
+            "status_code": self.status_code,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """One stored entry: its position, the entry as written, and the chain hashes."""
+
+    seq: int
+    entry: Mapping[str, Any]
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditQuery:
+    actor: str | None = None
+    action: str | None = None
+    namespace: str | None = None
+    since: datetime | None = None
+    limit: int = 100
+
+
+def canonical(entry: Mapping[str, Any]) -> bytes:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def chain_hash(prev_hash: str, entry: Mapping[str, Any]) -> str:
+    return hashlib.sha256(prev_hash.encode("ascii") + canonical(entry)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    entries: int
+    head: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_chain(rows: Iterable[AuditRow]) -> ChainReport:
+    """Walk the rows in stored order. Each entry records its own ``seq``, so a row moved
+    to another position, a removed row and an edited row each break the chain."""
+    prev, count, problems = GENESIS_HASH, 0, []
+    for expected_seq, row in enumerate(rows, start=1):
+        count += 1
+        if row.entry.get("seq") != expected_seq or row.seq != expected_seq:
+            problems.append(f"entry {row.seq}: out of sequence (expected entry {expected_seq})")
+        if row.prev_hash != prev:
+            problems.append(f"entry {row.seq}: does not follow the entry before it (removed or reordered)")
+        if chain_hash(row.prev_hash, row.entry) != row.hash:
+            problems.append(f"entry {row.seq}: content does not match its hash (edited)")
+        if problems:
+            break
+        prev = row.hash
+    return ChainReport(count, prev, problems)
+
+
+def grants_from(texts: Sequence[str]) -> tuple[Grant, ...]:
+    if not texts:
+        raise InvalidInput("a token needs at least one grant", field="grants")
+    return tuple(parse_grant(text) for text in texts)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(mode: str, host: str) -> None:
+    """Serving without tokens is for this machine only: refuse it on any other address."""
+    if mode == "local" and not is_loopback(host):
+        raise ConfigError(
+            f'[auth] mode = "local" serves without tokens, so it binds only to a loopback address, '
+            f'not {host!r}; set [auth] mode = "tokens" (and create tokens) to serve on {host}'
+        )

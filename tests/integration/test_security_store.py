@@ -1,0 +1,220 @@
+"""Tokens, grants and the hash-chained audit log, on a real SQLite file.
+
+Tampering is done the way an attacker with the file would: by editing the SQLite
+database directly, then running ``twinmem audit verify`` on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from api.cli import main
+from engine.adapters import open_security
+from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+from engine.config import load_config
+from engine.errors import ConfigError, InvalidInput
+from engine.security import (
+    AuditEvent,
+    AuditQuery,
+    Permission,
+    check_bind,
+    hash_token,
+    parse_grant,
+    verify_chain,
+)
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_grants_match_exact_names_and_prefixes_and_admin_implies_read_and_write() -> None:
+    users = parse_grant("user:*:rw")
+    assert users.covers("user:42") and not users.covers("team:1") and not users.covers("user")
+    exact = parse_grant("team:blue:r")
+    assert exact.pattern == "team:blue" and exact.covers("team:blue") and not exact.covers("team:blue2")
+    assert exact.allows(Permission.READ) and not exact.allows(Permission.WRITE)
+    admin = parse_grant("*:a")
+    assert admin.covers("anything") and admin.allows(Permission.WRITE) and admin.allows(Permission.READ)
+    for bad in ("user", "user:", ":rw", "user:rx", "us*er:r"):
+        with pytest.raises(InvalidInput):
+            parse_grant(bad)
+
+
+def test_local_mode_refuses_a_non_loopback_address() -> None:
+    check_bind("local", "127.0.0.1")
+    check_bind("local", "::1")
+    check_bind("tokens", "0.0.0.0")
+    with pytest.raises(ConfigError, match="loopback"):
+        check_bind("local", "0.0.0.0")
+
+
+def test_serve_refuses_local_mode_on_a_public_address(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--host", "0.0.0.0", "--data-dir", str(tmp_path)]) == 2
+    assert "loopback" in capsys.readouterr().err
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteSecurityStore]:
+    security = SqliteSecurityStore(tmp_path / SECURITY_FILE)
+    security.open()
+    yield security
+    security.close()
+
+
+def _event(n: int, actor: str = "alice", action: str = "save", namespace: str = "user:1") -> AuditEvent:
+    return AuditEvent(actor, action, "ok", AT.replace(minute=n), f"req-{n}", (namespace,), (f"m{n}",), "ab" * 32)
+
+
+def test_audit_entries_chain_and_filter(store: SqliteSecurityStore) -> None:
+    rows = [store.append_audit(_event(n, actor="alice" if n % 2 else "bob")) for n in range(1, 6)]
+    assert [row.seq for row in rows] == [1, 2, 3, 4, 5]
+    assert all(later.prev_hash == earlier.hash for earlier, later in itertools.pairwise(rows))
+    report = verify_chain(store.audit_rows())
+    assert report.ok and report.entries == 5 and report.head == rows[-1].hash
+    assert [row.seq for row in store.audit(AuditQuery(actor="bob"))] == [4, 2]
+    assert [row.seq for row in store.audit(AuditQuery(since=AT.replace(minute=4)))] == [5, 4]
+    assert [row.seq for row in store.audit(AuditQuery(namespace="user:1", limit=2))] == [5, 4]
+    assert store.audit(AuditQuery(namespace="user:2")) == []
+
+
+@pytest.fixture
+def logged(tmp_path: Path) -> Path:
+    """A data directory whose audit log holds five entries, and a verify that passes."""
+    config = load_config(env={}, data_dir=str(tmp_path))
+    security = open_security(config)
+    for n in range(1, 6):
+        security.append_audit(_event(n))
+    security.close()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 0
+    return tmp_path / SECURITY_FILE
+
+
+def _tamper(path: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
+    with sqlite3.connect(path) as db:
+        for sql, params in statements:
+            db.execute(sql, params)
+
+
+def _verify(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["audit", "verify", "--data-dir", str(path.parent)]) == 1
+    return capsys.readouterr().err
+
+
+def test_verify_detects_an_edited_entry(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(logged) as db:
+        entry = json.loads(db.execute("SELECT entry FROM audit WHERE seq = 3").fetchone()[0])
+    entry["actor"] = "mallory"
+    _tamper(logged, ("UPDATE audit SET entry = ? WHERE seq = 3", (json.dumps(entry),)))
+    err = _verify(logged, capsys)
+    assert "entry 3" in err and "edited" in err
+
+
+def test_verify_detects_an_edit_whose_own_hash_was_recomputed(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.security import chain_hash
+
+    with sqlite3.connect(logged) as db:
+        entry_text, prev = db.execute("SELECT entry, prev_hash FROM audit WHERE seq = 2").fetchone()
+    entry = json.loads(entry_text)
+    entry["outcome"] = "denied"
+    _tamper(
+        logged,
+        ("UPDATE audit SET entry = ?, hash = ? WHERE seq = 2", (json.dumps(entry), chain_hash(prev, entry))),
+    )
+    assert "entry 3" in _verify(logged, capsys)
+
+
+def test_verify_detects_a_removed_entry(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _tamper(
+        logged,
+        ("DELETE FROM audit_namespaces WHERE seq = 2", ()),
+        ("DELETE FROM audit WHERE seq = 2", ()),
+    )
+    assert "entry 3" in _verify(logged, capsys)
+
+
+def test_verify_detects_reordered_entries(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Swap rows 2 and 4 whole (entry and hashes), as moving them would.
+    _tamper(
+        logged,
+        ("PRAGMA foreign_keys = OFF", ()),
+        ("UPDATE audit SET seq = -2 WHERE seq = 2", ()),
+        ("UPDATE audit SET seq = 2 WHERE seq = 4", ()),
+        ("UPDATE audit SET seq = 4 WHERE seq = -2", ()),
+    )
+    assert "entry 2" in _verify(logged, capsys)
+
+
+def test_a_cut_off_tail_shows_against_a_noted_head(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    main(["audit", "verify", "--data-dir", str(logged.parent)])
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    _tamper(logged, ("DELETE FROM audit_namespaces WHERE seq = 5", ()), ("DELETE FROM audit WHERE seq = 5", ()))
+    # The chain alone still holds: what remains is a valid, shorter log ...
+    assert main(["audit", "verify", "--data-dir", str(logged.parent)]) == 0
+    # ... but not the one whose head was noted.
+    assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", head]) == 1
+
+
+def test_cli_creates_lists_and_revokes_tokens_and_audits_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(tmp_path)
+    assert main(["token", "create", "--agent", "planner", "--grant", "user:*:rw", "--data-dir", data]) == 0
+    token = capsys.readouterr().out.strip()
+    assert len(token) >= 40
+    security = open_security(load_config(env={}, data_dir=data))
+    try:
+        principal = security.principal_for(hash_token(token))
+        assert principal is not None and principal.agent == "planner"
+        assert principal.may("user:7", Permission.WRITE) and not principal.may("team:1", Permission.READ)
+    finally:
+        security.close()
+    # Only the hash is stored.
+    with sqlite3.connect(tmp_path / SECURITY_FILE) as db:
+        assert token not in json.dumps(db.execute("SELECT * FROM tokens").fetchall())
+    assert main(["token", "list", "--data-dir", data]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(t["agent"], t["grants"], t["revoked_at"]) for t in listed] == [("planner", ["user:*:rw"], None)]
+    assert main(["token", "revoke", listed[0]["token_id"], "--data-dir", data]) == 0
+    assert main(["token", "revoke", listed[0]["token_id"], "--data-dir", data]) == 1
+    security = open_security(load_config(env={}, data_dir=data))
+    try:
+        assert security.principal_for(hash_token(token)) is None
+        actions = [row.entry["detail"] for row in security.audit(AuditQuery(actor="cli"))]
+        assert actions == ["token revoke", "token create"]
+    finally:
+        security.close()
+    assert main(["audit", "verify", "--data-dir", data]) == 0
+
+
+def test_config_tokens_are_stored_at_start_and_a_revocation_survives_a_restart(tmp_path: Path) -> None:
+    secret = "s3cret-token-for-the-tests"
+    config = load_config(
+        env={},
+        data_dir=str(tmp_path),
+        auth={"mode": "tokens", "tokens": [{"agent": "ops", "token": secret, "grants": ["ops:*:a"]}]},
+    )
+    security = open_security(config)
+    principal = security.principal_for(hash_token(secret))
+    assert principal is not None and principal.agent == "ops" and principal.may("ops:x", Permission.ADMIN)
+    assert principal.token_id is not None and security.revoke(principal.token_id, AT)
+    security.close()
+    security = open_security(config)
+    try:
+        assert security.principal_for(hash_token(secret)) is None
+    finally:
+        security.close()
+
+
+def test_config_token_entries_are_checked() -> None:
+    with pytest.raises(ConfigError, match="exactly one"):
+        load_config(env={}, auth={"tokens": [{"agent": "a", "grants": ["x:r"]}]})
+    with pytest.raises(ConfigError, match="token-hash"):
+        load_config(env={}, auth={"tokens": [{"agent": "a", "token-hash": "nothex", "grants": ["x:r"]}]})
+    with pytest.raises(ConfigError, match="mode"):
+        load_config(env={}, auth={"mode": "open"})
