@@ -323,9 +323,7 @@ class SqliteStore:
                     (rescore(memory, bonus, at), to_iso(last), memory_id),
                 )
 
-    def put_vectors(
-        self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None
-    ) -> None:
+    def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
         with self._write("put_vectors") as db:
             for memory_id, vector in vectors.items():
                 if not db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory_id,)).fetchone():
@@ -592,14 +590,24 @@ class SqliteStore:
         if not namespaces:
             return []
         where, params = _where(namespaces, flt, now)
+        # Driven from the entity index, then by primary key: one SQL statement let the
+        # planner walk the namespace's time index instead, O(namespace) for a rare entity.
+        rows: list[Any] = []
         with self._read("memories_by_entity") as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN "
-                f"(SELECT memory_id FROM memory_entities WHERE namespace IN ({_marks(namespaces)}) AND entity = ?) "
-                "ORDER BY created_at DESC, memory_id DESC LIMIT ?",
-                (*params, *namespaces, entity_key, limit),
-            ).fetchall()
-        return [_memory(row) for row in rows]
+            ids = [
+                row[0]
+                for row in db.execute(
+                    f"SELECT memory_id FROM memory_entities WHERE namespace IN ({_marks(namespaces)}) AND entity = ?",
+                    (*namespaces, entity_key),
+                )
+            ]
+            for chunk in _chunks(ids, 500):
+                rows += db.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})",
+                    (*params, *chunk),
+                ).fetchall()
+        rows.sort(key=lambda row: (row[11], row[0]), reverse=True)  # created_at (fixed-width ISO), memory_id
+        return [_memory(row) for row in rows[:limit]]
 
     def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
         found: dict[str, Vector] = {}
