@@ -64,11 +64,16 @@ class MemoryController(Controller):
         """The memories most relevant to a query, ranked by similarity and decayed score."""
         access.allow_all(data.scope(), Permission.READ)
         access.note(content=data.query)
-        result = _service(state).recall(
-            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter()
-        )
+        result = _service(state).recall(data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter())
         access.note(memory_ids=[hit.memory.memory_id for hit in result.hits])
-        return schemas.recall_out(result, data.explain)
+        graphs = None
+        if "graph" in data.expand:
+            service = _service(state)
+            graphs = {
+                hit.memory.memory_id: service.neighbourhood(hit.memory.namespace, hit.memory.memory_id)
+                for hit in result.hits
+            }
+        return schemas.recall_out(result, data.explain, graphs)
 
     @get("/memory/{memory_id:str}", sync_to_thread=True)
     def get_memory(

@@ -6,8 +6,9 @@ silently does nothing); responses carry every field of the record.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -25,7 +26,7 @@ from engine.records import (
     Visibility,
 )
 from engine.scoring import Hit
-from engine.service import RecallResult, SaveResult
+from engine.service import Neighbourhood, RecallResult, SaveResult
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -153,6 +154,9 @@ class RecallIn(_Request):
     namespaces: list[Namespace] | None = Field(default=None, description="Several namespaces at once.")
     filter: FilterIn = Field(default_factory=FilterIn)
     explain: bool = Field(default=False, description="Include each hit's score breakdown.")
+    expand: list[Literal["graph"]] = Field(
+        default_factory=list, description='["graph"]: each hit with its entities and typed links.'
+    )
     include_superseded: bool = Field(
         default=False, description="Also return memories a newer one superseded (same as filter.include_superseded)."
     )
@@ -197,10 +201,32 @@ def hit_out(hit: Hit, explain: bool) -> dict[str, Any]:
     return out
 
 
-def recall_out(result: RecallResult, explain: bool) -> dict[str, Any]:
+def links_out(neighbourhood: Neighbourhood) -> dict[str, Any]:
+    me = neighbourhood.memory.memory_id
+    return {
+        "entities": list(neighbourhood.memory.entities),
+        "edges": [
+            {
+                "kind": edge.kind,
+                "direction": "out" if edge.src == me else "in",
+                "memory_id": edge.dst if edge.src == me else edge.src,
+                "status": neighbourhood.linked[edge.dst if edge.src == me else edge.src].status.value,
+            }
+            for edge in neighbourhood.edges
+        ],
+    }
+
+
+def recall_out(
+    result: RecallResult, explain: bool, graphs: Mapping[str, Neighbourhood] | None = None
+) -> dict[str, Any]:
     return {
         "memories": [
-            {**hit_out(hit, explain), "contradicts": result.contradicts.get(hit.memory.memory_id, [])}
+            {
+                **hit_out(hit, explain),
+                "contradicts": result.contradicts.get(hit.memory.memory_id, []),
+                **({"graph": links_out(graphs[hit.memory.memory_id])} if graphs is not None else {}),
+            }
             for hit in result.hits
         ],
         "candidates": result.candidates,

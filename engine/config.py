@@ -106,6 +106,7 @@ class FusionWeights:
     # and lexical-only ranking on LongMemEval and MADial-Bench alike.
     semantic: float = 0.7
     lexical: float = 0.2
+    graph: float = 0.05
     decay: float = 0.1
 
 

@@ -133,7 +133,9 @@ _NOT_NAMES = frozenset(
     """i i'm i've i'd i'll me my we our you your he she it they their his her its this that these those the a an
     user user's users assistant agent bot and or but if when then so also please note remember yes no ok okay
     monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday mr mrs ms dr
-    always never every each some any all most now currently recently lately""".split()
+    always never every each some any all most now currently recently lately
+    what where who whom whose which why how do does did can could would should is are was were have has had
+    will shall may might tell remind give show find""".split()
 )
 _LATIN_CONCEPTS = sorted((alias for alias in ALIASES if alias.isascii()), key=len, reverse=True)
 _LATIN_CONCEPT = re.compile(r"\b(" + "|".join(re.escape(alias) for alias in _LATIN_CONCEPTS) + r")\b", re.IGNORECASE)

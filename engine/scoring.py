@@ -23,6 +23,8 @@ from engine.config import FusionWeights, ScoringConfig
 from engine.records import Memory
 
 SECONDS_PER_DAY = 86_400.0
+GRAPH_QUERY_ENTITY = 1.0
+GRAPH_NEIGHBOUR = 0.5
 TOP_RANKS_REINFORCED = 5
 
 
@@ -72,6 +74,9 @@ class Candidate:
     cosine: float
     # Lexical match in 0..1 (BM25 relative to the best lexical hit of the query); 0 when none.
     lexical: float = 0.0
+    # Graph context in 0..1: mentions an entity named in the query (1), or shares an
+    # entity with one of the strongest candidates (GRAPH_NEIGHBOUR); 0 otherwise.
+    graph: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,7 @@ class Breakdown:
 
     semantic: Signal
     lexical: Signal
+    graph: Signal
     decay: Signal
     cosine: float
 
@@ -102,7 +108,12 @@ class Breakdown:
                     "weight": sig.weight,
                     "contribution": round(sig.contribution, 6),
                 }
-                for name, sig in (("semantic", self.semantic), ("lexical", self.lexical), ("decay", self.decay))
+                for name, sig in (
+                    ("semantic", self.semantic),
+                    ("lexical", self.lexical),
+                    ("graph", self.graph),
+                    ("decay", self.decay),
+                )
             },
         }
 
@@ -130,8 +141,9 @@ def fuse(
     for cand in candidates:
         semantic = Signal(calibrated_similarity(cand.cosine, similarity_floor), weights.semantic)
         lexical = Signal(cand.lexical, weights.lexical)
+        graph = Signal(cand.graph, weights.graph)
         decay = Signal(current_score(cand.memory, now, scoring), weights.decay)
-        score = semantic.contribution + lexical.contribution + decay.contribution
-        hits.append(Hit(cand.memory, score, Breakdown(semantic, lexical, decay, cand.cosine)))
+        score = semantic.contribution + lexical.contribution + graph.contribution + decay.contribution
+        hits.append(Hit(cand.memory, score, Breakdown(semantic, lexical, graph, decay, cand.cosine)))
     hits.sort(key=lambda h: (-h.score, h.memory.memory_id))
     return hits

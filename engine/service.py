@@ -26,7 +26,7 @@ from engine import conflicts, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
-from engine.entities import entities_for
+from engine.entities import entities_for, extract_entities
 from engine.errors import GuardRejected, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
@@ -54,6 +54,10 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # is refused whatever the store holds, not only once a candidate reaches the store.
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 EXACT_SCAN_LIMIT = 200_000
+# The graph channel's bounds (see MemoryService._with_graph).
+GRAPH_SEEDS = 5
+GRAPH_KEYS = 12
+GRAPH_PER_ENTITY = 20
 DEDUP_NEIGHBOURS = 10
 
 
@@ -324,6 +328,7 @@ class MemoryService:
         known = {cand.memory.memory_id for cand in candidates}
         candidates += self.keeper.legacy_candidates(query, namespaces, flt, now, pool, known)
         candidates = self._with_lexical(candidates, query, vector, namespaces, flt, now, pool)
+        candidates = self._with_graph(candidates, query, vector, namespaces, flt, now)
         hits = scoring.fuse(
             candidates,
             now=now,
@@ -474,9 +479,7 @@ class MemoryService:
             scoring.Candidate(memory, cosines.get(memory.memory_id, 0.0))
             for memory in self.store.get_many(namespaces, extra, flt, now)
         ]
-        return [
-            replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined
-        ]
+        return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
     def _resolve_conflicts(
         self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime
@@ -531,6 +534,46 @@ class MemoryService:
         if memory.key is not None:
             found += self.store.find_by_key(memory.namespace, memory.key)
         return found
+
+    def _with_graph(
+        self,
+        candidates: list[scoring.Candidate],
+        query: str,
+        vector: Vector,
+        namespaces: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> list[scoring.Candidate]:
+        """Add the association network's channel, one or two hops, bounded.
+
+        Memories that mention an entity named in the query join with graph 1; memories
+        that share an entity with one of the ``GRAPH_SEEDS`` strongest candidates join
+        with ``GRAPH_NEIGHBOUR``. At most ``GRAPH_KEYS`` entity lookups of
+        ``GRAPH_PER_ENTITY`` memories each.
+        """
+        query_keys = entity_keys(extract_entities(query))
+        seeds = heapq.nlargest(GRAPH_SEEDS, candidates, key=lambda cand: cand.cosine)
+        holders: dict[str, set[str]] = {}  # entity key -> the seeds that mention it
+        for cand in seeds:
+            for key in entity_keys(cand.memory.entities) - query_keys:
+                holders.setdefault(key, set()).add(cand.memory.memory_id)
+        lookups = [(key, scoring.GRAPH_QUERY_ENTITY) for key in sorted(query_keys)]
+        lookups += [(key, scoring.GRAPH_NEIGHBOUR) for key in sorted(holders)]
+        graph: dict[str, float] = {}
+        found: dict[str, Memory] = {}
+        for key, weight in lookups[:GRAPH_KEYS]:
+            for memory in self.store.memories_by_entity(namespaces, key, flt, now, GRAPH_PER_ENTITY):
+                if holders.get(key) == {memory.memory_id}:
+                    continue  # a seed is not its own neighbour
+                graph[memory.memory_id] = max(weight, graph.get(memory.memory_id, 0.0))
+                found[memory.memory_id] = memory
+        if not graph:
+            return candidates
+        known = {cand.memory.memory_id for cand in candidates}
+        extra = [memory_id for memory_id in found if memory_id not in known]
+        cosines = dict(self.keeper.index.similarities(vector, extra)) if extra else {}
+        joined = candidates + [scoring.Candidate(found[mid], cosines.get(mid, 0.0)) for mid in extra]
+        return [replace(cand, graph=graph.get(cand.memory.memory_id, 0.0)) for cand in joined]
 
     def _near_duplicate(
         self,
@@ -709,9 +752,7 @@ class MemoryService:
             raise InvalidInput("filter.created_after must be before filter.created_before", field="filter")
 
 
-def _related_earlier(
-    memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]
-) -> list[Memory]:
+def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:
     """Memories earlier in the same batch that may be about the same thing: sharing
     an entity or the key, or among the most similar. Bounded, so a large batch does
     not judge every pair."""
@@ -722,8 +763,5 @@ def _related_earlier(
         for other, _ in same_ns
         if (keys & entity_keys(other.entities)) or (memory.key is not None and other.key == memory.key)
     ]
-    closest = heapq.nlargest(
-        conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector))
-    )
+    closest = heapq.nlargest(conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector)))
     return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
-
