@@ -79,9 +79,7 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         """Memories that mention an entity, newest first. Names link by key: "Blue" finds "蓝色"."""
         access.allow(namespace, Permission.READ)
-        memories = _service(state).entity_memories(
-            namespace, name, include_superseded=include_superseded, limit=limit
-        )
+        memories = _service(state).entity_memories(namespace, name, include_superseded=include_superseded, limit=limit)
         return {"entity": name, "memories": [schemas.memory_out(m) for m in memories]}
 
     @get("/memory/{memory_id:str}/chain", sync_to_thread=True)

@@ -184,9 +184,7 @@ class Store(Protocol):
         reinforcement is use, not an edit."""
         ...
 
-    def put_vectors(
-        self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None
-    ) -> None:
+    def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
         """Store (or replace) vectors of ``model`` for existing memories, for a
         model change or a rebuild; creates no version and no change. With
         ``embedding_version``, each record's ``embedding_model`` and

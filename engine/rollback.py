@@ -208,9 +208,7 @@ class Rollbacks:
                     report.note("restored", memory_id)
             self._keeper.catch_up()
 
-    def _write(
-        self, current: Memory, target: Memory, vector: Vector | None, actor: str | None, reason: str
-    ) -> Memory:
+    def _write(self, current: Memory, target: Memory, vector: Vector | None, actor: str | None, reason: str) -> Memory:
         """Store the restoration of ``target`` over ``current``; the caller holds the lock."""
         updated = restored(current, target, self._clock())
         if updated.content != current.content:

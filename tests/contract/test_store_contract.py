@@ -992,9 +992,7 @@ def test_memories_by_entity_links_names_by_their_key(store: Store) -> None:
     assert found[0].entities == ("蓝色",)  # the name as given is kept; only the key is shared
     both = store.memories_by_entity([NS, OTHER_NS], "blue", MemoryFilter(), NOW, 10)
     assert {m.memory_id for m in both} == {blue_en.memory_id, blue_zh.memory_id, elsewhere.memory_id}
-    assert [m.memory_id for m in store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 1)] == [
-        blue_zh.memory_id
-    ]
+    assert [m.memory_id for m in store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 1)] == [blue_zh.memory_id]
     assert store.memories_by_entity([NS], "Blue", MemoryFilter(), NOW, 10) == []  # a key, not a raw name
     assert store.memories_by_entity([NS], "tea", MemoryFilter(), NOW, 10) == []
     assert [m.memory_id for m in store.memories_by_entity([NS], "coffee", MemoryFilter(), NOW, 10)] == [
