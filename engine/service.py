@@ -336,7 +336,7 @@ class MemoryService:
             scoring=self.config.scoring,
             similarity_floor=self.embedder.similarity_floor,
         )
-        hits = self._guard_reads(hits)[:top_k]
+        hits = self._guard_reads(hits, top_k)
         if reinforce:
             self.reinforcer.submit(
                 [
@@ -644,11 +644,18 @@ class MemoryService:
                 )
         return [replace(d, content=v.content) for d, v in zip(drafts, verdicts, strict=True)], verdicts
 
-    def _guard_reads(self, hits: list[scoring.Hit]) -> list[scoring.Hit]:
+    def _guard_reads(self, hits: list[scoring.Hit], top_k: int) -> list[scoring.Hit]:
         """The read guard, after fusion and before top_k (so top_k is still filled):
         drops what the current rules refuse (quarantined, injection-like, a sensitive
-        action not said by the user or said by a blocked writer)."""
-        return [hit for hit in hits if guards.check_read(hit.memory, is_blocked=self.is_blocked) is None]
+        action not said by the user or said by a blocked writer). Hits are checked in
+        rank order only until top_k pass: the rules are regexes over whole texts."""
+        passed: list[scoring.Hit] = []
+        for hit in hits:
+            if guards.check_read(hit.memory, is_blocked=self.is_blocked) is None:
+                passed.append(hit)
+                if len(passed) == top_k:
+                    break
+        return passed
 
     def _live(self, namespace: str, memory_id: str) -> Memory:
         memory = self.store.get([namespace], memory_id)
