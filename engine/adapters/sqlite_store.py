@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import sqlite3
 import threading
@@ -139,6 +140,13 @@ _MIGRATIONS: tuple[str, ...] = (
     INSERT INTO term_docs (memory_id) SELECT memory_id FROM memories;
     INSERT INTO memory_terms (rowid, terms)
         SELECT d.doc, twinmem_terms(m.content) FROM term_docs d JOIN memories m ON m.memory_id = d.memory_id;
+    """,
+    # 3: entity lookups newest first without walking every memory of a popular entity.
+    """
+    ALTER TABLE memory_entities ADD COLUMN created_at TEXT NOT NULL DEFAULT '';
+    UPDATE memory_entities SET created_at =
+        (SELECT m.created_at FROM memories m WHERE m.memory_id = memory_entities.memory_id);
+    CREATE INDEX entities_by_time ON memory_entities (namespace, entity, created_at DESC, memory_id DESC);
     """,
 )
 
@@ -408,8 +416,12 @@ class SqliteStore:
     def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:
         names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
         db.executemany(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name) VALUES (?, ?, ?, ?)",
-            [(memory.memory_id, key, memory.namespace, name) for key, name in names.items()],
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (memory.memory_id, key, memory.namespace, name, to_iso(memory.created_at))
+                for key, name in names.items()
+            ],
         )
 
     @staticmethod
@@ -466,7 +478,7 @@ class SqliteStore:
     ) -> list[Memory]:
         if not ids or not namespaces:
             return []
-        where, params = _where(namespaces, flt, now)
+        where, params = _where(namespaces, flt, now, by_id=True)
         rows: list[Any] = []
         with self._read("get_many") as db:
             for chunk in _chunks(ids, 500):
@@ -589,25 +601,33 @@ class SqliteStore:
     ) -> list[Memory]:
         if not namespaces:
             return []
-        where, params = _where(namespaces, flt, now)
-        # Driven from the entity index, then by primary key: one SQL statement let the
-        # planner walk the namespace's time index instead, O(namespace) for a rare entity.
-        rows: list[Any] = []
+        where, params = _where(namespaces, flt, now, by_id=True)
+        # Walk the entity's links newest first (entities_by_time), a page at a time, and
+        # keep those whose memory passes the filter: a popular entity costs a page or
+        # two, not every memory that mentions it.
+        found: list[Memory] = []
+        page = max(2 * limit, 50)
         with self._read("memories_by_entity") as db:
-            ids = [
-                row[0]
-                for row in db.execute(
-                    f"SELECT memory_id FROM memory_entities WHERE namespace IN ({_marks(namespaces)}) AND entity = ?",
-                    (*namespaces, entity_key),
-                )
-            ]
-            for chunk in _chunks(ids, 500):
-                rows += db.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})",
-                    (*params, *chunk),
-                ).fetchall()
-        rows.sort(key=lambda row: (row[11], row[0]), reverse=True)  # created_at (fixed-width ISO), memory_id
-        return [_memory(row) for row in rows[:limit]]
+            for offset in itertools.count(0, page):
+                ids = [
+                    row[0]
+                    for row in db.execute(
+                        f"SELECT memory_id FROM memory_entities WHERE namespace IN ({_marks(namespaces)}) "
+                        "AND entity = ? ORDER BY created_at DESC, memory_id DESC LIMIT ? OFFSET ?",
+                        (*namespaces, entity_key, page, offset),
+                    )
+                ]
+                if ids:
+                    rows = db.execute(
+                        f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(ids)})",
+                        (*params, *ids),
+                    ).fetchall()
+                    by_id = {row[0]: row for row in rows}
+                    found += [_memory(by_id[mid]) for mid in ids if mid in by_id]
+                if len(found) >= limit or len(ids) < page:
+                    break
+        found.sort(key=lambda m: (m.created_at, m.memory_id), reverse=True)
+        return found[:limit]
 
     def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
         found: dict[str, Vector] = {}
@@ -791,9 +811,15 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-def _where(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> tuple[str, list[Any]]:
-    """SQL conditions for a scope and a filter; values always travel as parameters."""
-    clauses = [f"namespace IN ({_marks(namespaces)})"]
+def _where(
+    namespaces: Sequence[str], flt: MemoryFilter, now: datetime, *, by_id: bool = False
+) -> tuple[str, list[Any]]:
+    """SQL conditions for a scope and a filter; values always travel as parameters.
+
+    ``by_id``: the query also names its memory ids; "+" then keeps the planner on the
+    primary key instead of walking every row of the namespace through another index.
+    """
+    clauses = [f"{'+' if by_id else ''}namespace IN ({_marks(namespaces)})"]
     params: list[Any] = list(namespaces)
     for column, values in (
         ("status", [s.value for s in flt.statuses]),
