@@ -418,10 +418,7 @@ class SqliteStore:
         db.executemany(
             "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            [
-                (memory.memory_id, key, memory.namespace, name, to_iso(memory.created_at))
-                for key, name in names.items()
-            ],
+            [(memory.memory_id, key, memory.namespace, name, to_iso(memory.created_at)) for key, name in names.items()],
         )
 
     @staticmethod
