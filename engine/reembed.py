@@ -162,7 +162,9 @@ class Reembedder:
         return self._done / elapsed if elapsed > 0 else None
 
     def progress(self) -> Progress:
-        remaining = self.remaining()
+        # Idle means start() found every memory embedded by the current model, and every
+        # write since embeds with it: no need to scan the store (/health calls this).
+        remaining = 0 if self._state == "idle" else self.remaining()
         state = self._state
         if state == "idle" and remaining:
             state = "paused"
