@@ -16,7 +16,7 @@ import heapq
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -472,13 +472,7 @@ class MemoryService:
         if not lexical:
             return candidates
         best = max(lexical.values())
-        known = {cand.memory.memory_id for cand in candidates}
-        extra = [memory_id for memory_id in lexical if memory_id not in known]
-        cosines = dict(self.keeper.index.similarities(vector, extra)) if extra else {}
-        joined = candidates + [
-            scoring.Candidate(memory, cosines.get(memory.memory_id, 0.0))
-            for memory in self.store.get_many(namespaces, extra, flt, now)
-        ]
+        joined = self._joined(candidates, lexical, vector, lambda ids: self.store.get_many(namespaces, ids, flt, now))
         return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
     def _resolve_conflicts(
@@ -569,11 +563,24 @@ class MemoryService:
                 found[memory.memory_id] = memory
         if not graph:
             return candidates
-        known = {cand.memory.memory_id for cand in candidates}
-        extra = [memory_id for memory_id in found if memory_id not in known]
-        cosines = dict(self.keeper.index.similarities(vector, extra)) if extra else {}
-        joined = candidates + [scoring.Candidate(found[mid], cosines.get(mid, 0.0)) for mid in extra]
+        joined = self._joined(candidates, found, vector, lambda ids: [found[mid] for mid in ids])
         return [replace(cand, graph=graph.get(cand.memory.memory_id, 0.0)) for cand in joined]
+
+    def _joined(
+        self,
+        candidates: list[scoring.Candidate],
+        ids: Iterable[str],
+        vector: Vector,
+        load: Callable[[list[str]], Sequence[Memory]],
+    ) -> list[scoring.Candidate]:
+        """``candidates`` plus the memories of ``ids`` not among them yet (read with
+        ``load``, which applies scope and filter), each with its exact cosine."""
+        known = {cand.memory.memory_id for cand in candidates}
+        extra = [memory_id for memory_id in ids if memory_id not in known]
+        if not extra:
+            return candidates
+        cosines = dict(self.keeper.index.similarities(vector, extra))
+        return candidates + [scoring.Candidate(m, cosines.get(m.memory_id, 0.0)) for m in load(extra)]
 
     def _near_duplicate(
         self,
