@@ -1,14 +1,20 @@
-"""HTTP handlers for admins: tokens (create, list, revoke) and the audit log.
+"""HTTP handlers for admins: tokens (create, list, revoke), blocked sources and the audit log.
 
 Every handler here needs an admin grant on ``*``. A new token is in the answer to
 its creation and nowhere else: only its SHA-256 is stored.
+
+Blocking a source (an agent, or a session) refuses its writes from then on and
+quarantines what it already wrote; lifting the block lets it write again but
+leaves those memories quarantined, for an admin to review and release one by one
+(``PATCH /v1/memory/{id}`` with ``"status": "active"``, or a rollback to the version
+before the quarantine; ``restore`` does not release a quarantined memory).
 """
 
 from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from litestar import Controller, Response, delete, get, post
 from litestar.datastructures import State
@@ -18,10 +24,22 @@ from pydantic import Field
 from api import schemas
 from api.auth import Caller
 from engine.codec import to_iso
-from engine.errors import NotFound
+from engine.errors import InvalidInput, NotFound
 from engine.ports import SecurityStore
 from engine.records import utcnow
-from engine.security import AuditQuery, AuditRow, TokenRecord, grants_from, hash_token, new_token
+from engine.security import (
+    AuditQuery,
+    AuditRow,
+    Block,
+    BlockKind,
+    TokenRecord,
+    grants_from,
+    hash_token,
+    new_token,
+)
+
+if TYPE_CHECKING:
+    from engine.service import MemoryService
 
 
 def _security(state: State) -> SecurityStore:
@@ -32,6 +50,67 @@ def _security(state: State) -> SecurityStore:
 class TokenIn(schemas._Request):
     agent: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@\-]+$", description="Agent name.")
     grants: list[str] = Field(min_length=1, max_length=64, description="NAMESPACE:PERMS, e.g. 'user:*:rw'.")
+
+
+# A memory's actor and session_id are at most 200 characters (api/schemas.py).
+SOURCE_MAX = 200
+
+
+def check_source(kind: str, value: str) -> tuple[BlockKind, str]:
+    """The kind and value of a source to block, or InvalidInput saying what is wrong."""
+    try:
+        parsed = BlockKind(kind)
+    except ValueError:
+        raise InvalidInput(f"a block's kind is 'agent' or 'session', got {kind!r}", field="kind") from None
+    if not value or not value.strip():
+        raise InvalidInput(f"name the {parsed.value} to block", field="value")
+    if value != value.strip() or len(value) > SOURCE_MAX:
+        raise InvalidInput(
+            f"a {parsed.value} is named exactly, without spaces around it and in at most {SOURCE_MAX} characters,"
+            f" got {value!r}",
+            field="value",
+        )
+    return parsed, value
+
+
+class BlockIn(schemas._Request):
+    kind: BlockKind = Field(description="'agent' (a memory's actor, a token's agent) or 'session' (its session_id).")
+    value: str = Field(description="The agent's name or the session's id, exactly as its memories carry it.")
+    reason: str | None = Field(default=None, max_length=1000, description="Why, for the admins who review it.")
+
+
+class BlockNotFound(NotFound):
+    def __init__(self, kind: BlockKind, value: str) -> None:
+        super().__init__(f"no block on {kind.value} {value!r}")
+
+
+def block_source(
+    security: SecurityStore, service: MemoryService, kind: BlockKind, value: str, *, by: str, reason: str | None
+) -> tuple[Block, bool, list[str]]:
+    """Block a source and quarantine what it wrote: ``(block in force, newly blocked, quarantined ids)``.
+
+    The block is recorded first, so nothing the source writes meanwhile escapes the
+    quarantine pass. Blocking a source already blocked keeps the block as it was and
+    runs the pass again (it quarantines only what is not quarantined yet)."""
+    new = Block(kind, value, by, utcnow(), reason)
+    created = security.block(new)
+    block = next((b for b in security.blocks() if b.kind is kind and b.value == value), new)
+    return block, created, service.quarantine_source(kind, value, actor=by)
+
+
+def block_out(block: Block) -> dict[str, Any]:
+    return {
+        "kind": block.kind.value,
+        "value": block.value,
+        "reason": block.reason,
+        "blocked_by": block.blocked_by,
+        "blocked_at": to_iso(block.blocked_at),
+    }
+
+
+def source_id(kind: BlockKind, value: str) -> str:
+    """How a blocked source appears among an audit entry's ids (as a token's id does)."""
+    return f"{kind.value}:{value}"
 
 
 class TokenNotFound(NotFound):
@@ -88,6 +167,43 @@ class AdminController(Controller):
         if not _security(state).revoke(token_id, utcnow()):
             raise TokenNotFound(token_id)
         return Response({"token_id": token_id, "revoked": True})
+
+    @post("/blocks", sync_to_thread=True, status_code=201)
+    def block_source(self, state: State, access: Caller, data: JSONBody[BlockIn]) -> Response[dict[str, Any]]:
+        """Block an agent or a session: its writes get 403 from now on, and every memory it
+        wrote, in every namespace, is quarantined (a new version; out of recall) and listed
+        in ``quarantined``. 201 for a new block; 200 when the source was already blocked:
+        the block stays as it was and the quarantine pass runs again (catching anything
+        left over). Lifting the block later does not un-quarantine anything."""
+        access.require_admin()
+        kind, value = check_source(data.kind, data.value)
+        access.note(memory_ids=[source_id(kind, value)])
+        service: MemoryService = state.service
+        block, created, quarantined = block_source(
+            _security(state), service, kind, value, by=access.actor, reason=data.reason
+        )
+        access.note(memory_ids=quarantined)
+        body = {**block_out(block), "already_blocked": not created, "quarantined": quarantined}
+        return Response(body, status_code=201 if created else 200)
+
+    @get("/blocks", sync_to_thread=True)
+    def list_blocks(self, state: State, access: Caller) -> dict[str, Any]:
+        """Every block in force, oldest first."""
+        access.require_admin()
+        return {"blocks": [block_out(block) for block in _security(state).blocks()]}
+
+    @delete("/blocks/{kind:str}/{value:path}", sync_to_thread=True, status_code=200)
+    def unblock_source(self, state: State, access: Caller, kind: FromPath[str], value: FromPath[str]) -> dict[str, Any]:
+        """Lift a block: the source may write again. What was quarantined when it was blocked
+        stays quarantined; an admin reviews those memories and releases them one by one
+        (``PATCH /v1/memory/{id}`` with ``"status": "active"``). 404 when the source is
+        not blocked. A value holding ``/`` may be sent as is or percent-encoded."""
+        access.require_admin()
+        parsed, value = check_source(kind, value.removeprefix("/"))
+        access.note(memory_ids=[source_id(parsed, value)])
+        if not _security(state).unblock(parsed, value):
+            raise BlockNotFound(parsed, value)
+        return {"kind": parsed.value, "value": value, "unblocked": True}
 
     @get("/audit", sync_to_thread=True)
     def audit_log(

@@ -47,6 +47,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
         try:
             service = await anyio.to_thread.run_sync(open_engine, config)
             app.state.service = service
+            service.blocks = security  # blocked sources: their writes are refused (api/admin.py)
             try:
                 yield
             finally:

@@ -33,8 +33,8 @@ from litestar.enums import ScopeType
 from litestar.handlers.base import BaseRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.errors import Forbidden, Unauthenticated
-from engine.ports import SecurityStore
+from engine.errors import Forbidden, SourceBlocked, Unauthenticated
+from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, utcnow
 from engine.security import LOCAL_PRINCIPAL, AuditEvent, Permission, Principal, content_sha256, hash_token
 
@@ -65,6 +65,9 @@ ACTIONS: dict[str, str | None] = {
     "list_tokens": "admin",
     "revoke_token": "admin",
     "audit_log": "admin",
+    "block_source": "admin",
+    "list_blocks": "admin",
+    "unblock_source": "admin",
     "health": None,
     "options_handler": None,  # Litestar's automatic OPTIONS answer
 }
@@ -187,16 +190,21 @@ class Access:
     principal: Principal
     record: AuditRecord
     tokens_mode: bool
+    blocks: BlockList
 
     @property
     def actor(self) -> str:
         return self.principal.agent
 
     def allow(self, namespace: str, permission: Permission) -> None:
-        """Raise 403 unless the caller holds ``permission`` on ``namespace``."""
+        """Raise 403 unless the caller holds ``permission`` on ``namespace``; a write or
+        admin action of a blocked agent is refused whatever its grants (import, rollback
+        and consolidate included, which do not go through ``service.save``)."""
         self.record.namespaces.append(namespace)
         if not self.principal.may(namespace, permission):
             raise Forbidden(f"no {permission.name.lower()} grant on namespace {namespace!r}")
+        if permission is not Permission.READ and self.blocks.is_blocked(self.principal.agent, None):
+            raise SourceBlocked(f"writes from agent {self.principal.agent!r} are blocked by an admin")
 
     def allow_all(self, namespaces: list[str], permission: Permission) -> None:
         for namespace in namespaces:
@@ -222,7 +230,8 @@ def provide_access(request: Request[Any, Any, Any]) -> Access:
     record = _record(request.scope)
     if record is None or record.principal is None:
         raise Unauthenticated("the request was not authenticated")
-    return Access(record.principal, record, request.app.state.config.auth.mode == "tokens")
+    state = request.app.state
+    return Access(record.principal, record, state.config.auth.mode == "tokens", state.security)
 
 
 # What handlers declare to receive the caller: ``access: Caller``.

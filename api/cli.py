@@ -136,14 +136,14 @@ def _security_config(args: argparse.Namespace) -> Config:
     return load_config(args.config, None, **overrides)
 
 
-def _cli_audit(security: SecurityStore, detail: str, token_id: str) -> None:
-    """Token changes made here are admin actions too; the actor is the local command line."""
+def _cli_audit(security: SecurityStore, detail: str, *ids: str) -> None:
+    """Token and block changes made here are admin actions too; the actor is the local command line."""
     import uuid
 
     from engine.records import utcnow
     from engine.security import AuditEvent
 
-    event = AuditEvent("cli", "admin", "ok", utcnow(), uuid.uuid4().hex, ("*",), (token_id,), detail=detail)
+    event = AuditEvent("cli", "admin", "ok", utcnow(), uuid.uuid4().hex, ("*",), ids, detail=detail)
     security.append_audit(event)
 
 
@@ -173,6 +173,60 @@ def _token(args: argparse.Namespace) -> int:
             print(f"revoked {args.token_id}")
     finally:
         security.close()
+    return 0
+
+
+def _block(args: argparse.Namespace) -> int:
+    """Block an agent or a session (and quarantine what it wrote), list blocks, or lift one."""
+    from api.admin import block_out, block_source, check_source, source_id
+    from engine.adapters import open_security
+    from engine.errors import StoreError
+
+    config = _security_config(args)
+    if args.block_command == "list":
+        security = open_security(config)
+        try:
+            print(json.dumps([block_out(block) for block in security.blocks()], ensure_ascii=False, indent=2))
+        finally:
+            security.close()
+        return 0
+    kind, value = check_source(*(("agent", args.agent) if args.agent is not None else ("session", args.session)))
+    if args.block_command == "remove":
+        security = open_security(config)
+        try:
+            if not security.unblock(kind, value):
+                print(f"twinmem: no block on {kind.value} {value!r}", file=sys.stderr)
+                return 1
+            _cli_audit(security, f"block remove {kind.value}", source_id(kind, value))
+        finally:
+            security.close()
+        print(f"unblocked {kind.value} {value!r}; what it wrote stays quarantined until released one by one")
+        return 0
+    from engine.adapters import open_service
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The service first: while a server holds the data directory this fails and nothing changes.
+    try:
+        service = open_service(config, background_reembed=False)
+    except StoreError as exc:
+        raise StoreError(f"{exc}; stop the server first, or block over HTTP (POST /v1/admin/blocks)") from exc
+    try:
+        security = open_security(config)
+        try:
+            service.blocks = security
+            block, created, quarantined = block_source(security, service, kind, value, by="cli", reason=args.reason)
+            _cli_audit(security, f"block add {kind.value}", source_id(kind, value), *quarantined)
+        finally:
+            security.close()
+    finally:
+        service.close()
+    print(
+        json.dumps(
+            {**block_out(block), "already_blocked": not created, "quarantined": quarantined},
+            ensure_ascii=False,
+            indent=2,
+        )
+    )
     return 0
 
 
@@ -246,6 +300,31 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
         sub.add_argument("--config", help="a twinmem TOML file")
     token.set_defaults(run=_token)
+    block = commands.add_parser("block", help="block an agent or a session, list blocks, lift one")
+    block_commands = block.add_subparsers(dest="block_command", required=True)
+    add = block_commands.add_parser(
+        "add",
+        help="block a source and quarantine what it wrote (stop the server first: it opens the data directory)",
+        description="Refuse the source's writes from now on and quarantine every memory it wrote, in every"
+        " namespace. It opens the data directory, so stop the server first (or block over HTTP:"
+        " POST /v1/admin/blocks). Blocking a source already blocked runs the quarantine pass again.",
+    )
+    remove = block_commands.add_parser(
+        "remove",
+        help="lift a block (what it wrote stays quarantined)",
+        description="Let the source write again. What was quarantined stays quarantined: review those"
+        " memories and release them one by one (PATCH /v1/memory/{id} with status active).",
+    )
+    for sub in (add, remove):
+        source = sub.add_mutually_exclusive_group(required=True)
+        source.add_argument("--agent", help="the agent (a token's agent, a memory's actor)")
+        source.add_argument("--session", help="the session id its memories carry")
+    add.add_argument("--reason", help="why, for the admins who review it")
+    block_commands.add_parser("list", help="every block in force, oldest first")
+    for sub in block_commands.choices.values():
+        sub.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
+        sub.add_argument("--config", help="a twinmem TOML file")
+    block.set_defaults(run=_block)
     audit = commands.add_parser("audit", help="check the audit log")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     verify = audit_commands.add_parser("verify", help="check that no entry was edited, removed or reordered")

@@ -11,8 +11,10 @@ the service's message.
 
 from __future__ import annotations
 
+import builtins
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -117,4 +119,26 @@ class TwinmemClient:
         if hard:
             params["hard"] = "true"
         result: dict[str, Any] = self._call("DELETE", f"/v1/memory/{memory_id}", params=params)
+        return result
+
+    # --- admin: blocked sources (an admin token on '*') ------------------------------
+
+    def block(self, kind: str, value: str, reason: str | None = None) -> dict[str, Any]:
+        """Block an agent or a session (``kind`` is ``"agent"`` or ``"session"``): its writes
+        are refused and what it wrote is quarantined; the answer lists those ids."""
+        result: dict[str, Any] = self._call(
+            "POST", "/v1/admin/blocks", json={"kind": kind, "value": value, "reason": reason}
+        )
+        return result
+
+    def blocks(self) -> builtins.list[dict[str, Any]]:
+        """Every block in force, oldest first."""
+        blocks: builtins.list[dict[str, Any]] = self._call("GET", "/v1/admin/blocks")["blocks"]
+        return blocks
+
+    def unblock(self, kind: str, value: str) -> dict[str, Any]:
+        """Lift a block; what was quarantined stays quarantined (release memories one by one)."""
+        result: dict[str, Any] = self._call(
+            "DELETE", f"/v1/admin/blocks/{quote(kind, safe='')}/{quote(value, safe='')}"
+        )
         return result

@@ -123,6 +123,24 @@ class TokenRecord:
         return Principal(self.agent, self.grants, self.token_id)
 
 
+class BlockKind(StrEnum):
+    """What a block names: an agent (a memory's ``actor``) or a session (its ``session_id``)."""
+
+    AGENT = "agent"
+    SESSION = "session"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A blocked source: its writes are refused and what it wrote is quarantined."""
+
+    kind: BlockKind
+    value: str
+    blocked_by: str
+    blocked_at: datetime
+    reason: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class AuditEvent:
     """What one audited action did. ``outcome`` is ``ok``, ``denied``, ``unauthenticated`` or ``error``."""

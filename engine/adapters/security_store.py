@@ -1,4 +1,4 @@
-"""Tokens and the audit log in their own SQLite file, apart from the memories.
+"""Tokens, blocked sources and the audit log in their own SQLite file, apart from the memories.
 
 A separate file, so that the memory store's backups, exports and rollbacks never
 touch the record of who did what, and so that a token can be created with the
@@ -26,6 +26,8 @@ from engine.security import (
     AuditEvent,
     AuditQuery,
     AuditRow,
+    Block,
+    BlockKind,
     Principal,
     TokenRecord,
     chain_hash,
@@ -60,6 +62,18 @@ _MIGRATIONS = (
         namespace   TEXT NOT NULL,
         PRIMARY KEY (namespace, seq)
     );
+    """,
+    # 2: blocked sources (an agent or a session). Its primary key is the lookup
+    # ``is_blocked`` makes on every write, so it is one index probe per kind.
+    """
+    CREATE TABLE blocks (
+        kind        TEXT NOT NULL CHECK (kind IN ('agent', 'session')),
+        value       TEXT NOT NULL,
+        blocked_by  TEXT NOT NULL,
+        blocked_at  TEXT NOT NULL,
+        reason      TEXT,
+        PRIMARY KEY (kind, value)
+    ) WITHOUT ROWID;
     """,
 )
 
@@ -179,6 +193,43 @@ class SqliteSecurityStore:
         for row in rows:
             yield _row(row)
 
+    # --- blocked sources -------------------------------------------------------
+
+    def block(self, block: Block) -> bool:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO blocks (kind, value, blocked_by, blocked_at, reason) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (kind, value) DO NOTHING",
+                (block.kind.value, block.value, block.blocked_by, to_iso(block.blocked_at), block.reason),
+            )
+            return cursor.rowcount == 1
+
+    def unblock(self, kind: BlockKind, value: str) -> bool:
+        with self._transaction() as db:
+            cursor = db.execute("DELETE FROM blocks WHERE kind = ? AND value = ?", (kind.value, value))
+            return cursor.rowcount == 1
+
+    def blocks(self) -> list[Block]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT kind, value, blocked_by, blocked_at, reason FROM blocks ORDER BY blocked_at, kind, value"
+            ).fetchall()
+        return [_block(row) for row in rows]
+
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        # Read from the file on every call (no cache): a block made by another process
+        # (the CLI) or another connection counts from its commit on.
+        if agent is None and session_id is None:
+            return False
+        with self._read() as db:
+            # fetchall: the statement runs to its end, so no read snapshot stays open.
+            ((found,),) = db.execute(
+                "SELECT EXISTS (SELECT 1 FROM blocks WHERE kind = 'agent' AND value = ?)"
+                " OR EXISTS (SELECT 1 FROM blocks WHERE kind = 'session' AND value = ?)",
+                (agent, session_id),
+            ).fetchall()
+        return bool(found)
+
     # --- internals -------------------------------------------------------------
 
     @contextmanager
@@ -193,6 +244,15 @@ class SqliteSecurityStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One statement outside a transaction: it reads the last committed state (WAL)
+        without taking the write lock, so it never waits on an appender."""
+        with self._lock, self._translate("read the security store"):
+            if self._conn is None:
+                raise StoreError(f"the security store {self._path} is not open")
+            yield self._conn
 
     @contextmanager
     def _translate(self, what: str) -> Iterator[None]:
@@ -211,6 +271,11 @@ def _token(row: tuple[Any, ...]) -> TokenRecord:
         from_iso(created_at),
         from_iso(revoked_at) if revoked_at else None,
     )
+
+
+def _block(row: tuple[Any, ...]) -> Block:
+    kind, value, blocked_by, blocked_at, reason = row
+    return Block(BlockKind(kind), value, blocked_by, from_iso(blocked_at), reason)
 
 
 def _row(row: tuple[Any, ...]) -> AuditRow:

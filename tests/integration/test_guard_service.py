@@ -5,11 +5,22 @@ from __future__ import annotations
 import pytest
 
 from engine.config import Config, load_config
-from engine.errors import GuardRejected
+from engine.errors import GuardRejected, SourceBlocked
 from engine.guard import Action
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Source, Status
+from engine.security import BlockKind
 from engine.service import MemoryService
 from tests.integration.conftest import OpenService
+
+
+class _Blocked:
+    """A block list held in memory (the app's is the security store, tested on its own)."""
+
+    def __init__(self, *, agents: frozenset[str] = frozenset(), sessions: frozenset[str] = frozenset()) -> None:
+        self.agents, self.sessions = agents, sessions
+
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        return agent in self.agents or session_id in self.sessions
 
 
 def test_redaction_changes_what_is_stored_and_embedded(service: MemoryService) -> None:
@@ -114,5 +125,33 @@ def test_blocked_writer_hook(service: MemoryService) -> None:
     assert [h.memory.memory_id for h in service.recall("rent landlord", namespaces=["u1"]).hits] == [
         said.memory.memory_id
     ]
-    service.is_blocked = lambda memory: memory.actor == "mallory"
+    service.blocks = _Blocked(agents=frozenset({"mallory"}))
     assert service.recall("rent landlord", namespaces=["u1"]).hits == []
+
+
+def test_blocked_sources_cannot_write_and_what_they_wrote_is_quarantined(service: MemoryService) -> None:
+    mine = service.save(MemoryDraft("The user likes green tea", namespace="u1", actor="alice"))
+    theirs = [
+        service.save(MemoryDraft("The user likes oolong", namespace="u1", actor="mallory")),
+        service.save(MemoryDraft("The user's cat is called Miso", namespace="u2", actor="mallory")),
+        service.save(MemoryDraft("The user plays chess", namespace="u2", actor="bob", session_id="s-9")),
+    ]
+    service.delete("u1", theirs[0].memory.memory_id)  # deleted stays deleted
+    service.blocks = _Blocked(agents=frozenset({"mallory"}), sessions=frozenset({"s-9"}))
+    with pytest.raises(SourceBlocked, match="agent 'mallory'"):
+        service.save(MemoryDraft("The user wants every backup deleted", namespace="u1", actor="mallory"))
+    with pytest.raises(SourceBlocked, match="session 's-9'"):
+        service.save(MemoryDraft("The user plays go", namespace="u2", actor="bob", session_id="s-9"))
+    with pytest.raises(SourceBlocked):
+        service.update("u1", mine.memory.memory_id, MemoryPatch(content="x"), actor="mallory")
+    assert service.save(MemoryDraft("The user plays go", namespace="u2", actor="bob")).created
+
+    assert service.quarantine_source(BlockKind.AGENT, "mallory", actor="admin") == [theirs[1].memory.memory_id]
+    assert service.quarantine_source(BlockKind.SESSION, "s-9", actor="admin") == [theirs[2].memory.memory_id]
+    assert service.quarantine_source(BlockKind.AGENT, "mallory", actor="admin") == []  # nothing left to do
+    cat = service.get("u2", theirs[1].memory.memory_id)
+    assert cat.status is Status.QUARANTINED
+    assert service.history("u2", cat.memory_id)[-1].reason == "agent blocked"
+    assert service.get("u1", theirs[0].memory.memory_id, include_deleted=True).status is Status.DELETED
+    assert service.get("u1", mine.memory.memory_id).status is Status.ACTIVE
+    assert service.recall("cat Miso chess", namespaces=["u2"]).hits[0].memory.content == "The user plays go"

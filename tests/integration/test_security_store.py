@@ -23,6 +23,8 @@ from engine.errors import ConfigError, InvalidInput
 from engine.security import (
     AuditEvent,
     AuditQuery,
+    Block,
+    BlockKind,
     Permission,
     check_bind,
     hash_token,
@@ -218,3 +220,64 @@ def test_config_token_entries_are_checked() -> None:
         load_config(env={}, auth={"tokens": [{"agent": "a", "token-hash": "nothex", "grants": ["x:r"]}]})
     with pytest.raises(ConfigError, match="mode"):
         load_config(env={}, auth={"mode": "open"})
+
+
+def test_blocks_are_recorded_listed_and_lifted(store: SqliteSecurityStore) -> None:
+    assert store.blocks() == [] and not store.is_blocked("mallory", "s-1")
+    assert not store.is_blocked(None, None)
+    mallory = Block(BlockKind.AGENT, "mallory", "root", AT, "planted instructions")
+    session = Block(BlockKind.SESSION, "s-1", "root", AT.replace(minute=5))
+    assert store.block(mallory) and store.block(session)
+    # Blocking again changes nothing: the first block (its time, author, reason) stands.
+    assert not store.block(Block(BlockKind.AGENT, "mallory", "ops", AT.replace(hour=3), "again"))
+    assert store.blocks() == [mallory, session]
+    assert store.is_blocked("mallory", None) and store.is_blocked(None, "s-1")
+    assert store.is_blocked("alice", "s-1") and store.is_blocked("mallory", "s-2")
+    assert not store.is_blocked("alice", "s-2")
+    # A kind names only its own: an agent called like a blocked session is not blocked.
+    assert not store.is_blocked("s-1", None) and not store.is_blocked(None, "mallory")
+    assert store.unblock(BlockKind.AGENT, "mallory")
+    assert not store.unblock(BlockKind.AGENT, "mallory")
+    assert not store.unblock(BlockKind.SESSION, "never-blocked")
+    assert not store.is_blocked("mallory", None)
+    assert store.blocks() == [session]
+
+
+def test_a_block_is_seen_at_once_by_another_store_on_the_same_file(tmp_path: Path) -> None:
+    """The server and the CLI each open the file: a block made by one counts for the other
+    from its commit on (no cache), and so does its lifting."""
+    first, second = SqliteSecurityStore(tmp_path / SECURITY_FILE), SqliteSecurityStore(tmp_path / SECURITY_FILE)
+    first.open()
+    second.open()
+    try:
+        assert not second.is_blocked("mallory", None)
+        assert first.block(Block(BlockKind.AGENT, "mallory", "root", AT))
+        assert second.is_blocked("mallory", None)
+        assert [b.value for b in second.blocks()] == ["mallory"]
+        assert not second.block(Block(BlockKind.AGENT, "mallory", "cli", AT))
+        assert second.unblock(BlockKind.AGENT, "mallory")
+        assert not first.is_blocked("mallory", None)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_blocks_table_is_added_to_an_existing_security_file(tmp_path: Path) -> None:
+    """A security file made before blocks existed (schema version 1) gains the table on open,
+    keeping its tokens and audit log."""
+    path = tmp_path / SECURITY_FILE
+    store = SqliteSecurityStore(path)
+    store.open()
+    store.append_audit(_event(1))
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE blocks")
+        db.execute("PRAGMA user_version = 1")
+    store = SqliteSecurityStore(path)
+    store.open()
+    try:
+        assert store.block(Block(BlockKind.SESSION, "s-1", "root", AT))
+        assert store.is_blocked(None, "s-1")
+        assert verify_chain(store.audit_rows()).entries == 1
+    finally:
+        store.close()
