@@ -22,8 +22,9 @@ Three parts, in the order a request meets them:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from litestar import Request
@@ -31,12 +32,15 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.enums import ScopeType
 from litestar.handlers.base import BaseRouteHandler
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, Message, Receive, Send
+from litestar.types import Scope as ASGIScope
 
-from engine.errors import Forbidden, SourceBlocked, Unauthenticated
+from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, Unauthenticated
 from engine.ports import BlockList, SecurityStore
-from engine.records import MemoryDraft, utcnow
+from engine.records import MemoryDraft, Reach, Scope, utcnow
 from engine.security import LOCAL_PRINCIPAL, AuditEvent, Permission, Principal, content_sha256, hash_token
+
+T = TypeVar("T")
 
 ANONYMOUS = "anonymous"
 AUDIT_KEY = "twinmem_audit"
@@ -88,7 +92,7 @@ class AuditRecord:
     principal: Principal | None = None
 
 
-def _record(scope: Scope) -> AuditRecord | None:
+def _record(scope: ASGIScope) -> AuditRecord | None:
     state: dict[str, Any] = scope.setdefault("state", {})
     record = state.get(AUDIT_KEY)
     return record if isinstance(record, AuditRecord) else None
@@ -104,7 +108,7 @@ class AuditMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
@@ -136,7 +140,7 @@ class AuditMiddleware:
         if not written:
             await self._write(scope, record, status, "no response body was sent")
 
-    async def _write(self, scope: Scope, record: AuditRecord, status: int, detail: str | None) -> None:
+    async def _write(self, scope: ASGIScope, record: AuditRecord, status: int, detail: str | None) -> None:
         if record.action is None:
             return
         security: SecurityStore = scope["app"].state.security
@@ -209,6 +213,37 @@ class Access:
     def allow_all(self, namespaces: list[str], permission: Permission) -> None:
         for namespace in namespaces:
             self.allow(namespace, permission)
+
+    def read_scope(self, namespaces: list[str]) -> Scope:
+        """What the caller may read of ``namespaces``: every memory of a namespace it
+        administers; shared, public and its own private memories of one it may read;
+        public memories of any other (so a read outside the grants is not refused: it
+        sees what every authenticated agent sees)."""
+        self.record.namespaces.extend(namespaces)
+        reaches = {namespace: self._reach(namespace, Permission.READ) for namespace in namespaces}
+        return Scope.of({ns: reach or Reach.PUBLIC for ns, reach in reaches.items()}, self.actor)
+
+    def write_scope(self, namespace: str) -> Scope:
+        """What the caller may change in ``namespace`` (403 without a write grant): every
+        memory as its admin, else those it sees as a reader (never others' private ones)."""
+        self.allow(namespace, Permission.WRITE)
+        return Scope.of({namespace: self._reach(namespace, Permission.WRITE) or Reach.MEMBER}, self.actor)
+
+    def read_by_id(self, namespace: str, read: Callable[[Scope], T]) -> T:
+        """``read(scope)`` of one memory asked for by id. When it is not found and the
+        caller holds no read grant on ``namespace`` the answer is 403, the same as for a
+        memory that exists but is not public: nobody learns what exists where."""
+        try:
+            return read(self.read_scope([namespace]))
+        except MemoryNotFound:
+            if not self.principal.may(namespace, Permission.READ):
+                raise Forbidden(f"no read grant on namespace {namespace!r}") from None
+            raise
+
+    def _reach(self, namespace: str, permission: Permission) -> Reach | None:
+        if self.principal.may(namespace, Permission.ADMIN):
+            return Reach.FULL
+        return Reach.MEMBER if self.principal.may(namespace, permission) else None
 
     def require_admin(self) -> None:
         self.record.namespaces.append("*")

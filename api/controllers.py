@@ -62,15 +62,17 @@ class MemoryController(Controller):
     @post("/memory/recall", sync_to_thread=True, status_code=200)
     def recall(self, state: State, access: Caller, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
         """The memories most relevant to a query, ranked by similarity and decayed score."""
-        access.allow_all(data.scope(), Permission.READ)
+        scope = access.read_scope(data.scope())
         access.note(content=data.query)
-        result = _service(state).recall(data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter())
+        service = _service(state)
+        result = service.recall(
+            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter(), scope=scope
+        )
         access.note(memory_ids=[hit.memory.memory_id for hit in result.hits])
         graphs = None
         if "graph" in data.expand:
-            service = _service(state)
             graphs = {
-                hit.memory.memory_id: service.neighbourhood(hit.memory.namespace, hit.memory.memory_id)
+                hit.memory.memory_id: service.neighbourhood(hit.memory.namespace, hit.memory.memory_id, scope=scope)
                 for hit in result.hits
             }
         return schemas.recall_out(result, data.explain, graphs)
@@ -80,18 +82,19 @@ class MemoryController(Controller):
         self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """One memory by id, whatever its status except deleted."""
-        access.allow(namespace, Permission.READ)
         access.note(memory_ids=[memory_id])
-        return schemas.memory_out(_service(state).get(namespace, memory_id))
+        memory = access.read_by_id(namespace, lambda scope: _service(state).get(namespace, memory_id, scope=scope))
+        return schemas.memory_out(memory)
 
     @get("/memory/{memory_id:str}/history", sync_to_thread=True)
     def history(
         self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """Every kept version of a memory, oldest first."""
-        access.allow(namespace, Permission.READ)
         access.note(memory_ids=[memory_id])
-        versions = _service(state).history(namespace, memory_id)
+        versions = access.read_by_id(
+            namespace, lambda scope: _service(state).history(namespace, memory_id, scope=scope)
+        )
         return {"memory_id": memory_id, "versions": [schemas.version_out(v) for v in versions]}
 
     @get("/memories", sync_to_thread=True)
@@ -110,7 +113,7 @@ class MemoryController(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> dict[str, Any]:
         """Memories newest first, with cursor pagination (pass back ``next_cursor``)."""
-        access.allow(namespace, Permission.READ)
+        scope = access.read_scope([namespace])
         flt = schemas.FilterIn(
             category=category,
             source=source,
@@ -119,7 +122,7 @@ class MemoryController(Controller):
             created_before=created_before,
             session_id=session_id,
         ).to_filter()
-        page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor)
+        page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor, scope=scope)
         return {"memories": [schemas.memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
 
     @patch("/memory/{memory_id:str}", sync_to_thread=True)
@@ -127,10 +130,12 @@ class MemoryController(Controller):
         self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[schemas.MemoryPatchIn]
     ) -> dict[str, Any]:
         """Change a memory: a new version (re-embedded when the content changes)."""
-        access.allow(data.namespace, Permission.WRITE)
+        scope = access.write_scope(data.namespace)
         patch = data.patch()
         access.note(memory_ids=[memory_id], content=patch.content)
-        memory = _service(state).update(data.namespace, memory_id, patch, actor=access.actor, reason=data.reason)
+        memory = _service(state).update(
+            data.namespace, memory_id, patch, actor=access.actor, reason=data.reason, scope=scope
+        )
         return schemas.memory_out(memory)
 
     @delete("/memory/{memory_id:str}", sync_to_thread=True, status_code=200)
@@ -142,10 +147,13 @@ class MemoryController(Controller):
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         hard: FromQuery[bool] = False,
     ) -> dict[str, Any]:
-        """Soft-delete (kept with its history, gone from recall), or purge with ``hard=true``."""
-        access.allow(namespace, Permission.WRITE)
+        """Soft-delete (kept with its history, gone from recall), or purge with ``hard=true``
+        (which erases the history too, so it needs an admin grant on the namespace)."""
+        scope = access.write_scope(namespace)
+        if hard:
+            access.allow(namespace, Permission.ADMIN)
         access.note(memory_ids=[memory_id])
-        memory = _service(state).delete(namespace, memory_id, hard=hard, actor=access.actor)
+        memory = _service(state).delete(namespace, memory_id, hard=hard, actor=access.actor, scope=scope)
         return {"memory_id": memory.memory_id, "deleted": True, "hard": hard}
 
 
@@ -154,8 +162,11 @@ class HealthController(Controller):
     tags = ["service"]
 
     @get("/", sync_to_thread=True)
-    def health(self, state: State) -> dict[str, Any]:
-        """Liveness plus the state of the index and background work."""
+    def health(self, state: State, access: Caller) -> dict[str, Any]:
+        """Liveness plus the state of the index and background work (the latter for admins
+        only when serving with tokens: counts over every namespace are nobody else's business)."""
+        if access.tokens_mode and not access.principal.is_admin:
+            return {"status": "ok"}
         service = _service(state)
         stats = service.stats()
         return {"status": "ok", "index_current": stats["index_seq"] == stats["store_seq"], **stats}

@@ -14,7 +14,6 @@ from api.auth import Caller
 from engine.codec import to_iso
 from engine.ports import Edge
 from engine.records import DEFAULT_NAMESPACE, Memory
-from engine.security import Permission
 from engine.service import MemoryService
 
 NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
@@ -56,9 +55,10 @@ class GraphController(Controller):
         self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """A memory, its entities, and its links in and out with the linked memories."""
-        access.allow(namespace, Permission.READ)
         access.note(memory_ids=[memory_id])
-        found = _service(state).neighbourhood(namespace, memory_id)
+        found = access.read_by_id(
+            namespace, lambda scope: _service(state).neighbourhood(namespace, memory_id, scope=scope)
+        )
         edges = [_edge(edge, memory_id, found.linked) for edge in found.edges]
         return {
             "memory": schemas.memory_out(found.memory),
@@ -78,8 +78,10 @@ class GraphController(Controller):
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
     ) -> dict[str, Any]:
         """Memories that mention an entity, newest first. Names link by key: "Blue" finds "蓝色"."""
-        access.allow(namespace, Permission.READ)
-        memories = _service(state).entity_memories(namespace, name, include_superseded=include_superseded, limit=limit)
+        scope = access.read_scope([namespace])
+        memories = _service(state).entity_memories(
+            namespace, name, include_superseded=include_superseded, limit=limit, scope=scope
+        )
         return {"entity": name, "memories": [schemas.memory_out(m) for m in memories]}
 
     @get("/memory/{memory_id:str}/chain", sync_to_thread=True)
@@ -87,7 +89,6 @@ class GraphController(Controller):
         self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
     ) -> dict[str, Any]:
         """The supersession chain through a memory, newest first (along SUPERSEDES)."""
-        access.allow(namespace, Permission.READ)
         access.note(memory_ids=[memory_id])
-        chain = _service(state).chain(namespace, memory_id)
+        chain = access.read_by_id(namespace, lambda scope: _service(state).chain(namespace, memory_id, scope=scope))
         return {"memory_id": memory_id, "chain": [schemas.memory_out(m) for m in chain]}

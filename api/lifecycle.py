@@ -101,25 +101,28 @@ class LifecycleController(Controller):
         """Restore every memory of a namespace as it was at ``as_of`` (recorded as new versions)."""
         access.allow(data.namespace, Permission.ADMIN)
         as_of: datetime = data.as_of
-        return rollback_out(_service(state).rollbacks.to_time(data.namespace, as_of))
+        return rollback_out(_service(state).rollbacks.to_time(data.namespace, as_of, actor=access.actor))
 
     @post("/memory/{memory_id:str}/rollback", sync_to_thread=True, status_code=200)
     def rollback_memory(
         self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[RollbackMemoryIn]
     ) -> dict[str, Any]:
         """Write a new version of the memory equal to an earlier one."""
-        access.allow(data.namespace, Permission.WRITE)
+        scope = access.write_scope(data.namespace)
         access.note(memory_ids=[memory_id])
-        return schemas.memory_out(_service(state).rollbacks.to_version(data.namespace, memory_id, data.version))
+        rollbacks = _service(state).rollbacks
+        memory = rollbacks.to_version(data.namespace, memory_id, data.version, actor=access.actor, scope=scope)
+        return schemas.memory_out(memory)
 
     @post("/memory/{memory_id:str}/restore", sync_to_thread=True, status_code=200)
     def restore(
         self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[RestoreIn]
     ) -> dict[str, Any]:
         """Make an archived, superseded or soft-deleted memory active again."""
-        access.allow(data.namespace, Permission.WRITE)
+        scope = access.write_scope(data.namespace)
         access.note(memory_ids=[memory_id])
-        return schemas.memory_out(_service(state).rollbacks.restore(data.namespace, memory_id))
+        memory = _service(state).rollbacks.restore(data.namespace, memory_id, actor=access.actor, scope=scope)
+        return schemas.memory_out(memory)
 
     @get("/admin/reembed", sync_to_thread=True)
     def reembed(self, state: State, access: Caller) -> dict[str, Any]:

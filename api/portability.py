@@ -54,7 +54,7 @@ class PortabilityController(Controller):
 
         ``versions=true`` adds each memory's history, ``vectors=true`` its vector.
         """
-        access.allow(namespace, Permission.READ)
+        scope = access.read_scope([namespace])
         service = _service(state)
         export = open_export(
             service,
@@ -62,6 +62,7 @@ class PortabilityController(Controller):
             versions=versions,
             vectors=vectors,
             source_deployment=deployment_id(service.config.data_dir),
+            scope=scope,
         )
         filename = "twinmem-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in namespace) + ".jsonl"
         return Stream(
@@ -91,6 +92,9 @@ class PortabilityController(Controller):
         """
         # Without a target namespace the file's own namespaces are written: only a writer of every one may.
         access.allow(namespace or "*", Permission.WRITE)
+        # Only an admin of the target keeps the writers the file names; anyone else's import is theirs.
+        admin = access.principal.may(namespace or "*", Permission.ADMIN)
+        owner = None if admin or not access.tokens_mode else access.actor
         mapping = parse_mapping(map)
         service = _service(state)
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
@@ -105,6 +109,8 @@ class PortabilityController(Controller):
                 namespace=namespace,
                 mapping=mapping,
                 session_id=session_id,
+                actor=access.actor,
+                owner=owner,
             )
             report = await anyio.to_thread.run_sync(run)
         body = report.as_dict()

@@ -61,7 +61,7 @@ from engine.adapters import INDEX_DIR, load_embedder, open_service  # noqa: E402
 from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.ports import Matrix, Vector  # noqa: E402
-from engine.records import Memory, MemoryDraft, MemoryFilter, Status  # noqa: E402
+from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 NAMESPACE = "bench"
@@ -269,7 +269,7 @@ def stored_records(service: MemoryService, ids: Sequence[str]) -> dict[str, Memo
     now = datetime.now(UTC)
     found: dict[str, Memory] = {}
     for start in range(0, len(ids), 500):
-        for memory in service.store.get_many([NAMESPACE], ids[start : start + 500], ALL_STORED, now):
+        for memory in service.store.get_many(Scope.whole([NAMESPACE]), ids[start : start + 500], ALL_STORED, now):
             found[memory.memory_id] = memory
     return found
 

@@ -181,8 +181,10 @@ def bench_reembed(n: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         config = load_config(env={}, data_dir=tmp, durable_commits=False)
         service = open_service(config, embedder=old, background_reembed=False)
-        drafts = [MemoryDraft(content=f"The user mentioned fact number {k} about topic {k % 97}.", namespace=NS)
-                  for k in range(n)]
+        drafts = [
+            MemoryDraft(content=f"The user mentioned fact number {k} about topic {k % 97}.", namespace=NS)
+            for k in range(n)
+        ]
         for start in range(0, n, 500):
             service.save_batch(drafts[start : start + 500])
         service.close()

@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.ports import Embedder  # noqa: E402
-from engine.records import MemoryDraft, MemoryFilter, utcnow  # noqa: E402
+from engine.records import MemoryDraft, MemoryFilter, Scope, utcnow  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 NAMESPACE = "bench"
@@ -139,9 +139,11 @@ def ingest(service: MemoryService, size: int, seed: int) -> float:
 
 def store_share(service: MemoryService, count: int) -> dict[str, Any]:
     store = service.store
-    ids = store.filtered_ids([NAMESPACE], MemoryFilter(), utcnow(), 100)
+    ids = store.filtered_ids(Scope.whole([NAMESPACE]), MemoryFilter(), utcnow(), 100)
     last_seq = timed([store.last_seq for _ in range(count)])
-    get_many = timed([lambda: store.get_many([NAMESPACE], ids, MemoryFilter(), utcnow()) for _ in range(count)])
+    get_many = timed(
+        [lambda: store.get_many(Scope.whole([NAMESPACE]), ids, MemoryFilter(), utcnow()) for _ in range(count)]
+    )
     return {"last_seq": percentiles(last_seq), "get_many_100": percentiles(get_many)}
 
 

@@ -79,6 +79,17 @@ class Forbidden(AccessDenied):
     permission only, never whether the memory asked for exists."""
 
 
+class NotOwner(Forbidden):
+    """Only a memory's writer or an admin of its namespace may change who sees it."""
+
+    def __init__(self) -> None:
+        super().__init__("only the memory's writer or a namespace admin may change its visibility")
+
+
+class SourceBlocked(Forbidden):
+    """The writing agent or session is blocked by an admin."""
+
+
 class ConfigError(TwinmemError):
     """The configuration file or an environment override is unusable."""
 

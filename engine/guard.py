@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
+from typing import Any
 
 from engine.config import GuardConfig, GuardPolicy
 from engine.records import Memory, Source, Status
@@ -480,6 +481,62 @@ def check_write(content: str, source: Source, policy: GuardPolicy) -> WriteVerdi
     else:
         action = Action.ALLOWED
     return WriteVerdict(action, redacted, tuple(findings), tuple(reasons))
+
+
+_SEVERITY = (Action.ALLOWED, Action.REDACTED, Action.QUARANTINED, Action.REJECTED)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldsVerdict:
+    """The write guard over a memory's entities and metadata: what to store instead
+    (redacted per the policy), and the strongest action any of them called for."""
+
+    entities: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    verdict: WriteVerdict
+    # The first field the policy refuses ("entities[0]", "metadata.note"), if any.
+    refused: str | None = None
+
+
+def check_fields(entities: Sequence[str], metadata: Mapping[str, Any], policy: GuardPolicy) -> FieldsVerdict:
+    """:func:`check_write` for every entity name and every string in the metadata (at any
+    depth): they are stored, exported and shown like the content, so personal data and
+    injected instructions are caught there too. Reasons name the field."""
+    found: list[tuple[str, WriteVerdict]] = []
+
+    def guarded(text: str, path: str) -> str:
+        verdict = check_write(text, Source.USER_INPUT, policy)
+        if verdict.findings:
+            found.append((path, verdict))
+        return verdict.content
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, str):
+            return guarded(value, path)
+        if isinstance(value, Mapping):
+            return {key: walk(item, f"{path}.{key}") for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item, f"{path}[{n}]") for n, item in enumerate(value)]
+        return value
+
+    names = tuple(guarded(name, f"entities[{n}]") for n, name in enumerate(entities))
+    cleaned = {key: walk(value, f"metadata.{key}") for key, value in metadata.items()}
+    action = max((v.action for _, v in found), key=_SEVERITY.index, default=Action.ALLOWED)
+    verdict = WriteVerdict(
+        action,
+        "",
+        tuple(f for _, v in found for f in v.findings),
+        tuple(f"{path}: {reason}" for path, v in found for reason in v.reasons)
+        + tuple(f"{path}: redacted {', '.join(v.kinds)}" for path, v in found if v.action is Action.REDACTED),
+    )
+    refused = next((path for path, v in found if v.action is Action.REJECTED), None)
+    return FieldsVerdict(names, cleaned, verdict, refused)
+
+
+def combined(content: WriteVerdict, fields: WriteVerdict) -> WriteVerdict:
+    """One verdict for a whole memory: the stronger action, the content's text, every finding."""
+    action = max(content.action, fields.action, key=_SEVERITY.index)
+    return WriteVerdict(action, content.content, content.findings + fields.findings, content.reasons + fields.reasons)
 
 
 def check_writes(items: Sequence[tuple[str, str, Source]], config: GuardConfig) -> list[WriteVerdict]:

@@ -389,17 +389,19 @@ def run_import(
     mapping: Mapping[str, str] | None = None,
     session_id: str | None = None,
     actor: str | None = None,
+    owner: str | None = None,
     now: datetime | None = None,
 ) -> ImportReport:
     """Import a file of any of ``FORMATS`` into the service: all of it, or nothing.
 
     A twinmem export is read line by line; other formats are read whole. Other
-    tools' memories go to ``namespace`` (``default`` when not given).
+    tools' memories go to ``namespace`` (``default`` when not given). ``actor``
+    is recorded as the writer of the import; ``owner``: see ``import_entries``.
     """
     now = now or utcnow()
     if format_name == "twinmem":
         return import_entries(
-            service, read_export(source), format_name=FORMAT, namespace=namespace, actor=actor, now=now
+            service, read_export(source), format_name=FORMAT, namespace=namespace, actor=actor, owner=owner, now=now
         )
     if format_name not in FORMATS:
         raise InvalidInput(f"unknown format {format_name!r}; one of {', '.join(FORMATS)}", field="format")
@@ -414,5 +416,12 @@ def run_import(
     else:
         foreign = read_table(raw, kind=format_name, mapping=mapping or {}, config=config, namespace=target, now=now)
     return import_entries(
-        service, foreign.entries, format_name=format_name, namespace=target, actor=actor, notes=foreign.notes, now=now
+        service,
+        foreign.entries,
+        format_name=format_name,
+        namespace=target,
+        actor=actor,
+        owner=owner,
+        notes=foreign.notes,
+        now=now,
     )

@@ -30,7 +30,7 @@ import numpy as np
 
 from engine import scoring
 from engine.ports import Embedder, Matrix, Store, Vector, VectorIndex
-from engine.records import MemoryFilter, Status
+from engine.records import MemoryFilter, Scope, Status
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class IndexKeeper:
     def legacy_candidates(
         self,
         query: str,
-        namespaces: Sequence[str],
+        scope: Scope,
         flt: MemoryFilter,
         now: datetime,
         k: int,
@@ -212,7 +212,7 @@ class IndexKeeper:
                 memory,
                 floor + scoring.calibrated_similarity(hits[memory.memory_id], previous.similarity_floor) * (1 - floor),
             )
-            for memory in self._store.get_many(namespaces, fresh, flt, now)
+            for memory in self._store.get_many(scope, fresh, flt, now)
         ]
 
     def save(self) -> None:

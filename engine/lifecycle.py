@@ -15,7 +15,8 @@ The rules (DESIGN.md, thresholds in the config):
 * **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, same category and
-  visibility, at least one shared entity — into one new memory whose content keeps
+  audience (``same_audience``: visibility, and the writer of private ones), at least
+  one shared entity — into one new memory whose content keeps
   every source's text (each distinct text once, one per line), with the earliest
   ``created_at``, the summed ``access_count``, the union of entities, and the
   strongest source's current score. Each source gets a ``MERGED_INTO`` edge to it
@@ -50,10 +51,12 @@ from engine.ports import Edge, Embedder, Store, Vector
 from engine.records import (
     Memory,
     MemoryFilter,
+    Scope,
     Status,
     content_digest,
     entity_keys,
     normalize_entities,
+    same_audience,
 )
 from engine.scoring import current_score, decayed_base
 
@@ -274,10 +277,7 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
                 continue
             candidate = ordered[other]
             assert candidate.vector is not None
-            if (candidate.memory.category, candidate.memory.visibility) != (
-                seed.memory.category,
-                seed.memory.visibility,
-            ):
+            if candidate.memory.category != seed.memory.category or not same_audience(candidate.memory, seed.memory):
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
             if cosine >= policy.merge_cosine:
@@ -333,7 +333,7 @@ def apply(
 
 
 def _archive(action: Archive, store: Store, now: datetime, policy: Policy, changed_by: str) -> Outcome:
-    current = store.get([action.namespace], action.memory_id)
+    current = store.get(Scope.whole([action.namespace]), action.memory_id)
     if current is None or current.version != action.version:
         return Outcome(action, "skipped", "changed since planned")
     reason = archive_reason(current, now, policy)
@@ -345,7 +345,7 @@ def _archive(action: Archive, store: Store, now: datetime, policy: Policy, chang
 
 
 def _purge(action: Purge, store: Store, now: datetime, policy: Policy) -> Outcome:
-    current = store.get([action.namespace], action.memory_id)
+    current = store.get(Scope.whole([action.namespace]), action.memory_id)
     if current is None or current.version != action.version or purge_reason(current, now, policy) is None:
         return Outcome(action, "skipped", "changed since planned")
     store.purge(action.namespace, action.memory_id)
@@ -362,7 +362,7 @@ def _merge(
     vectors: Mapping[str, Vector],
     changed_by: str,
 ) -> Outcome:
-    sources = [store.get([action.namespace], memory_id) for memory_id in action.source_ids]
+    sources = [store.get(Scope.whole([action.namespace]), memory_id) for memory_id in action.source_ids]
     fresh = [m for m in sources if m is not None]
     if len(fresh) != len(sources) or tuple(m.version for m in fresh) != action.source_versions:
         return Outcome(action, "skipped", "a source changed since planned")
@@ -375,7 +375,7 @@ def _merge(
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
     # The id comes from the sources: it exists when these sources were merged before (and then
     # restored), or when a run stopped between storing the merge and superseding its sources.
-    existing = store.get([action.namespace], merged.memory_id)
+    existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
     if existing is not None and existing.status is not Status.ACTIVE:
         return Outcome(action, "skipped", f"their merged memory exists and is {existing.status.value}")
     if existing is None:
@@ -453,7 +453,7 @@ class Consolidator:
         claimed: set[str] = set()  # ids already in a merge of this run (as many as merges)
         after = ""
         while True:
-            page = self._store.scan(namespace, after, size)
+            page = self._store.scan(Scope.whole([namespace]), after, size)
             report.scanned += len(page)
             page_ids = {m.memory_id for m in page}
             actions = [
@@ -504,7 +504,7 @@ class Consolidator:
                 if cosine >= self._policy.merge_cosine and memory_id not in page_ids and memory_id not in claimed:
                     near.add(memory_id)
         if near:
-            partners = self._store.get_many([namespace], sorted(near), MemoryFilter(), now)
+            partners = self._store.get_many(Scope.whole([namespace]), sorted(near), MemoryFilter(), now)
             partner_vectors = self._store.vectors([m.memory_id for m in partners], model)
             items += [Item(m, partner_vectors.get(m.memory_id)) for m in partners if m.entities]
         return items

@@ -40,17 +40,18 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine import guard as guards
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import InvalidInput
+from engine.errors import GuardRejected, InvalidInput
 from engine.ports import Edge, ImportedRecord, Vector
-from engine.records import Memory, MemoryFilter, Status, Version, utcnow
+from engine.records import Memory, MemoryFilter, Scope, Status, Version, utcnow
 from engine.service import NAMESPACE_PATTERN, MemoryService
 
 FORMAT = "twinmem-export"
@@ -165,14 +166,18 @@ def open_export(
     vectors: bool = False,
     source_deployment: str = "",
     now: datetime | None = None,
+    scope: Scope | None = None,
 ) -> Export:
-    """Prepare the export of ``namespace``; raises ``InvalidInput`` for a bad namespace."""
+    """Prepare the export of ``namespace``: what ``scope`` (the caller's) sees of it, or
+    all of it without one. Raises ``InvalidInput`` for a bad namespace. Links to
+    memories out of sight are left out with them."""
     if not NAMESPACE_PATTERN.fullmatch(namespace):
         raise InvalidInput(f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace")
     now = now or utcnow()
     store = service.store
+    sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
     by_status = {
-        status.value: len(store.filtered_ids([namespace], _only(status), now, COUNT_LIMIT)) for status in ALL_STATUSES
+        status.value: len(store.filtered_ids(sight, _only(status), now, COUNT_LIMIT)) for status in ALL_STATUSES
     }
     embedder = service.embedder
     header = {
@@ -187,7 +192,7 @@ def open_export(
         # Counted as the export starts; the end line counts what was written.
         "counts": {"memories": sum(by_status.values()), "by_status": by_status},
     }
-    return Export(header, _memory_lines(service, namespace, versions=versions, vectors=vectors, now=now))
+    return Export(header, _memory_lines(service, sight, versions=versions, vectors=vectors, now=now))
 
 
 def _only(status: Status) -> MemoryFilter:
@@ -195,13 +200,13 @@ def _only(status: Status) -> MemoryFilter:
 
 
 def _memory_lines(
-    service: MemoryService, namespace: str, *, versions: bool, vectors: bool, now: datetime
+    service: MemoryService, sight: Scope, *, versions: bool, vectors: bool, now: datetime
 ) -> Iterator[bytes]:
     store = service.store
     counts = Counter[str]()
     cursor: str | None = None
     while True:
-        page = store.list_page([namespace], EVERYTHING, now, limit=EXPORT_PAGE, cursor=cursor)
+        page = store.list_page(sight, EVERYTHING, now, limit=EXPORT_PAGE, cursor=cursor)
         found: dict[str, Vector] = {}
         if vectors:
             for model in {memory.embedding_model for memory in page.items}:
@@ -211,12 +216,12 @@ def _memory_lines(
         for memory in page.items:
             item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
             edges = sorted(
-                (edge for edge in store.edges([namespace], memory.memory_id) if edge.src == memory.memory_id),
+                (edge for edge in store.edges(sight, memory.memory_id) if edge.src == memory.memory_id),
                 key=lambda edge: (edge.kind, edge.dst, edge.created_at),
             )
             item["edges"] = [{"kind": e.kind, "to": e.dst, "created_at": to_iso(e.created_at)} for e in edges]
             if versions:
-                item["versions"] = [_version_to_dict(v) for v in store.versions([namespace], memory.memory_id)]
+                item["versions"] = [_version_to_dict(v) for v in store.versions(sight, memory.memory_id)]
                 counts["versions"] += len(item["versions"])
             vector = found.get(memory.memory_id)
             if vector is not None:
@@ -274,6 +279,9 @@ class ImportReport:
     vectors_kept: int = 0
     reembedded: int = 0
     edges: int = 0
+    # The write guard, as on a save: memories stored redacted, and stored quarantined.
+    redacted: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)
     remapped: dict[str, str] = field(default_factory=dict)
     errors: list[LineError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -294,6 +302,8 @@ class ImportReport:
             "vectors_kept": self.vectors_kept,
             "reembedded": self.reembedded,
             "edges": self.edges,
+            "redacted": self.redacted,
+            "quarantined": self.quarantined,
             "namespaces": self.namespaces,
             "remapped": self.remapped,
             "errors": [error.as_dict() for error in self.errors],
@@ -393,6 +403,7 @@ def import_entries(
     format_name: str = FORMAT,
     namespace: str | None = None,
     actor: str | None = None,
+    owner: str | None = None,
     notes: Iterable[str] = (),
     now: datetime | None = None,
 ) -> ImportReport:
@@ -400,6 +411,9 @@ def import_entries(
 
     ``namespace`` puts every memory into that namespace (versions and edges
     follow); otherwise each memory goes to the namespace its record names.
+    ``owner``, when given, becomes every imported memory's ``actor``: an importer
+    who is not an admin of the namespace may not plant memories (private ones
+    above all) in another agent's name.
     """
     report = ImportReport(format_name)
     now = now or utcnow()
@@ -414,8 +428,8 @@ def import_entries(
             continue
         report.memories += 1
         try:
-            item = _plan_entry(service, entry, namespace)
-        except ValueError as exc:
+            item = _guarded(service, _plan_entry(service, entry, namespace, owner), report)
+        except (ValueError, GuardRejected) as exc:
             memory_id = entry.data.get("memory", {}).get("memory_id") if isinstance(entry.data, dict) else None
             report.errors.append(LineError(entry.line, str(exc), memory_id if isinstance(memory_id, str) else None))
             continue
@@ -446,7 +460,29 @@ def import_entries(
     return report
 
 
-def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None) -> _Planned:
+def _guarded(service: MemoryService, item: _Planned, report: ImportReport) -> _Planned:
+    """The write guard over an imported memory and its history, as over a save: what the
+    policy refuses fails the line; redacted text is what is stored (and embedded anew:
+    the carried vector is of the text before); a memory the guard or a block on its
+    writer quarantines is stored quarantined."""
+    memory, verdict = service.guard_record(item.memory)
+    if verdict.action is guards.Action.REDACTED or memory.content != item.memory.content:
+        item.vector = None
+        report.redacted.append(item.original_id)
+    if memory.status is Status.QUARANTINED and item.memory.status is not Status.QUARANTINED:
+        report.quarantined.append(item.original_id)
+    item.memory = memory
+    # The history is stored and exported too: its texts are redacted or refused alike.
+    item.versions = [replace(v, record=_redacted(service, v.record)) for v in item.versions]
+    return item
+
+
+def _redacted(service: MemoryService, record: Memory) -> Memory:
+    guarded, _ = service.guard_record(record)
+    return guarded.evolve(status=record.status)
+
+
+def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, owner: str | None) -> _Planned:
     data = entry.data
     if not isinstance(data, dict):
         raise ValueError("a memory line must be a JSON object")
@@ -457,6 +493,8 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None) -> 
     original_id = memory.memory_id
     if namespace is not None:
         memory = memory.evolve(namespace=namespace)
+    if owner is not None:
+        memory = memory.evolve(actor=owner)
     versions: list[Version] = []
     raw_versions = data.get("versions")
     if raw_versions is not None:
@@ -629,7 +667,7 @@ def _stored_where(service: MemoryService, keys: list[tuple[str, str]], now: date
     here = {
         (namespace, memory.memory_id)
         for namespace, ids in by_namespace.items()
-        for memory in store.get_many([namespace], ids, EVERYTHING, now)
+        for memory in store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)
     }
     return {key: key in here for key in keys if key[1] in taken}
 
@@ -646,7 +684,7 @@ def _check_edges(
     stored = {
         (ns, memory.memory_id)
         for ns, ids in wanted.items()
-        for memory in service.store.get_many([ns], sorted(ids), EVERYTHING, now)
+        for memory in service.store.get_many(Scope.whole([ns]), sorted(ids), EVERYTHING, now)
     }
     for item in fresh:
         for kind, to, _ in item.edges:

@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from engine.records import Change, Memory, MemoryFilter, Page, Status, Version
-from engine.security import AuditEvent, AuditQuery, AuditRow, Principal, TokenRecord
+from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version
+from engine.security import AuditEvent, AuditQuery, AuditRow, Block, BlockKind, Principal, TokenRecord
 
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
@@ -131,8 +131,10 @@ class VectorIndex(Protocol):
 class Store(Protocol):
     """The system of record: memories, their versions, vectors, edges and a change sequence.
 
-    Every read and write of memories is scoped: it names the namespace(s) it may
-    touch, and a memory outside them is treated as absent. Each write method is
+    Every read of memories is scoped: it takes the caller's ``Scope`` (the
+    namespaces it may look into and, in each, which visibilities it sees), and a
+    memory outside it is treated as absent. There is no unscoped read of memory
+    content outside index maintenance. Writes name the namespace of each record. Each write method is
     one transaction: it either happens whole, with its version and change rows,
     or raises ``StoreError`` and leaves the store as it was. When a write method
     returns, the write is durable. ``seq`` numbers grow strictly with every
@@ -235,27 +237,27 @@ class Store(Protocol):
 
     # --- scoped reads -----------------------------------------------------------
 
-    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
-        """The memory in any of ``namespaces``, whatever its status, or None."""
+    def get(self, scope: Scope, memory_id: str) -> Memory | None:
+        """The memory if ``scope`` sees it, whatever its status, or None."""
         ...
 
     def get_many(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         ids: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
     ) -> list[Memory]:
-        """Those of ``ids`` that are in ``namespaces`` and pass ``flt``, in no set order."""
+        """Those of ``ids`` that ``scope`` sees and that pass ``flt``, in no set order."""
         ...
 
-    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
-        """An active memory of ``namespace`` with this content digest, or None."""
+    def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
+        """Active memories in ``scope`` with this content digest, oldest first."""
         ...
 
     def list_page(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         flt: MemoryFilter,
         now: datetime,
         *,
@@ -269,13 +271,13 @@ class Store(Protocol):
         """
         ...
 
-    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
+    def filtered_ids(self, scope: Scope, flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
         """Up to ``limit`` ids passing ``flt`` (the exact-scan fallback of recall)."""
         ...
 
     def lexical_search(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         query_terms: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
@@ -287,22 +289,24 @@ class Store(Protocol):
         comparable within one call only. No terms, no hits."""
         ...
 
-    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
-        """Every kept version of the memory, oldest first; empty when absent."""
+    def versions(self, scope: Scope, memory_id: str) -> list[Version]:
+        """Every kept version of the memory, oldest first; empty when ``scope`` does
+        not see it (as it is now: the history is as visible as the memory)."""
         ...
 
-    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
-        """Links from or to the memory."""
+    def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
+        """Links from or to the memory whose both ends ``scope`` sees (a link must not
+        reveal a memory out of sight); empty when it does not see the memory."""
         ...
 
-    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        """Active memories of ``namespace`` whose ``key`` equals ``key`` exactly,
+    def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
+        """Active memories in ``scope`` whose ``key`` equals ``key`` exactly,
         newest ``created_at`` first (ties by ``memory_id`` descending)."""
         ...
 
     def memories_by_entity(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         entity_key: str,
         flt: MemoryFilter,
         now: datetime,
@@ -353,8 +357,8 @@ class Store(Protocol):
         """Every namespace that holds at least one memory (any status), sorted."""
         ...
 
-    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
-        """Up to ``limit`` memories of ``namespace``, any status, with ``memory_id >
+    def scan(self, scope: Scope, after: str, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories in ``scope``, any status, with ``memory_id >
         after``, ordered by ``memory_id``. Pass the last id back as ``after`` for the
         next page; a page shorter than ``limit`` is the last. Memories written while
         a walk runs are seen if their id sorts after the cursor."""
@@ -371,7 +375,15 @@ class Store(Protocol):
         ...
 
 
-class SecurityStore(Protocol):
+class BlockList(Protocol):
+    """Which sources are blocked; read on every call, so a block takes effect at once."""
+
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        """Whether the agent or the session (either may be None: not named) is blocked."""
+        ...
+
+
+class SecurityStore(BlockList, Protocol):
     """Tokens and the audit log, kept apart from the memories (their own file or database).
 
     Token lookups read the stored state on every call, so a revocation takes effect
@@ -408,4 +420,16 @@ class SecurityStore(Protocol):
 
     def audit_rows(self) -> Iterator[AuditRow]:
         """Every entry in stored order (by ``seq``), for verification."""
+        ...
+
+    def block(self, block: Block) -> bool:
+        """Record a block; False (and nothing changes) when that source is already blocked."""
+        ...
+
+    def unblock(self, kind: BlockKind, value: str) -> bool:
+        """Lift a block; False when that source was not blocked."""
+        ...
+
+    def blocks(self) -> list[Block]:
+        """Every block in force, oldest first."""
         ...

@@ -185,6 +185,93 @@ class MemoryFilter:
     include_expired: bool = False
 
 
+class Reach(StrEnum):
+    """How much of one namespace a caller sees."""
+
+    FULL = "full"  # every memory: namespace admins, and the engine's own jobs
+    MEMBER = "member"  # shared and public memories, and the private ones the caller wrote
+    PUBLIC = "public"  # public memories only: every authenticated agent, in every namespace
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What one caller may read; every scoped store query takes one.
+
+    Each namespace the caller may look into has a ``Reach``; a namespace in none of
+    the three tuples is out of sight, and so is every memory in it. ``agent`` is
+    the caller, the one whose private memories ``member`` reach includes (a
+    memory's writer is its ``actor``).
+    """
+
+    full: tuple[str, ...] = ()
+    member: tuple[str, ...] = ()
+    public: tuple[str, ...] = ()
+    agent: str | None = None
+
+    @classmethod
+    def whole(cls, namespaces: Sequence[str]) -> Scope:
+        """Every memory of these namespaces: for the engine's own reads and for admins."""
+        return cls(full=tuple(dict.fromkeys(namespaces)))
+
+    @classmethod
+    def of(cls, reaches: Mapping[str, Reach], agent: str | None) -> Scope:
+        def named(reach: Reach) -> tuple[str, ...]:
+            return tuple(ns for ns, r in reaches.items() if r is reach)
+
+        return cls(named(Reach.FULL), named(Reach.MEMBER), named(Reach.PUBLIC), agent)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return self.full + self.member + self.public
+
+    @property
+    def restricted(self) -> bool:
+        """Whether visibility hides anything here (some namespace is not in full reach)."""
+        return bool(self.member or self.public)
+
+    def reach(self, namespace: str) -> Reach | None:
+        for reach, names in ((Reach.FULL, self.full), (Reach.MEMBER, self.member), (Reach.PUBLIC, self.public)):
+            if namespace in names:
+                return reach
+        return None
+
+    def sees(self, memory: Memory) -> bool:
+        reach = self.reach(memory.namespace)
+        if reach is Reach.FULL:
+            return True
+        if reach is Reach.MEMBER:
+            return memory.visibility is not Visibility.PRIVATE or (
+                self.agent is not None and memory.actor == self.agent
+            )
+        return reach is Reach.PUBLIC and memory.visibility is Visibility.PUBLIC
+
+    def owns(self, memory: Memory) -> bool:
+        """Whether the caller may change who sees ``memory``: its writer, or an admin of its namespace."""
+        return self.reach(memory.namespace) is Reach.FULL or (self.agent is not None and memory.actor == self.agent)
+
+    def narrowed(self, namespaces: Sequence[str]) -> Scope:
+        """This scope over only those of ``namespaces`` it already holds."""
+        keep = set(namespaces)
+        return Scope(
+            tuple(n for n in self.full if n in keep),
+            tuple(n for n in self.member if n in keep),
+            tuple(n for n in self.public if n in keep),
+            self.agent,
+        )
+
+
+def same_audience(a: Memory, b: Memory) -> bool:
+    """Whether two memories are seen by exactly the same callers: same namespace and
+    visibility, and for private ones the same writer. Only such memories may be
+    deduplicated, superseded, contradicted or merged into one another; otherwise a
+    private memory could change what others see, or reveal itself through them."""
+    return (
+        a.namespace == b.namespace
+        and a.visibility is b.visibility
+        and (a.visibility is not Visibility.PRIVATE or a.actor == b.actor)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Version:
     """One kept version of a memory: the record as it was, and why it changed."""

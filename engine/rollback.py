@@ -23,10 +23,10 @@ from datetime import datetime
 
 from engine.codec import to_iso
 from engine.config import Config
-from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, NotOwner
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, Status, Version
+from engine.records import Memory, Scope, Status, Version
 
 RESTORED_FIELDS = (
     "content",
@@ -103,10 +103,14 @@ class Rollbacks:
         self._clock = clock
         self._check_namespace = check_namespace
 
-    def to_version(self, namespace: str, memory_id: str, version: int, *, actor: str | None = None) -> Memory:
-        """Write a new version of the memory equal to ``version`` (in its restored fields)."""
+    def to_version(
+        self, namespace: str, memory_id: str, version: int, *, actor: str | None = None, scope: Scope | None = None
+    ) -> Memory:
+        """Write a new version of the memory equal to ``version`` (in its restored fields).
+        ``scope``: the caller's (``MemoryService.get``); a memory out of it is not found."""
         self._check_namespace([namespace])
-        versions = self._store.versions([namespace], memory_id)
+        sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
+        versions = self._store.versions(sight, memory_id)
         if not versions:
             raise MemoryNotFound(memory_id, namespace)
         chosen = [v for v in versions if v.version == version]
@@ -117,9 +121,11 @@ class Rollbacks:
         target = chosen[0].record
         vector = self._embedder.embed_documents([target.content])[0]
         with self._lock:
-            current = self._store.get([namespace], memory_id)
+            current = self._store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
+            if target.visibility is not current.visibility and scope is not None and not scope.owns(current):
+                raise NotOwner()
             updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
         return updated
 
@@ -135,11 +141,11 @@ class Rollbacks:
         size = self._config.lifecycle.page_size
         after = ""
         while True:
-            page = self._store.scan(namespace, after, size)
+            page = self._store.scan(Scope.whole([namespace]), after, size)
             report.scanned += len(page)
             targets: dict[str, Memory | None] = {}
             for memory in page:
-                target = state_at(self._store.versions([namespace], memory.memory_id), as_of)
+                target = state_at(self._store.versions(Scope.whole([namespace]), memory.memory_id), as_of)
                 if target is None:
                     if memory.status is not Status.DELETED:
                         targets[memory.memory_id] = None
@@ -153,11 +159,14 @@ class Rollbacks:
             after = page[-1].memory_id
         return report
 
-    def restore(self, namespace: str, memory_id: str, *, actor: str | None = None) -> Memory:
+    def restore(
+        self, namespace: str, memory_id: str, *, actor: str | None = None, scope: Scope | None = None
+    ) -> Memory:
         """Make an archived, superseded or soft-deleted memory active again (a new version)."""
         self._check_namespace([namespace])
+        sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
         with self._lock:
-            current = self._store.get([namespace], memory_id)
+            current = self._store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
             if current.status is Status.ACTIVE:
@@ -193,7 +202,7 @@ class Rollbacks:
         vectors = {memory_id: embedded[row] for row, (memory_id, _) in enumerate(to_embed)}
         with self._lock:
             for memory_id, target in targets.items():
-                current = self._store.get([namespace], memory_id)
+                current = self._store.get(Scope.whole([namespace]), memory_id)
                 if current is None or current.version != before[memory_id].version:
                     report.note("skipped", memory_id)  # changed or purged while we looked
                     continue

@@ -27,27 +27,30 @@ from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.entities import entities_for, extract_entities
-from engine.errors import GuardRejected, InvalidInput, MemoryNotFound
+from engine.errors import Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, SourceBlocked
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import Edge, Embedder, Reinforcement, Store, Vector
+from engine.ports import BlockList, Edge, Embedder, Reinforcement, Store, Vector
 from engine.records import (
     Memory,
     MemoryDraft,
     MemoryFilter,
     MemoryPatch,
     Page,
+    Reach,
+    Scope,
     Status,
     Version,
-    content_digest,
     entity_keys,
     new_memory_id,
     normalize_entities,
+    same_audience,
     utcnow,
 )
 from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
 from engine.rollback import Rollbacks
+from engine.security import BlockKind
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
@@ -59,6 +62,16 @@ GRAPH_SEEDS = 5
 GRAPH_KEYS = 12
 GRAPH_PER_ENTITY = 20
 DEDUP_NEIGHBOURS = 10
+# Memories quarantined per hold of the write lock when a source is blocked.
+QUARANTINE_BATCH = 100
+
+
+class _NobodyBlocked:
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        return False
+
+
+NOBODY_BLOCKED: BlockList = _NobodyBlocked()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +88,26 @@ class SaveResult:
     guard: guards.WriteVerdict = guards.ALLOWED
 
 
-def _clashes(draft: MemoryDraft, older: Memory) -> bool:
+def _sight(namespaces: Sequence[str], scope: Scope | None) -> Scope:
+    """What a read sees: the caller's scope over ``namespaces``, or, for the engine's
+    own reads (no scope), every memory of them."""
+    return Scope.whole(namespaces) if scope is None else scope.narrowed(namespaces)
+
+
+def _refuse_rejected(content: guards.WriteVerdict, fields: guards.FieldsVerdict, where: str) -> None:
+    """Raise ``GuardRejected`` naming the refused field when the policy refuses the write."""
+    refused = "content" if content.action is guards.Action.REJECTED else fields.refused
+    if refused is not None:
+        reasons = content.reasons + fields.verdict.reasons
+        raise GuardRejected(
+            f"the write guard refused {where}{refused}: {'; '.join(reasons)}", reasons=reasons, field=where + refused
+        )
+
+
+def _clashes(memory: Memory, older: Memory) -> bool:
     """A near-identical text that negates or changes the older one is news, not a repeat
     ("User is allergic to peanuts" / "User is not allergic to peanuts": cosine 0.98)."""
-    verdict = conflicts.judge(Statement(draft.content, draft.key), Statement(older.content, older.key)).verdict
+    verdict = conflicts.judge(Statement(memory.content, memory.key), Statement(older.content, older.key)).verdict
     return verdict in (Verdict.REPLACE, Verdict.CONTRADICT)
 
 
@@ -122,9 +151,10 @@ class MemoryService:
         self.embedder = embedder
         self._clock = clock
         self._write_lock = threading.Lock()
-        # Read-guard hook: whether a memory's writer (agent or session) is blocked.
-        # Blocking sources plugs in here; until then nobody is blocked.
-        self.is_blocked: Callable[[Memory], bool] = guards.never_blocked
+        # Blocked sources (admins keep them beside the tokens): their writes are refused
+        # and the read guard drops their sensitive-action memories. The app plugs in its
+        # security store; on its own the engine blocks nobody.
+        self.blocks: BlockList = NOBODY_BLOCKED
         self.reinforcer = Reinforcer(self._reinforce_in_background)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
@@ -177,6 +207,7 @@ class MemoryService:
             )
         for position, draft in enumerate(drafts):
             self._check_draft(draft, position if len(drafts) > 1 else None)
+            self._refuse_blocked(draft.actor or actor, draft.session_id)
         drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
@@ -185,27 +216,27 @@ class MemoryService:
             now = self._clock()
             results: list[SaveResult | None] = [None] * len(drafts)
             fresh: list[tuple[int, Memory, Vector]] = []
-            by_digest: dict[tuple[str, str], Memory] = {}
             repeats: list[Reinforcement] = []
             for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
-                digest = content_digest(draft.content)
-                same = by_digest.get((draft.namespace, digest)) or self.store.find_by_digest(draft.namespace, digest)
+                # A repeat is one of the same audience only: deduplicating across it would
+                # answer with (and reveal) a memory the writer cannot see, or fold a
+                # private memory into a shared one.
+                memory = self._new_memory(draft, now, actor)
+                same = self._same_text(memory, [m for _, m, _ in fresh])
                 if same is not None:
                     results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                     continue
-                near = self._near_duplicate(draft, vector, fresh, now)
-                if near is not None and not _clashes(draft, near[0]):
+                near = self._near_duplicate(memory, vector, fresh, now)
+                if near is not None and not _clashes(memory, near[0]):
                     results[position] = SaveResult(
                         near[0], created=False, deduplicated_by="similar", similarity=near[1]
                     )
                     repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
                     continue
-                memory = self._new_memory(draft, now, actor)
                 if verdicts[position].action is guards.Action.QUARANTINED:
                     memory = memory.evolve(status=Status.QUARANTINED)
                 fresh.append((position, memory, vector))
-                by_digest[(draft.namespace, digest)] = memory
                 results[position] = SaveResult(memory, created=True)
             if fresh:
                 # A quarantined memory supersedes and contradicts nothing.
@@ -236,13 +267,34 @@ class MemoryService:
         *,
         actor: str | None = None,
         reason: str = "updated",
+        scope: Scope | None = None,
     ) -> Memory:
+        """A new version of a memory the caller (``scope``) sees.
+
+        What the patch writes passes the write guard like a save (redacted, refused,
+        or the memory quarantined). Only its writer or a namespace admin may change
+        its visibility (anyone else could hide a shared memory by making it private,
+        or publish one), and only a namespace admin may release a quarantined memory.
+        """
         if patch.is_empty():
             raise InvalidInput("an update must change at least one field")
         self._check_patch(patch)
+        self._refuse_blocked(actor, None)
+        patch, quarantine = self._guard_patch(namespace, self._live(namespace, memory_id, scope), patch)
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
         with self._write_lock:
-            current = self._live(namespace, memory_id)
+            current = self._live(namespace, memory_id, scope)
+            if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
+                raise NotOwner()
+            if (
+                current.status is Status.QUARANTINED
+                and patch.status not in (None, Status.QUARANTINED)
+                and scope is not None
+                and scope.reach(namespace) is not Reach.FULL
+            ):
+                raise Forbidden("only a namespace admin may release a quarantined memory")
+            if quarantine:
+                patch = replace(patch, status=Status.QUARANTINED)
             now = self._clock()
             changes: dict[str, object] = {"version": current.version + 1, "updated_at": now}
             for name in ("content", "category", "importance", "base_score", "visibility", "key", "status"):
@@ -263,10 +315,19 @@ class MemoryService:
             self.keeper.catch_up()
         return updated
 
-    def delete(self, namespace: str, memory_id: str, *, hard: bool = False, actor: str | None = None) -> Memory:
+    def delete(
+        self,
+        namespace: str,
+        memory_id: str,
+        *,
+        hard: bool = False,
+        actor: str | None = None,
+        scope: Scope | None = None,
+    ) -> Memory:
         """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge."""
+        self._refuse_blocked(actor, None)
         with self._write_lock:
-            current = self.store.get([namespace], memory_id)
+            current = self.store.get(_sight([namespace], scope), memory_id)
             if current is None or (current.status is Status.DELETED and not hard):
                 raise MemoryNotFound(memory_id, namespace)
             if hard:
@@ -278,16 +339,57 @@ class MemoryService:
             self.keeper.catch_up()
         return deleted
 
+    def quarantine_source(self, kind: BlockKind, value: str, *, actor: str | None = None) -> list[str]:
+        """Quarantine every memory the agent (``actor``) or session wrote, in every
+        namespace, each as a new version; return their ids. Deleted and already
+        quarantined memories stay as they are. Runs a batch per hold of the write
+        lock, so it is safe while serving; call it after the block is recorded, so
+        nothing the source writes meanwhile escapes."""
+        quarantined: list[str] = []
+        for namespace in self.store.namespaces():
+            after, whole = "", Scope.whole([namespace])
+            while True:
+                page = self.store.scan(whole, after, QUARANTINE_BATCH)
+                if not page:
+                    break
+                after = page[-1].memory_id
+                written = [
+                    m
+                    for m in page
+                    if (m.actor if kind is BlockKind.AGENT else m.session_id) == value
+                    and m.status not in (Status.DELETED, Status.QUARANTINED)
+                ]
+                with self._write_lock:
+                    for stale in written:
+                        memory = self.store.get(whole, stale.memory_id)  # re-read under the lock
+                        if memory is None or memory.status in (Status.DELETED, Status.QUARANTINED):
+                            continue
+                        changed = memory.evolve(
+                            status=Status.QUARANTINED, version=memory.version + 1, updated_at=self._clock()
+                        )
+                        self.store.update(changed, None, changed_by=actor, reason=f"{kind.value} blocked")
+                        quarantined.append(memory.memory_id)
+                    self.keeper.catch_up()
+                if len(page) < QUARANTINE_BATCH:
+                    break
+        return quarantined
+
     # --- reads ---------------------------------------------------------------------
 
-    def get(self, namespace: str, memory_id: str, *, include_deleted: bool = False) -> Memory:
-        memory = self.store.get([namespace], memory_id)
+    # Each read takes the caller's ``scope`` (what it may see, ``engine.records.Scope``),
+    # narrowed to the namespaces the call names; without one it is the engine's own
+    # read and sees every memory of those namespaces.
+
+    def get(
+        self, namespace: str, memory_id: str, *, include_deleted: bool = False, scope: Scope | None = None
+    ) -> Memory:
+        memory = self.store.get(_sight([namespace], scope), memory_id)
         if memory is None or (memory.status is Status.DELETED and not include_deleted):
             raise MemoryNotFound(memory_id, namespace)
         return memory
 
-    def history(self, namespace: str, memory_id: str) -> list[Version]:
-        versions = self.store.versions([namespace], memory_id)
+    def history(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Version]:
+        versions = self.store.versions(_sight([namespace], scope), memory_id)
         if not versions:
             raise MemoryNotFound(memory_id, namespace)
         return versions
@@ -299,10 +401,11 @@ class MemoryService:
         *,
         limit: int = 50,
         cursor: str | None = None,
+        scope: Scope | None = None,
     ) -> Page:
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        return self.store.list_page(namespaces, flt, self._clock(), limit=limit, cursor=cursor)
+        return self.store.list_page(_sight(namespaces, scope), flt, self._clock(), limit=limit, cursor=cursor)
 
     def recall(
         self,
@@ -312,6 +415,7 @@ class MemoryService:
         top_k: int = 10,
         flt: MemoryFilter | None = None,
         reinforce: bool = True,
+        scope: Scope | None = None,
     ) -> RecallResult:
         flt = flt or MemoryFilter()
         if not query.strip():
@@ -320,15 +424,16 @@ class MemoryService:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
+        sight = _sight(namespaces, scope)
         vector = self.embedder.embed_query(query)
         now = self._clock()
         pool = max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k)
-        candidates, exact = self._candidates(vector, namespaces, flt, now, want=top_k, pool=pool)
+        candidates, exact = self._candidates(vector, sight, flt, now, want=top_k, pool=pool)
         # During a model change: memories not re-embedded yet, found with the previous model.
         known = {cand.memory.memory_id for cand in candidates}
-        candidates += self.keeper.legacy_candidates(query, namespaces, flt, now, pool, known)
-        candidates = self._with_lexical(candidates, query, vector, namespaces, flt, now, pool)
-        candidates = self._with_graph(candidates, query, vector, namespaces, flt, now)
+        candidates += self.keeper.legacy_candidates(query, sight, flt, now, pool, known)
+        candidates = self._with_lexical(candidates, query, vector, sight, flt, now, pool)
+        candidates = self._with_graph(candidates, query, vector, sight, flt, now)
         hits = scoring.fuse(
             candidates,
             now=now,
@@ -344,20 +449,27 @@ class MemoryService:
                     for rank, hit in enumerate(hits[: scoring.TOP_RANKS_REINFORCED], start=1)
                 ]
             )
-        return RecallResult(hits, len(candidates), exact, self._contradictions(hits, namespaces))
+        return RecallResult(hits, len(candidates), exact, self._contradictions(hits, sight))
 
     # --- the association network: neighbourhoods, entities, supersession chains -----
 
-    def neighbourhood(self, namespace: str, memory_id: str) -> Neighbourhood:
+    def neighbourhood(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> Neighbourhood:
         """A memory, its links in and out, and the linked memories (any status but deleted)."""
-        memory = self.get(namespace, memory_id)
-        edges = self.store.edges([namespace], memory_id)
+        sight = _sight([namespace], scope)
+        memory = self.get(namespace, memory_id, scope=sight)
+        edges = self.store.edges(sight, memory_id)
         others = list(dict.fromkeys(e.dst if e.src == memory_id else e.src for e in edges))
-        linked = {m.memory_id: m for m in self.store.get_many([namespace], others, _ANY_LIVE, self._clock())}
+        linked = {m.memory_id: m for m in self.store.get_many(sight, others, _ANY_LIVE, self._clock())}
         return Neighbourhood(memory, [e for e in edges if (e.dst if e.src == memory_id else e.src) in linked], linked)
 
     def entity_memories(
-        self, namespace: str, name: str, *, include_superseded: bool = False, limit: int = 50
+        self,
+        namespace: str,
+        name: str,
+        *,
+        include_superseded: bool = False,
+        limit: int = 50,
+        scope: Scope | None = None,
     ) -> list[Memory]:
         """Memories of ``namespace`` that mention the entity (by its key: "Blue" finds "蓝色"), newest first."""
         self._check_namespaces([namespace])
@@ -365,24 +477,26 @@ class MemoryService:
             raise InvalidInput("an entity name holds 1-200 characters", field="name")
         statuses = (Status.ACTIVE, Status.SUPERSEDED) if include_superseded else (Status.ACTIVE,)
         (key,) = entity_keys([name])
-        return self.store.memories_by_entity([namespace], key, MemoryFilter(statuses=statuses), self._clock(), limit)
+        flt = MemoryFilter(statuses=statuses)
+        return self.store.memories_by_entity(_sight([namespace], scope), key, flt, self._clock(), limit)
 
-    def chain(self, namespace: str, memory_id: str) -> list[Memory]:
+    def chain(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Memory]:
         """The supersession chain through a memory, newest first: up the ``SUPERSEDES``
         edges to the memory nothing supersedes, then down to the oldest. Where a memory
         superseded several, the chain follows the most recent edge."""
-        start = self.get(namespace, memory_id)
+        sight = _sight([namespace], scope)
+        start = self.get(namespace, memory_id, scope=sight)
         newest = start
         seen = {start.memory_id}
-        while (newer := self._along_supersedes(namespace, newest.memory_id, towards="newer", seen=seen)) is not None:
+        while (newer := self._along_supersedes(sight, newest.memory_id, towards="newer", seen=seen)) is not None:
             newest = newer
         chain, seen = [newest], {newest.memory_id}
-        while (older := self._along_supersedes(namespace, chain[-1].memory_id, towards="older", seen=seen)) is not None:
+        while (older := self._along_supersedes(sight, chain[-1].memory_id, towards="older", seen=seen)) is not None:
             chain.append(older)
         return chain
 
-    def _along_supersedes(self, namespace: str, memory_id: str, *, towards: str, seen: set[str]) -> Memory | None:
-        edges = [e for e in self.store.edges([namespace], memory_id) if e.kind == SUPERSEDES]
+    def _along_supersedes(self, sight: Scope, memory_id: str, *, towards: str, seen: set[str]) -> Memory | None:
+        edges = [e for e in self.store.edges(sight, memory_id) if e.kind == SUPERSEDES]
         if towards == "newer":
             ends = [e.src for e in sorted(edges, key=lambda e: e.created_at, reverse=True) if e.dst == memory_id]
         else:
@@ -390,19 +504,17 @@ class MemoryService:
         for other in ends:
             if other in seen:
                 continue  # a cycle (only a hand-made edge can make one) ends the walk
-            found = self.store.get_many([namespace], [other], _ANY_LIVE, self._clock())
+            found = self.store.get_many(sight, [other], _ANY_LIVE, self._clock())
             if found:
                 seen.add(other)
                 return found[0]
         return None
 
-    def _contradictions(self, hits: Sequence[scoring.Hit], namespaces: Sequence[str]) -> dict[str, list[str]]:
+    def _contradictions(self, hits: Sequence[scoring.Hit], sight: Scope) -> dict[str, list[str]]:
         flagged: dict[str, list[str]] = {}
         for hit in hits:
             mine = hit.memory.memory_id
-            others = [
-                e.dst if e.src == mine else e.src for e in self.store.edges(namespaces, mine) if e.kind == CONTRADICTS
-            ]
+            others = [e.dst if e.src == mine else e.src for e in self.store.edges(sight, mine) if e.kind == CONTRADICTS]
             if others:
                 flagged[mine] = list(dict.fromkeys(others))
         return flagged
@@ -424,7 +536,7 @@ class MemoryService:
     def _candidates(
         self,
         vector: Vector,
-        namespaces: Sequence[str],
+        sight: Scope,
         flt: MemoryFilter,
         now: datetime,
         *,
@@ -444,16 +556,16 @@ class MemoryService:
         k = min(pool, size)
         while True:
             similar = dict(index.search(vector, k))
-            records = self.store.get_many(namespaces, list(similar), flt, now)
+            records = self.store.get_many(sight, list(similar), flt, now)
             if len(records) >= want or k >= size or k >= self.config.recall.max_widened_candidates:
                 break
             k = min(k * 4, size)
         exact = False
         if len(records) < want and k < size:
             exact = True
-            ids = self.store.filtered_ids(namespaces, flt, now, EXACT_SCAN_LIMIT)
+            ids = self.store.filtered_ids(sight, flt, now, EXACT_SCAN_LIMIT)
             similar = dict(heapq.nlargest(pool, index.similarities(vector, ids), key=lambda pair: pair[1]))
-            records = self.store.get_many(namespaces, list(similar), flt, now)
+            records = self.store.get_many(sight, list(similar), flt, now)
         return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
 
     def _with_lexical(
@@ -461,18 +573,18 @@ class MemoryService:
         candidates: list[scoring.Candidate],
         query: str,
         vector: Vector,
-        namespaces: Sequence[str],
+        sight: Scope,
         flt: MemoryFilter,
         now: datetime,
         pool: int,
     ) -> list[scoring.Candidate]:
         """Add the lexical channel: its own top ``pool`` hits join the semantic
         candidates, and every candidate gets its BM25 score relative to the best."""
-        lexical = dict(self.store.lexical_search(namespaces, text.terms(query), flt, now, pool))
+        lexical = dict(self.store.lexical_search(sight, text.terms(query), flt, now, pool))
         if not lexical:
             return candidates
         best = max(lexical.values())
-        joined = self._joined(candidates, lexical, vector, lambda ids: self.store.get_many(namespaces, ids, flt, now))
+        joined = self._joined(candidates, lexical, vector, lambda ids: self.store.get_many(sight, ids, flt, now))
         return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
     def _resolve_conflicts(
@@ -516,25 +628,23 @@ class MemoryService:
         return updates, edges, found
 
     def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime) -> list[Memory]:
-        active = MemoryFilter()
-        near, _ = self._candidates(
-            vector, [memory.namespace], active, now, want=1, pool=conflicts.CANDIDATES_PER_CHANNEL
-        )
+        """Active memories of the new one's audience (``same_audience``) that it may
+        supersede or contradict."""
+        active, whole = MemoryFilter(), Scope.whole([memory.namespace])
+        near, _ = self._candidates(vector, whole, active, now, want=1, pool=conflicts.CANDIDATES_PER_CHANNEL)
         found = [cand.memory for cand in near]
         for key in sorted(entity_keys(memory.entities)):
-            found += self.store.memories_by_entity(
-                [memory.namespace], key, active, now, conflicts.CANDIDATES_PER_CHANNEL
-            )
+            found += self.store.memories_by_entity(whole, key, active, now, conflicts.CANDIDATES_PER_CHANNEL)
         if memory.key is not None:
-            found += self.store.find_by_key(memory.namespace, memory.key)
-        return found
+            found += self.store.find_by_key(whole, memory.key)
+        return [old for old in found if same_audience(old, memory)]
 
     def _with_graph(
         self,
         candidates: list[scoring.Candidate],
         query: str,
         vector: Vector,
-        namespaces: Sequence[str],
+        sight: Scope,
         flt: MemoryFilter,
         now: datetime,
     ) -> list[scoring.Candidate]:
@@ -556,7 +666,7 @@ class MemoryService:
         graph: dict[str, float] = {}
         found: dict[str, Memory] = {}
         for key, weight in lookups[:GRAPH_KEYS]:
-            for memory in self.store.memories_by_entity(namespaces, key, flt, now, GRAPH_PER_ENTITY):
+            for memory in self.store.memories_by_entity(sight, key, flt, now, GRAPH_PER_ENTITY):
                 if holders.get(key) == {memory.memory_id}:
                     continue  # a seed is not its own neighbour
                 graph[memory.memory_id] = max(weight, graph.get(memory.memory_id, 0.0))
@@ -582,26 +692,36 @@ class MemoryService:
         cosines = dict(self.keeper.index.similarities(vector, extra))
         return candidates + [scoring.Candidate(m, cosines.get(m.memory_id, 0.0)) for m in load(extra)]
 
+    def _same_text(self, memory: Memory, earlier: Sequence[Memory]) -> Memory | None:
+        """The oldest active memory of ``memory``'s audience with the same content digest,
+        among those stored and those earlier in the batch."""
+        digest = memory.digest
+        stored = self.store.find_by_digest(Scope.whole([memory.namespace]), digest)
+        for other in [*stored, *earlier]:
+            if other.digest == digest and same_audience(other, memory):
+                return other
+        return None
+
     def _near_duplicate(
         self,
-        draft: MemoryDraft,
+        memory: Memory,
         vector: Vector,
         fresh: Sequence[tuple[int, Memory, Vector]],
         now: datetime,
     ) -> tuple[Memory, float] | None:
-        """An active memory of the namespace with cosine ≥ threshold and overlapping entities."""
+        """An active memory of ``memory``'s audience with cosine ≥ threshold and overlapping entities."""
         threshold = self.config.dedup_cosine
-        keys = entity_keys(normalize_entities(draft.entities))
-        same_ns = [(memory, vec) for _, memory, vec in fresh if memory.namespace == draft.namespace]
-        pairs: list[tuple[Memory, float]] = [(memory, float(np.dot(vec, vector))) for memory, vec in same_ns]
-        candidates, _ = self._candidates(vector, [draft.namespace], MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS)
-        pairs += [(cand.memory, cand.cosine) for cand in candidates]
-        for memory, similarity in sorted(pairs, key=lambda pair: -pair[1]):
+        keys = entity_keys(memory.entities)
+        pairs = [(other, float(np.dot(vec, vector))) for _, other, vec in fresh if same_audience(other, memory)]
+        whole = Scope.whole([memory.namespace])
+        candidates, _ = self._candidates(vector, whole, MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS)
+        pairs += [(cand.memory, cand.cosine) for cand in candidates if same_audience(cand.memory, memory)]
+        for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
-            other = entity_keys(memory.entities)
+            other = entity_keys(candidate.entities)
             if (not keys and not other) or keys & other:
-                return memory, similarity
+                return candidate, similarity
         return None
 
     def _new_memory(self, draft: MemoryDraft, now: datetime, actor: str | None) -> Memory:
@@ -640,16 +760,52 @@ class MemoryService:
         """The write guard, before anything is embedded: each draft under its namespace's
         policy. Redaction changes the content that is embedded and stored; one refused
         draft refuses the whole batch (it is one transaction)."""
-        verdicts = guards.check_writes([(d.namespace, d.content, d.source) for d in drafts], self.config.guard)
-        for position, verdict in enumerate(verdicts):
-            if verdict.action is guards.Action.REJECTED:
-                where = f"memories[{position}].content" if len(drafts) > 1 else "content"
-                raise GuardRejected(
-                    f"the write guard refused {where}: {'; '.join(verdict.reasons)}",
-                    reasons=verdict.reasons,
-                    field=where,
-                )
-        return [replace(d, content=v.content) for d, v in zip(drafts, verdicts, strict=True)], verdicts
+        guarded: list[MemoryDraft] = []
+        verdicts: list[guards.WriteVerdict] = []
+        for position, draft in enumerate(drafts):
+            policy = self.config.guard.policy_for(draft.namespace)
+            fields = guards.check_fields(draft.entities, draft.metadata, policy)
+            content = guards.check_write(draft.content, draft.source, policy)
+            _refuse_rejected(content, fields, f"memories[{position}]." if len(drafts) > 1 else "")
+            verdict = guards.combined(content, fields.verdict)
+            guarded.append(replace(draft, content=verdict.content, entities=fields.entities, metadata=fields.metadata))
+            verdicts.append(verdict)
+        return guarded, verdicts
+
+    def guard_record(self, memory: Memory) -> tuple[Memory, guards.WriteVerdict]:
+        """The write guard over a record written other than by a save (an import), under
+        its namespace's policy: raises ``GuardRejected`` for what the policy refuses;
+        returns the record as it may be stored. A record the guard quarantines, or one
+        whose writer or session is blocked, comes back quarantined (unless deleted)."""
+        policy = self.config.guard.policy_for(memory.namespace)
+        fields = guards.check_fields(memory.entities, memory.metadata, policy)
+        content = guards.check_write(memory.content, memory.source, policy)
+        _refuse_rejected(content, fields, "memory.")
+        verdict = guards.combined(content, fields.verdict)
+        guarded = memory.evolve(content=content.content, entities=fields.entities, metadata=dict(fields.metadata))
+        held = verdict.action is guards.Action.QUARANTINED or self._writer_blocked(memory)
+        if held and memory.status is not Status.DELETED:
+            guarded = guarded.evolve(status=Status.QUARANTINED)
+        return guarded, verdict
+
+    def _guard_patch(self, namespace: str, current: Memory, patch: MemoryPatch) -> tuple[MemoryPatch, bool]:
+        """The write guard over what a patch writes (its content, entities and metadata),
+        under the namespace's policy and the memory's source; returns the patch as it
+        may be stored and whether the memory must be quarantined."""
+        policy = self.config.guard.policy_for(namespace)
+        fields = guards.check_fields(patch.entities or (), patch.metadata or {}, policy)
+        content = guards.ALLOWED
+        if patch.content is not None:
+            content = guards.check_write(patch.content, current.source, policy)
+        _refuse_rejected(content, fields, "")
+        verdict = guards.combined(content, fields.verdict)
+        guarded = replace(
+            patch,
+            content=content.content if patch.content is not None else None,
+            entities=fields.entities if patch.entities is not None else None,
+            metadata=fields.metadata if patch.metadata is not None else None,
+        )
+        return guarded, verdict.action is guards.Action.QUARANTINED
 
     def _guard_reads(self, hits: list[scoring.Hit], top_k: int) -> list[scoring.Hit]:
         """The read guard, after fusion and before top_k (so top_k is still filled):
@@ -658,14 +814,24 @@ class MemoryService:
         rank order only until top_k pass: the rules are regexes over whole texts."""
         passed: list[scoring.Hit] = []
         for hit in hits:
-            if guards.check_read(hit.memory, is_blocked=self.is_blocked) is None:
+            if guards.check_read(hit.memory, is_blocked=self._writer_blocked) is None:
                 passed.append(hit)
                 if len(passed) == top_k:
                     break
         return passed
 
-    def _live(self, namespace: str, memory_id: str) -> Memory:
-        memory = self.store.get([namespace], memory_id)
+    def _writer_blocked(self, memory: Memory) -> bool:
+        return self.blocks.is_blocked(memory.actor, memory.session_id)
+
+    def _refuse_blocked(self, agent: str | None, session_id: str | None) -> None:
+        if self.blocks.is_blocked(agent, session_id):
+            named = " or ".join(
+                f"{kind} {value!r}" for kind, value in (("agent", agent), ("session", session_id)) if value
+            )
+            raise SourceBlocked(f"writes from {named} are blocked by an admin")
+
+    def _live(self, namespace: str, memory_id: str, scope: Scope | None) -> Memory:
+        memory = self.store.get(_sight([namespace], scope), memory_id)
         if memory is None or memory.status is Status.DELETED:
             raise MemoryNotFound(memory_id, namespace)
         return memory
@@ -770,7 +936,7 @@ def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int
     """Memories earlier in the same batch that may be about the same thing: sharing
     an entity or the key, or among the most similar. Bounded, so a large batch does
     not judge every pair."""
-    same_ns = [(other, other_vector) for _, other, other_vector in earlier if other.namespace == memory.namespace]
+    same_ns = [(other, other_vector) for _, other, other_vector in earlier if same_audience(other, memory)]
     keys = entity_keys(memory.entities)
     linked = [
         other

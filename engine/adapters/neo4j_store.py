@@ -75,7 +75,7 @@ from engine.adapters import neo4j_migrations
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
-from engine.records import Change, Memory, MemoryFilter, Page, Status, Version, entity_keys
+from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys
 from engine.text import terms
 
 T = TypeVar("T")
@@ -86,6 +86,16 @@ _METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU
 _SCAN_CHUNK = 500
 
 # --- Cypher ---------------------------------------------------------------------------
+
+# What a Scope sees (engine.records.Scope): every memory of a namespace in full reach;
+# shared, public and the caller's own private ones in member reach; public ones in
+# public reach. `m.actor = $agent` is null when there is no agent, which WHERE treats
+# as false.
+_SIGHT: LiteralString = """
+(m.namespace IN $full
+ OR (m.namespace IN $member AND (m.visibility <> 'private' OR m.actor = $agent))
+ OR (m.namespace IN $public AND m.visibility = 'public'))
+"""
 
 _EXISTING_IDS: LiteralString = """
 UNWIND $ids AS id
@@ -247,12 +257,17 @@ RETURN DISTINCT m.namespace AS namespace
 ORDER BY namespace
 """
 
-_SCAN: LiteralString = """
-MATCH (m:Memory)
-WHERE m.namespace = $namespace AND m.memory_id > $after
+_SCAN: LiteralString = (
+    """
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace})
+WHERE m.memory_id > $after AND """
+    + _SIGHT
+    + """
 WITH m ORDER BY m.memory_id LIMIT $limit
 RETURN properties(m) AS m
 """
+)
 
 _MISSING_VECTORS: LiteralString = """
 MATCH (m:Memory)
@@ -268,24 +283,47 @@ WHERE m.status <> 'deleted' AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {mo
 RETURN m.embedding_model AS model, count(m) AS n
 """
 
-_TERM_STATS: LiteralString = """
+_TERM_STATS: LiteralString = (
+    """
 UNWIND $namespaces AS namespace
 MATCH (m:Memory {namespace: namespace})
+WHERE """
+    + _SIGHT
+    + """
 RETURN count(m) AS n, avg(size(m.terms)) AS average
 """
+)
 
-_GET: LiteralString = """
+_GET: LiteralString = (
+    """
 MATCH (m:Memory {memory_id: $memory_id})
-WHERE m.namespace IN $namespaces
+WHERE m.namespace IN $namespaces AND """
+    + _SIGHT
+    + """
 RETURN properties(m) AS m
 """
+)
+
+_SEEN: LiteralString = (
+    """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+WHERE m.namespace IN $namespaces AND """
+    + _SIGHT
+    + """
+RETURN m.memory_id AS memory_id
+"""
+)
 
 # The hard filters of MemoryFilter except metadata; a null parameter means "any".
 # Queries that scan a scope start with UNWIND $namespaces ... MATCH (m:Memory {namespace: ...}):
 # ArcadeDB uses the namespace index for that form and scans for `m.namespace IN $namespaces`
 # (5 ms against 35 ms over 1,000 memories); Neo4j plans both alike.
-_FILTER: LiteralString = """
-m.namespace IN $namespaces
+_FILTER: LiteralString = (
+    """
+m.namespace IN $namespaces AND """
+    + _SIGHT
+    + """
 AND ($statuses IS NULL OR m.status IN $statuses)
 AND ($categories IS NULL OR m.category IN $categories)
 AND ($sources IS NULL OR m.source IN $sources)
@@ -294,6 +332,7 @@ AND ($created_before IS NULL OR m.created_at < $created_before)
 AND ($session_id IS NULL OR m.session_id = $session_id)
 AND ($now IS NULL OR m.expire_at IS NULL OR m.expire_at > $now)
 """
+)
 
 _CURSOR: LiteralString = """
 AND ($cursor_at IS NULL OR m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
@@ -324,12 +363,17 @@ RETURN properties(m) AS m
 """
 )
 
-_FIND_BY_DIGEST: LiteralString = """
-MATCH (m:Memory {namespace: $namespace, digest: $digest})
-WHERE m.status = 'active'
-WITH m ORDER BY m.created_at LIMIT 1
+_FIND_BY_DIGEST: LiteralString = (
+    """
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace, digest: $digest})
+WHERE m.status = 'active' AND """
+    + _SIGHT
+    + """
+WITH m ORDER BY m.created_at, m.memory_id
 RETURN properties(m) AS m
 """
+)
 
 _LIST: LiteralString = (
     """
@@ -350,12 +394,17 @@ WHERE """
     + _CURSOR
 )
 
-_FIND_BY_KEY: LiteralString = """
-MATCH (m:Memory {namespace: $namespace, key: $key})
-WHERE m.status = 'active'
+_FIND_BY_KEY: LiteralString = (
+    """
+UNWIND $namespaces AS namespace
+MATCH (m:Memory {namespace: namespace, key: $key})
+WHERE m.status = 'active' AND """
+    + _SIGHT
+    + """
 WITH m ORDER BY m.created_at DESC, m.memory_id DESC
 RETURN properties(m) AS m
 """
+)
 
 _FILTERED_IDS: LiteralString = (
     """
@@ -370,7 +419,6 @@ RETURN m.memory_id AS memory_id LIMIT $limit
 
 _VERSIONS: LiteralString = """
 MATCH (v:MemoryVersion {memory_id: $memory_id})
-WHERE v.namespace IN $namespaces
 RETURN v.version AS version, v.record AS record, v.changed_at AS changed_at,
        v.changed_by AS changed_by, v.reason AS reason
 ORDER BY version
@@ -671,32 +719,34 @@ class Neo4jStore:
 
     # --- scoped reads -----------------------------------------------------------
 
-    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
-        if not namespaces:
+    def get(self, scope: Scope, memory_id: str) -> Memory | None:
+        if not scope.namespaces:
             return None
-        rows = self._rows("get", _GET, memory_id=memory_id, namespaces=list(namespaces))
+        rows = self._rows("get", _GET, memory_id=memory_id, **_scope_params(scope))
         return _memory(rows[0]["m"]) if rows else None
 
     def get_many(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         ids: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
     ) -> list[Memory]:
         wanted = _metadata_filter(flt)
-        if not ids or not namespaces:
+        if not ids or not scope.namespaces:
             return []
-        rows = self._rows("get_many", _GET_MANY, ids=list(ids), **_filter_params(namespaces, flt, now))
+        rows = self._rows("get_many", _GET_MANY, ids=list(ids), **_filter_params(scope, flt, now))
         return [m for m in (_memory(row["m"]) for row in rows) if _metadata_matches(m, wanted)]
 
-    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
-        rows = self._rows("find_by_digest", _FIND_BY_DIGEST, namespace=namespace, digest=digest)
-        return _memory(rows[0]["m"]) if rows else None
+    def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
+        if not scope.namespaces:
+            return []
+        rows = self._rows("find_by_digest", _FIND_BY_DIGEST, digest=digest, **_scope_params(scope))
+        return [_memory(row["m"]) for row in rows]
 
     def list_page(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         flt: MemoryFilter,
         now: datetime,
         *,
@@ -705,9 +755,9 @@ class Neo4jStore:
     ) -> Page:
         wanted = _metadata_filter(flt)
         after = _decode_cursor(cursor) if cursor is not None else None
-        if not namespaces:
+        if not scope.namespaces:
             return Page((), None)
-        params = _filter_params(namespaces, flt, now)
+        params = _filter_params(scope, flt, now)
         found = list(self._scan("list", _LIST, params, wanted, limit + 1, after))
         items = tuple(found[:limit])
         next_cursor = None
@@ -716,14 +766,14 @@ class Neo4jStore:
             next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
         return Page(items, next_cursor)
 
-    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
+    def filtered_ids(self, scope: Scope, flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
         wanted = _metadata_filter(flt)
-        if not namespaces:
+        if not scope.namespaces:
             return []
+        params = _filter_params(scope, flt, now)
         if wanted:
-            params = _filter_params(namespaces, flt, now)
             return [m.memory_id for m in self._scan("filtered_ids", _LIST, params, wanted, limit, None)]
-        rows = self._rows("filtered_ids", _FILTERED_IDS, limit=limit, **_filter_params(namespaces, flt, now))
+        rows = self._rows("filtered_ids", _FILTERED_IDS, limit=limit, **params)
         return [row["memory_id"] for row in rows]
 
     def _scan(
@@ -755,10 +805,10 @@ class Neo4jStore:
             if len(rows) < chunk:
                 return
 
-    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
-        if not namespaces:
+    def versions(self, scope: Scope, memory_id: str) -> list[Version]:
+        if self.get(scope, memory_id) is None:  # the history is as visible as the memory
             return []
-        rows = self._rows("versions", _VERSIONS, memory_id=memory_id, namespaces=list(namespaces))
+        rows = self._rows("versions", _VERSIONS, memory_id=memory_id)
         return [
             Version(
                 memory_id,
@@ -771,35 +821,44 @@ class Neo4jStore:
             for row in rows
         ]
 
-    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
-        if not namespaces:
+    def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
+        if not scope.namespaces:
             return []
-        rows = self._rows("edges", _EDGES, memory_id=memory_id, namespaces=list(namespaces))
+        params = _scope_params(scope)
+        rows = self._rows("edges", _EDGES, memory_id=memory_id, namespaces=params["namespaces"])
+        # Both ends must be in sight: a link must not reveal a memory the caller cannot read.
+        ends = list({end for row in rows for end in (row["src"], row["dst"])} | {memory_id})
+        seen = {row["memory_id"] for row in self._rows("edges", _SEEN, ids=ends, **params)}
+        if memory_id not in seen:
+            return []
         # A link from the memory to itself matches in both directions: keep it once.
         found = {
             (row["src"], row["dst"], row["kind"]): Edge(
                 row["namespace"], row["src"], row["dst"], row["kind"], from_iso(row["created_at"])
             )
             for row in rows
+            if row["src"] in seen and row["dst"] in seen
         }
         return sorted(found.values(), key=lambda edge: edge.created_at)
 
-    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        rows = self._rows("find_by_key", _FIND_BY_KEY, namespace=namespace, key=key)
+    def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
+        if not scope.namespaces:
+            return []
+        rows = self._rows("find_by_key", _FIND_BY_KEY, key=key, **_scope_params(scope))
         return [_memory(row["m"]) for row in rows]
 
     def memories_by_entity(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         entity_key: str,
         flt: MemoryFilter,
         now: datetime,
         limit: int,
     ) -> list[Memory]:
         wanted = _metadata_filter(flt)
-        if not namespaces:
+        if not scope.namespaces:
             return []
-        params = {**_filter_params(namespaces, flt, now), "entity_key": entity_key}
+        params = {**_filter_params(scope, flt, now), "entity_key": entity_key}
         return list(self._scan("memories_by_entity", _BY_ENTITY, params, wanted, limit, None))
 
     def vectors(self, ids: Sequence[str], model: str) -> dict[str, Vector]:
@@ -844,7 +903,7 @@ class Neo4jStore:
 
     def lexical_search(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         query_terms: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
@@ -852,10 +911,10 @@ class Neo4jStore:
     ) -> list[tuple[str, float]]:
         wanted = _metadata_filter(flt)
         distinct = list(dict.fromkeys(t for t in query_terms if t))
-        if not namespaces or not distinct:
+        if not scope.namespaces or not distinct:
             return []
-        rows = self._rows("lexical_search", _LEXICAL, terms=distinct, **_filter_params(namespaces, flt, now))
-        stats = self._rows("lexical_search", _TERM_STATS, namespaces=list(namespaces))[0]
+        rows = self._rows("lexical_search", _LEXICAL, terms=distinct, **_filter_params(scope, flt, now))
+        stats = self._rows("lexical_search", _TERM_STATS, **_scope_params(scope))[0]
         docs = [
             (row["memory_id"], row["terms"])
             for row in rows
@@ -867,8 +926,10 @@ class Neo4jStore:
     def namespaces(self) -> list[str]:
         return [row["namespace"] for row in self._rows("namespaces", _NAMESPACES)]
 
-    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
-        rows = self._rows("scan", _SCAN, namespace=namespace, after=after, limit=limit)
+    def scan(self, scope: Scope, after: str, limit: int) -> list[Memory]:
+        if not scope.namespaces:
+            return []
+        rows = self._rows("scan", _SCAN, after=after, limit=limit, **_scope_params(scope))
         return [_memory(row["m"]) for row in rows]
 
     def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
@@ -1035,9 +1096,19 @@ def _log(tx: neo4j.ManagedTransaction, changes: list[dict[str, str]]) -> int:
 # --- filters --------------------------------------------------------------------------------
 
 
-def _filter_params(namespaces: Sequence[str], flt: MemoryFilter, now: datetime) -> dict[str, Any]:
+def _scope_params(scope: Scope) -> dict[str, Any]:
     return {
-        "namespaces": list(namespaces),
+        "namespaces": list(scope.namespaces),
+        "full": list(scope.full),
+        "member": list(scope.member),
+        "public": list(scope.public),
+        "agent": scope.agent,
+    }
+
+
+def _filter_params(scope: Scope, flt: MemoryFilter, now: datetime) -> dict[str, Any]:
+    return {
+        **_scope_params(scope),
         "statuses": [s.value for s in flt.statuses] or None,
         "categories": list(flt.categories) or None,
         "sources": [s.value for s in flt.sources] or None,

@@ -33,6 +33,7 @@ from engine.records import (
     Memory,
     MemoryFilter,
     Page,
+    Scope,
     Source,
     Status,
     Version,
@@ -147,6 +148,10 @@ _MIGRATIONS: tuple[str, ...] = (
     UPDATE memory_entities SET created_at =
         (SELECT m.created_at FROM memories m WHERE m.memory_id = memory_entities.memory_id);
     CREATE INDEX entities_by_time ON memory_entities (namespace, entity, created_at DESC, memory_id DESC);
+    """,
+    # 4: a save that names a key finds the memories it may replace without walking the namespace.
+    """
+    CREATE INDEX memories_by_key ON memories (namespace, key) WHERE key IS NOT NULL;
     """,
 )
 
@@ -456,26 +461,26 @@ class SqliteStore:
 
     # --- scoped reads -----------------------------------------------------------
 
-    def get(self, namespaces: Sequence[str], memory_id: str) -> Memory | None:
-        if not namespaces:
+    def get(self, scope: Scope, memory_id: str) -> Memory | None:
+        if not scope.namespaces:
             return None
+        where, params = _scope(scope, by_id=True)
         with self._read("get") as db:
             row = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? AND namespace IN ({_marks(namespaces)})",
-                (memory_id, *namespaces),
+                f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? AND {where}", (memory_id, *params)
             ).fetchone()
         return _memory(row) if row else None
 
     def get_many(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         ids: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
     ) -> list[Memory]:
-        if not ids or not namespaces:
+        if not ids or not scope.namespaces:
             return []
-        where, params = _where(namespaces, flt, now, by_id=True)
+        where, params = _where(scope, flt, now, by_id=True)
         rows: list[Any] = []
         with self._read("get_many") as db:
             for chunk in _chunks(ids, 500):
@@ -485,28 +490,22 @@ class SqliteStore:
                 ).fetchall()
         return [_memory(row) for row in rows]
 
-    def find_by_digest(self, namespace: str, digest: str) -> Memory | None:
-        with self._read("find_by_digest") as db:
-            row = db.execute(
-                # "+" keeps the planner on memories_by_digest instead of walking the time index.
-                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND digest = ? AND +status = ? "
-                "ORDER BY +created_at LIMIT 1",
-                (namespace, digest, Status.ACTIVE.value),
-            ).fetchone()
-        return _memory(row) if row else None
+    def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
+        # "+" keeps the planner on memories_by_digest instead of walking the time index.
+        return self._active("find_by_digest", scope, "digest = ?", digest, "+created_at, memory_id")
 
     def list_page(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         flt: MemoryFilter,
         now: datetime,
         *,
         limit: int,
         cursor: str | None = None,
     ) -> Page:
-        if not namespaces:
+        if not scope.namespaces:
             return Page((), None)
-        where, params = _where(namespaces, flt, now)
+        where, params = _where(scope, flt, now)
         if cursor is not None:
             created_at, memory_id = _decode_cursor(cursor)
             where += " AND (created_at < ? OR (created_at = ? AND memory_id < ?))"
@@ -523,26 +522,26 @@ class SqliteStore:
             next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
         return Page(items, next_cursor)
 
-    def filtered_ids(self, namespaces: Sequence[str], flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
-        if not namespaces:
+    def filtered_ids(self, scope: Scope, flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
+        if not scope.namespaces:
             return []
-        where, params = _where(namespaces, flt, now)
+        where, params = _where(scope, flt, now)
         with self._read("filtered_ids") as db:
             rows = db.execute(f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)).fetchall()
         return [row[0] for row in rows]
 
     def lexical_search(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         query_terms: Sequence[str],
         flt: MemoryFilter,
         now: datetime,
         limit: int,
     ) -> list[tuple[str, float]]:
         distinct = list(dict.fromkeys(t for t in query_terms if t))
-        if not namespaces or not distinct:
+        if not scope.namespaces or not distinct:
             return []
-        where, params = _where(namespaces, flt, now)
+        where, params = _where(scope, flt, now)
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in distinct)
         with self._read("lexical_search") as db:
             rows = db.execute(
@@ -554,51 +553,72 @@ class SqliteStore:
             ).fetchall()
         return [(memory_id, float(score)) for memory_id, score in rows]
 
-    def versions(self, namespaces: Sequence[str], memory_id: str) -> list[Version]:
-        if not namespaces:
+    def versions(self, scope: Scope, memory_id: str) -> list[Version]:
+        if self.get(scope, memory_id) is None:  # the history is as visible as the memory
             return []
         with self._read("versions") as db:
             rows = db.execute(
                 "SELECT version, record, changed_at, changed_by, reason FROM memory_versions "
-                f"WHERE memory_id = ? AND namespace IN ({_marks(namespaces)}) ORDER BY version",
-                (memory_id, *namespaces),
+                "WHERE memory_id = ? ORDER BY version",
+                (memory_id,),
             ).fetchall()
         return [
             Version(memory_id, row[0], memory_from_dict(json.loads(row[1])), from_iso(row[2]), row[3], row[4])
             for row in rows
         ]
 
-    def edges(self, namespaces: Sequence[str], memory_id: str) -> list[Edge]:
-        if not namespaces:
+    def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
+        if not scope.namespaces:
             return []
+        where, params = _scope(scope, by_id=True)
         with self._read("edges") as db:
             rows = db.execute(
                 "SELECT namespace, src, dst, kind, created_at FROM edges "
-                f"WHERE (src = ? OR dst = ?) AND namespace IN ({_marks(namespaces)}) ORDER BY created_at",
-                (memory_id, memory_id, *namespaces),
+                f"WHERE (src = ? OR dst = ?) AND namespace IN ({_marks(scope.namespaces)}) ORDER BY created_at",
+                (memory_id, memory_id, *scope.namespaces),
             ).fetchall()
-        return [Edge(row[0], row[1], row[2], row[3], from_iso(row[4])) for row in rows]
+            ends = list({end for row in rows for end in row[1:3]} | {memory_id})
+            # Both ends must be in sight: a link must not reveal a memory the caller cannot read.
+            seen = {
+                row[0]
+                for row in db.execute(
+                    f"SELECT memory_id FROM memories WHERE {where} AND memory_id IN ({_marks(ends)})",
+                    (*params, *ends),
+                )
+            }
+        if memory_id not in seen:
+            return []
+        return [
+            Edge(row[0], row[1], row[2], row[3], from_iso(row[4])) for row in rows if row[1] in seen and row[2] in seen
+        ]
 
-    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        with self._read("find_by_key") as db:
+    def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
+        return self._active("find_by_key", scope, "key = ?", key, "+created_at DESC, memory_id DESC")
+
+    def _active(self, what: str, scope: Scope, condition: str, value: str, order: str) -> list[Memory]:
+        """Active memories in ``scope`` meeting ``condition`` (one placeholder, ``value``), in ``order``."""
+        if not scope.namespaces:
+            return []
+        where, params = _scope(scope)
+        with self._read(what) as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND key = ? AND status = ? "
-                "ORDER BY created_at DESC, memory_id DESC",
-                (namespace, key, Status.ACTIVE.value),
+                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND {condition} AND +status = ? ORDER BY {order}",
+                (*params, value, Status.ACTIVE.value),
             ).fetchall()
         return [_memory(row) for row in rows]
 
     def memories_by_entity(
         self,
-        namespaces: Sequence[str],
+        scope: Scope,
         entity_key: str,
         flt: MemoryFilter,
         now: datetime,
         limit: int,
     ) -> list[Memory]:
+        namespaces = scope.namespaces
         if not namespaces:
             return []
-        where, params = _where(namespaces, flt, now, by_id=True)
+        where, params = _where(scope, flt, now, by_id=True)
         # Walk the entity's links newest first (entities_by_time), a page at a time, and
         # keep those whose memory passes the filter: a popular entity costs a page or
         # two, not every memory that mentions it.
@@ -700,11 +720,14 @@ class SqliteStore:
             rows = db.execute("SELECT DISTINCT namespace FROM memories ORDER BY namespace").fetchall()
         return [row[0] for row in rows]
 
-    def scan(self, namespace: str, after: str, limit: int) -> list[Memory]:
+    def scan(self, scope: Scope, after: str, limit: int) -> list[Memory]:
+        if not scope.namespaces:
+            return []
+        where, params = _scope(scope)
         with self._read("scan") as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE namespace = ? AND memory_id > ? ORDER BY memory_id LIMIT ?",
-                (namespace, after, limit),
+                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id > ? ORDER BY memory_id LIMIT ?",
+                (*params, after, limit),
             ).fetchall()
         return [_memory(row) for row in rows]
 
@@ -808,16 +831,36 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-def _where(
-    namespaces: Sequence[str], flt: MemoryFilter, now: datetime, *, by_id: bool = False
-) -> tuple[str, list[Any]]:
-    """SQL conditions for a scope and a filter; values always travel as parameters.
+def _scope(scope: Scope, *, by_id: bool = False) -> tuple[str, list[Any]]:
+    """SQL conditions for what a scope sees; values always travel as parameters.
 
     ``by_id``: the query also names its memory ids; "+" then keeps the planner on the
     primary key instead of walking every row of the namespace through another index.
+    The namespace list comes first so that other queries can be driven by a
+    namespace index; visibility is then checked on the rows it finds.
     """
-    clauses = [f"{'+' if by_id else ''}namespace IN ({_marks(namespaces)})"]
-    params: list[Any] = list(namespaces)
+    clauses = [f"{'+' if by_id else ''}namespace IN ({_marks(scope.namespaces)})"]
+    params: list[Any] = list(scope.namespaces)
+    if scope.restricted:
+        sights: list[str] = []
+        if scope.full:
+            sights.append(f"+namespace IN ({_marks(scope.full)})")
+            params += scope.full
+        if scope.member:
+            own = " OR actor = ?" if scope.agent is not None else ""
+            sights.append(f"(+namespace IN ({_marks(scope.member)}) AND (visibility != 'private'{own}))")
+            params += [*scope.member, *([scope.agent] if scope.agent is not None else [])]
+        if scope.public:
+            sights.append(f"(+namespace IN ({_marks(scope.public)}) AND visibility = 'public')")
+            params += scope.public
+        clauses.append("(" + " OR ".join(sights) + ")")
+    return " AND ".join(clauses), params
+
+
+def _where(scope: Scope, flt: MemoryFilter, now: datetime, *, by_id: bool = False) -> tuple[str, list[Any]]:
+    """SQL conditions for a scope and a filter; values always travel as parameters."""
+    where, params = _scope(scope, by_id=by_id)
+    clauses = [where]
     for column, values in (
         ("status", [s.value for s in flt.statuses]),
         ("category", list(flt.categories)),

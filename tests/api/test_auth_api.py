@@ -1,6 +1,6 @@
 """Tokens mode over real HTTP: 401 without a valid token, 403 outside the grants (the
 same answer whether or not the target exists), admin token management, and the
-audit entries requests leave."""
+audit entries requests leave. Visibility and attacks on isolation: test_isolation.py."""
 
 from __future__ import annotations
 
@@ -75,11 +75,13 @@ def test_403_outside_the_grants_says_nothing_about_the_target(secured: LiveServe
         for existing, missing in zip(answers[memory_id], answers["m-does-not-exist"], strict=True):
             assert existing.status_code == missing.status_code == 403
             assert existing.json() == missing.json()
+        # Reads outside the grants see what every agent sees there: public memories only.
+        recalled = api.post("/v1/memory/recall", json={"query": "PIN", "namespaces": ["user:bob", "user:alice"]})
+        assert recalled.status_code == 200 and recalled.json()["memories"] == []
+        assert api.get("/v1/memories", params=ns).json()["memories"] == []
+        assert api.get("/v1/entities/cat/memories", params=ns).json()["memories"] == []
+        assert "PIN" not in api.get("/v1/export", params=ns).text
         for response in (
-            api.post("/v1/memory/recall", json={"query": "PIN", "namespaces": ["user:bob", "user:alice"]}),
-            api.get("/v1/memories", params=ns),
-            api.get("/v1/entities/cat/memories", params=ns),
-            api.get("/v1/export", params=ns),
             api.post("/v1/memory/save", json={"content": "planted", "namespace": "user:alice"}),
             api.post("/v1/memory/save", json={"content": "read-only here", "namespace": "shared:team"}),
             api.post("/v1/memory/consolidate", json={"namespace": "user:bob"}),
@@ -129,13 +131,13 @@ def test_requests_leave_a_chained_audit_trail_admins_can_filter(secured: LiveSer
         request_id = saved.headers["x-request-id"]
         recalled = api.post("/v1/memory/recall", json={"query": "when does Erin work best", "namespace": "erin"})
         assert recalled.status_code == 200
-        assert api.get("/v1/memories", params={"namespace": "root-only"}).status_code == 403
+        assert api.post("/v1/memory/save", json={"content": "x", "namespace": "root-only"}).status_code == 403
         assert api.delete(f"/v1/memory/{saved.json()['memory_id']}", params={"namespace": "erin"}).status_code == 200
     with _http(secured, ROOT) as root:
         entries: list[dict[str, Any]] = root.get("/v1/admin/audit", params={"actor": "erin"}).json()["entries"]
         assert [(e["action"], e["outcome"]) for e in entries] == [
             ("delete", "ok"),
-            ("list", "denied"),
+            ("save", "denied"),
             ("recall", "ok"),
             ("save", "ok"),
         ]

@@ -24,9 +24,11 @@ from engine.ports import Edge, ImportedRecord, Store, Vector
 from engine.records import (
     Memory,
     MemoryFilter,
+    Scope,
     Source,
     Status,
     Version,
+    Visibility,
     content_digest,
     new_memory_id,
 )
@@ -36,6 +38,7 @@ from tests.bolt import BoltTarget
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=100)
 NS = "ns-a"
+SCOPE = Scope.whole([NS])  # the engine's own sight of NS: every memory in it
 OTHER_NS = "ns-b"
 MODEL = "model-a"
 DIM = 8
@@ -135,13 +138,13 @@ def test_insert_stores_the_record_as_written(store: Store) -> None:
         session_id="s-1",
     )
     seq = store.insert([original], [vec(1)], changed_by="tester")
-    assert store.get([NS], original.memory_id) == original
+    assert store.get(SCOPE, original.memory_id) == original
     assert seq == store.last_seq()
 
 
 def test_insert_creates_version_one(store: Store) -> None:
     (m,) = put(store, mem())
-    (version,) = store.versions([NS], m.memory_id)
+    (version,) = store.versions(SCOPE, m.memory_id)
     assert version.version == 1
     assert version.record == m
     assert version.changed_by == "tester"
@@ -163,8 +166,8 @@ def test_insert_of_an_existing_id_conflicts_and_writes_nothing(store: Store) -> 
     fresh = mem()
     with pytest.raises(Conflict):
         store.insert([fresh, existing.evolve(content="again")], [vec(1), vec(2)], changed_by=None)
-    assert store.get([NS], fresh.memory_id) is None
-    assert store.get([NS], existing.memory_id) == existing
+    assert store.get(SCOPE, fresh.memory_id) is None
+    assert store.get(SCOPE, existing.memory_id) == existing
     assert store.last_seq() == seq
 
 
@@ -176,8 +179,8 @@ def test_update_replaces_the_record_and_keeps_the_old_version(store: Store) -> N
     v2 = v1.evolve(content="second words", version=2, updated_at=T0 + timedelta(hours=1))
     seq = store.update(v2, vec(9), changed_by="editor", reason="fixed a typo")
     assert seq == store.last_seq()
-    assert store.get([NS], v1.memory_id) == v2
-    history = store.versions([NS], v1.memory_id)
+    assert store.get(SCOPE, v1.memory_id) == v2
+    history = store.versions(SCOPE, v1.memory_id)
     assert [v.version for v in history] == [1, 2]
     assert history[0].record.content == "first words"
     assert history[1].record == v2
@@ -188,9 +191,9 @@ def test_update_replaces_the_record_and_keeps_the_old_version(store: Store) -> N
 def test_update_digest_follows_the_new_content(store: Store) -> None:
     (v1,) = put(store, mem("first words"))
     store.update(v1.evolve(content="second words", version=2), None, changed_by=None, reason="edit")
-    assert store.find_by_digest(NS, content_digest("first words")) is None
-    found = store.find_by_digest(NS, content_digest("Second  Words"))
-    assert found is not None and found.memory_id == v1.memory_id
+    assert store.find_by_digest(SCOPE, content_digest("first words")) == []
+    (found,) = store.find_by_digest(SCOPE, content_digest("Second  Words"))
+    assert found.memory_id == v1.memory_id
 
 
 @pytest.mark.parametrize("version", [1, 3, 0])
@@ -198,8 +201,8 @@ def test_update_must_write_the_next_version(store: Store, version: int) -> None:
     (v1,) = put(store, mem("kept"))
     with pytest.raises(Conflict):
         store.update(v1.evolve(content="lost", version=version), vec(3), changed_by=None, reason="stale")
-    assert store.get([NS], v1.memory_id) == v1
-    assert len(store.versions([NS], v1.memory_id)) == 1
+    assert store.get(SCOPE, v1.memory_id) == v1
+    assert len(store.versions(SCOPE, v1.memory_id)) == 1
     np.testing.assert_array_equal(store.vectors([v1.memory_id], MODEL)[v1.memory_id], vec(0))
 
 
@@ -215,7 +218,7 @@ def test_update_of_a_memory_in_another_namespace_is_not_found(store: Store) -> N
     (m,) = put(store, mem())
     with pytest.raises(MemoryNotFound):
         store.update(m.evolve(namespace=OTHER_NS, version=2), None, changed_by=None, reason="hijack")
-    assert store.get([NS], m.memory_id) == m
+    assert store.get(SCOPE, m.memory_id) == m
 
 
 # --- namespace scoping ----------------------------------------------------------------
@@ -226,22 +229,107 @@ def test_reads_from_another_namespace_see_nothing(store: Store) -> None:
     other = mem(namespace=OTHER_NS)
     put(store, other)
     store.add_edges([Edge(NS, m.memory_id, other.memory_id, "RELATED_TO", T0)])
-    assert store.get([OTHER_NS], m.memory_id) is None
-    assert store.get([], m.memory_id) is None
-    assert store.get_many([OTHER_NS], [m.memory_id], MemoryFilter(), NOW) == []
-    assert store.versions([OTHER_NS], m.memory_id) == []
-    assert store.edges([OTHER_NS], m.memory_id) == []
-    assert store.find_by_digest(OTHER_NS, m.digest) is None
-    assert ids(store.list_page([OTHER_NS], MemoryFilter(), NOW, limit=10).items) == {other.memory_id}
-    assert store.filtered_ids([OTHER_NS], MemoryFilter(), NOW, 10) == [other.memory_id]
+    assert store.get(Scope.whole([OTHER_NS]), m.memory_id) is None
+    assert store.get(Scope.whole([]), m.memory_id) is None
+    assert store.get_many(Scope.whole([OTHER_NS]), [m.memory_id], MemoryFilter(), NOW) == []
+    assert store.versions(Scope.whole([OTHER_NS]), m.memory_id) == []
+    assert store.edges(Scope.whole([OTHER_NS]), m.memory_id) == []
+    assert store.find_by_digest(Scope.whole([OTHER_NS]), m.digest) == []
+    assert ids(store.list_page(Scope.whole([OTHER_NS]), MemoryFilter(), NOW, limit=10).items) == {other.memory_id}
+    assert store.filtered_ids(Scope.whole([OTHER_NS]), MemoryFilter(), NOW, 10) == [other.memory_id]
 
 
 def test_reads_over_several_namespaces_see_each(store: Store) -> None:
     a, b = put(store, mem(), mem(namespace=OTHER_NS))
-    both = [NS, OTHER_NS]
+    both = Scope.whole([NS, OTHER_NS])
     assert store.get(both, b.memory_id) == b
     assert ids(store.get_many(both, [a.memory_id, b.memory_id], MemoryFilter(), NOW)) == ids([a, b])
     assert ids(store.list_page(both, MemoryFilter(), NOW, limit=10).items) == ids([a, b])
+
+
+# --- visibility: what a caller's scope sees ---------------------------------------------
+
+
+def _audience(store: Store) -> dict[str, Memory]:
+    """In NS: alice's private, bob's private, a shared and a public memory, all naming
+    one entity and one key, linked to one another; one more public memory in OTHER_NS."""
+    made = {
+        "alice": mem("alice private note on hiking boots", actor="alice", visibility=Visibility.PRIVATE),
+        "bob": mem("bob private note on hiking boots", actor="bob", visibility=Visibility.PRIVATE),
+        "shared": mem("shared note on hiking boots", actor="bob", visibility=Visibility.SHARED),
+        "public": mem("public note on hiking boots", actor="carol", visibility=Visibility.PUBLIC),
+        "elsewhere": mem("public note on hiking boots elsewhere", namespace=OTHER_NS, visibility=Visibility.PUBLIC),
+    }
+    made = {name: m.evolve(entities=("Boots",), key="boots") for name, m in made.items()}
+    put(store, *made.values())
+    store.add_edges(
+        [Edge(NS, made["shared"].memory_id, made[other].memory_id, "RELATED_TO", T0) for other in ("bob", "public")]
+    )
+    return made
+
+
+def _names(made: dict[str, Memory], memories: list[Memory] | tuple[Memory, ...]) -> set[str]:
+    by_id = {m.memory_id: name for name, m in made.items()}
+    return {by_id[m.memory_id] for m in memories}
+
+
+SIGHTS = {
+    # scope -> the memories of _audience it must see
+    "admin": (Scope(full=(NS,), agent="zed"), {"alice", "bob", "shared", "public"}),
+    "alice as member": (Scope(member=(NS,), agent="alice"), {"alice", "shared", "public"}),
+    "member without agent": (Scope(member=(NS,)), {"shared", "public"}),
+    "outsider": (Scope(public=(NS,), agent="mallory"), {"public"}),
+    "member here, outsider there": (
+        Scope(member=(NS,), public=(OTHER_NS,), agent="alice"),
+        {"alice", "shared", "public", "elsewhere"},
+    ),
+    "nothing": (Scope(agent="alice"), set()),
+}
+
+
+@pytest.mark.parametrize("sight", SIGHTS)
+def test_every_scoped_read_sees_what_the_scope_allows(store: Store, sight: str) -> None:
+    scope, expected = SIGHTS[sight]
+    made = _audience(store)
+    everything = MemoryFilter(statuses=())
+    all_ids = [m.memory_id for m in made.values()]
+    assert {name for name, m in made.items() if store.get(scope, m.memory_id) is not None} == expected
+    assert _names(made, store.get_many(scope, all_ids, everything, NOW)) == expected
+    assert _names(made, store.list_page(scope, everything, NOW, limit=50).items) == expected
+    assert set(store.filtered_ids(scope, everything, NOW, 50)) == {made[n].memory_id for n in expected}
+    lexical = store.lexical_search(scope, terms("hiking boots"), everything, NOW, 50)
+    assert {memory_id for memory_id, _ in lexical} == {made[n].memory_id for n in expected}
+    assert _names(made, store.memories_by_entity(scope, "boots", everything, NOW, 50)) == expected
+    assert _names(made, store.find_by_key(scope, "boots")) == expected
+    assert _names(made, store.find_by_digest(scope, made["alice"].digest)) == expected & {"alice"}
+    assert _names(made, store.scan(scope, "", 50)) == expected
+    for name, m in made.items():
+        assert bool(store.versions(scope, m.memory_id)) == (name in expected)
+
+
+def test_links_to_a_memory_out_of_sight_are_hidden(store: Store) -> None:
+    made = _audience(store)
+    shared = made["shared"].memory_id
+
+    def linked(scope: Scope) -> set[str]:
+        return {e.dst for e in store.edges(scope, shared)}
+
+    assert linked(Scope(full=(NS,))) == {made["bob"].memory_id, made["public"].memory_id}
+    assert linked(Scope(member=(NS,), agent="bob")) == {made["bob"].memory_id, made["public"].memory_id}
+    assert linked(Scope(member=(NS,), agent="alice")) == {made["public"].memory_id}
+    # An outsider does not see the shared memory at all, so none of its links either.
+    assert store.edges(Scope(public=(NS,), agent="alice"), shared) == []
+    assert {e.src for e in store.edges(Scope(public=(NS,)), made["public"].memory_id)} == set()
+
+
+def test_private_memories_follow_their_writer_through_updates(store: Store) -> None:
+    made = _audience(store)
+    alice = made["alice"]
+    store.update(alice.evolve(version=2, visibility=Visibility.SHARED), None, changed_by="alice", reason="shared")
+    assert store.get(Scope(member=(NS,), agent="bob"), alice.memory_id) is not None
+    store.update(alice.evolve(version=3, visibility=Visibility.PRIVATE), None, changed_by="alice", reason="hidden")
+    assert store.get(Scope(member=(NS,), agent="bob"), alice.memory_id) is None
+    assert store.versions(Scope(member=(NS,), agent="bob"), alice.memory_id) == []  # nor its shared past
 
 
 # --- find_by_digest -----------------------------------------------------------------
@@ -249,25 +337,25 @@ def test_reads_over_several_namespaces_see_each(store: Store) -> None:
 
 def test_find_by_digest_finds_active_memories_only(store: Store) -> None:
     (m,) = put(store, mem("User likes blue"))
-    found = store.find_by_digest(NS, content_digest("user  LIKES blue"))
-    assert found == m
+    (twin,) = put(store, mem("user likes BLUE", created_at=T0 + timedelta(seconds=1)))
+    assert store.find_by_digest(SCOPE, content_digest("user  LIKES blue")) == [m, twin]  # oldest first
     store.update(m.evolve(version=2, status=Status.SUPERSEDED), None, changed_by=None, reason="superseded")
-    assert store.find_by_digest(NS, content_digest("user likes blue")) is None
-    assert store.find_by_digest(NS, content_digest("something else")) is None
+    assert store.find_by_digest(SCOPE, content_digest("user likes blue")) == [twin]
+    assert store.find_by_digest(SCOPE, content_digest("something else")) == []
 
 
 # --- list and filters ------------------------------------------------------------------
 
 
 def _listed(store: Store, flt: MemoryFilter, now: datetime = NOW) -> set[str]:
-    listed = ids(store.list_page([NS], flt, now, limit=1000).items)
-    assert set(store.filtered_ids([NS], flt, now, 1000)) == listed
+    listed = ids(store.list_page(SCOPE, flt, now, limit=1000).items)
+    assert set(store.filtered_ids(SCOPE, flt, now, 1000)) == listed
     return listed
 
 
 def test_list_is_newest_first(store: Store) -> None:
     memories = put(store, *(mem(created_at=T0 + timedelta(minutes=i)) for i in range(5)))
-    page = store.list_page([NS], MemoryFilter(), NOW, limit=10)
+    page = store.list_page(SCOPE, MemoryFilter(), NOW, limit=10)
     assert [m.memory_id for m in page.items] == [m.memory_id for m in reversed(memories)]
     assert page.next_cursor is None
 
@@ -322,9 +410,9 @@ def test_expired_memories_are_left_out_unless_asked_for(store: Store) -> None:
     assert _listed(store, MemoryFilter(include_expired=True)) == ids([lasting, expired, expiring_later])
     assert _listed(store, MemoryFilter(), now=NOW + timedelta(days=2)) == ids([lasting])
     everything = [lasting.memory_id, expired.memory_id, expiring_later.memory_id]
-    assert ids(store.get_many([NS], everything, MemoryFilter(), NOW)) == ids([lasting, expiring_later])
+    assert ids(store.get_many(SCOPE, everything, MemoryFilter(), NOW)) == ids([lasting, expiring_later])
     # get() is a direct read: it returns the record whatever its expiry.
-    assert store.get([NS], expired.memory_id) == expired
+    assert store.get(SCOPE, expired.memory_id) == expired
 
 
 @pytest.mark.parametrize(
@@ -362,17 +450,17 @@ def test_metadata_filter_keys_that_could_inject_are_refused(store: Store, key: s
     put(store, mem(metadata={"a": 1}))
     flt = MemoryFilter(metadata={key: 1})
     with pytest.raises(InvalidInput):
-        store.list_page([NS], flt, NOW, limit=10)
+        store.list_page(SCOPE, flt, NOW, limit=10)
     with pytest.raises(InvalidInput):
-        store.filtered_ids([NS], flt, NOW, 10)
+        store.filtered_ids(SCOPE, flt, NOW, 10)
     with pytest.raises(InvalidInput):
-        store.get_many([NS], ["x"], flt, NOW)
+        store.get_many(SCOPE, ["x"], flt, NOW)
     assert store.count_indexable() == 1
 
 
 def test_filtered_ids_honours_the_limit(store: Store) -> None:
     put(store, *(mem() for _ in range(7)))
-    got = store.filtered_ids([NS], MemoryFilter(), NOW, 3)
+    got = store.filtered_ids(SCOPE, MemoryFilter(), NOW, 3)
     assert len(got) == 3
     assert len(set(got)) == 3
 
@@ -387,7 +475,7 @@ def test_cursor_pagination_has_no_duplicates_and_no_gaps(store: Store) -> None:
     cursor = None
     sizes = []
     for _ in range(10):
-        page = store.list_page([NS], MemoryFilter(), NOW, limit=10, cursor=cursor)
+        page = store.list_page(SCOPE, MemoryFilter(), NOW, limit=10, cursor=cursor)
         sizes.append(len(page.items))
         seen.extend(page.items)
         cursor = page.next_cursor
@@ -404,9 +492,9 @@ def test_pagination_respects_the_filter(store: Store) -> None:
     facts = put(store, *(mem(category="fact", created_at=T0 + timedelta(seconds=i)) for i in range(12)))
     put(store, *(mem(category="event", created_at=T0 + timedelta(seconds=i)) for i in range(12)))
     flt = MemoryFilter(categories=("fact",))
-    first = store.list_page([NS], flt, NOW, limit=10)
+    first = store.list_page(SCOPE, flt, NOW, limit=10)
     assert first.next_cursor is not None
-    second = store.list_page([NS], flt, NOW, limit=10, cursor=first.next_cursor)
+    second = store.list_page(SCOPE, flt, NOW, limit=10, cursor=first.next_cursor)
     assert second.next_cursor is None
     assert ids(first.items) | ids(second.items) == ids(facts)
     assert len(first.items) + len(second.items) == 12
@@ -414,14 +502,14 @@ def test_pagination_respects_the_filter(store: Store) -> None:
 
 def test_exactly_one_full_page_has_no_next_cursor(store: Store) -> None:
     put(store, *(mem() for _ in range(10)))
-    assert store.list_page([NS], MemoryFilter(), NOW, limit=10).next_cursor is None
+    assert store.list_page(SCOPE, MemoryFilter(), NOW, limit=10).next_cursor is None
 
 
 @pytest.mark.parametrize("cursor", ["not-a-cursor", "", "bnVsbA==", "WzEsIDJd", "eyJhIjogMX0=", "WyJ4IiwgInkiXQ=="])
 def test_an_unreadable_cursor_is_invalid_input(store: Store, cursor: str) -> None:
     put(store, mem())
     with pytest.raises(InvalidInput):
-        store.list_page([NS], MemoryFilter(), NOW, limit=10, cursor=cursor)
+        store.list_page(SCOPE, MemoryFilter(), NOW, limit=10, cursor=cursor)
 
 
 # --- reinforce ----------------------------------------------------------------------
@@ -433,10 +521,10 @@ def _add_bonus(memory: Memory, bonus: float, at: datetime) -> float:
 
 def test_reinforce_applies_every_event_in_order(store: Store) -> None:
     (m,) = put(store, mem(base_score=0.2))
-    seq, versions = store.last_seq(), len(store.versions([NS], m.memory_id))
+    seq, versions = store.last_seq(), len(store.versions(SCOPE, m.memory_id))
     at = [T0 + timedelta(days=d) for d in (3, 1, 2)]
     store.reinforce([(m.memory_id, 0.1, at[0]), (m.memory_id, 0.05, at[1]), (m.memory_id, 0.05, at[2])], _add_bonus)
-    after = store.get([NS], m.memory_id)
+    after = store.get(SCOPE, m.memory_id)
     assert after is not None
     assert after.access_count == 3
     assert after.base_score == pytest.approx(0.4)
@@ -445,7 +533,7 @@ def test_reinforce_applies_every_event_in_order(store: Store) -> None:
     assert after.version == m.version
     assert after.updated_at == m.updated_at
     assert store.last_seq() == seq
-    assert len(store.versions([NS], m.memory_id)) == versions
+    assert len(store.versions(SCOPE, m.memory_id)) == versions
 
 
 def test_reinforce_hands_rescore_the_current_record(store: Store) -> None:
@@ -458,14 +546,14 @@ def test_reinforce_hands_rescore_the_current_record(store: Store) -> None:
 
     store.reinforce([(m.memory_id, 0.1, T0), (m.memory_id, 0.05, T0)], rescore)
     assert seen == [(0, 0.5, 0.1, T0), (1, 0.25, 0.05, T0)]
-    after = store.get([NS], m.memory_id)
+    after = store.get(SCOPE, m.memory_id)
     assert after is not None and after.base_score == pytest.approx(0.125)
 
 
 def test_reinforce_skips_ids_that_do_not_exist(store: Store) -> None:
     (m,) = put(store, mem())
     store.reinforce([("no-such-id", 0.1, T0), (m.memory_id, 0.1, T0), ("gone", 0.1, T0)], _add_bonus)
-    after = store.get([NS], m.memory_id)
+    after = store.get(SCOPE, m.memory_id)
     assert after is not None and after.access_count == 1
     store.reinforce([], _add_bonus)
 
@@ -482,7 +570,7 @@ def test_reinforce_never_loses_an_increment_under_concurrency(store: Store) -> N
     with ThreadPoolExecutor(max_workers=8) as pool:
         for future in [pool.submit(worker) for _ in range(8)]:
             future.result()
-    after = store.get([NS], m.memory_id)
+    after = store.get(SCOPE, m.memory_id)
     assert after is not None
     assert after.access_count == 400
     assert after.base_score == pytest.approx(0.4)
@@ -503,7 +591,7 @@ def test_reinforce_from_two_store_instances_over_the_same_data_adds_up(store_fac
         with ThreadPoolExecutor(max_workers=8) as pool:
             for future in [pool.submit(worker, inst) for inst in (first, second) * 4]:
                 future.result()
-        after = second.get([NS], m.memory_id)
+        after = second.get(SCOPE, m.memory_id)
         assert after is not None and after.access_count == 200
     finally:
         first.close()
@@ -522,7 +610,7 @@ def test_put_vectors_stores_another_model_without_a_change(store: Store) -> None
     np.testing.assert_array_equal(found[b.memory_id], vec(11))
     np.testing.assert_array_equal(store.vectors([a.memory_id], MODEL)[a.memory_id], vec(0))
     assert store.last_seq() == seq
-    assert len(store.versions([NS], a.memory_id)) == 1
+    assert len(store.versions(SCOPE, a.memory_id)) == 1
 
 
 def test_put_vectors_replaces(store: Store) -> None:
@@ -554,15 +642,15 @@ def test_purge_removes_everything_about_the_memory(store: Store) -> None:
     seq = store.purge(NS, gone.memory_id)
     assert seq > before
     assert seq == store.last_seq()
-    assert store.get([NS], gone.memory_id) is None
-    assert store.versions([NS], gone.memory_id) == []
+    assert store.get(SCOPE, gone.memory_id) is None
+    assert store.versions(SCOPE, gone.memory_id) == []
     assert store.vectors([gone.memory_id], MODEL) == {}
-    assert store.edges([NS], gone.memory_id) == []
-    assert store.edges([NS], kept.memory_id) == []
+    assert store.edges(SCOPE, gone.memory_id) == []
+    assert store.edges(SCOPE, kept.memory_id) == []
     assert store.index_status([gone.memory_id]) == {}
     assert store.contents([gone.memory_id]) == {}
-    assert store.find_by_digest(NS, content_digest("forget me now")) is None
-    assert store.get([NS], kept.memory_id) == kept
+    assert store.find_by_digest(SCOPE, content_digest("forget me now")) == []
+    assert store.get(SCOPE, kept.memory_id) == kept
     assert store.changes_since(before, 10)[-1].memory_id == gone.memory_id
 
 
@@ -572,7 +660,7 @@ def test_purge_of_an_absent_memory_is_not_found(store: Store) -> None:
         store.purge(NS, "no-such-id")
     with pytest.raises(MemoryNotFound):
         store.purge(OTHER_NS, m.memory_id)
-    assert store.get([NS], m.memory_id) == m
+    assert store.get(SCOPE, m.memory_id) == m
 
 
 # --- the change sequence ------------------------------------------------------------------
@@ -666,13 +754,13 @@ def test_edges_are_kept_once_and_found_from_either_end(store: Store) -> None:
     store.add_edges([sup, rel])
     store.add_edges([sup])
     store.add_edges([sup, rel])
-    assert store.edges([NS], b.memory_id) == [sup, rel]
-    assert store.edges([NS], a.memory_id) == [sup]
-    assert store.edges([NS], c.memory_id) == [rel]
+    assert store.edges(SCOPE, b.memory_id) == [sup, rel]
+    assert store.edges(SCOPE, a.memory_id) == [sup]
+    assert store.edges(SCOPE, c.memory_id) == [rel]
     # Same ends, another kind: a different link.
     related_too = Edge(NS, b.memory_id, a.memory_id, "RELATED_TO", T0 + timedelta(seconds=2))
     store.add_edges([related_too])
-    assert len(store.edges([NS], a.memory_id)) == 2
+    assert len(store.edges(SCOPE, a.memory_id)) == 2
 
 
 # --- durability ------------------------------------------------------------------------------
@@ -694,15 +782,15 @@ def test_every_returned_write_is_there_after_reopening(store_factory: StoreFacto
     second = store_factory()
     second.open()
     try:
-        assert second.get([NS], a.memory_id) == a2
-        assert [v.version for v in second.versions([NS], a.memory_id)] == [1, 2]
+        assert second.get(SCOPE, a.memory_id) == a2
+        assert [v.version for v in second.versions(SCOPE, a.memory_id)] == [1, 2]
         np.testing.assert_array_equal(second.vectors([a.memory_id], MODEL)[a.memory_id], vec(42))
-        reinforced = second.get([NS], b.memory_id)
+        reinforced = second.get(SCOPE, b.memory_id)
         assert reinforced is not None
         assert (reinforced.access_count, reinforced.base_score) == (1, pytest.approx(0.6))
         assert reinforced.last_accessed_at == T0 + timedelta(days=1)
-        assert second.get([OTHER_NS], c.memory_id) is None
-        assert len(second.edges([NS], a.memory_id)) == 1
+        assert second.get(Scope.whole([OTHER_NS]), c.memory_id) is None
+        assert len(second.edges(SCOPE, a.memory_id)) == 1
         assert second.last_seq() == seq
         # The sequence keeps growing after a reopen; it never reuses a number.
         assert second.insert([mem()], [vec(1)], changed_by=None) > seq
@@ -717,7 +805,7 @@ def test_put_vectors_can_mark_the_model_in_use_and_skips_purged_ids(store: Store
     a, b = put(store, mem(), mem())
     seq = store.last_seq()
     store.put_vectors({a.memory_id: vec(30), "absent": vec(31)}, "model-b", embedding_version="7")
-    marked, untouched = store.get([NS], a.memory_id), store.get([NS], b.memory_id)
+    marked, untouched = store.get(SCOPE, a.memory_id), store.get(SCOPE, b.memory_id)
     assert marked is not None and (marked.embedding_model, marked.embedding_version) == ("model-b", "7")
     assert marked.version == 1
     assert untouched == b
@@ -732,7 +820,7 @@ def test_scan_walks_one_namespace_in_id_order_whatever_the_status(store: Store) 
     put(store, mem(namespace=OTHER_NS))
     pages, after = [], ""
     while True:
-        page = store.scan(NS, after, 3)
+        page = store.scan(SCOPE, after, 3)
         pages.append(page)
         if len(page) < 3:
             break
@@ -741,8 +829,8 @@ def test_scan_walks_one_namespace_in_id_order_whatever_the_status(store: Store) 
     assert walked == sorted(m.memory_id for m in mine)
     assert [len(page) for page in pages] == [3, 3, 1]
     assert deleted in pages[0] + pages[1] + pages[2]
-    assert store.scan(NS, walked[-1], 3) == []
-    assert store.scan("nobody", "", 3) == []
+    assert store.scan(SCOPE, walked[-1], 3) == []
+    assert store.scan(Scope.whole(["nobody"]), "", 3) == []
 
 
 def test_namespaces_lists_every_namespace_with_memories(store: Store) -> None:
@@ -775,11 +863,11 @@ def test_lexical_search_matches_stemmed_english_and_segmented_chinese(store: Sto
         mem("用户偏好极简风格"),
         mem("Quarterly taxes are due in April"),
     )
-    english = store.lexical_search([NS], terms("suggestions for cool colours"), MemoryFilter(), NOW, 10)
+    english = store.lexical_search(SCOPE, terms("suggestions for cool colours"), MemoryFilter(), NOW, 10)
     assert [memory_id for memory_id, _ in english] == [colour.memory_id]
-    chinese = store.lexical_search([NS], terms("极简的界面"), MemoryFilter(), NOW, 10)
+    chinese = store.lexical_search(SCOPE, terms("极简的界面"), MemoryFilter(), NOW, 10)
     assert [memory_id for memory_id, _ in chinese] == [style.memory_id]
-    assert store.lexical_search([NS], [], MemoryFilter(), NOW, 10) == []
+    assert store.lexical_search(SCOPE, [], MemoryFilter(), NOW, 10) == []
     assert other.memory_id not in {memory_id for memory_id, _ in english + chinese}
 
 
@@ -791,12 +879,12 @@ def test_lexical_search_ranks_by_term_weight_and_respects_scope_and_filter(store
         mem("hiking boots", namespace=OTHER_NS),
         mem("hiking boots, archived", status=Status.ARCHIVED),
     )
-    hits = store.lexical_search([NS], terms("hiking boots"), MemoryFilter(), NOW, 10)
+    hits = store.lexical_search(SCOPE, terms("hiking boots"), MemoryFilter(), NOW, 10)
     assert [memory_id for memory_id, _ in hits] == [both.memory_id, one.memory_id]
     assert hits[0][1] > hits[1][1] > 0
-    assert len(store.lexical_search([NS], terms("hiking boots"), MemoryFilter(), NOW, 1)) == 1
+    assert len(store.lexical_search(SCOPE, terms("hiking boots"), MemoryFilter(), NOW, 1)) == 1
     archived_only = MemoryFilter(statuses=(Status.ARCHIVED,))
-    assert [m for m, _ in store.lexical_search([NS], terms("boots"), archived_only, NOW, 10)] == [archived.memory_id]
+    assert [m for m, _ in store.lexical_search(SCOPE, terms("boots"), archived_only, NOW, 10)] == [archived.memory_id]
     assert elsewhere.memory_id not in {m for m, _ in hits}
 
 
@@ -804,10 +892,10 @@ def test_lexical_search_follows_updates_and_purges(store: Store) -> None:
     (original,) = put(store, mem("The user lives in Berlin"))
     moved = original.evolve(content="The user lives in Lisbon", version=2)
     store.update(moved, None, changed_by="tester", reason="moved")
-    assert store.lexical_search([NS], terms("Berlin"), MemoryFilter(), NOW, 10) == []
-    assert [m for m, _ in store.lexical_search([NS], terms("Lisbon"), MemoryFilter(), NOW, 10)] == [moved.memory_id]
+    assert store.lexical_search(SCOPE, terms("Berlin"), MemoryFilter(), NOW, 10) == []
+    assert [m for m, _ in store.lexical_search(SCOPE, terms("Lisbon"), MemoryFilter(), NOW, 10)] == [moved.memory_id]
     store.purge(NS, moved.memory_id)
-    assert store.lexical_search([NS], terms("Lisbon"), MemoryFilter(), NOW, 10) == []
+    assert store.lexical_search(SCOPE, terms("Lisbon"), MemoryFilter(), NOW, 10) == []
 
 
 # --- import ------------------------------------------------------------------------------------
@@ -852,19 +940,19 @@ def test_import_records_keeps_every_field_history_vector_and_edge(store: Store) 
     ]
     seq = store.last_seq()
     assert store.import_records(records, changed_by="importer") == [old.memory_id, new.memory_id]
-    assert store.get([NS], old.memory_id) == old
-    assert store.get([NS], new.memory_id) == new
-    assert store.versions([NS], old.memory_id) == list(records[0].versions)
-    (only,) = store.versions([NS], new.memory_id)
+    assert store.get(SCOPE, old.memory_id) == old
+    assert store.get(SCOPE, new.memory_id) == new
+    assert store.versions(SCOPE, old.memory_id) == list(records[0].versions)
+    (only,) = store.versions(SCOPE, new.memory_id)
     assert (only.record, only.changed_by, only.reason) == (new, "importer", "imported")
     np.testing.assert_array_equal(store.vectors([old.memory_id], MODEL)[old.memory_id], vec(5))
-    assert [(e.src, e.dst, e.kind) for e in store.edges([NS], old.memory_id)] == [
+    assert [(e.src, e.dst, e.kind) for e in store.edges(SCOPE, old.memory_id)] == [
         (new.memory_id, old.memory_id, "SUPERSEDES")
     ]
     changes = store.changes_since(seq, 10)
     assert [c.memory_id for c in changes] == [old.memory_id, new.memory_id]
     assert store.last_seq() == changes[-1].seq
-    assert store.find_by_digest(NS, content_digest("The newer ONE")) == new
+    assert store.find_by_digest(SCOPE, content_digest("The newer ONE")) == [new]
 
 
 def test_import_records_skips_ids_already_in_the_namespace(store: Store) -> None:
@@ -873,8 +961,8 @@ def test_import_records_skips_ids_already_in_the_namespace(store: Store) -> None
     fresh = mem()
     again = imported(existing.evolve(content="a different story", version=4), vector=vec(9))
     assert store.import_records([again, imported(fresh)], changed_by=None) == [fresh.memory_id]
-    assert store.get([NS], existing.memory_id) == existing
-    assert len(store.versions([NS], existing.memory_id)) == 1
+    assert store.get(SCOPE, existing.memory_id) == existing
+    assert len(store.versions(SCOPE, existing.memory_id)) == 1
     assert [c.memory_id for c in store.changes_since(seq, 10)] == [fresh.memory_id]
     assert store.import_records([again, imported(fresh)], changed_by=None) == []
     assert store.last_seq() == seq + 1
@@ -893,8 +981,8 @@ def test_import_records_of_an_id_held_by_another_namespace_conflicts_and_writes_
     fresh = mem()
     with pytest.raises(Conflict):
         store.import_records([imported(fresh), imported(theirs.evolve(namespace=NS))], changed_by=None)
-    assert store.get([NS], fresh.memory_id) is None
-    assert store.get([OTHER_NS], theirs.memory_id) == theirs
+    assert store.get(SCOPE, fresh.memory_id) is None
+    assert store.get(Scope.whole([OTHER_NS]), theirs.memory_id) == theirs
     assert store.last_seq() == seq
 
 
@@ -911,12 +999,12 @@ def test_insert_linked_stores_memories_updates_and_edges_together(store: Store) 
         [new], [vec(1)], updates=[(older, f"superseded by {new.memory_id}")], edges=[edge], changed_by="tester"
     )
     assert last == store.last_seq() == seq + 2
-    assert store.get([NS], new.memory_id) == new
-    assert store.get([NS], old.memory_id) == older
-    history = store.versions([NS], old.memory_id)
+    assert store.get(SCOPE, new.memory_id) == new
+    assert store.get(SCOPE, old.memory_id) == older
+    history = store.versions(SCOPE, old.memory_id)
     assert [(v.version, v.reason) for v in history] == [(1, "created"), (2, f"superseded by {new.memory_id}")]
     assert history[0].record.status is Status.ACTIVE
-    assert store.edges([NS], old.memory_id) == [edge]
+    assert store.edges(SCOPE, old.memory_id) == [edge]
     assert [(c.memory_id, c.op) for c in store.changes_since(seq, 10)] == [
         (new.memory_id, "insert"),
         (old.memory_id, "update"),
@@ -930,8 +1018,8 @@ def test_insert_linked_may_update_a_memory_it_inserts(store: Store) -> None:
     store.insert_linked(
         [first, second], [vec(1), vec(2)], updates=[(first_superseded, "superseded")], edges=[edge], changed_by=None
     )
-    assert store.get([NS], first.memory_id) == first_superseded
-    assert [v.version for v in store.versions([NS], first.memory_id)] == [1, 2]
+    assert store.get(SCOPE, first.memory_id) == first_superseded
+    assert [v.version for v in store.versions(SCOPE, first.memory_id)] == [1, 2]
 
 
 def test_insert_linked_writes_nothing_when_an_update_is_stale(store: Store) -> None:
@@ -947,9 +1035,9 @@ def test_insert_linked_writes_nothing_when_an_update_is_stale(store: Store) -> N
             edges=[Edge(NS, new.memory_id, old.memory_id, "SUPERSEDES", NOW)],
             changed_by=None,
         )
-    assert store.get([NS], new.memory_id) is None
-    assert store.get([NS], old.memory_id) == old
-    assert store.edges([NS], old.memory_id) == []
+    assert store.get(SCOPE, new.memory_id) is None
+    assert store.get(SCOPE, old.memory_id) == old
+    assert store.edges(SCOPE, old.memory_id) == []
     assert store.last_seq() == seq
 
 
@@ -960,8 +1048,8 @@ def test_insert_linked_writes_nothing_when_an_update_is_in_another_namespace(sto
         store.insert_linked(
             [new], [vec(1)], updates=[(theirs.evolve(namespace=NS, version=2), "x")], edges=[], changed_by=None
         )
-    assert store.get([NS], new.memory_id) is None
-    assert store.get([OTHER_NS], theirs.memory_id) == theirs
+    assert store.get(SCOPE, new.memory_id) is None
+    assert store.get(Scope.whole([OTHER_NS]), theirs.memory_id) == theirs
 
 
 def test_find_by_key_returns_active_memories_of_the_namespace_newest_first(store: Store) -> None:
@@ -973,10 +1061,10 @@ def test_find_by_key_returns_active_memories_of_the_namespace_newest_first(store
         mem("theme is green", key="ui.theme", namespace=OTHER_NS),
         mem("theme is white"),
     )
-    assert [m.memory_id for m in store.find_by_key(NS, "ui.theme")] == [new.memory_id, old.memory_id]
-    assert [m.memory_id for m in store.find_by_key(OTHER_NS, "ui.theme")] == [other.memory_id]
-    assert store.find_by_key(NS, "UI.THEME") == []
-    assert store.find_by_key(NS, "absent") == []
+    assert [m.memory_id for m in store.find_by_key(SCOPE, "ui.theme")] == [new.memory_id, old.memory_id]
+    assert [m.memory_id for m in store.find_by_key(Scope.whole([OTHER_NS]), "ui.theme")] == [other.memory_id]
+    assert store.find_by_key(SCOPE, "UI.THEME") == []
+    assert store.find_by_key(SCOPE, "absent") == []
 
 
 def test_memories_by_entity_links_names_by_their_key(store: Store) -> None:
@@ -987,30 +1075,30 @@ def test_memories_by_entity_links_names_by_their_key(store: Store) -> None:
         mem("drinks coffee", entities=("coffee",)),
         mem("likes blue too", entities=("blue",), namespace=OTHER_NS),
     )
-    found = store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 10)
+    found = store.memories_by_entity(SCOPE, "blue", MemoryFilter(), NOW, 10)
     assert [m.memory_id for m in found] == [blue_zh.memory_id, blue_en.memory_id]
     assert found[0].entities == ("蓝色",)  # the name as given is kept; only the key is shared
-    both = store.memories_by_entity([NS, OTHER_NS], "blue", MemoryFilter(), NOW, 10)
+    both = store.memories_by_entity(Scope.whole([NS, OTHER_NS]), "blue", MemoryFilter(), NOW, 10)
     assert {m.memory_id for m in both} == {blue_en.memory_id, blue_zh.memory_id, elsewhere.memory_id}
-    assert [m.memory_id for m in store.memories_by_entity([NS], "blue", MemoryFilter(), NOW, 1)] == [blue_zh.memory_id]
-    assert store.memories_by_entity([NS], "Blue", MemoryFilter(), NOW, 10) == []  # a key, not a raw name
-    assert store.memories_by_entity([NS], "tea", MemoryFilter(), NOW, 10) == []
-    assert [m.memory_id for m in store.memories_by_entity([NS], "coffee", MemoryFilter(), NOW, 10)] == [
+    assert [m.memory_id for m in store.memories_by_entity(SCOPE, "blue", MemoryFilter(), NOW, 1)] == [blue_zh.memory_id]
+    assert store.memories_by_entity(SCOPE, "Blue", MemoryFilter(), NOW, 10) == []  # a key, not a raw name
+    assert store.memories_by_entity(SCOPE, "tea", MemoryFilter(), NOW, 10) == []
+    assert [m.memory_id for m in store.memories_by_entity(SCOPE, "coffee", MemoryFilter(), NOW, 10)] == [
         coffee.memory_id
     ]
 
 
 def test_memories_by_entity_respects_the_filter_and_follows_updates(store: Store) -> None:
     a, b = put(store, mem("a", entities=("Berlin",)), mem("b", entities=("Berlin",), category="event"))
-    events = store.memories_by_entity([NS], "berlin", MemoryFilter(categories=("event",)), NOW, 10)
+    events = store.memories_by_entity(SCOPE, "berlin", MemoryFilter(categories=("event",)), NOW, 10)
     assert [m.memory_id for m in events] == [b.memory_id]
     store.update(a.evolve(version=2, status=Status.SUPERSEDED), None, changed_by=None, reason="superseded")
-    assert [m.memory_id for m in store.memories_by_entity([NS], "berlin", MemoryFilter(), NOW, 10)] == [b.memory_id]
+    assert [m.memory_id for m in store.memories_by_entity(SCOPE, "berlin", MemoryFilter(), NOW, 10)] == [b.memory_id]
     any_status = MemoryFilter(statuses=())
-    assert {m.memory_id for m in store.memories_by_entity([NS], "berlin", any_status, NOW, 10)} == {
+    assert {m.memory_id for m in store.memories_by_entity(SCOPE, "berlin", any_status, NOW, 10)} == {
         a.memory_id,
         b.memory_id,
     }
     store.update(b.evolve(version=2, entities=("Lisbon",)), None, changed_by=None, reason="moved")
-    assert store.memories_by_entity([NS], "berlin", MemoryFilter(), NOW, 10) == []
-    assert [m.memory_id for m in store.memories_by_entity([NS], "lisbon", MemoryFilter(), NOW, 10)] == [b.memory_id]
+    assert store.memories_by_entity(SCOPE, "berlin", MemoryFilter(), NOW, 10) == []
+    assert [m.memory_id for m in store.memories_by_entity(SCOPE, "lisbon", MemoryFilter(), NOW, 10)] == [b.memory_id]

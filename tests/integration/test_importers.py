@@ -14,7 +14,7 @@ from api.cli import IMPORT_FORMATS
 from engine.errors import InvalidInput
 from engine.importers import FORMATS, parse_mapping, run_import
 from engine.portability import ImportReport
-from engine.records import Memory, MemoryFilter, Source, Status
+from engine.records import Memory, MemoryFilter, Scope, Source, Status
 from engine.service import MemoryService
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
@@ -72,7 +72,7 @@ def test_langchain_message_history_becomes_events_of_a_session(service: MemorySe
     assert events[2].metadata["langchain"] == {"name": "search_flights", "tool_call_id": "call_Q1", "type": "tool"}
     assert {(m.category, m.session_id, m.source) for m in events} == {("event", "trip", Source.IMPORT)}
     for earlier, later in itertools.pairwise(events):
-        links = service.store.edges(["alex"], earlier.memory_id)
+        links = service.store.edges(Scope.whole(["alex"]), earlier.memory_id)
         assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}
     again = run(service, "langchain_messages.json", format_name="langchain", namespace="alex", session_id="trip")
     assert (again.inserted, again.unchanged) == (0, 4)

@@ -13,7 +13,7 @@ import pytest
 from engine.config import Config, load_config
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.lifecycle import MERGED_INTO, Merge
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService
 from tests.conftest import HashingEmbedder
 
@@ -73,12 +73,12 @@ def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
     service.delete(NS, gone.memory_id)
     clock.advance(days=29)
     assert service.consolidator.run(NS).purged == 0
-    assert service.store.get([NS], gone.memory_id) is not None
+    assert service.store.get(Scope.whole([NS]), gone.memory_id) is not None
     clock.advance(days=2)
     report = service.consolidator.run(NS)
     assert report.purged == 1
-    assert service.store.get([NS], gone.memory_id) is None
-    assert service.store.versions([NS], gone.memory_id) == []
+    assert service.store.get(Scope.whole([NS]), gone.memory_id) is None
+    assert service.store.versions(Scope.whole([NS]), gone.memory_id) == []
 
 
 def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemoryService, clock: Any) -> None:
@@ -110,7 +110,7 @@ def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemorySer
         kept = service.get(NS, source.memory_id)
         assert kept.status is Status.SUPERSEDED
         assert service.history(NS, source.memory_id)[-1].reason == f"merged into {merged.memory_id}"
-        edges = service.store.edges([NS], source.memory_id)
+        edges = service.store.edges(Scope.whole([NS]), source.memory_id)
         assert [(e.src, e.dst, e.kind) for e in edges] == [(source.memory_id, merged.memory_id, MERGED_INTO)]
     hits = recalled(service, one, top_k=10)
     assert merged.memory_id in hits and first.memory_id not in hits and second.memory_id not in hits
@@ -274,7 +274,9 @@ def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, c
     later = service.save(draft("the user started learning Go")).memory
     purged = service.save(draft("a memory purged for good")).memory
     service.delete(NS, purged.memory_id, hard=True)
-    before_rollback = {m: service.store.get([NS], m) for m in (edited.memory_id, deleted.memory_id, later.memory_id)}
+    before_rollback = {
+        m: service.store.get(Scope.whole([NS]), m) for m in (edited.memory_id, deleted.memory_id, later.memory_id)
+    }
     rollback_at = clock.advance(hours=1)
 
     report = service.rollbacks.to_time(NS, as_of)
@@ -282,9 +284,9 @@ def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, c
     assert service.get(NS, edited.memory_id).content == "the user lives in Porto"
     assert service.get(NS, deleted.memory_id).status is Status.ACTIVE
     assert service.get(NS, archived.memory_id).status is Status.ACTIVE
-    assert service.store.get([NS], later.memory_id).status is Status.DELETED  # type: ignore[union-attr]
-    assert service.store.get([NS], purged.memory_id) is None  # purged memories cannot come back
-    assert service.store.get(["user-2"], other_ns.memory_id) == other_ns
+    assert service.store.get(Scope.whole([NS]), later.memory_id).status is Status.DELETED  # type: ignore[union-attr]
+    assert service.store.get(Scope.whole([NS]), purged.memory_id) is None  # purged memories cannot come back
+    assert service.store.get(Scope.whole(["user-2"]), other_ns.memory_id) == other_ns
     reason = f"namespace rolled back to {as_of.isoformat(timespec='microseconds')}"
     assert service.history(NS, edited.memory_id)[-1].reason == reason
     assert recalled(service, "red bicycle")[0] == deleted.memory_id
@@ -294,7 +296,7 @@ def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, c
     undo = service.rollbacks.to_time(NS, rollback_at - timedelta(microseconds=1))
     assert (undo.restored_count, undo.deleted_count) == (4, 0)
     for memory_id, was in before_rollback.items():
-        now = service.store.get([NS], memory_id)
+        now = service.store.get(Scope.whole([NS]), memory_id)
         assert now is not None and was is not None
         assert (now.content, now.status) == (was.content, was.status)
     assert service.get(NS, archived.memory_id).status is Status.ARCHIVED

@@ -27,7 +27,7 @@ from engine.importers import run_import
 from engine.index_keeper import IndexKeeper
 from engine.portability import SCHEMA_PATH, ImportReport, deployment_id, open_export
 from engine.ports import Edge, Embedder, Store
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status, utcnow
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status, utcnow
 from engine.service import MemoryService
 from tests.conftest import FrozenClock, HashingEmbedder
 from tests.contract.test_store_contract import StoreFactory
@@ -122,12 +122,12 @@ def lines(data: bytes) -> list[dict[str, Any]]:
 def snapshot(service: MemoryService, namespace: str = NS) -> dict[str, Any]:
     """Everything the store holds about a namespace, field for field."""
     store = service.store
-    ids = store.filtered_ids([namespace], EVERY_STATUS, utcnow(), 10_000)
+    ids = store.filtered_ids(Scope.whole([namespace]), EVERY_STATUS, utcnow(), 10_000)
     return {
         memory_id: (
-            store.get([namespace], memory_id),
-            store.versions([namespace], memory_id),
-            sorted(store.edges([namespace], memory_id), key=lambda e: (e.src, e.dst, e.kind)),
+            store.get(Scope.whole([namespace]), memory_id),
+            store.versions(Scope.whole([namespace]), memory_id),
+            sorted(store.edges(Scope.whole([namespace]), memory_id), key=lambda e: (e.src, e.dst, e.kind)),
         )
         for memory_id in ids
     }
@@ -244,8 +244,8 @@ def test_a_file_without_history_imports_one_version_per_memory(
     target = make_service(name="target")
     assert import_bytes(target, export_bytes(source)).written
     for memory_id in ids.values():
-        (version,) = target.store.versions([NS], memory_id)
-        assert version.record == source.store.get([NS], memory_id)
+        (version,) = target.store.versions(Scope.whole([NS]), memory_id)
+        assert version.record == source.store.get(Scope.whole([NS]), memory_id)
         assert version.reason == "imported"
 
 
@@ -286,11 +286,11 @@ def test_vectors_of_another_model_are_re_embedded_and_the_record_says_so(
     target = make_service(name="target", embedder=other)
     report = import_bytes(target, export_bytes(source, versions=True, vectors=True))
     assert (report.vectors_kept, report.reembedded) == (0, 7)
-    memory = target.store.get([NS], ids["trip"])
+    memory = target.store.get(Scope.whole([NS]), ids["trip"])
     assert memory is not None and (memory.embedding_model, memory.embedding_version) == ("other-model", "3")
     assert target.store.vectors([ids["trip"]], "other-model")[ids["trip"]].shape == (32,)
     # The history is kept as it was.
-    assert target.store.versions([NS], ids["trip"])[0].record.embedding_model == source.embedder.name
+    assert target.store.versions(Scope.whole([NS]), ids["trip"])[0].record.embedding_model == source.embedder.name
     assert (
         target.recall("Lisbon trip", namespaces=[NS], top_k=1, reinforce=False).hits[0].memory.memory_id == ids["trip"]
     )
@@ -305,10 +305,10 @@ def test_import_into_another_namespace_of_a_fresh_deployment_keeps_ids(
     report = import_bytes(target, export_bytes(source, versions=True), namespace="team:x")
     assert report.written and report.remapped == {}
     assert report.namespaces == ["team:x"]
-    moved = target.store.get(["team:x"], ids["edited"])
+    moved = target.store.get(Scope.whole(["team:x"]), ids["edited"])
     assert moved is not None and moved.content == "Meeting moved to Wednesday"
-    assert {v.record.namespace for v in target.store.versions(["team:x"], ids["edited"])} == {"team:x"}
-    assert target.store.get([NS], ids["edited"]) is None
+    assert {v.record.namespace for v in target.store.versions(Scope.whole(["team:x"]), ids["edited"])} == {"team:x"}
+    assert target.store.get(Scope.whole([NS]), ids["edited"]) is None
 
 
 def test_a_copy_into_another_namespace_of_the_same_deployment_maps_ids(
@@ -323,13 +323,15 @@ def test_a_copy_into_another_namespace_of_the_same_deployment_maps_ids(
     assert set(report.remapped) == set(ids.values())
     new = report.remapped
     assert snapshot(service) == before  # the original namespace is untouched
-    tea = service.store.get(["copy"], new[ids["tea"]])
+    tea = service.store.get(Scope.whole(["copy"]), new[ids["tea"]])
     assert tea is not None and tea.content == "I quit coffee and drink green tea now"
-    assert {(e.kind, e.dst) for e in service.store.edges(["copy"], new[ids["tea"]])} == {
+    assert {(e.kind, e.dst) for e in service.store.edges(Scope.whole(["copy"]), new[ids["tea"]])} == {
         ("SUPERSEDES", new[ids["coffee"]]),
         ("CONTRADICTS", new[ids["coffee"]]),
     }
-    assert {v.memory_id for v in service.store.versions(["copy"], new[ids["edited"]])} == {new[ids["edited"]]}
+    assert {v.memory_id for v in service.store.versions(Scope.whole(["copy"]), new[ids["edited"]])} == {
+        new[ids["edited"]]
+    }
     again = import_bytes(service, exported, namespace="copy")
     assert (again.inserted, again.unchanged) == (0, 7)
     assert again.remapped == report.remapped
@@ -349,7 +351,7 @@ def assert_nothing_written(report: ImportReport, target: MemoryService, seq: int
     assert not report.written
     assert report.inserted == 0
     assert target.store.last_seq() == seq
-    assert target.store.filtered_ids([NS], EVERY_STATUS, target._clock(), 100) == []
+    assert target.store.filtered_ids(Scope.whole([NS]), EVERY_STATUS, target._clock(), 100) == []
 
 
 def test_every_bad_line_is_reported_and_nothing_is_written(

@@ -21,6 +21,7 @@ from engine.records import (
     MemoryDraft,
     MemoryFilter,
     MemoryPatch,
+    Scope,
     Source,
     Status,
     new_memory_id,
@@ -226,7 +227,7 @@ def test_hard_delete_of_a_soft_deleted_memory_purges_it(service: MemoryService) 
     m = service.save(draft("the locker code is 4711")).memory
     service.delete(NS, m.memory_id)
     service.delete(NS, m.memory_id, hard=True)
-    assert service.store.get([NS], m.memory_id) is None
+    assert service.store.get(Scope.whole([NS]), m.memory_id) is None
 
 
 def test_delete_in_another_namespace_is_not_found(service: MemoryService) -> None:
@@ -480,7 +481,7 @@ def test_writes_the_index_never_saw_are_caught_up_at_start(open_svc: OpenService
     edited, purged = list(memories)[:2]
     # Write through the store behind the index's back, as a crash after commit
     # (or another replica) leaves it; close() then saves an index that lags.
-    now = first.store.get([NS], edited)
+    now = first.store.get(Scope.whole([NS]), edited)
     assert now is not None
     late = Memory(
         memory_id=new_memory_id(),
@@ -606,7 +607,7 @@ def test_a_memory_without_a_vector_for_the_current_model_is_embedded_on_catch_up
 ) -> None:
     first = open_svc()
     memories = _save_some(first)
-    template = first.store.get([NS], next(iter(memories)))
+    template = first.store.get(Scope.whole([NS]), next(iter(memories)))
     assert template is not None
     imported = template.evolve(
         memory_id=new_memory_id(),
