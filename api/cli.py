@@ -7,7 +7,8 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ from engine.errors import TwinmemError
 from engine.security import check_bind
 
 if TYPE_CHECKING:
-    from engine.ports import SecurityStore
+    from engine.ports import BlockList, SecurityStore
     from engine.service import MemoryService
 
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
@@ -59,31 +60,69 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_service(args: argparse.Namespace) -> MemoryService:
+def _open_service(args: argparse.Namespace, *, background_reembed: bool = True) -> MemoryService:
     from engine.adapters import open_service
 
     overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    return open_service(load_config(args.config, None, **overrides))
+    return open_service(load_config(args.config, None, **overrides), background_reembed=background_reembed)
+
+
+@dataclass
+class _CliEntry:
+    """What one command did, for its audit entry."""
+
+    outcome: str = "error"
+    memory_ids: list[str] = field(default_factory=list)
+    detail: str | None = None
+
+
+@contextlib.contextmanager
+def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, BlockList]]:
+    """Leave an audit entry (actor ``cli``) for an export, import or consolidation run from the
+    command line, as the API does for its requests: with the outcome, also when it fails.
+    Yields the entry to fill in and the block list (for the service the command opens)."""
+    import uuid
+
+    from engine.adapters import open_security
+    from engine.records import utcnow
+    from engine.security import AuditEvent
+
+    security = open_security(_security_config(args))
+    entry = _CliEntry()
+    try:
+        yield entry, security
+    finally:
+        try:
+            namespaces = (namespace or "*",)
+            event = AuditEvent(
+                "cli", action, entry.outcome, utcnow(), uuid.uuid4().hex, namespaces, tuple(entry.memory_ids)
+            )
+            security.append_audit(replace(event, detail=entry.detail))
+        finally:
+            security.close()
 
 
 def _export(args: argparse.Namespace) -> int:
     from engine.portability import deployment_id, open_export
 
-    service = _open_service(args)
-    try:
-        export = open_export(
-            service,
-            args.namespace,
-            versions=args.versions,
-            vectors=args.vectors,
-            source_deployment=deployment_id(service.config.data_dir),
-        )
-        with contextlib.ExitStack() as stack:
-            out = sys.stdout.buffer if args.output == "-" else stack.enter_context(open(args.output, "wb"))
-            for chunk in export.chunks():
-                out.write(chunk)
-    finally:
-        service.close()
+    with _audited(args, "export", args.namespace) as (entry, _):
+        service = _open_service(args)
+        try:
+            export = open_export(
+                service,
+                args.namespace,
+                versions=args.versions,
+                vectors=args.vectors,
+                source_deployment=deployment_id(service.config.data_dir),
+            )
+            with contextlib.ExitStack() as stack:
+                out = sys.stdout.buffer if args.output == "-" else stack.enter_context(open(args.output, "wb"))
+                for chunk in export.chunks():
+                    out.write(chunk)
+        finally:
+            service.close()
+        entry.outcome = "ok"
+        entry.detail = f"{export.header['counts']['memories']} memories to {args.output}"
     if args.output != "-":
         print(f"exported {export.header['counts']['memories']} memories of {args.namespace!r} to {args.output}")
     return 0
@@ -93,19 +132,24 @@ def _import(args: argparse.Namespace) -> int:
     from engine.importers import parse_mapping, run_import
 
     mapping = parse_mapping(args.map)
-    service = _open_service(args)
-    try:
-        with open(args.file, "rb") as source:
-            report = run_import(
-                service,
-                source,
-                format_name=args.format,
-                namespace=args.namespace,
-                mapping=mapping,
-                session_id=args.session_id or Path(args.file).stem,
-            )
-    finally:
-        service.close()
+    with _audited(args, "import", args.namespace) as (entry, blocks):
+        service = _open_service(args)
+        service.blocks = blocks  # what a blocked source wrote arrives quarantined
+        try:
+            with open(args.file, "rb") as source:
+                report = run_import(
+                    service,
+                    source,
+                    format_name=args.format,
+                    namespace=args.namespace,
+                    mapping=mapping,
+                    session_id=args.session_id or Path(args.file).stem,
+                    actor="cli",
+                )
+        finally:
+            service.close()
+        entry.outcome = "ok" if report.written else "rejected"
+        entry.detail = f"{args.file}: {report.inserted} inserted, {report.unchanged} unchanged"
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
@@ -118,15 +162,16 @@ def _consolidate(args: argparse.Namespace) -> int:
     import json as json_
 
     from api.lifecycle import report_out
-    from engine.adapters import open_service
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    service = open_service(load_config(args.config, None, **overrides), background_reembed=False)
-    try:
-        report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
-    finally:
-        service.close()
+    with _audited(args, "consolidate", args.namespace) as (entry, _):
+        service = _open_service(args, background_reembed=False)
+        try:
+            report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
+        finally:
+            service.close()
+        entry.outcome = "ok"
+        entry.detail = "dry run" if args.dry_run else None
     print(json_.dumps(report_out(report), ensure_ascii=False, indent=2))
     return 0
 

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.adapters import open_security
+from engine.config import load_config
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,3 +44,14 @@ def test_import_export_import_through_the_cli(tmp_path: Path) -> None:
     assert refused.returncode == 1
     assert "nothing was imported" in refused.stderr
     assert json.loads(refused.stdout)["inserted"] == 0
+
+    # Each command left an entry in its data directory's audit log, the refused one too.
+    def logged(data_dir: Path) -> list[tuple[str, str, str]]:
+        security = open_security(load_config(env={}, data_dir=data_dir))
+        try:
+            return [(r.entry["actor"], r.entry["action"], r.entry["outcome"]) for r in security.audit_rows()]
+        finally:
+            security.close()
+
+    assert logged(first) == [("cli", "import", "ok"), ("cli", "export", "ok")]
+    assert logged(tmp_path / "third") == [("cli", "import", "rejected")]
