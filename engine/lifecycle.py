@@ -373,18 +373,22 @@ def _merge(
     if vector is None or content_digest(merged.content) != content_digest(action.merged.content):
         return Outcome(action, "skipped", "no embedding for the merged content")
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
-    # The id comes from the sources: it exists when these sources were merged before (and then
-    # restored), or when a run stopped between storing the merge and superseding its sources.
+    # The id comes from the sources: it exists when these sources were merged before and then
+    # restored (the merged memory may still be active: the sources then join it again).
     existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
     if existing is not None and existing.status is not Status.ACTIVE:
         return Outcome(action, "skipped", f"their merged memory exists and is {existing.status.value}")
-    if existing is None:
-        sources_text = ", ".join(action.source_ids)
-        store.insert([merged], [vector], changed_by=changed_by, reason=f"merged from {sources_text}")
-    for source in fresh:
-        superseded = source.evolve(status=Status.SUPERSEDED, version=source.version + 1, updated_at=now)
-        store.update(superseded, None, changed_by=changed_by, reason=f"merged into {merged.memory_id}")
-    store.add_edges([Edge(action.namespace, m.memory_id, merged.memory_id, MERGED_INTO, now) for m in fresh])
+    # One transaction: the merged memory, its sources superseded and the MERGED_INTO links
+    # land together or not at all.
+    reason = f"merged into {merged.memory_id}"
+    store.insert_linked(
+        [merged] if existing is None else [],
+        [vector] if existing is None else [],
+        updates=[(m.evolve(status=Status.SUPERSEDED, version=m.version + 1, updated_at=now), reason) for m in fresh],
+        edges=[Edge(action.namespace, m.memory_id, merged.memory_id, MERGED_INTO, now) for m in fresh],
+        changed_by=changed_by,
+        reason=f"merged from {', '.join(action.source_ids)}",
+    )
     return Outcome(action, "applied")
 
 

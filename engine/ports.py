@@ -210,16 +210,18 @@ class Store(Protocol):
         updates: Sequence[tuple[Memory, str]],
         edges: Sequence[Edge],
         changed_by: str | None,
+        reason: str = "created",
     ) -> int:
-        """One transaction: ``insert(memories, vectors)`` (reason ``created``), then
-        ``update(record, None, reason=reason)`` for each (record, reason) of
+        """One transaction: ``insert(memories, vectors, reason=reason)``, then
+        ``update(record, None, reason=why)`` for each (record, why) of
         ``updates`` in order (a memory inserted here may be updated too; each
         update follows ``update``'s version rule, and several updates of one id
         must carry consecutive versions), then ``add_edges(edges)``. Returns the
         last seq. On any failure (``Conflict``, ``MemoryNotFound``, ``StoreError``)
         nothing of it is stored. This is how a save that supersedes older
         memories lands: the new memory, the older ones turned ``superseded`` and
-        the ``SUPERSEDES`` edges appear together or not at all."""
+        the ``SUPERSEDES`` edges appear together or not at all; and how a merge
+        does (the merged memory, its sources superseded, ``MERGED_INTO``)."""
         ...
 
     def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:

@@ -586,14 +586,15 @@ class Neo4jStore:
         updates: Sequence[tuple[Memory, str]],
         edges: Sequence[Edge],
         changed_by: str | None,
+        reason: str = "created",
     ) -> int:
         if len(memories) != len(vectors):
             raise ValueError("insert_linked needs one vector per memory")
 
         def work(tx: neo4j.ManagedTransaction) -> int:
-            seq = _insert(tx, memories, vectors, changed_by, "created") if memories else None
-            for record, reason in updates:
-                seq = _update(tx, record, None, changed_by, reason)
+            seq = _insert(tx, memories, vectors, changed_by, reason) if memories else None
+            for record, why in updates:
+                seq = _update(tx, record, None, changed_by, why)
             _merge_edges(tx, edges)
             if seq is None:
                 counter = tx.run(_LAST_SEQ).single()

@@ -269,15 +269,16 @@ class SqliteStore:
         updates: Sequence[tuple[Memory, str]],
         edges: Sequence[Edge],
         changed_by: str | None,
+        reason: str = "created",
     ) -> int:
         if len(memories) != len(vectors):
             raise ValueError("insert_linked needs one vector per memory")
         with self._write("insert_linked") as db:
             seq = 0
             for memory, vector in zip(memories, vectors, strict=True):
-                seq = self._insert_row(db, memory, vector, changed_by, "created")
-            for record, reason in updates:
-                seq = self._update_row(db, record, None, changed_by, reason)
+                seq = self._insert_row(db, memory, vector, changed_by, reason)
+            for record, why in updates:
+                seq = self._update_row(db, record, None, changed_by, why)
             self._put_edges(db, edges)
             return seq
 

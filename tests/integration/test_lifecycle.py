@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
-from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.lifecycle import MERGED_INTO, Merge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService
@@ -137,6 +138,32 @@ def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemorySer
     refused = service.consolidator.run(NS)
     assert (refused.merged, refused.skipped) == (0, 1)
     assert {service.get(NS, s.memory_id).status for s in (first, second)} == {Status.ACTIVE}
+
+
+def test_a_merge_lands_whole_or_not_at_all(service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
+    seq = service.store.last_seq()
+    real, calls = SqliteStore._update_row, []
+
+    def failing(self: SqliteStore, *args: Any, **kwargs: Any) -> int:
+        calls.append(1)
+        if len(calls) == 2:  # the second source: the disk fills up halfway through the merge
+            raise StoreError("database or disk is full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteStore, "_update_row", failing)
+    with pytest.raises(StoreError):
+        service.consolidator.run(NS)
+    monkeypatch.undo()
+    assert service.store.last_seq() == seq
+    assert [service.get(NS, m.memory_id).status for m in sources] == [Status.ACTIVE, Status.ACTIVE]
+    assert all(service.store.edges(Scope.whole([NS]), m.memory_id) == [] for m in sources)
+    assert len(service.list_page([NS], MemoryFilter(statuses=())).items) == 2  # no merged memory either
+    assert service.consolidator.run(NS).merged == 1  # and the next run merges them
 
 
 def test_dry_run_reports_the_plan_and_changes_nothing(service: MemoryService, clock: Any) -> None:
