@@ -223,11 +223,12 @@ class Access:
         reaches = {namespace: self._reach(namespace, Permission.READ) for namespace in namespaces}
         return Scope.of({ns: reach or Reach.PUBLIC for ns, reach in reaches.items()}, self.actor)
 
-    def write_scope(self, namespace: str) -> Scope:
-        """What the caller may change in ``namespace`` (403 without a write grant): every
-        memory as its admin, else those it sees as a reader (never others' private ones)."""
-        self.allow(namespace, Permission.WRITE)
-        return Scope.of({namespace: self._reach(namespace, Permission.WRITE) or Reach.MEMBER}, self.actor)
+    def write_scope(self, *namespaces: str) -> Scope:
+        """What the caller may change in ``namespaces`` (403 without a write grant on each):
+        every memory as an admin; those it sees as a reader (never others' private ones);
+        with a write grant alone, only the memories it wrote (writing must not be a way to read)."""
+        self.allow_all(list(namespaces), Permission.WRITE)
+        return Scope.of({ns: self._reach(ns, Permission.READ) or Reach.OWN for ns in namespaces}, self.actor)
 
     def read_by_id(self, namespace: str, read: Callable[[Scope], T]) -> T:
         """``read(scope)`` of one memory asked for by id. When it is not found and the

@@ -38,9 +38,9 @@ class MemoryController(Controller):
         201 when a memory was created, 200 when an existing one was reinforced.
         """
         draft = access.own(data.draft())
-        access.allow(draft.namespace, Permission.WRITE)
+        scope = access.write_scope(draft.namespace)
         access.note(content=draft.content)
-        result = _service(state).save(draft)
+        result = _service(state).save(draft, scope=scope)
         access.note(memory_ids=[result.memory.memory_id])
         return Response(schemas.save_out(result), status_code=201 if result.created else 200)
 
@@ -49,9 +49,9 @@ class MemoryController(Controller):
         """Save many memories in one transaction, embedded in one batch."""
         namespace = data.namespace or DEFAULT_NAMESPACE
         drafts = [access.own(item.draft(namespace)) for item in data.memories]
-        access.allow_all(list(dict.fromkeys(d.namespace for d in drafts)), Permission.WRITE)
+        scope = access.write_scope(*dict.fromkeys(d.namespace for d in drafts))
         access.note(content="\n".join(d.content for d in drafts))
-        results = _service(state).save_batch(drafts)
+        results = _service(state).save_batch(drafts, scope=scope)
         access.note(memory_ids=[result.memory.memory_id for result in results])
         return {
             "results": [schemas.save_out(result) for result in results],

@@ -411,9 +411,12 @@ def import_entries(
 
     ``namespace`` puts every memory into that namespace (versions and edges
     follow); otherwise each memory goes to the namespace its record names.
-    ``owner``, when given, becomes every imported memory's ``actor``: an importer
-    who is not an admin of the namespace may not plant memories (private ones
-    above all) in another agent's name.
+    ``owner``, when given, is an importer who is not an admin of the namespace:
+    every imported memory and version is recorded as its (``actor``, ``changed_by``),
+    so it cannot plant memories, private ones above all, in another agent's name;
+    every id becomes one derived from the namespace, the owner and the file's id
+    (reported in ``remapped``), so the import reveals nothing about which ids exist
+    elsewhere; and a link may only point to a memory in the same file.
     """
     report = ImportReport(format_name)
     now = now or utcnow()
@@ -441,6 +444,8 @@ def import_entries(
         seen[item.original_id] = entry.line
         planned.append(item)
     report.notes.extend(notes)
+    if owner is not None:
+        _owned(planned, owner, report)
     if report.errors:
         return report
     fresh = _resolve_ids(service, planned, report, now)
@@ -493,8 +498,6 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
     original_id = memory.memory_id
     if namespace is not None:
         memory = memory.evolve(namespace=namespace)
-    if owner is not None:
-        memory = memory.evolve(actor=owner)
     versions: list[Version] = []
     raw_versions = data.get("versions")
     if raw_versions is not None:
@@ -618,6 +621,33 @@ def is_memory_id(text: str) -> bool:
         return str(uuid.UUID(text)) == text
     except ValueError:
         return False
+
+
+def _owned(planned: list[_Planned], owner: str, report: ImportReport) -> None:
+    """Make the file the ``owner``'s (see ``import_entries``): derived ids, its name as writer."""
+    renamed = {
+        (item.memory.namespace, item.original_id): derived_id("owned", item.memory.namespace, owner, item.original_id)
+        for item in planned
+    }
+    for item in planned:
+        namespace, new = item.memory.namespace, renamed[(item.memory.namespace, item.original_id)]
+        outside = [to for _, to, _ in item.edges if (namespace, to) not in renamed]
+        if outside:
+            report.errors.append(
+                LineError(
+                    item.line,
+                    f"links to memories outside the file ({', '.join(outside)}) need an admin of {namespace!r}",
+                    item.original_id,
+                )
+            )
+        item.edges = [(kind, renamed.get((namespace, to), to), at) for kind, to, at in item.edges]
+        item.memory = item.memory.evolve(memory_id=new, actor=owner)
+        item.versions = [
+            replace(v, memory_id=new, record=v.record.evolve(memory_id=new, actor=owner), changed_by=owner)
+            for v in item.versions
+        ]
+        report.remapped[item.original_id] = new
+        item.original_id = new  # from here on the file's id is this one (a re-import finds it unchanged)
 
 
 def _resolve_ids(

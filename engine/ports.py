@@ -292,8 +292,10 @@ class Store(Protocol):
         ...
 
     def versions(self, scope: Scope, memory_id: str) -> list[Version]:
-        """Every kept version of the memory, oldest first; empty when ``scope`` does
-        not see it (as it is now: the history is as visible as the memory)."""
+        """Every kept version of the memory that ``scope`` sees, oldest first; empty
+        when it does not see the memory as it is now. A version is seen as its own
+        record says (a version from when the memory was private to another agent
+        stays hidden after the memory is shared)."""
         ...
 
     def edges(self, scope: Scope, memory_id: str) -> list[Edge]:

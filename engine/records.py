@@ -191,6 +191,7 @@ class Reach(StrEnum):
     FULL = "full"  # every memory: namespace admins, and the engine's own jobs
     MEMBER = "member"  # shared and public memories, and the private ones the caller wrote
     PUBLIC = "public"  # public memories only: every authenticated agent, in every namespace
+    OWN = "own"  # only the memories the caller wrote: a write grant without read
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +208,7 @@ class Scope:
     member: tuple[str, ...] = ()
     public: tuple[str, ...] = ()
     agent: str | None = None
+    own: tuple[str, ...] = ()
 
     @classmethod
     def whole(cls, namespaces: Sequence[str]) -> Scope:
@@ -218,19 +220,24 @@ class Scope:
         def named(reach: Reach) -> tuple[str, ...]:
             return tuple(ns for ns, r in reaches.items() if r is reach)
 
-        return cls(named(Reach.FULL), named(Reach.MEMBER), named(Reach.PUBLIC), agent)
+        return cls(named(Reach.FULL), named(Reach.MEMBER), named(Reach.PUBLIC), agent, named(Reach.OWN))
 
     @property
     def namespaces(self) -> tuple[str, ...]:
-        return self.full + self.member + self.public
+        return self.full + self.member + self.public + self.own
 
     @property
     def restricted(self) -> bool:
         """Whether visibility hides anything here (some namespace is not in full reach)."""
-        return bool(self.member or self.public)
+        return bool(self.member or self.public or self.own)
 
     def reach(self, namespace: str) -> Reach | None:
-        for reach, names in ((Reach.FULL, self.full), (Reach.MEMBER, self.member), (Reach.PUBLIC, self.public)):
+        for reach, names in (
+            (Reach.FULL, self.full),
+            (Reach.MEMBER, self.member),
+            (Reach.PUBLIC, self.public),
+            (Reach.OWN, self.own),
+        ):
             if namespace in names:
                 return reach
         return None
@@ -239,11 +246,16 @@ class Scope:
         reach = self.reach(memory.namespace)
         if reach is Reach.FULL:
             return True
+        mine = self.agent is not None and memory.actor == self.agent
         if reach is Reach.MEMBER:
-            return memory.visibility is not Visibility.PRIVATE or (
-                self.agent is not None and memory.actor == self.agent
-            )
+            return memory.visibility is not Visibility.PRIVATE or mine
+        if reach is Reach.OWN:
+            return mine
         return reach is Reach.PUBLIC and memory.visibility is Visibility.PUBLIC
+
+    def administers(self, namespace: str) -> bool:
+        """Whether the caller sees (and may manage) every memory of ``namespace``."""
+        return self.reach(namespace) is Reach.FULL
 
     def owns(self, memory: Memory) -> bool:
         """Whether the caller may change who sees ``memory``: its writer, or an admin of its namespace."""
@@ -257,6 +269,7 @@ class Scope:
             tuple(n for n in self.member if n in keep),
             tuple(n for n in self.public if n in keep),
             self.agent,
+            tuple(n for n in self.own if n in keep),
         )
 
 

@@ -23,7 +23,7 @@ from datetime import datetime
 
 from engine.codec import to_iso
 from engine.config import Config
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, NotOwner
+from engine.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, NotOwner
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import Memory, Scope, Status, Version
@@ -56,6 +56,20 @@ def restored(current: Memory, target: Memory, now: datetime) -> Memory:
     """``current`` with ``target``'s restored fields, as the next version."""
     fields = {name: getattr(target, name) for name in RESTORED_FIELDS}
     return current.evolve(**fields, version=current.version + 1, updated_at=now)
+
+
+def held(versions: Sequence[Version]) -> bool:
+    """Whether a memory is in quarantine, or was when it was deleted (its history, oldest
+    first): only a namespace admin may take it out, whatever the way (update, restore,
+    rollback)."""
+    for version in reversed(versions):
+        if version.record.status is not Status.DELETED:
+            return version.record.status is Status.QUARANTINED
+    return False
+
+
+def _admin(scope: Scope | None, namespace: str) -> bool:
+    return scope is None or scope.administers(namespace)
 
 
 @dataclass(slots=True)
@@ -94,8 +108,12 @@ class Rollbacks:
         lock: AbstractContextManager[object],
         clock: Callable[[], datetime],
         check_namespace: Callable[[Sequence[str]], None],
+        guard: Callable[[Memory], Memory],
     ) -> None:
         self._config = config
+        # The write guard over a record about to be made current again (``MemoryService.guard_record``):
+        # what it would quarantine today comes back quarantined, not active.
+        self._guard = guard
         self._store = store
         self._keeper = keeper
         self._embedder = embedder
@@ -107,7 +125,9 @@ class Rollbacks:
         self, namespace: str, memory_id: str, version: int, *, actor: str | None = None, scope: Scope | None = None
     ) -> Memory:
         """Write a new version of the memory equal to ``version`` (in its restored fields).
-        ``scope``: the caller's (``MemoryService.get``); a memory out of it is not found."""
+        ``scope``: the caller's (``MemoryService.get``); a memory out of it is not found.
+        The version passes the write guard again, and only a namespace admin may roll a
+        quarantined memory (or one deleted while quarantined) back out of quarantine."""
         self._check_namespace([namespace])
         sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
         versions = self._store.versions(sight, memory_id)
@@ -118,7 +138,9 @@ class Rollbacks:
             raise InvalidInput(
                 f"memory {memory_id} has versions 1..{versions[-1].version}, not {version}", field="version"
             )
-        target = chosen[0].record
+        target = self._guard(chosen[0].record)
+        if chosen[0].record.status is Status.DELETED:
+            target = target.evolve(status=Status.DELETED)
         vector = self._embedder.embed_documents([target.content])[0]
         with self._lock:
             current = self._store.get(sight, memory_id)
@@ -126,6 +148,8 @@ class Rollbacks:
                 raise MemoryNotFound(memory_id, namespace)
             if target.visibility is not current.visibility and scope is not None and not scope.owns(current):
                 raise NotOwner()
+            if target.status is not Status.QUARANTINED and held(versions) and not _admin(scope, namespace):
+                raise Forbidden("only a namespace admin may release a quarantined memory")
             updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
         return updated
 
@@ -162,7 +186,11 @@ class Rollbacks:
     def restore(
         self, namespace: str, memory_id: str, *, actor: str | None = None, scope: Scope | None = None
     ) -> Memory:
-        """Make an archived, superseded or soft-deleted memory active again (a new version)."""
+        """Make an archived, superseded or soft-deleted memory active again (a new version).
+
+        Restore does not release a quarantine: a memory deleted while quarantined comes
+        back quarantined, and so does one the write guard would quarantine today (its
+        text, or a block on its writer)."""
         self._check_namespace([namespace])
         sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
         with self._lock:
@@ -176,8 +204,20 @@ class Rollbacks:
                     f"memory {memory_id} is quarantined by the write guard; restore does not release it",
                     memory_id=memory_id,
                 )
-            active = current.evolve(status=Status.ACTIVE, version=current.version + 1, updated_at=self._clock())
-            self._store.update(active, None, changed_by=actor, reason=f"restored from {current.status.value}")
+            wanted = Status.QUARANTINED if held(self._store.versions(sight, memory_id)) else Status.ACTIVE
+            active = self._guard(current.evolve(status=wanted)).evolve(
+                version=current.version + 1, updated_at=self._clock()
+            )
+            if active.content != current.content:  # redacted under today's policy
+                raise Conflict(
+                    f"memory {memory_id} holds text the write guard refuses or redacts now; roll it back to a version "
+                    "or update its content instead",
+                    memory_id=memory_id,
+                )
+            reason = f"restored from {current.status.value}"
+            if active.status is Status.QUARANTINED:
+                reason += ", quarantined"
+            self._store.update(active, None, changed_by=actor, reason=reason)
             self._keeper.catch_up()
         return active
 

@@ -37,7 +37,6 @@ from engine.records import (
     MemoryFilter,
     MemoryPatch,
     Page,
-    Reach,
     Scope,
     Status,
     Version,
@@ -92,6 +91,12 @@ def _sight(namespaces: Sequence[str], scope: Scope | None) -> Scope:
     """What a read sees: the caller's scope over ``namespaces``, or, for the engine's
     own reads (no scope), every memory of them."""
     return Scope.whole(namespaces) if scope is None else scope.narrowed(namespaces)
+
+
+def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
+    """Whether a save of ``new`` may deduplicate into, supersede or contradict ``older``:
+    one audience (``same_audience``), and seen by the writer (``None``: the engine itself)."""
+    return same_audience(older, new) and (writer is None or writer.sees(older))
 
 
 def _refuse_rejected(content: guards.WriteVerdict, fields: guards.FieldsVerdict, where: str) -> None:
@@ -159,7 +164,16 @@ class MemoryService:
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
         self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
-        self.rollbacks = Rollbacks(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
+        self.rollbacks = Rollbacks(
+            config,
+            store,
+            keeper,
+            embedder,
+            lock=lock,
+            clock=clock,
+            check_namespace=check,
+            guard=lambda memory: self.guard_record(memory)[0],
+        )
         self.reembedder = Reembedder(
             store, keeper, embedder, lock=self._write_lock, batch=config.lifecycle.reembed_batch
         )
@@ -194,10 +208,15 @@ class MemoryService:
 
     # --- writes --------------------------------------------------------------------
 
-    def save(self, draft: MemoryDraft, *, actor: str | None = None) -> SaveResult:
-        return self.save_batch([draft], actor=actor)[0]
+    def save(self, draft: MemoryDraft, *, actor: str | None = None, scope: Scope | None = None) -> SaveResult:
+        return self.save_batch([draft], actor=actor, scope=scope)[0]
 
-    def save_batch(self, drafts: Sequence[MemoryDraft], *, actor: str | None = None) -> list[SaveResult]:
+    def save_batch(
+        self, drafts: Sequence[MemoryDraft], *, actor: str | None = None, scope: Scope | None = None
+    ) -> list[SaveResult]:
+        """Save memories in one transaction. ``scope`` is the writer's: a save deduplicates
+        against, supersedes and contradicts only memories of its own audience that the
+        writer can see (a writer without read rights sees only what it wrote)."""
         if not drafts:
             return []
         if len(drafts) > self.config.limits.max_batch:
@@ -222,12 +241,12 @@ class MemoryService:
                 # answer with (and reveal) a memory the writer cannot see, or fold a
                 # private memory into a shared one.
                 memory = self._new_memory(draft, now, actor)
-                same = self._same_text(memory, [m for _, m, _ in fresh])
+                same = self._same_text(memory, [m for _, m, _ in fresh], scope)
                 if same is not None:
                     results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                     continue
-                near = self._near_duplicate(memory, vector, fresh, now)
+                near = self._near_duplicate(memory, vector, fresh, now, scope)
                 if near is not None and not _clashes(memory, near[0]):
                     results[position] = SaveResult(
                         near[0], created=False, deduplicated_by="similar", similarity=near[1]
@@ -241,7 +260,7 @@ class MemoryService:
             if fresh:
                 # A quarantined memory supersedes and contradicts nothing.
                 judged = [item for item in fresh if item[1].status is Status.ACTIVE]
-                updates, edges, found = self._resolve_conflicts(judged, now)
+                updates, edges, found = self._resolve_conflicts(judged, now, scope)
                 for position, memory, _ in fresh:
                     superseded, contradicted = found.get(memory.memory_id, ((), ()))
                     results[position] = SaveResult(
@@ -290,7 +309,7 @@ class MemoryService:
                 current.status is Status.QUARANTINED
                 and patch.status not in (None, Status.QUARANTINED)
                 and scope is not None
-                and scope.reach(namespace) is not Reach.FULL
+                and not scope.administers(namespace)
             ):
                 raise Forbidden("only a namespace admin may release a quarantined memory")
             if quarantine:
@@ -588,7 +607,7 @@ class MemoryService:
         return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
     def _resolve_conflicts(
-        self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime
+        self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime, scope: Scope | None
     ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]:
         """Conflicts on write, planned before the one store transaction that applies them.
 
@@ -607,7 +626,7 @@ class MemoryService:
         edges: list[Edge] = []
         found: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         for number, (_, memory, vector) in enumerate(fresh):
-            olds = self._conflict_candidates(memory, vector, now)
+            olds = self._conflict_candidates(memory, vector, now, scope)
             olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
             statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
@@ -627,7 +646,7 @@ class MemoryService:
             found[memory.memory_id] = (tuple(superseded), tuple(contradicted))
         return updates, edges, found
 
-    def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime) -> list[Memory]:
+    def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[Memory]:
         """Active memories of the new one's audience (``same_audience``) that it may
         supersede or contradict."""
         active, whole = MemoryFilter(), Scope.whole([memory.namespace])
@@ -637,7 +656,7 @@ class MemoryService:
             found += self.store.memories_by_entity(whole, key, active, now, conflicts.CANDIDATES_PER_CHANNEL)
         if memory.key is not None:
             found += self.store.find_by_key(whole, memory.key)
-        return [old for old in found if same_audience(old, memory)]
+        return [old for old in found if _peers(old, memory, scope)]
 
     def _with_graph(
         self,
@@ -692,13 +711,13 @@ class MemoryService:
         cosines = dict(self.keeper.index.similarities(vector, extra))
         return candidates + [scoring.Candidate(m, cosines.get(m.memory_id, 0.0)) for m in load(extra)]
 
-    def _same_text(self, memory: Memory, earlier: Sequence[Memory]) -> Memory | None:
+    def _same_text(self, memory: Memory, earlier: Sequence[Memory], scope: Scope | None) -> Memory | None:
         """The oldest active memory of ``memory``'s audience with the same content digest,
         among those stored and those earlier in the batch."""
         digest = memory.digest
         stored = self.store.find_by_digest(Scope.whole([memory.namespace]), digest)
         for other in [*stored, *earlier]:
-            if other.digest == digest and same_audience(other, memory):
+            if other.digest == digest and _peers(other, memory, scope):
                 return other
         return None
 
@@ -708,6 +727,7 @@ class MemoryService:
         vector: Vector,
         fresh: Sequence[tuple[int, Memory, Vector]],
         now: datetime,
+        scope: Scope | None,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold and overlapping entities."""
         threshold = self.config.dedup_cosine
@@ -715,7 +735,7 @@ class MemoryService:
         pairs = [(other, float(np.dot(vec, vector))) for _, other, vec in fresh if same_audience(other, memory)]
         whole = Scope.whole([memory.namespace])
         candidates, _ = self._candidates(vector, whole, MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS)
-        pairs += [(cand.memory, cand.cosine) for cand in candidates if same_audience(cand.memory, memory)]
+        pairs += [(cand.memory, cand.cosine) for cand in candidates if _peers(cand.memory, memory, scope)]
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break

@@ -94,7 +94,8 @@ _SCAN_CHUNK = 500
 _SIGHT: LiteralString = """
 (m.namespace IN $full
  OR (m.namespace IN $member AND (m.visibility <> 'private' OR m.actor = $agent))
- OR (m.namespace IN $public AND m.visibility = 'public'))
+ OR (m.namespace IN $public AND m.visibility = 'public')
+ OR (m.namespace IN $own AND m.actor = $agent))
 """
 
 _EXISTING_IDS: LiteralString = """
@@ -807,10 +808,10 @@ class Neo4jStore:
                 return
 
     def versions(self, scope: Scope, memory_id: str) -> list[Version]:
-        if self.get(scope, memory_id) is None:  # the history is as visible as the memory
+        if self.get(scope, memory_id) is None:  # no history of a memory out of sight
             return []
         rows = self._rows("versions", _VERSIONS, memory_id=memory_id)
-        return [
+        kept = [
             Version(
                 memory_id,
                 row["version"],
@@ -821,6 +822,7 @@ class Neo4jStore:
             )
             for row in rows
         ]
+        return [version for version in kept if scope.sees(version.record)]
 
     def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
         if not scope.namespaces:
@@ -1103,6 +1105,7 @@ def _scope_params(scope: Scope) -> dict[str, Any]:
         "full": list(scope.full),
         "member": list(scope.member),
         "public": list(scope.public),
+        "own": list(scope.own),
         "agent": scope.agent,
     }
 

@@ -555,7 +555,7 @@ class SqliteStore:
         return [(memory_id, float(score)) for memory_id, score in rows]
 
     def versions(self, scope: Scope, memory_id: str) -> list[Version]:
-        if self.get(scope, memory_id) is None:  # the history is as visible as the memory
+        if self.get(scope, memory_id) is None:  # no history of a memory out of sight
             return []
         with self._read("versions") as db:
             rows = db.execute(
@@ -563,10 +563,11 @@ class SqliteStore:
                 "WHERE memory_id = ? ORDER BY version",
                 (memory_id,),
             ).fetchall()
-        return [
+        kept = [
             Version(memory_id, row[0], memory_from_dict(json.loads(row[1])), from_iso(row[2]), row[3], row[4])
             for row in rows
         ]
+        return [version for version in kept if scope.sees(version.record)]
 
     def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
         if not scope.namespaces:
@@ -854,6 +855,11 @@ def _scope(scope: Scope, *, by_id: bool = False) -> tuple[str, list[Any]]:
         if scope.public:
             sights.append(f"(+namespace IN ({_marks(scope.public)}) AND visibility = 'public')")
             params += scope.public
+        if scope.own and scope.agent is not None:
+            sights.append(f"(+namespace IN ({_marks(scope.own)}) AND actor = ?)")
+            params += [*scope.own, scope.agent]
+        if not sights:
+            sights.append("0")
         clauses.append("(" + " OR ".join(sights) + ")")
     return " AND ".join(clauses), params
 

@@ -38,6 +38,7 @@ TOKENS = {
     "bob": ("bob-token-0123456789", ["user:bob:rw", "team:rw"]),
     "carol": ("carol-token-0123456789", ["team:r"]),
     "eve": ("eve-token-0123456789", ["eve:rw"]),
+    "dave": ("dave-token-0123456789", ["team:w"]),  # may write, not read
 }
 # Texts nobody but their writer may ever see.
 ALICE_HOME = "Alice keeps her bank PIN hint under the cat Miso"
@@ -334,11 +335,41 @@ def test_an_import_cannot_plant_memories_in_another_agents_name(world: World) ->
         body = "\n".join(json.dumps(line) for line in (header, {"kind": "memory", "memory": record}, end))
         imported = api.post("/v1/import", params={"namespace": "team"}, content=body.encode())
         assert imported.status_code == 200, imported.text
-        mine = api.get(f"/v1/memory/{record['memory_id']}", params={"namespace": "team"}).json()
+        # A non-admin's import gets ids of its own: it cannot probe which ids exist.
+        stored_as = imported.json()["remapped"][record["memory_id"]]
+        assert stored_as != record["memory_id"]
+        mine = api.get(f"/v1/memory/{stored_as}", params={"namespace": "team"}).json()
         assert mine["actor"] == "bob"  # the importer, not the agent the file names
+        history = api.get(f"/v1/memory/{stored_as}/history", params={"namespace": "team"}).json()["versions"]
+        assert {v["changed_by"] for v in history} == {"bob"}
+        again = api.post("/v1/import", params={"namespace": "team"}, content=body.encode()).json()
+        assert (again["inserted"], again["unchanged"]) == (0, 1)
+        # Probing: an id that exists (alice's private memory) and one that does not answer alike.
+        for probe in (world.ids["alice_private"], str(uuid.uuid4())):
+            record.update(memory_id=probe)
+            line = json.dumps({"kind": "memory", "memory": record})
+            probed = api.post(
+                "/v1/import",
+                params={"namespace": "team"},
+                content=f"{json.dumps(header)}\n{line}\n{json.dumps(end)}".encode(),
+            )
+            assert probed.status_code == 200 and probed.json()["inserted"] == 1
+            linked = {
+                "kind": "memory",
+                "memory": {**record, "memory_id": str(uuid.uuid4())},
+                "edges": [{"kind": "CONTRADICTS", "to": probe, "created_at": record["created_at"]}],
+            }
+            refused = api.post(
+                "/v1/import",
+                params={"namespace": "team"},
+                content=f"{json.dumps(header)}\n{json.dumps(linked)}\n{json.dumps(end)}".encode(),
+            )
+            assert refused.status_code == 422 and "outside the file" in refused.text
     with world.as_agent("alice") as api:
-        seen = api.get(f"/v1/memory/{record['memory_id']}", params={"namespace": "team"})
+        seen = api.get(f"/v1/memory/{stored_as}", params={"namespace": "team"})
         assert seen.status_code == 404
+        mine = api.get(f"/v1/memory/{world.ids['alice_private']}", params={"namespace": "team"}).json()
+        assert (mine["version"], mine["content"]) == (1, ALICE_PRIVATE)
 
 
 def test_health_tells_non_admins_only_that_the_service_is_up(world: World) -> None:
@@ -346,3 +377,22 @@ def test_health_tells_non_admins_only_that_the_service_is_up(world: World) -> No
         assert api.get("/health").json() == {"status": "ok"}
     with world.as_agent("root") as api:
         assert api.get("/health").json()["memories_indexed"] == len(world.ids)
+
+
+def test_a_write_grant_alone_reads_nothing(world: World) -> None:
+    ids = world.ids
+    with world.as_agent("dave") as api:
+        listed = api.get("/v1/memories", params={"namespace": "team"}).json()["memories"]
+        assert {m["memory_id"] for m in listed} == {ids["public"]}  # what every agent sees
+        for target in ("shared", "alice_private"):
+            guess = str(uuid.uuid4())
+            for real, made_up in zip(
+                _by_id_requests(api, ids[target], "team"), _by_id_requests(api, guess, "team"), strict=True
+            ):
+                assert _same_answer(real, made_up, ids[target], guess), (real.request.url, real.text)
+        # Saving words someone else saved does not answer with their memory.
+        saved = api.post("/v1/memory/save", json={"content": SHARED, "namespace": "team"}).json()
+        assert saved["created"] and saved["memory_id"] != ids["shared"] and saved["superseded"] == []
+        mine = api.patch(f"/v1/memory/{saved['memory_id']}", json={"namespace": "team", "importance": 0.9})
+        assert mine.status_code == 200
+    assert world.leaked(ALICE_PRIVATE, BOB_PRIVATE) == []

@@ -283,6 +283,8 @@ SIGHTS = {
         Scope(member=(NS,), public=(OTHER_NS,), agent="alice"),
         {"alice", "shared", "public", "elsewhere"},
     ),
+    "writer without read": (Scope(own=(NS,), agent="bob"), {"bob", "shared"}),
+    "own reach without an agent": (Scope(own=(NS,)), set()),
     "nothing": (Scope(agent="alice"), set()),
 }
 
@@ -327,6 +329,9 @@ def test_private_memories_follow_their_writer_through_updates(store: Store) -> N
     alice = made["alice"]
     store.update(alice.evolve(version=2, visibility=Visibility.SHARED), None, changed_by="alice", reason="shared")
     assert store.get(Scope(member=(NS,), agent="bob"), alice.memory_id) is not None
+    # Its history shows bob the shared version only: version 1 was alice's alone.
+    assert [v.version for v in store.versions(Scope(member=(NS,), agent="bob"), alice.memory_id)] == [2]
+    assert [v.version for v in store.versions(Scope(member=(NS,), agent="alice"), alice.memory_id)] == [1, 2]
     store.update(alice.evolve(version=3, visibility=Visibility.PRIVATE), None, changed_by="alice", reason="hidden")
     assert store.get(Scope(member=(NS,), agent="bob"), alice.memory_id) is None
     assert store.versions(Scope(member=(NS,), agent="bob"), alice.memory_id) == []  # nor its shared past
