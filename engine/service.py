@@ -322,6 +322,10 @@ class MemoryService:
                     changes[name] = value.strip() if name == "content" else value
             if patch.entities is not None:
                 changes["entities"] = normalize_entities(patch.entities)
+            elif patch.content is not None and current.entities == extract_entities(current.content):
+                # The entities were extracted, not given: they follow the new text. A
+                # client's own entities stay until the client changes them.
+                changes["entities"] = extract_entities(patch.content)
             if patch.metadata is not None:
                 changes["metadata"] = dict(patch.metadata)
             if patch.expire_at is not None or patch.clear_expire_at:

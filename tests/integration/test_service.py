@@ -622,3 +622,15 @@ def test_a_memory_without_a_vector_for_the_current_model_is_embedded_on_catch_up
     assert imported.memory_id in second.store.vectors([imported.memory_id], embedder.name)
     memories[imported.memory_id] = imported.content
     _assert_recall_finds(second, memories)
+
+
+def test_an_edit_re_extracts_entities_it_extracted_and_keeps_the_clients_own(service: MemoryService) -> None:
+    moved = service.save(MemoryDraft("Alice moved to Berlin last spring", namespace=NS)).memory
+    assert "Berlin" in moved.entities
+    edited = service.update(NS, moved.memory_id, MemoryPatch(content="Alice moved to Lisbon last spring"))
+    assert "Lisbon" in edited.entities and "Berlin" not in edited.entities
+    assert [m.memory_id for m in service.entity_memories(NS, "Lisbon")] == [moved.memory_id]
+    assert service.entity_memories(NS, "Berlin") == []
+    given = service.save(MemoryDraft("The launch slipped a week", namespace=NS, entities=("Project Kite",))).memory
+    kept = service.update(NS, given.memory_id, MemoryPatch(content="The launch slipped two weeks"))
+    assert kept.entities == ("Project Kite",)
