@@ -470,21 +470,32 @@ def _guarded(service: MemoryService, item: _Planned, report: ImportReport) -> _P
     policy refuses fails the line; redacted text is what is stored (and embedded anew:
     the carried vector is of the text before); a memory the guard or a block on its
     writer quarantines is stored quarantined."""
-    memory, verdict = service.guard_record(item.memory)
-    if verdict.action is guards.Action.REDACTED or memory.content != item.memory.content:
-        item.vector = None
+    original = item.memory
+    memory, verdict = service.guard_record(original)
+    if verdict.action is guards.Action.REDACTED:
         report.redacted.append(item.original_id)
-    if memory.status is Status.QUARANTINED and item.memory.status is not Status.QUARANTINED:
+    if memory.content != original.content:
+        item.vector = None
+    if memory.status is Status.QUARANTINED and original.status is not Status.QUARANTINED:
         report.quarantined.append(item.original_id)
     item.memory = memory
-    # The history is stored and exported too: its texts are redacted or refused alike.
-    item.versions = [replace(v, record=_redacted(service, v.record)) for v in item.versions]
+    # The history is stored and exported too: its texts are redacted or refused alike
+    # (a version that says what the record says is guarded once, with the record).
+    guarded = {_said(original): memory}
+    item.versions = [replace(v, record=_redacted(service, v.record, guarded)) for v in item.versions]
     return item
 
 
-def _redacted(service: MemoryService, record: Memory) -> Memory:
-    guarded, _ = service.guard_record(record)
-    return guarded.evolve(status=record.status)
+def _said(record: Memory) -> str:
+    return json.dumps([record.namespace, record.content, record.entities, record.metadata], sort_keys=True)
+
+
+def _redacted(service: MemoryService, record: Memory, guarded: dict[str, Memory]) -> Memory:
+    said = _said(record)
+    if said not in guarded:
+        guarded[said] = service.guard_record(record)[0]
+    clean = guarded[said]
+    return record.evolve(content=clean.content, entities=clean.entities, metadata=clean.metadata)
 
 
 def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, owner: str | None) -> _Planned:
