@@ -13,10 +13,11 @@ Three parts, in the order a request meets them:
   mode = "local"`` the local agent with full rights, in ``"tokens"`` the owner
   of the bearer token, or 401. A handler missing from ``ACTIONS`` is refused to
   everyone but admins, so a new endpoint is closed until someone decides what it is.
-* ``Access`` (the ``access`` dependency) is the one helper handlers call:
-  ``access.allow(namespace, Permission.READ)`` raises 403 when the namespace is
-  outside the caller's grants. It runs before the engine is asked anything, so
-  the answer never depends on whether the target exists.
+* ``Access`` (the ``access`` dependency) is the one helper handlers call. It
+  turns the caller's grants into the ``Scope`` every engine read takes
+  (``read_scope``; ``write_scope`` for changes, 403 without a write grant, before
+  the engine is asked anything), and ``read_by_id`` answers a memory out of sight
+  exactly like a missing one.
 """
 
 from __future__ import annotations
@@ -220,15 +221,14 @@ class Access:
         public memories of any other (so a read outside the grants is not refused: it
         sees what every authenticated agent sees)."""
         self.record.namespaces.extend(namespaces)
-        reaches = {namespace: self._reach(namespace, Permission.READ) for namespace in namespaces}
-        return Scope.of({ns: reach or Reach.PUBLIC for ns, reach in reaches.items()}, self.actor)
+        return Scope.of({ns: self._reach(ns) or Reach.PUBLIC for ns in namespaces}, self.actor)
 
     def write_scope(self, *namespaces: str) -> Scope:
         """What the caller may change in ``namespaces`` (403 without a write grant on each):
         every memory as an admin; those it sees as a reader (never others' private ones);
         with a write grant alone, only the memories it wrote (writing must not be a way to read)."""
         self.allow_all(list(namespaces), Permission.WRITE)
-        return Scope.of({ns: self._reach(ns, Permission.READ) or Reach.OWN for ns in namespaces}, self.actor)
+        return Scope.of({ns: self._reach(ns) or Reach.OWN for ns in namespaces}, self.actor)
 
     def read_by_id(self, namespace: str, read: Callable[[Scope], T]) -> T:
         """``read(scope)`` of one memory asked for by id. When it is not found and the
@@ -241,10 +241,11 @@ class Access:
                 raise Forbidden(f"no read grant on namespace {namespace!r}") from None
             raise
 
-    def _reach(self, namespace: str, permission: Permission) -> Reach | None:
+    def _reach(self, namespace: str) -> Reach | None:
+        """The caller's reach by its grants: full as an admin, member as a reader."""
         if self.principal.may(namespace, Permission.ADMIN):
             return Reach.FULL
-        return Reach.MEMBER if self.principal.may(namespace, permission) else None
+        return Reach.MEMBER if self.principal.may(namespace, Permission.READ) else None
 
     def require_admin(self) -> None:
         self.record.namespaces.append("*")
