@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -125,7 +126,8 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
                         created_at=created,
                     )
                 )
-        clock.now = _lme_date(question["question_date"])
+        # A few questions are dated before some of their own sessions: ask them after the last.
+        clock.now = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
         ids: list[str] = []
         for batch in _batches(drafts, 256):
             ids += [result.memory.memory_id for result in service.save_batch(batch)]
@@ -194,6 +196,8 @@ def open_prepared(
 ) -> tuple[MemoryService, Dataset]:
     data_dir = WORK / f"quality-{name}-{provider}"
     cases_file = data_dir / "cases.json"
+    if not cases_file.exists():
+        shutil.rmtree(data_dir, ignore_errors=True)  # an ingest that stopped halfway starts over
     service = open_service(_config(data_dir, provider, weights), embedder=embedder, clock=clock)
     if cases_file.exists():
         raw = json.loads(cases_file.read_text())
