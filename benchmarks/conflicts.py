@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.scores import Scores
 from engine.conflicts import Statement, Verdict, judge
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "conflicts.jsonl"
@@ -30,21 +34,6 @@ class Pair:
     old: Statement
     new: Statement
     label: Verdict
-
-
-@dataclass(frozen=True)
-class Scores:
-    support: int
-    predicted: int
-    correct: int
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.predicted if self.predicted else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.support if self.support else 0.0
 
 
 def load(path: Path = DATA) -> list[Pair]:

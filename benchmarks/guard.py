@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.scores import Scores
 from engine.guard import INJECTION, PII_KINDS, find_injection, find_pii
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "guard.jsonl"
@@ -31,21 +35,6 @@ class Sample:
     label: str
     text: str
     truth: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Scores:
-    support: int
-    predicted: int
-    correct: int
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.predicted if self.predicted else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.support if self.support else 1.0
 
 
 def load(path: Path = DATA) -> list[Sample]:
@@ -75,6 +64,7 @@ def scores(samples: list[Sample], predictions: list[frozenset[str]]) -> dict[str
             support=sum(kind in s.truth for s in samples),
             predicted=sum(kind in p for p in predictions),
             correct=sum(kind in s.truth and kind in p for s, p in zip(samples, predictions, strict=True)),
+            vacuous=1.0,
         )
         for kind in CLASSES
     }
