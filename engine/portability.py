@@ -41,7 +41,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ from engine.records import Memory, MemoryFilter, Scope, Status, Version, utcnow
 from engine.service import NAMESPACE_PATTERN, MemoryService
 
 FORMAT = "twinmem-export"
+# How far ahead of this machine's clock an imported time may be (another machine's clock).
+CLOCK_SKEW = timedelta(minutes=5)
 FORMAT_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "export.schema.json"
 MEDIA_TYPE = "application/x-ndjson"
@@ -445,7 +447,7 @@ def import_entries(
         planned.append(item)
     report.notes.extend(notes)
     if owner is not None:
-        _owned(planned, owner, report)
+        _owned(service, planned, owner, report, now)
     if report.errors:
         return report
     fresh = _resolve_ids(service, planned, report, now)
@@ -509,6 +511,8 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
     original_id = memory.memory_id
     if namespace is not None:
         memory = memory.evolve(namespace=namespace)
+    if owner is not None:
+        memory = memory.evolve(actor=owner)
     versions: list[Version] = []
     raw_versions = data.get("versions")
     if raw_versions is not None:
@@ -521,6 +525,8 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
             raise ValueError(
                 f"versions must be increasing and end at the memory's version {memory.version}, got {numbers}"
             )
+        if owner is not None:
+            versions = [replace(v, changed_by=owner, record=v.record.evolve(actor=owner)) for v in versions]
     vector = None
     if data.get("vector") is not None:
         vector = decode_vector(data["vector"])
@@ -634,12 +640,30 @@ def is_memory_id(text: str) -> bool:
         return False
 
 
-def _owned(planned: list[_Planned], owner: str, report: ImportReport) -> None:
-    """Make the file the ``owner``'s (see ``import_entries``): derived ids, its name as writer."""
+def _owned(service: MemoryService, planned: list[_Planned], owner: str, report: ImportReport, now: datetime) -> None:
+    """Make the file the ``owner``'s (see ``import_entries``): ids of its own, links within
+    the file, no history dated in the future (which a later rollback could bring back).
+
+    An id the owner already holds in that namespace (its own export, imported again) is
+    kept, so that re-importing it changes nothing; every other id becomes one derived
+    from the namespace, the owner and the file's id, whether or not it exists elsewhere.
+    """
+    mine: set[tuple[str, str]] = set()
+    by_namespace: dict[str, list[str]] = {}
+    for item in planned:
+        by_namespace.setdefault(item.memory.namespace, []).append(item.original_id)
+    for namespace, ids in by_namespace.items():
+        own = Scope(own=(namespace,), agent=owner)
+        mine |= {(namespace, m.memory_id) for m in service.store.get_many(own, ids, EVERYTHING, now)}
     renamed = {
-        (item.memory.namespace, item.original_id): derived_id("owned", item.memory.namespace, owner, item.original_id)
+        (item.memory.namespace, item.original_id): (
+            item.original_id
+            if (item.memory.namespace, item.original_id) in mine
+            else derived_id("owned", item.memory.namespace, owner, item.original_id)
+        )
         for item in planned
     }
+    later = now + CLOCK_SKEW
     for item in planned:
         namespace, new = item.memory.namespace, renamed[(item.memory.namespace, item.original_id)]
         outside = [to for _, to, _ in item.edges if (namespace, to) not in renamed]
@@ -651,13 +675,15 @@ def _owned(planned: list[_Planned], owner: str, report: ImportReport) -> None:
                     item.original_id,
                 )
             )
+        if item.memory.updated_at > later or any(v.changed_at > later for v in item.versions):
+            report.errors.append(
+                LineError(item.line, "a time in the memory's history is in the future", item.original_id)
+            )
         item.edges = [(kind, renamed.get((namespace, to), to), at) for kind, to, at in item.edges]
-        item.memory = item.memory.evolve(memory_id=new, actor=owner)
-        item.versions = [
-            replace(v, memory_id=new, record=v.record.evolve(memory_id=new, actor=owner), changed_by=owner)
-            for v in item.versions
-        ]
-        report.remapped[item.original_id] = new
+        item.memory = item.memory.evolve(memory_id=new)
+        item.versions = [replace(v, memory_id=new, record=v.record.evolve(memory_id=new)) for v in item.versions]
+        if new != item.original_id:
+            report.remapped[item.original_id] = new
         item.original_id = new  # from here on the file's id is this one (a re-import finds it unchanged)
 
 

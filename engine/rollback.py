@@ -23,7 +23,7 @@ from datetime import datetime
 
 from engine.codec import to_iso
 from engine.config import Config
-from engine.errors import Conflict, Forbidden, InvalidInput, MemoryNotFound, NotOwner
+from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import Memory, Scope, Status, Version
@@ -138,9 +138,7 @@ class Rollbacks:
             raise InvalidInput(
                 f"memory {memory_id} has versions 1..{versions[-1].version}, not {version}", field="version"
             )
-        target = self._guard(chosen[0].record)
-        if chosen[0].record.status is Status.DELETED:
-            target = target.evolve(status=Status.DELETED)
+        target = self._vetted(chosen[0].record)
         vector = self._embedder.embed_documents([target.content])[0]
         with self._lock:
             current = self._store.get(sight, memory_id)
@@ -148,7 +146,9 @@ class Rollbacks:
                 raise MemoryNotFound(memory_id, namespace)
             if target.visibility is not current.visibility and scope is not None and not scope.owns(current):
                 raise NotOwner()
-            if target.status is not Status.QUARANTINED and held(versions) and not _admin(scope, namespace):
+            releasing = target.status not in (Status.QUARANTINED, Status.DELETED)
+            # The history as it is now, under the lock: a quarantine that landed meanwhile counts.
+            if releasing and held(self._store.versions(sight, memory_id)) and not _admin(scope, namespace):
                 raise Forbidden("only a namespace admin may release a quarantined memory")
             updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
         return updated
@@ -170,6 +170,12 @@ class Rollbacks:
             targets: dict[str, Memory | None] = {}
             for memory in page:
                 target = state_at(self._store.versions(Scope.whole([namespace]), memory.memory_id), as_of)
+                if target is not None:
+                    try:
+                        target = self._vetted(target)
+                    except GuardRejected:
+                        report.note("skipped", memory.memory_id)  # its text then is refused now
+                        continue
                 if target is None:
                     if memory.status is not Status.DELETED:
                         targets[memory.memory_id] = None
@@ -220,6 +226,12 @@ class Rollbacks:
             self._store.update(active, None, changed_by=actor, reason=reason)
             self._keeper.catch_up()
         return active
+
+    def _vetted(self, record: Memory) -> Memory:
+        """``record`` as the write guard lets it become current again today: redacted, or
+        quarantined (its text, or a block on its writer); a deleted state stays deleted."""
+        vetted = self._guard(record)
+        return vetted.evolve(status=Status.DELETED) if record.status is Status.DELETED else vetted
 
     def _restore_page(
         self,

@@ -325,7 +325,7 @@ class MemoryService:
             elif patch.content is not None and current.entities == extract_entities(current.content):
                 # The entities were extracted, not given: they follow the new text. A
                 # client's own entities stay until the client changes them.
-                changes["entities"] = extract_entities(patch.content)
+                changes["entities"] = normalize_entities(extract_entities(patch.content))
             if patch.metadata is not None:
                 changes["metadata"] = dict(patch.metadata)
             if patch.expire_at is not None or patch.clear_expire_at:

@@ -396,3 +396,12 @@ def test_a_write_grant_alone_reads_nothing(world: World) -> None:
         mine = api.patch(f"/v1/memory/{saved['memory_id']}", json={"namespace": "team", "importance": 0.9})
         assert mine.status_code == 200
     assert world.leaked(ALICE_PRIVATE, BOB_PRIVATE) == []
+
+
+def test_a_non_admin_re_importing_its_own_export_changes_nothing(world: World) -> None:
+    with world.as_agent("bob") as api:
+        exported = api.get("/v1/export", params={"namespace": "team", "versions": True}).content
+        again = api.post("/v1/import", params={"namespace": "team"}, content=exported)
+        assert again.status_code == 200, again.text
+        report = again.json()
+        assert (report["inserted"], report["unchanged"], report["remapped"]) == (0, 3, {})

@@ -230,3 +230,15 @@ def test_an_import_passes_the_write_guard(open_svc: OpenService, config: Config)
     refused = run_import(strict, io.BytesIO(crafted))
     assert not refused.written and "write guard refused memory.content" in refused.errors[0].message
     assert strict.store.last_seq() == 0
+
+
+def test_a_non_admin_import_is_judged_as_its_importers(service: MemoryService) -> None:
+    """The file names a blocked agent as the writer; the import is bob's, so bob's it is."""
+    source = service.save(MemoryDraft("The user likes tea", namespace="u1", actor="mallory")).memory
+    exported = b"".join(open_export(service, "u1").chunks())
+    service.blocks = _Blocked(agents=frozenset({"mallory"}))
+    report = run_import(service, io.BytesIO(exported), namespace="u2", owner="bob")
+    assert report.written and report.quarantined == []
+    (stored,) = service.list_page(["u2"], MemoryFilter()).items
+    assert (stored.actor, stored.status) == ("bob", Status.ACTIVE)
+    assert stored.memory_id == report.remapped[source.memory_id]

@@ -4,10 +4,13 @@ memories of one audience are deduplicated, superseded, contradicted or merged to
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from engine.errors import Forbidden, MemoryNotFound, NotOwner
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status, Visibility
+from engine.security import BlockKind
 from engine.service import MemoryService
 
 NS = "team"
@@ -181,3 +184,48 @@ def test_a_write_grant_alone_is_no_way_to_read(service: MemoryService) -> None:
     moved = service.save(MemoryDraft("the offsite moved to Porto", namespace=NS, actor="bot"), scope=writer)
     assert moved.superseded == (same.memory.memory_id,)
     assert service.get(NS, shared.memory_id).status is Status.ACTIVE
+
+
+class _Blocked:
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        return agent == self.agent
+
+
+def test_a_namespace_rollback_does_not_undo_a_block(service: MemoryService, clock: Any) -> None:
+    planted = service.save(MemoryDraft("the user banks with Acme", namespace=NS, actor="mallory")).memory
+    clock.advance(hours=1)
+    before = clock()
+    clock.advance(hours=1)
+    service.blocks = _Blocked("mallory")
+    assert service.quarantine_source(BlockKind.AGENT, "mallory") == [planted.memory_id]
+    clock.advance(hours=1)
+    report = service.rollbacks.to_time(NS, before)
+    assert report.restored == [] and report.unchanged == 1  # its state then, vetted today, is quarantined
+    assert service.get(NS, planted.memory_id).status is Status.QUARANTINED
+
+
+def test_a_quarantine_that_lands_during_a_rollback_holds(service: MemoryService) -> None:
+    memory = service.save(MemoryDraft("the team meets on Mondays", namespace=NS, actor="alice")).memory
+    service.update(NS, memory.memory_id, MemoryPatch(content="the team meets on Tuesdays"), scope=ALICE)
+    embed = service.rollbacks._embedder.embed_documents
+
+    def quarantined_meanwhile(texts: Any) -> Any:  # an admin acts while the rollback embeds
+        service.update(NS, memory.memory_id, MemoryPatch(status=Status.QUARANTINED), scope=ADMIN)
+        return embed(texts)
+
+    service.rollbacks._embedder.embed_documents = quarantined_meanwhile  # type: ignore[method-assign]
+    with pytest.raises(Forbidden, match="admin"):
+        service.rollbacks.to_version(NS, memory.memory_id, 1, actor="alice", scope=ALICE)
+    assert service.get(NS, memory.memory_id).status is Status.QUARANTINED
+
+
+def test_a_member_may_roll_a_quarantined_memory_back_to_deleted(service: MemoryService) -> None:
+    memory = service.save(MemoryDraft("the team meets on Mondays", namespace=NS, actor="alice")).memory
+    service.delete(NS, memory.memory_id, scope=ALICE)
+    service.rollbacks.to_version(NS, memory.memory_id, 1, scope=ADMIN)  # back, active: v3
+    service.update(NS, memory.memory_id, MemoryPatch(status=Status.QUARANTINED), scope=ALICE)
+    rolled = service.rollbacks.to_version(NS, memory.memory_id, 2, actor="alice", scope=ALICE)
+    assert rolled.status is Status.DELETED  # deleting is allowed; releasing is not
