@@ -34,7 +34,7 @@ from datetime import date
 from enum import StrEnum
 from typing import Any
 
-from engine.config import GuardConfig, GuardPolicy
+from engine.config import GuardPolicy
 from engine.records import Memory, Source, Status
 
 PII_KINDS = ("phone", "id_number", "bank_card", "email", "secret")
@@ -537,11 +537,6 @@ def combined(content: WriteVerdict, fields: WriteVerdict) -> WriteVerdict:
     """One verdict for a whole memory: the stronger action, the content's text, every finding."""
     action = max(content.action, fields.action, key=_SEVERITY.index)
     return WriteVerdict(action, content.content, content.findings + fields.findings, content.reasons + fields.reasons)
-
-
-def check_writes(items: Sequence[tuple[str, str, Source]], config: GuardConfig) -> list[WriteVerdict]:
-    """:func:`check_write` for (namespace, content, source) triples, each under its namespace's policy."""
-    return [check_write(content, source, config.policy_for(namespace)) for namespace, content, source in items]
 
 
 def never_blocked(memory: Memory) -> bool:
