@@ -533,10 +533,35 @@ def check_fields(entities: Sequence[str], metadata: Mapping[str, Any], policy: G
     return FieldsVerdict(names, cleaned, verdict, refused)
 
 
-def combined(content: WriteVerdict, fields: WriteVerdict) -> WriteVerdict:
-    """One verdict for a whole memory: the stronger action, the content's text, every finding."""
-    action = max(content.action, fields.action, key=_SEVERITY.index)
-    return WriteVerdict(action, content.content, content.findings + fields.findings, content.reasons + fields.reasons)
+@dataclass(frozen=True, slots=True)
+class MemoryVerdict:
+    """The write guard over everything a write stores: the verdict for the whole memory
+    (the strongest action, the content as it may be stored, every finding and reason),
+    the entities and metadata as they may be stored, and the first field the policy
+    refuses ("content", "entities[0]", "metadata.note"), if any."""
+
+    verdict: WriteVerdict
+    entities: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    refused: str | None
+
+
+def check_memory(
+    content: str | None, source: Source, entities: Sequence[str], metadata: Mapping[str, Any], policy: GuardPolicy
+) -> MemoryVerdict:
+    """:func:`check_write` for the content (``None``: not written, as in a patch that
+    leaves it) and :func:`check_fields` for the entities and metadata, as one verdict."""
+    text = check_write(content, source, policy) if content is not None else ALLOWED
+    fields = check_fields(entities, metadata, policy)
+    action = max(text.action, fields.verdict.action, key=_SEVERITY.index)
+    verdict = WriteVerdict(
+        action,
+        text.content,
+        text.findings + fields.verdict.findings,
+        text.reasons + fields.verdict.reasons,
+    )
+    refused = "content" if text.action is Action.REJECTED else fields.refused
+    return MemoryVerdict(verdict, fields.entities, fields.metadata, refused)
 
 
 def never_blocked(memory: Memory) -> bool:

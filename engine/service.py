@@ -16,9 +16,10 @@ import heapq
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from engine.records import (
     MemoryPatch,
     Page,
     Scope,
+    Source,
     Status,
     Version,
     entity_keys,
@@ -97,16 +99,6 @@ def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
     """Whether a save of ``new`` may deduplicate into, supersede or contradict ``older``:
     one audience (``same_audience``), and seen by the writer (``None``: the engine itself)."""
     return same_audience(older, new) and (writer is None or writer.sees(older))
-
-
-def _refuse_rejected(content: guards.WriteVerdict, fields: guards.FieldsVerdict, where: str) -> None:
-    """Raise ``GuardRejected`` naming the refused field when the policy refuses the write."""
-    refused = "content" if content.action is guards.Action.REJECTED else fields.refused
-    if refused is not None:
-        reasons = content.reasons + fields.verdict.reasons
-        raise GuardRejected(
-            f"the write guard refused {where}{refused}: {'; '.join(reasons)}", reasons=reasons, field=where + refused
-        )
 
 
 def _clashes(memory: Memory, older: Memory) -> bool:
@@ -787,26 +779,48 @@ class MemoryService:
         guarded: list[MemoryDraft] = []
         verdicts: list[guards.WriteVerdict] = []
         for position, draft in enumerate(drafts):
-            policy = self.config.guard.policy_for(draft.namespace)
-            fields = guards.check_fields(draft.entities, draft.metadata, policy)
-            content = guards.check_write(draft.content, draft.source, policy)
-            _refuse_rejected(content, fields, f"memories[{position}]." if len(drafts) > 1 else "")
-            verdict = guards.combined(content, fields.verdict)
-            guarded.append(replace(draft, content=verdict.content, entities=fields.entities, metadata=fields.metadata))
+            where = f"memories[{position}]." if len(drafts) > 1 else ""
+            checked = self._check_memory(
+                draft.namespace, draft.content, draft.source, draft.entities, draft.metadata, where
+            )
+            verdict = checked.verdict
+            guarded.append(
+                replace(draft, content=verdict.content, entities=checked.entities, metadata=checked.metadata)
+            )
             verdicts.append(verdict)
         return guarded, verdicts
+
+    def _check_memory(
+        self,
+        namespace: str,
+        content: str | None,
+        source: Source,
+        entities: Sequence[str],
+        metadata: Mapping[str, Any],
+        where: str,
+    ) -> guards.MemoryVerdict:
+        """``guards.check_memory`` under the namespace's policy; raises ``GuardRejected``
+        naming the field (after ``where``) when the policy refuses the write."""
+        checked = guards.check_memory(content, source, entities, metadata, self.config.guard.policy_for(namespace))
+        if checked.refused is not None:
+            reasons = checked.verdict.reasons
+            raise GuardRejected(
+                f"the write guard refused {where}{checked.refused}: {'; '.join(reasons)}",
+                reasons=reasons,
+                field=where + checked.refused,
+            )
+        return checked
 
     def guard_record(self, memory: Memory) -> tuple[Memory, guards.WriteVerdict]:
         """The write guard over a record written other than by a save (an import), under
         its namespace's policy: raises ``GuardRejected`` for what the policy refuses;
         returns the record as it may be stored. A record the guard quarantines, or one
         whose writer or session is blocked, comes back quarantined (unless deleted)."""
-        policy = self.config.guard.policy_for(memory.namespace)
-        fields = guards.check_fields(memory.entities, memory.metadata, policy)
-        content = guards.check_write(memory.content, memory.source, policy)
-        _refuse_rejected(content, fields, "memory.")
-        verdict = guards.combined(content, fields.verdict)
-        guarded = memory.evolve(content=content.content, entities=fields.entities, metadata=dict(fields.metadata))
+        checked = self._check_memory(
+            memory.namespace, memory.content, memory.source, memory.entities, memory.metadata, "memory."
+        )
+        verdict = checked.verdict
+        guarded = memory.evolve(content=verdict.content, entities=checked.entities, metadata=dict(checked.metadata))
         held = verdict.action is guards.Action.QUARANTINED or self._writer_blocked(memory)
         if held and memory.status is not Status.DELETED:
             guarded = guarded.evolve(status=Status.QUARANTINED)
@@ -816,20 +830,16 @@ class MemoryService:
         """The write guard over what a patch writes (its content, entities and metadata),
         under the namespace's policy and the memory's source; returns the patch as it
         may be stored and whether the memory must be quarantined."""
-        policy = self.config.guard.policy_for(namespace)
-        fields = guards.check_fields(patch.entities or (), patch.metadata or {}, policy)
-        content = guards.ALLOWED
-        if patch.content is not None:
-            content = guards.check_write(patch.content, current.source, policy)
-        _refuse_rejected(content, fields, "")
-        verdict = guards.combined(content, fields.verdict)
+        checked = self._check_memory(
+            namespace, patch.content, current.source, patch.entities or (), patch.metadata or {}, ""
+        )
         guarded = replace(
             patch,
-            content=content.content if patch.content is not None else None,
-            entities=fields.entities if patch.entities is not None else None,
-            metadata=fields.metadata if patch.metadata is not None else None,
+            content=checked.verdict.content if patch.content is not None else None,
+            entities=checked.entities if patch.entities is not None else None,
+            metadata=checked.metadata if patch.metadata is not None else None,
         )
-        return guarded, verdict.action is guards.Action.QUARANTINED
+        return guarded, checked.verdict.action is guards.Action.QUARANTINED
 
     def _guard_reads(self, hits: list[scoring.Hit], top_k: int) -> list[scoring.Hit]:
         """The read guard, after fusion and before top_k (so top_k is still filled):
