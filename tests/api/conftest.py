@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from litestar import Litestar
@@ -123,3 +124,31 @@ def server_factory(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
     yield make
     for live in started:
         live.stop()
+
+
+# --- tokens mode ---------------------------------------------------------------------------
+
+ROOT_TOKEN = "root-token-for-the-api-tests"
+
+
+@pytest.fixture
+def secured(server_factory: Callable[..., LiveServer], minilm: Embedder) -> LiveServer:
+    """A server in tokens mode on the SQLite store, with an admin on '*' holding ``ROOT_TOKEN``."""
+    return server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+
+
+def bearer(live: LiveServer, token: str | None) -> httpx.Client:
+    """An HTTP client for ``live`` sending ``token`` (none: no Authorization header)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=live.url, headers=headers, timeout=60)
+
+
+def new_token(live: LiveServer, agent: str, *grants: str) -> str:
+    """A token for ``agent`` with ``grants``, created by the admin over HTTP."""
+    with bearer(live, ROOT_TOKEN) as root:
+        response = root.post("/v1/admin/tokens", json={"agent": agent, "grants": list(grants)})
+    assert response.status_code == 201, response.text
+    token: str = response.json()["token"]
+    return token

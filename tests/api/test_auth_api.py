@@ -4,42 +4,15 @@ audit entries requests leave. Visibility and attacks on isolation: test_isolatio
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import httpx
-import pytest
-
-from engine.ports import Embedder
 from engine.security import content_sha256, verify_chain
-from tests.api.conftest import LiveServer
-
-ROOT = "root-token-for-the-auth-tests"
-
-
-@pytest.fixture
-def secured(server_factory: Callable[..., LiveServer], minilm: Embedder) -> LiveServer:
-    return server_factory(
-        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT, "grants": ["*:a"]}]}
-    )
-
-
-def _http(live: LiveServer, token: str | None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=live.url, headers=headers, timeout=30)
-
-
-def _token(live: LiveServer, agent: str, *grants: str) -> str:
-    with _http(live, ROOT) as root:
-        response = root.post("/v1/admin/tokens", json={"agent": agent, "grants": list(grants)})
-    assert response.status_code == 201, response.text
-    token: str = response.json()["token"]
-    return token
+from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token
 
 
 def test_requests_without_a_valid_token_get_401(secured: LiveServer) -> None:
     for token in (None, "not-a-token"):
-        with _http(secured, token) as api:
+        with bearer(secured, token) as api:
             for response in (
                 api.post("/v1/memory/save", json={"content": "x", "namespace": "a"}),
                 api.get("/v1/memories", params={"namespace": "a"}),
@@ -48,19 +21,19 @@ def test_requests_without_a_valid_token_get_401(secured: LiveServer) -> None:
             ):
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"].startswith("Bearer")
-    with _http(secured, None) as api:
+    with bearer(secured, None) as api:
         assert api.get("/schema/openapi.json").status_code == 200
 
 
 def test_403_outside_the_grants_says_nothing_about_the_target(secured: LiveServer) -> None:
-    alice = _token(secured, "alice", "user:alice:rw")
-    bob = _token(secured, "bob", "user:bob:rw", "shared:*:r")
-    with _http(secured, alice) as api:
+    alice = new_token(secured, "alice", "user:alice:rw")
+    bob = new_token(secured, "bob", "user:bob:rw", "shared:*:r")
+    with bearer(secured, alice) as api:
         saved = api.post("/v1/memory/save", json={"content": "Alice's PIN hint is her cat", "namespace": "user:alice"})
         assert saved.status_code == 201
     memory_id = saved.json()["memory_id"]
     ns = {"namespace": "user:alice"}
-    with _http(secured, bob) as api:
+    with bearer(secured, bob) as api:
         answers = {}
         for target in (memory_id, "m-does-not-exist"):
             answers[target] = [
@@ -93,13 +66,13 @@ def test_403_outside_the_grants_says_nothing_about_the_target(secured: LiveServe
             assert response.status_code == 403, (response.request.url, response.text)
         assert api.post("/v1/memory/save", json={"content": "mine", "namespace": "user:bob"}).status_code == 201
         assert api.get("/v1/memories", params={"namespace": "shared:team"}).status_code == 200
-    with _http(secured, alice) as api:
+    with bearer(secured, alice) as api:
         assert api.get(f"/v1/memory/{memory_id}", params=ns).json()["content"] == "Alice's PIN hint is her cat"
 
 
 def test_the_memory_actor_is_the_token_agent_not_what_the_body_claims(secured: LiveServer) -> None:
-    alice = _token(secured, "alice", "user:alice:rw")
-    with _http(secured, alice) as api:
+    alice = new_token(secured, "alice", "user:alice:rw")
+    with bearer(secured, alice) as api:
         saved = api.post(
             "/v1/memory/save", json={"content": "I like tea", "namespace": "user:alice", "actor": "root"}
         ).json()
@@ -108,10 +81,10 @@ def test_the_memory_actor_is_the_token_agent_not_what_the_body_claims(secured: L
 
 
 def test_admins_list_and_revoke_tokens_and_a_revoked_token_gets_401(secured: LiveServer) -> None:
-    carol = _token(secured, "carol", "notes:rw")
-    with _http(secured, carol) as api:
+    carol = new_token(secured, "carol", "notes:rw")
+    with bearer(secured, carol) as api:
         assert api.get("/v1/memories", params={"namespace": "notes"}).status_code == 200
-    with _http(secured, ROOT) as root:
+    with bearer(secured, ROOT_TOKEN) as root:
         tokens = root.get("/v1/admin/tokens").json()["tokens"]
         assert carol not in str(tokens)
         (entry,) = [t for t in tokens if t["agent"] == "carol"]
@@ -120,20 +93,20 @@ def test_admins_list_and_revoke_tokens_and_a_revoked_token_gets_401(secured: Liv
         assert root.delete(f"/v1/admin/tokens/{entry['token_id']}").status_code == 404
         bad = root.post("/v1/admin/tokens", json={"agent": "dave", "grants": ["notes:rx"]})
         assert bad.status_code == 422
-    with _http(secured, carol) as api:
+    with bearer(secured, carol) as api:
         assert api.get("/v1/memories", params={"namespace": "notes"}).status_code == 401
 
 
 def test_requests_leave_a_chained_audit_trail_admins_can_filter(secured: LiveServer) -> None:
-    erin = _token(secured, "erin", "erin:rw")
-    with _http(secured, erin) as api:
+    erin = new_token(secured, "erin", "erin:rw")
+    with bearer(secured, erin) as api:
         saved = api.post("/v1/memory/save", json={"content": "Erin prefers mornings", "namespace": "erin"})
         request_id = saved.headers["x-request-id"]
         recalled = api.post("/v1/memory/recall", json={"query": "when does Erin work best", "namespace": "erin"})
         assert recalled.status_code == 200
         assert api.post("/v1/memory/save", json={"content": "x", "namespace": "root-only"}).status_code == 403
         assert api.delete(f"/v1/memory/{saved.json()['memory_id']}", params={"namespace": "erin"}).status_code == 200
-    with _http(secured, ROOT) as root:
+    with bearer(secured, ROOT_TOKEN) as root:
         entries: list[dict[str, Any]] = root.get("/v1/admin/audit", params={"actor": "erin"}).json()["entries"]
         assert [(e["action"], e["outcome"]) for e in entries] == [
             ("delete", "ok"),
@@ -150,7 +123,7 @@ def test_requests_leave_a_chained_audit_trail_admins_can_filter(secured: LiveSer
         assert [e["request_id"] for e in only_saves] == [request_id]
         admin = root.get("/v1/admin/audit", params={"actor": "root", "action": "admin"}).json()["entries"]
         assert any(e["status_code"] == 201 for e in admin)  # the token creation
-    with _http(secured, None) as anonymous:
+    with bearer(secured, None) as anonymous:
         assert anonymous.get("/v1/memories").status_code == 401
     rows = list(secured.app.state.security.audit_rows())
     assert verify_chain(rows).ok
