@@ -51,7 +51,7 @@ from engine import guard as guards
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import GuardRejected, InvalidInput
 from engine.ports import Edge, ImportedRecord, Vector
-from engine.records import Memory, MemoryFilter, Scope, Status, Version, utcnow
+from engine.records import Memory, MemoryFilter, Scope, Status, Version, sight_of, utcnow
 from engine.service import NAMESPACE_PATTERN, MemoryService
 
 FORMAT = "twinmem-export"
@@ -177,7 +177,7 @@ def open_export(
         raise InvalidInput(f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace")
     now = now or utcnow()
     store = service.store
-    sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
+    sight = sight_of([namespace], scope)
     by_status = {
         status.value: len(store.filtered_ids(sight, _only(status), now, COUNT_LIMIT)) for status in ALL_STATUSES
     }

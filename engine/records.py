@@ -273,6 +273,12 @@ class Scope:
         )
 
 
+def sight_of(namespaces: Sequence[str], scope: Scope | None) -> Scope:
+    """What a read of ``namespaces`` sees: the caller's scope narrowed to them, or, for the
+    engine's own reads (no scope), every memory of them."""
+    return Scope.whole(namespaces) if scope is None else scope.narrowed(namespaces)
+
+
 def same_audience(a: Memory, b: Memory) -> bool:
     """Whether two memories are seen by exactly the same callers: same namespace and
     visibility, and for private ones the same writer. Only such memories may be

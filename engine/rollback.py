@@ -26,7 +26,7 @@ from engine.config import Config
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, Scope, Status, Version
+from engine.records import Memory, Scope, Status, Version, sight_of
 
 RESTORED_FIELDS = (
     "content",
@@ -129,7 +129,7 @@ class Rollbacks:
         The version passes the write guard again, and only a namespace admin may roll a
         quarantined memory (or one deleted while quarantined) back out of quarantine."""
         self._check_namespace([namespace])
-        sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
+        sight = sight_of([namespace], scope)
         versions = self._store.versions(sight, memory_id)
         if not versions:
             raise MemoryNotFound(memory_id, namespace)
@@ -198,7 +198,7 @@ class Rollbacks:
         back quarantined, and so does one the write guard would quarantine today (its
         text, or a block on its writer)."""
         self._check_namespace([namespace])
-        sight = Scope.whole([namespace]) if scope is None else scope.narrowed([namespace])
+        sight = sight_of([namespace], scope)
         with self._lock:
             current = self._store.get(sight, memory_id)
             if current is None:

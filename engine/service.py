@@ -46,6 +46,7 @@ from engine.records import (
     new_memory_id,
     normalize_entities,
     same_audience,
+    sight_of,
     utcnow,
 )
 from engine.reembed import Reembedder
@@ -87,12 +88,6 @@ class SaveResult:
     contradicted: tuple[str, ...] = ()
     # What the write guard did with the content (engine/guard.py).
     guard: guards.WriteVerdict = guards.ALLOWED
-
-
-def _sight(namespaces: Sequence[str], scope: Scope | None) -> Scope:
-    """What a read sees: the caller's scope over ``namespaces``, or, for the engine's
-    own reads (no scope), every memory of them."""
-    return Scope.whole(namespaces) if scope is None else scope.narrowed(namespaces)
 
 
 def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
@@ -342,7 +337,7 @@ class MemoryService:
         """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge."""
         self._refuse_blocked(actor, None)
         with self._write_lock:
-            current = self.store.get(_sight([namespace], scope), memory_id)
+            current = self.store.get(sight_of([namespace], scope), memory_id)
             if current is None or (current.status is Status.DELETED and not hard):
                 raise MemoryNotFound(memory_id, namespace)
             if hard:
@@ -398,13 +393,13 @@ class MemoryService:
     def get(
         self, namespace: str, memory_id: str, *, include_deleted: bool = False, scope: Scope | None = None
     ) -> Memory:
-        memory = self.store.get(_sight([namespace], scope), memory_id)
+        memory = self.store.get(sight_of([namespace], scope), memory_id)
         if memory is None or (memory.status is Status.DELETED and not include_deleted):
             raise MemoryNotFound(memory_id, namespace)
         return memory
 
     def history(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Version]:
-        versions = self.store.versions(_sight([namespace], scope), memory_id)
+        versions = self.store.versions(sight_of([namespace], scope), memory_id)
         if not versions:
             raise MemoryNotFound(memory_id, namespace)
         return versions
@@ -420,7 +415,7 @@ class MemoryService:
     ) -> Page:
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        return self.store.list_page(_sight(namespaces, scope), flt, self._clock(), limit=limit, cursor=cursor)
+        return self.store.list_page(sight_of(namespaces, scope), flt, self._clock(), limit=limit, cursor=cursor)
 
     def recall(
         self,
@@ -439,7 +434,7 @@ class MemoryService:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        sight = _sight(namespaces, scope)
+        sight = sight_of(namespaces, scope)
         vector = self.embedder.embed_query(query)
         now = self._clock()
         pool = max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k)
@@ -470,7 +465,7 @@ class MemoryService:
 
     def neighbourhood(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> Neighbourhood:
         """A memory, its links in and out, and the linked memories (any status but deleted)."""
-        sight = _sight([namespace], scope)
+        sight = sight_of([namespace], scope)
         memory = self.get(namespace, memory_id, scope=sight)
         edges = self.store.edges(sight, memory_id)
         others = list(dict.fromkeys(e.dst if e.src == memory_id else e.src for e in edges))
@@ -493,13 +488,13 @@ class MemoryService:
         statuses = (Status.ACTIVE, Status.SUPERSEDED) if include_superseded else (Status.ACTIVE,)
         (key,) = entity_keys([name])
         flt = MemoryFilter(statuses=statuses)
-        return self.store.memories_by_entity(_sight([namespace], scope), key, flt, self._clock(), limit)
+        return self.store.memories_by_entity(sight_of([namespace], scope), key, flt, self._clock(), limit)
 
     def chain(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Memory]:
         """The supersession chain through a memory, newest first: up the ``SUPERSEDES``
         edges to the memory nothing supersedes, then down to the oldest. Where a memory
         superseded several, the chain follows the most recent edge."""
-        sight = _sight([namespace], scope)
+        sight = sight_of([namespace], scope)
         start = self.get(namespace, memory_id, scope=sight)
         newest = start
         seen = {start.memory_id}
@@ -865,7 +860,7 @@ class MemoryService:
             raise SourceBlocked(f"writes from {named} are blocked by an admin")
 
     def _live(self, namespace: str, memory_id: str, scope: Scope | None) -> Memory:
-        memory = self.store.get(_sight([namespace], scope), memory_id)
+        memory = self.store.get(sight_of([namespace], scope), memory_id)
         if memory is None or memory.status is Status.DELETED:
             raise MemoryNotFound(memory_id, namespace)
         return memory
