@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import Protocol
@@ -79,6 +79,12 @@ class Claim:
     value: str
     positive: bool = True
     change: bool = False
+    # The reading names a slot that holds one value by itself: a rule for residence,
+    # employer or name, a setting verb ("change my theme to …"), or an attribute whose
+    # name says so ("deadline", "favourite colour", "时区").
+    unique: bool = False
+    # The claim is the holder's own: a subject and its verb, or a possessive ("my car is …").
+    owned: bool = False
 
     @property
     def single_valued(self) -> bool:
@@ -149,20 +155,123 @@ def claims(text: str) -> tuple[Claim, ...]:
     return _claims(text)
 
 
+@dataclass(frozen=True, slots=True)
+class _Voice:
+    """Whose words a text is: ``me`` is who "I", "my", "我" refer to (the user, or the
+    speaker a ``Name:`` prefix names); in a speaker's line "he", "she", "他" are someone
+    else, never the user."""
+
+    me: str = "user"
+    spoken: bool = False
+
+
 @lru_cache(maxsize=8192)
 def _claims(text: str) -> tuple[Claim, ...]:
+    voice, body = _voice(text)
+    if voice is None:
+        return ()
     found: list[Claim] = []
-    holder = "user"
-    for clause in _CLAUSE_SPLIT.split(_normal(text)):
-        clause = clause.strip(" :-\"'")
-        if not clause:
+    holder = voice.me
+    for sentence in _SENTENCE.findall(body):
+        if _question(sentence):
             continue
-        is_cjk = bool(re.search(r"[\u4e00-\u9fff]", clause))
-        read = _chinese_clause(clause, holder) if is_cjk else _english_clause(clause, holder)
-        if read:
-            holder = read[0].holder
-        found += read
+        for clause in _CLAUSE_SPLIT.split(_normal(sentence)):
+            clause = clause.strip(" :-\"'“”「」")
+            if not clause or _chatter(clause):
+                continue
+            is_cjk = bool(re.search(r"[\u4e00-\u9fff]", clause))
+            read = _chinese_clause(clause, holder, voice) if is_cjk else _english_clause(clause, holder, voice)
+            if read:
+                holder = read[0].holder
+            found += read
     return tuple(found)
+
+
+# Speakers and chatter ----------------------------------------------------------------------
+
+# "Marco: …", "<Bart>: "…"", "user: …", "小明：…": a transcript line names its speaker first.
+_SPEAKER = re.compile(
+    r"^\s*(?:<(?P<tag>[^<>\n]{1,40})>|(?P<name>[^\s:：<>\"'][^:：\n]{0,39}?))\s*[:：]\s*(?P<rest>.*)$", re.S
+)
+_USER_ROLES = frozenset({"user", "human", "me", "i", "customer", "client", "用户", "我", "客户"})
+# The assistant's own lines say nothing about anyone the memory should track.
+_ASSISTANT_ROLES = frozenset(
+    {
+        "assistant",
+        "ai",
+        "bot",
+        "chatbot",
+        "system",
+        "agent",
+        "model",
+        "gpt",
+        "chatgpt",
+        "claude",
+        "助手",
+        "系统",
+        "机器人",
+    }
+)
+# A capitalised word before a colon is a speaker, unless it names an attribute ("Deadline: Friday").
+_EN_NAME = re.compile(r"^[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}$")
+_ZH_NAME = re.compile(r"^[\u4e00-\u9fff]{1,4}$")
+# Sentences with their end marks, so that a question can be told from a statement.
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？\n]*|[.!?。！？\n]+")
+_EN_QUESTION = re.compile(
+    r"^\W*(?:what|how|why|which|who|whom|whose|do|does|did|can|could|would|will|shall|should|is|are|am|was|were|"
+    r"have|has|may|might|any idea|wonder)\b.*\b(?:you|i|we|it|there|they|he|she|this|that)\b"
+)
+_ZH_QUESTION = re.compile(
+    r"(?:吗|呢|么|吧|啊|嘛)\W*$|什么|怎么|为什么|哪|几|多少|是否|是不是|有没有|能不能|可不可以|要不要"
+)
+# Greetings, thanks and reactions: said to someone, not about anyone.
+_EN_CHATTER = re.compile(
+    r"^\W*(?:thanks|thank you|thx|haha+|hehe|lol|hi|hello|hey|wow|oh|ah|ok|okay|sure|yes|yeah|yep|no(?! longer| more)|"
+    r"nope|sorry|you are welcome|"
+    r"welcome|bye|goodbye|good (?:morning|night|evening|luck|job)|great|awesome|"
+    r"cool|nice|congrat\w*|well done|of course|absolutely|exactly|indeed|cheers|hmm+|alright|glad|that's|that is|"
+    r"what a|how (?:nice|great|cool|sweet|wonderful|exciting))\b",
+    re.I,
+)
+_ZH_CHATTER = re.compile(
+    r"^\W*(?:谢谢|多谢|感谢|你好|您好|哈哈|嘿|嗨|哇|哦|噢|嗯|好的|好吧|太好了|太棒了|真棒|不客气|再见|晚安|早上好|加油|恭喜|没关系|对不起|抱歉)"
+)
+
+
+def _voice(text: str) -> tuple[_Voice | None, str]:
+    """Who speaks in ``text`` and the words they say; ``None`` for the assistant's
+    own lines. A ``Name:`` that reads as an attribute ("Deadline: Friday",
+    "Notification channel: email") is no speaker: the text is read whole."""
+    match = _SPEAKER.match(text)
+    if match is None:
+        return _Voice(), text
+    tag, name, rest = match.group("tag"), match.group("name"), match.group("rest")
+    who = unicodedata.normalize("NFKC", (tag or name).strip()).casefold()
+    if who in _ASSISTANT_ROLES:
+        return None, rest
+    if who in _USER_ROLES:
+        return _Voice("user", spoken=True), rest
+    if tag is not None:
+        return _Voice(who, spoken=True), rest
+    if _names_attribute(who) or not (_EN_NAME.match(name.strip()) or _ZH_NAME.match(name.strip())):
+        return _Voice(), text
+    return _Voice(who, spoken=True), rest
+
+
+def _question(sentence: str) -> bool:
+    """A question asks; it never replaces or contradicts anything."""
+    stripped = sentence.strip().strip("\"'“”「」")
+    if stripped.endswith(("?", "？")):
+        return True
+    if re.search(r"[\u4e00-\u9fff]", stripped):
+        return bool(_ZH_QUESTION.search(stripped))
+    return bool(_EN_QUESTION.match(_normal(stripped)))
+
+
+def _chatter(clause: str) -> bool:
+    """Greetings, thanks and reactions ("thanks for asking", "that is great news", "太好了"):
+    said to someone, not about anyone."""
+    return bool((_ZH_CHATTER if re.search(r"[\u4e00-\u9fff]", clause) else _EN_CHATTER).match(clause))
 
 
 # English ---------------------------------------------------------------------------------
@@ -246,7 +355,8 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"^{_EN_NEG}(?:{_EN_LIKE_NEG}) (?P<v>.+)$"), "dislike"),
     (re.compile(rf"^{_EN_NEG}(?P<verb>{_EN_LIKE_POS})(?: (?P<v>.+))?$"), "like"),
     (re.compile(rf"^{_EN_NEG}(?:has|have|owns?|had|got)(?: not)? (?:a |an |any )?(?P<v>.+)$"), "has"),
-    (re.compile(r"^(?:is|am|are|was) (?P<neg>not |no longer )?(?:a |an )?(?P<v>.+)$"), "state"),
+    # Present tense only: "was …" narrates, it does not say what holds now.
+    (re.compile(r"^(?:is|am|are) (?P<neg>not |no longer )?(?:a |an )?(?P<v>.+)$"), "state"),
 )
 _EN_ATTR = re.compile(
     r"^(?P<attr>[a-z0-9 +]{1,40}?)(?: is| are| was| has been| happens| takes place| is held|:) "
@@ -255,6 +365,9 @@ _EN_ATTR = re.compile(
 )
 _EN_ATTR_STRICT = re.compile(
     r"^(?P<attr>[a-z0-9 +]{1,40}?)(?: is| are| was| has been| happens| takes place|:) (?P<v>.+)$"
+)
+_EN_MOVED = re.compile(
+    r"\b(?:moved|changed|pushed|postponed|rescheduled|shifted|raised|lowered|increased|reduced|updated)\b"
 )
 _EN_ATTR_MOVE = re.compile(
     r"^(?P<attr>[a-z0-9 +]{1,40}?) (?:was |has been |got )?(?:moved|changed|pushed|postponed|rescheduled|shifted|"
@@ -266,51 +379,90 @@ _EN_TRAILING = re.compile(
 )
 
 
-def _english_clause(clause: str, holder: str) -> list[Claim]:
+def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     clause = _EN_FILLERS.sub("", clause).strip()
     change = bool(_EN_CHANGE.search(clause))
     rest = clause
     possessive = _EN_POSSESSIVE.match(clause)
     subject = _EN_SUBJECT.match(clause)
     if possessive:
-        owner = possessive.group(1)
-        holder = "user" if owner in _EN_SELF or owner in ("his", "her", "their") else owner.removesuffix("'s")
+        owner = _holder(possessive.group(1).removesuffix("'s"), voice)
+        if owner is None:
+            return []
+        holder = owner
         rest = possessive.group(2)
         relative = _EN_RELATIVES.match(rest)
         if relative:
             holder = f"{holder}'s {relative.group(1)}"
             rest = relative.group(2)
         else:
-            return _english_attribute(rest, holder, change)
+            return _english_attribute(rest, holder, change, owned=True)
     elif subject:
         word = subject.group(1)
-        if word in _EN_SELF:
-            holder = "user"
-        elif word not in _EN_NOT_HOLDER:
-            holder = word
+        if word in _NOT_A_HOLDER:
+            return []  # "that is …", "it was …", "you are …": about no one the memory tracks
+        if word not in _EN_NOT_HOLDER:
+            found = _holder(word, voice)
+            if found is None:
+                return []
+            holder = found
         rest = clause[subject.end() :]
     rest = re.sub(rf"^{_EN_ADVERBS}", "", rest)
     for pattern, kind in _EN_RULES:
         match = pattern.match(rest)
         if match:
-            return _english_rule(kind, match, holder, change)
+            return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
     if not subject and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
         return _english_attribute(rest, holder, change, strict)
     return []
 
 
-def _english_attribute(rest: str, holder: str, change: bool, match: re.Match[str] | None = None) -> list[Claim]:
+# First person and "the user" are the voice's holder; in a speaker's line the third
+# person is someone unnamed, so nothing is read (elsewhere it is the user, as in
+# "User lives in Rome. She works at Acme").
+_FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我"})
+_THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "him", "them", "他", "她"})
+_NOT_A_HOLDER = frozenset(
+    """it its that this these those there here you your what which who everything everyone everybody something
+    someone somebody nothing nobody anything anyone""".split()
+)
+
+
+def _holder(word: str, voice: _Voice) -> str | None:
+    if word in _FIRST_PERSON:
+        return voice.me
+    if word in ("user", "the user", "用户"):
+        return "user"
+    if word in _THIRD_PERSON:
+        return None if voice.spoken else "user"
+    if word in _NOT_A_HOLDER:
+        return None
+    return word
+
+
+def _owned(found: list[Claim], *, unique: bool = False) -> list[Claim]:
+    """Claims read by a rule about a subject and its verb: the holder's own, and single-valued
+    where the rule's slot is (residence, employer, name) or the verb sets a value."""
+    return [replace(c, owned=True, unique=unique or c.slot in _SINGLE_SLOTS) for c in found]
+
+
+def _english_attribute(
+    rest: str, holder: str, change: bool, match: re.Match[str] | None = None, *, owned: bool = False
+) -> list[Claim]:
     match = match or _EN_ATTR_MOVE.match(rest) or _EN_ATTR.match(rest)
     if not match:
         return []
+    moved = bool(_EN_MOVED.search(rest, match.end("attr"), match.start("v")))
     attr = re.sub(r"^(?:the|a|an|my|our|their) ", "", match.group("attr").strip())
     value = re.sub(
         r"^(?:now |currently |still |actually |set to |to |at |on |in |called |named )+", "", match.group("v")
     )
     value = re.sub(r"^(?:a|an|the) ", "", value)
     if re.fullmatch(r"(?:not|no longer) .+", value):
-        return [Claim(holder, "state", _value(value.split(" ", 1)[1]), False, change)]
-    return [Claim(holder, _attribute_slot(attr, value), _value(value), True, change)]
+        return [Claim(holder, "state", _value(value.split(" ", 1)[1]), False, change, owned=owned)]
+    slot = _attribute_slot(attr, value)
+    unique = moved or _known_attribute(attr) or slot in _SINGLE_SLOTS
+    return [Claim(holder, slot, _value(value), True, change, unique=unique, owned=owned)]
 
 
 def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) -> list[Claim]:
@@ -405,14 +557,16 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 _ZH_ATTR = re.compile(r"^(?:的)?(?P<attr>.{1,12}?)(?:是|为)(?P<v>.+)$")
 
 
-def _chinese_clause(clause: str, holder: str) -> list[Claim]:
+def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     change = bool(_ZH_CHANGE.search(clause))
     rest = clause
     possessive = False
     lead = _ZH_HOLDER.match(rest)
     if lead:
-        word = lead.group(1)
-        holder = "user" if word in ("我", "用户", "他", "她") else word
+        found = _holder(lead.group(1), voice)
+        if found is None:
+            return []
+        holder = found
         rest = rest[lead.end() :]
         relative = _ZH_RELATIVE.match(rest)
         if relative:
@@ -425,20 +579,22 @@ def _chinese_clause(clause: str, holder: str) -> list[Claim]:
         rest = rest.removeprefix("的")
         setting = _ZH_RULES[9][0].match(rest)
         if setting:
-            return _chinese_rule("setting", setting, holder, change, clause)
+            return _owned(_chinese_rule("setting", setting, holder, change, clause), unique=True)
         attr = _ZH_ATTR.match(rest)
-        return _chinese_attribute(attr, holder, change) if attr else []
+        return _chinese_attribute(attr, holder, change, owned=True) if attr else []
     for pattern, kind in _ZH_RULES:
         match = pattern.search(rest)
         if match:
-            return _chinese_rule(kind, match, holder, change, clause)
+            return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")
     attr = _ZH_ATTR.match(rest)
-    return _chinese_attribute(attr, holder, change) if attr else []
+    return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
 
 
-def _chinese_attribute(match: re.Match[str], holder: str, change: bool) -> list[Claim]:
+def _chinese_attribute(match: re.Match[str], holder: str, change: bool, *, owned: bool) -> list[Claim]:
     attr, raw = match.group("attr"), match.group("v")
-    return [Claim(holder, _attribute_slot(attr, raw), _value(raw), True, change)]
+    slot = _attribute_slot(attr, raw)
+    unique = _known_attribute(attr) or slot in _SINGLE_SLOTS
+    return [Claim(holder, slot, _value(raw), True, change, unique=unique, owned=owned)]
 
 
 def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, clause: str) -> list[Claim]:
@@ -544,6 +700,31 @@ def _like_slot(value: str, *, switched: bool = False) -> str:
     return "switch" if switched else "like"
 
 
+# Attributes that hold one value at a time, by their name (a word of the attribute, stemmed).
+_KNOWN_ATTRS = """favourite favorite preferred default current usual primary main deadline due appointment meeting
+    standup sync schedule timezone language currency budget salary income rent address hometown birthday birthdate
+    blood age height weight title role position job occupation employer company school university major theme colour
+    color font ringtone wallpaper plan tier subscription diet goal target phone email nickname name status
+    notification channel contact
+    最喜欢 最爱 偏好 默认 常用 首选 截止 日期 时间 会议 周会 例会 预约 时区 语言 货币 预算 工资 薪水 房租 地址 住址
+    生日 血型 年龄 身高 体重 职位 公司 学校 专业 主题 颜色 字体 铃声 壁纸 套餐 饮食 目标 电话 手机号 邮箱 昵称 名字
+    状态 通知"""
+
+
+@lru_cache(maxsize=1)
+def _known_attr_terms() -> frozenset[str]:
+    return frozenset(terms(_KNOWN_ATTRS))
+
+
+def _known_attribute(attr: str) -> bool:
+    return bool(set(terms(attr)) & _known_attr_terms())
+
+
+def _names_attribute(label: str) -> bool:
+    """Whether a ``Label:`` prefix names an attribute rather than a speaker."""
+    return _known_attribute(label) or label in _RESIDENCE_ATTRS
+
+
 _RESIDENCE_ATTRS = frozenset({"home", "home city", "city", "residence", "address", "住址", "家", "居住地"})
 _NAME_ATTRS = ("name", "名字", "姓名", "昵称", "称呼")
 
@@ -608,6 +789,11 @@ def _compare(old: Claim, new: Claim) -> Verdict:
             return Verdict.DUPLICATE
         return Verdict.REPLACE if new.change else Verdict.CONTRADICT
     if old.single_valued and old.positive and new.positive:
+        # A different value replaces only where the slot holds one value by its name or
+        # rule, or the holder says it changed ("my laptop is now a MacBook"). Anything
+        # else ("the weather is cold" / "the weather is nice now") is two observations.
+        if not (old.unique or new.unique or (new.owned and new.change)):
+            return Verdict.UNRELATED
         return Verdict.CONTRADICT if old.immutable else Verdict.REPLACE
     return Verdict.UNRELATED
 
