@@ -48,7 +48,7 @@ class MemoryController(Controller):
     def save_batch(self, state: State, access: Caller, data: JSONBody[schemas.BatchIn]) -> dict[str, Any]:
         """Save many memories in one transaction, embedded in one batch."""
         namespace = data.namespace or DEFAULT_NAMESPACE
-        drafts = [access.own(item.draft(namespace)) for item in data.memories]
+        drafts = [access.own(item.draft(namespace, data.conflicts)) for item in data.memories]
         scope = access.write_scope(*dict.fromkeys(d.namespace for d in drafts))
         access.note(content="\n".join(d.content for d in drafts))
         results = _service(state).save_batch(drafts, scope=scope)

@@ -36,6 +36,7 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+ConflictMode = Literal["off", "flag", "supersede"]
 Namespace = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@\-]+$")]
 
 
@@ -58,8 +59,13 @@ class MemoryIn(_Request):
     key: str | None = Field(default=None, max_length=200)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: UtcDatetime | None = Field(default=None, description="When it happened; defaults to now.")
+    conflicts: ConflictMode | None = Field(
+        default=None,
+        description="What this save does with older memories it replaces or contradicts: `supersede` (they leave "
+        "recall), `flag` (linked only, nothing changes status) or `off`; default: the namespace's configured mode.",
+    )
 
-    def draft(self, default_namespace: str = DEFAULT_NAMESPACE) -> MemoryDraft:
+    def draft(self, default_namespace: str = DEFAULT_NAMESPACE, conflicts: str | None = None) -> MemoryDraft:
         return MemoryDraft(
             content=self.content,
             namespace=self.namespace or default_namespace,
@@ -75,12 +81,16 @@ class MemoryIn(_Request):
             key=self.key,
             metadata=self.metadata,
             created_at=self.created_at,
+            conflicts=self.conflicts or conflicts,
         )
 
 
 class BatchIn(_Request):
     namespace: Namespace | None = Field(default=None, description="Default namespace of the batch's memories.")
     memories: list[MemoryIn] = Field(min_length=1)
+    conflicts: ConflictMode | None = Field(
+        default=None, description="The conflict mode of every memory of the batch that does not set its own."
+    )
 
 
 class MemoryPatchIn(_Request):
@@ -186,6 +196,7 @@ def save_out(result: SaveResult) -> dict[str, Any]:
         "similarity": result.similarity,
         "superseded": list(result.superseded),
         "contradicted": list(result.contradicted),
+        "flagged": list(result.flagged),
         "guard": {"action": result.guard.action.value, "findings": list(result.guard.kinds)},
         "version": result.memory.version,
         "namespace": result.memory.namespace,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.errors import ConfigError
 from engine.records import BUILTIN_CATEGORIES, Source
@@ -181,6 +181,19 @@ class GuardPolicy:
     injection: str = "quarantine"
 
 
+T = TypeVar("T")
+
+
+def for_namespace(overrides: Mapping[str, T], namespace: str, default: T) -> T:
+    """The override for ``namespace``: its exact name, else the longest prefix
+    (a name ending in ``*``), else ``default``."""
+    exact = overrides.get(namespace)
+    if exact is not None:
+        return exact
+    prefixes = [name for name in overrides if name.endswith("*") and namespace.startswith(name[:-1])]
+    return overrides[max(prefixes, key=len)] if prefixes else default
+
+
 @dataclass(frozen=True, slots=True)
 class GuardConfig:
     """The default policy (``[guard]``) and per-namespace overrides
@@ -191,11 +204,37 @@ class GuardConfig:
     namespaces: Mapping[str, GuardPolicy] = field(default_factory=lambda: MappingProxyType({}))
 
     def policy_for(self, namespace: str) -> GuardPolicy:
-        exact = self.namespaces.get(namespace)
-        if exact is not None:
-            return exact
-        prefixes = [name for name in self.namespaces if name.endswith("*") and namespace.startswith(name[:-1])]
-        return self.namespaces[max(prefixes, key=len)] if prefixes else self.default
+        return for_namespace(self.namespaces, namespace, self.default)
+
+
+CONFLICT_MODES = ("off", "flag", "supersede")
+# Calibrated similarity (0 = what unrelated text scores, 1 = identical) two memories
+# need before the rules may say one replaces or contradicts the other. Every
+# replacement in tests/data/conflicts.jsonl clears it (the lowest is 0.22 with MiniLM).
+CONFLICT_MIN_SIMILARITY = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictsConfig:
+    """What a save does with the older memories the conflict rules say it replaces or
+    contradicts (engine/conflicts.py), by default (``[conflicts] mode``) and per namespace
+    (``[conflicts.namespaces] "transcripts:*" = "flag"``, matched as the guard's are):
+
+    * ``supersede``: a replaced memory turns ``superseded`` (a ``SUPERSEDES`` edge from
+      the new one) and leaves default recall; a contradicted one gets a ``CONTRADICTS`` edge;
+    * ``flag``: the same edges, and no status changes: nothing leaves recall;
+    * ``off``: no judgement at all.
+
+    A save may ask for another mode for itself (``MemoryDraft.conflicts``).
+    ``min_similarity`` is the second, independent check: the rules' verdict counts
+    only between memories at least this close by the embedder (calibrated)."""
+
+    mode: str = "supersede"
+    min_similarity: float = CONFLICT_MIN_SIMILARITY
+    namespaces: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def mode_for(self, namespace: str) -> str:
+        return for_namespace(self.namespaces, namespace, self.mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +278,7 @@ class Config:
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
+    conflicts: ConflictsConfig = field(default_factory=ConflictsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
 
 
@@ -318,6 +358,7 @@ _KNOWN_TOP = {
     "lifecycle",
     "neo4j",
     "guard",
+    "conflicts",
     "auth",
 }
 
@@ -376,6 +417,7 @@ def _build(raw: dict[str, Any]) -> Config:
         lifecycle=_section(LifecycleConfig, _table(raw, "lifecycle"), "lifecycle"),
         neo4j=_section(Neo4jConfig, _table(raw, "neo4j"), "neo4j"),
         guard=_guard(_table(raw, "guard")),
+        conflicts=_conflicts(_table(raw, "conflicts")),
         auth=_auth(_table(raw, "auth")),
     )
     _validate(config)
@@ -416,6 +458,26 @@ def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
     if not isinstance(token_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", token_hash):
         raise ConfigError(f"{where}: token-hash must be a SHA-256 in lowercase hex")
     return TokenSeed(agent=agent, token_hash=token_hash, grants=tuple(grants))
+
+
+def _conflicts(values: Mapping[str, Any]) -> ConflictsConfig:
+    unknown = set(values) - {"mode", "min_similarity", "namespaces"}
+    if unknown:
+        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in [conflicts]")
+    mode = _conflict_mode(values.get("mode", "supersede"), "[conflicts] mode")
+    similarity = _coerce(values.get("min_similarity", CONFLICT_MIN_SIMILARITY), float, "[conflicts] min_similarity")
+    if not 0.0 <= similarity <= 1.0:
+        raise ConfigError(f"[conflicts] min_similarity must be within 0..1, got {similarity}")
+    overrides = _table(values, "namespaces") if "namespaces" in values else {}
+    namespaces = {name: _conflict_mode(value, f'[conflicts.namespaces] "{name}"') for name, value in overrides.items()}
+    return ConflictsConfig(mode=mode, min_similarity=similarity, namespaces=MappingProxyType(namespaces))
+
+
+def _conflict_mode(value: Any, where: str) -> str:
+    mode = _coerce(value, str, where)
+    if mode not in CONFLICT_MODES:
+        raise ConfigError(f"{where} must be one of {', '.join(CONFLICT_MODES)}, got {mode!r}")
+    return str(mode)
 
 
 def _guard(values: Mapping[str, Any]) -> GuardConfig:

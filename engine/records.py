@@ -135,6 +135,9 @@ class MemoryDraft:
     key: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    # What this save does with memories it replaces or contradicts ("off", "flag",
+    # "supersede"); None: the namespace's configured mode (engine.config.ConflictsConfig).
+    conflicts: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,9 +83,11 @@ class SaveResult:
     # "digest" or "similar" when the save reinforced an existing memory instead.
     deduplicated_by: str | None = None
     similarity: float | None = None
-    # Conflicts on write (engine/conflicts.py): older memories this one superseded or contradicts.
+    # Conflicts on write (engine/conflicts.py): older memories this one superseded or
+    # contradicts, and those it would have superseded in ``flag`` mode (linked, still active).
     superseded: tuple[str, ...] = ()
     contradicted: tuple[str, ...] = ()
+    flagged: tuple[str, ...] = ()
     # What the write guard did with the content (engine/guard.py).
     guard: guards.WriteVerdict = guards.ALLOWED
 
@@ -247,12 +249,10 @@ class MemoryService:
             if fresh:
                 # A quarantined memory supersedes and contradicts nothing.
                 judged = [item for item in fresh if item[1].status is Status.ACTIVE]
-                updates, edges, found = self._resolve_conflicts(judged, now, scope)
+                modes = {item[1].memory_id: self._conflict_mode(drafts[item[0]]) for item in judged}
+                updates, edges, found = self._resolve_conflicts(judged, modes, now, scope)
                 for position, memory, _ in fresh:
-                    superseded, contradicted = found.get(memory.memory_id, ((), ()))
-                    results[position] = SaveResult(
-                        memory, created=True, superseded=superseded, contradicted=contradicted
-                    )
+                    results[position] = found.get(memory.memory_id, results[position])
                 self.store.insert_linked(
                     [memory for _, memory, _ in fresh],
                     [vector for _, _, vector in fresh],
@@ -597,45 +597,89 @@ class MemoryService:
         joined = self._joined(candidates, lexical, vector, lambda ids: self.store.get_many(sight, ids, flt, now))
         return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
+    def _conflict_mode(self, draft: MemoryDraft) -> str:
+        return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)
+
     def _resolve_conflicts(
-        self, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime, scope: Scope | None
-    ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]:
+        self,
+        fresh: Sequence[tuple[int, Memory, Vector]],
+        modes: Mapping[str, str],
+        now: datetime,
+        scope: Scope | None,
+    ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, SaveResult]]:
         """Conflicts on write, planned before the one store transaction that applies them.
 
-        Each new memory is judged (``engine.conflicts``) against its candidates:
-        active memories of its namespace that are semantically close (the recall
-        candidate search), that share an entity, or that carry the same ``key``,
-        plus the memories earlier in the same batch. A replaced one gets a new
-        version with status ``superseded`` and a ``SUPERSEDES`` edge from the new
-        one; a clash without a winner gets a ``CONTRADICTS`` edge. Returns the
-        updates and edges for ``Store.insert_linked`` and, per new id, the ids it
-        superseded and contradicted. Runs under the write lock, so the records it
-        reads cannot change before the transaction lands.
+        Each new memory whose mode (``modes``, by id) is not ``off`` is judged
+        (``engine.conflicts``) against its candidates: active memories of its
+        namespace that are semantically close (the recall candidate search), that
+        share an entity, or that carry the same ``key``, plus the memories earlier
+        in the same batch. A verdict counts only between memories the embedder
+        finds close (``min_similarity``), unless both carry the same ``key``: one
+        over-broad rule must not take out a namespace. A replaced one gets a
+        ``SUPERSEDES`` edge from the new one and, in ``supersede`` mode, a new
+        version with status ``superseded`` (in ``flag`` mode it stays active); a
+        clash without a winner gets a ``CONTRADICTS`` edge. Returns the updates and
+        edges for ``Store.insert_linked`` and, per new id, its result. Runs under
+        the write lock, so the records it reads cannot change before the
+        transaction lands.
         """
         current: dict[str, Memory] = {}  # superseded records, latest version, by id
         updates: list[tuple[Memory, str]] = []
         edges: list[Edge] = []
-        found: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        found: dict[str, SaveResult] = {}
+        floor = self.embedder.similarity_floor
         for number, (_, memory, vector) in enumerate(fresh):
+            mode = modes[memory.memory_id]
+            if mode == "off":
+                continue
             olds = self._conflict_candidates(memory, vector, now, scope)
             olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
             statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
-            superseded: list[str] = []
-            contradicted: list[str] = []
-            for old, judgement in conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements):
+            verdicts = conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements)
+            close = self._similarities(vector, [old.memory_id for old, _ in verdicts], fresh[:number])
+            linked: dict[str, list[str]] = {SUPERSEDES: [], CONTRADICTS: [], "flagged": []}
+            for old, judgement in verdicts:
+                keyed = memory.key is not None and old.key is not None
+                if judgement.verdict is Verdict.DUPLICATE or (
+                    not keyed
+                    and scoring.calibrated_similarity(close.get(old.memory_id, 0.0), floor)
+                    < self.config.conflicts.min_similarity
+                ):
+                    continue
                 record = current.get(old.memory_id, by_id[old.memory_id])
                 if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
+                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
+                    if mode == "flag":
+                        linked["flagged"].append(record.memory_id)
+                        continue
                     record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
                     current[record.memory_id] = record
                     updates.append((record, f"superseded by {memory.memory_id}"))
-                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
-                    superseded.append(record.memory_id)
+                    linked[SUPERSEDES].append(record.memory_id)
                 elif judgement.verdict is Verdict.CONTRADICT:
                     edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
-                    contradicted.append(record.memory_id)
-            found[memory.memory_id] = (tuple(superseded), tuple(contradicted))
+                    linked[CONTRADICTS].append(record.memory_id)
+            found[memory.memory_id] = SaveResult(
+                memory,
+                created=True,
+                superseded=tuple(linked[SUPERSEDES]),
+                contradicted=tuple(linked[CONTRADICTS]),
+                flagged=tuple(linked["flagged"]),
+            )
         return updates, edges, found
+
+    def _similarities(
+        self, vector: Vector, ids: Sequence[str], earlier: Sequence[tuple[int, Memory, Vector]]
+    ) -> dict[str, float]:
+        """The cosine of ``vector`` with each of ``ids``: from the batch where the memory
+        is new in it, else from the index."""
+        batch = {memory.memory_id: vec for _, memory, vec in earlier}
+        close = {mid: float(np.dot(batch[mid], vector)) for mid in ids if mid in batch}
+        stored = [mid for mid in ids if mid not in batch]
+        if stored:
+            close.update(self.keeper.index.similarities(vector, stored))
+        return close
 
     def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[Memory]:
         """Active memories of the new one's audience (``same_audience``) that it may
