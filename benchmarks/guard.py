@@ -8,6 +8,11 @@ were written while the rules were developed, ``holdout`` texts were written
 after and never tuned against, so they are the fairer estimate. ``--errors``
 lists every text the detectors get wrong.
 
+Then the inferred-instruction rule (``steers_agent``), on tests/data/steering.jsonl:
+texts an assistant might write, labelled ``steer`` (an instruction to a future agent:
+how to answer, what to tell the user, what to send, a sensitive action, a claimed
+permission, encoded text) or ``advice`` (advice to the user, which must pass).
+
     .venv/bin/python benchmarks/guard.py [--errors] [--data FILE]
 """
 
@@ -22,9 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.scores import Scores
-from engine.guard import INJECTION, PII_KINDS, find_injection, find_pii
+from engine.guard import INJECTION, PII_KINDS, find_injection, find_pii, steers_agent
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "guard.jsonl"
+STEERING = DATA.with_name("steering.jsonl")
 CLASSES = (*PII_KINDS, INJECTION)
 
 
@@ -97,6 +103,29 @@ def main() -> None:
             for sample, predicted in zip(samples, predictions, strict=True):
                 if predicted != sample.truth:
                     print(f"  truth={sorted(sample.truth)} predicted={sorted(predicted)}: {sample.text!r}")
+    steering(args.errors)
+
+
+def steering(errors: bool) -> None:
+    rows = [json.loads(line) for line in STEERING.read_text(encoding="utf-8").splitlines() if line.strip()]
+    predicted = [steers_agent(row["text"]) is not None for row in rows]
+    for lang in ("en", "zh", "all"):
+        chosen = [(row, got) for row, got in zip(rows, predicted, strict=True) if lang in ("all", row["lang"])]
+        score = Scores(
+            support=sum(row["label"] == "steer" for row, _ in chosen),
+            predicted=sum(got for _, got in chosen),
+            correct=sum(got and row["label"] == "steer" for row, got in chosen),
+        )
+        advice = sum(row["label"] == "advice" for row, _ in chosen)
+        passed = sum(not got and row["label"] == "advice" for row, got in chosen)
+        print(
+            f"\n[steering {lang}] {len(chosen)} texts: steer precision {score.precision:.3f} recall {score.recall:.3f}"
+            f" ({score.support} steer); advice passed {passed}/{advice}"
+        )
+    if errors:
+        for row, got in zip(rows, predicted, strict=True):
+            if got != (row["label"] == "steer"):
+                print(f"  label={row['label']} predicted={'steer' if got else 'advice'}: {row['text']!r}")
 
 
 if __name__ == "__main__":

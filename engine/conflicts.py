@@ -183,8 +183,14 @@ def _claims(text: str) -> tuple[Claim, ...]:
             read = _chinese_clause(clause, holder, voice) if is_cjk else _english_clause(clause, holder, voice)
             if read:
                 holder = read[0].holder
-            found += read
+            found += [claim for claim in read if claim.value not in _NO_VALUE]
     return tuple(found)
+
+
+# A value that only points elsewhere ("I like it", "他们不喜欢我") says nothing to compare.
+_NO_VALUE = frozenset(
+    {"", *"it this that them him her me us you one 我 你 他 她 它 我们 你们 他们 她们 这 那 这个 那个".split()}
+)
 
 
 # Speakers and chatter ----------------------------------------------------------------------
@@ -278,8 +284,8 @@ def _chatter(clause: str) -> bool:
 
 _EN_CHANGE = re.compile(
     r"\b(now|no longer|anymore|any more|switched|switch|changed|moved|relocated|quit|stopped|gave up|given up|"
-    r"started|start|joined|left|upgraded|downgraded|renamed|raised|lowered|from now on|instead|went|these days|"
-    r"just|recently|took up|actually)\b"
+    r"started|joined|left|upgraded|downgraded|renamed|raised|lowered|from now on|instead|these days|"
+    r"recently|took up)\b"
 )
 _EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|hey|ok|okay|fyi)\b[, ]*)+")
 _EN_ADVERBS = r"(?:(?:really|also|still|now|just|usually|always|often|recently|actually|currently|totally|very much) )*"
@@ -344,7 +350,7 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:switched|has switched|changed) to (?P<v>.+)$"), "switch"),
     (
         re.compile(
-            r"^(?:please )?(?:change|set|switch|turn|make|update|upgraded|downgraded|changed|set|switched|updated) "
+            r"^(?:please )?(?:change|set|switch|turn|update|upgraded|downgraded|changed|set|switched|updated) "
             r"(?:my |the |their |his |her |our )?(?P<attr>[a-z0-9 ]+?) (?:to|into) (?P<v>.+)$"
         ),
         "setting",
@@ -354,7 +360,15 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"^(?:{_EN_START}) (?P<v>.+)$"), "like-start"),
     (re.compile(rf"^{_EN_NEG}(?:{_EN_LIKE_NEG}) (?P<v>.+)$"), "dislike"),
     (re.compile(rf"^{_EN_NEG}(?P<verb>{_EN_LIKE_POS})(?: (?P<v>.+))?$"), "like"),
-    (re.compile(rf"^{_EN_NEG}(?:has|have|owns?|had|got)(?: not)? (?:a |an |any )?(?P<v>.+)$"), "has"),
+    # Possession, not the perfect tense ("have been", "have tried") or an obligation ("have to").
+    (
+        re.compile(
+            rf"^{_EN_NEG}(?:has|have|owns?|had|got)(?: not)? (?!(?:been|to|got|gotten|done|gone|seen|made|had|taken|"
+            r"given|heard|found|thought|bought|brought|told|said|written|read|left|lost|won|begun|known|shown|grown|"
+            r"never|always|already|just|also|ever|\w+ed)\b)(?:a |an |any )?(?P<v>.+)$"
+        ),
+        "has",
+    ),
     # Present tense only: "was …" narrates, it does not say what holds now.
     (re.compile(r"^(?:is|am|are) (?P<neg>not |no longer )?(?:a |an )?(?P<v>.+)$"), "state"),
 )
@@ -366,8 +380,10 @@ _EN_ATTR = re.compile(
 _EN_ATTR_STRICT = re.compile(
     r"^(?P<attr>[a-z0-9 +]{1,40}?)(?: is| are| was| has been| happens| takes place|:) (?P<v>.+)$"
 )
+# "… was moved to", "… has been changed to": the attribute's value was set anew.
 _EN_MOVED = re.compile(
-    r"\b(?:moved|changed|pushed|postponed|rescheduled|shifted|raised|lowered|increased|reduced|updated)\b"
+    r"\s*(?:is |are |was |were |has been |have been |got |: ?)?(?:now |just |been )?"
+    r"(?:moved|changed|pushed|postponed|rescheduled|shifted|raised|lowered|increased|reduced|updated)\b"
 )
 _EN_ATTR_MOVE = re.compile(
     r"^(?P<attr>[a-z0-9 +]{1,40}?) (?:was |has been |got )?(?:moved|changed|pushed|postponed|rescheduled|shifted|"
@@ -411,6 +427,8 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     for pattern, kind in _EN_RULES:
         match = pattern.match(rest)
         if match:
+            if not (subject or possessive) and kind != "setting" and _commands(rest):
+                return []
             return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
     if not subject and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
         return _english_attribute(rest, holder, change, strict)
@@ -426,6 +444,12 @@ _NOT_A_HOLDER = frozenset(
     """it its that this these those there here you your what which who everything everyone everybody something
     someone somebody nothing nobody anything anyone""".split()
 )
+
+
+def _commands(rest: str) -> bool:
+    """Whether a clause without a subject opens with a bare verb: an imperative."""
+    words = re.sub(r"^(?:do not|don't|never|please|just|always) ", "", rest).split(" ", 1)
+    return words[0] in _EN_BARE_VERBS
 
 
 def _holder(word: str, voice: _Voice) -> str | None:
@@ -452,7 +476,7 @@ def _english_attribute(
     match = match or _EN_ATTR_MOVE.match(rest) or _EN_ATTR.match(rest)
     if not match:
         return []
-    moved = bool(_EN_MOVED.search(rest, match.end("attr"), match.start("v")))
+    moved = bool(_EN_MOVED.match(rest, match.end("attr")))
     attr = re.sub(r"^(?:the|a|an|my|our|their) ", "", match.group("attr").strip())
     value = re.sub(
         r"^(?:now |currently |still |actually |set to |to |at |on |in |called |named )+", "", match.group("v")
@@ -461,6 +485,10 @@ def _english_attribute(
     if re.fullmatch(r"(?:not|no longer) .+", value):
         return [Claim(holder, "state", _value(value.split(" ", 1)[1]), False, change, owned=owned)]
     slot = _attribute_slot(attr, value)
+    labelled = ":" in rest[match.end("attr") : match.start("v")]
+    if slot in ("name", "residence") and not (owned or (labelled and attr in (*_NAME_ATTRS, *_RESIDENCE_ATTRS))):
+        # "the city is beautiful", "game name: Rush Royale": not where or who the holder is.
+        slot = "attr:" + " ".join(terms(attr))
     unique = moved or _known_attribute(attr) or slot in _SINGLE_SLOTS
     return [Claim(holder, slot, _value(value), True, change, unique=unique, owned=owned)]
 
@@ -493,6 +521,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
     if kind == "setting":
         return [Claim(holder, _attribute_slot(groups["attr"], raw), _value(raw), True, True)]
     if kind in ("like-stop", "like-stop-bare"):
+        if _EN_HALT.match(raw):
+            return []  # "stopped overnight in Flagstaff": a halt on the way, not giving something up
         verb = match.group(0).split(" ")[-1] if kind == "like-stop-bare" else raw
         return [Claim(holder, "like", _value(verb), False, True)]
     if kind == "like-start":
@@ -502,14 +532,36 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         value = _value(raw)
         return [Claim(holder, _like_slot(value), value, False, change)]
     if kind == "like":
+        if groups["verb"] in ("want", "wants") and raw.startswith("to "):
+            return []  # "I don't want to paint anymore": a wish of the moment, not a taste
         value = _value(raw) or _value(groups["verb"])
         return [Claim(holder, _like_slot(value), value, not negative, change)]
     if kind == "has":
         return [Claim(holder, "has", _value(raw), not negative and " not " not in f" {match.group(0)} ", change)]
     if kind == "state":
+        if _EN_PASSING.match(raw):
+            return []  # "I'm not sure", "I'm thinking of …": a moment, not a state
         value = _value(raw)
         return [Claim(holder, "state", value, not negative, change or "no longer" in (groups.get("neg") or ""))]
     return []
+
+
+_EN_HALT = re.compile(r"(?:at|by|in|for|to|over|off|on|overnight|briefly|there|here|when|after|before)\b")
+# Verbs in their bare form: with no subject before them they command ("write a reply",
+# "play over 265 million tracks"), they do not describe anyone.
+_EN_BARE_VERBS = frozenset(
+    """like love enjoy adore prefer want drink eat use play watch write smoke speak run read listen go hate dislike
+    avoid have own get take""".split()
+)
+
+# What "I am …" says of a passing moment: hedges, feelings, plans and anything in progress.
+_EN_PASSING = re.compile(
+    r"^(?:(?:so|very|really|pretty|quite|not|also|still|a bit|kind of|totally|just|always|now) )*"
+    r"(?:\w+ing|sure|certain|unsure|glad|happy|sorry|excited|afraid|worried|nervous|curious|interested|able|unable|"
+    r"ready|aware|here|back|done|fine|ok|okay|good|great|bored|tired|busy|free|new to|about to|going to|going|"
+    r"trying|thinking|planning|looking|wondering|considering|hoping|supposed to|sad|upset|angry|confused|stuck|"
+    r"lost|grateful|thankful|proud|impressed|amazed|surprised|open to)\b"
+)
 
 
 # Chinese ---------------------------------------------------------------------------------
@@ -527,7 +579,8 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"出生(?:在|于)(?P<v>.+)$"), "birthplace"),
     (re.compile(r"^(?:对)?(?P<v>.+?)(?P<neg>不)?过敏$"), "allergy"),
     (re.compile(r"(?:搬到|搬去|搬家到|搬家去|搬来|迁到|迁居到?)了?(?P<v>.+)$"), "residence+"),
-    (re.compile(r"(?:住在|居住在|定居在|定居|家在|生活在|住)(?P<v>.+)$"), "residence"),
+    # A bare 住 only opens the clause: "记不住", "忍不住" are no homes.
+    (re.compile(r"(?:住在|居住在|定居在|定居|家在|生活在|^住)(?P<v>.+)$"), "residence"),
     (re.compile(r"(?:跳槽到|跳槽去|入职|加入了?)(?P<v>.+)$"), "employer+"),
     (re.compile(r"从(?P<v>.+?)离职"), "employer-"),
     (re.compile(r"^在(?P<v>.+?)(?:工作|上班|任职|实习|做.*)$"), "employer"),
@@ -554,7 +607,10 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "like",
     ),
 )
-_ZH_ATTR = re.compile(r"^(?:的)?(?P<attr>.{1,12}?)(?:是|为)(?P<v>.+)$")
+# "X是Y", but not the 是 of 总是, 还是, 但是, 就是, …
+_ZH_ATTR = re.compile(
+    r"^(?:的)?(?P<attr>.{1,12}?)(?<![总还但就可要于只真也都不像算正而或凡若倒硬实却竟即便乃又老])是(?P<v>.+)$"
+)
 
 
 def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
@@ -700,29 +756,32 @@ def _like_slot(value: str, *, switched: bool = False) -> str:
     return "switch" if switched else "like"
 
 
-# Attributes that hold one value at a time, by their name (a word of the attribute, stemmed).
-_KNOWN_ATTRS = """favourite favorite preferred default current usual primary main deadline due appointment meeting
-    standup sync schedule timezone language currency budget salary income rent address hometown birthday birthdate
-    blood age height weight title role position job occupation employer company school university major theme colour
-    color font ringtone wallpaper plan tier subscription diet goal target phone email nickname name status
-    notification channel contact
-    最喜欢 最爱 偏好 默认 常用 首选 截止 日期 时间 会议 周会 例会 预约 时区 语言 货币 预算 工资 薪水 房租 地址 住址
-    生日 血型 年龄 身高 体重 职位 公司 学校 专业 主题 颜色 字体 铃声 壁纸 套餐 饮食 目标 电话 手机号 邮箱 昵称 名字
-    状态 通知"""
+# Attributes that hold one value at a time by their name (a word of the attribute, stemmed):
+# a person has one timezone and one favourite colour, but many budgets, goals and plans,
+# so those replace only when their holder says they changed.
+_SINGLE_ATTRS = """favourite favorite preferred default timezone currency address hometown birthday birthdate
+    blood nickname name theme colour color font ringtone wallpaper notification channel
+    最喜欢 最爱 偏好 默认 首选 时区 货币 地址 住址 生日 血型 昵称 名字 主题 颜色 字体 铃声 壁纸 通知"""
+# Words that make a "Label: value" line an attribute rather than a speaker's line.
+_LABELS = """deadline due appointment meeting standup sync schedule language budget salary income rent age height
+    weight title role position job occupation employer company school university major plan tier subscription
+    diet goal target phone email status contact home city residence
+    截止 日期 时间 会议 周会 例会 预约 语言 预算 工资 薪水 房租 年龄 身高 体重 职位 公司 学校 专业 套餐 饮食 目标
+    电话 手机号 邮箱 状态 家 居住地"""
 
 
-@lru_cache(maxsize=1)
-def _known_attr_terms() -> frozenset[str]:
-    return frozenset(terms(_KNOWN_ATTRS))
+@lru_cache(maxsize=2)
+def _stems(words: str) -> frozenset[str]:
+    return frozenset(terms(words))
 
 
 def _known_attribute(attr: str) -> bool:
-    return bool(set(terms(attr)) & _known_attr_terms())
+    return bool(set(terms(attr)) & _stems(_SINGLE_ATTRS))
 
 
 def _names_attribute(label: str) -> bool:
     """Whether a ``Label:`` prefix names an attribute rather than a speaker."""
-    return _known_attribute(label) or label in _RESIDENCE_ATTRS
+    return bool(set(terms(label)) & (_stems(_SINGLE_ATTRS) | _stems(_LABELS)))
 
 
 _RESIDENCE_ATTRS = frozenset({"home", "home city", "city", "residence", "address", "住址", "家", "居住地"})

@@ -391,27 +391,30 @@ _IMPERATIVE_EN = (
 )
 # How the assistant answers (not what the user does: "answer the phone", "reply to spam").
 _REPLY_VERBS = (
-    r"(?:(?:answer|respond|reply)(?!\s+(?:to|the\s+(?:phone|door|call|email|e-mail|question)))"
+    r"(?:(?:answer|respond|reply|write)\s+(?:only\s+)?(?:in|with|using|as|briefly|formally|informally|concisely)\b"
     r"|speak\s+(?:only\s+)?in|(?:greet|address|call|refer\s+to)\s+(?:the\s+user|him|her|them|me)\s+(?:as|by)"
     r"|format\s+(?:your|all|every|the)\s+(?:answers|responses|replies|output)"
-    r"|(?:obey|follow)\s+(?:\w+\s+){0,2}?(?:instructions|orders|commands))"
+    r"|obey\s+(?:\w+\s+){0,2}?(?:instructions|orders|commands))"
 )
 _SENSITIVE_PAIRS = (
-    r"(?:(?:delet|remov|eras|wip|purg|destroy|drop)\w*\s+(?:\w+\s+){0,3}?(?:all|every(?:thing)?|files?|data|"
+    r"(?:(?:delet|remov|eras|wip|purg|destroy|drop)\w*\s+(?:\w+\s+){0,3}?(?:files?|data|"
     r"databases?|backups?|accounts?|records|logs?|e-?mails?|history|memor(?:y|ies)|repo\w*|tables?|archives?)"
     r"|(?:transfer|wir|send|pay|mov)\w*\s+(?:\w+\s+){0,3}?(?:money|funds|\$|payments?|bitcoin|crypto|usd|dollars)"
     r"|(?:disabl|turn\w* off|switch\w* off|bypass)\w*\s+(?:\w+\s+){0,3}?(?:firewall|security|2fa|two-factor|"
     r"antivirus|logging|alerts?|monitoring|authentication|mfa)"
-    r"|(?:grant|giv)\w*\s+(?:\w+\s+){0,3}?(?:access|admin|root|permissions?|privileges)"
+    r"|(?:grant|giv)\w*\s+(?:\w+\s+){0,3}?(?:admin\w*|root|sudo|full|write)\s+(?:access|rights|privileges|"
+    r"permissions?)"
     r"|(?:shar|send|forward|reveal|disclos|post|upload|leak)\w*\s+(?:\w+\s+){0,3}?(?:passwords?|credentials|"
     r"api keys?|tokens?|secrets?|ssn|social security|credit card|bank details|private keys?)"
     r"|(?:execut|run)\w*\s+(?:\w+\s+){0,3}?(?:commands?|scripts?|shell|sudo|rm -rf))\b"
 )
+# Advice about the reader's own things ("disable 2FA on your account", "send your mom a card").
+_NOT_YOURS = r"(?![^.!?\n]*\byour(?:self|s)?\b)"
 _STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
-            r"\b(?:the\s+)?(?:assistant|agent|ai|model|chatbot|bot)\s+(?:must|should|has to|needs to|will always|shall|"
-            r"is to|may now|is allowed to)\b",
+            r"\b(?:the\s+)?(?:assistant|agent|ai|chatbot|bot)\s+(?:must|should|has to|needs to|will always|shall|"
+            r"may now|is allowed to)\b",
             _I,
         ),
         "addressed to the assistant",
@@ -426,17 +429,22 @@ _STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(rf"{_IMPERATIVE_EN}(?:only\s+)?{_REPLY_VERBS}\b", _I), "tells the assistant how to answer"),
     (
-        re.compile(rf"{_IMPERATIVE_EN}[^.!?\n]{{0,60}}?\b(?:the user|user's|users)\b", _I),
+        re.compile(
+            rf"{_IMPERATIVE_EN}[^.!?\n]{{0,40}}?\b(?:tell|remind|ask|inform|call|address|greet|show|send|give|warn|"
+            r"notify|message|e-?mail|recommend\s+to|suggest\s+to|mention\s+to|reveal\s+to)\s+the\s+user\b",
+            _I,
+        ),
         "an instruction about the user",
     ),
     (
-        re.compile(rf"{_IMPERATIVE_EN}(?:cc|bcc|forward|send|e-?mail)\b(?![^.!?\n]*\byour(?:self)?\b)", _I),
+        # Only after an imperative marker: "Send a thank-you note to …" opens many a list of advice.
+        re.compile(rf"{_IMPERATIVE_EN}(?:cc|bcc|forward|send|e-?mail)\b{_NOT_YOURS}", _I),
         "an instruction to send or forward",
     ),
     (
         re.compile(
             rf"(?:{_IMPERATIVE_EN}|(?:^|[.!?;:\n]\s*)(?:please\s+)?|\b(?:says?|said|(?:tells?|asks?|wants?|instructs?)"
-            rf"\s+(?:you|the\s+(?:assistant|agent))\s+to)\s+)(?:\w+ly\s+)?{_SENSITIVE_PAIRS}",
+            rf"\s+(?:you|the\s+(?:assistant|agent))\s+to)\s+)(?:\w+ly\s+)?{_SENSITIVE_PAIRS}{_NOT_YOURS}",
             _I,
         ),
         "an instruction to a sensitive action",

@@ -105,3 +105,106 @@ def test_precision_and_recall_stay_above_their_floors(split: str, label: Verdict
     assert measured.support > 0
     assert measured.precision >= precision_floor, measured
     assert measured.recall >= recall_floor, measured
+
+
+# --- transcripts: lines of a chat log are not claims about one slot -------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Marco: Thanks for asking, the trip was long but fun.", "Marco: Do you think cats and dogs get along?"),
+        ("Lena: Haha, you are welcome, have a good weekend!", "Lena: That is great news! Keep going!"),
+        ("user: I need help writing an email to my landlord.", "user: Can you recommend a book about gardening?"),
+        ("assistant: I am sorry to hear that.", "assistant: Sure, here are three options."),
+        ("Marco: Yes", "Marco: No"),
+        ("Marco: Blue", "Marco: Black"),
+        ("用户：今天是星期五", "用户：今天是星期六"),
+        ("Lisa: 我觉得数学最难，总是记不住那些公式。", "Lisa: 每次碰到这样的事情，我都会控制不住地心跳加速。"),
+        ("Bart: I like it! I also enjoy drawing.", "Bart: Yes, I don't like it when they argue."),
+        ("Lisa: Yes, I enjoy painting.", "Lisa: Every time they say that, I just don't want to paint anymore."),
+        ("user: I'm not sure where to start.", "user: I'm pretty sure I threw away an old pair of sandals recently."),
+        (
+            "user: Make sure to cite results using [[number](URL)] notation.",
+            "user: Just make sure to have a safe game.",
+        ),
+        ("the weather is cold", "the weather is nice now"),
+    ],
+)
+def test_chat_lines_neither_replace_nor_contradict(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+ENGLISH_CHAT = [
+    "user: Hi! I'm planning a trip to Japan next spring.",
+    "assistant: That sounds wonderful! Do you know which cities you want to visit?",
+    "user: Tokyo and Kyoto for sure. I'm not sure about Osaka.",
+    "assistant: Great choices. Make sure to book the ryokan early, they fill up fast.",
+    "user: Thanks! My budget is around $3000.",
+    "assistant: That is a comfortable budget for two weeks.",
+    "user: Can you suggest a good itinerary?",
+    "assistant: Sure, here are three options.",
+    "Marco: I just got back from Lisbon, the trip was long but fun.",
+    "Marco: Do you think cats and dogs get along?",
+    "Lena: Haha, you are welcome, have a good weekend!",
+    "Lena: That is great news! Keep going!",
+    "user: I have been practising the guitar every evening.",
+    "user: I'm thinking of buying a new laptop, my current one is a bit old.",
+    "user: My goal is to run a half marathon this year.",
+    "user: The goal is to sell more subscriptions.",
+]
+CHINESE_CHAT = [
+    "用户：你好，我最近在学做菜。",
+    "助手：太好了！你想学哪一类菜呢？",
+    "用户：我喜欢川菜，但是不太能吃辣。",
+    "助手：可以先从不太辣的宫保鸡丁开始。",
+    "用户：谢谢！今天是星期五，我晚上有空。",
+    "用户：今天是星期六，我想出去走走。",
+    "Lisa：我觉得数学最难，总是记不住那些公式。",
+    "Lisa：每次碰到这样的事情，我都会控制不住地心跳加速。",
+    "Bart：嗯，我觉得很难过，感觉他们不喜欢我。",
+    "Bart：可是我迟到了老师肯定会说我的。",
+    "Bart：还没有呢，但听起来很有趣！",
+]
+
+
+@pytest.mark.parametrize("transcript", [ENGLISH_CHAT, CHINESE_CHAT], ids=["english", "chinese"])
+def test_no_line_of_a_chat_transcript_replaces_or_contradicts_another(transcript: list[str]) -> None:
+    clashes = [
+        (old, new)
+        for number, new in enumerate(transcript)
+        for old in transcript[:number]
+        if verdict(old, new) in (Verdict.REPLACE, Verdict.CONTRADICT)
+    ]
+    assert clashes == []
+
+
+def test_a_speaker_prefix_names_who_holds_the_claim() -> None:
+    assert verdict("Marco: I live in Lyon", "Marco: I moved to Paris") is Verdict.REPLACE
+    assert verdict("小明：我住在上海", "小明：我搬到北京了") is Verdict.REPLACE
+    assert verdict('<Bart>:"我喜欢蓝色"', '<Bart>:"把主题改成黑色"') is Verdict.REPLACE
+    # Marco's home is not the user's, nor Lena's.
+    assert verdict("I live in Lyon", "Marco: I moved to Paris") is Verdict.UNRELATED
+    assert verdict("Lena: I live in Lyon", "Marco: I moved to Paris") is Verdict.UNRELATED
+    # "user:" is the user; the assistant's own lines claim nothing.
+    assert verdict("user: I live in Lyon", "I moved to Paris") is Verdict.REPLACE
+    assert verdict("assistant: I live in the cloud", "assistant: I moved to a new server") is Verdict.UNRELATED
+    # In a speaker's line "she" is someone else, and "my sister" is the speaker's sister.
+    assert verdict("Marco: she lives in Rome", "Marco: she moved to Milan") is Verdict.UNRELATED
+    assert verdict("Marco: my sister lives in Rome", "Marco: my sister moved to Milan") is Verdict.REPLACE
+
+
+def test_the_seeds_update_case_and_labelled_attributes_still_replace() -> None:
+    assert verdict("I like a blue theme", "switch my theme to black") is Verdict.REPLACE
+    assert verdict("user: I like a blue theme", "user: switch my theme to black") is Verdict.REPLACE
+    assert verdict("Notification channel: email", "Notification channel: WeChat") is Verdict.REPLACE
+    assert verdict("The weekly sync is on Tuesday", "The weekly sync was moved to Thursday") is Verdict.REPLACE
+
+
+def test_a_generic_attribute_replaces_only_when_its_holder_says_it_changed() -> None:
+    assert verdict("My budget is around $200 per night", "My budget is around $500") is Verdict.UNRELATED
+    assert verdict("User's monthly budget is 500 dollars", "User's monthly budget is now 800 dollars") is (
+        Verdict.REPLACE
+    )
+    assert verdict("Deadline: Friday", "Deadline: Monday") is Verdict.UNRELATED
+    assert verdict("Deadline: Friday", "Deadline: Monday", old_key="deadline", new_key="deadline") is Verdict.REPLACE

@@ -3,11 +3,12 @@ the policies, their configuration, and precision/recall on the labelled set."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 
-from benchmarks.guard import benign_fpr, load, predict, scores
+from benchmarks.guard import STEERING, benign_fpr, load, predict, scores
 from engine import guard
 from engine.config import GuardPolicy, load_config
 from engine.errors import ConfigError
@@ -181,6 +182,33 @@ def test_instructions_and_sensitive_actions() -> None:
     assert guard.asks_sensitive_action("delete the old backups")
     assert guard.asks_sensitive_action("每月给房东转账")
     assert not guard.asks_sensitive_action("The user likes tea.")
+
+
+@pytest.mark.parametrize(
+    "advice",
+    [
+        "Don't forget to soak the beans overnight before cooking them.",
+        "Make sure to water the fern twice a week and keep it out of direct sun.",
+        "Remember to back up your photos before updating the phone.",
+        "记得出门前检查一下天气预报。",
+        "Remember to always follow the instructions on the label.",
+        "1. **Take everything out**: Remove everything from your closet.",
+        "Give yourself permission to rest.",
+    ],
+)
+def test_advice_to_the_user_written_by_the_assistant_is_stored(advice: str) -> None:
+    verdict = guard.check_write(advice, Source.INFERENCE, GuardPolicy())
+    assert verdict.action is guard.Action.ALLOWED, verdict.reasons
+
+
+def test_the_labelled_steering_set_passes_all_advice_and_catches_the_instructions() -> None:
+    rows = [json.loads(line) for line in STEERING.read_text(encoding="utf-8").splitlines()]
+    advice = [row["text"] for row in rows if row["label"] == "advice"]
+    steer = [row["text"] for row in rows if row["label"] == "steer"]
+    assert len(advice) >= 30 and len(steer) >= 25
+    assert [text for text in advice if guard.steers_agent(text)] == []
+    caught = sum(guard.steers_agent(text) is not None for text in steer)
+    assert caught / len(steer) >= 0.95
 
 
 # --- policies ----------------------------------------------------------------------------
