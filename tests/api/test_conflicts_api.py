@@ -1,0 +1,145 @@
+"""Nothing leaves recall by accident: chat transcripts, conflict modes and the semantic
+check, over real HTTP with the real MiniLM model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.ports import Embedder
+from tests.api.conftest import LiveServer
+
+pytestmark = pytest.mark.slow
+
+ENGLISH = [
+    ("user: Hi! I'm planning a trip to Japan next spring.", "user_input"),
+    ("assistant: That sounds wonderful! Do you know which cities you want to visit?", "inference"),
+    ("user: Tokyo and Kyoto for sure. I'm not sure about Osaka.", "user_input"),
+    ("assistant: Make sure to book the ryokan early, they fill up fast.", "inference"),
+    ("user: Thanks! My budget is around $3000.", "user_input"),
+    ("assistant: Don't forget to get a rail pass before you fly.", "inference"),
+    ("user: Can you suggest a good itinerary?", "user_input"),
+    ("assistant: Sure, here are three options.", "inference"),
+    ("Marco: Thanks for asking, the trip was long but fun.", "user_input"),
+    ("Marco: Do you think cats and dogs get along?", "user_input"),
+    ("Lena: Haha, you are welcome, have a good weekend!", "user_input"),
+    ("Lena: That is great news! Keep going!", "user_input"),
+]
+CHINESE = [
+    ("用户：你好，我最近在学做菜。", "user_input"),
+    ("助手：太好了！你想学哪一类菜呢？", "inference"),
+    ("用户：我喜欢川菜，但是不太能吃辣。", "user_input"),
+    ("助手：记得先从不太辣的宫保鸡丁开始。", "inference"),
+    ("用户：谢谢！今天是星期五，我晚上有空。", "user_input"),
+    ("用户：今天是星期六，我想出去走走。", "user_input"),
+    ("Lisa：我觉得数学最难，总是记不住那些公式。", "user_input"),
+    ("Lisa：每次碰到这样的事情，我都会控制不住地心跳加速。", "user_input"),
+]
+
+
+@pytest.fixture
+def http(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
+def save(http: httpx.Client, content: str, **fields: Any) -> dict[str, Any]:
+    response = http.post("/v1/memory/save", json={"content": content, **fields})
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def recall(http: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]]:
+    response = http.post("/v1/memory/recall", json={"query": query, **fields})
+    assert response.status_code == 200, response.text
+    memories: list[dict[str, Any]] = response.json()["memories"]
+    return memories
+
+
+@pytest.mark.parametrize("transcript", [ENGLISH, CHINESE], ids=["english", "chinese"])
+def test_a_chat_transcript_saved_line_by_line_stays_active(
+    http: httpx.Client, transcript: list[tuple[str, str]]
+) -> None:
+    saved = [save(http, line, source=source, category="event", namespace="chat") for line, source in transcript]
+    assert [(s["superseded"], s["flagged"], s["guard"]["action"]) for s in saved] == [([], [], "allowed")] * len(saved)
+    listed = http.get("/v1/memories", params={"namespace": "chat", "status": "active", "limit": 100}).json()
+    assert {m["memory_id"] for m in listed["memories"]} == {s["memory_id"] for s in saved}
+
+
+def test_the_seeds_update_case_makes_black_the_answer(http: httpx.Client) -> None:
+    blue = save(http, "I like a blue theme", category="preference")
+    black = save(http, "switch my theme to black", category="preference")
+    assert black["superseded"] == [blue["memory_id"]]
+    hits = recall(http, "which theme colour does the user want?")
+    assert hits[0]["memory_id"] == black["memory_id"]
+    assert blue["memory_id"] not in {hit["memory_id"] for hit in hits}
+    # Still findable, far better than anything active for its own words, when asked for.
+    again = recall(http, "I like a blue theme", include_superseded=True)
+    assert again[0]["memory_id"] == blue["memory_id"] and again[0]["status"] == "superseded"
+
+
+def test_a_speakers_own_change_supersedes_only_their_own_line(http: httpx.Client) -> None:
+    lyon = save(http, "Marco: I live in Lyon")
+    lena = save(http, "Lena: I live in Lyon")
+    paris = save(http, "Marco: I moved to Paris")
+    assert paris["superseded"] == [lyon["memory_id"]]
+    assert http.get(f"/v1/memory/{lena['memory_id']}").json()["status"] == "active"
+
+
+def test_flag_mode_links_without_changing_status(http: httpx.Client) -> None:
+    blue = save(http, "I like a blue theme")
+    black = save(http, "switch my theme to black", conflicts="flag")
+    assert (black["superseded"], black["flagged"]) == ([], [blue["memory_id"]])
+    assert http.get(f"/v1/memory/{blue['memory_id']}").json()["status"] == "active"
+    edges = http.get(f"/v1/memory/{black['memory_id']}/graph").json()["edges_out"]
+    assert [(e["kind"], e["dst"], e["memory"]["status"]) for e in edges] == [
+        ("SUPERSEDES", blue["memory_id"], "active")
+    ]
+    assert {hit["memory_id"] for hit in recall(http, "theme colour")} >= {blue["memory_id"], black["memory_id"]}
+
+
+def test_off_mode_per_save_and_per_batch_judges_nothing(http: httpx.Client) -> None:
+    lyon = save(http, "I live in Lyon")
+    paris = save(http, "I moved to Paris", conflicts="off")
+    assert (paris["superseded"], paris["flagged"], paris["contradicted"]) == ([], [], [])
+    batch = http.post(
+        "/v1/memory/save_batch", json={"conflicts": "off", "memories": [{"content": "I moved to Rome"}]}
+    ).json()
+    assert batch["results"][0]["superseded"] == []
+    assert http.get(f"/v1/memory/{lyon['memory_id']}").json()["status"] == "active"
+    bad = http.post("/v1/memory/save", json={"content": "I moved to Oslo", "conflicts": "sometimes"})
+    assert bad.status_code == 422 and "conflicts" in bad.text
+
+
+def test_a_replacement_between_memories_far_apart_in_meaning_is_not_taken(http: httpx.Client) -> None:
+    # The rules read "I live in Lyon" in the last clause; the embedder finds the two texts unrelated.
+    noise = save(
+        http, "Our team spent the afternoon debugging a memory leak in the Kubernetes operator. I live in Lyon."
+    )
+    paris = save(http, "I moved to Paris")
+    assert paris["superseded"] == []
+    assert http.get(f"/v1/memory/{noise['memory_id']}").json()["status"] == "active"
+
+
+@pytest.fixture
+def configured(server_factory: Callable[..., LiveServer], minilm: Embedder) -> Iterator[httpx.Client]:
+    live = server_factory(minilm, conflicts={"namespaces": {"transcripts:*": "flag", "raw": "off"}})
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        yield client
+
+
+def test_a_namespace_configured_to_flag_or_off_never_supersedes(configured: httpx.Client) -> None:
+    homes: dict[str, list[str]] = {}
+    for namespace, kind in (("transcripts:42", "flagged"), ("raw", None), ("default", "superseded")):
+        lyon = save(configured, "I live in Lyon", namespace=namespace)
+        paris = save(configured, "I moved to Paris", namespace=namespace)
+        linked = {key: paris[key] for key in ("superseded", "flagged") if paris[key]}
+        assert linked == ({kind: [lyon["memory_id"]]} if kind else {}), namespace
+        homes[namespace] = [lyon["memory_id"], paris["memory_id"]]
+    # A save may still ask for supersession in a namespace configured to flag.
+    rome = save(configured, "I moved to Rome", namespace="transcripts:42", conflicts="supersede")
+    assert sorted(rome["superseded"]) == sorted(homes["transcripts:42"])
