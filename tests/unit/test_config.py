@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,32 @@ def test_configuration_is_frozen() -> None:
         config.scoring.half_life_days["task"] = 1  # type: ignore[index]
     with pytest.raises(TypeError):
         config.scoring.initial_by_source["user_input"] = 1.0  # type: ignore[index]
+
+
+def test_conflict_modes_by_default_per_namespace_and_from_the_environment(tmp_path: Path) -> None:
+    assert load_config(env={}).conflicts.mode_for("anything") == "supersede"
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[conflicts]\nmode = "flag"\nmin_similarity = 0.3\n'
+        '[conflicts.namespaces]\n"chat:*" = "off"\n"chat:vip" = "supersede"\n'
+    )
+    conflicts = load_config(path, env={}).conflicts
+    assert (conflicts.min_similarity, conflicts.mode_for("other")) == (0.3, "flag")
+    assert (conflicts.mode_for("chat:1"), conflicts.mode_for("chat:vip")) == ("off", "supersede")
+    assert load_config(env={"TWINMEM_CONFLICTS__MODE": "off"}).conflicts.mode == "off"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[conflicts]\nmode = "sometimes"', "mode must be one of off, flag, supersede"),
+        ("[conflicts]\nmin_similarity = 1.5", "min_similarity must be within 0..1"),
+        ("[conflicts]\nthreshold = 0.2", "unknown key 'threshold' in [conflicts]"),
+        ('[conflicts.namespaces]\n"chat:*" = "hide"', 'namespaces] "chat:*" must be one of'),
+    ],
+)
+def test_bad_conflict_settings_are_refused(tmp_path: Path, toml: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(path, env={})
