@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.chatlogs import load_labels
 from benchmarks.conflicts import load, predict, scores
 from engine.conflicts import Judgement, Statement, Verdict, detect, judge
 
@@ -208,3 +209,12 @@ def test_a_generic_attribute_replaces_only_when_its_holder_says_it_changed() -> 
     )
     assert verdict("Deadline: Friday", "Deadline: Monday") is Verdict.UNRELATED
     assert verdict("Deadline: Friday", "Deadline: Monday", old_key="deadline", new_key="deadline") is Verdict.REPLACE
+
+
+def test_no_hand_labelled_pair_of_real_dialogue_lines_is_a_replacement() -> None:
+    """100 pairs of MADial-Bench lines the earlier rules superseded, each labelled by hand."""
+    pairs = load_labels()
+    assert len(pairs) == 100
+    replaced = [(old, new) for (old, new), label in pairs.items() if verdict(old, new) is Verdict.REPLACE]
+    assert all(label == "not_replace" for label in pairs.values())
+    assert replaced == []
