@@ -215,7 +215,14 @@ class Outcome:
     quarantined_user: Counter[str] = field(default_factory=Counter)
     # Active assistant turns the read guard leaves out of every recall.
     read_hidden: Counter[str] = field(default_factory=Counter)
+    # Turns saved as a repeat of an earlier memory (write-time dedup), and what a
+    # consolidation run (dry run, at the question's date) would archive and merge.
+    turns: Counter[str] = field(default_factory=Counter)
+    archived: Counter[str] = field(default_factory=Counter)
+    merged: Counter[str] = field(default_factory=Counter)
     pairs: list[dict[str, str]] = field(default_factory=list)
+    # Turns folded into an earlier memory that says nearly the same (not the same digest).
+    folded: list[tuple[str, str]] = field(default_factory=list)
     quarantined_texts: list[str] = field(default_factory=list)
     recall: dict[int, list[float]] = field(default_factory=lambda: {5: [], 10: []})
     seconds: float = 0.0
@@ -252,6 +259,9 @@ def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool)
                     if turn.evidence:
                         evidence.add(memory_id)
                     outcome.memories[talk.dataset] += result.created
+                    if result.deduplicated_by == "similar":
+                        outcome.folded.append((result.memory.content, turn.text))
+                    outcome.turns[talk.dataset] += 1
                     outcome.assistant_turns[talk.dataset] += turn.assistant
                     if result.created and result.memory.status is Status.ACTIVE and guard.check_read(result.memory):
                         outcome.read_hidden[talk.dataset] += 1
@@ -265,8 +275,11 @@ def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool)
                             {"kind": kind, "dataset": talk.dataset, "old": texts[old], "new": turn.text} for old in ids
                         ]
                     outcome.contradicted[talk.dataset] += len(result.contradicted)
+            clock.now = talk.asked_at or clock.now
+            plan = service.consolidator.run(talk.namespace, dry_run=True)
+            outcome.archived[talk.dataset] += plan.archived
+            outcome.merged[talk.dataset] += plan.merged_sources
             if quality and evidence and talk.asked_at is not None:
-                clock.now = talk.asked_at
                 hits = service.recall(talk.question, namespaces=[talk.namespace], top_k=10, reinforce=False).hits
                 found = [hit.memory.memory_id for hit in hits]
                 for k in outcome.recall:
@@ -381,6 +394,9 @@ def report(outcomes: list[Outcome], labels: dict[tuple[str, str], str], unlabell
             "quarantined_assistant": dict(outcome.quarantined_assistant),
             "quarantined_user": dict(outcome.quarantined_user),
             "read_hidden": dict(outcome.read_hidden),
+            "turns": dict(outcome.turns),
+            "deduplicated": {key: outcome.turns[key] - outcome.memories[key] for key in outcome.turns},
+            "consolidation_dry_run": {"archived": dict(outcome.archived), "merged_sources": dict(outcome.merged)},
             "pairs": len(outcome.pairs),
             "labelled_pairs": known,
             "labelled_right": right,
@@ -391,6 +407,13 @@ def report(outcomes: list[Outcome], labels: dict[tuple[str, str], str], unlabell
             print(
                 f"\n{outcome.mode}: {len(outcome.pairs)} pairs linked, {known} of them hand-labelled, "
                 f"precision {right}/{known}" + (f" = {right / known:.3f}" if known else "")
+            )
+        if outcome.turns:
+            print(
+                f"{outcome.mode}: write-time dedup folded "
+                f"{ {key: outcome.turns[key] - outcome.memories[key] for key in outcome.turns} } turns into earlier "
+                f"memories; a consolidation (dry run) would archive {dict(outcome.archived)} and merge "
+                f"{dict(outcome.merged)} memories"
             )
         if outcome.recall[5]:
             entry["recall"] = {f"@{k}": round(statistics.fmean(v), 4) for k, v in outcome.recall.items()}
@@ -411,6 +434,7 @@ def main() -> int:
     parser.add_argument("--quality", action="store_true", help="also LongMemEval turn recall in each mode")
     parser.add_argument("--unlabelled", action="store_true", help="print every linked pair without a hand label")
     parser.add_argument("--quarantined", action="store_true", help="print every quarantined turn")
+    parser.add_argument("--folded", action="store_true", help="print every turn folded into a near-duplicate")
     parser.add_argument("--rules-only", action="store_true", help="the pure rules over every pair, no model")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
@@ -426,6 +450,10 @@ def main() -> int:
         print(f"{mode}: ingested in {outcome.seconds:.0f} s", file=sys.stderr)
         outcomes.append(outcome)
     summary = report(outcomes, load_labels(), args.unlabelled)
+    if args.folded:
+        for outcome in outcomes:
+            for kept, folded in outcome.folded:
+                print(f"{outcome.mode}\tfolded\t{folded[:200]!r}\tinto\t{kept[:200]!r}")
     if args.quarantined:
         for outcome in outcomes:
             for text in outcome.quarantined_texts:

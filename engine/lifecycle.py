@@ -14,9 +14,10 @@ The rules (DESIGN.md, thresholds in the config):
   history, and ``restore`` makes them active again.
 * **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
   record, its versions, vectors and edges go for good.
-* **merge** active near-duplicates — cosine ≥ ``merge_cosine``, same category and
-  audience (``same_audience``: visibility, and the writer of private ones), at least
-  one shared entity — into one new memory whose content keeps
+* **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
+  (``text.word_overlap``), same category and audience (``same_audience``: visibility,
+  and the writer of private ones), at least one shared entity — into one new memory
+  whose content keeps
   every source's text (each distinct text once, one per line), with the earliest
   ``created_at``, the summed ``access_count``, the union of entities, and the
   strongest source's current score. Each source gets a ``MERGED_INTO`` edge to it
@@ -59,6 +60,7 @@ from engine.records import (
     same_audience,
 )
 from engine.scoring import current_score, decayed_base
+from engine.text import MERGE_MIN_OVERLAP, word_overlap
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -280,7 +282,9 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             if candidate.memory.category != seed.memory.category or not same_audience(candidate.memory, seed.memory):
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
-            if cosine >= policy.merge_cosine:
+            if cosine >= policy.merge_cosine and (
+                word_overlap(seed.memory.content, candidate.memory.content) >= MERGE_MIN_OVERLAP
+            ):
                 partners.append((other, cosine))
         if not partners:
             continue

@@ -764,7 +764,8 @@ class MemoryService:
         now: datetime,
         scope: Scope | None,
     ) -> tuple[Memory, float] | None:
-        """An active memory of ``memory``'s audience with cosine ≥ threshold and overlapping entities."""
+        """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
+        and mostly the same words (``text.word_overlap``)."""
         threshold = self.config.dedup_cosine
         keys = entity_keys(memory.entities)
         pairs = [(other, float(np.dot(vec, vector))) for _, other, vec in fresh if same_audience(other, memory)]
@@ -775,7 +776,8 @@ class MemoryService:
             if similarity < threshold:
                 break
             other = entity_keys(candidate.entities)
-            if (not keys and not other) or keys & other:
+            same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
+            if same_words and ((not keys and not other) or keys & other):
                 return candidate, similarity
         return None
 

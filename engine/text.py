@@ -52,6 +52,23 @@ def terms(text: str) -> list[str]:
     return found
 
 
+# Near-duplicates say the same thing in mostly the same words. The embedder alone cannot
+# tell: MiniLM reads most Chinese characters as one unknown token, so any two Chinese
+# lines score a cosine near 1 with it. Folding a save into an older memory at write time
+# keeps only the older text, so it asks for more shared words than a consolidation merge,
+# which keeps both texts (values measured on MADial-Bench, benchmarks/chatlogs.py --folded).
+DEDUP_MIN_OVERLAP = 0.6
+MERGE_MIN_OVERLAP = 0.4
+
+
+def word_overlap(a: str, b: str) -> float:
+    """The Jaccard similarity of the two texts' search terms (0 when either has none)."""
+    left, right = set(terms(a)), set(terms(b))
+    if not left or not right:
+        return 0.0
+    return len(left & right) / len(left | right)
+
+
 def _latin_terms(text: str) -> list[str]:
     words = [w for w in _WORD.findall(text) if w not in ENGLISH_STOP_WORDS]
     with _LOCK:  # the Snowball stemmer object is not thread-safe

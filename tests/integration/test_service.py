@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -16,6 +17,7 @@ import pytest
 from engine.adapters import DB_FILE, INDEX_DIR
 from engine.config import load_config
 from engine.errors import InvalidInput, MemoryNotFound, StoreError
+from engine.ports import Vector
 from engine.records import (
     Memory,
     MemoryDraft,
@@ -27,6 +29,7 @@ from engine.records import (
     new_memory_id,
 )
 from engine.service import MemoryService
+from tests.conftest import HashingEmbedder
 
 OpenService = Callable[..., MemoryService]
 NS = "user-1"
@@ -125,6 +128,25 @@ def test_shared_entities_without_close_content_is_a_new_memory(service: MemorySe
     assert _cosine(service, NEAR_A, other) < 0.95
     service.save(draft(NEAR_A, entities=("Alice",)))
     assert service.save(draft(other, entities=("Alice",))).created
+
+
+class BlindToChinese(HashingEmbedder):
+    """Like MiniLM, reads every Chinese character as the same unknown token."""
+
+    def _vector(self, text: str) -> Vector:
+        return super()._vector(re.sub(r"[\u4e00-\u9fff]", "", text) + " unk")
+
+
+def test_a_close_vector_with_other_words_is_not_a_duplicate(open_svc: OpenService) -> None:
+    service = open_svc(embedder=BlindToChinese())
+    roast = service.save(draft("Lisa: 今天晚饭有我的最爱，烤鸡！", entities=("Lisa",)))
+    pizza = service.save(draft("Lisa: 今天晚饭吃什么呢？我想吃披萨！", entities=("Lisa",)))
+    assert (
+        service.embedder.embed_query(roast.memory.content) @ service.embedder.embed_query(pizza.memory.content) > 0.99
+    )
+    assert roast.created and pizza.created
+    again = service.save(draft("Lisa: 今天晚饭吃什么呢？我好想吃披萨！", entities=("Lisa",)))
+    assert (again.created, again.deduplicated_by, again.memory.memory_id) == (False, "similar", pizza.memory.memory_id)
 
 
 def test_batch_save_deduplicates_within_the_batch(service: MemoryService) -> None:
