@@ -107,6 +107,28 @@ def server(tmp_path: Path, minilm: Embedder, store_config: dict[str, Any]) -> It
 
 
 @pytest.fixture
+def http(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
+def save(http: httpx.Client, content: str, **fields: Any) -> dict[str, Any]:
+    """Save one memory that must be new (201); the response body."""
+    response = http.post("/v1/memory/save", json={"content": content, **fields})
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def recall(http: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]]:
+    """The memories a recall returns (200)."""
+    response = http.post("/v1/memory/recall", json={"query": query, **fields})
+    assert response.status_code == 200, response.text
+    memories: list[dict[str, Any]] = response.json()["memories"]
+    return memories
+
+
+@pytest.fixture
 def client(server: LiveServer) -> Iterator[TwinmemClient]:
     with TwinmemClient(server.url) as api:
         yield api

@@ -4,13 +4,12 @@ check, over real HTTP with the real MiniLM model."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from engine.ports import Embedder
-from tests.api.conftest import LiveServer
+from tests.api.conftest import LiveServer, recall, save
 
 pytestmark = pytest.mark.slow
 
@@ -38,26 +37,6 @@ CHINESE = [
     ("Lisa：我觉得数学最难，总是记不住那些公式。", "user_input"),
     ("Lisa：每次碰到这样的事情，我都会控制不住地心跳加速。", "user_input"),
 ]
-
-
-@pytest.fixture
-def http(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=60) as client:
-        yield client
-
-
-def save(http: httpx.Client, content: str, **fields: Any) -> dict[str, Any]:
-    response = http.post("/v1/memory/save", json={"content": content, **fields})
-    assert response.status_code == 201, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def recall(http: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]]:
-    response = http.post("/v1/memory/recall", json={"query": query, **fields})
-    assert response.status_code == 200, response.text
-    memories: list[dict[str, Any]] = response.json()["memories"]
-    return memories
 
 
 @pytest.mark.parametrize("transcript", [ENGLISH, CHINESE], ids=["english", "chinese"])

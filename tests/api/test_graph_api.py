@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import httpx
 import pytest
 
 from engine.ports import Embedder
-from tests.api.conftest import LiveServer
+from tests.api.conftest import LiveServer, recall, save
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def http(server: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=60) as client:
-        yield client
-
-
-def save(http: httpx.Client, content: str, **fields: Any) -> dict[str, Any]:
-    response = http.post("/v1/memory/save", json={"content": content, **fields})
-    assert response.status_code == 201, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def recall(http: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]]:
-    response = http.post("/v1/memory/recall", json={"query": query, **fields})
-    assert response.status_code == 200, response.text
-    memories: list[dict[str, Any]] = response.json()["memories"]
-    return memories
 
 
 def test_a_replacing_save_supersedes_the_older_memory_and_keeps_its_history(http: httpx.Client) -> None:
