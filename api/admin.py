@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from litestar import Controller, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
-from pydantic import Field
+from pydantic import Field, Strict
 
 from api import schemas
 from api.auth import Caller
@@ -74,7 +74,9 @@ def check_source(kind: str, value: str) -> tuple[BlockKind, str]:
 
 
 class BlockIn(schemas._Request):
-    kind: BlockKind = Field(description="'agent' (a memory's actor, a token's agent) or 'session' (its session_id).")
+    kind: Annotated[BlockKind, Strict(False)] = Field(
+        description="'agent' (a memory's actor, a token's agent) or 'session' (its session_id)."
+    )
     value: str = Field(description="The agent's name or the session's id, exactly as its memories carry it.")
     reason: str | None = Field(default=None, max_length=1000, description="Why, for the admins who review it.")
 
@@ -220,5 +222,6 @@ class AdminController(Controller):
         access.require_admin()
         if since is not None and since.tzinfo is None:
             since = since.replace(tzinfo=UTC)
+        since = schemas.query_time(since, "since")
         query = AuditQuery(actor=actor, action=action, namespace=namespace, since=since, limit=limit)
         return {"entries": [audit_out(row) for row in _security(state).audit(query)]}

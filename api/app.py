@@ -20,7 +20,7 @@ from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 from api.admin import AdminController
 from api.auth import AuditMiddleware, authenticate, provide_access
 from api.controllers import HealthController, MemoryController
-from api.errors import EXCEPTION_HANDLERS
+from api.errors import EXCEPTION_HANDLERS, TwinmemRequest
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from api.portability import PortabilityController
@@ -71,6 +71,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
         dependencies={"access": Provide(provide_access, sync_to_thread=False)},
         state=State({"config": config}),
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        request_class=TwinmemRequest,
         request_max_body_size=config.server.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="twinmem",

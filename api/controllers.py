@@ -118,8 +118,8 @@ class MemoryController(Controller):
             category=category,
             source=source,
             status=status,
-            created_after=created_after,
-            created_before=created_before,
+            created_after=schemas.query_time(created_after, "created_after"),
+            created_before=schemas.query_time(created_before, "created_before"),
             session_id=session_id,
         ).to_filter()
         page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor, scope=scope)

@@ -1,17 +1,22 @@
 """One table maps engine errors to HTTP statuses; every error body is JSON with a message.
 
 Body shape: ``{"status_code": 422, "detail": "what was wrong", "field": "...", "extra": ...}``.
+A 5xx body also names the request's id (``request_id``, as in the ``X-Request-Id``
+header), and the log holds the traceback under the same id: an unexpected failure
+is never silent, and a client's report of it can be matched to the log line.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
+from api.auth import AUDIT_KEY
 from engine.errors import (
     BackendError,
     ConfigError,
@@ -49,6 +54,25 @@ def _body(status: int, detail: str, **more: Any) -> dict[str, Any]:
     return {"status_code": status, "detail": detail, **{k: v for k, v in more.items() if v is not None}}
 
 
+def request_id(request: Request[Any, Any, Any]) -> tuple[str, bool]:
+    """The id the audit middleware gave this request, which it sends as ``X-Request-Id``
+    (then True); else, for a request that never reached it, a fresh one (False)."""
+    state: dict[str, Any] = request.scope.setdefault("state", {})
+    found = getattr(state.get(AUDIT_KEY), "request_id", None)
+    if isinstance(found, str):
+        return found, True
+    made: str = state.setdefault("twinmem_request_id", uuid.uuid4().hex)
+    return made, False
+
+
+def _failed(request: Request[Any, Any, Any], status: int, detail: str, exc: BaseException) -> Response[dict[str, Any]]:
+    """A 5xx: logged with its traceback and the request id, which the answer carries too."""
+    rid, sent = request_id(request)
+    log.error("%s %s failed (request id %s): %s", request.method, request.url.path, rid, exc, exc_info=exc)
+    headers = {} if sent else {"X-Request-Id": rid}
+    return Response(_body(status, detail, request_id=rid), status_code=status, headers=headers)
+
+
 def engine_error(request: Request[Any, Any, Any], exc: TwinmemError) -> Response[dict[str, Any]]:
     status = status_for(exc)
     if status == 401:
@@ -57,9 +81,15 @@ def engine_error(request: Request[Any, Any, Any], exc: TwinmemError) -> Response
         )
         return response
     if status >= 500:
-        log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+        return _failed(request, status, str(exc), exc)
     body = _body(status, str(exc), field=getattr(exc, "field", None), reasons=getattr(exc, "reasons", None))
     return Response(body, status_code=status)
+
+
+def unexpected_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """Anything no other handler claims is a bug: 500, logged with its traceback."""
+    rid, _ = request_id(request)
+    return _failed(request, HTTP_500_INTERNAL_SERVER_ERROR, f"internal error (request id {rid})", exc)
 
 
 def validation_error(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
@@ -73,7 +103,9 @@ def validation_error(request: Request[Any, Any, Any], exc: ValidationException) 
 
 
 def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
-    return Response(_body(exc.status_code, exc.detail), status_code=exc.status_code)
+    if exc.status_code >= 500:
+        return _failed(request, exc.status_code, exc.detail, exc)
+    return Response(_body(exc.status_code, exc.detail), status_code=exc.status_code, headers=exc.headers)
 
 
 def _describe(item: Any) -> str:
@@ -83,8 +115,20 @@ def _describe(item: Any) -> str:
     return str(item)
 
 
+class TwinmemRequest(Request[Any, Any, Any]):
+    """Litestar's request, with a JSON body nested too deeply to decode refused with 400
+    (msgspec raises ``RecursionError`` for it, which would otherwise be a 500)."""
+
+    async def json(self) -> Any:
+        try:
+            return await super().json()
+        except RecursionError as exc:
+            raise ClientException("the JSON body is nested too deeply to read") from exc
+
+
 EXCEPTION_HANDLERS = {
     TwinmemError: engine_error,
     ValidationException: validation_error,
     HTTPException: http_error,
+    Exception: unexpected_error,
 }

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
-from engine.codec import memory_to_dict, to_iso
+from engine.codec import as_utc, memory_to_dict, to_iso
+from engine.errors import InvalidInput
 from engine.records import (
     DEFAULT_NAMESPACE,
     JsonScalar,
@@ -30,18 +31,41 @@ from engine.service import Neighbourhood, RecallResult, SaveResult
 
 
 def _utc(moment: datetime | None) -> datetime | None:
-    if moment is not None and moment.tzinfo is None:
+    """A time on the wire, in UTC; one without a timezone, or whose offset carries it
+    outside the years 1..9999 once converted to UTC, is refused (422)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
         raise ValueError("timestamps must carry a timezone, e.g. 2026-01-31T09:00:00Z")
-    return moment
+    return as_utc(moment)
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+def query_time(moment: datetime | None, name: str) -> datetime | None:
+    """A time given as a query parameter, checked as ``UtcDatetime`` checks a body's."""
+    try:
+        return _utc(moment)
+    except ValueError as exc:
+        raise InvalidInput(f"{name}: {exc}", field=name) from exc
+
+
+# Requests are validated strictly (``true`` is not 1, ``"yes"`` is not a boolean, a number is
+# not a string); times and enumerations arrive as JSON strings, so those alone are read laxly.
+UtcDatetime = Annotated[datetime, Strict(False), AfterValidator(_utc)]
+SourceIn = Annotated[Source, Strict(False)]
+StatusIn = Annotated[Status, Strict(False)]
+VisibilityIn = Annotated[Visibility, Strict(False)]
 ConflictMode = Literal["off", "flag", "supersede"]
 Namespace = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@\-]+$")]
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *, strict: bool | None = None, **options: Any) -> Self:
+        # Litestar validates bodies with ``strict=False``, which would override the config
+        # above and every field's own strictness: the model's config decides instead.
+        return super().model_validate(obj, **options)
 
 
 class MemoryIn(_Request):
@@ -50,11 +74,11 @@ class MemoryIn(_Request):
     category: str = "fact"
     base_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Defaults by source.")
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    source: Source = Source.USER_INPUT
+    source: SourceIn = Source.USER_INPUT
     entities: list[str] = Field(default_factory=list)
     actor: str | None = Field(default=None, max_length=200)
     session_id: str | None = Field(default=None, max_length=200)
-    visibility: Visibility = Visibility.SHARED
+    visibility: VisibilityIn = Visibility.SHARED
     expire_at: UtcDatetime | None = None
     key: str | None = Field(default=None, max_length=200)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -100,12 +124,12 @@ class MemoryPatchIn(_Request):
     entities: list[str] | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     base_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    visibility: Visibility | None = None
+    visibility: VisibilityIn | None = None
     expire_at: UtcDatetime | None = None
     clear_expire_at: bool = False
     key: str | None = None
     metadata: dict[str, Any] | None = None
-    status: Status | None = None
+    status: StatusIn | None = None
     reason: str = Field(default="updated", max_length=500)
 
     def patch(self) -> MemoryPatch:
@@ -132,8 +156,8 @@ def _many(value: Any) -> tuple[Any, ...]:
 
 class FilterIn(_Request):
     category: str | list[str] | None = None
-    source: Source | list[Source] | None = None
-    status: Status | list[Status] | None = Field(default=None, description="Default: active only.")
+    source: SourceIn | list[SourceIn] | None = None
+    status: StatusIn | list[StatusIn] | None = Field(default=None, description="Default: active only.")
     created_after: UtcDatetime | None = None
     created_before: UtcDatetime | None = None
     session_id: str | None = None

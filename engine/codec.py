@@ -12,6 +12,17 @@ from typing import Any
 from engine.records import Memory, Source, Status, Visibility
 
 
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC. ``ValueError`` (never ``OverflowError``) when it has no timezone, or
+    when its offset carries it outside the years 1..9999 (``9999-12-31T23:59:59-23:59``)."""
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment.isoformat()} has no timezone; twinmem keeps every time in UTC")
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError(f"{moment.isoformat()} is out of range once converted to UTC") from exc
+
+
 def to_iso(moment: datetime) -> str:
     """UTC, microseconds, fixed width: such strings sort in time order."""
     if moment.tzinfo is None:
@@ -20,10 +31,12 @@ def to_iso(moment: datetime) -> str:
 
 
 def from_iso(text: str) -> datetime:
+    """An ISO 8601 time in UTC (a time without a zone is read as UTC); ``ValueError`` when
+    it does not parse or falls outside the years 1..9999 in UTC."""
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    return as_utc(moment)
 
 
 def memory_to_dict(memory: Memory) -> dict[str, Any]:

@@ -166,6 +166,8 @@ class LimitsConfig:
     max_batch: int = 500
     max_entities: int = 64
     max_metadata_bytes: int = 16384
+    # How deeply a memory's metadata may nest objects and lists ({"a": {"b": 1}} is 2).
+    max_metadata_depth: int = 32
 
 
 GUARD_PII_ACTIONS = ("reject", "redact", "allow")

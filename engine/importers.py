@@ -152,18 +152,32 @@ def _when(value: Any, what: str) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        return _from_seconds(value, what)
     if isinstance(value, str):
         text = value.strip()
         try:
-            return datetime.fromtimestamp(float(text), UTC)
+            seconds = float(text)
         except ValueError:
             pass
+        else:
+            return _from_seconds(seconds, what)
         try:
             return from_iso(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-        except ValueError:
-            pass
+        except ValueError as exc:
+            if "out of range" in str(exc):
+                raise ValueError(f"{what} {value!r}: {exc}") from exc
     raise ValueError(f"{what} {value!r} is neither an ISO 8601 time nor Unix seconds")
+
+
+def _from_seconds(seconds: float, what: str) -> datetime:
+    """Unix seconds as a UTC time; ``ValueError`` for NaN, infinities and times outside the
+    years 1..9999 (``1e18``, ``1e300``), which ``fromtimestamp`` reports in three ways."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise ValueError(
+            f"{what} {seconds!r} is not a time twinmem can keep (Unix seconds within the years 1..9999)"
+        ) from exc
 
 
 # --- mem0 ------------------------------------------------------------------------------
@@ -290,7 +304,7 @@ def read_table(
     namespace: str,
     now: datetime,
 ) -> Foreign:
-    text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+    text = _utf8(raw) if isinstance(raw, bytes) else raw
     rows: Iterator[tuple[int, Any]]
     if kind == "csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -311,9 +325,22 @@ def read_table(
             continue
         try:
             entries.append(_table_entry(build, line, row, mapping, kind))
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             entries.append(Entry(line, error=str(exc)))
     return Foreign(entries, [])
+
+
+def _utf8(raw: bytes) -> str:
+    """The file as text; a file that is not UTF-8 is refused, naming the first bad line."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(
+            f"line {line} is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+            "save the file as UTF-8 and import it again",
+            field="body",
+        ) from exc
 
 
 def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:
@@ -324,6 +351,8 @@ def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             yield number, ValueError(f"not JSON ({exc.msg} at column {exc.colno})")
+        except RecursionError:
+            yield number, ValueError("JSON nested too deeply to read")
 
 
 def _table_entry(build: _Builder, line: int, row: dict[str, Any], mapping: Mapping[str, str], kind: str) -> Entry:
@@ -350,8 +379,13 @@ def _table_entry(build: _Builder, line: int, row: dict[str, Any], mapping: Mappi
         fields["visibility"] = Visibility(str(value("visibility")))
     entities = value("entities")
     if entities is not None:
-        names = entities if isinstance(entities, list) else str(entities).split(";")
-        fields["entities"] = tuple(str(name).strip() for name in names if str(name).strip())
+        if isinstance(entities, str):
+            names = entities.split(";")
+        elif isinstance(entities, list) and all(isinstance(name, str) for name in entities):
+            names = entities
+        else:
+            raise ValueError(f"entities must be a list of names or one string of names split by ';', got {entities!r}")
+        fields["entities"] = tuple(name.strip() for name in names if name.strip())
     fields["expire_at"] = _when(value("expire_at"), "expire_at")
     fields["metadata"] = {column: got for column, got in row.items() if column not in used and column is not None}
     given_id = value("memory_id")
@@ -375,6 +409,8 @@ def _json_document(raw: bytes | str) -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"the file is not one JSON document: {exc}", field="body") from exc
+    except RecursionError as exc:
+        raise InvalidInput("the file's JSON is nested too deeply to read", field="body") from exc
 
 
 # --- one entry point for every format ---------------------------------------------------------

@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 
 from engine import guard as guards
-from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine import limits
+from engine.codec import as_utc, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import GuardRejected, InvalidInput
 from engine.ports import Edge, ImportedRecord, Vector
 from engine.records import Memory, MemoryFilter, Scope, Status, Version, sight_of, utcnow
@@ -345,6 +346,10 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
             memories += header_seen  # most likely a damaged memory line: no second error from the end count
             yield Entry(number, error=f"not JSON ({exc.msg} at column {exc.colno})")
             continue
+        except RecursionError:
+            memories += header_seen
+            yield Entry(number, error="JSON nested too deeply to read")
+            continue
         kind = item.get("kind") if isinstance(item, dict) else None
         if not header_seen:
             header_seen = True
@@ -580,7 +585,7 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
             raise ValueError(f"{where}.{name} must be an integer ≥ {least}, got {value!r}")
     try:
         memory = memory_from_dict(data)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{where}: {exc}") from exc
     if not NAMESPACE_PATTERN.fullmatch(memory.namespace):
         raise ValueError(f"{where}.namespace {memory.namespace!r} must be 1-128 letters, digits or _ . : @ -")
@@ -597,6 +602,9 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
         )
     if len(memory.entities) > config.limits.max_entities:
         raise ValueError(f"{where}.entities: at most {config.limits.max_entities} are allowed")
+    problem = limits.metadata_problem(memory.metadata, config.limits)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
     size = len(json.dumps(memory.metadata, ensure_ascii=False))
     if size > config.limits.max_metadata_bytes:
         raise ValueError(f"{where}.metadata is {size} bytes as JSON, at most {config.limits.max_metadata_bytes}")
@@ -627,9 +635,10 @@ def _time(value: Any, where: str) -> datetime:
         moment = datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(f"{where} {value!r} is not an ISO 8601 time") from exc
-    if moment.tzinfo is None:
-        raise ValueError(f"{where} {value!r} has no timezone; twinmem keeps every time in UTC")
-    return from_iso(value)
+    try:
+        return as_utc(moment)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from exc
 
 
 def is_memory_id(text: str) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import conflicts, scoring, text
+from engine import conflicts, limits, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
@@ -973,6 +973,9 @@ class MemoryService:
             raise InvalidInput("an entity name holds at most 200 characters", field=field)
 
     def _check_metadata(self, metadata: object, field: str) -> None:
+        problem = limits.metadata_problem(metadata, self.config.limits)
+        if problem:
+            raise InvalidInput(problem, field=field)
         size = len(json.dumps(metadata, ensure_ascii=False, default=str))
         if size > self.config.limits.max_metadata_bytes:
             raise InvalidInput(
@@ -1001,6 +1004,12 @@ class MemoryService:
             if value is not None and not isinstance(value, str | int | float | bool):
                 raise InvalidInput(
                     f"metadata filter value of {key!r} must be a string, number, boolean or null",
+                    field="filter.metadata",
+                )
+            if not limits.fits_int64(value):
+                raise InvalidInput(
+                    f"metadata filter value of {key!r} is an integer outside 64 bits "
+                    f"({limits.INT64_MIN}..{limits.INT64_MAX})",
                     field="filter.metadata",
                 )
         if flt.created_after and flt.created_before and flt.created_after >= flt.created_before:

@@ -1,0 +1,279 @@
+"""Hostile input over real HTTP: every request that once answered 500 now answers 4xx with a
+message saying what was wrong, and leaves what is stored as it was. A real server and a real
+SQLite file; the deterministic embedder (the input, not the model, is under test)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.conftest import LiveServer, start_server
+from tests.conftest import HashingEmbedder
+
+pytestmark = pytest.mark.slow
+
+DEEP_JSON = "[" * 10_000 + "]" * 10_000
+# Offsets that carry a valid local time outside the years 1..9999 once converted to UTC.
+PAST_THE_END = "9999-12-31T23:59:59-23:59"
+BEFORE_THE_START = "0001-01-01T00:00:00+23:59"
+
+
+class ExplodingEmbedder(HashingEmbedder):
+    """Fails like a bug would (a plain RuntimeError) when asked to embed the query "explode"."""
+
+    def embed_query(self, text: str) -> Any:
+        if text == "explode":
+            raise RuntimeError("the embedder exploded")
+        return super().embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    server = start_server(tmp_path_factory.mktemp("hostile") / "data", ExplodingEmbedder())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def http(live: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def kept(http: httpx.Client) -> str:
+    """A memory saved before any hostile request: it must come through every one of them."""
+    saved = http.post("/v1/memory/save", json={"content": "The user keeps bees", "metadata": {"n": 1}})
+    assert saved.status_code == 201, saved.text
+    memory_id: str = saved.json()["memory_id"]
+    return memory_id
+
+
+def _still_there(http: httpx.Client, memory_id: str) -> None:
+    got = http.get(f"/v1/memory/{memory_id}")
+    assert got.status_code == 200, got.text
+    assert got.json()["content"] == "The user keeps bees"
+    assert got.json()["version"] == 1
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def _refused(response: httpx.Response, status: int, *words: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert all(word in body["detail"] for word in words), body["detail"]
+    return body
+
+
+# --- A: JSON nested too deeply to decode --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/memory/save"),
+        ("POST", "/v1/memory/save_batch"),
+        ("POST", "/v1/memory/recall"),
+        ("PATCH", "/v1/memory/00000000-0000-0000-0000-000000000000"),
+        ("POST", "/v1/memory/rollback"),
+    ],
+)
+def test_json_nested_ten_thousand_levels_is_a_400(http: httpx.Client, kept: str, method: str, path: str) -> None:
+    response = http.request(method, path, content=DEEP_JSON, headers={"content-type": "application/json"})
+    _refused(response, 400, "nested too deeply")
+    _still_there(http, kept)
+
+
+def test_an_import_line_nested_too_deeply_is_reported_on_its_line(http: httpx.Client, kept: str) -> None:
+    lines = [json.dumps({"content": "fine"}), DEEP_JSON]
+    response = http.post("/v1/import", params={"format": "jsonl"}, content="\n".join(lines).encode())
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [(e["line"], e["error"]) for e in report["errors"]] == [(2, "JSON nested too deeply to read")]
+    _still_there(http, kept)
+
+
+# --- B: metadata nested too deeply --------------------------------------------------------
+
+
+def test_metadata_nested_five_hundred_levels_is_a_422(http: httpx.Client, kept: str) -> None:
+    body = {"content": "Deep thoughts", "metadata": _nested(500)}
+    _refused(http.post("/v1/memory/save", json=body), 422, "metadata nests deeper than 32")
+    patch = {"metadata": _nested(500)}
+    _refused(http.patch(f"/v1/memory/{kept}", json=patch), 422, "metadata nests deeper than 32")
+    _still_there(http, kept)
+
+
+def test_metadata_within_the_depth_limit_is_kept(http: httpx.Client) -> None:
+    saved = http.post("/v1/memory/save", json={"content": "Shallow enough", "metadata": _nested(31)})
+    assert saved.status_code == 201, saved.text
+    assert saved.json()["memory"]["metadata"] == _nested(31)
+
+
+def test_the_metadata_depth_limit_is_configurable(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "data", HashingEmbedder(), limits={"max_metadata_depth": 2})
+    try:
+        ok = httpx.post(server.url + "/v1/memory/save", json={"content": "two", "metadata": {"a": {"b": 1}}})
+        assert ok.status_code == 201, ok.text
+        deep = httpx.post(server.url + "/v1/memory/save", json={"content": "three", "metadata": _nested(3)})
+        _refused(deep, 422, "deeper than 2")
+    finally:
+        server.stop()
+
+
+# --- C: a time without a zone in a query parameter ---------------------------------------
+
+
+@pytest.mark.parametrize("name", ["created_after", "created_before"])
+def test_a_naive_time_in_the_list_query_is_a_422(http: httpx.Client, name: str) -> None:
+    body = _refused(http.get("/v1/memories", params={name: "2026-01-01T00:00:00"}), 422, "timezone")
+    assert body["field"] == name
+
+
+# --- D: offsets that overflow when converted to UTC ---------------------------------------
+
+
+@pytest.mark.parametrize("moment", [PAST_THE_END, BEFORE_THE_START])
+def test_a_time_out_of_range_in_utc_is_a_422_everywhere(http: httpx.Client, kept: str, moment: str) -> None:
+    cases = [
+        http.post("/v1/memory/save", json={"content": "Expires never", "expire_at": moment}),
+        http.post("/v1/memory/save", json={"content": "Happened once", "created_at": moment}),
+        http.post("/v1/memory/save_batch", json={"memories": [{"content": "Batch", "expire_at": moment}]}),
+        http.patch(f"/v1/memory/{kept}", json={"expire_at": moment}),
+        http.post("/v1/memory/recall", json={"query": "bees", "filter": {"created_after": moment}}),
+        http.get("/v1/memories", params={"created_before": moment}),
+        http.post("/v1/memory/rollback", json={"namespace": "default", "as_of": moment}),
+        http.get("/v1/admin/audit", params={"since": moment}),
+    ]
+    for response in cases:
+        _refused(response, 422, "out of range")
+    _still_there(http, kept)
+
+
+# --- E: a metadata filter value the stores cannot hold -----------------------------------
+
+
+def test_a_metadata_filter_above_int64_is_a_422(http: httpx.Client) -> None:
+    for value in (2**63, -(2**63) - 1, 10**30):
+        body = {"query": "bees", "filter": {"metadata": {"n": value}}}
+        _refused(http.post("/v1/memory/recall", json=body), 422, "64 bits")
+    fine = http.post("/v1/memory/recall", json={"query": "bees", "filter": {"metadata": {"n": 2**63 - 1}}})
+    assert fine.status_code == 200, fine.text
+
+
+# --- F: imports with out-of-range times ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fmt", "data"),
+    [
+        ("jsonl", '{"content": "a", "created_at": 1e300}'),
+        ("jsonl", '{"content": "a", "created_at": 1e18}'),
+        ("jsonl", '{"content": "a", "created_at": Infinity}'),
+        ("jsonl", '{"content": "a", "created_at": NaN}'),
+        ("jsonl", f'{{"content": "a", "expire_at": "{PAST_THE_END}"}}'),
+        ("csv", "content,created_at\na,12345678901234567890\n"),
+        ("mem0", '{"results": [{"id": "m1", "memory": "a", "created_at": "0001-01-01T00:00:00+23:59"}]}'),
+        ("mem0", '{"results": [{"id": "m1", "memory": "a", "created_at": 1e300}]}'),
+    ],
+)
+def test_an_import_time_out_of_range_is_reported_per_line(http: httpx.Client, kept: str, fmt: str, data: str) -> None:
+    response = http.post("/v1/import", params={"format": fmt, "namespace": "imports"}, content=data.encode())
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert len(report["errors"]) == 1 and report["errors"][0]["line"] in (1, 2), report
+    assert "time" in report["errors"][0]["error"] or "range" in report["errors"][0]["error"], report
+    assert http.get("/v1/memories", params={"namespace": "imports"}).json()["memories"] == []
+    _still_there(http, kept)
+
+
+def test_a_twinmem_export_with_a_time_out_of_range_is_reported_on_its_line(http: httpx.Client, kept: str) -> None:
+    exported = http.get("/v1/export", params={"namespace": "default"}).content.splitlines()
+    memory = json.loads(exported[1])
+    memory["memory"]["created_at"] = BEFORE_THE_START
+    lines = [exported[0], json.dumps(memory).encode(), *exported[2:]]
+    response = http.post("/v1/import", params={"namespace": "copy"}, content=b"\n".join(lines))
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [e["line"] for e in report["errors"]] == [2]
+    assert "out of range" in report["errors"][0]["error"]
+    _still_there(http, kept)
+
+
+# --- G: a CSV that is not UTF-8 ------------------------------------------------------------
+
+
+def test_a_csv_that_is_not_utf8_is_a_422_naming_the_line(http: httpx.Client, kept: str) -> None:
+    data = b"content\nfine\n" + "caf\u00e9 in Latin-1\n".encode("latin-1")
+    response = http.post("/v1/import", params={"format": "csv", "namespace": "imports"}, content=data)
+    body = _refused(response, 422, "line 3", "UTF-8")
+    assert body["field"] == "body"
+    _still_there(http, kept)
+
+
+# --- an unexpected failure -----------------------------------------------------------------
+
+
+def test_an_unexpected_error_is_a_500_with_a_request_id_that_the_log_names(
+    http: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="api.errors"):
+        response = http.post("/v1/memory/recall", json={"query": "explode"})
+    assert response.status_code == 500
+    request_id = response.headers["x-request-id"]
+    body = response.json()
+    assert body["request_id"] == request_id and request_id in body["detail"]
+    assert "exploded" not in body["detail"]  # the cause is for the log, not the caller
+    logged = [r for r in caplog.records if request_id in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert "the embedder exploded" in str(logged[0].exc_info[1])
+
+
+# --- wire types are strict -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/memory/save", {"content": "x", "base_score": True}, "base_score"),
+        ("/v1/memory/save", {"content": "x", "importance": "0.5"}, "importance"),
+        ("/v1/memory/save", {"content": 5}, "content"),
+        ("/v1/memory/save", {"content": "x", "entities": [1]}, "entities"),
+        ("/v1/memory/recall", {"query": "bees", "top_k": True}, "top_k"),
+        ("/v1/memory/recall", {"query": "bees", "top_k": "3"}, "top_k"),
+        ("/v1/memory/recall", {"query": "bees", "explain": "yes"}, "explain"),
+        ("/v1/memory/recall", {"query": "bees", "filter": {"include_expired": 1}}, "include_expired"),
+    ],
+)
+def test_wire_types_are_not_coerced(http: httpx.Client, path: str, body: dict[str, Any], field: str) -> None:
+    _refused(http.post(path, json=body), 422, field)
+
+
+def test_strict_types_still_read_times_and_names(http: httpx.Client) -> None:
+    body = {
+        "content": "The user met Ada in Paris",
+        "source": "inference",
+        "visibility": "private",
+        "base_score": 1,
+        "created_at": "2026-01-01T09:00:00+02:00",
+    }
+    saved = http.post("/v1/memory/save", json=body)
+    assert saved.status_code == 201, saved.text
+    memory = saved.json()["memory"]
+    assert (memory["source"], memory["visibility"], memory["base_score"]) == ("inference", "private", 1.0)
+    assert memory["created_at"] == "2026-01-01T07:00:00.000000+00:00"
+
+
+def test_an_import_entities_object_is_refused_in_the_report(http: httpx.Client) -> None:
+    data = json.dumps({"content": "a", "entities": {"a": 1}}).encode()
+    response = http.post("/v1/import", params={"format": "jsonl", "namespace": "imports"}, content=data)
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [e["line"] for e in report["errors"]] == [1] and "entities" in report["errors"][0]["error"]
