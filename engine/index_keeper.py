@@ -7,7 +7,10 @@ moment ago, by this process before a crash, or by another replica sharing the
 store. At start-up it loads the saved index, catches up, and checks the count
 against the store; when the saved index is absent, torn, built for another
 model, ahead of the store's change sequence (a store restored from a backup),
-or disagrees with the store, it rebuilds from the stored vectors.
+or disagrees with the store, it rebuilds from the stored vectors. "Disagrees"
+is checked two ways: the count of live vectors, and a sample of ids whose indexed
+vectors must be the ones the store holds for them (a labels file that maps
+vectors to the wrong memories passes the count, not this).
 
 After a change of embedding model, memories that have no vector of the current
 model yet are not embedded at start-up when the previous model is at hand
@@ -38,6 +41,8 @@ CHANGE_PAGE = 2000
 REBUILD_BATCH = 2048
 # Stored and indexed vectors this close are the same vector (float32 round-off).
 UNCHANGED_COSINE = 1.0 - 1e-5
+# Ids whose indexed vector is compared with the stored one when a saved index is loaded.
+SELF_CHECK_SAMPLE = 64
 
 IndexFactory = Callable[[], VectorIndex]
 # A fresh, empty index for another embedder's vectors (the legacy index).
@@ -89,15 +94,35 @@ class IndexKeeper:
                 self._index = loaded
                 self.catch_up()
                 expected = self._store.count_indexable()
-                if len(loaded) == expected:
-                    return
-                log.warning(
-                    "saved index holds %d vectors, the store %d memories: rebuilding",
-                    len(loaded),
-                    expected,
-                )
+                if len(loaded) != expected:
+                    log.warning(
+                        "saved index holds %d vectors, the store %d memories: rebuilding",
+                        len(loaded),
+                        expected,
+                    )
+                else:
+                    wrong = self._misplaced(loaded)
+                    if not wrong:
+                        return
+                    log.warning(
+                        "saved index maps %d of %d sampled ids to vectors the store does not hold for them"
+                        " (first: %s): rebuilding",
+                        len(wrong),
+                        min(SELF_CHECK_SAMPLE, len(loaded)),
+                        wrong[0],
+                    )
             self.rebuild()
             self.rebuilt_at_start = True
+
+    def _misplaced(self, index: VectorIndex) -> list[str]:
+        """Sampled ids whose indexed vector is not the store's vector for them."""
+        ids = index.sample(SELF_CHECK_SAMPLE)
+        stored = self._store.vectors(ids, self._embedder.name)
+        return [
+            memory_id
+            for memory_id in ids
+            if memory_id not in stored or not _indexed_as(index, memory_id, stored[memory_id])
+        ]
 
     def is_current(self) -> bool:
         return self.index.applied_seq >= self._store.last_seq()

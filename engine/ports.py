@@ -122,6 +122,11 @@ class VectorIndex(Protocol):
         """Exact cosine similarity of ``vector`` to each present id (absent ids skipped)."""
         ...
 
+    def sample(self, n: int) -> list[str]:
+        """Up to ``n`` present ids, spread over the index (the start-up self-check reads
+        their vectors back from the store)."""
+        ...
+
     def save(self, directory: Path) -> None:
         """Persist atomically enough that a torn save is detected on load, never served."""
         ...

@@ -9,16 +9,26 @@ hnswlib's quirks stay in here:
 * capacity is fixed at creation; the index grows by doubling when full;
 * labels are integers; the label → memory-id map is kept here and saved as a
   plain ``.npy`` of strings (no pickle);
-* replacing a vector marks the old label deleted and adds a new one.
+* replacing a vector marks the old label deleted and adds a new one;
+* ``knn_query`` raises ("Cannot return the results in a contiguous 2D array")
+  when deleted elements leave it fewer than ``k`` reachable results, even though
+  ``k`` live ids exist: the search is retried with a wider ``ef``, then answered
+  by an exact scan of the live vectors, so it never fails for that reason;
+* ``load_index`` trusts its file: a graph file damaged in place (same size)
+  crashes the process at the first query. Each saved file's SHA-256 is kept in
+  the meta file and checked before hnswlib reads anything.
 
 A save writes three files beside each other (graph, labels, meta). The meta
-file is written last and names the sizes of the other two, so a torn save is
-detected on load and the caller rebuilds from the store instead of serving it.
+file is written last and names the sizes and checksums of the other two, so a
+torn or damaged save is detected on load (and logged), and the caller rebuilds
+from the store instead of serving it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -30,10 +40,12 @@ import numpy as np
 from engine.errors import VectorIndexError
 from engine.ports import Matrix, Vector
 
+log = logging.getLogger(__name__)
+
 _GRAPH = "hnsw.bin"
 _LABELS = "hnsw.labels.npy"
 _META = "hnsw.meta.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: the meta file holds each file's SHA-256
 _MIN_CAPACITY = 1024
 
 
@@ -68,6 +80,9 @@ class HnswIndex:
         self._index = _native
         self._index.set_ef(ef_search)
         self._ef = ef_search
+        # How often a search needed a wider second try, and how often an exact scan.
+        self.search_retries = 0
+        self.exact_searches = 0
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -126,8 +141,9 @@ class HnswIndex:
                 self._index.set_ef(k)
             try:
                 labels, distances = self._index.knn_query(query, k=k, num_threads=1)
-            except RuntimeError as exc:
-                raise VectorIndexError(f"hnswlib query failed: {exc}") from exc
+            except RuntimeError:
+                # Deleted elements left fewer than k reachable results: look wider, then exactly.
+                return self._search_harder(query, k)
             finally:
                 if k > self._ef:
                     self._index.set_ef(self._ef)
@@ -136,6 +152,42 @@ class HnswIndex:
                 for label, dist in zip(labels[0], distances[0], strict=True)
             ]
         return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+
+    def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
+        """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
+        with ``ef`` as wide as the whole index, then an exact scan of every live vector."""
+        wide = max(k, len(self._labels))
+        self.search_retries += 1
+        self._index.set_ef(wide)
+        try:
+            labels, distances = self._index.knn_query(query, k=k, num_threads=1)
+        except RuntimeError:
+            pass
+        else:
+            found = [(self._labels[int(lb)], 1.0 - float(d)) for lb, d in zip(labels[0], distances[0], strict=True)]
+            return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+        finally:
+            self._index.set_ef(self._ef)
+        self.exact_searches += 1
+        return self._exact(query[0], k)
+
+    def _exact(self, query: Vector, k: int) -> list[tuple[str, float]]:
+        """The ``k`` live ids most similar to ``query``, by brute force (lock held)."""
+        ids = list(self._by_id)
+        stored = np.asarray(self._index.get_items([self._by_id[memory_id] for memory_id in ids]), dtype=np.float32)
+        norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+        sims = stored @ query / np.maximum(norms, 1e-12)
+        best = np.argsort(-sims, kind="stable")[:k]
+        return [(ids[int(row)], float(sims[row])) for row in best]
+
+    def sample(self, n: int) -> list[str]:
+        """Up to ``n`` present ids spread evenly over the labels (for a start-up self-check)."""
+        with self._lock:
+            live = [memory_id for memory_id in self._labels if memory_id is not None]
+        if len(live) <= n:
+            return live
+        step = len(live) / n
+        return [live[int(i * step)] for i in range(n)]
 
     def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
         with self._lock:
@@ -168,6 +220,7 @@ class HnswIndex:
                 "labels": len(self._labels),
                 "live": len(self._by_id),
                 "graph_bytes": (directory / (_GRAPH + ".tmp")).stat().st_size,
+                "sha256": {name: _sha256(directory / (name + ".tmp")) for name in (_GRAPH, _LABELS)},
                 "m": self._m,
                 "ef_construction": self._ef_construction,
             }
@@ -197,6 +250,10 @@ class HnswIndex:
                 return None
             if (directory / _GRAPH).stat().st_size != meta["graph_bytes"]:
                 return None
+            for name in (_GRAPH, _LABELS):
+                if _sha256(directory / name) != meta["sha256"][name]:
+                    log.warning("saved index file %s does not match its checksum: not loaded", directory / name)
+                    return None
             with open(directory / _LABELS, "rb") as fh:
                 labels = np.load(fh, allow_pickle=False)
             if len(labels) != meta["labels"]:
@@ -222,6 +279,14 @@ class HnswIndex:
             return None
         index.applied_seq = int(meta["applied_seq"])
         return index
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _fsync(path: Path) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import hnswlib
 import numpy as np
 import pytest
 
@@ -294,3 +295,62 @@ def test_load_returns_none_for_garbage_meta(tmp_path: Path) -> None:
     _, _, directory = _saved(tmp_path)
     (directory / "hnsw.meta.json").write_text("{not json", encoding="utf-8")
     assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
+
+
+def test_load_returns_none_for_a_graph_damaged_in_place(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Same size, bytes changed: hnswlib would load it and crash the process at the first query.
+    _, _, directory = _saved(tmp_path)
+    graph = directory / "hnsw.bin"
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 4096] = b"\xff" * 4096
+    graph.write_bytes(bytes(data))
+    assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
+    assert "does not match its checksum" in caplog.text
+
+
+def test_load_returns_none_for_shuffled_labels(tmp_path: Path) -> None:
+    _, _, directory = _saved(tmp_path)
+    path = directory / "hnsw.labels.npy"
+    labels = np.load(path, allow_pickle=False)
+    np.save(path, np.random.default_rng(1).permutation(labels), allow_pickle=False)
+    assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
+
+
+def test_hnswlib_alone_fails_when_deleted_elements_hide_the_live_ones() -> None:
+    # The quirk the adapter absorbs: hnswlib raises although one live element exists.
+    rng = np.random.default_rng(0)
+    native = hnswlib.Index(space="cosine", dim=16)
+    native.init_index(max_elements=1024, M=16, ef_construction=200)
+    native.set_ef(10)
+    failures = []
+    for label in range(200):
+        if label:
+            native.mark_deleted(label - 1)
+        native.add_items(rng.standard_normal((1, 16)).astype(np.float32), [label])
+        try:
+            native.knn_query(rng.standard_normal((1, 16)).astype(np.float32), k=1)
+        except RuntimeError as exc:
+            failures.append(str(exc))
+    assert failures and "contiguous 2D array" in failures[0]
+
+
+def test_search_never_fails_because_of_deleted_elements() -> None:
+    index = HnswIndex(16, model=MODEL, ef_search=10)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        index.upsert(["only"], rng.standard_normal((1, 16)).astype(np.float32))
+        assert [memory_id for memory_id, _ in index.search(rng.standard_normal(16).astype(np.float32), 1)] == ["only"]
+    assert index.search_retries > 0  # the scenario did hit the quirk
+
+
+def test_exact_fallback_ranks_like_a_brute_force_search() -> None:
+    index = HnswIndex(DIM, model=MODEL, ef_search=10)
+    vectors = unit_rows(300, seed=3)
+    index.upsert(names(300), vectors)
+    index.remove(names(300)[:250])
+    query = unit_rows(1, seed=4)[0]
+    with index._lock:
+        exact = index._exact(query.reshape(1, -1)[0], 10)
+    expected = np.argsort(-(vectors[250:] @ query))[:10] + 250
+    assert [memory_id for memory_id, _ in exact] == [f"m-{i}" for i in expected]
+    assert index.search(query, 10)[0][0] == exact[0][0]
