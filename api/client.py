@@ -109,15 +109,19 @@ class TwinmemClient:
         return result
 
     def update(self, memory_id: str, **changes: Any) -> dict[str, Any]:
+        """A new version; pass ``expected_version=N`` to change it only while it is at version N."""
         result: dict[str, Any] = self._call(
             "PATCH", f"/v1/memory/{memory_id}", json={"namespace": self.namespace, **changes}
         )
         return result
 
-    def delete(self, memory_id: str, *, hard: bool = False) -> dict[str, Any]:
+    def delete(self, memory_id: str, *, hard: bool = False, expected_version: int | None = None) -> dict[str, Any]:
+        """Delete; with ``expected_version``, only while the memory is at that version (else 412)."""
         params: dict[str, Any] = {"namespace": self.namespace}
         if hard:
             params["hard"] = "true"
+        if expected_version is not None:
+            params["expected_version"] = expected_version
         result: dict[str, Any] = self._call("DELETE", f"/v1/memory/{memory_id}", params=params)
         return result
 

@@ -11,15 +11,27 @@ from typing import Annotated, Any
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.datastructures import State
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
 
 from api import schemas
 from api.auth import Caller
-from engine.records import DEFAULT_NAMESPACE, Source, Status
+from api.errors import etag
+from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status
 from engine.security import Permission
 from engine.service import MemoryService
 
 NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
+IfMatch = Annotated[
+    str | None,
+    HeaderParameter(
+        name="If-Match", description='Change only while the memory is at this version: its ETag ("7") or 7.'
+    ),
+]
+
+
+def with_etag(memory: Memory, body: dict[str, Any]) -> Response[dict[str, Any]]:
+    """A single memory's answer, with its version as the ETag (send it back as If-Match)."""
+    return Response(body, headers={"ETag": etag(memory.version)})
 
 
 def _service(state: State) -> MemoryService:
@@ -80,11 +92,11 @@ class MemoryController(Controller):
     @get("/memory/{memory_id:str}", sync_to_thread=True)
     def get_memory(
         self, state: State, access: Caller, memory_id: FromPath[str], namespace: NamespaceParam = DEFAULT_NAMESPACE
-    ) -> dict[str, Any]:
-        """One memory by id, whatever its status except deleted."""
+    ) -> Response[dict[str, Any]]:
+        """One memory by id, whatever its status except deleted; its version is the ETag."""
         access.note(memory_ids=[memory_id])
         memory = access.read_by_id(namespace, lambda scope: _service(state).get(namespace, memory_id, scope=scope))
-        return schemas.memory_out(memory)
+        return with_etag(memory, schemas.memory_out(memory))
 
     @get("/memory/{memory_id:str}/history", sync_to_thread=True)
     def history(
@@ -127,16 +139,31 @@ class MemoryController(Controller):
 
     @patch("/memory/{memory_id:str}", sync_to_thread=True)
     def update(
-        self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[schemas.MemoryPatchIn]
-    ) -> dict[str, Any]:
-        """Change a memory: a new version (re-embedded when the content changes)."""
+        self,
+        state: State,
+        access: Caller,
+        memory_id: FromPath[str],
+        data: JSONBody[schemas.MemoryPatchIn],
+        if_match: IfMatch = None,
+    ) -> Response[dict[str, Any]]:
+        """Change a memory: a new version (re-embedded when the content changes).
+
+        With ``If-Match`` or ``expected_version``, only while the memory is still at that
+        version: 412 otherwise, and nothing is changed (read it again and retry)."""
+        expected = schemas.expected_version(if_match, data.expected_version)
         scope = access.write_scope(data.namespace)
         patch = data.patch()
         access.note(memory_ids=[memory_id], content=patch.content)
         memory = _service(state).update(
-            data.namespace, memory_id, patch, actor=access.actor, reason=data.reason, scope=scope
+            data.namespace,
+            memory_id,
+            patch,
+            actor=access.actor,
+            reason=data.reason,
+            scope=scope,
+            expected_version=expected,
         )
-        return schemas.memory_out(memory)
+        return with_etag(memory, schemas.memory_out(memory))
 
     @delete("/memory/{memory_id:str}", sync_to_thread=True, status_code=200)
     def delete_memory(
@@ -146,15 +173,21 @@ class MemoryController(Controller):
         memory_id: FromPath[str],
         namespace: NamespaceParam = DEFAULT_NAMESPACE,
         hard: FromQuery[bool] = False,
+        expected_version: Annotated[int | None, QueryParameter(ge=1)] = None,
+        if_match: IfMatch = None,
     ) -> dict[str, Any]:
         """Soft-delete (kept with its history, gone from recall), or purge with ``hard=true``
-        (which erases the history too, so it needs an admin grant on the namespace)."""
+        (which erases the history too, so it needs an admin grant on the namespace).
+        With ``If-Match`` or ``expected_version``, only while the memory is at that version (412)."""
+        expected = schemas.expected_version(if_match, expected_version)
         scope = access.write_scope(namespace)
         if hard:
             access.allow(namespace, Permission.ADMIN)
         access.note(memory_ids=[memory_id])
-        memory = _service(state).delete(namespace, memory_id, hard=hard, actor=access.actor, scope=scope)
-        return {"memory_id": memory.memory_id, "deleted": True, "hard": hard}
+        memory = _service(state).delete(
+            namespace, memory_id, hard=hard, actor=access.actor, scope=scope, expected_version=expected
+        )
+        return {"memory_id": memory.memory_id, "deleted": True, "hard": hard, "version": memory.version}
 
 
 class HealthController(Controller):

@@ -26,6 +26,7 @@ from engine.errors import (
     NotFound,
     TwinmemError,
     Unauthenticated,
+    VersionMismatch,
 )
 
 log = logging.getLogger(__name__)
@@ -36,11 +37,17 @@ STATUS_BY_ERROR: tuple[tuple[type[TwinmemError], int], ...] = (
     (Unauthenticated, 401),
     (Forbidden, 403),
     (NotFound, 404),
+    (VersionMismatch, 412),
     (Conflict, 409),
     (ConfigError, 500),
     (BackendError, 503),
     (TwinmemError, 500),
 )
+
+
+def etag(version: int) -> str:
+    """A memory version as an entity tag: ``"7"``. ``If-Match`` takes it back, or the bare number."""
+    return f'"{version}"'
 
 
 def status_for(error: TwinmemError) -> int:
@@ -82,8 +89,15 @@ def engine_error(request: Request[Any, Any, Any], exc: TwinmemError) -> Response
         return response
     if status >= 500:
         return _failed(request, status, str(exc), exc)
-    body = _body(status, str(exc), field=getattr(exc, "field", None), reasons=getattr(exc, "reasons", None))
-    return Response(body, status_code=status)
+    body = _body(
+        status,
+        str(exc),
+        field=getattr(exc, "field", None),
+        reasons=getattr(exc, "reasons", None),
+        current_version=getattr(exc, "current_version", None),
+    )
+    headers = {"ETag": etag(exc.current_version)} if isinstance(exc, VersionMismatch) else {}
+    return Response(body, status_code=status, headers=headers)
 
 
 def unexpected_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:

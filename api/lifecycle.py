@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from litestar import Controller, get, post
+from litestar import Controller, Response, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 from pydantic import Field
 
 from api import schemas
 from api.auth import Caller
+from api.controllers import IfMatch, with_etag
 from engine.codec import to_iso
 from engine.lifecycle import Archive, Merge, Outcome, Purge, Report
 from engine.records import DEFAULT_NAMESPACE
@@ -33,6 +34,9 @@ class ConsolidateIn(schemas._Request):
 class RollbackMemoryIn(schemas._Request):
     namespace: schemas.Namespace = DEFAULT_NAMESPACE
     version: int = Field(ge=1, description="The version to bring back (as a new version).")
+    expected_version: int | None = Field(
+        default=None, ge=1, description="Roll back only while the memory is at this version (else 412); or If-Match."
+    )
 
 
 class RollbackNamespaceIn(schemas._Request):
@@ -105,14 +109,23 @@ class LifecycleController(Controller):
 
     @post("/memory/{memory_id:str}/rollback", sync_to_thread=True, status_code=200)
     def rollback_memory(
-        self, state: State, access: Caller, memory_id: FromPath[str], data: JSONBody[RollbackMemoryIn]
-    ) -> dict[str, Any]:
-        """Write a new version of the memory equal to an earlier one."""
+        self,
+        state: State,
+        access: Caller,
+        memory_id: FromPath[str],
+        data: JSONBody[RollbackMemoryIn],
+        if_match: IfMatch = None,
+    ) -> Response[dict[str, Any]]:
+        """Write a new version of the memory equal to an earlier one; with ``If-Match`` or
+        ``expected_version``, only while the memory is at that version (412 otherwise)."""
+        expected = schemas.expected_version(if_match, data.expected_version)
         scope = access.write_scope(data.namespace)
         access.note(memory_ids=[memory_id])
         rollbacks = _service(state).rollbacks
-        memory = rollbacks.to_version(data.namespace, memory_id, data.version, actor=access.actor, scope=scope)
-        return schemas.memory_out(memory)
+        memory = rollbacks.to_version(
+            data.namespace, memory_id, data.version, actor=access.actor, scope=scope, expected_version=expected
+        )
+        return with_etag(memory, schemas.memory_out(memory))
 
     @post("/memory/{memory_id:str}/restore", sync_to_thread=True, status_code=200)
     def restore(

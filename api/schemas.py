@@ -58,6 +58,26 @@ ConflictMode = Literal["off", "flag", "supersede"]
 Namespace = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@\-]+$")]
 
 
+def expected_version(if_match: str | None, given: int | None) -> int | None:
+    """The version a conditional write expects: from ``If-Match`` (an ETag such as ``"7"`` or
+    ``W/"7"``, a bare ``7``, or ``*`` for any), and/or ``expected_version``; both must agree."""
+    from_header: int | None = None
+    if if_match is not None and if_match.strip() != "*":
+        tags = {tag.strip().removeprefix("W/").strip('"') for tag in if_match.split(",") if tag.strip()}
+        if len(tags) != 1 or not next(iter(tags)).isdigit() or int(next(iter(tags))) < 1:
+            raise InvalidInput(
+                f'If-Match must name one version, as the ETag a read returned ("7") or the number, got {if_match!r}',
+                field="If-Match",
+            )
+        from_header = int(next(iter(tags)))
+    if from_header is not None and given is not None and from_header != given:
+        raise InvalidInput(
+            f"If-Match names version {from_header}, expected_version {given}: send one, or the same in both",
+            field="expected_version",
+        )
+    return from_header if from_header is not None else given
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -131,6 +151,9 @@ class MemoryPatchIn(_Request):
     metadata: dict[str, Any] | None = None
     status: StatusIn | None = None
     reason: str = Field(default="updated", max_length=500)
+    expected_version: int | None = Field(
+        default=None, ge=1, description="Change only while the memory is at this version (else 412); or If-Match."
+    )
 
     def patch(self) -> MemoryPatch:
         return MemoryPatch(

@@ -8,7 +8,8 @@ catch the engine's failures without catching programming mistakes::
     │   └── GuardRejected       the write guard refused the content (personal data, injection)
     ├── NotFound                no such memory in the caller's namespaces
     │   └── MemoryNotFound
-    ├── Conflict                the request clashes with stored state (stale version)
+    ├── Conflict                the request clashes with stored state
+    │   └── VersionMismatch     the caller expected another version (If-Match, expected_version)
     ├── AccessDenied            the caller may not do this
     │   ├── Unauthenticated     no valid token
     │   └── Forbidden           outside the caller's grants (says nothing about the target)
@@ -64,6 +65,25 @@ class Conflict(TwinmemError):
     def __init__(self, message: str, *, memory_id: str | None = None) -> None:
         super().__init__(message)
         self.memory_id = memory_id
+
+
+class VersionMismatch(Conflict):
+    """The caller made its change conditional on a version the memory no longer has
+    (optimistic concurrency: read, then write only if nobody wrote in between)."""
+
+    def __init__(self, memory_id: str, *, expected: int, current: int) -> None:
+        super().__init__(
+            f"memory {memory_id} is at version {current}, not the expected version {expected}: read it again and retry",
+            memory_id=memory_id,
+        )
+        self.expected_version = expected
+        self.current_version = current
+
+
+def expect_version(memory_id: str, current: int, expected: int | None) -> None:
+    """Raise ``VersionMismatch`` unless ``expected`` is None or the ``current`` version."""
+    if expected is not None and expected != current:
+        raise VersionMismatch(memory_id, expected=expected, current=current)
 
 
 class AccessDenied(TwinmemError):

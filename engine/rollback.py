@@ -23,7 +23,7 @@ from datetime import datetime
 
 from engine.codec import to_iso
 from engine.config import Config
-from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner
+from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import Memory, Scope, Status, Version, sight_of
@@ -122,10 +122,18 @@ class Rollbacks:
         self._check_namespace = check_namespace
 
     def to_version(
-        self, namespace: str, memory_id: str, version: int, *, actor: str | None = None, scope: Scope | None = None
+        self,
+        namespace: str,
+        memory_id: str,
+        version: int,
+        *,
+        actor: str | None = None,
+        scope: Scope | None = None,
+        expected_version: int | None = None,
     ) -> Memory:
         """Write a new version of the memory equal to ``version`` (in its restored fields).
         ``scope``: the caller's (``MemoryService.get``); a memory out of it is not found.
+        With ``expected_version``, only while the memory's current version is that one.
         The version passes the write guard again, and only a namespace admin may roll a
         quarantined memory (or one deleted while quarantined) back out of quarantine."""
         self._check_namespace([namespace])
@@ -144,6 +152,7 @@ class Rollbacks:
             current = self._store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
+            expect_version(memory_id, current.version, expected_version)
             if target.visibility is not current.visibility and scope is not None and not scope.owns(current):
                 raise NotOwner()
             releasing = target.status not in (Status.QUARANTINED, Status.DELETED)

@@ -28,7 +28,15 @@ from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.entities import entities_for, extract_entities
-from engine.errors import Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, SourceBlocked
+from engine.errors import (
+    Forbidden,
+    GuardRejected,
+    InvalidInput,
+    MemoryNotFound,
+    NotOwner,
+    SourceBlocked,
+    expect_version,
+)
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
 from engine.ports import BlockList, Edge, Embedder, Reinforcement, Store, Vector
@@ -274,8 +282,11 @@ class MemoryService:
         actor: str | None = None,
         reason: str = "updated",
         scope: Scope | None = None,
+        expected_version: int | None = None,
     ) -> Memory:
-        """A new version of a memory the caller (``scope``) sees.
+        """A new version of a memory the caller (``scope``) sees; with ``expected_version``,
+        only while the memory is still at that version (``VersionMismatch`` otherwise,
+        checked under the write lock).
 
         What the patch writes passes the write guard like a save (redacted, refused,
         or the memory quarantined). Only its writer or a namespace admin may change
@@ -290,6 +301,7 @@ class MemoryService:
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
         with self._write_lock:
             current = self._live(namespace, memory_id, scope)
+            expect_version(memory_id, current.version, expected_version)
             if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
                 raise NotOwner()
             if (
@@ -333,13 +345,16 @@ class MemoryService:
         hard: bool = False,
         actor: str | None = None,
         scope: Scope | None = None,
+        expected_version: int | None = None,
     ) -> Memory:
-        """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge."""
+        """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge;
+        with ``expected_version``, only while the memory is at that version."""
         self._refuse_blocked(actor, None)
         with self._write_lock:
             current = self.store.get(sight_of([namespace], scope), memory_id)
             if current is None or (current.status is Status.DELETED and not hard):
                 raise MemoryNotFound(memory_id, namespace)
+            expect_version(memory_id, current.version, expected_version)
             if hard:
                 self.store.purge(namespace, memory_id)
                 self.keeper.catch_up()

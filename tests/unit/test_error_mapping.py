@@ -41,6 +41,7 @@ def test_hnswlib_failures_become_vector_index_errors() -> None:
         (errors.InvalidInput("bad", field="content"), 422),
         (errors.MemoryNotFound("id", "ns"), 404),
         (errors.Conflict("stale", memory_id="id"), 409),
+        (errors.VersionMismatch("id", expected=2, current=3), 412),
         (errors.ConfigError("bad config"), 500),
         (errors.StoreError("disk full"), 503),
         (errors.VectorIndexError("broken"), 503),

@@ -1,0 +1,168 @@
+"""Optimistic concurrency over real HTTP: reads carry the memory's version (and an ETag), and
+PATCH, DELETE and rollback take ``If-Match`` or ``expected_version`` and answer 412 when the
+memory moved on, changing nothing. A real server on a real SQLite file."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from api.client import ClientError, TwinmemClient
+from tests.api.conftest import LiveServer, start_server
+from tests.conftest import HashingEmbedder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[LiveServer]:
+    server = start_server(tmp_path / "data", HashingEmbedder())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def http(live: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        yield client
+
+
+def _saved(http: httpx.Client, content: str = "The user likes tea") -> str:
+    response = http.post("/v1/memory/save", json={"content": content, "metadata": {}})
+    assert response.status_code == 201, response.text
+    memory_id: str = response.json()["memory_id"]
+    return memory_id
+
+
+def _stale(response: httpx.Response, current: int) -> dict[str, Any]:
+    assert response.status_code == 412, response.text
+    body: dict[str, Any] = response.json()
+    assert body["current_version"] == current and f"version {current}" in body["detail"]
+    assert response.headers["etag"] == f'"{current}"'
+    return body
+
+
+def test_a_read_carries_the_version_as_an_etag(http: httpx.Client) -> None:
+    memory_id = _saved(http)
+    got = http.get(f"/v1/memory/{memory_id}")
+    assert got.json()["version"] == 1 and got.headers["etag"] == '"1"'
+    patched = http.patch(f"/v1/memory/{memory_id}", json={"content": "The user likes green tea"})
+    assert patched.json()["version"] == 2 and patched.headers["etag"] == '"2"'
+    listed = http.get("/v1/memories").json()["memories"]
+    assert [m["version"] for m in listed] == [2]
+    recalled = http.post("/v1/memory/recall", json={"query": "green tea"}).json()["memories"]
+    assert [m["version"] for m in recalled] == [2]
+
+
+@pytest.mark.parametrize("if_match", ['"1"', "1", 'W/"1"'])
+def test_patch_with_a_current_if_match_applies(http: httpx.Client, if_match: str) -> None:
+    memory_id = _saved(http)
+    patched = http.patch(f"/v1/memory/{memory_id}", json={"metadata": {"a": 1}}, headers={"If-Match": if_match})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["version"] == 2
+
+
+def test_a_stale_patch_is_412_and_changes_nothing(http: httpx.Client) -> None:
+    memory_id = _saved(http)
+    first = http.patch(f"/v1/memory/{memory_id}", json={"metadata": {"a": 1}}, headers={"If-Match": '"1"'})
+    assert first.status_code == 200
+    _stale(http.patch(f"/v1/memory/{memory_id}", json={"metadata": {"b": 2}}, headers={"If-Match": '"1"'}), 2)
+    _stale(http.patch(f"/v1/memory/{memory_id}", json={"metadata": {"b": 2}, "expected_version": 1}), 2)
+    stored = http.get(f"/v1/memory/{memory_id}").json()
+    assert (stored["version"], stored["metadata"]) == (2, {"a": 1})
+    assert len(http.get(f"/v1/memory/{memory_id}/history").json()["versions"]) == 2
+
+
+def test_if_match_any_and_no_condition_apply_unconditionally(http: httpx.Client) -> None:
+    memory_id = _saved(http)
+    assert http.patch(f"/v1/memory/{memory_id}", json={"key": "drink"}, headers={"If-Match": "*"}).status_code == 200
+    assert http.patch(f"/v1/memory/{memory_id}", json={"key": "tea"}).json()["version"] == 3
+
+
+def test_a_stale_delete_is_412_and_deletes_nothing(http: httpx.Client, live: LiveServer) -> None:
+    memory_id = _saved(http)
+    http.patch(f"/v1/memory/{memory_id}", json={"key": "drink"})
+    _stale(http.delete(f"/v1/memory/{memory_id}", headers={"If-Match": '"1"'}), 2)
+    _stale(http.delete(f"/v1/memory/{memory_id}", params={"expected_version": 1}), 2)
+    assert http.get(f"/v1/memory/{memory_id}").status_code == 200
+    with TwinmemClient(live.url) as client:
+        with pytest.raises(ClientError) as refused:
+            client.delete(memory_id, expected_version=1)
+        assert refused.value.status_code == 412
+        assert client.delete(memory_id, expected_version=2)["version"] == 3
+    assert http.get(f"/v1/memory/{memory_id}").status_code == 404
+
+
+def test_a_stale_rollback_is_412_and_rolls_nothing_back(http: httpx.Client) -> None:
+    memory_id = _saved(http)
+    http.patch(f"/v1/memory/{memory_id}", json={"content": "The user likes coffee"})
+    stale = http.post(f"/v1/memory/{memory_id}/rollback", json={"version": 1}, headers={"If-Match": '"1"'})
+    _stale(stale, 2)
+    _stale(http.post(f"/v1/memory/{memory_id}/rollback", json={"version": 1, "expected_version": 1}), 2)
+    assert http.get(f"/v1/memory/{memory_id}").json()["content"] == "The user likes coffee"
+    done = http.post(f"/v1/memory/{memory_id}/rollback", json={"version": 1}, headers={"If-Match": '"2"'})
+    assert done.status_code == 200 and done.headers["etag"] == '"3"'
+    assert done.json()["content"] == "The user likes tea"
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "field"),
+    [
+        ({"If-Match": "version one"}, {}, "If-Match"),
+        ({"If-Match": '"1", "2"'}, {}, "If-Match"),
+        ({"If-Match": '"0"'}, {}, "If-Match"),
+        ({"If-Match": '"1"'}, {"expected_version": 2}, "expected_version"),
+    ],
+)
+def test_a_malformed_or_contradictory_condition_is_422(
+    http: httpx.Client, headers: dict[str, str], body: dict[str, Any], field: str
+) -> None:
+    memory_id = _saved(http)
+    response = http.patch(f"/v1/memory/{memory_id}", json={"key": "k", **body}, headers=headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field
+    assert http.get(f"/v1/memory/{memory_id}").json()["version"] == 1
+
+
+def test_concurrent_read_then_patch_clients_lose_no_key(live: LiveServer, http: httpx.Client) -> None:
+    # 8 clients each add 5 keys to one memory's metadata by read, modify, PATCH with If-Match,
+    # retrying on 412. Without the condition most keys were lost (last write wins).
+    memory_id = _saved(http)
+    clients, keys_each = 8, 5
+    problems: list[str] = []
+    retries = [0] * clients
+
+    def writer(worker: int) -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            for n in range(keys_each):
+                while True:
+                    read = mine.get(f"/v1/memory/{memory_id}")
+                    metadata = {**read.json()["metadata"], f"w{worker}-k{n}": n}
+                    patched = mine.patch(
+                        f"/v1/memory/{memory_id}",
+                        json={"metadata": metadata},
+                        headers={"If-Match": read.headers["etag"]},
+                    )
+                    if patched.status_code == 200:
+                        break
+                    if patched.status_code != 412:
+                        problems.append(f"{patched.status_code} {patched.text}")
+                        return
+                    retries[worker] += 1
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    stored = http.get(f"/v1/memory/{memory_id}").json()
+    assert set(stored["metadata"]) == {f"w{w}-k{n}" for w in range(clients) for n in range(keys_each)}
+    assert stored["version"] == 1 + clients * keys_each
+    versions = [v["version"] for v in http.get(f"/v1/memory/{memory_id}/history").json()["versions"]]
+    assert versions == list(range(1, 2 + clients * keys_each))
