@@ -18,12 +18,13 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 
 from api.admin import AdminController
-from api.auth import AuditMiddleware, authenticate, provide_access
+from api.auth import RATE_LIMITER, AuditMiddleware, authenticate, provide_access
 from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS, TwinmemRequest
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from api.portability import PortabilityController
+from api.ratelimit import RateLimiter
 from engine.adapters import open_security
 from engine.config import Config
 from engine.security import check_bind
@@ -36,6 +37,13 @@ def _default_factory(config: Config) -> MemoryService:
     from engine.adapters import open_service
 
     return open_service(config)
+
+
+def _rate_limiter(config: Config) -> dict[str, RateLimiter]:
+    limits = config.limits
+    if limits.requests_per_minute <= 0:
+        return {}
+    return {RATE_LIMITER: RateLimiter(limits.requests_per_minute, limits.request_burst)}
 
 
 def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory) -> Litestar:
@@ -69,7 +77,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
         guards=[authenticate],
         middleware=[AuditMiddleware],
         dependencies={"access": Provide(provide_access, sync_to_thread=False)},
-        state=State({"config": config}),
+        state=State({"config": config, **_rate_limiter(config)}),
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_class=TwinmemRequest,
         request_max_body_size=config.server.max_body_bytes,

@@ -11,7 +11,8 @@ Three parts, in the order a request meets them:
   they do, so no handler can leave a request out of the log.
 * ``authenticate`` (an app-wide guard) resolves the ``Principal``: in ``[auth]
   mode = "local"`` the local agent with full rights, in ``"tokens"`` the owner
-  of the bearer token, or 401. A handler missing from ``ACTIONS`` is refused to
+  of the bearer token, or 401; then applies the per-token rate limit, if one is
+  configured (429 with ``Retry-After``, ``api/ratelimit.py``). A handler missing from ``ACTIONS`` is refused to
   everyone but admins, so a new endpoint is closed until someone decides what it is.
 * ``Access`` (the ``access`` dependency) is the one helper handlers call. It
   turns the caller's grants into the ``Scope`` every engine read takes
@@ -32,10 +33,12 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.enums import ScopeType
+from litestar.exceptions import TooManyRequestsException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Send
 from litestar.types import Scope as ASGIScope
 
+from api.ratelimit import RateLimiter, retry_after
 from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, Unauthenticated
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
@@ -45,6 +48,8 @@ T = TypeVar("T")
 
 ANONYMOUS = "anonymous"
 AUDIT_KEY = "twinmem_audit"
+# app.state key of the RateLimiter ([limits] requests_per_minute), absent when off.
+RATE_LIMITER = "rate_limiter"
 
 # Handler name → the action its audit entries record (None: authenticated, not audited).
 ACTIONS: dict[str, str | None] = {
@@ -171,6 +176,14 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
     record.action = ACTIONS.get(name, "admin")
     principal = _principal(connection)
     record.principal, record.actor = principal, principal.agent
+    limiter: RateLimiter | None = connection.app.state.get(RATE_LIMITER)
+    if limiter is not None:
+        wait = limiter.wait(principal.token_id or principal.agent)
+        if wait > 0:
+            raise TooManyRequestsException(
+                detail=f"too many requests from {principal.agent!r}: retry in {retry_after(wait)} s",
+                headers={"Retry-After": retry_after(wait)},
+            )
     if name not in ACTIONS and not principal.is_admin:
         raise Forbidden("this endpoint needs an admin grant on '*'")
 

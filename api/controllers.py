@@ -16,6 +16,7 @@ from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, Quer
 from api import schemas
 from api.auth import Caller
 from api.errors import etag
+from engine import limits
 from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status
 from engine.security import Permission
 from engine.service import MemoryService
@@ -74,6 +75,7 @@ class MemoryController(Controller):
     @post("/memory/recall", sync_to_thread=True, status_code=200)
     def recall(self, state: State, access: Caller, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
         """The memories most relevant to a query, ranked by similarity and decayed score."""
+        limits.check_query(data.query, _service(state).config.limits)
         scope = access.read_scope(data.scope())
         access.note(content=data.query)
         service = _service(state)

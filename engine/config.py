@@ -168,6 +168,12 @@ class LimitsConfig:
     max_metadata_bytes: int = 16384
     # How deeply a memory's metadata may nest objects and lists ({"a": {"b": 1}} is 2).
     max_metadata_depth: int = 32
+    # A recall's query text, in characters (embedding and BM25 cost grow with it).
+    max_query_chars: int = 4000
+    # Requests per minute for each token (each agent in local mode), in bursts of up to
+    # request_burst; 0 turns the rate limit off (the default).
+    requests_per_minute: float = 0.0
+    request_burst: int = 60
 
 
 GUARD_PII_ACTIONS = ("reject", "redact", "allow")
@@ -590,5 +596,16 @@ def _validate(config: Config) -> None:
             raise ConfigError(f"lifecycle.{name} must be at least 1, got {getattr(life, name)}")
     if not 0.0 < config.dedup_cosine <= 1.0:
         raise ConfigError(f"dedup_cosine must be within (0, 1], got {config.dedup_cosine}")
+    lim = config.limits
+    for name in ("max_content_chars", "max_batch", "max_entities", "max_metadata_bytes", "max_metadata_depth"):
+        if getattr(lim, name) < 1:
+            raise ConfigError(f"limits.{name} must be at least 1, got {getattr(lim, name)}")
+    if lim.max_query_chars < 1:
+        raise ConfigError(f"limits.max_query_chars must be at least 1, got {lim.max_query_chars}")
+    if lim.requests_per_minute < 0 or lim.request_burst < 1:
+        raise ConfigError(
+            "limits.requests_per_minute must be 0 (off) or positive and limits.request_burst at least 1,"
+            f" got {lim.requests_per_minute} and {lim.request_burst}"
+        )
     if not 0 < config.server.port < 65536:
         raise ConfigError(f"server.port must be a TCP port, got {config.server.port}")

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.config import LimitsConfig
+from engine.errors import InvalidInput
 
 # SQLite and Bolt both keep integers in 64 bits; a larger one cannot be compared there.
 INT64_MIN = -(2**63)
@@ -48,3 +49,12 @@ def metadata_problem(metadata: object, config: LimitsConfig) -> str | None:
     if depth > config.max_metadata_depth:
         return f"metadata nests deeper than {config.max_metadata_depth} levels of objects and lists"
     return None
+
+
+def check_query(query: str, config: LimitsConfig) -> None:
+    """Refuse a recall query longer than ``max_query_chars`` (``InvalidInput``, 422)."""
+    if len(query) > config.max_query_chars:
+        raise InvalidInput(
+            f"query holds {len(query)} characters, at most {config.max_query_chars} are allowed",
+            field="query",
+        )

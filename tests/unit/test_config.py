@@ -167,6 +167,10 @@ def test_unknown_keys_are_refused(tmp_path: Path, toml: str, env: dict[str, str]
         "durable_commits = 'no'",
         "categories = 'habit'",
         "[recall]\nmin_candidates = true",
+        "[limits]\nmax_metadata_depth = 0",
+        "[limits]\nmax_query_chars = 0",
+        "[limits]\nrequests_per_minute = -1",
+        "[limits]\nrequest_burst = 0",
     ],
 )
 def test_bad_values_are_refused_with_config_error(tmp_path: Path, toml: str) -> None:
