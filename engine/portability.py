@@ -15,7 +15,8 @@ soft-deleted memories too, each with its status).
 
 Import is all-or-nothing: every line is read and checked first, and every
 problem is reported with its line number; only a file without a single problem
-is written, in one store transaction. Ids are kept, so importing the same file
+is written, in one store transaction, under the service's write lock like every
+other write (what the check assumed of the store is checked again under it). Ids are kept, so importing the same file
 again changes nothing (a memory whose id is already in the target namespace is
 left as stored). An id that belongs to a memory of *another* namespace (a copy
 of a namespace into another one on the same deployment) is mapped to a new id,
@@ -462,8 +463,15 @@ def import_entries(
     if report.errors:
         return report
     records = _embed(service, fresh, report)
-    inserted = service.store.import_records(records, changed_by=actor) if records else []
-    service.keeper.catch_up()
+
+    def still_valid() -> bool:
+        # Under the write lock: a link target deleted since the check above fails its line.
+        _check_edges(service, planned, fresh, report, now)
+        return not report.errors
+
+    inserted = service.write_imported(records, actor=actor, still_valid=still_valid)
+    if inserted is None:
+        return report
     report.inserted = len(inserted)
     report.unchanged = len(planned) - len(inserted)
     stored = set(inserted)

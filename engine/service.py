@@ -39,7 +39,7 @@ from engine.errors import (
 )
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import BlockList, Edge, Embedder, Reinforcement, Store, Vector
+from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, Vector
 from engine.records import (
     Memory,
     MemoryDraft,
@@ -363,6 +363,21 @@ class MemoryService:
             self.store.update(deleted, None, changed_by=actor, reason="deleted")
             self.keeper.catch_up()
         return deleted
+
+    def write_imported(
+        self, records: Sequence[ImportedRecord], *, actor: str | None = None, still_valid: Callable[[], bool]
+    ) -> list[str] | None:
+        """Store records an import planned and embedded (``engine.portability``), under the
+        write lock like every other write, and return the ids inserted. ``still_valid`` runs
+        first, under the lock, and re-reads what the plan assumed of the store; when it says
+        no, nothing is written and None is returned."""
+        with self._write_lock:
+            self.keeper.ensure_current()
+            if not still_valid():
+                return None
+            inserted = self.store.import_records(records, changed_by=actor) if records else []
+            self.keeper.catch_up()
+        return inserted
 
     def quarantine_source(self, kind: BlockKind, value: str, *, actor: str | None = None) -> list[str]:
         """Quarantine every memory the agent (``actor``) or session wrote, in every

@@ -446,3 +446,35 @@ def test_deployment_id_is_made_once_and_kept(tmp_path: Path) -> None:
     first = deployment_id(tmp_path / "data")
     assert first and deployment_id(tmp_path / "data") == first
     assert deployment_id(tmp_path / "other") != first
+
+
+class LockWatchingStore:
+    """A real SQLite store that notes, at each import write, whether the service's write
+    lock was held (``lock`` is set once the service exists)."""
+
+    def __init__(self, inner: SqliteStore) -> None:
+        self._inner = inner
+        self.lock: Any = None
+        self.held_at_import: list[bool] = []
+
+    def import_records(self, records: Any, *, changed_by: str | None) -> list[str]:
+        self.held_at_import.append(bool(self.lock is not None and self.lock.locked()))
+        inserted: list[str] = self._inner.import_records(records, changed_by=changed_by)
+        return inserted
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_an_import_writes_under_the_services_write_lock(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, tmp_path: Path
+) -> None:
+    source = make_service("source")
+    populate(source, clock)
+    data = export_bytes(source)
+    watched = LockWatchingStore(SqliteStore(tmp_path / "watched.sqlite3"))
+    target = make_service("target", store=watched)  # type: ignore[arg-type]
+    watched.lock = target._write_lock
+    report = run_import(target, io.BytesIO(data))
+    assert report.written and report.inserted == 7
+    assert watched.held_at_import == [True]
