@@ -204,4 +204,6 @@ class HealthController(Controller):
             return {"status": "ok"}
         service = _service(state)
         stats = service.stats()
-        return {"status": "ok", "index_current": stats["index_seq"] == stats["store_seq"], **stats}
+        # A damaged store still serves what it can read, but says so.
+        status = "ok" if stats["store_integrity"] in ("ok", "unchecked") else "degraded"
+        return {"status": status, "index_current": stats["index_seq"] == stats["store_seq"], **stats}

@@ -152,6 +152,12 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def integrity(self) -> str:
+        """What the backend's own consistency check found when the store was opened:
+        ``"ok"``, its report of damage (the store still serves; /health shows it), or
+        ``"unchecked"`` where the backend has no such check."""
+        ...
+
     # --- writes -----------------------------------------------------------------
 
     def insert(

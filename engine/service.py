@@ -562,6 +562,7 @@ class MemoryService:
     def stats(self) -> dict[str, object]:
         index = self.keeper.index
         return {
+            "store_integrity": self.store.integrity(),
             "memories_indexed": len(index),
             "index_seq": index.applied_seq,
             "store_seq": self.store.last_seq(),
