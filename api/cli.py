@@ -6,10 +6,12 @@ import argparse
 import contextlib
 import json
 import logging
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from engine.config import Config, load_config
@@ -23,6 +25,10 @@ if TYPE_CHECKING:
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
 # so that `twinmem --help` stays quick).
 IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -50,6 +56,10 @@ def _serve(args: argparse.Namespace) -> int:
         config.server.port,
         config.embedding.provider,
     )
+    # uvicorn shuts down gracefully on SIGTERM (the index is saved, the store closed), then
+    # raises the signal again with the handler found at start, which the default would turn
+    # into exit status 143: a clean stop is status 0, as after Ctrl-C.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(
         create_app(config),
         host=config.server.host,

@@ -74,3 +74,16 @@ def test_serve_command_saves_recalls_and_survives_a_restart(tmp_path: Path) -> N
         assert health["memories_indexed"] == 2 and health["index_current"] is True
     finally:
         assert _stop(process) == 0, log.read_text()
+
+
+def test_sigterm_stops_the_server_cleanly_with_status_0(tmp_path: Path) -> None:
+    data_dir, port, log = tmp_path / "data", _free_port(), tmp_path / "serve.log"
+    process = _serve(data_dir, port, log)
+    try:
+        saved = httpx.post(f"http://127.0.0.1:{port}/v1/memory/save", json={"content": "Saved before SIGTERM"})
+        assert saved.status_code == 201, saved.text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=60)
+    assert status == 0, log.read_text()
+    assert (data_dir / "index" / "hnsw.meta.json").exists()  # shut down gracefully: the index was saved
