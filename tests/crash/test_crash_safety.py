@@ -1,0 +1,210 @@
+"""Crash safety: the service as a subprocess, several writers (single saves, batches,
+conditional PATCHes, deletes), SIGKILL at random moments, restart; every acknowledged write
+is there and recallable, no batch is half-written, and the index equals the store.
+
+The short form (4 kill points) runs with the suite; the long form (``-m long``, 25 kill
+points, CRASH_POINTS to change it) is the one the README reports.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine.adapters import open_service
+from engine.config import load_config
+from engine.records import MemoryFilter, Scope, Status
+from tests.api.conftest import free_port
+from tests.conftest import HashingEmbedder
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SHORT_POINTS = 4
+LONG_POINTS = int(os.environ.get("CRASH_POINTS", "25"))
+WRITERS = 4
+BATCH = 3
+
+
+@dataclass
+class Acked:
+    """What the service acknowledged (a 2xx answer) before it was killed."""
+
+    saved: dict[str, str] = field(default_factory=dict)  # memory id → content
+    batches: dict[str, list[str]] = field(default_factory=dict)  # session id → memory ids
+    sent_batches: list[str] = field(default_factory=list)  # every batch's session id, acknowledged or not
+    patched: dict[str, int] = field(default_factory=dict)  # memory id → version acknowledged
+    deleted: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"the server did not answer within 120 s:\n{log.read_text()}")
+
+
+def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Event, rng: random.Random) -> None:
+    n = 0
+    with httpx.Client(base_url=url, timeout=30) as http:
+        while not stop.is_set():
+            n += 1
+            tag = f"p{point} w{worker} n{n}"
+            try:
+                kind = rng.random()
+                if kind < 0.45:
+                    content = f"single save {tag} about {rng.choice(['bees', 'tea', 'maps', 'jazz'])}"
+                    # An entity of its own: never a near-duplicate of another save (which would
+                    # reinforce that one and answer with its id).
+                    r = http.post("/v1/memory/save", json={"content": content, "entities": [tag]})
+                    if r.status_code == 201:
+                        with acked.lock:
+                            acked.saved[r.json()["memory_id"]] = content
+                elif kind < 0.65:
+                    session = f"batch-{point}-{worker}-{n}"
+                    with acked.lock:
+                        acked.sent_batches.append(session)
+                    items = [
+                        {"content": f"batch item {i} of {tag}", "session_id": session, "entities": [f"{tag} {i}"]}
+                        for i in range(BATCH)
+                    ]
+                    r = http.post("/v1/memory/save_batch", json={"memories": items})
+                    if r.status_code == 200:
+                        ids = [result["memory_id"] for result in r.json()["results"]]
+                        with acked.lock:
+                            acked.batches[session] = ids
+                            acked.saved.update({i: item["content"] for i, item in zip(ids, items, strict=True)})
+                elif kind < 0.9:
+                    with acked.lock:
+                        choices = sorted(set(acked.saved) - acked.deleted)
+                    if not choices:
+                        continue
+                    memory_id = rng.choice(choices)
+                    got = http.get(f"/v1/memory/{memory_id}")
+                    if got.status_code != 200:
+                        continue
+                    metadata = {**got.json()["metadata"], tag: n}
+                    r = http.patch(
+                        f"/v1/memory/{memory_id}",
+                        json={"metadata": metadata},
+                        headers={"If-Match": got.headers["etag"]},
+                    )
+                    if r.status_code == 200:
+                        with acked.lock:
+                            acked.patched[memory_id] = max(acked.patched.get(memory_id, 0), r.json()["version"])
+                else:
+                    with acked.lock:
+                        choices = sorted(set(acked.saved) - acked.deleted - set(acked.patched))
+                    if not choices:
+                        continue
+                    memory_id = rng.choice(choices)
+                    r = http.delete(f"/v1/memory/{memory_id}")
+                    if r.status_code == 200:
+                        with acked.lock:
+                            acked.deleted.add(memory_id)
+            except httpx.TransportError:
+                if stop.is_set():
+                    return
+                time.sleep(0.01)
+
+
+def _run(tmp_path: Path, points: int, seed: int) -> Acked:
+    data_dir, log, acked = tmp_path / "data", tmp_path / "server.log", Acked()
+    rng = random.Random(seed)
+    for point in range(points):
+        port = free_port()
+        process = _start(data_dir, port, log)
+        stop = threading.Event()
+        writers = [
+            threading.Thread(
+                target=_writer,
+                args=(f"http://127.0.0.1:{port}", acked, point, w, stop, random.Random(rng.random())),
+            )
+            for w in range(WRITERS)
+        ]
+        for thread in writers:
+            thread.start()
+        time.sleep(rng.uniform(0.3, 1.5))  # a random moment mid-write, not a measurement
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        stop.set()
+        for thread in writers:
+            thread.join(timeout=60)
+    return acked
+
+
+def _verify(tmp_path: Path, acked: Acked) -> None:
+    """Open the data directory in process, as a restart would, and check every acknowledgement."""
+    assert acked.saved, "no write was acknowledged before the first kill"
+    config = load_config(env={}, data_dir=tmp_path / "data")
+    service = open_service(config, embedder=HashingEmbedder(), background_reembed=False)
+    try:
+        store, ns = service.store, Scope.whole(["default"])
+        every = MemoryFilter(statuses=tuple(Status), include_expired=True)
+        stored = {m.memory_id: m for m in store.get_many(ns, sorted(acked.saved), every, service._clock())}
+        missing = sorted(set(acked.saved) - set(stored))
+        assert missing == [], f"{len(missing)} acknowledged saves lost"
+        for memory_id, content in acked.saved.items():
+            memory = stored[memory_id]
+            assert memory.content == content
+            if memory_id in acked.deleted:
+                assert memory.status is Status.DELETED
+            if memory_id in acked.patched:
+                assert memory.version >= acked.patched[memory_id]
+        for session in acked.sent_batches:
+            found = store.list_page(
+                ns,
+                MemoryFilter(statuses=tuple(Status), include_expired=True, session_id=session),
+                service._clock(),
+                limit=10,
+            ).items
+            assert len(found) in (0, BATCH), f"batch {session} is half-written: {len(found)} of {BATCH}"
+            if session in acked.batches:
+                assert len(found) == BATCH
+        assert len(service.keeper.index) == store.count_indexable()
+        assert service.keeper.is_current()
+        live = [m for m in stored.values() if m.status is Status.ACTIVE]
+        for memory in random.Random(0).sample(live, min(25, len(live))):
+            hits = service.recall(memory.content, namespaces=["default"], top_k=5).hits
+            assert memory.memory_id in [hit.memory.memory_id for hit in hits], memory.content
+    finally:
+        service.close()
+
+
+def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+    _verify(tmp_path, _run(tmp_path, SHORT_POINTS, seed=11))
+
+
+@pytest.mark.long
+def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path) -> None:
+    acked = _run(tmp_path, LONG_POINTS, seed=12)
+    _verify(tmp_path, acked)
+    print(
+        f"{LONG_POINTS} kill points: {len(acked.saved)} saves ({len(acked.batches)} batches),"
+        f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, all present after restart"
+    )
