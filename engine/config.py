@@ -176,6 +176,15 @@ class LimitsConfig:
     request_burst: int = 60
 
 
+@dataclass(frozen=True, slots=True)
+class AuditConfig:
+    """The audit log's bound: past ``max_entries`` (plus a tenth), the oldest entries move
+    from the security store to JSON Lines files in ``<data_dir>/audit-archive/``, still part
+    of the hash chain that ``twinmem audit verify`` walks. 0 keeps every entry in the store."""
+
+    max_entries: int = 0
+
+
 GUARD_PII_ACTIONS = ("reject", "redact", "allow")
 GUARD_INJECTION_ACTIONS = ("reject", "quarantine")
 
@@ -288,6 +297,7 @@ class Config:
     guard: GuardConfig = field(default_factory=GuardConfig)
     conflicts: ConflictsConfig = field(default_factory=ConflictsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
 
 def load_config(
@@ -368,6 +378,7 @@ _KNOWN_TOP = {
     "guard",
     "conflicts",
     "auth",
+    "audit",
 }
 
 
@@ -427,6 +438,7 @@ def _build(raw: dict[str, Any]) -> Config:
         guard=_guard(_table(raw, "guard")),
         conflicts=_conflicts(_table(raw, "conflicts")),
         auth=_auth(_table(raw, "auth")),
+        audit=_section(AuditConfig, _table(raw, "audit"), "audit"),
     )
     _validate(config)
     return config
@@ -600,6 +612,8 @@ def _validate(config: Config) -> None:
     for name in ("max_content_chars", "max_batch", "max_entities", "max_metadata_bytes", "max_metadata_depth"):
         if getattr(lim, name) < 1:
             raise ConfigError(f"limits.{name} must be at least 1, got {getattr(lim, name)}")
+    if config.audit.max_entries < 0:
+        raise ConfigError(f"audit.max_entries must be 0 (no bound) or positive, got {config.audit.max_entries}")
     if lim.max_query_chars < 1:
         raise ConfigError(f"limits.max_query_chars must be at least 1, got {lim.max_query_chars}")
     if lim.requests_per_minute < 0 or lim.request_burst < 1:

@@ -434,7 +434,8 @@ class SecurityStore(BlockList, Protocol):
         ...
 
     def audit_rows(self) -> Iterator[AuditRow]:
-        """Every entry in stored order (by ``seq``), for verification."""
+        """Every entry since the first, in order (by ``seq``), for verification: those moved
+        out to an archive by a bound on the log too."""
         ...
 
     def block(self, block: Block) -> bool:

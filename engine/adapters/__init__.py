@@ -184,7 +184,7 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
     from engine.errors import InvalidInput
     from engine.security import TokenRecord, grants_from
 
-    store = SqliteSecurityStore(Path(config.data_dir) / SECURITY_FILE)
+    store = SqliteSecurityStore(Path(config.data_dir) / SECURITY_FILE, max_entries=config.audit.max_entries)
     store.open()
     try:
         for seed in config.auth.tokens:

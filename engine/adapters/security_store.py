@@ -6,11 +6,19 @@ CLI while a server holds the data directory (SQLite's own locking serialises the
 writers; WAL lets readers go on). Each call opens a short transaction; appending
 to the audit log takes the write lock first (``BEGIN IMMEDIATE``), so reading the
 last hash and writing the next entry cannot interleave with another appender.
+
+The audit log may be bounded (``[audit] max_entries``): when it holds a tenth more than
+that, the oldest entries are moved out to a JSON Lines file in ``audit-archive/``
+beside it (``audit-<first seq>-<last seq>.jsonl``, one row a line, fsynced before the
+rows leave the table), so that the table stays small and nothing is ever dropped.
+``audit_rows`` reads the archive files first and then the table, so verifying the hash
+chain still walks every entry since the first one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -35,6 +43,7 @@ from engine.security import (
 )
 
 SECURITY_FILE = "security.sqlite3"
+ARCHIVE_DIR = "audit-archive"
 
 _MIGRATIONS = (
     """
@@ -79,8 +88,11 @@ _MIGRATIONS = (
 
 
 class SqliteSecurityStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_entries: int = 0) -> None:
+        """``max_entries`` > 0 bounds the audit table (older entries move to the archive)."""
         self._path = path
+        self._max_entries = max_entries
+        self._archive = path.parent / ARCHIVE_DIR
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -162,7 +174,31 @@ class SqliteSecurityStore:
                 "INSERT OR IGNORE INTO audit_namespaces (seq, namespace) VALUES (?, ?)",
                 [(seq, namespace) for namespace in event.namespaces],
             )
+            if self._max_entries:
+                self._rotate(db, seq)
         return AuditRow(seq, entry, prev, digest)
+
+    def _rotate(self, db: sqlite3.Connection, last: int) -> None:
+        """Move the oldest entries to an archive file once the table holds a tenth more than
+        ``max_entries`` (in the appender's transaction: the file is on disk before the rows go)."""
+        first = db.execute("SELECT MIN(seq) FROM audit").fetchone()[0]
+        if last - first + 1 <= self._max_entries + max(1, self._max_entries // 10):
+            return
+        upto = last - self._max_entries
+        rows = db.execute(
+            "SELECT seq, entry, prev_hash, hash FROM audit WHERE seq <= ? ORDER BY seq", (upto,)
+        ).fetchall()
+        self._archive.mkdir(parents=True, exist_ok=True)
+        target = self._archive / f"audit-{rows[0][0]:012d}-{rows[-1][0]:012d}.jsonl"
+        partial = target.with_suffix(".tmp")
+        with partial.open("w", encoding="utf-8") as out:
+            for seq, entry, prev_hash, digest in rows:
+                out.write(json.dumps({"seq": seq, "entry": entry, "prev_hash": prev_hash, "hash": digest}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, target)
+        db.execute("DELETE FROM audit_namespaces WHERE seq <= ?", (upto,))
+        db.execute("DELETE FROM audit WHERE seq <= ?", (upto,))
 
     def audit(self, query: AuditQuery) -> list[AuditRow]:
         clauses: list[str] = []
@@ -188,8 +224,19 @@ class SqliteSecurityStore:
         return [_row(row) for row in rows]
 
     def audit_rows(self) -> Iterator[AuditRow]:
+        archived = 0
+        for path in sorted(self._archive.glob("audit-*.jsonl")) if self._archive.is_dir() else []:
+            with path.open(encoding="utf-8") as lines:
+                for line in lines:
+                    row = _archived(line)
+                    if 0 < row.seq <= archived:
+                        continue  # archived twice (a rotation whose transaction failed after its file was written)
+                    archived = max(archived, row.seq)
+                    yield row
         with self._transaction() as db:
-            rows = db.execute("SELECT seq, entry, prev_hash, hash FROM audit ORDER BY seq").fetchall()
+            rows = db.execute(
+                "SELECT seq, entry, prev_hash, hash FROM audit WHERE seq > ? ORDER BY seq", (archived,)
+            ).fetchall()
         for row in rows:
             yield _row(row)
 
@@ -276,6 +323,15 @@ def _token(row: tuple[Any, ...]) -> TokenRecord:
 def _block(row: tuple[Any, ...]) -> Block:
     kind, value, blocked_by, blocked_at, reason = row
     return Block(BlockKind(kind), value, blocked_by, from_iso(blocked_at), reason)
+
+
+def _archived(line: str) -> AuditRow:
+    """A row of an archive file; a damaged line is still a row, for verification to report."""
+    try:
+        data = json.loads(line)
+        return _row((int(data["seq"]), data["entry"], data["prev_hash"], data["hash"]))
+    except (ValueError, KeyError, TypeError):
+        return AuditRow(0, {"unreadable": line}, "", "")
 
 
 def _row(row: tuple[Any, ...]) -> AuditRow:

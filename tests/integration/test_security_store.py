@@ -17,7 +17,7 @@ import pytest
 
 from api.cli import main
 from engine.adapters import open_security
-from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+from engine.adapters.security_store import ARCHIVE_DIR, SECURITY_FILE, SqliteSecurityStore
 from engine.config import load_config
 from engine.errors import ConfigError, InvalidInput
 from engine.security import (
@@ -281,3 +281,26 @@ def test_the_blocks_table_is_added_to_an_existing_security_file(tmp_path: Path) 
         assert verify_chain(store.audit_rows()).entries == 1
     finally:
         store.close()
+
+
+def test_a_bounded_audit_log_moves_old_entries_to_an_archive_and_the_chain_still_verifies(tmp_path: Path) -> None:
+    config = load_config(env={}, data_dir=str(tmp_path), audit={"max_entries": 10})
+    security = open_security(config)
+    rows = [security.append_audit(_event(n % 60)) for n in range(1, 51)]
+    with sqlite3.connect(tmp_path / SECURITY_FILE) as db:
+        kept = db.execute("SELECT COUNT(*), MIN(seq), MAX(seq) FROM audit").fetchone()
+    assert kept[0] <= 11 and kept[2] == 50  # the bound plus a tenth
+    archives = sorted((tmp_path / ARCHIVE_DIR).glob("audit-*.jsonl"))
+    assert archives and sum(len(path.read_text().splitlines()) for path in archives) == kept[1] - 1
+    report = verify_chain(security.audit_rows())
+    assert report.ok and report.entries == 50 and report.head == rows[-1].hash
+    assert [row.seq for row in security.audit(AuditQuery(limit=3))] == [50, 49, 48]
+    security.close()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path), "--expect-head", rows[-1].hash]) == 0
+
+    # An archived entry edited is found like one edited in the store.
+    lines = archives[0].read_text().splitlines()
+    edited = json.loads(lines[1])
+    edited["entry"] = edited["entry"].replace('"save"', '"read"')
+    archives[0].write_text("\n".join([lines[0], json.dumps(edited), *lines[2:]]) + "\n")
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
