@@ -220,10 +220,11 @@ class HnswIndex:
                 "labels": len(self._labels),
                 "live": len(self._by_id),
                 "graph_bytes": (directory / (_GRAPH + ".tmp")).stat().st_size,
-                "sha256": {name: _sha256(directory / (name + ".tmp")) for name in (_GRAPH, _LABELS)},
                 "m": self._m,
                 "ef_construction": self._ef_construction,
             }
+        # Outside the lock: hashing a large graph takes a while, and searches need not wait.
+        meta["sha256"] = {name: _sha256(directory / (name + ".tmp")) for name in (_GRAPH, _LABELS)}
         for name in (_GRAPH, _LABELS):
             _fsync(directory / (name + ".tmp"))
             os.replace(directory / (name + ".tmp"), directory / name)
