@@ -1,6 +1,7 @@
 """Crash safety: the service as a subprocess, several writers (single saves, batches,
-conditional PATCHes, deletes), SIGKILL at random moments, restart; every acknowledged write
-is there and recallable, no batch is half-written, and the index equals the store.
+conditional PATCHes, deletes, imports, consolidation), SIGKILL at random moments, restart;
+every acknowledged write is there and recallable, no batch or import is half-written, and
+the index equals the store.
 
 The short form (4 kill points) runs with the suite; the long form (``-m long``, 25 kill
 points, CRASH_POINTS to change it) is the one the README reports.
@@ -8,6 +9,7 @@ points, CRASH_POINTS to change it) is the one the README reports.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -45,6 +47,8 @@ class Acked:
     sent_batches: list[str] = field(default_factory=list)  # every batch's session id, acknowledged or not
     patched: dict[str, int] = field(default_factory=dict)  # memory id → version acknowledged
     deleted: set[str] = field(default_factory=set)
+    imported: list[str] = field(default_factory=list)  # session ids of acknowledged imports
+    consolidations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -99,6 +103,26 @@ def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Eve
                         with acked.lock:
                             acked.batches[session] = ids
                             acked.saved.update({i: item["content"] for i, item in zip(ids, items, strict=True)})
+                elif kind < 0.72:
+                    session = f"import-{point}-{worker}-{n}"
+                    with acked.lock:
+                        acked.sent_batches.append(session)
+                    lines = [
+                        json.dumps(
+                            {"content": f"imported line {i} of {tag}", "session_id": session, "entities": f"{tag} i{i}"}
+                        )
+                        for i in range(BATCH)
+                    ]
+                    r = http.post("/v1/import", params={"format": "jsonl"}, content="\n".join(lines).encode())
+                    if r.status_code == 200:
+                        with acked.lock:
+                            acked.batches[session] = []
+                            acked.imported.append(session)
+                elif kind < 0.75:
+                    r = http.post("/v1/memory/consolidate", json={"namespace": "default"})
+                    if r.status_code == 200:
+                        with acked.lock:
+                            acked.consolidations += 1
                 elif kind < 0.9:
                     with acked.lock:
                         choices = sorted(set(acked.saved) - acked.deleted)
@@ -183,7 +207,7 @@ def _verify(tmp_path: Path, acked: Acked) -> None:
                 service._clock(),
                 limit=10,
             ).items
-            assert len(found) in (0, BATCH), f"batch {session} is half-written: {len(found)} of {BATCH}"
+            assert len(found) in (0, BATCH), f"{session} is half-written: {len(found)} of {BATCH}"
             if session in acked.batches:
                 assert len(found) == BATCH
         assert len(service.keeper.index) == store.count_indexable()
@@ -205,6 +229,8 @@ def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path) -> None:
     acked = _run(tmp_path, LONG_POINTS, seed=12)
     _verify(tmp_path, acked)
     print(
-        f"{LONG_POINTS} kill points: {len(acked.saved)} saves ({len(acked.batches)} batches),"
-        f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, all present after restart"
+        f"{LONG_POINTS} kill points: {len(acked.saved)} saved memories"
+        f" ({len(acked.batches) - len(acked.imported)} batches), {len(acked.imported)} imports of {BATCH},"
+        f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, {acked.consolidations}"
+        f" consolidations acknowledged; all present after restart"
     )
