@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from engine.adapters import DB_FILE
-from tests.api.conftest import start_server
+from tests.api.conftest import LiveServer, start_server
 from tests.conftest import HashingEmbedder
 
 pytestmark = pytest.mark.slow
@@ -58,5 +58,59 @@ def test_a_damaged_page_is_reported_by_health_and_the_rest_still_serves(tmp_path
             assert health["store_integrity"] != "ok" and health["store_integrity"]
             hits = http.post("/v1/memory/recall", json={"query": "meeting moved to room 42"})
             assert hits.status_code == 200, hits.text
+    finally:
+        live.stop()
+
+
+def _pragma(live: LiveServer, statement: str) -> None:
+    """Inject a fault into the running server's own SQLite connection (under the store's lock)."""
+    store = live.service.store
+    with store._lock:  # type: ignore[attr-defined]
+        store._db.execute(statement)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("fault", "cleared", "message"),
+    [
+        ("PRAGMA query_only = ON", "PRAGMA query_only = OFF", "readonly"),
+        # The file may not grow past the pages it has: writes fail once its free space is used.
+        ("PRAGMA max_page_count = 1", "PRAGMA max_page_count = 1073741823", "full"),
+    ],
+    ids=["read-only", "disk-full"],
+)
+def test_a_store_that_refuses_writes_is_a_503_and_recovers_when_the_fault_clears(
+    tmp_path: Path, fault: str, cleared: str, message: str
+) -> None:
+    live = start_server(tmp_path / "data", HashingEmbedder())
+    try:
+        with httpx.Client(base_url=live.url, timeout=60) as http:
+            kept = http.post("/v1/memory/save", json={"content": "Saved before the fault"}).json()["memory_id"]
+            acked = {"Saved before the fault"}
+            _pragma(live, fault)
+            refused = 0
+            for n in range(200):
+                content = f"Write number {n} during the fault " + " ".join(f"word{n}x{i}" for i in range(300))
+                response = http.post("/v1/memory/save", json={"content": content})
+                if response.status_code == 201:
+                    acked.add(content)
+                    continue
+                assert response.status_code == 503, response.text
+                assert message in response.json()["detail"] and response.json()["request_id"]
+                refused += 1
+                if refused == 3:
+                    break
+            assert refused == 3
+            patch = http.patch(f"/v1/memory/{kept}", json={"key": "changed"})
+            assert patch.status_code in (200, 503), patch.text
+            reads = http.post("/v1/memory/recall", json={"query": "saved before the fault"})
+            assert reads.status_code == 200 and reads.json()["memories"][0]["memory_id"] == kept
+            _pragma(live, cleared)
+            saved = http.post("/v1/memory/save", json={"content": "Saved after the fault cleared"})
+            assert saved.status_code == 201, saved.text
+            acked.add("Saved after the fault cleared")
+            listed = {m["content"] for m in http.get("/v1/memories", params={"limit": 500}).json()["memories"]}
+            assert listed == acked  # every acknowledged write, and nothing that was refused
+            memory = http.get(f"/v1/memory/{kept}").json()
+            assert (memory["version"], memory["key"]) == ((2, "changed") if patch.status_code == 200 else (1, None))
     finally:
         live.stop()
