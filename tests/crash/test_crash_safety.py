@@ -3,8 +3,9 @@ conditional PATCHes, deletes, imports, consolidation), SIGKILL at random moments
 every acknowledged write is there and recallable, no batch or import is half-written, and
 the index equals the store.
 
-The short form (4 kill points) runs with the suite; the long form (``-m long``, 25 kill
-points, CRASH_POINTS to change it) is the one the README reports.
+Each runs on SQLite and on the Bolt tier (ArcadeDB). The short form (4 kill points, 2 on
+Bolt) runs with the suite; the long form (``-m long``, 25 kill points, CRASH_POINTS to
+change it) is the one the README reports.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,13 +28,14 @@ import pytest
 from engine.adapters import open_service
 from engine.config import load_config
 from engine.records import MemoryFilter, Scope, Status
-from tests.api.conftest import free_port
+from tests.api.conftest import free_port, store_overrides
 from tests.conftest import HashingEmbedder
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SHORT_POINTS = 4
+SHORT_POINTS_BOLT = 2
 LONG_POINTS = int(os.environ.get("CRASH_POINTS", "25"))
 WRITERS = 4
 BATCH = 3
@@ -52,10 +55,10 @@ class Acked:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _start(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _start(data_dir: Path, port: int, log: Path, overrides: dict[str, Any]) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port)],
+            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port), json.dumps(overrides)],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -157,12 +160,12 @@ def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Eve
                 time.sleep(0.01)
 
 
-def _run(tmp_path: Path, points: int, seed: int) -> Acked:
+def _run(tmp_path: Path, points: int, seed: int, overrides: dict[str, Any]) -> Acked:
     data_dir, log, acked = tmp_path / "data", tmp_path / "server.log", Acked()
     rng = random.Random(seed)
     for point in range(points):
         port = free_port()
-        process = _start(data_dir, port, log)
+        process = _start(data_dir, port, log, overrides)
         stop = threading.Event()
         writers = [
             threading.Thread(
@@ -182,10 +185,10 @@ def _run(tmp_path: Path, points: int, seed: int) -> Acked:
     return acked
 
 
-def _verify(tmp_path: Path, acked: Acked) -> None:
+def _verify(tmp_path: Path, acked: Acked, overrides: dict[str, Any]) -> None:
     """Open the data directory in process, as a restart would, and check every acknowledgement."""
     assert acked.saved, "no write was acknowledged before the first kill"
-    config = load_config(env={}, data_dir=tmp_path / "data")
+    config = load_config(env={}, data_dir=tmp_path / "data", **overrides)
     service = open_service(config, embedder=HashingEmbedder(), background_reembed=False)
     try:
         store, ns = service.store, Scope.whole(["default"])
@@ -220,16 +223,28 @@ def _verify(tmp_path: Path, acked: Acked) -> None:
         service.close()
 
 
-def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
-    _verify(tmp_path, _run(tmp_path, SHORT_POINTS, seed=11))
+@pytest.fixture(params=["sqlite", "arcadedb"])
+def overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The store under test: the SQLite file, or a fresh database on the Bolt tier's server
+    (which runs in this process and so outlives every kill of the service)."""
+    return store_overrides(request, request.param)
+
+
+def _points(overrides: dict[str, Any], sqlite: int, bolt: int) -> int:
+    return bolt if overrides.get("store") == "neo4j" else sqlite
+
+
+def test_acknowledged_writes_survive_sigkill(tmp_path: Path, overrides: dict[str, Any]) -> None:
+    acked = _run(tmp_path, _points(overrides, SHORT_POINTS, SHORT_POINTS_BOLT), 11, overrides)
+    _verify(tmp_path, acked, overrides)
 
 
 @pytest.mark.long
-def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path) -> None:
-    acked = _run(tmp_path, LONG_POINTS, seed=12)
-    _verify(tmp_path, acked)
+def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path, overrides: dict[str, Any]) -> None:
+    acked = _run(tmp_path, LONG_POINTS, 12, overrides)
+    _verify(tmp_path, acked, overrides)
     print(
-        f"{LONG_POINTS} kill points: {len(acked.saved)} saved memories"
+        f"{overrides.get('store', 'sqlite')}: {LONG_POINTS} kill points: {len(acked.saved)} saved memories"
         f" ({len(acked.batches) - len(acked.imported)} batches), {len(acked.imported)} imports of {BATCH},"
         f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, {acked.consolidations}"
         f" consolidations acknowledged; all present after restart"
