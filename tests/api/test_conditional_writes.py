@@ -166,3 +166,67 @@ def test_concurrent_read_then_patch_clients_lose_no_key(live: LiveServer, http: 
     assert stored["version"] == 1 + clients * keys_each
     versions = [v["version"] for v in http.get(f"/v1/memory/{memory_id}/history").json()["versions"]]
     assert versions == list(range(1, 2 + clients * keys_each))
+
+
+def test_conditional_patches_race_recalls_and_superseding_saves_without_a_lost_update(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    # PATCH clients (If-Match, retrying on 412), recall loops that reinforce the memory, and
+    # saves of the same key that supersede it, all at once: no 5xx, no key lost, and the
+    # history numbers every change exactly once.
+    memory_id = http.post("/v1/memory/save", json={"content": "The user drinks tea", "key": "drink"}).json()[
+        "memory_id"
+    ]
+    clients, keys_each = 6, 4
+    problems: list[str] = []
+    done = threading.Event()
+
+    def patcher(worker: int) -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            for n in range(keys_each):
+                while True:
+                    read = mine.get(f"/v1/memory/{memory_id}")
+                    metadata = {**read.json()["metadata"], f"w{worker}-k{n}": n}
+                    etag = read.headers["etag"]
+                    patched = mine.patch(
+                        f"/v1/memory/{memory_id}", json={"metadata": metadata}, headers={"If-Match": etag}
+                    )
+                    if patched.status_code == 200:
+                        break
+                    if patched.status_code != 412:
+                        problems.append(f"PATCH {patched.status_code} {patched.text}")
+                        return
+
+    def recaller() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            while not done.is_set():
+                r = mine.post(
+                    "/v1/memory/recall", json={"query": "what does the user drink", "include_superseded": True}
+                )
+                if r.status_code != 200:
+                    problems.append(f"recall {r.status_code} {r.text}")
+
+    def superseder() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            for drink in ("coffee", "cocoa", "juice"):
+                r = mine.post("/v1/memory/save", json={"content": f"The user drinks {drink}", "key": "drink"})
+                if r.status_code >= 300:
+                    problems.append(f"save {r.status_code} {r.text}")
+
+    workers = [threading.Thread(target=patcher, args=(w,)) for w in range(clients)]
+    workers.append(threading.Thread(target=superseder))
+    recallers = [threading.Thread(target=recaller) for _ in range(2)]
+    for thread in recallers + workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    done.set()
+    for thread in recallers:
+        thread.join()
+    assert problems == []
+    stored = http.get(f"/v1/memory/{memory_id}").json()
+    assert set(stored["metadata"]) == {f"w{w}-k{n}" for w in range(clients) for n in range(keys_each)}
+    versions = [v["version"] for v in http.get(f"/v1/memory/{memory_id}/history").json()["versions"]]
+    assert versions == list(range(1, stored["version"] + 1))
+    assert stored["version"] >= 1 + clients * keys_each
+    assert stored["status"] == "superseded"  # a newer memory of the same key replaced it meanwhile
