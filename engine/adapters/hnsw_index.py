@@ -47,6 +47,8 @@ _LABELS = "hnsw.labels.npy"
 _META = "hnsw.meta.json"
 _FORMAT = 2  # 2: the meta file holds each file's SHA-256
 _MIN_CAPACITY = 1024
+# Vectors read at once by ``similarities`` (4096 × 384 float32 is 6 MiB).
+_SIMILARITY_CHUNK = 4096
 
 
 class HnswIndex:
@@ -190,15 +192,26 @@ class HnswIndex:
         return [live[int(i * step)] for i in range(n)]
 
     def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
+        query = np.asarray(vector, dtype=np.float32)
+        query_norm = max(float(np.linalg.norm(query)), 1e-12)
         with self._lock:
             present = [(memory_id, self._by_id[memory_id]) for memory_id in ids if memory_id in self._by_id]
-            if not present:
-                return []
-            stored = np.asarray(self._index.get_items([label for _, label in present]), dtype=np.float32)
-        query = np.asarray(vector, dtype=np.float32)
-        norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-        sims = stored @ query / np.maximum(norms, 1e-12)
-        return [(memory_id, float(sim)) for (memory_id, _), sim in zip(present, sims, strict=True)]
+        found: list[tuple[str, float]] = []
+        # In chunks: an exact scan over a large filtered set never holds all its vectors at once.
+        for start in range(0, len(present), _SIMILARITY_CHUNK):
+            with self._lock:
+                # Still live under this label: a vector replaced since the list was taken is skipped.
+                chunk = [
+                    (mid, label)
+                    for mid, label in present[start : start + _SIMILARITY_CHUNK]
+                    if self._by_id.get(mid) == label
+                ]
+                if not chunk:
+                    continue
+                stored = np.asarray(self._index.get_items([label for _, label in chunk]), dtype=np.float32)
+            sims = stored @ query / np.maximum(np.linalg.norm(stored, axis=1) * query_norm, 1e-12)
+            found.extend((memory_id, float(sim)) for (memory_id, _), sim in zip(chunk, sims, strict=True))
+        return found
 
     # --- persistence -------------------------------------------------------------
 

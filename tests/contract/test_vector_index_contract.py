@@ -354,3 +354,12 @@ def test_exact_fallback_ranks_like_a_brute_force_search() -> None:
     expected = np.argsort(-(vectors[250:] @ query))[:10] + 250
     assert [memory_id for memory_id, _ in exact] == [f"m-{i}" for i in expected]
     assert index.search(query, 10)[0][0] == exact[0][0]
+
+
+def test_similarities_over_more_ids_than_one_chunk(index: VectorIndex) -> None:
+    vectors = unit_rows(10_000, seed=5)
+    index.upsert(names(10_000), vectors)
+    found = dict(index.similarities(vectors[9_999], names(10_000)))
+    assert len(found) == 10_000
+    expected = vectors @ vectors[9_999]
+    assert max(abs(found[f"m-{i}"] - float(expected[i])) for i in range(10_000)) < 1e-4
