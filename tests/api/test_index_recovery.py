@@ -106,6 +106,20 @@ def test_a_shuffled_labels_file_is_caught_by_the_self_check(tmp_path: Path, logg
         live.stop()
 
 
+@pytest.mark.parametrize("missing", ["hnsw.bin", "hnsw.labels.npy", "hnsw.meta.json"])
+def test_a_missing_index_file_is_rebuilt(tmp_path: Path, logged: pytest.LogCaptureFixture, missing: str) -> None:
+    data_dir = tmp_path / "data"
+    ids = _filled(data_dir)
+    logged.clear()
+    (data_dir / "index" / missing).unlink()
+    live = _restarted(data_dir)
+    try:
+        assert "vector index rebuilt" in logged.text
+        _recalls_each_memory_first(live, ids)
+    finally:
+        live.stop()
+
+
 def test_an_intact_index_is_loaded_without_a_rebuild(tmp_path: Path, logged: pytest.LogCaptureFixture) -> None:
     data_dir = tmp_path / "data"
     ids = _filled(data_dir)
