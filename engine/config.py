@@ -158,6 +158,9 @@ class Neo4jConfig:
     user: str = DEFAULT_NEO4J_USER
     password: str = ""
     database: str = ""
+    # How long the driver retries a transaction against an unreachable or busy server before
+    # the request is answered 503.
+    retry_seconds: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,6 +579,8 @@ def _data_dir(value: Any) -> Path:
 def _validate(config: Config) -> None:
     if config.store not in ("sqlite", "neo4j"):
         raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
+    if config.neo4j.retry_seconds < 0:
+        raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
     if config.store == "neo4j" and not config.neo4j.uri:
         raise ConfigError("store = 'neo4j' needs [neo4j] uri (for example bolt://127.0.0.1:7687)")
     if config.embedding.provider not in EMBEDDING_PROVIDERS:

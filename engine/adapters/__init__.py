@@ -88,7 +88,13 @@ def new_store(config: Config) -> Store:
         from engine.adapters.neo4j_store import Neo4jStore
 
         graph = config.neo4j
-        return Neo4jStore(graph.uri, user=graph.user, password=graph.password, database=graph.database or None)
+        return Neo4jStore(
+            graph.uri,
+            user=graph.user,
+            password=graph.password,
+            database=graph.database or None,
+            max_transaction_retry_time=graph.retry_seconds,
+        )
     raise ConfigError(f"unknown store {config.store!r}; use 'sqlite' or 'neo4j'")
 
 
