@@ -1,6 +1,7 @@
 """Hostile input over real HTTP: every request that once answered 500 now answers 4xx with a
-message saying what was wrong, and leaves what is stored as it was. A real server and a real
-SQLite file; the deterministic embedder (the input, not the model, is under test)."""
+message saying what was wrong, and leaves what is stored as it was. A real server on a real
+SQLite file and on the Bolt tier; the deterministic embedder (the input, not the model, is
+under test)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import LiveServer, start_server
+from tests.api.conftest import LiveServer, start_server, store_overrides
 from tests.conftest import HashingEmbedder
 
 pytestmark = pytest.mark.slow
@@ -33,9 +34,11 @@ class ExplodingEmbedder(HashingEmbedder):
         return super().embed_query(text)
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    server = start_server(tmp_path_factory.mktemp("hostile") / "data", ExplodingEmbedder())
+@pytest.fixture(scope="module", params=["sqlite", "arcadedb"])
+def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One server per store: SQLite, and the Bolt tier (ArcadeDB)."""
+    config = store_overrides(request, request.param)
+    server = start_server(tmp_path_factory.mktemp("hostile") / "data", ExplodingEmbedder(), **config)
     yield server
     server.stop()
 
