@@ -1,6 +1,6 @@
 """Optimistic concurrency over real HTTP: reads carry the memory's version (and an ETag), and
 PATCH, DELETE and rollback take ``If-Match`` or ``expected_version`` and answer 412 when the
-memory moved on, changing nothing. A real server on a real SQLite file."""
+memory moved on, changing nothing. A real server on a real SQLite file and on the Bolt tier."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ import httpx
 import pytest
 
 from api.client import ClientError, TwinmemClient
-from tests.api.conftest import LiveServer, start_server
+from tests.api.conftest import LiveServer, start_server, store_overrides
 from tests.conftest import HashingEmbedder
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[LiveServer]:
-    server = start_server(tmp_path / "data", HashingEmbedder())
+@pytest.fixture(params=["sqlite", "arcadedb"])
+def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveServer]:
+    """A server on each store: SQLite, and the Bolt tier (ArcadeDB)."""
+    server = start_server(tmp_path / "data", HashingEmbedder(), **store_overrides(request, request.param))
     yield server
     server.stop()
 
