@@ -1,5 +1,6 @@
 """Crash safety: the service as a subprocess, several writers (single saves, batches,
-conditional PATCHes, deletes, imports, consolidation), SIGKILL at random moments, restart;
+conditional PATCHes, deletes, imports, consolidation), SIGKILL at random moments (and,
+every third time, once more while it starts: catching up, rebuilding or saving the index), restart;
 every acknowledged write is there and recallable, no batch or import is half-written, and
 the index equals the store.
 
@@ -52,6 +53,7 @@ class Acked:
     deleted: set[str] = field(default_factory=set)
     imported: list[str] = field(default_factory=list)  # session ids of acknowledged imports
     consolidations: int = 0
+    startup_kills: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -160,11 +162,28 @@ def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Eve
                 time.sleep(0.01)
 
 
+def _killed_while_starting(data_dir: Path, port: int, log: Path, overrides: dict[str, Any], after: float) -> None:
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port), json.dumps(overrides)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    time.sleep(after)  # a random moment of the start-up, not a measurement
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+
+
 def _run(tmp_path: Path, points: int, seed: int, overrides: dict[str, Any]) -> Acked:
     data_dir, log, acked = tmp_path / "data", tmp_path / "server.log", Acked()
     rng = random.Random(seed)
     for point in range(points):
         port = free_port()
+        if point % 3 == 2:
+            # Killed while starting: catching the index up, rebuilding it or saving it.
+            acked.startup_kills += 1
+            _killed_while_starting(data_dir, port, log, overrides, rng.uniform(0.05, 1.0))
         process = _start(data_dir, port, log, overrides)
         stop = threading.Event()
         writers = [
@@ -247,5 +266,5 @@ def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path, overrides: dic
         f"{overrides.get('store', 'sqlite')}: {LONG_POINTS} kill points: {len(acked.saved)} saved memories"
         f" ({len(acked.batches) - len(acked.imported)} batches), {len(acked.imported)} imports of {BATCH},"
         f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, {acked.consolidations}"
-        f" consolidations acknowledged; all present after restart"
+        f" consolidations acknowledged, {acked.startup_kills} more kills during start-up; all present after restart"
     )
