@@ -132,6 +132,25 @@ class VectorIndex(Protocol):
         ...
 
 
+class LexicalScorer(Protocol):
+    """BM25 over one fixed set of documents (one namespace's), given at build time as
+    lists of term codes (``engine.text.terms`` of each content, interned).
+
+    Statistics (document frequencies, average length) are those of the documents
+    given, so scores of one namespace never depend on another's text. A scorer is
+    immutable: a changed corpus is a new build.
+    """
+
+    def scores(self, query_terms: Sequence[int]) -> npt.NDArray[np.float32]:
+        """The score of every document, in build order: 0 where it holds none of the
+        query's terms, higher is better; comparable within one scorer only."""
+        ...
+
+
+# Builds a scorer over documents given as term-code lists (an empty list is an empty document).
+LexicalBuild = Callable[[Sequence[Sequence[int]]], LexicalScorer]
+
+
 @runtime_checkable
 class Store(Protocol):
     """The system of record: memories, their versions, vectors, edges and a change sequence.
@@ -352,6 +371,14 @@ class Store(Protocol):
 
         For index maintenance and for choosing ids on import only: it reveals
         no content.
+        """
+        ...
+
+    def links(self, ids: Sequence[str]) -> list[Edge]:
+        """Every link from or to any of ``ids``, in any namespace, each once.
+
+        For keeping the fast network in step only (like ``index_status``): it is
+        not scoped, so no caller-facing read may use it.
         """
         ...
 

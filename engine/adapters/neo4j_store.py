@@ -459,6 +459,14 @@ MATCH (m:Memory {memory_id: id})
 RETURN m.memory_id AS memory_id, m.status AS status
 """
 
+_LINKS: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})-[r]-(:Memory)
+WHERE r.kind IS NOT NULL
+RETURN DISTINCT r.namespace AS namespace, startNode(r).memory_id AS src, endNode(r).memory_id AS dst,
+       r.kind AS kind, r.created_at AS created_at
+"""
+
 _INDEXABLE_PAGE: LiteralString = """
 MATCH (m:Memory)
 WHERE m.status <> 'deleted' AND m.memory_id > $after
@@ -891,6 +899,18 @@ class Neo4jStore:
             return {}
         rows = self._rows("index_status", _INDEX_STATUS, ids=list(ids))
         return {row["memory_id"]: Status(row["status"]) for row in rows}
+
+    def links(self, ids: Sequence[str]) -> list[Edge]:
+        if not ids:
+            return []
+        rows = self._rows("links", _LINKS, ids=list(ids))
+        found = {
+            (row["src"], row["dst"], row["kind"]): Edge(
+                row["namespace"], row["src"], row["dst"], row["kind"], from_iso(row["created_at"])
+            )
+            for row in rows
+        }
+        return list(found.values())
 
     def iter_indexable(self, model: str, batch: int) -> Iterator[tuple[list[str], Matrix, list[str]]]:
         after = ""

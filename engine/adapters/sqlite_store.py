@@ -705,6 +705,20 @@ class SqliteStore:
                     found[memory_id] = Status(status)
         return found
 
+    def links(self, ids: Sequence[str]) -> list[Edge]:
+        found: dict[tuple[str, str, str], Edge] = {}
+        with self._read("links") as db:
+            for chunk in _chunks(ids, 400):
+                marks = _marks(chunk)
+                for namespace, src, dst, kind, created_at in db.execute(
+                    "SELECT namespace, src, dst, kind, created_at FROM edges "
+                    f"WHERE src IN ({marks}) UNION SELECT namespace, src, dst, kind, created_at FROM edges "
+                    f"WHERE dst IN ({marks})",
+                    (*chunk, *chunk),
+                ):
+                    found[(src, dst, kind)] = Edge(namespace, src, dst, kind, from_iso(created_at))
+        return list(found.values())
+
     def iter_indexable(self, model: str, batch: int) -> Iterator[tuple[list[str], Matrix, list[str]]]:
         after = ""
         while True:

@@ -775,6 +775,26 @@ def test_edges_are_kept_once_and_found_from_either_end(store: Store) -> None:
     assert len(store.edges(SCOPE, a.memory_id)) == 2
 
 
+def test_links_are_every_edge_touching_the_ids_in_any_namespace(store: Store) -> None:
+    a, b, c = put(store, mem(), mem(), mem())
+    (d,) = put(store, mem(namespace=OTHER_NS, visibility=Visibility.PRIVATE, actor="bob"))
+    sup = Edge(NS, b.memory_id, a.memory_id, "SUPERSEDES", T0)
+    rel = Edge(NS, b.memory_id, c.memory_id, "RELATED_TO", T0 + timedelta(seconds=1))
+    other = Edge(OTHER_NS, d.memory_id, d.memory_id, "NEXT", T0)
+    store.add_edges([sup, rel, other])
+
+    def kinds(edges: list[Edge]) -> list[str]:
+        return sorted(e.kind for e in edges)
+
+    assert kinds(store.links([a.memory_id, b.memory_id])) == ["RELATED_TO", "SUPERSEDES"]
+    assert set(store.links([a.memory_id, b.memory_id])) == {sup, rel}
+    assert store.links([c.memory_id]) == [rel]
+    # Unscoped (index maintenance): a private link of another namespace is there, once.
+    assert store.links([d.memory_id]) == [other]
+    assert store.links([a.memory_id, "nothing"]) == [sup]
+    assert store.links([]) == []
+
+
 # --- durability ------------------------------------------------------------------------------
 
 
