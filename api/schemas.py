@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 from engine.codec import as_utc, memory_to_dict, to_iso
 from engine.errors import InvalidInput
+from engine.recall import RecallResult
 from engine.records import (
     DEFAULT_NAMESPACE,
     JsonScalar,
@@ -27,7 +28,7 @@ from engine.records import (
     Visibility,
 )
 from engine.scoring import Hit
-from engine.service import Neighbourhood, RecallResult, SaveResult
+from engine.service import Neighbourhood, SaveResult
 
 
 def _utc(moment: datetime | None) -> datetime | None:

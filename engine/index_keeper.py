@@ -1,6 +1,6 @@
-"""Keeps the fast network (the vector index) in step with the system of record.
+"""Keeps the fast network (the vector index and ``FastNetwork``) in step with the system of record.
 
-The index is derived data. The store's change sequence says what changed; the
+Both are derived data. The store's change sequence says what changed; the
 keeper applies every change after the index's ``applied_seq`` (add the stored
 vector, or remove the id), whether the change was made by this process a
 moment ago, by this process before a crash, or by another replica sharing the
@@ -16,9 +16,15 @@ After a change of embedding model, memories that have no vector of the current
 model yet are not embedded at start-up when the previous model is at hand
 (``previous``): they go into a *legacy index* of their previous-model vectors,
 which recall searches with the previous model's query embedding
-(``legacy_candidates``), and the background re-embedding job moves them into the
+(``legacy_similar``), and the background re-embedding job moves them into the
 main index batch by batch (``adopt``). Without the previous model they are
 embedded during start-up, as any memory lacking a vector is.
+
+The ``FastNetwork`` (columns, lexical index, entity postings, links) follows the same
+change sequence with its own ``applied_seq``: each changed memory's record and links
+are read from the store in one call each per page of changes. It is saved beside the
+index and, when absent, torn, ahead of the store or disagreeing with its count,
+rebuilt from a walk of the store.
 """
 
 from __future__ import annotations
@@ -26,14 +32,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from engine import scoring
+from engine.fast_network import FastNetwork, NetworkFactory
 from engine.ports import Embedder, Matrix, Store, Vector, VectorIndex
-from engine.records import MemoryFilter, Scope, Status
+from engine.records import Change, Memory, MemoryFilter, Scope, Status, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,8 @@ REBUILD_BATCH = 2048
 UNCHANGED_COSINE = 1.0 - 1e-5
 # Ids whose indexed vector is compared with the stored one when a saved index is loaded.
 SELF_CHECK_SAMPLE = 64
+# Every record the store holds, whatever its status or expiry (the fast network mirrors them all).
+EVERY_RECORD = MemoryFilter(statuses=(), include_expired=True)
 
 IndexFactory = Callable[[], VectorIndex]
 # A fresh, empty index for another embedder's vectors (the legacy index).
@@ -56,6 +64,7 @@ class IndexKeeper:
         embedder: Embedder,
         *,
         new_index: IndexFactory,
+        new_network: NetworkFactory,
         directory: Path,
         previous: Embedder | None = None,
         new_legacy_index: LegacyIndexFactory | None = None,
@@ -66,7 +75,10 @@ class IndexKeeper:
         self._directory = directory
         self._lock = threading.RLock()
         self._index: VectorIndex | None = None
+        self._new_network = new_network
+        self._network: FastNetwork | None = None
         self.rebuilt_at_start = False
+        self.network_rebuilt_at_start = False
         self._previous = previous if new_legacy_index is not None else None
         self._new_legacy_index = new_legacy_index
         self._legacy: VectorIndex | None = None
@@ -77,42 +89,92 @@ class IndexKeeper:
             raise RuntimeError("IndexKeeper.start() has not run")
         return self._index
 
-    def start(self, loaded: VectorIndex | None) -> None:
-        """Adopt a loaded index (or none), catch it up, and rebuild if it disagrees."""
+    @property
+    def network(self) -> FastNetwork:
+        if self._network is None:
+            raise RuntimeError("IndexKeeper.start() has not run")
+        return self._network
+
+    def start(self, loaded: VectorIndex | None, network: FastNetwork | None = None) -> None:
+        """Adopt a loaded index and fast network (or none), catch them up, and rebuild
+        either if it disagrees with the store."""
         with self._lock:
-            if loaded is not None and loaded.applied_seq > self._store.last_seq():
-                # The index reflects changes this store never had (it was restored
-                # from a backup or replaced): its seq numbers would be reused, and
-                # catching up from them would skip the store's new changes.
+            self._start_network(network)
+            self._start_index(loaded)
+
+    def _start_network(self, loaded: FastNetwork | None) -> None:
+        if loaded is not None and loaded.applied_seq > self._store.last_seq():
+            log.warning(
+                "saved fast network reflects change %d, the store only %d: rebuilding",
+                loaded.applied_seq,
+                self._store.last_seq(),
+            )
+            loaded = None
+        if loaded is not None:
+            self._network = loaded
+            self._catch_up_network()
+            held = len(loaded) - loaded.count_deleted()
+            expected = self._store.count_indexable()
+            if held == expected:
+                return
+            log.warning("saved fast network holds %d memories, the store %d: rebuilding", held, expected)
+        self.rebuild_network()
+        self.network_rebuilt_at_start = True
+
+    def rebuild_network(self) -> None:
+        """Build a fresh fast network from a walk of the store, then swap it in."""
+        with self._lock:
+            seq = self._store.last_seq()
+            fresh = self._new_network()
+            for namespace in self._store.namespaces():
+                after, whole = "", Scope.whole([namespace])
+                while True:
+                    page = self._store.scan(whole, after, REBUILD_BATCH)
+                    if not page:
+                        break
+                    fresh.apply(page, (), self._store.links([m.memory_id for m in page]))
+                    after = page[-1].memory_id
+                    if len(page) < REBUILD_BATCH:
+                        break
+            fresh.applied_seq = seq
+            self._network = fresh
+            self._catch_up_network()
+            log.info("fast network rebuilt: %d memories", len(fresh))
+
+    def _start_index(self, loaded: VectorIndex | None) -> None:
+        if loaded is not None and loaded.applied_seq > self._store.last_seq():
+            # The index reflects changes this store never had (it was restored
+            # from a backup or replaced): its seq numbers would be reused, and
+            # catching up from them would skip the store's new changes.
+            log.warning(
+                "saved index reflects change %d, the store only %d: rebuilding",
+                loaded.applied_seq,
+                self._store.last_seq(),
+            )
+            loaded = None
+        if loaded is not None:
+            self._index = loaded
+            self.catch_up()
+            expected = self._store.count_indexable()
+            if len(loaded) != expected:
                 log.warning(
-                    "saved index reflects change %d, the store only %d: rebuilding",
-                    loaded.applied_seq,
-                    self._store.last_seq(),
+                    "saved index holds %d vectors, the store %d memories: rebuilding",
+                    len(loaded),
+                    expected,
                 )
-                loaded = None
-            if loaded is not None:
-                self._index = loaded
-                self.catch_up()
-                expected = self._store.count_indexable()
-                if len(loaded) != expected:
-                    log.warning(
-                        "saved index holds %d vectors, the store %d memories: rebuilding",
-                        len(loaded),
-                        expected,
-                    )
-                else:
-                    wrong = self._misplaced(loaded)
-                    if not wrong:
-                        return
-                    log.warning(
-                        "saved index maps %d of %d sampled ids to vectors the store does not hold for them"
-                        " (first: %s): rebuilding",
-                        len(wrong),
-                        min(SELF_CHECK_SAMPLE, len(loaded)),
-                        wrong[0],
-                    )
-            self.rebuild()
-            self.rebuilt_at_start = True
+            else:
+                wrong = self._misplaced(loaded)
+                if not wrong:
+                    return
+                log.warning(
+                    "saved index maps %d of %d sampled ids to vectors the store does not hold for them"
+                    " (first: %s): rebuilding",
+                    len(wrong),
+                    min(SELF_CHECK_SAMPLE, len(loaded)),
+                    wrong[0],
+                )
+        self.rebuild()
+        self.rebuilt_at_start = True
 
     def _misplaced(self, index: VectorIndex) -> list[str]:
         """Sampled ids whose indexed vector is not the store's vector for them."""
@@ -125,7 +187,8 @@ class IndexKeeper:
         ]
 
     def is_current(self) -> bool:
-        return self.index.applied_seq >= self._store.last_seq()
+        last = self._store.last_seq()
+        return self.index.applied_seq >= last and self.network.applied_seq >= last
 
     def ensure_current(self) -> None:
         """Catch up unless the index already reflects the newest change (one cheap query)."""
@@ -133,18 +196,47 @@ class IndexKeeper:
             self.catch_up()
 
     def catch_up(self) -> int:
-        """Apply every change after ``applied_seq``; return how many were applied."""
+        """Apply every change after ``applied_seq`` to the index and the fast network;
+        return how many were applied to the index."""
         with self._lock:
             index = self.index
             applied = 0
             while True:
                 changes = self._store.changes_since(index.applied_seq, CHANGE_PAGE)
                 if not changes:
-                    return applied
+                    break
                 ids = list(dict.fromkeys(change.memory_id for change in changes))
                 self._apply(index, ids)
                 index.applied_seq = changes[-1].seq
                 applied += len(changes)
+            self._catch_up_network()
+            return applied
+
+    def _catch_up_network(self) -> None:
+        network = self._network
+        if network is None:
+            return
+        while True:
+            changes = self._store.changes_since(network.applied_seq, CHANGE_PAGE)
+            if not changes:
+                return
+            records = self._records(changes)
+            gone = [change.memory_id for change in changes if change.memory_id not in records]
+            links = self._store.links(list(records)) if records else []
+            network.apply(list(records.values()), gone, links)
+            network.applied_seq = changes[-1].seq
+
+    def _records(self, changes: Sequence[Change]) -> dict[str, Memory]:
+        """The current record of each changed memory that still exists, by id."""
+        by_namespace: dict[str, list[str]] = {}
+        for change in changes:
+            by_namespace.setdefault(change.namespace, []).append(change.memory_id)
+        found: dict[str, Memory] = {}
+        for namespace, ids in by_namespace.items():
+            unique = list(dict.fromkeys(ids))
+            for memory in self._store.get_many(Scope.whole([namespace]), unique, EVERY_RECORD, utcnow()):
+                found[memory.memory_id] = memory
+        return found
 
     def rebuild(self) -> None:
         """Build a fresh index from the store, then swap it in."""
@@ -214,36 +306,26 @@ class IndexKeeper:
             self._legacy = None
             log.info("every memory has a %s vector: the legacy index is gone", self._embedder.name)
 
-    def legacy_candidates(
-        self,
-        query: str,
-        scope: Scope,
-        flt: MemoryFilter,
-        now: datetime,
-        k: int,
-        known: set[str],
-    ) -> list[scoring.Candidate]:
-        """Candidates among memories not yet re-embedded, found with the previous
-        model; their cosines are mapped onto the current model's scale (equal
+    def legacy_similar(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, cosine) among memories not yet re-embedded, found with the
+        previous model; each cosine is mapped onto the current model's scale (equal
         calibrated similarity), so that the ranker can compare them."""
         legacy, previous = self._legacy, self._previous
         if legacy is None or previous is None or not len(legacy):
             return []
-        hits = dict(legacy.search(previous.embed_query(query), min(k, len(legacy))))
-        fresh = [memory_id for memory_id in hits if memory_id not in known]
+        hits = legacy.search(previous.embed_query(query), min(k, len(legacy)))
         floor = self._embedder.similarity_floor
         return [
-            scoring.Candidate(
-                memory,
-                floor + scoring.calibrated_similarity(hits[memory.memory_id], previous.similarity_floor) * (1 - floor),
-            )
-            for memory in self._store.get_many(scope, fresh, flt, now)
+            (memory_id, floor + scoring.calibrated_similarity(cosine, previous.similarity_floor) * (1 - floor))
+            for memory_id, cosine in hits
         ]
 
     def save(self) -> None:
         with self._lock:
             if self._index is not None:
                 self._index.save(self._directory)
+            if self._network is not None:
+                self._network.save(self._directory)
 
     def _apply(self, index: VectorIndex, ids: list[str]) -> None:
         statuses = self._store.index_status(ids)

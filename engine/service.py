@@ -4,10 +4,9 @@ Write path: validate → embed (outside any lock) → under the write lock: dedu
 (same content digest, or cosine ≥ threshold with overlapping entities) → one
 store transaction → catch the index up from the change sequence.
 
-Recall path: embed the query → make sure the index reflects the newest change →
-HNSW candidates (at least max(100, 3·top_k)), widened while hard filters leave
-too few, with an exact scan of the filtered set as the last resort → fusion
-ranker → top_k. Rank bonuses go to the background reinforcer.
+Recall path: validate, embed the query, then ``engine.recall`` answers it from the
+fast network and reads the store once for the hits. Rank bonuses go to the
+background reinforcer.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ import heapq
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,6 +39,7 @@ from engine.errors import (
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
 from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, Vector
+from engine.recall import Recaller, RecallQuery, RecallResult
 from engine.records import (
     Memory,
     MemoryDraft,
@@ -67,10 +67,6 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # is refused whatever the store holds, not only once a candidate reaches the store.
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 EXACT_SCAN_LIMIT = 200_000
-# The graph channel's bounds (see MemoryService._with_graph).
-GRAPH_SEEDS = 5
-GRAPH_KEYS = 12
-GRAPH_PER_ENTITY = 20
 DEDUP_NEIGHBOURS = 10
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
@@ -126,15 +122,6 @@ _ANY_LIVE = MemoryFilter(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RecallResult:
-    hits: list[scoring.Hit]
-    candidates: int
-    exact_scan: bool
-    # For each hit with CONTRADICTS links: the ids of the memories it clashes with.
-    contradicts: dict[str, list[str]] = field(default_factory=dict)
-
-
 class MemoryService:
     def __init__(
         self,
@@ -158,6 +145,7 @@ class MemoryService:
         # security store; on its own the engine blocks nobody.
         self.blocks: BlockList = NOBODY_BLOCKED
         self.reinforcer = Reinforcer(self._reinforce_in_background)
+        self.recaller = Recaller(config, store, keeper, embedder, self._guard_reads)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
         self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
@@ -464,32 +452,29 @@ class MemoryService:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        sight = sight_of(namespaces, scope)
         vector = self.embedder.embed_query(query)
         now = self._clock()
-        pool = max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k)
-        candidates, exact = self._candidates(vector, sight, flt, now, want=top_k, pool=pool)
-        # During a model change: memories not re-embedded yet, found with the previous model.
-        known = {cand.memory.memory_id for cand in candidates}
-        candidates += self.keeper.legacy_candidates(query, sight, flt, now, pool, known)
-        candidates = self._with_lexical(candidates, query, vector, sight, flt, now, pool)
-        candidates = self._with_graph(candidates, query, vector, sight, flt, now)
-        hits = scoring.fuse(
-            candidates,
-            now=now,
-            weights=self.config.fusion,
-            scoring=self.config.scoring,
-            similarity_floor=self.embedder.similarity_floor,
+        result = self.recaller.recall(
+            RecallQuery(
+                text=query,
+                vector=vector,
+                sight=sight_of(namespaces, scope),
+                flt=flt,
+                top_k=top_k,
+                pool=max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k),
+                now=now,
+                terms=tuple(text.terms(query)),
+                entity_keys=entity_keys(extract_entities(query)),
+            )
         )
-        hits = self._guard_reads(hits, top_k)
         if reinforce:
             self.reinforcer.submit(
                 [
                     (hit.memory.memory_id, scoring.rank_bonus(rank, self.config.scoring), now)
-                    for rank, hit in enumerate(hits[: scoring.TOP_RANKS_REINFORCED], start=1)
+                    for rank, hit in enumerate(result.hits[: scoring.TOP_RANKS_REINFORCED], start=1)
                 ]
             )
-        return RecallResult(hits, len(candidates), exact, self._contradictions(hits, sight))
+        return result
 
     # --- the association network: neighbourhoods, entities, supersession chains -----
 
@@ -550,15 +535,6 @@ class MemoryService:
                 return found[0]
         return None
 
-    def _contradictions(self, hits: Sequence[scoring.Hit], sight: Scope) -> dict[str, list[str]]:
-        flagged: dict[str, list[str]] = {}
-        for hit in hits:
-            mine = hit.memory.memory_id
-            others = [e.dst if e.src == mine else e.src for e in self.store.edges(sight, mine) if e.kind == CONTRADICTS]
-            if others:
-                flagged[mine] = list(dict.fromkeys(others))
-        return flagged
-
     def stats(self) -> dict[str, object]:
         index = self.keeper.index
         return {
@@ -608,25 +584,6 @@ class MemoryService:
             similar = dict(heapq.nlargest(pool, index.similarities(vector, ids), key=lambda pair: pair[1]))
             records = self.store.get_many(sight, list(similar), flt, now)
         return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
-
-    def _with_lexical(
-        self,
-        candidates: list[scoring.Candidate],
-        query: str,
-        vector: Vector,
-        sight: Scope,
-        flt: MemoryFilter,
-        now: datetime,
-        pool: int,
-    ) -> list[scoring.Candidate]:
-        """Add the lexical channel: its own top ``pool`` hits join the semantic
-        candidates, and every candidate gets its BM25 score relative to the best."""
-        lexical = dict(self.store.lexical_search(sight, text.terms(query), flt, now, pool))
-        if not lexical:
-            return candidates
-        best = max(lexical.values())
-        joined = self._joined(candidates, lexical, vector, lambda ids: self.store.get_many(sight, ids, flt, now))
-        return [replace(cand, lexical=max(0.0, lexical.get(cand.memory.memory_id, 0.0) / best)) for cand in joined]
 
     def _conflict_mode(self, draft: MemoryDraft) -> str:
         return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)
@@ -723,59 +680,6 @@ class MemoryService:
         if memory.key is not None:
             found += self.store.find_by_key(whole, memory.key)
         return [old for old in found if _peers(old, memory, scope)]
-
-    def _with_graph(
-        self,
-        candidates: list[scoring.Candidate],
-        query: str,
-        vector: Vector,
-        sight: Scope,
-        flt: MemoryFilter,
-        now: datetime,
-    ) -> list[scoring.Candidate]:
-        """Add the association network's channel, one or two hops, bounded.
-
-        Memories that mention an entity named in the query join with graph 1; memories
-        that share an entity with one of the ``GRAPH_SEEDS`` strongest candidates join
-        with ``GRAPH_NEIGHBOUR``. At most ``GRAPH_KEYS`` entity lookups of
-        ``GRAPH_PER_ENTITY`` memories each.
-        """
-        query_keys = entity_keys(extract_entities(query))
-        seeds = heapq.nlargest(GRAPH_SEEDS, candidates, key=lambda cand: cand.cosine)
-        holders: dict[str, set[str]] = {}  # entity key -> the seeds that mention it
-        for cand in seeds:
-            for key in entity_keys(cand.memory.entities) - query_keys:
-                holders.setdefault(key, set()).add(cand.memory.memory_id)
-        lookups = [(key, scoring.GRAPH_QUERY_ENTITY) for key in sorted(query_keys)]
-        lookups += [(key, scoring.GRAPH_NEIGHBOUR) for key in sorted(holders)]
-        graph: dict[str, float] = {}
-        found: dict[str, Memory] = {}
-        for key, weight in lookups[:GRAPH_KEYS]:
-            for memory in self.store.memories_by_entity(sight, key, flt, now, GRAPH_PER_ENTITY):
-                if holders.get(key) == {memory.memory_id}:
-                    continue  # a seed is not its own neighbour
-                graph[memory.memory_id] = max(weight, graph.get(memory.memory_id, 0.0))
-                found[memory.memory_id] = memory
-        if not graph:
-            return candidates
-        joined = self._joined(candidates, found, vector, lambda ids: [found[mid] for mid in ids])
-        return [replace(cand, graph=graph.get(cand.memory.memory_id, 0.0)) for cand in joined]
-
-    def _joined(
-        self,
-        candidates: list[scoring.Candidate],
-        ids: Iterable[str],
-        vector: Vector,
-        load: Callable[[list[str]], Sequence[Memory]],
-    ) -> list[scoring.Candidate]:
-        """``candidates`` plus the memories of ``ids`` not among them yet (read with
-        ``load``, which applies scope and filter), each with its exact cosine."""
-        known = {cand.memory.memory_id for cand in candidates}
-        extra = [memory_id for memory_id in ids if memory_id not in known]
-        if not extra:
-            return candidates
-        cosines = dict(self.keeper.index.similarities(vector, extra))
-        return candidates + [scoring.Candidate(m, cosines.get(m.memory_id, 0.0)) for m in load(extra)]
 
     def _same_text(self, memory: Memory, earlier: Sequence[Memory], scope: Scope | None) -> Memory | None:
         """The oldest active memory of ``memory``'s audience with the same content digest,
@@ -951,6 +855,8 @@ class MemoryService:
     def _reinforce(self, events: Sequence[Reinforcement]) -> None:
         policy = self.config.scoring
         self.store.reinforce(events, lambda memory, bonus, at: scoring.reinforced_base(memory, bonus, at, policy))
+        # Reinforcement writes no change to catch up from: the fast network follows here.
+        self.keeper.network.reinforce(events, policy)
 
     # --- validation ------------------------------------------------------------------
 

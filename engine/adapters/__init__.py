@@ -21,6 +21,7 @@ from typing import IO
 
 from engine.config import Config
 from engine.errors import ConfigError, EmbedderError, StoreError
+from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, SecurityStore, Store
 from engine.records import utcnow
@@ -139,6 +140,7 @@ def open_service(
     memories the background job has not re-embedded yet. ``background_reembed``
     False leaves that job to be run by hand (``service.reembedder.run()``).
     """
+    from engine.adapters.bm25_lexical import build_scorer
     from engine.adapters.hnsw_index import HnswIndex
 
     data_dir = Path(config.data_dir)
@@ -167,12 +169,16 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
+            new_network=lambda: FastNetwork(build_scorer),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
         )
-        keeper.start(HnswIndex.load(index_dir, dim=dim, model=model, ef_search=idx.ef_search))
-        if keeper.rebuilt_at_start:
+        keeper.start(
+            HnswIndex.load(index_dir, dim=dim, model=model, ef_search=idx.ef_search),
+            FastNetwork.load(index_dir, build_scorer),
+        )
+        if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
         service = MemoryService(config, store, keeper, embedder, clock=clock, on_close=lock.release)
         service.start(background_reembed=background_reembed)

@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 
 from engine.adapters import DB_FILE
+from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import load_config
 from engine.errors import InvalidInput
+from engine.fast_network import FastNetwork
 from engine.importers import run_import
 from engine.index_keeper import IndexKeeper
 from engine.portability import SCHEMA_PATH, ImportReport, deployment_id, open_export
@@ -42,7 +44,11 @@ def service_on(store: Store, embedder: Embedder, directory: Path, clock: FrozenC
     """A MemoryService over any Store, the way ``open_service`` wires the SQLite one."""
     store.open()
     keeper = IndexKeeper(
-        store, embedder, new_index=lambda: HnswIndex(embedder.dim, model=embedder.name), directory=directory
+        store,
+        embedder,
+        new_index=lambda: HnswIndex(embedder.dim, model=embedder.name),
+        new_network=lambda: FastNetwork(build_scorer),
+        directory=directory,
     )
     keeper.start(None)
     service = MemoryService(load_config(env={}, data_dir=directory), store, keeper, embedder, clock=clock)

@@ -1,0 +1,609 @@
+"""The fast network beside the vectors: compact columns, lexical index, entity postings, links.
+
+Everything recall filters and ranks on, held in process so that a recall touches the
+store once, for its final hits (DESIGN.md, "The dual network"). One row per memory:
+
+* numpy columns for every hard filter and score input: namespace, status, category,
+  source, visibility, actor, session, key (interned codes), created_at, expire_at,
+  last_accessed_at (int64 microseconds since the epoch), base_score, importance,
+  access_count. ``sees`` and ``passes`` turn a ``Scope`` and a ``MemoryFilter`` into
+  vectorised masks with exactly the store's semantics (the SQLite adapter's WHERE
+  clause; a property test compares the two on random data);
+* a lexical index per namespace (``LexicalScorer``, BM25 from a library), fed with
+  ``engine.text.terms`` of the content, so statistics never mix namespaces;
+* entity postings (namespace, entity key) → rows, and the typed links
+  (``SUPERSEDES``, ``CONTRADICTS``, ``NEXT``, …) of every memory;
+* the metadata of memories that have any, for the rare metadata filter.
+
+It is derived data: ``apply`` takes the records (and links) of changed memories as
+the store holds them now, and ``IndexKeeper`` calls it from the store's change
+sequence exactly as it updates the vector index. Reinforcement writes no change, so
+the engine mirrors it here with ``reinforce`` (same formula as the store's rescore).
+
+Rows are never reused: a purged memory's row goes dead until the next rebuild.
+Every public method takes the network's lock; ``reading()`` holds it across a whole
+recall, so a recall never sees a half-applied change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from engine import text
+from engine.config import ScoringConfig
+from engine.ports import Edge, LexicalBuild, LexicalScorer
+from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, entity_keys
+
+Rows = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+Floats = npt.NDArray[np.float64]
+
+STATUSES: tuple[Status, ...] = tuple(Status)
+SOURCES: tuple[Source, ...] = tuple(Source)
+VISIBILITIES: tuple[Visibility, ...] = tuple(Visibility)
+_STATUS = {s: n for n, s in enumerate(STATUSES)}
+_SOURCE = {s: n for n, s in enumerate(SOURCES)}
+_VISIBILITY = {v: n for n, v in enumerate(VISIBILITIES)}
+_PRIVATE, _PUBLIC = _VISIBILITY[Visibility.PRIVATE], _VISIBILITY[Visibility.PUBLIC]
+NONE = -1  # the code of an absent actor, session or key
+NEVER = np.iinfo(np.int64).max  # expire_at of a memory that never expires
+MICROS_PER_DAY = 86_400 * 1_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+_FILE = "fastnet.npz"
+_META = "fastnet.meta.json"
+_FORMAT = 1
+_MIN_CAPACITY = 1024
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch: exact, and ordered as the stores order ISO strings."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class Interner:
+    """Strings to dense codes and back (namespaces, categories, people, keys, entities, terms)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.names: list[str] = []
+        self.codes: dict[str, int] = {}
+        for name in names:
+            self.code(name)
+
+    def code(self, name: str) -> int:
+        found = self.codes.get(name)
+        if found is None:
+            found = self.codes[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+    def find(self, name: str | None) -> int:
+        """The code of ``name``, or ``NONE`` when absent (a name nothing holds matches nothing)."""
+        return NONE if name is None else self.codes.get(name, NONE)
+
+    def optional(self, name: str | None) -> int:
+        return NONE if name is None else self.code(name)
+
+
+_INT_COLUMNS = ("namespace", "category", "actor", "session", "key", "created", "expire", "accessed", "access_count")
+_SMALL_COLUMNS = ("status", "source", "visibility", "live")
+_FLOAT_COLUMNS = ("base", "importance")
+
+
+class _Columns:
+    """Growable parallel arrays, one row per memory."""
+
+    def __init__(self, capacity: int = _MIN_CAPACITY) -> None:
+        self.size = 0
+        self.namespace = np.zeros(capacity, np.int32)
+        self.category = np.zeros(capacity, np.int32)
+        self.actor = np.zeros(capacity, np.int32)
+        self.session = np.zeros(capacity, np.int32)
+        self.key = np.zeros(capacity, np.int32)
+        self.created = np.zeros(capacity, np.int64)
+        self.expire = np.zeros(capacity, np.int64)
+        self.accessed = np.zeros(capacity, np.int64)
+        self.access_count = np.zeros(capacity, np.int64)
+        self.status = np.zeros(capacity, np.int8)
+        self.source = np.zeros(capacity, np.int8)
+        self.visibility = np.zeros(capacity, np.int8)
+        self.live = np.zeros(capacity, np.bool_)
+        self.base = np.zeros(capacity, np.float64)
+        self.importance = np.zeros(capacity, np.float32)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return _INT_COLUMNS + _SMALL_COLUMNS + _FLOAT_COLUMNS
+
+    def new_row(self) -> int:
+        if self.size == len(self.live):
+            for name in self.names:
+                old = getattr(self, name)
+                grown = np.zeros(len(old) * 2, old.dtype)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        self.size += 1
+        return self.size - 1
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        return {name: getattr(self, name)[: self.size] for name in self.names}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], size: int) -> _Columns:
+        columns = cls(max(_MIN_CAPACITY, size))
+        for name in columns.names:
+            getattr(columns, name)[:size] = arrays[name]
+        columns.size = size
+        return columns
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A typed link as the fast network holds it: rows, not ids."""
+
+    src: int
+    dst: int
+    kind: str
+    created: int
+
+
+class _Lexicon:
+    """One namespace's documents (term codes per row) and its BM25 scorer, built when
+    first needed after a change (libraries made for BM25 index a fixed corpus)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[int, tuple[int, ...]] = {}
+        self.rows: Rows = np.zeros(0, np.int64)
+        self.scorer: LexicalScorer | None = None
+        self.dirty = False
+
+    def put(self, row: int, terms: tuple[int, ...]) -> None:
+        if self.docs.get(row) != terms:
+            self.docs[row] = terms
+            self.dirty = True
+
+    def drop(self, row: int) -> None:
+        if self.docs.pop(row, None) is not None:
+            self.dirty = True
+
+    def scores(self, build: LexicalBuild, query: Sequence[int]) -> tuple[Rows, Floats]:
+        if self.dirty or self.scorer is None:
+            rows = sorted(self.docs)
+            self.rows = np.asarray(rows, dtype=np.int64)
+            self.scorer = build([self.docs[row] for row in rows]) if rows else None
+            self.dirty = False
+        if self.scorer is None or not query:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        dense = np.asarray(self.scorer.scores(query), dtype=np.float64)
+        hit = np.flatnonzero(dense > 0)
+        return self.rows[hit], dense[hit]
+
+
+class FastNetwork:
+    """See the module docstring. ``applied_seq`` is the store change it reflects."""
+
+    def __init__(self, lexical: LexicalBuild) -> None:
+        self._build = lexical
+        self._lock = threading.RLock()
+        self.applied_seq = 0
+        self._cols = _Columns()
+        self.ids: list[str] = []
+        self._row: dict[str, int] = {}
+        self._digests: list[bytes] = []  # content digest per row: a changed text re-feeds the lexicon
+        self.namespaces = Interner()
+        self.categories = Interner()
+        self.people = Interner()  # actors and sessions
+        self.keys = Interner()  # explicit record keys
+        self.entities = Interner()  # entity keys
+        self.terms = Interner()  # lexical terms
+        self._entity_rows: dict[tuple[int, int], set[int]] = {}
+        self._row_entities: dict[int, tuple[int, ...]] = {}
+        self._links: dict[int, list[Link]] = {}
+        self._metadata: dict[int, Mapping[str, Any]] = {}
+        self._lexicons: dict[int, _Lexicon] = {}
+
+    # --- size and identity ---------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Memories held (purged ones excluded)."""
+        with self._lock:
+            return int(np.count_nonzero(self._cols.live[: self._cols.size]))
+
+    def count_deleted(self) -> int:
+        """Memories held with status ``deleted`` (the vector index leaves them out)."""
+        with self._lock:
+            size = self._cols.size
+            return int(np.count_nonzero(self._cols.live[:size] & (self._cols.status[:size] == _STATUS[Status.DELETED])))
+
+    def __contains__(self, memory_id: object) -> bool:
+        with self._lock:
+            row = self._row.get(memory_id) if isinstance(memory_id, str) else None
+            return row is not None and bool(self._cols.live[row])
+
+    def reading(self) -> contextlib.AbstractContextManager[Any]:
+        """Hold the network still (no change applied) for the duration of a read."""
+        return self._lock
+
+    def row_of(self, memory_id: str) -> int | None:
+        row = self._row.get(memory_id)
+        return row if row is not None and self._cols.live[row] else None
+
+    def rows_of(self, ids: Iterable[str]) -> Rows:
+        """The live rows of those ``ids`` the network holds, in order (unknown ids skipped)."""
+        found = np.asarray([self._row.get(memory_id, NONE) for memory_id in ids], dtype=np.int64)
+        found = found[found >= 0]
+        return found[self._cols.live[found]]
+
+    def id_of(self, row: int) -> str:
+        return self.ids[row]
+
+    # --- keeping current -----------------------------------------------------------
+
+    def apply(self, memories: Sequence[Memory], gone: Iterable[str], links: Sequence[Edge]) -> None:
+        """Hold ``memories`` as the store has them now, forget ``gone`` (purged) ids, and
+        replace the links touching any of those memories with ``links`` (every link the
+        store holds from or to them)."""
+        with self._lock:
+            touched: set[int] = set()
+            for memory_id in gone:
+                row = self._row.get(memory_id)
+                if row is not None:
+                    self._forget(row)
+                    touched.add(row)
+            for memory in memories:
+                touched.add(self._hold(memory))
+            for row in touched:
+                for link in self._links.pop(row, []):
+                    other = link.dst if link.src == row else link.src
+                    if other != row and other in self._links:
+                        self._links[other] = [x for x in self._links[other] if not (x.src == row or x.dst == row)]
+            for edge in links:
+                src, dst = self._row.get(edge.src), self._row.get(edge.dst)
+                if src is None or dst is None:
+                    continue
+                link = Link(src, dst, edge.kind, micros(edge.created_at))
+                for end in {src, dst}:
+                    held = self._links.setdefault(end, [])
+                    if link not in held:
+                        held.append(link)
+
+    def _hold(self, memory: Memory) -> int:
+        cols = self._cols
+        row = self._row.get(memory.memory_id)
+        if row is None:
+            row = cols.new_row()
+            self._row[memory.memory_id] = row
+            self.ids.append(memory.memory_id)
+            self._digests.append(b"")
+        namespace = self.namespaces.code(memory.namespace)
+        cols.namespace[row] = namespace
+        cols.category[row] = self.categories.code(memory.category)
+        cols.actor[row] = self.people.optional(memory.actor)
+        cols.session[row] = self.people.optional(memory.session_id)
+        cols.key[row] = self.keys.optional(memory.key)
+        cols.created[row] = micros(memory.created_at)
+        cols.expire[row] = NEVER if memory.expire_at is None else micros(memory.expire_at)
+        cols.accessed[row] = micros(memory.last_accessed_at)
+        cols.access_count[row] = memory.access_count
+        cols.status[row] = _STATUS[memory.status]
+        cols.source[row] = _SOURCE[memory.source]
+        cols.visibility[row] = _VISIBILITY[memory.visibility]
+        cols.live[row] = True
+        cols.base[row] = memory.base_score
+        cols.importance[row] = memory.importance
+        if memory.metadata:
+            self._metadata[row] = memory.metadata
+        else:
+            self._metadata.pop(row, None)
+        self._set_entities(row, namespace, tuple(sorted(self.entities.code(k) for k in entity_keys(memory.entities))))
+        digest = hashlib.blake2b(memory.content.encode("utf-8"), digest_size=16).digest()
+        lexicon = self._lexicons.setdefault(namespace, _Lexicon())
+        if self._digests[row] != digest or row not in lexicon.docs:
+            self._digests[row] = digest
+            lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
+        return row
+
+    def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
+        old = self._row_entities.get(row, ())
+        if old == keys:
+            return
+        for key in old:
+            self._entity_rows.get((namespace, key), set()).discard(row)
+        for key in keys:
+            self._entity_rows.setdefault((namespace, key), set()).add(row)
+        self._row_entities[row] = keys
+
+    def _forget(self, row: int) -> None:
+        cols = self._cols
+        namespace = int(cols.namespace[row])
+        cols.live[row] = False
+        self._set_entities(row, namespace, ())
+        self._row_entities.pop(row, None)
+        self._metadata.pop(row, None)
+        lexicon = self._lexicons.get(namespace)
+        if lexicon is not None:
+            lexicon.drop(row)
+
+    def reinforce(self, events: Iterable[tuple[str, float, datetime]], scoring: ScoringConfig) -> None:
+        """Mirror ``Store.reinforce`` (which writes no change): for each (id, bonus, at),
+        base = min(1, decayed base at ``at`` + bonus), one more access, last access
+        = max(last, at) — the store's rescore (``scoring.reinforced_base``)."""
+        with self._lock:
+            cols = self._cols
+            for memory_id, bonus, at in events:
+                row = self.row_of(memory_id)
+                if row is None:
+                    continue
+                when = micros(at)
+                half_life = scoring.half_life(self.categories.names[cols.category[row]])
+                elapsed = max(0.0, (when - int(cols.accessed[row])) / MICROS_PER_DAY)
+                decayed = float(cols.base[row]) * 0.5 ** (elapsed / half_life)
+                cols.base[row] = min(1.0, decayed + bonus)
+                cols.access_count[row] += 1
+                cols.accessed[row] = max(int(cols.accessed[row]), when)
+
+    # --- masks ---------------------------------------------------------------------
+
+    def all_rows(self) -> Rows:
+        return np.flatnonzero(self._cols.live[: self._cols.size]).astype(np.int64)
+
+    def sees(self, scope: Scope, rows: Rows) -> Mask:
+        """Which of ``rows`` ``scope`` sees (any status): the store's scope rule."""
+        cols = self._cols
+        namespace = cols.namespace[rows]
+        agent = self.people.find(scope.agent) if scope.agent is not None else NONE
+        mine = (cols.actor[rows] == agent) if agent != NONE else np.zeros(len(rows), np.bool_)
+        visibility = cols.visibility[rows]
+        seen = np.zeros(len(rows), np.bool_)
+        for names, rule in (
+            (scope.full, None),
+            (scope.member, (visibility != _PRIVATE) | mine),
+            (scope.public, visibility == _PUBLIC),
+            (scope.own, mine if scope.agent is not None else np.zeros(len(rows), np.bool_)),
+        ):
+            codes = [self.namespaces.find(name) for name in names]
+            inside = np.isin(namespace, [c for c in codes if c != NONE])
+            seen |= inside if rule is None else inside & rule
+        return seen & cols.live[rows]
+
+    def passes(self, scope: Scope, flt: MemoryFilter, now: datetime, rows: Rows) -> Mask:
+        """Which of ``rows`` ``scope`` sees and ``flt`` lets through at ``now``: the store's
+        ``get_many`` rule, metadata included."""
+        cols = self._cols
+        ok = self.sees(scope, rows)
+        if flt.statuses:
+            ok &= np.isin(cols.status[rows], [_STATUS[s] for s in flt.statuses])
+        if flt.categories:
+            codes = [self.categories.find(c) for c in flt.categories]
+            ok &= np.isin(cols.category[rows], [c for c in codes if c != NONE])
+        if flt.sources:
+            ok &= np.isin(cols.source[rows], [_SOURCE[s] for s in flt.sources])
+        if flt.created_after is not None:
+            ok &= cols.created[rows] >= micros(flt.created_after)
+        if flt.created_before is not None:
+            ok &= cols.created[rows] < micros(flt.created_before)
+        if flt.session_id is not None:
+            session = self.people.find(flt.session_id)
+            ok &= (cols.session[rows] == session) if session != NONE else False
+        if not flt.include_expired:
+            ok &= cols.expire[rows] > micros(now)
+        if flt.metadata:
+            for n in np.flatnonzero(ok):
+                held = self._metadata.get(int(rows[n]), {})
+                ok[n] = all(metadata_matches(held, key, value) for key, value in flt.metadata.items())
+        return ok
+
+    # --- score inputs ----------------------------------------------------------------
+
+    def decayed(self, rows: Rows, now: datetime, scoring: ScoringConfig) -> Floats:
+        """``scoring.current_score`` of each row, vectorised."""
+        cols = self._cols
+        half_lives = np.asarray([scoring.half_life(name) for name in self.categories.names], dtype=np.float64)
+        elapsed = np.maximum(0.0, (micros(now) - cols.accessed[rows]) / MICROS_PER_DAY)
+        base = cols.base[rows] * 0.5 ** (elapsed / half_lives[cols.category[rows]])
+        bonus = np.minimum(scoring.access_bonus_cap, scoring.access_bonus_step * cols.access_count[rows])
+        decayed: Floats = np.minimum(1.0, base + bonus)
+        return decayed
+
+    def lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
+        """Rows whose content shares a term with the query and their BM25 score, each
+        scored within its own namespace's statistics (any status; filter with ``passes``)."""
+        codes = list(dict.fromkeys(self.terms.codes[t] for t in query_terms if t in self.terms.codes))
+        if not codes:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        rows: list[Rows] = []
+        scores: list[Floats] = []
+        for name in namespaces:
+            lexicon = self._lexicons.get(self.namespaces.find(name))
+            if lexicon is not None:
+                found, score = lexicon.scores(self._build, codes)
+                rows.append(found)
+                scores.append(score)
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return np.concatenate(rows), np.concatenate(scores)
+
+    def by_entity(self, namespaces: Iterable[str], key: str) -> Rows:
+        """Rows that mention an entity with this key, in these namespaces, newest
+        ``created_at`` first (ties by memory id, descending), as ``memories_by_entity``."""
+        code = self.entities.find(key)
+        if code == NONE:
+            return np.zeros(0, np.int64)
+        found: list[int] = []
+        for name in namespaces:
+            found += self._entity_rows.get((self.namespaces.find(name), code), ())
+        found.sort(key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
+        return np.asarray(found, dtype=np.int64)
+
+    def entity_keys_of(self, row: int) -> frozenset[str]:
+        return frozenset(self.entities.names[code] for code in self._row_entities.get(row, ()))
+
+    def links(self, row: int, kind: str | None = None) -> list[Link]:
+        return [link for link in self._links.get(row, ()) if kind is None or link.kind == kind]
+
+    # --- persistence -----------------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """Write the network beside the vector index: one ``.npz`` (no pickle), then a
+        meta file naming its size and checksum, written last, so a torn save is
+        detected on load and never served."""
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            arrays = {f"col_{name}": array for name, array in self._cols.arrays().items()}
+            entity_rows = sorted(self._row_entities)
+            links = [link for row in sorted(self._links) for link in self._links[row] if link.src == row]
+            doc_rows = sorted((row, namespace) for namespace, lex in self._lexicons.items() for row in lex.docs)
+            arrays |= {
+                "ids": np.asarray(self.ids, dtype=np.str_),
+                "digests": np.frombuffer(b"".join(self._digests), dtype=np.uint8),
+                "entity_rows": np.asarray(entity_rows, dtype=np.int64),
+                **_flat("entity", [self._row_entities[row] for row in entity_rows]),
+                "link_src": np.asarray([x.src for x in links], dtype=np.int64),
+                "link_dst": np.asarray([x.dst for x in links], dtype=np.int64),
+                "link_created": np.asarray([x.created for x in links], dtype=np.int64),
+                "link_kind": np.asarray([x.kind for x in links], dtype=np.str_),
+                "doc_rows": np.asarray([row for row, _ in doc_rows], dtype=np.int64),
+                **_flat("doc", [self._lexicons[ns].docs[row] for row, ns in doc_rows]),
+            }
+            for name, interner in self._interners().items():
+                arrays[f"names_{name}"] = np.asarray(interner.names, dtype=np.str_)
+            metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
+            arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
+            seq = self.applied_seq
+        tmp = directory / (_FILE + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(fh, allow_pickle=False, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, directory / _FILE)
+        meta = {
+            "format": _FORMAT,
+            "applied_seq": seq,
+            "bytes": (directory / _FILE).stat().st_size,
+            "sha256": _sha256(directory / _FILE),
+        }
+        tmp_meta = directory / (_META + ".tmp")
+        with open(tmp_meta, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(meta))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_meta, directory / _META)
+
+    @classmethod
+    def load(cls, directory: Path, lexical: LexicalBuild) -> FastNetwork | None:
+        """The network saved in ``directory``, or None when it is absent, torn or of
+        another format (the caller rebuilds it from the store)."""
+        try:
+            meta = json.loads((directory / _META).read_text(encoding="utf-8"))
+            path = directory / _FILE
+            if meta.get("format") != _FORMAT or path.stat().st_size != meta["bytes"]:
+                return None
+            if _sha256(path) != meta["sha256"]:
+                return None
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            return cls._from_arrays(arrays, int(meta["applied_seq"]), lexical)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    @classmethod
+    def _from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], seq: int, lexical: LexicalBuild) -> FastNetwork:
+        net = cls(lexical)
+        net.applied_seq = seq
+        net.ids = [str(x) for x in arrays["ids"]]
+        size = len(net.ids)
+        cols = {name[4:]: array for name, array in arrays.items() if name.startswith("col_")}
+        net._cols = _Columns.from_arrays(cols, size)
+        net._row = {memory_id: row for row, memory_id in enumerate(net.ids)}
+        digests = arrays["digests"].tobytes()
+        if len(digests) != 16 * size:
+            raise ValueError("digests do not match the rows")
+        net._digests = [digests[16 * n : 16 * n + 16] for n in range(size)]
+        for name, interner in net._interners().items():
+            for value in arrays[f"names_{name}"]:
+                interner.code(str(value))
+        for row, keys in zip(arrays["entity_rows"], _unflat("entity", arrays), strict=True):
+            net._set_entities(int(row), int(net._cols.namespace[row]), keys)
+        for src, dst, kind, created in zip(
+            arrays["link_src"], arrays["link_dst"], arrays["link_kind"], arrays["link_created"], strict=True
+        ):
+            link = Link(int(src), int(dst), str(kind), int(created))
+            for end in {link.src, link.dst}:
+                net._links.setdefault(end, []).append(link)
+        for row, terms in zip(arrays["doc_rows"], _unflat("doc", arrays), strict=True):
+            net._lexicons.setdefault(int(net._cols.namespace[row]), _Lexicon()).put(int(row), terms)
+        net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
+        return net
+
+    def _interners(self) -> dict[str, Interner]:
+        return {
+            "namespaces": self.namespaces,
+            "categories": self.categories,
+            "people": self.people,
+            "keys": self.keys,
+            "entities": self.entities,
+            "terms": self.terms,
+        }
+
+    def nbytes(self) -> int:
+        """An estimate of the memory held, vectors excluded (for the benchmark's report)."""
+        with self._lock:
+            columns = sum(array.nbytes for array in self._cols.arrays().values())
+            docs = sum(8 * len(terms) + 120 for lex in self._lexicons.values() for terms in lex.docs.values())
+            return columns + docs + 200 * len(self.ids)
+
+
+def metadata_matches(metadata: Mapping[str, Any], key: str, value: JsonScalar) -> bool:
+    """The stores' metadata filter: the value at the dotted path ``key`` equals ``value``
+    with the same JSON type (``None`` matches a JSON null that is present; a number
+    matches an equal integer or real, never a boolean)."""
+    node: Any = metadata
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    if value is None:
+        return node is None
+    if isinstance(value, bool):
+        return isinstance(node, bool) and node is value
+    if isinstance(value, str):
+        return isinstance(node, str) and node == value
+    return isinstance(node, int | float) and not isinstance(node, bool) and node == value
+
+
+def _flat(name: str, lists: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np.int64]]:
+    lengths = np.asarray([len(x) for x in lists], dtype=np.int64)
+    values = [v for x in lists for v in x]
+    return {f"{name}_values": np.asarray(values, dtype=np.int64), f"{name}_lengths": lengths}
+
+
+def _unflat(name: str, arrays: Mapping[str, npt.NDArray[Any]]) -> Iterator[tuple[int, ...]]:
+    values = arrays[f"{name}_values"].tolist()
+    start = 0
+    for length in arrays[f"{name}_lengths"].tolist():
+        yield tuple(values[start : start + length])
+        start += length
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+NetworkFactory = Callable[[], FastNetwork]

@@ -1,0 +1,285 @@
+"""The recall path, answered from the fast network; the store is read once, for the hits.
+
+A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
+
+1. semantic candidates: HNSW neighbours (at least ``pool``), kept where the caller's
+   sight and the filter let them through (``FastNetwork.passes``, vectorised); the
+   search widens ×4 while too few survive, then scans the filtered set exactly;
+2. during a model change, the legacy index's neighbours likewise;
+3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
+   ``pool`` among what passes join, every candidate scored relative to the best;
+4. the graph channel: entity postings of the entities the query names (graph 1) and
+   of those the strongest candidates mention (``scoring.GRAPH_NEIGHBOUR``), bounded;
+5. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``).
+
+Then, in rank order, the top ``top_k`` ids are read from the store in one
+``get_many``, which applies the caller's scope and the filter again (defence in
+depth), the read guard drops what the current rules refuse, and ``scoring.fuse``
+ranks and explains the records as read. Only when the store or the guard turns
+hits away is the next slice of the ranking read. Contradiction flags come from the
+fast network's links, each kept only when the caller sees its other end.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from engine import scoring
+from engine.config import Config
+from engine.conflicts import CONTRADICTS
+from engine.fast_network import FastNetwork, Floats, Rows
+from engine.index_keeper import IndexKeeper
+from engine.ports import Embedder, Store, Vector
+from engine.records import MemoryFilter, Scope
+
+EXACT_SCAN_LIMIT = 200_000
+# The graph channel's bounds.
+GRAPH_SEEDS = 5
+GRAPH_KEYS = 12
+GRAPH_PER_ENTITY = 20
+
+ReadGuard = Callable[[list[scoring.Hit], int], list[scoring.Hit]]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """One recall, decided before any candidate is looked at."""
+
+    text: str
+    vector: Vector
+    sight: Scope  # what the caller sees of the namespaces it named
+    flt: MemoryFilter
+    top_k: int
+    pool: int  # candidates each channel contributes
+    now: datetime
+    terms: tuple[str, ...]  # engine.text.terms of the query
+    entity_keys: frozenset[str]  # keys of the entities the query names
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    hits: list[scoring.Hit]
+    candidates: int
+    exact_scan: bool
+    # For each hit with CONTRADICTS links: the ids of the memories it clashes with.
+    contradicts: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Pool:
+    """Candidate rows and their signals, filled channel by channel."""
+
+    cosine: dict[int, float] = field(default_factory=dict)
+    lexical: dict[int, float] = field(default_factory=dict)
+    graph: dict[int, float] = field(default_factory=dict)
+    exact: bool = False
+
+    def rows(self) -> list[int]:
+        return list(self.cosine)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The candidates of one recall, best first, before the store confirms them."""
+
+    ids: list[str]
+    rows: list[int]
+    pool: _Pool
+
+
+class Recaller:
+    """Runs ``RecallQuery``s over the keeper's fast network, index and the store."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        keeper: IndexKeeper,
+        embedder: Embedder,
+        read_guard: ReadGuard,
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._keeper = keeper
+        self._embedder = embedder
+        self._read_guard = read_guard
+
+    def recall(self, query: RecallQuery) -> RecallResult:
+        ranking = self.rank(query)
+        hits = self._final(query, ranking)
+        net = self._keeper.network
+        with net.reading():
+            flagged = self._contradictions(net, query.sight, hits)
+        return RecallResult(hits, len(ranking.ids), ranking.pool.exact, flagged)
+
+    def rank(self, query: RecallQuery) -> Ranking:
+        """Every candidate, best first, from the fast network alone (no store read but
+        the change-sequence check): what the final read then confirms."""
+        keeper = self._keeper
+        keeper.ensure_current()
+        net = keeper.network
+        with net.reading():
+            pool = self._semantic(net, query)
+            self._legacy(net, query, pool)
+            self._lexical(net, query, pool)
+            self._graph(net, query, pool)
+            rows = np.asarray(pool.rows(), dtype=np.int64)
+            order = self._ranked(net, query, pool, rows)
+            ranked = [int(rows[n]) for n in order]
+            return Ranking([net.id_of(row) for row in ranked], ranked, pool)
+
+    # --- channels --------------------------------------------------------------------
+
+    def _semantic(self, net: FastNetwork, query: RecallQuery) -> _Pool:
+        index = self._keeper.index
+        size = len(index)
+        k = min(query.pool, size)
+        limit = self._config.recall.max_widened_candidates
+        pool = _Pool()
+        while True:
+            similar = index.search(query.vector, k)
+            rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+            if len(rows) >= query.top_k or k >= size or k >= limit:
+                break
+            k = min(k * 4, size)
+        if len(rows) < query.top_k and k < size:
+            pool.exact = True
+            every = net.all_rows()
+            passing = every[net.passes(query.sight, query.flt, query.now, every)][:EXACT_SCAN_LIMIT]
+            found = index.similarities(query.vector, [net.id_of(int(row)) for row in passing])
+            best = heapq.nlargest(query.pool, found, key=lambda pair: pair[1])
+            rows, cosines = self._passing(net, query, [mid for mid, _ in best], [sim for _, sim in best])
+        pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
+        return pool
+
+    def _passing(
+        self, net: FastNetwork, query: RecallQuery, ids: Sequence[str], similarities: Sequence[float]
+    ) -> tuple[Rows, Floats]:
+        """Rows of ``ids`` that the caller sees and the filter passes, with their similarities."""
+        wanted = {memory_id: sim for memory_id, sim in zip(ids, similarities, strict=True)}
+        rows = net.rows_of(wanted)
+        sims = np.asarray([wanted[net.id_of(int(row))] for row in rows], dtype=np.float64)
+        keep = net.passes(query.sight, query.flt, query.now, rows)
+        return rows[keep], sims[keep]
+
+    def _legacy(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
+        found = self._keeper.legacy_similar(query.text, query.pool)
+        if not found:
+            return
+        rows, cosines = self._passing(net, query, [mid for mid, _ in found], [sim for _, sim in found])
+        for row, cosine in zip(rows.tolist(), cosines.tolist(), strict=True):
+            pool.cosine.setdefault(row, cosine)
+
+    def _lexical(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
+        rows, scores = net.lexical(query.sight.namespaces, query.terms)
+        if not len(rows):
+            return
+        keep = net.passes(query.sight, query.flt, query.now, rows)
+        rows, scores = rows[keep], scores[keep]
+        if not len(rows):
+            return
+        if len(rows) > query.pool:
+            top = np.argpartition(-scores, query.pool - 1)[: query.pool]
+            rows, scores = rows[top], scores[top]
+        best = float(scores.max())
+        pool.lexical = {int(row): max(0.0, float(score) / best) for row, score in zip(rows, scores, strict=True)}
+        self._join(net, query, pool, pool.lexical)
+
+    def _graph(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
+        """One or two hops, bounded: memories that mention an entity the query names
+        join with graph 1; those sharing an entity with one of the ``GRAPH_SEEDS``
+        strongest candidates with ``GRAPH_NEIGHBOUR``; at most ``GRAPH_KEYS`` entity
+        lookups of ``GRAPH_PER_ENTITY`` memories each."""
+        seeds = heapq.nlargest(GRAPH_SEEDS, pool.cosine.items(), key=lambda item: item[1])
+        holders: dict[str, set[int]] = {}  # entity key -> the seeds that mention it
+        for row, _ in seeds:
+            for key in net.entity_keys_of(row) - query.entity_keys:
+                holders.setdefault(key, set()).add(row)
+        lookups = [(key, scoring.GRAPH_QUERY_ENTITY) for key in sorted(query.entity_keys)]
+        lookups += [(key, scoring.GRAPH_NEIGHBOUR) for key in sorted(holders)]
+        graph: dict[int, float] = {}
+        for key, weight in lookups[:GRAPH_KEYS]:
+            rows = net.by_entity(query.sight.namespaces, key)
+            rows = rows[net.passes(query.sight, query.flt, query.now, rows)][:GRAPH_PER_ENTITY]
+            for row in rows.tolist():
+                if holders.get(key) == {row}:
+                    continue  # a seed is not its own neighbour
+                graph[row] = max(weight, graph.get(row, 0.0))
+        if graph:
+            pool.graph = graph
+            self._join(net, query, pool, graph)
+
+    def _join(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: dict[int, float]) -> None:
+        """Rows another channel found join the candidates with their exact cosine
+        (0 for a memory without a vector of the current model)."""
+        extra = [row for row in rows if row not in pool.cosine]
+        if not extra:
+            return
+        cosines = dict(self._keeper.index.similarities(query.vector, [net.id_of(row) for row in extra]))
+        for row in extra:
+            pool.cosine[row] = cosines.get(net.id_of(row), 0.0)
+
+    # --- ranking and the one read -----------------------------------------------------
+
+    def _ranked(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows) -> Sequence[int]:
+        """Positions of ``rows`` by fused score, best first, ties by memory id (as ``scoring.fuse``)."""
+        if not len(rows):
+            return []
+        weights, floor = self._config.fusion, self._embedder.similarity_floor
+        cosine = np.asarray([pool.cosine[row] for row in rows.tolist()], dtype=np.float64)
+        lexical = np.asarray([pool.lexical.get(row, 0.0) for row in rows.tolist()], dtype=np.float64)
+        graph = np.asarray([pool.graph.get(row, 0.0) for row in rows.tolist()], dtype=np.float64)
+        semantic = np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
+        decay = net.decayed(rows, query.now, self._config.scoring)
+        score = weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
+        ids = np.asarray([net.id_of(row) for row in rows.tolist()], dtype=np.str_)
+        return [int(n) for n in np.lexsort((ids, -score))]
+
+    def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
+        """Read the best ``top_k`` from the store (scope and filter applied again there),
+        guard and explain them; read the next slice only if some were turned away."""
+        ids, ranked, pool = ranking.ids, ranking.rows, ranking.pool
+        hits: list[scoring.Hit] = []
+        start = 0
+        while start < len(ids) and len(hits) < query.top_k:
+            want = query.top_k - len(hits)
+            chunk = ids[start : start + want]
+            rows = ranked[start : start + want]
+            start += want
+            read = {m.memory_id: m for m in self._store.get_many(query.sight, chunk, query.flt, query.now)}
+            candidates = [
+                scoring.Candidate(
+                    read[memory_id], pool.cosine[row], pool.lexical.get(row, 0.0), pool.graph.get(row, 0.0)
+                )
+                for memory_id, row in zip(chunk, rows, strict=True)
+                if memory_id in read
+            ]
+            fused = scoring.fuse(
+                candidates,
+                now=query.now,
+                weights=self._config.fusion,
+                scoring=self._config.scoring,
+                similarity_floor=self._embedder.similarity_floor,
+            )
+            hits += self._read_guard(fused, want)
+        return hits
+
+    def _contradictions(self, net: FastNetwork, sight: Scope, hits: Sequence[scoring.Hit]) -> dict[str, list[str]]:
+        flagged: dict[str, list[str]] = {}
+        for hit in hits:
+            row = net.row_of(hit.memory.memory_id)
+            if row is None:
+                continue
+            links = sorted(net.links(row, CONTRADICTS), key=lambda link: link.created)
+            others = [link.dst if link.src == row else link.src for link in links]
+            seen = np.asarray(others, dtype=np.int64)
+            visible = net.sees(sight, seen) if others else np.zeros(0, np.bool_)
+            kept = [net.id_of(other) for other, ok in zip(others, visible.tolist(), strict=True) if ok]
+            if kept:
+                flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
+        return flagged

@@ -1,0 +1,189 @@
+"""Recall from the fast network: one store read for the hits, nothing out of sight even
+before that read, reinforcement mirrored, contradictions from the network's links."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import scoring
+from engine.adapters.bm25_lexical import build_scorer
+from engine.adapters.hnsw_index import HnswIndex
+from engine.config import load_config
+from engine.conflicts import CONTRADICTS
+from engine.fast_network import FastNetwork
+from engine.index_keeper import IndexKeeper
+from engine.ports import Edge
+from engine.recall import RecallQuery
+from engine.records import MemoryDraft, MemoryFilter, Scope, Visibility, entity_keys, new_memory_id
+from engine.service import MemoryService
+from engine.text import terms
+from tests.conftest import FrozenClock, HashingEmbedder
+from tests.contract.test_store_contract import StoreFactory
+from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
+
+NS, OTHER = "team", "elsewhere"
+WORDS = "coffee tea berlin lisbon boots hiking blue green report deadline cat dog garden piano".split()
+
+
+class CountingStore:
+    """A real store, with a count of the calls made to it (a fake around it, not a patch)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if not callable(attribute):
+            return attribute
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return attribute(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+def make_service(
+    store_factory: StoreFactory, tmp_path: Path, clock: FrozenClock
+) -> Iterator[Callable[[], tuple[MemoryService, CountingStore]]]:
+    opened: list[MemoryService] = []
+
+    def make() -> tuple[MemoryService, CountingStore]:
+        store = CountingStore(store_factory())
+        store.open()
+        embedder = HashingEmbedder()
+        keeper = IndexKeeper(
+            store,  # type: ignore[arg-type]
+            embedder,
+            new_index=lambda: HnswIndex(embedder.dim, model=embedder.name),
+            new_network=lambda: FastNetwork(build_scorer),
+            directory=tmp_path,
+        )
+        keeper.start(None)
+        config = load_config(env={}, data_dir=tmp_path)
+        service = MemoryService(config, store, keeper, embedder, clock=clock)  # type: ignore[arg-type]
+        service.start()
+        opened.append(service)
+        return service, store
+
+    yield make
+    for service in opened:
+        service.close()
+
+
+def _fill(service: MemoryService, rng: random.Random, count: int) -> None:
+    drafts = [
+        MemoryDraft(
+            " ".join(rng.sample(WORDS, 3)) + f" note {n}",
+            namespace=rng.choice([NS, NS, OTHER]),
+            actor=rng.choice(["alice", "bob", "carol"]),
+            visibility=rng.choice(list(Visibility)),
+            category=rng.choice(["fact", "preference", "event"]),
+            entities=tuple(rng.sample(["Berlin", "coffee", "Lisbon"], rng.randint(0, 2))),
+        )
+        for n in range(count)
+    ]
+    service.save_batch(drafts)
+
+
+def test_recall_reads_the_store_once_for_its_hits(make_service: Callable[[], tuple[MemoryService, Any]]) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(1), 120)
+    service.recall("warm up", namespaces=[NS])
+    service.flush()
+    store.calls.clear()
+    result = service.recall("coffee in Berlin", namespaces=[NS], top_k=5, reinforce=False)
+    assert len(result.hits) == 5
+    # One read of the hits, and the change-sequence check that keeps the network current.
+    assert store.calls == Counter({"get_many": 1, "last_seq": 1})
+
+
+def test_nothing_out_of_sight_is_ranked_even_before_the_final_read(
+    make_service: Callable[[], tuple[MemoryService, Any]], clock: FrozenClock
+) -> None:
+    service, store = make_service()
+    rng = random.Random(2)
+    _fill(service, rng, 150)
+    scopes = [
+        Scope(member=(NS,), agent="alice"),
+        Scope(member=(NS,), agent="bob"),
+        Scope(public=(NS, OTHER), agent="eve"),
+        Scope(own=(NS,), agent="carol"),
+        Scope(member=(OTHER,), public=(NS,), agent="alice"),
+        Scope(full=(OTHER,), agent="root"),
+        Scope(agent="nobody"),
+    ]
+    for scope in scopes:
+        sight = scope.narrowed([NS, OTHER])
+        seen = {
+            memory.memory_id
+            for namespace in (NS, OTHER)
+            for memory in store.scan(Scope.whole([namespace]), "", 10_000)
+            if sight.sees(memory)
+        }
+        for text in ("coffee Berlin", "hiking boots", "Lisbon", "garden piano dog"):
+            query = RecallQuery(
+                text=text,
+                vector=service.embedder.embed_query(text),
+                sight=sight,
+                flt=MemoryFilter(),
+                top_k=10,
+                pool=100,
+                now=clock(),
+                terms=tuple(terms(text)),
+                entity_keys=entity_keys([w for w in text.split() if w[0].isupper()]),
+            )
+            ranking = service.recaller.rank(query)
+            assert set(ranking.ids) <= seen, (scope, text)
+            if seen:
+                assert ranking.ids  # the check is not vacuous
+            hits = service.recall(text, namespaces=[NS, OTHER], scope=scope, reinforce=False).hits
+            assert {hit.memory.memory_id for hit in hits} <= seen
+
+
+def test_reinforcement_reaches_the_fast_network(
+    make_service: Callable[[], tuple[MemoryService, Any]], clock: FrozenClock
+) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(3), 30)
+    hits = service.recall("coffee", namespaces=[NS]).hits
+    service.flush()
+    net = service.keeper.network
+    top = hits[0].memory.memory_id
+    stored = store.get(Scope.whole([NS]), top)
+    assert stored is not None and stored.access_count == 1
+    now = clock.advance(days=3)
+    rows = net.rows_of([top])
+    expected = scoring.current_score(stored, now, service.config.scoring)
+    assert net.decayed(rows, now, service.config.scoring)[0] == pytest.approx(expected)
+
+
+def test_contradictions_are_flagged_only_where_the_other_end_is_in_sight(
+    make_service: Callable[[], tuple[MemoryService, Any]], clock: FrozenClock
+) -> None:
+    service, store = make_service()
+    liked = service.save(MemoryDraft("I like coffee", namespace=NS, actor="alice")).memory
+    said = service.save(MemoryDraft("I do not like coffee", namespace=NS, actor="alice"))
+    assert said.contradicted == (liked.memory_id,)
+    # A private memory linked to the shared one (as an import may bring it).
+    hers = liked.evolve(
+        memory_id=new_memory_id(), content="coffee is awful", actor="bob", visibility=Visibility.PRIVATE
+    )
+    link = Edge(NS, hers.memory_id, liked.memory_id, CONTRADICTS, clock())
+    store.insert_linked([hers], [service.embedder.embed_query(hers.content)], updates=[], edges=[link], changed_by=None)
+
+    def flagged(scope: Scope | None) -> dict[str, list[str]]:
+        return service.recall("coffee", namespaces=[NS], scope=scope, reinforce=False).contradicts
+
+    assert flagged(None)[liked.memory_id] == [said.memory.memory_id, hers.memory_id]
+    assert flagged(Scope(member=(NS,), agent="bob"))[liked.memory_id] == [said.memory.memory_id, hers.memory_id]
+    assert flagged(Scope(member=(NS,), agent="alice"))[liked.memory_id] == [said.memory.memory_id]
+    assert hers.memory_id not in flagged(Scope(member=(NS,), agent="alice"))

@@ -1,0 +1,118 @@
+"""The fast network's pure parts: the metadata rule, and decay and reinforcement computed
+over columns exactly as ``engine.scoring`` computes them over records."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from engine import scoring
+from engine.adapters.bm25_lexical import build_scorer
+from engine.config import ScoringConfig
+from engine.fast_network import FastNetwork, metadata_matches, micros
+from engine.records import Memory, Source, Status, new_memory_id
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _memory(rng: random.Random, category: str) -> Memory:
+    accessed = T0 + timedelta(days=rng.uniform(0, 30))
+    return Memory(
+        memory_id=new_memory_id(),
+        namespace="ns",
+        content=f"note {rng.random()}",
+        category=category,
+        base_score=rng.random(),
+        importance=0.5,
+        source=Source.USER_INPUT,
+        created_at=T0,
+        updated_at=T0,
+        last_accessed_at=accessed,
+        access_count=rng.randint(0, 40),
+        status=Status.ACTIVE,
+    )
+
+
+@pytest.mark.parametrize(
+    ("metadata", "key", "value", "matches"),
+    [
+        ({"a": 1}, "a", 1, True),
+        ({"a": 1.0}, "a", 1, True),
+        ({"a": 1}, "a", 1.0, True),
+        ({"a": True}, "a", 1, False),  # a boolean is not a number
+        ({"a": 1}, "a", True, False),
+        ({"a": True}, "a", True, True),
+        ({"a": False}, "a", False, True),
+        ({"a": "1"}, "a", 1, False),
+        ({"a": "1"}, "a", "1", True),
+        ({"a": None}, "a", None, True),
+        ({}, "a", None, False),  # absent is not null
+        ({"b": {"c": 2}}, "b.c", 2, True),
+        ({"b": {"c": 2}}, "b", 2, False),
+        ({"b": [2]}, "b.0", 2, False),  # a dotted part names a key, never an index
+        ({"b": {"c": {"d": "x"}}}, "b.c.d", "x", True),
+    ],
+)
+def test_metadata_matches_as_the_stores_do(metadata: dict[str, object], key: str, value: object, matches: bool) -> None:
+    assert metadata_matches(metadata, key, value) is matches  # type: ignore[arg-type]
+
+
+def test_micros_is_exact_and_ordered() -> None:
+    a = T0 + timedelta(microseconds=1)
+    assert micros(a) - micros(T0) == 1
+    assert micros(datetime(1970, 1, 1, tzinfo=UTC)) == 0
+
+
+def test_decay_over_columns_equals_the_scoring_function() -> None:
+    rng = random.Random(1)
+    policy = ScoringConfig()
+    net = FastNetwork(build_scorer)
+    memories = [_memory(rng, rng.choice(["fact", "task", "state", "made-up"])) for _ in range(200)]
+    net.apply(memories, (), [])
+    now = T0 + timedelta(days=45)
+    rows = net.rows_of([m.memory_id for m in memories])
+    expected = [scoring.current_score(m, now, policy) for m in memories]
+    np.testing.assert_allclose(net.decayed(rows, now, policy), expected, rtol=1e-12)
+
+
+def test_reinforcement_mirrors_the_stores_rescore() -> None:
+    rng = random.Random(2)
+    policy = ScoringConfig()
+    net = FastNetwork(build_scorer)
+    memory = _memory(rng, "event")
+    net.apply([memory], (), [])
+    events = [
+        (memory.memory_id, 0.1, T0 + timedelta(days=40)),
+        (memory.memory_id, 0.05, T0 + timedelta(days=40, hours=1)),
+        (memory.memory_id, 0.05, T0 + timedelta(days=2)),  # older than the last access: no decay, no rewind
+        ("absent", 0.1, T0),
+    ]
+    net.reinforce(events, policy)
+    expected = memory
+    for _, bonus, at in events[:3]:
+        expected = expected.evolve(
+            base_score=scoring.reinforced_base(expected, bonus, at, policy),
+            access_count=expected.access_count + 1,
+            last_accessed_at=max(expected.last_accessed_at, at),
+        )
+    now = T0 + timedelta(days=60)
+    rows = net.rows_of([memory.memory_id])
+    assert net.decayed(rows, now, policy)[0] == pytest.approx(scoring.current_score(expected, now, policy))
+
+
+def test_a_purged_memory_leaves_every_structure() -> None:
+    rng = random.Random(3)
+    net = FastNetwork(build_scorer)
+    memory = _memory(rng, "fact").evolve(content="coffee in Berlin", entities=("Berlin",))
+    net.apply([memory], (), [])
+    assert memory.memory_id in net and len(net) == 1
+    assert len(net.by_entity(["ns"], "berlin")) == 1
+    assert len(net.lexical(["ns"], ["coffe"])[0]) == 1
+    net.apply([], [memory.memory_id], [])
+    assert memory.memory_id not in net and len(net) == 0
+    assert len(net.by_entity(["ns"], "berlin")) == 0
+    assert len(net.lexical(["ns"], ["coffe"])[0]) == 0
+    assert len(net.rows_of([memory.memory_id])) == 0
