@@ -13,7 +13,11 @@ store once, for its final hits (DESIGN.md, "The dual network"). One row per memo
   ``engine.text.terms`` of the content, so statistics never mix namespaces;
 * entity postings (namespace, entity key) → rows, and the typed links
   (``SUPERSEDES``, ``CONTRADICTS``, ``NEXT``, …) of every memory;
-* the metadata of memories that have any, for the rare metadata filter.
+* the metadata of memories that have any, for the rare metadata filter;
+* each memory's vector of the current model as float16 (half the bytes; cosines
+  within ~1e-3 of float32), for the exact cosine of candidates that the lexical or
+  graph channel brings and for the exact scan of a selective filter: hnswlib's
+  ``get_items`` copies element by element and costs milliseconds per recall.
 
 It is derived data: ``apply`` takes the records (and links) of changed memories as
 the store holds them now, and ``IndexKeeper`` calls it from the store's change
@@ -195,10 +199,14 @@ class _Lexicon:
 class FastNetwork:
     """See the module docstring. ``applied_seq`` is the store change it reflects."""
 
-    def __init__(self, lexical: LexicalBuild) -> None:
+    def __init__(self, lexical: LexicalBuild, *, model: str = "", dim: int = 0) -> None:
         self._build = lexical
         self._lock = threading.RLock()
         self.applied_seq = 0
+        self.model = model  # whose vectors ``_vectors`` holds
+        self.dim = dim
+        self._vectors = np.zeros((_MIN_CAPACITY, dim), np.float16)
+        self._has_vector = np.zeros(_MIN_CAPACITY, np.bool_)
         self._cols = _Columns()
         self.ids: list[str] = []
         self._row: dict[str, int] = {}
@@ -285,6 +293,7 @@ class FastNetwork:
         row = self._row.get(memory.memory_id)
         if row is None:
             row = cols.new_row()
+            self._grow_vectors(cols.size)
             self._row[memory.memory_id] = row
             self.ids.append(memory.memory_id)
             self._digests.append(b"")
@@ -316,6 +325,33 @@ class FastNetwork:
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
         return row
 
+    def _grow_vectors(self, size: int) -> None:
+        if size > len(self._has_vector):
+            capacity = max(size, 2 * len(self._has_vector))
+            vectors = np.zeros((capacity, self.dim), np.float16)
+            vectors[: len(self._vectors)] = self._vectors
+            has = np.zeros(capacity, np.bool_)
+            has[: len(self._has_vector)] = self._has_vector
+            self._vectors, self._has_vector = vectors, has
+
+    def put_vectors(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Hold the current model's vectors of these memories (unknown ids are skipped)."""
+        with self._lock:
+            for memory_id, vector in zip(ids, vectors, strict=True):
+                row = self._row.get(memory_id)
+                if row is not None and len(vector) == self.dim:
+                    self._vectors[row] = vector
+                    self._has_vector[row] = True
+
+    def cosines(self, vector: npt.NDArray[np.float32], rows: Rows) -> Floats:
+        """The cosine of ``vector`` (unit length) to each row's vector; 0 where a row has none."""
+        found = self._vectors[rows].astype(np.float32) @ np.asarray(vector, np.float32)
+        cosines: Floats = np.where(self._has_vector[rows], found, 0.0).astype(np.float64)
+        return cosines
+
+    def has_vectors(self, rows: Rows) -> Mask:
+        return self._has_vector[rows]
+
     def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
         old = self._row_entities.get(row, ())
         if old == keys:
@@ -330,6 +366,7 @@ class FastNetwork:
         cols = self._cols
         namespace = int(cols.namespace[row])
         cols.live[row] = False
+        self._has_vector[row] = False
         self._set_entities(row, namespace, ())
         self._row_entities.pop(row, None)
         self._metadata.pop(row, None)
@@ -364,20 +401,18 @@ class FastNetwork:
         """Which of ``rows`` ``scope`` sees (any status): the store's scope rule."""
         cols = self._cols
         namespace = cols.namespace[rows]
-        agent = self.people.find(scope.agent) if scope.agent is not None else NONE
-        mine = (cols.actor[rows] == agent) if agent != NONE else np.zeros(len(rows), np.bool_)
+        agent = self.people.find(scope.agent)
+        mine = cols.actor[rows] == agent if agent != NONE else np.zeros(len(rows), np.bool_)
         visibility = cols.visibility[rows]
-        seen = np.zeros(len(rows), np.bool_)
-        for names, rule in (
-            (scope.full, None),
-            (scope.member, (visibility != _PRIVATE) | mine),
-            (scope.public, visibility == _PUBLIC),
-            (scope.own, mine if scope.agent is not None else np.zeros(len(rows), np.bool_)),
-        ):
-            codes = [self.namespaces.find(name) for name in names]
-            inside = np.isin(namespace, [c for c in codes if c != NONE])
-            seen |= inside if rule is None else inside & rule
-        return seen & cols.live[rows]
+        seen = _among(namespace, self.namespaces, scope.full)
+        if scope.member:
+            seen |= _among(namespace, self.namespaces, scope.member) & ((visibility != _PRIVATE) | mine)
+        if scope.public:
+            seen |= _among(namespace, self.namespaces, scope.public) & (visibility == _PUBLIC)
+        if scope.own:
+            seen |= _among(namespace, self.namespaces, scope.own) & mine
+        live: Mask = seen & cols.live[rows]
+        return live
 
     def passes(self, scope: Scope, flt: MemoryFilter, now: datetime, rows: Rows) -> Mask:
         """Which of ``rows`` ``scope`` sees and ``flt`` lets through at ``now``: the store's
@@ -385,12 +420,11 @@ class FastNetwork:
         cols = self._cols
         ok = self.sees(scope, rows)
         if flt.statuses:
-            ok &= np.isin(cols.status[rows], [_STATUS[s] for s in flt.statuses])
+            ok &= _codes_in(cols.status[rows], [_STATUS[s] for s in flt.statuses], len(STATUSES))
         if flt.categories:
-            codes = [self.categories.find(c) for c in flt.categories]
-            ok &= np.isin(cols.category[rows], [c for c in codes if c != NONE])
+            ok &= _among(cols.category[rows], self.categories, flt.categories)
         if flt.sources:
-            ok &= np.isin(cols.source[rows], [_SOURCE[s] for s in flt.sources])
+            ok &= _codes_in(cols.source[rows], [_SOURCE[s] for s in flt.sources], len(SOURCES))
         if flt.created_after is not None:
             ok &= cols.created[rows] >= micros(flt.created_after)
         if flt.created_before is not None:
@@ -437,16 +471,25 @@ class FastNetwork:
         return np.concatenate(rows), np.concatenate(scores)
 
     def by_entity(self, namespaces: Iterable[str], key: str) -> Rows:
-        """Rows that mention an entity with this key, in these namespaces, newest
-        ``created_at`` first (ties by memory id, descending), as ``memories_by_entity``."""
+        """Rows that mention an entity with this key, in these namespaces (any order;
+        ``newest`` orders them as ``memories_by_entity`` does)."""
         code = self.entities.find(key)
         if code == NONE:
             return np.zeros(0, np.int64)
         found: list[int] = []
         for name in namespaces:
             found += self._entity_rows.get((self.namespaces.find(name), code), ())
-        found.sort(key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
         return np.asarray(found, dtype=np.int64)
+
+    def newest(self, rows: Rows, limit: int) -> Rows:
+        """The ``limit`` newest of ``rows`` by ``created_at``, newest first, ties by memory
+        id descending (the order of ``Store.memories_by_entity``)."""
+        if len(rows) > limit:
+            created = self._cols.created[rows]
+            cut = np.partition(created, len(rows) - limit)[len(rows) - limit]
+            rows = rows[created >= cut]  # the newest ``limit``, and any tied with the last of them
+        ordered = sorted(rows.tolist(), key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
+        return np.asarray(ordered[:limit], dtype=np.int64)
 
     def entity_keys_of(self, row: int) -> frozenset[str]:
         return frozenset(self.entities.names[code] for code in self._row_entities.get(row, ()))
@@ -467,6 +510,8 @@ class FastNetwork:
             links = [link for row in sorted(self._links) for link in self._links[row] if link.src == row]
             doc_rows = sorted((row, namespace) for namespace, lex in self._lexicons.items() for row in lex.docs)
             arrays |= {
+                "vectors": self._vectors[: self._cols.size],
+                "has_vector": self._has_vector[: self._cols.size],
                 "ids": np.asarray(self.ids, dtype=np.str_),
                 "digests": np.frombuffer(b"".join(self._digests), dtype=np.uint8),
                 "entity_rows": np.asarray(entity_rows, dtype=np.int64),
@@ -482,7 +527,7 @@ class FastNetwork:
                 arrays[f"names_{name}"] = np.asarray(interner.names, dtype=np.str_)
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
-            seq = self.applied_seq
+            seq, model, dim = self.applied_seq, self.model, self.dim
         tmp = directory / (_FILE + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, allow_pickle=False, **arrays)
@@ -492,6 +537,8 @@ class FastNetwork:
         meta = {
             "format": _FORMAT,
             "applied_seq": seq,
+            "model": model,
+            "dim": dim,
             "bytes": (directory / _FILE).stat().st_size,
             "sha256": _sha256(directory / _FILE),
         }
@@ -503,30 +550,36 @@ class FastNetwork:
         os.replace(tmp_meta, directory / _META)
 
     @classmethod
-    def load(cls, directory: Path, lexical: LexicalBuild) -> FastNetwork | None:
-        """The network saved in ``directory``, or None when it is absent, torn or of
-        another format (the caller rebuilds it from the store)."""
+    def load(cls, directory: Path, lexical: LexicalBuild, *, model: str, dim: int) -> FastNetwork | None:
+        """The network saved in ``directory``, or None when it is absent, torn, of
+        another format or holds another model's vectors (the caller rebuilds it)."""
         try:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
             path = directory / _FILE
             if meta.get("format") != _FORMAT or path.stat().st_size != meta["bytes"]:
                 return None
+            if meta["model"] != model or meta["dim"] != dim:
+                return None
             if _sha256(path) != meta["sha256"]:
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
-            return cls._from_arrays(arrays, int(meta["applied_seq"]), lexical)
+            net = cls(lexical, model=model, dim=dim)
+            net._restore(arrays)
+            net.applied_seq = int(meta["applied_seq"])
+            return net
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
-    @classmethod
-    def _from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], seq: int, lexical: LexicalBuild) -> FastNetwork:
-        net = cls(lexical)
-        net.applied_seq = seq
+    def _restore(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        net = self
         net.ids = [str(x) for x in arrays["ids"]]
         size = len(net.ids)
         cols = {name[4:]: array for name, array in arrays.items() if name.startswith("col_")}
         net._cols = _Columns.from_arrays(cols, size)
+        net._grow_vectors(max(size, _MIN_CAPACITY))
+        net._vectors[:size] = arrays["vectors"]
+        net._has_vector[:size] = arrays["has_vector"]
         net._row = {memory_id: row for row, memory_id in enumerate(net.ids)}
         digests = arrays["digests"].tobytes()
         if len(digests) != 16 * size:
@@ -546,7 +599,6 @@ class FastNetwork:
         for row, terms in zip(arrays["doc_rows"], _unflat("doc", arrays), strict=True):
             net._lexicons.setdefault(int(net._cols.namespace[row]), _Lexicon()).put(int(row), terms)
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
-        return net
 
     def _interners(self) -> dict[str, Interner]:
         return {
@@ -563,7 +615,23 @@ class FastNetwork:
         with self._lock:
             columns = sum(array.nbytes for array in self._cols.arrays().values())
             docs = sum(8 * len(terms) + 120 for lex in self._lexicons.values() for terms in lex.docs.values())
-            return columns + docs + 200 * len(self.ids)
+            vectors = self._vectors.nbytes + self._has_vector.nbytes
+            return columns + docs + vectors + 200 * len(self.ids)
+
+
+def _codes_in(values: npt.NDArray[Any], codes: Sequence[int], size: int) -> Mask:
+    """``np.isin`` by a lookup table: codes are small dense integers."""
+    table = np.zeros(size + 1, np.bool_)
+    table[[c for c in codes if c != NONE]] = True
+    found: Mask = table[values]
+    return found
+
+
+def _among(values: npt.NDArray[Any], interner: Interner, names: Sequence[str]) -> Mask:
+    """Which ``values`` (codes of ``interner``) name one of ``names``."""
+    if not names:
+        return np.zeros(len(values), np.bool_)
+    return _codes_in(values, [interner.find(name) for name in names], len(interner.names))
 
 
 def metadata_matches(metadata: Mapping[str, Any], key: str, value: JsonScalar) -> bool:

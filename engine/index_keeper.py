@@ -132,7 +132,9 @@ class IndexKeeper:
                     page = self._store.scan(whole, after, REBUILD_BATCH)
                     if not page:
                         break
-                    fresh.apply(page, (), self._store.links([m.memory_id for m in page]))
+                    ids = [m.memory_id for m in page]
+                    fresh.apply(page, (), self._store.links(ids))
+                    self._network_vectors(fresh, ids)
                     after = page[-1].memory_id
                     if len(page) < REBUILD_BATCH:
                         break
@@ -224,7 +226,13 @@ class IndexKeeper:
             gone = [change.memory_id for change in changes if change.memory_id not in records]
             links = self._store.links(list(records)) if records else []
             network.apply(list(records.values()), gone, links)
+            self._network_vectors(network, list(records))
             network.applied_seq = changes[-1].seq
+
+    def _network_vectors(self, network: FastNetwork, ids: list[str]) -> None:
+        vectors = self._store.vectors(ids, self._embedder.name) if ids else {}
+        if vectors:
+            network.put_vectors(list(vectors), np.vstack(list(vectors.values())))
 
     def _records(self, changes: Sequence[Change]) -> dict[str, Memory]:
         """The current record of each changed memory that still exists, by id."""
@@ -295,6 +303,8 @@ class IndexKeeper:
             keep = [row for row, ok in enumerate(alive) if ok]
             if keep:
                 self.index.upsert([ids[row] for row in keep], vectors[keep])
+                if self._network is not None:
+                    self._network.put_vectors([ids[row] for row in keep], vectors[keep])
             self._forget_legacy(ids)
 
     def _forget_legacy(self, ids: Sequence[str]) -> None:
@@ -352,6 +362,8 @@ class IndexKeeper:
         ordered = [mid for mid in ids if mid in contents]
         vectors = self._embedder.embed_documents([contents[mid] for mid in ordered])
         self._store.put_vectors(dict(zip(ordered, vectors, strict=True)), self._embedder.name)
+        if self._network is not None:  # a stored vector writes no change to catch up from
+            self._network.put_vectors(ordered, vectors)
         return ordered, vectors
 
 

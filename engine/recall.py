@@ -37,7 +37,6 @@ from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import MemoryFilter, Scope
 
-EXACT_SCAN_LIMIT = 200_000
 # The graph channel's bounds.
 GRAPH_SEEDS = 5
 GRAPH_KEYS = 12
@@ -150,10 +149,11 @@ class Recaller:
         if len(rows) < query.top_k and k < size:
             pool.exact = True
             every = net.all_rows()
-            passing = every[net.passes(query.sight, query.flt, query.now, every)][:EXACT_SCAN_LIMIT]
-            found = index.similarities(query.vector, [net.id_of(int(row)) for row in passing])
-            best = heapq.nlargest(query.pool, found, key=lambda pair: pair[1])
-            rows, cosines = self._passing(net, query, [mid for mid, _ in best], [sim for _, sim in best])
+            rows = every[net.passes(query.sight, query.flt, query.now, every) & net.has_vectors(every)]
+            cosines = net.cosines(query.vector, rows)
+            if len(rows) > query.pool:
+                best = np.argpartition(-cosines, query.pool - 1)[: query.pool]
+                rows, cosines = rows[best], cosines[best]
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
 
@@ -205,7 +205,7 @@ class Recaller:
         graph: dict[int, float] = {}
         for key, weight in lookups[:GRAPH_KEYS]:
             rows = net.by_entity(query.sight.namespaces, key)
-            rows = rows[net.passes(query.sight, query.flt, query.now, rows)][:GRAPH_PER_ENTITY]
+            rows = net.newest(rows[net.passes(query.sight, query.flt, query.now, rows)], GRAPH_PER_ENTITY)
             for row in rows.tolist():
                 if holders.get(key) == {row}:
                     continue  # a seed is not its own neighbour
@@ -218,11 +218,9 @@ class Recaller:
         """Rows another channel found join the candidates with their exact cosine
         (0 for a memory without a vector of the current model)."""
         extra = [row for row in rows if row not in pool.cosine]
-        if not extra:
-            return
-        cosines = dict(self._keeper.index.similarities(query.vector, [net.id_of(row) for row in extra]))
-        for row in extra:
-            pool.cosine[row] = cosines.get(net.id_of(row), 0.0)
+        if extra:
+            cosines = net.cosines(query.vector, np.asarray(extra, dtype=np.int64))
+            pool.cosine.update(zip(extra, cosines.tolist(), strict=True))
 
     # --- ranking and the one read -----------------------------------------------------
 
@@ -237,8 +235,12 @@ class Recaller:
         semantic = np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
         decay = net.decayed(rows, query.now, self._config.scoring)
         score = weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
-        ids = np.asarray([net.id_of(row) for row in rows.tolist()], dtype=np.str_)
-        return [int(n) for n in np.lexsort((ids, -score))]
+        order = np.argsort(-score, kind="stable")
+        ranked = score[order]
+        if len(ranked) > 1 and bool(np.any(ranked[1:] == ranked[:-1])):  # ties (rare): by memory id
+            ids = np.asarray([net.id_of(row) for row in rows.tolist()], dtype=np.str_)
+            order = np.lexsort((ids, -score))
+        return [int(n) for n in order]
 
     def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
         """Read the best ``top_k`` from the store (scope and filter applied again there),

@@ -169,14 +169,14 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
-            new_network=lambda: FastNetwork(build_scorer),
+            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
         )
         keeper.start(
             HnswIndex.load(index_dir, dim=dim, model=model, ef_search=idx.ef_search),
-            FastNetwork.load(index_dir, build_scorer),
+            FastNetwork.load(index_dir, build_scorer, model=model, dim=dim),
         )
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()

@@ -45,6 +45,7 @@ METADATA: tuple[dict[str, Any], ...] = (
 )
 WORDS = "coffee tea berlin lisbon boots hiking blue green quarterly report deadline cat dog".split()
 EVERYTHING = MemoryFilter(statuses=(), include_expired=True)
+MODEL, DIM = HashingEmbedder().name, HashingEmbedder().dim
 
 
 def _memory(rng: random.Random, n: int) -> Memory:
@@ -117,7 +118,7 @@ def _keeper(store: Store, directory: Path) -> IndexKeeper:
         store,
         embedder,
         new_index=lambda: HnswIndex(embedder.dim, model=embedder.name),
-        new_network=lambda: FastNetwork(build_scorer),
+        new_network=lambda: FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim),
         directory=directory,
     )
 
@@ -206,7 +207,10 @@ def test_it_follows_saves_updates_status_changes_links_and_purges(store: Store, 
     rows, _ = net.lexical(["ns-a"], ["lisbon"])
     assert newer.memory_id in {net.id_of(int(r)) for r in rows}
     # Entity postings follow too.
-    assert set(net.by_entity(["ns-a"], "berlin").tolist()) == {
+    by_berlin = net.by_entity(["ns-a"], "berlin")
+    newest = store.memories_by_entity(whole, "berlin", EVERYTHING, NOW, 3)
+    assert [net.id_of(int(row)) for row in net.newest(by_berlin, 3)] == [m.memory_id for m in newest]
+    assert set(by_berlin.tolist()) == {
         net.row_of(m.memory_id) for m in (*first, newer) if "Berlin" in m.entities and m is not e
     } - {None}
 
@@ -239,8 +243,17 @@ def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_pa
     scope, flt = Scope.whole(list(NAMESPACES)), MemoryFilter()
     expected = _selected(keeper.network, scope, flt)
 
-    loaded = FastNetwork.load(tmp_path, build_scorer)
+    loaded = FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM)
     assert loaded is not None and loaded.applied_seq == keeper.network.applied_seq
+    # Another model's vectors are not this one's: such a network is rebuilt.
+    assert FastNetwork.load(tmp_path, build_scorer, model="another-model", dim=DIM) is None
+    some = [m.memory_id for m in memories if m.status is not Status.DELETED][:5]
+    vectors = keeper.index.similarities(HashingEmbedder().embed_query("coffee"), some)
+    np.testing.assert_allclose(
+        loaded.cosines(HashingEmbedder().embed_query("coffee"), loaded.rows_of(some)),
+        [sim for _, sim in vectors],
+        atol=2e-3,
+    )
     again = _keeper(store, tmp_path)
     again.start(None, loaded)
     assert not again.network_rebuilt_at_start
@@ -253,17 +266,17 @@ def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_pa
     later = [_memory(rng, 100).evolve(namespace="ns-a", status=Status.ACTIVE, expire_at=None)]
     store.insert(later, _vectors(later), changed_by=None)
     caught = _keeper(store, tmp_path)
-    caught.start(None, FastNetwork.load(tmp_path, build_scorer))
+    caught.start(None, FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM))
     assert not caught.network_rebuilt_at_start and later[0].memory_id in caught.network
 
     data = tmp_path / "fastnet.npz"
     raw = data.read_bytes()
     data.write_bytes(raw[: len(raw) // 2])
-    assert FastNetwork.load(tmp_path, build_scorer) is None
+    assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
     data.write_bytes(raw[:-8] + bytes(8))  # same size, other bytes: the checksum tells
-    assert FastNetwork.load(tmp_path, build_scorer) is None
+    assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
     (tmp_path / "fastnet.meta.json").unlink()
-    assert FastNetwork.load(tmp_path, build_scorer) is None
+    assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
     rebuilt = _keeper(store, tmp_path)
     rebuilt.start(None, None)
     assert rebuilt.network_rebuilt_at_start

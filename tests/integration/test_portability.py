@@ -47,7 +47,7 @@ def service_on(store: Store, embedder: Embedder, directory: Path, clock: FrozenC
         store,
         embedder,
         new_index=lambda: HnswIndex(embedder.dim, model=embedder.name),
-        new_network=lambda: FastNetwork(build_scorer),
+        new_network=lambda: FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim),
         directory=directory,
     )
     keeper.start(None)

@@ -64,7 +64,7 @@ def make_service(
             store,  # type: ignore[arg-type]
             embedder,
             new_index=lambda: HnswIndex(embedder.dim, model=embedder.name),
-            new_network=lambda: FastNetwork(build_scorer),
+            new_network=lambda: FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim),
             directory=tmp_path,
         )
         keeper.start(None)
