@@ -70,6 +70,8 @@ _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
 _FORMAT = 1
 _MIN_CAPACITY = 1024
+# A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
+SYNC_REBUILD_DOCS = 5000
 
 
 def micros(moment: datetime) -> int:
@@ -165,42 +167,89 @@ class Link:
 
 
 class _Lexicon:
-    """One namespace's documents (term codes per row) and its BM25 scorer, built when
-    first needed after a change (libraries made for BM25 index a fixed corpus)."""
+    """One namespace's documents (term codes per row) and its BM25 scorer.
 
-    def __init__(self) -> None:
+    Libraries made for BM25 index a fixed corpus, so a change means a new build. A
+    namespace of up to ``SYNC_REBUILD_DOCS`` documents (or one whose changes are a
+    tenth of it or more) is rebuilt before it answers. A larger one answers from its
+    previous build, leaving out the documents written or edited since (they still
+    compete through the other channels), while a background thread rebuilds it:
+    a save never makes the next recall wait for a rebuild of the whole namespace.
+    """
+
+    def __init__(self, lock: threading.RLock, sync_docs: int) -> None:
+        self._lock = lock
+        self._sync_docs = sync_docs
         self.docs: dict[int, tuple[int, ...]] = {}
         self.rows: Rows = np.zeros(0, np.int64)
         self.scorer: LexicalScorer | None = None
-        self.dirty = False
+        self.version = 0  # counts changes
+        self.built = -1  # the version the scorer was built at
+        self.changed: dict[int, int] = {}  # row -> the version of its last change
+        self._builder: threading.Thread | None = None
 
     def put(self, row: int, terms: tuple[int, ...]) -> None:
         if self.docs.get(row) != terms:
             self.docs[row] = terms
-            self.dirty = True
+            self.version += 1
+            self.changed[row] = self.version
 
     def drop(self, row: int) -> None:
         if self.docs.pop(row, None) is not None:
-            self.dirty = True
+            self.version += 1
+            self.changed[row] = self.version
 
     def scores(self, build: LexicalBuild, query: Sequence[int]) -> tuple[Rows, Floats]:
-        if self.dirty or self.scorer is None:
-            rows = sorted(self.docs)
-            self.rows = np.asarray(rows, dtype=np.int64)
-            self.scorer = build([self.docs[row] for row in rows]) if rows else None
-            self.dirty = False
+        if self.built < self.version:
+            stale = sum(1 for at in self.changed.values() if at > self.built)
+            if self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs):
+                self._swap(*self._build_now(build))
+            elif self._builder is None or not self._builder.is_alive():
+                self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
+                self._builder.start()
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         dense = np.asarray(self.scorer.scores(query), dtype=np.float64)
         hit = np.flatnonzero(dense > 0)
-        return self.rows[hit], dense[hit]
+        rows, found = self.rows[hit], dense[hit]
+        if self.built < self.version:  # leave out what changed since the build
+            fresh = np.asarray([self.changed.get(int(row), -1) <= self.built for row in rows], dtype=np.bool_)
+            rows, found = rows[fresh], found[fresh]
+        return rows, found
+
+    def _build_now(self, build: LexicalBuild) -> tuple[Rows, LexicalScorer | None, int]:
+        rows = sorted(self.docs)
+        return np.asarray(rows, np.int64), build([self.docs[row] for row in rows]) if rows else None, self.version
+
+    def _swap(self, rows: Rows, scorer: LexicalScorer | None, version: int) -> None:
+        self.rows, self.scorer, self.built = rows, scorer, version
+        self.changed = {row: at for row, at in self.changed.items() if at > version}
+
+    def _build_later(self, build: LexicalBuild) -> None:
+        with self._lock:
+            rows = sorted(self.docs)
+            docs = [self.docs[row] for row in rows]
+            version = self.version
+        scorer = build(docs) if rows else None
+        with self._lock:
+            if version > self.built:
+                self._swap(np.asarray(rows, np.int64), scorer, version)
+
+    def settle(self) -> None:
+        """Wait for a background build to finish."""
+        builder = self._builder
+        if builder is not None:
+            builder.join()
 
 
 class FastNetwork:
     """See the module docstring. ``applied_seq`` is the store change it reflects."""
 
-    def __init__(self, lexical: LexicalBuild, *, model: str = "", dim: int = 0) -> None:
+    def __init__(
+        self, lexical: LexicalBuild, *, model: str = "", dim: int = 0, sync_rebuild_docs: int = SYNC_REBUILD_DOCS
+    ) -> None:
         self._build = lexical
+        self._sync_docs = sync_rebuild_docs
         self._lock = threading.RLock()
         self.applied_seq = 0
         self.model = model  # whose vectors ``_vectors`` holds
@@ -319,7 +368,7 @@ class FastNetwork:
             self._metadata.pop(row, None)
         self._set_entities(row, namespace, tuple(sorted(self.entities.code(k) for k in entity_keys(memory.entities))))
         digest = hashlib.blake2b(memory.content.encode("utf-8"), digest_size=16).digest()
-        lexicon = self._lexicons.setdefault(namespace, _Lexicon())
+        lexicon = self._lexicons.setdefault(namespace, _Lexicon(self._lock, self._sync_docs))
         if self._digests[row] != digest or row not in lexicon.docs:
             self._digests[row] = digest
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
@@ -470,6 +519,11 @@ class FastNetwork:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         return np.concatenate(rows), np.concatenate(scores)
 
+    def settle(self) -> None:
+        """Wait until no lexicon is being rebuilt in the background (tests, shutdown)."""
+        for lexicon in list(self._lexicons.values()):
+            lexicon.settle()
+
     def by_entity(self, namespaces: Iterable[str], key: str) -> Rows:
         """Rows that mention an entity with this key, in these namespaces (any order;
         ``newest`` orders them as ``memories_by_entity`` does)."""
@@ -597,7 +651,9 @@ class FastNetwork:
             for end in {link.src, link.dst}:
                 net._links.setdefault(end, []).append(link)
         for row, terms in zip(arrays["doc_rows"], _unflat("doc", arrays), strict=True):
-            net._lexicons.setdefault(int(net._cols.namespace[row]), _Lexicon()).put(int(row), terms)
+            net._lexicons.setdefault(int(net._cols.namespace[row]), _Lexicon(net._lock, net._sync_docs)).put(
+                int(row), terms
+            )
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
 
     def _interners(self) -> dict[str, Interner]:

@@ -116,3 +116,26 @@ def test_a_purged_memory_leaves_every_structure() -> None:
     assert len(net.by_entity(["ns"], "berlin")) == 0
     assert len(net.lexical(["ns"], ["coffe"])[0]) == 0
     assert len(net.rows_of([memory.memory_id])) == 0
+
+
+def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() -> None:
+    rng = random.Random(4)
+    net = FastNetwork(build_scorer, sync_rebuild_docs=5)
+    first = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(20)]
+    net.apply(first, (), [])
+    assert len(net.lexical(["ns"], ["coffe"])[0]) == 20  # no build yet: built before answering
+    late = _memory(rng, "fact").evolve(content="coffee again")
+    edited = first[0].evolve(content="tea only")
+    net.apply([late, edited], (), [])
+    rows, _ = net.lexical(["ns"], ["coffe"])
+    # The previous build answers, without the memories written or edited since.
+    ids = {net.id_of(int(row)) for row in rows}
+    assert ids == {m.memory_id for m in first[1:]}
+    net.settle()
+    rows, _ = net.lexical(["ns"], ["coffe"])
+    assert {net.id_of(int(row)) for row in rows} == {m.memory_id for m in [*first[1:], late]}
+    assert {net.id_of(int(row)) for row in net.lexical(["ns"], ["tea"])[0]} == {edited.memory_id}
+    # Many changes at once (a tenth of the namespace or more): rebuilt before answering.
+    more = [_memory(rng, "fact").evolve(content=f"piano lesson {n}") for n in range(5)]
+    net.apply(more, (), [])
+    assert len(net.lexical(["ns"], ["piano"])[0]) == 5
