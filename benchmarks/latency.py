@@ -16,7 +16,11 @@ For each size N, on a fresh data directory and with the real default embedder
   verbatim, and a vectorised numpy exact search;
 * recall over HTTP: ``twinmem serve`` on the same directory, ``POST
   /v1/memory/recall`` from one persistent httpx client, sequentially;
-* resident memory of this process and of the server.
+* resident memory of this process and of the server, and of the fast network
+  (columns, lexicon, postings, links, float16 vectors) per memory;
+* with ``--baseline-ref REF`` (e.g. ``main``): the same recall queries on the same
+  data directory, in a child process running the engine of git revision REF
+  (``git archive``), so that before and after are printed side by side from one run.
 
 Each size runs in a child process (a clean RSS); results go to JSON and a
 Markdown table. Run ``python benchmarks/latency.py --help`` for the options.
@@ -60,8 +64,9 @@ import synthetic  # noqa: E402
 from engine.adapters import INDEX_DIR, load_embedder, open_service  # noqa: E402
 from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
+from engine.fast_network import FastNetwork  # noqa: E402
 from engine.ports import Matrix, Vector  # noqa: E402
-from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Status  # noqa: E402
+from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 NAMESPACE = "bench"
@@ -222,6 +227,43 @@ def ingest(service: MemoryService, size: int, batch: int, seed: int) -> dict[str
         "embedding_share": round(embed_seconds / elapsed, 3),
         "batch_latency": summarize(batch_seconds),
     }
+
+
+def bulk_ingest(service: MemoryService, size: int, batch: int, seed: int) -> dict[str, Any]:
+    """Fill the store without the write path (``--bulk``): embed each batch, insert it with
+    ``Store.insert`` in one transaction, catch the fast network up. For measuring recall
+    at sizes the write path would take too long to fill on a small machine."""
+    stream = synthetic.memories(seed)
+    embedder = service.embedder
+    start = time.perf_counter()
+    stored = 0
+    while stored < size:
+        items = list(itertools.islice(stream, min(batch, size - stored)))
+        vectors = embedder.embed_documents([item.content for item in items])
+        now = datetime.now(UTC)
+        memories = [
+            Memory(
+                memory_id=str(uuid.uuid4()),
+                namespace=NAMESPACE,
+                content=item.content,
+                category=item.category,
+                entities=item.entities,
+                base_score=0.6,
+                importance=0.6,
+                source=Source.USER_INPUT,
+                created_at=item.created_at,
+                updated_at=now,
+                last_accessed_at=item.created_at,
+                embedding_model=embedder.name,
+                embedding_version=embedder.version,
+            )
+            for item in items
+        ]
+        service.store.insert(memories, list(vectors), changed_by=None)
+        service.keeper.catch_up()
+        stored += len(memories)
+    elapsed = time.perf_counter() - start
+    return {"stored": stored, "bulk": True, "seconds": round(elapsed, 2), "stored_per_s": round(stored / elapsed, 1)}
 
 
 def recall_in_process(
@@ -605,6 +647,125 @@ def recall_http(
     }
 
 
+# --- the fast network's memory, and a baseline revision on the same data ------------------------
+
+
+def network_memory(service: MemoryService) -> dict[str, Any]:
+    """Build a second fast network from the store (as a rebuild does) and measure what it
+    adds to this process's RSS, per memory held; plus the network's own estimate."""
+    from engine.adapters.bm25_lexical import build_scorer
+
+    embedder, store = service.embedder, service.store
+    gc.collect()
+    before = rss_mb()
+    network = FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim)
+    for namespace in store.namespaces():
+        after = ""
+        while page := store.scan(Scope.whole([namespace]), after, 2048):
+            ids = [memory.memory_id for memory in page]
+            network.apply(page, (), store.links(ids))
+            vectors = store.vectors(ids, embedder.name)
+            if vectors:
+                network.put_vectors(list(vectors), np.vstack(list(vectors.values())))
+            after = ids[-1]
+    network.lexical([NAMESPACE], ["build"])  # the BM25 build, as the first recall makes it
+    gc.collect()
+    added = (rss_mb() - before) * MB
+    held = max(1, len(network))
+    estimate = network.nbytes()
+    vectors = held * embedder.dim * 2
+    return {
+        "memories": len(network),
+        "rss_bytes_per_memory": round(added / held),
+        "rss_bytes_per_memory_beyond_vectors": round((added - vectors) / held),
+        "estimate_bytes_per_memory": round(estimate / held),
+    }
+
+
+_BASELINE = r"""
+import json, sys, time
+tree, data_dir, query_file, top_k, warmup = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+sys.path.insert(0, tree)
+from engine.adapters import load_embedder, open_service
+from engine.config import load_config
+
+class Timed:
+    def __init__(self, inner):
+        self.inner, self.last = inner, 0.0
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.similarity_floor = inner.similarity_floor
+    def embed_documents(self, texts):
+        return self.inner.embed_documents(texts)
+    def embed_query(self, text):
+        start = time.perf_counter()
+        try:
+            return self.inner.embed_query(text)
+        finally:
+            self.last = time.perf_counter() - start
+
+config = load_config(data_dir=data_dir)
+embedder = Timed(load_embedder(config))
+queries = json.loads(open(query_file, encoding="utf-8").read())
+service = open_service(config, embedder=embedder)
+try:
+    for query in queries[:warmup]:
+        service.recall(query, namespaces=["bench"], top_k=top_k)
+    service.flush()
+    totals, engine = [], []
+    for query in queries[warmup:]:
+        start = time.perf_counter()
+        service.recall(query, namespaces=["bench"], top_k=top_k)
+        totals.append(time.perf_counter() - start)
+        engine.append(totals[-1] - embedder.last)
+    service.flush()
+finally:
+    service.close()
+print(json.dumps({"total": totals, "without_embedding": engine}))
+"""
+
+
+def baseline_tree(ref: str, workdir: Path) -> Path:
+    """The files of git revision ``ref`` of this repository, unpacked under ``workdir``."""
+    tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir))
+    archive = subprocess.run(
+        ["git", "-C", str(HERE.parent), "archive", "--format=tar", ref], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def recall_baseline(
+    ref: str, data_dir: Path, warmup: Sequence[str], queries: Sequence[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The same recall queries on the same data directory with the engine of ``ref``."""
+    workdir = Path(args.workdir)
+    tree = baseline_tree(ref, workdir)
+    query_file = tree / "queries.json"
+    query_file.write_text(json.dumps([*warmup, *queries]), encoding="utf-8")
+    try:
+        command = [sys.executable, "-c", _BASELINE, str(tree), str(data_dir), str(query_file)]
+        done = subprocess.run(
+            [*command, str(args.top_k), str(len(warmup))],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=tree,
+            env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        )
+        timings = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    revision = subprocess.run(
+        ["git", "-C", str(HERE.parent), "rev-parse", "--short", ref], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "ref": ref,
+        "revision": revision,
+        "total": summarize(timings["total"]),
+        "without_embedding": summarize(timings["without_embedding"]),
+    }
+
+
 # --- one size --------------------------------------------------------------------------------
 
 
@@ -634,7 +795,8 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         log(f"N={size}: ingest")
         service, _ = open_timed(config, embedder)
         try:
-            result["ingest"] = ingest(service, size, args.batch, args.seed)
+            fill = bulk_ingest if args.bulk else ingest
+            result["ingest"] = fill(service, size, args.batch, args.seed)
             service.flush()
             result["rss_mb_after_ingest"] = rss_mb()
             ids, _ = stored_vectors(service)
@@ -657,6 +819,8 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
             log(f"N={size}: recall in process ({len(timed)} queries)")
             result["in_process"] = recall_in_process(service, warmup, timed, args.top_k)
             result["rss_mb"] = rss_mb()
+            log(f"N={size}: fast network memory")
+            result["fast_network"] = network_memory(service)
             log(f"N={size}: HNSW recall@10")
             result["hnsw"] = hnsw_quality(service, data_dir, timed[: args.hnsw_queries], args.ef_sweep, config)
             if args.baseline_budget_s > 0:
@@ -665,6 +829,10 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         finally:
             service.close()
         gc.collect()
+
+        if args.baseline_ref:
+            log(f"N={size}: recall in process with the engine of {args.baseline_ref}")
+            result["baseline"] = recall_baseline(args.baseline_ref, data_dir, warmup, timed, args)
 
         log(f"N={size}: rebuild (index deleted)")
         shutil.rmtree(data_dir / INDEX_DIR)
@@ -734,7 +902,7 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             + " | ".join(
                 [
                     f"{row['size']:,}",
-                    _fmt(_get(row, "ingest", "stored_per_s"), 0),
+                    ("bulk " if _get(row, "ingest", "bulk") else "") + _fmt(_get(row, "ingest", "stored_per_s"), 0),
                     _trio(row, "in_process", "total"),
                     _trio(row, "http", "total"),
                     _pair(row, "baselines", "seed_numpy_python_rerank"),
@@ -778,6 +946,31 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             )
             + " |"
         )
+    if any("baseline" in row for row in results):
+        lines += [
+            "",
+            "| N | engine recall p50 / p95 ms (query embedding excluded): before | after | "
+            "with embedding, before | after | fast network bytes per memory (RSS, beyond vectors / estimate) |",
+            "|---:|---|---|---|---|---|",
+        ]
+        for row in results:
+            before = f"{_pair(row, 'baseline', 'without_embedding')} ({_get(row, 'baseline', 'revision')})"
+            network = row.get("fast_network") or {}
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        f"{row['size']:,}",
+                        before,
+                        _pair(row, "in_process", "without_embedding"),
+                        _pair(row, "baseline", "total"),
+                        _pair(row, "in_process", "total"),
+                        f"{_fmt(network.get('rss_bytes_per_memory_beyond_vectors'), 0)} / "
+                        f"{_fmt(network.get('estimate_bytes_per_memory'), 0)}",
+                    ]
+                )
+                + " |"
+            )
     cpus = os.cpu_count() or 1
     for row in results:
         loads = [row.get("load_avg_start"), row.get("load_avg_end")]
@@ -845,6 +1038,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="queries for the verbatim seed baseline (two SQLite reads per memory per query; 0 skips)",
     )
     parser.add_argument("--no-http", dest="http", action="store_false", help="skip the HTTP measurement")
+    parser.add_argument(
+        "--bulk", action="store_true", help="fill the store with Store.insert, not the write path (no ingest rate)"
+    )
+    parser.add_argument(
+        "--baseline-ref", help="git revision (e.g. main) whose engine recalls the same data, printed side by side"
+    )
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV), help="bearer token for the HTTP API")
     parser.add_argument("--serve-timeout-s", type=float, default=600.0, help="how long to wait for /health")
     parser.add_argument("--seed", type=int, default=42, help="RNG seed of the synthetic memories")
@@ -870,6 +1069,10 @@ def child_command(size: int, args: argparse.Namespace, result_file: Path) -> lis
     command += ["--serve-timeout-s", str(args.serve_timeout_s), "--seed", str(args.seed), "--workdir", args.workdir]
     if not args.http:
         command.append("--no-http")
+    if args.baseline_ref:
+        command += ["--baseline-ref", args.baseline_ref]
+    if args.bulk:
+        command.append("--bulk")
     if args.keep:
         command.append("--keep")
     return command

@@ -187,8 +187,17 @@ class _Lexicon:
         self.built = -1  # the version the scorer was built at
         self.changed: dict[int, int] = {}  # row -> the version of its last change
         self._builder: threading.Thread | None = None
+        self._members: Rows | None = None
+
+    def members(self) -> Rows:
+        """The namespace's rows (every memory it holds), cached until one comes or goes."""
+        if self._members is None:
+            self._members = np.fromiter(self.docs, dtype=np.int64, count=len(self.docs))
+        return self._members
 
     def put(self, row: int, terms: tuple[int, ...]) -> None:
+        if row not in self.docs:
+            self._members = None
         if self.docs.get(row) != terms:
             self.docs[row] = terms
             self.version += 1
@@ -196,6 +205,7 @@ class _Lexicon:
 
     def drop(self, row: int) -> None:
         if self.docs.pop(row, None) is not None:
+            self._members = None
             self.version += 1
             self.changed[row] = self.version
 
@@ -446,6 +456,15 @@ class FastNetwork:
     def all_rows(self) -> Rows:
         return np.flatnonzero(self._cols.live[: self._cols.size]).astype(np.int64)
 
+    def rows_in(self, namespaces: Iterable[str]) -> Rows:
+        """Every row of these namespaces (any status), without walking the others."""
+        found = [
+            lexicon.members()
+            for name in dict.fromkeys(namespaces)
+            if (lexicon := self._lexicons.get(self.namespaces.find(name))) is not None
+        ]
+        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
     def sees(self, scope: Scope, rows: Rows) -> Mask:
         """Which of ``rows`` ``scope`` sees (any status): the store's scope rule."""
         cols = self._cols
@@ -504,6 +523,10 @@ class FastNetwork:
     def lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
         """Rows whose content shares a term with the query and their BM25 score, each
         scored within its own namespace's statistics (any status; filter with ``passes``)."""
+        with self._lock:  # a lexicon may be rebuilt here
+            return self._lexical(namespaces, query_terms)
+
+    def _lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
         codes = list(dict.fromkeys(self.terms.codes[t] for t in query_terms if t in self.terms.codes))
         if not codes:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)

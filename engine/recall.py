@@ -4,7 +4,8 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 
 1. semantic candidates: HNSW neighbours (at least ``pool``), kept where the caller's
    sight and the filter let them through (``FastNetwork.passes``, vectorised); the
-   search widens ×4 while too few survive, then scans the filtered set exactly;
+   search widens ×4 while too few survive, then scans the filtered set exactly (at
+   once when the namespaces looked into hold at most ``EXACT_DIRECT`` memories);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -41,6 +42,10 @@ from engine.records import MemoryFilter, Scope
 GRAPH_SEEDS = 5
 GRAPH_KEYS = 12
 GRAPH_PER_ENTITY = 20
+
+# The namespaces a recall looks into holding at most this many memories are scanned
+# exactly instead of searched: one small matrix product beats HNSW over every namespace.
+EXACT_DIRECT = 2048
 
 ReadGuard = Callable[[list[scoring.Hit], int], list[scoring.Hit]]
 
@@ -140,16 +145,17 @@ class Recaller:
         k = min(query.pool, size)
         limit = self._config.recall.max_widened_candidates
         pool = _Pool()
-        while True:
+        inside = net.rows_in(query.sight.namespaces)
+        rows, cosines = np.zeros(0, np.int64), np.zeros(0, np.float64)
+        while len(inside) > EXACT_DIRECT:  # a small sight is scanned exactly, at once
             similar = index.search(query.vector, k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
             if len(rows) >= query.top_k or k >= size or k >= limit:
                 break
             k = min(k * 4, size)
-        if len(rows) < query.top_k and k < size:
-            pool.exact = True
-            every = net.all_rows()
-            rows = every[net.passes(query.sight, query.flt, query.now, every) & net.has_vectors(every)]
+        if len(inside) <= EXACT_DIRECT or (len(rows) < query.top_k and k < size):
+            pool.exact = len(inside) > EXACT_DIRECT
+            rows = inside[net.passes(query.sight, query.flt, query.now, inside) & net.has_vectors(inside)]
             cosines = net.cosines(query.vector, rows)
             if len(rows) > query.pool:
                 best = np.argpartition(-cosines, query.pool - 1)[: query.pool]
