@@ -335,6 +335,7 @@ class IndexKeeper:
             if self._index is not None:
                 self._index.save(self._directory)
             if self._network is not None:
+                self._network.settle()  # no lexicon build left running behind a save (or an exit)
                 self._network.save(self._directory)
 
     def _apply(self, index: VectorIndex, ids: list[str]) -> None:

@@ -541,6 +541,8 @@ class MemoryService:
             "store_integrity": self.store.integrity(),
             "memories_indexed": len(index),
             "index_seq": index.applied_seq,
+            "fast_network_memories": len(self.keeper.network),
+            "fast_network_seq": self.keeper.network.applied_seq,
             "store_seq": self.store.last_seq(),
             "embedding_model": self.embedder.name,
             "reinforcement_pending": self.reinforcer.pending,
