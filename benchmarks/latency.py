@@ -18,9 +18,10 @@ For each size N, on a fresh data directory and with the real default embedder
   /v1/memory/recall`` from one persistent httpx client, sequentially;
 * resident memory of this process and of the server, and of the fast network
   (columns, lexicon, postings, links, float16 vectors) per memory;
-* with ``--baseline-ref REF`` (e.g. ``main``): the same recall queries on the same
-  data directory, in a child process running the engine of git revision REF
-  (``git archive``), so that before and after are printed side by side from one run.
+* with ``--baseline-ref REF`` (e.g. ``main``): the same recall queries on a copy of
+  the data directory, in a child process running the engine of git revision REF
+  (``git archive``), query by query in turn with this process's, so that before and
+  after are printed side by side from one run under the same load.
 
 Each size runs in a child process (a clean RSS); results go to JSON and a
 Markdown table. Run ``python benchmarks/latency.py --help`` for the options.
@@ -267,15 +268,26 @@ def bulk_ingest(service: MemoryService, size: int, batch: int, seed: int) -> dic
 
 
 def recall_in_process(
-    service: MemoryService, warmup: Sequence[str], queries: Sequence[str], top_k: int
+    service: MemoryService,
+    warmup: Sequence[str],
+    queries: Sequence[str],
+    top_k: int,
+    baseline: Baseline | None = None,
 ) -> dict[str, Any]:
+    """Time recalls here; with a ``baseline``, each query goes to it right after (same
+    queries, same order, interleaved), and its timings come back under ``baseline``."""
     embedder = service.embedder
     assert isinstance(embedder, TimedEmbedder)
     for query in warmup:
         service.recall(query, namespaces=[NAMESPACE], top_k=top_k)
+        if baseline is not None:
+            baseline.recall(query)
     service.flush()
+    if baseline is not None:
+        baseline.flush()
     totals: list[float] = []
     embeds: list[float] = []
+    theirs: list[tuple[float, float]] = []
     exact_scans = empty = 0
     for query in queries:
         start = time.perf_counter()
@@ -284,9 +296,21 @@ def recall_in_process(
         embeds.append(embedder.last)
         exact_scans += result.exact_scan
         empty += not result.hits
+        if baseline is not None:
+            theirs.append(baseline.recall(query))
     service.flush()
     engine_only = [total - embed for total, embed in zip(totals, embeds, strict=True)]
-    return {
+    compared = {}
+    if baseline is not None:
+        compared = {
+            "baseline": {
+                "ref": baseline.ref,
+                "revision": baseline.revision,
+                "total": summarize([total for total, _ in theirs]),
+                "without_embedding": summarize([engine for _, engine in theirs]),
+            }
+        }
+    return compared | {
         "top_k": top_k,
         "total": summarize(totals),
         "query_embedding": summarize(embeds),
@@ -684,7 +708,7 @@ def network_memory(service: MemoryService) -> dict[str, Any]:
 
 _BASELINE = r"""
 import json, sys, time
-tree, data_dir, query_file, top_k, warmup = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+tree, data_dir, top_k = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, tree)
 from engine.adapters import load_embedder, open_service
 from engine.config import load_config
@@ -705,65 +729,73 @@ class Timed:
 
 config = load_config(data_dir=data_dir)
 embedder = Timed(load_embedder(config))
-queries = json.loads(open(query_file, encoding="utf-8").read())
 service = open_service(config, embedder=embedder)
+print("ready", flush=True)
 try:
-    for query in queries[:warmup]:
-        service.recall(query, namespaces=["bench"], top_k=top_k)
-    service.flush()
-    totals, engine = [], []
-    for query in queries[warmup:]:
+    for line in sys.stdin:
+        query = json.loads(line)
+        if query is None:
+            service.flush()
+            print("null", flush=True)
+            continue
         start = time.perf_counter()
         service.recall(query, namespaces=["bench"], top_k=top_k)
-        totals.append(time.perf_counter() - start)
-        engine.append(totals[-1] - embedder.last)
-    service.flush()
+        total = time.perf_counter() - start
+        print(json.dumps([total, total - embedder.last]), flush=True)
 finally:
     service.close()
-print(json.dumps({"total": totals, "without_embedding": engine}))
 """
 
 
-def baseline_tree(ref: str, workdir: Path) -> Path:
-    """The files of git revision ``ref`` of this repository, unpacked under ``workdir``."""
-    tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir))
-    archive = subprocess.run(
-        ["git", "-C", str(HERE.parent), "archive", "--format=tar", ref], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
+class Baseline:
+    """The engine of git revision ``ref`` (``git archive``) in a child process, recalling on
+    a copy of the data directory, one query per request, so that its queries interleave
+    with this process's and load from elsewhere falls on both alike."""
 
-
-def recall_baseline(
-    ref: str, data_dir: Path, warmup: Sequence[str], queries: Sequence[str], args: argparse.Namespace
-) -> dict[str, Any]:
-    """The same recall queries on the same data directory with the engine of ``ref``."""
-    workdir = Path(args.workdir)
-    tree = baseline_tree(ref, workdir)
-    query_file = tree / "queries.json"
-    query_file.write_text(json.dumps([*warmup, *queries]), encoding="utf-8")
-    try:
-        command = [sys.executable, "-c", _BASELINE, str(tree), str(data_dir), str(query_file)]
-        done = subprocess.run(
-            [*command, str(args.top_k), str(len(warmup))],
-            check=True,
-            capture_output=True,
+    def __init__(self, ref: str, data_dir: Path, args: argparse.Namespace) -> None:
+        workdir = Path(args.workdir)
+        self.ref = ref
+        self.revision = subprocess.run(
+            ["git", "-C", str(HERE.parent), "rev-parse", "--short", ref], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        self.tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir))
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", "--format=tar", ref], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(self.tree)], input=archive, check=True)
+        self.data = self.tree / "data"
+        shutil.copytree(data_dir, self.data, ignore=shutil.ignore_patterns(".lock"))
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", _BASELINE, str(self.tree), str(self.data), str(args.top_k)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             text=True,
-            cwd=tree,
+            cwd=self.tree,
             env=dict(os.environ, HF_HUB_OFFLINE="1"),
         )
-        timings = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)
-    revision = subprocess.run(
-        ["git", "-C", str(HERE.parent), "rev-parse", "--short", ref], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return {
-        "ref": ref,
-        "revision": revision,
-        "total": summarize(timings["total"]),
-        "without_embedding": summarize(timings["without_embedding"]),
-    }
+        assert self.child.stdout is not None
+        if self.child.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the engine of {ref} did not start")
+
+    def _ask(self, query: str | None) -> Any:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.write(json.dumps(query) + "\n")
+        self.child.stdin.flush()
+        return json.loads(self.child.stdout.readline())
+
+    def recall(self, query: str) -> tuple[float, float]:
+        """(total seconds, seconds without the query embedding) of one recall there."""
+        total, engine = self._ask(query)
+        return float(total), float(engine)
+
+    def flush(self) -> None:
+        self._ask(None)
+
+    def close(self) -> None:
+        if self.child.stdin is not None:
+            self.child.stdin.close()
+        self.child.wait(timeout=600)
+        shutil.rmtree(self.tree, ignore_errors=True)
 
 
 # --- one size --------------------------------------------------------------------------------
@@ -816,8 +848,18 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
             result["restart_s"] = round(seconds, 3)
             result["restart_rebuilt_index"] = service.keeper.rebuilt_at_start
             result["rss_mb_after_restart"] = rss_mb()
-            log(f"N={size}: recall in process ({len(timed)} queries)")
-            result["in_process"] = recall_in_process(service, warmup, timed, args.top_k)
+            baseline = Baseline(args.baseline_ref, data_dir, args) if args.baseline_ref else None
+            try:
+                log(
+                    f"N={size}: recall in process ({len(timed)} queries"
+                    + (f", {args.baseline_ref} alongside)" if baseline else ")")
+                )
+                result["in_process"] = recall_in_process(service, warmup, timed, args.top_k, baseline)
+            finally:
+                if baseline is not None:
+                    baseline.close()
+            if "baseline" in result["in_process"]:
+                result["baseline"] = result["in_process"].pop("baseline")
             result["rss_mb"] = rss_mb()
             log(f"N={size}: fast network memory")
             result["fast_network"] = network_memory(service)
@@ -829,10 +871,6 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         finally:
             service.close()
         gc.collect()
-
-        if args.baseline_ref:
-            log(f"N={size}: recall in process with the engine of {args.baseline_ref}")
-            result["baseline"] = recall_baseline(args.baseline_ref, data_dir, warmup, timed, args)
 
         log(f"N={size}: rebuild (index deleted)")
         shutil.rmtree(data_dir / INDEX_DIR)
