@@ -66,7 +66,6 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
 # is refused whatever the store holds, not only once a candidate reaches the store.
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-EXACT_SCAN_LIMIT = 200_000
 DEDUP_NEIGHBOURS = 10
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
@@ -562,30 +561,9 @@ class MemoryService:
         want: int,
         pool: int,
     ) -> tuple[list[scoring.Candidate], bool]:
-        """The most similar memories in scope that pass the filter.
-
-        Asks HNSW for ``pool`` neighbours and widens while the filter leaves
-        fewer than ``want``; if even the widest search leaves too few and the
-        index holds more than was searched, scans the filtered set exactly, so
-        a selective filter still gets its true nearest memories.
-        """
-        self.keeper.ensure_current()
-        index = self.keeper.index
-        size = len(index)
-        k = min(pool, size)
-        while True:
-            similar = dict(index.search(vector, k))
-            records = self.store.get_many(sight, list(similar), flt, now)
-            if len(records) >= want or k >= size or k >= self.config.recall.max_widened_candidates:
-                break
-            k = min(k * 4, size)
-        exact = False
-        if len(records) < want and k < size:
-            exact = True
-            ids = self.store.filtered_ids(sight, flt, now, EXACT_SCAN_LIMIT)
-            similar = dict(heapq.nlargest(pool, index.similarities(vector, ids), key=lambda pair: pair[1]))
-            records = self.store.get_many(sight, list(similar), flt, now)
-        return [scoring.Candidate(memory, similar[memory.memory_id]) for memory in records], exact
+        """The most similar memories in scope that pass the filter: the fast network's
+        semantic channel (``Recaller.similar``), then one read of their records."""
+        return self.recaller.similar(vector, sight, flt, now, want=want, pool=pool)
 
     def _conflict_mode(self, draft: MemoryDraft) -> str:
         return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)
