@@ -47,6 +47,7 @@ import numpy.typing as npt
 
 from engine import text
 from engine.config import ScoringConfig
+from engine.files import sha256_of
 from engine.ports import Edge, LexicalBuild, LexicalScorer
 from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, entity_keys
 
@@ -617,7 +618,7 @@ class FastNetwork:
             "model": model,
             "dim": dim,
             "bytes": (directory / _FILE).stat().st_size,
-            "sha256": _sha256(directory / _FILE),
+            "sha256": sha256_of(directory / _FILE),
         }
         tmp_meta = directory / (_META + ".tmp")
         with open(tmp_meta, "w", encoding="utf-8") as fh:
@@ -637,7 +638,7 @@ class FastNetwork:
                 return None
             if meta["model"] != model or meta["dim"] != dim:
                 return None
-            if _sha256(path) != meta["sha256"]:
+            if sha256_of(path) != meta["sha256"]:
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
@@ -743,14 +744,6 @@ def _unflat(name: str, arrays: Mapping[str, npt.NDArray[Any]]) -> Iterator[tuple
     for length in arrays[f"{name}_lengths"].tolist():
         yield tuple(values[start : start + length])
         start += length
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 NetworkFactory = Callable[[], FastNetwork]

@@ -26,7 +26,6 @@ from the store instead of serving it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ import hnswlib
 import numpy as np
 
 from engine.errors import VectorIndexError
+from engine.files import sha256_of
 from engine.ports import Matrix, Vector
 
 log = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ class HnswIndex:
                 "ef_construction": self._ef_construction,
             }
         # Outside the lock: hashing a large graph takes a while, and searches need not wait.
-        meta["sha256"] = {name: _sha256(directory / (name + ".tmp")) for name in (_GRAPH, _LABELS)}
+        meta["sha256"] = {name: sha256_of(directory / (name + ".tmp")) for name in (_GRAPH, _LABELS)}
         for name in (_GRAPH, _LABELS):
             _fsync(directory / (name + ".tmp"))
             os.replace(directory / (name + ".tmp"), directory / name)
@@ -265,7 +265,7 @@ class HnswIndex:
             if (directory / _GRAPH).stat().st_size != meta["graph_bytes"]:
                 return None
             for name in (_GRAPH, _LABELS):
-                if _sha256(directory / name) != meta["sha256"][name]:
+                if sha256_of(directory / name) != meta["sha256"][name]:
                     log.warning("saved index file %s does not match its checksum: not loaded", directory / name)
                     return None
             with open(directory / _LABELS, "rb") as fh:
@@ -293,14 +293,6 @@ class HnswIndex:
             return None
         index.applied_seq = int(meta["applied_seq"])
         return index
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync(path: Path) -> None:
