@@ -31,6 +31,7 @@ from engine.config import load_config
 from engine.records import MemoryFilter, Scope, Status
 from tests.api.conftest import free_port, store_overrides
 from tests.conftest import HashingEmbedder
+from tests.serving import wait_until_serving
 
 pytestmark = pytest.mark.slow
 
@@ -65,17 +66,7 @@ def _start(data_dir: Path, port: int, log: Path, overrides: dict[str, Any]) -> s
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError(f"the server did not answer within 120 s:\n{log.read_text()}")
+    return wait_until_serving(process, port, log, "the server")
 
 
 def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Event, rng: random.Random) -> None:

@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.serving import wait_until_serving
 
 pytestmark = pytest.mark.slow
 
@@ -30,17 +31,7 @@ def _serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     command = [str(twinmem), "serve", "--port", str(port), "--data-dir", str(data_dir)]
     with log.open("ab") as out:
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"twinmem serve exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise AssertionError(f"twinmem serve did not answer within 120 s:\n{log.read_text()}")
+    return wait_until_serving(process, port, log, "twinmem serve")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:

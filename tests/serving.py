@@ -1,0 +1,27 @@
+"""Waiting for a twinmem server started as a subprocess by a test."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+START_TIMEOUT_S = 120
+
+
+def wait_until_serving(process: subprocess.Popen[bytes], port: int, log: Path, what: str) -> subprocess.Popen[bytes]:
+    """``process`` once its /health answers 200; if it exits or stays silent for
+    ``START_TIMEOUT_S``, fail with what it logged (a silent one is killed first)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"{what} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()}")
