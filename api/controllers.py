@@ -17,6 +17,7 @@ from api import schemas
 from api.auth import Caller
 from api.errors import etag
 from engine import limits
+from engine.errors import InvalidInput
 from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status
 from engine.security import Permission
 from engine.service import MemoryService
@@ -125,9 +126,19 @@ class MemoryController(Controller):
         session_id: FromQuery[str | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
         cursor: FromQuery[str | None] = None,
+        key: Annotated[str | None, QueryParameter(description="Only active memories with this explicit key.")] = None,
     ) -> dict[str, Any]:
-        """Memories newest first, with cursor pagination (pass back ``next_cursor``)."""
+        """Memories newest first, with cursor pagination (pass back ``next_cursor``); with ``key``,
+        the active memories that carry that explicit key (one page; no other filter applies)."""
         scope = access.read_scope([namespace])
+        if key is not None:
+            others: dict[str, object] = {"category": category, "source": source, "status": status, "cursor": cursor}
+            others |= {"created_after": created_after, "created_before": created_before, "session_id": session_id}
+            given = sorted(name for name, value in others.items() if value is not None)
+            if given:
+                raise InvalidInput(f"key cannot be combined with {', '.join(given)}", field="key")
+            found = _service(state).by_key(namespace, key, scope=scope)
+            return {"memories": [schemas.memory_out(m) for m in found[:limit]], "next_cursor": None}
         flt = schemas.FilterIn(
             category=category,
             source=source,
@@ -138,6 +149,18 @@ class MemoryController(Controller):
         ).to_filter()
         page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor, scope=scope)
         return {"memories": [schemas.memory_out(m) for m in page.items], "next_cursor": page.next_cursor}
+
+    @get("/namespaces", sync_to_thread=True)
+    def list_namespaces(
+        self,
+        state: State,
+        access: Caller,
+        prefix: Annotated[str, QueryParameter(max_length=128, description="Only namespaces starting so.")] = "",
+        limit: Annotated[int, QueryParameter(ge=1, le=10000)] = 1000,
+    ) -> dict[str, Any]:
+        """The namespaces that hold memories and that the caller may read, in order."""
+        names = [ns for ns in _service(state).namespaces(prefix) if access.principal.may(ns, Permission.READ)]
+        return {"namespaces": names[:limit]}
 
     @patch("/memory/{memory_id:str}", sync_to_thread=True)
     def update(

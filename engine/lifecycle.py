@@ -15,7 +15,7 @@ The rules (DESIGN.md, thresholds in the config):
 * **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
-  (``text.word_overlap``), same category and audience (``same_audience``: visibility,
+  (``text.word_overlap``), same category, same ``key``, and audience (``same_audience``: visibility,
   and the writer of private ones), at least one shared entity — into one new memory
   whose content keeps
   every source's text (each distinct text once, one per line), with the earliest
@@ -280,6 +280,8 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             candidate = ordered[other]
             assert candidate.vector is not None
             if candidate.memory.category != seed.memory.category or not same_audience(candidate.memory, seed.memory):
+                continue
+            if candidate.memory.key != seed.memory.key:  # a keyed memory is one record of its key
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
             if cosine >= policy.merge_cosine and (

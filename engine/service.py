@@ -101,6 +101,13 @@ def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
     return same_audience(older, new) and (writer is None or writer.sees(older))
 
 
+def _same_thing(older: Memory, new: Memory) -> bool:
+    """Whether ``new`` may be a repeat of ``older`` by its key: a memory that carries an
+    explicit key is about that key only, so it repeats only a memory with the same key
+    (two keyed records with equal text are two records, as in any key-value store)."""
+    return new.key is None or older.key == new.key
+
+
 def _clashes(memory: Memory, older: Memory) -> bool:
     """A near-identical text that negates or changes the older one is news, not a repeat
     ("User is allergic to peanuts" / "User is not allergic to peanuts": cosine 0.98)."""
@@ -504,6 +511,20 @@ class MemoryService:
         flt = MemoryFilter(statuses=statuses)
         return self.store.memories_by_entity(sight_of([namespace], scope), key, flt, self._clock(), limit)
 
+    def by_key(self, namespace: str, key: str, *, scope: Scope | None = None) -> list[Memory]:
+        """The active, unexpired memories of ``namespace`` that carry the explicit ``key``, newest
+        first (a key names one thing: more than one means writers raced, or conflicts were off)."""
+        self._check_namespaces([namespace])
+        if not key or len(key) > 200:
+            raise InvalidInput("a key holds 1-200 characters", field="key")
+        now = self._clock()
+        found = self.store.find_by_key(sight_of([namespace], scope), key)
+        return [m for m in found if m.expire_at is None or m.expire_at > now]
+
+    def namespaces(self, prefix: str = "") -> list[str]:
+        """Every namespace that holds a memory (of any status), in order, narrowed to ``prefix``."""
+        return [ns for ns in self.store.namespaces() if ns.startswith(prefix)]
+
     def chain(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Memory]:
         """The supersession chain through a memory, newest first: up the ``SUPERSEDES``
         edges to the memory nothing supersedes, then down to the oldest. Where a memory
@@ -667,7 +688,7 @@ class MemoryService:
         digest = memory.digest
         stored = self.store.find_by_digest(Scope.whole([memory.namespace]), digest)
         for other in [*stored, *earlier]:
-            if other.digest == digest and _peers(other, memory, scope):
+            if other.digest == digest and _peers(other, memory, scope) and _same_thing(other, memory):
                 return other
         return None
 
@@ -690,6 +711,8 @@ class MemoryService:
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
+            if not _same_thing(candidate, memory):
+                continue
             other = entity_keys(candidate.entities)
             same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
             if same_words and ((not keys and not other) or keys & other):

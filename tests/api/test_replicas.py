@@ -27,7 +27,7 @@ CATCH_UP_BOUND_S = 2.0
 def recalled_within(client: TwinmemClient, query: str, memory_id: str, bound: float) -> bool:
     deadline = time.monotonic() + bound
     while True:
-        if memory_id in {hit["memory_id"] for hit in client.recall(query, top_k=5)}:
+        if memory_id in {hit.memory_id for hit in client.recall(query, top_k=5)}:
             return True
         if time.monotonic() > deadline:
             return False
@@ -44,19 +44,19 @@ def test_each_replica_recalls_what_the_other_wrote(
         servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
         with TwinmemClient(servers[0].url) as a, TwinmemClient(servers[1].url) as b:
             bees = a.save("The user keeps bees on the roof of the garage", category="fact")
-            assert recalled_within(b, "does the user keep any bees?", bees["memory_id"], CATCH_UP_BOUND_S)
+            assert recalled_within(b, "does the user keep any bees?", bees.memory_id, CATCH_UP_BOUND_S)
             # Found through b's own index, caught up from the change sequence (not only
             # through recall's exact-scan fallback over the store).
             health = b.health()
             assert (health["memories_indexed"], health["index_seq"]) == (1, health["store_seq"])
 
             porto = b.save("The user's sister moved to Porto last spring", category="event")
-            assert recalled_within(a, "where does the sister live now?", porto["memory_id"], CATCH_UP_BOUND_S)
+            assert recalled_within(a, "where does the sister live now?", porto.memory_id, CATCH_UP_BOUND_S)
 
             # A deletion travels too: the other replica stops recalling it.
-            b.delete(bees["memory_id"])
+            b.delete(bees.memory_id)
             deadline = time.monotonic() + CATCH_UP_BOUND_S
-            while bees["memory_id"] in {hit["memory_id"] for hit in a.recall("bees on the roof", top_k=5)}:
+            while bees.memory_id in {hit.memory_id for hit in a.recall("bees on the roof", top_k=5)}:
                 assert time.monotonic() < deadline, "a deleted memory was still recalled on the other replica"
                 time.sleep(0.05)
             health = a.health()

@@ -1,0 +1,25 @@
+"""One real twinmem server (SQLite, the real MiniLM) for a module of adapter tests; each
+test works in namespaces of its own, so tests do not see each other's memories."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from engine.ports import Embedder
+from tests.api.conftest import LiveServer, start_server
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, minilm: Embedder) -> Iterator[LiveServer]:
+    server = start_server(tmp_path_factory.mktemp("adapters"), minilm)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tag() -> str:
+    """A label no other test uses, to build namespaces from."""
+    return uuid.uuid4().hex[:8]

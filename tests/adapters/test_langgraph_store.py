@@ -1,0 +1,212 @@
+"""TwinmemStore against a real service, checked against LangGraph's own InMemoryStore:
+the same operations on both give the same answers (search ranking aside, which is
+twinmem's recall)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from tests.api.conftest import LiveServer
+from twinmem_client import TwinmemClient
+from twinmem_client.langgraph import TwinmemStore, from_namespace, to_namespace
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def store(live: LiveServer) -> Iterator[TwinmemStore]:
+    store = TwinmemStore(base_url=live.url, conflicts="off")
+    yield store
+    store.close()
+
+
+def test_namespace_mapping_is_one_to_one() -> None:
+    assert to_namespace(("user", "42")) == "user:42"
+    for path in [("user", "42"), ("a:b", "c"), ("小明", "偏好"), ("x y", "@-_"), ("2e", "q")]:
+        assert from_namespace(to_namespace(path)) == path
+    assert to_namespace(("a:b",)) != to_namespace(("a", "b"))
+    assert from_namespace("user.name") is None  # a twinmem namespace no tuple maps to
+    with pytest.raises(InvalidNamespaceError):
+        to_namespace(("x" * 129,))
+
+
+def test_put_get_update_delete_round_trip(store: TwinmemStore, tag: str) -> None:
+    ns = ("users", tag, "profile")
+    reference = InMemoryStore()
+    for target in (store, reference):
+        target.put(ns, "name", {"content": "The user's name is Xiao Ming", "confidence": 0.9})
+        target.put(ns, "empty", {"nested": {"list": [1, 2, {"deep": True}]}})
+    for key in ("name", "empty", "missing"):
+        mine, theirs = store.get(ns, key), reference.get(ns, key)
+        assert (mine is None) == (theirs is None)
+        if mine is not None and theirs is not None:
+            assert (mine.key, mine.namespace, mine.value) == (theirs.key, theirs.namespace, theirs.value)
+    first = store.get(ns, "name")
+    assert first is not None and first.created_at.tzinfo is not None
+    store.put(ns, "name", {"content": "The user's name is Xiao Hong"})
+    second = store.get(ns, "name")
+    assert second is not None and second.value == {"content": "The user's name is Xiao Hong"}
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    with TwinmemClient(store.client.base_url) as client:  # one memory, two versions
+        (memory,) = client.by_key("name", namespace=to_namespace(ns))
+        assert memory.version == 2 and memory.content == "The user's name is Xiao Hong"
+    store.delete(ns, "name")
+    assert store.get(ns, "name") is None
+    store.delete(ns, "name")  # deleting what is gone is no error, as in LangGraph's stores
+
+
+def test_equal_values_under_two_keys_stay_two_items(store: TwinmemStore, tag: str) -> None:
+    ns = ("notes", tag)
+    store.put(ns, "a", {"content": "Water the plants on Sunday"})
+    store.put(ns, "b", {"content": "Water the plants on Sunday"})
+    assert {item.key for item in store.search(ns)} == {"a", "b"}
+    store.delete(ns, "a")
+    assert store.get(ns, "b") is not None
+
+
+def test_search_by_query_filter_and_offset(store: TwinmemStore, tag: str) -> None:
+    ns = ("users", tag)
+    store.put((*ns, "prefs"), "colour", {"content": "Favourite colour is blue", "kind": "preference", "weight": 3})
+    store.put((*ns, "prefs"), "food", {"content": "Loves spicy Sichuan food", "kind": "preference", "weight": 1})
+    store.put((*ns, "facts"), "pet", {"content": "Has a cat called Miso", "kind": "fact", "weight": 2})
+    store.put(("elsewhere", tag), "colour", {"content": "Favourite colour is red", "kind": "preference"})
+
+    hits = store.search(ns, query="any suggestions for cool-toned colours?")
+    assert hits[0].key == "colour" and hits[0].namespace == (*ns, "prefs")
+    assert all(h.score is not None for h in hits) and [h.score for h in hits] == sorted(
+        (h.score for h in hits if h.score is not None), reverse=True
+    )
+    assert {h.namespace[:2] for h in hits} == {ns}  # the prefix holds: nothing from ("elsewhere", ...)
+    prefs = store.search(ns, query="colour", filter={"kind": "preference"})
+    assert {h.key for h in prefs} == {"colour", "food"}
+    heavy = store.search(ns, query="anything", filter={"weight": {"$gte": 2}})
+    assert {h.key for h in heavy} == {"colour", "pet"}
+    assert store.search(ns, query="anything", filter={"kind": {"$ne": "preference"}})[0].key == "pet"
+    everything = store.search(ns, query="colour food pet", limit=3)
+    assert [h.key for h in store.search(ns, query="colour food pet", limit=2, offset=1)] == [
+        h.key for h in everything[1:3]
+    ]
+
+
+def test_search_without_query_matches_the_in_memory_store(store: TwinmemStore, tag: str) -> None:
+    reference = InMemoryStore()
+    items = [
+        (("docs", tag, "a"), "1", {"content": "first report", "status": "draft", "pages": 3}),
+        (("docs", tag, "a"), "2", {"content": "second report", "status": "final", "pages": 10}),
+        (("docs", tag, "b"), "3", {"content": "third memo", "status": "final", "pages": 1}),
+    ]
+    for target in (store, reference):
+        for ns, key, value in items:
+            target.put(ns, key, value)
+    for prefix, flt in [
+        (("docs", tag), None),
+        (("docs", tag), {"status": "final"}),
+        (("docs", tag), {"pages": {"$gt": 2}}),
+        (("docs", tag, "b"), None),
+        (("docs", tag, "c"), None),
+    ]:
+        mine = {(h.namespace, h.key) for h in store.search(prefix, filter=flt)}
+        theirs = {(h.namespace, h.key) for h in reference.search(prefix, filter=flt)}
+        assert mine == theirs, (prefix, flt)
+    assert len(store.search(("docs", tag), limit=2)) == 2
+    assert len(store.search(("docs", tag), limit=2, offset=2)) == 1
+
+
+def test_list_namespaces_matches_the_in_memory_store(store: TwinmemStore, tag: str) -> None:
+    reference = InMemoryStore()
+    spaces = [(tag, "users", "a", "v1"), (tag, "users", "b", "v2"), (tag, "docs", "a", "v1"), (tag, "cache")]
+    for target in (store, reference):
+        for ns in spaces:
+            target.put(ns, "k", {"content": "x " + "/".join(ns)})
+    for kwargs in [
+        {"prefix": (tag,)},
+        {"prefix": (tag, "users")},
+        {"prefix": (tag, "*", "a")},
+        {"prefix": (tag,), "suffix": ("v1",)},
+        {"prefix": (tag,), "max_depth": 2},
+        {"prefix": (tag,), "limit": 2, "offset": 1},
+        {"prefix": (tag, "nothing")},
+    ]:
+        assert store.list_namespaces(**kwargs) == reference.list_namespaces(**kwargs), kwargs  # type: ignore[arg-type]
+    conditions = (MatchCondition("prefix", (tag, "*")), MatchCondition("suffix", ("a", "*")))
+    (mine,) = store.batch([ListNamespacesOp(conditions)])
+    (theirs,) = reference.batch([ListNamespacesOp(conditions)])
+    assert mine == theirs == [(tag, "docs", "a", "v1"), (tag, "users", "a", "v1")]
+
+
+def test_batch_keeps_order_and_refuses_bad_namespaces(store: TwinmemStore, tag: str) -> None:
+    ns = ("batch", tag)
+    results = store.batch(
+        [
+            PutOp(ns, "k", {"content": "Meeting moved to Thursday"}),
+            GetOp(ns, "k"),
+            PutOp(ns, "k", None),
+            GetOp(ns, "k"),
+        ]
+    )
+    assert results[0] is None and results[2] is None
+    assert results[1] is not None and results[1].value == {"content": "Meeting moved to Thursday"}  # type: ignore[union-attr]
+    assert results[3] is None
+    for bad in [("a.b",), ("",)]:
+        with pytest.raises(InvalidNamespaceError):
+            store.batch([GetOp(bad, "k")])
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("langgraph", "x"), "k", {"content": "reserved root"})
+
+
+def test_async_batch(live: LiveServer, tag: str) -> None:
+    async def scenario() -> None:
+        store = TwinmemStore(base_url=live.url)
+        ns = ("async", tag)
+        await store.aput(ns, "tea", {"content": "Drinks green tea every morning"})
+        item = await store.aget(ns, "tea")
+        assert item is not None and item.value["content"] == "Drinks green tea every morning"
+        hits = await store.asearch(ns, query="what does the user drink?")
+        assert [h.key for h in hits] == ["tea"]
+        assert await store.alist_namespaces(prefix=("async", tag)) == [ns]
+        await store.adelete(ns, "tea")
+        assert await store.aget(ns, "tea") is None
+        await store.aclose()
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def test_ttl_expires_the_item(store: TwinmemStore, tag: str) -> None:
+    ns = ("ttl", tag)
+    store.put(ns, "short", {"content": "A one-time code for the door"}, ttl=0.01)  # 0.6 s
+    store.put(ns, "long", {"content": "The door code changes monthly"}, ttl=60)
+    assert store.get(ns, "short") is not None
+    time.sleep(1.0)
+    assert store.get(ns, "short") is None
+    assert store.get(ns, "long") is not None
+
+
+def test_memories_written_elsewhere_are_items(store: TwinmemStore, tag: str) -> None:
+    with TwinmemClient(store.client.base_url, namespace=f"user:{tag}") as client:
+        saved = client.save("The user prefers window seats", category="preference")
+    hits = store.search(("user", tag), query="seat preference on flights")
+    assert [(h.key, h.value["content"]) for h in hits] == [(saved.memory_id, "The user prefers window seats")]
+    item = store.get(("user", tag), saved.memory_id)
+    assert item is not None and item.value["category"] == "preference"
+
+
+def test_items_never_replace_each_other_but_a_newer_memory_can(live: LiveServer, tag: str) -> None:
+    store = TwinmemStore(base_url=live.url, category="preference")
+    ns = ("user", tag)
+    store.put(ns, "theme-1", {"content": "I like a blue theme"})
+    store.put(ns, "theme-2", {"content": "I like a green theme"})  # another key: another subject
+    assert store.get(ns, "theme-1") is not None and store.get(ns, "theme-2") is not None
+    with TwinmemClient(live.url, namespace=to_namespace(ns)) as client:
+        update = client.save("Switch my theme to black", category="preference")
+    assert len(update.superseded) == 2
+    assert store.get(ns, "theme-1") is None and store.get(ns, "theme-2") is None
+    hits = store.search(ns, query="which theme does the user want?")
+    assert [h.value["content"] for h in hits] == ["Switch my theme to black"]
+    store.close()

@@ -1,0 +1,67 @@
+"""What the sync and async clients share: configuration, headers, retry policy, answers."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+import httpx
+
+from twinmem_client import calls
+from twinmem_client.errors import TransportError, error_for
+
+T = TypeVar("T")
+
+DEFAULT_URL = "http://127.0.0.1:8420"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_RETRIES = 2
+BACKOFF_S = 0.2  # before retry n (0-based): BACKOFF_S * 2**n
+
+
+class ClientBase:
+    """Settings of a client. ``base_url`` defaults to ``$TWINMEM_URL`` (else the local service),
+    ``token`` to ``$TWINMEM_TOKEN``; ``namespace`` is the one every call uses unless it names
+    another. ``retries``: how many more times an idempotent call is sent after a connection
+    error or time-out (never a POST or PATCH, which could apply twice)."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        namespace: str,
+        token: str | None,
+        timeout: float | httpx.Timeout,
+        retries: int,
+    ) -> None:
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        self.base_url = (base_url or os.environ.get("TWINMEM_URL") or DEFAULT_URL).rstrip("/")
+        self.namespace = namespace
+        self.retries = retries
+        self.timeout = timeout
+        token = token if token is not None else os.environ.get("TWINMEM_TOKEN")
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _ns(self, namespace: str | None) -> str:
+        return namespace if namespace is not None else self.namespace
+
+    def _attempts(self, call: calls.Call[Any]) -> int:
+        return 1 + (self.retries if call.idempotent else 0)
+
+    @staticmethod
+    def _request_args(call: calls.Call[Any]) -> dict[str, Any]:
+        args: dict[str, Any] = {"params": call.params}
+        if call.json is not None:
+            args["json"] = call.json
+        if call.content is not None:
+            args["content"] = call.content
+        return args
+
+    def _failed(self, call: calls.Call[Any], exc: httpx.TransportError) -> TransportError:
+        return TransportError(f"{type(exc).__name__}: {exc}", method=call.method, url=self.base_url + call.path)
+
+    @staticmethod
+    def _answer(call: calls.Call[T], response: httpx.Response) -> T:
+        if response.is_error:
+            raise error_for(response)
+        return call.read(response.json())

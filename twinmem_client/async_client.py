@@ -1,0 +1,232 @@
+"""The asynchronous client: the same calls as ``TwinmemClient``, awaited.
+
+from twinmem_client import AsyncTwinmemClient
+
+async with AsyncTwinmemClient("http://127.0.0.1:8420", namespace="user:42") as memory:
+    await memory.save("User's favourite colour is blue", category="preference")
+    hits = await memory.recall("any suggestions for cool-toned colours?", top_k=5)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import httpx
+
+from twinmem_client import calls
+from twinmem_client._base import BACKOFF_S, DEFAULT_NAMESPACE, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, ClientBase
+from twinmem_client.errors import error_for
+from twinmem_client.models import BatchResult, Deleted, Hit, Memory, Page, SaveResult, Version
+
+T = TypeVar("T")
+JsonDict = dict[str, Any]
+
+
+class AsyncTwinmemClient(ClientBase):
+    """A connection pool to one twinmem service; ``aclose`` it (or use ``async with``) when done."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        token: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, namespace, token, timeout, retries)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> AsyncTwinmemClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, call: calls.Call[T]) -> T:
+        """Send one call; retry an idempotent one after a connection error; raise typed errors."""
+        attempts = self._attempts(call)
+        for attempt in range(attempts):
+            try:
+                response = await self._http.request(call.method, call.path, **self._request_args(call))
+            except httpx.TransportError as exc:
+                if attempt + 1 == attempts:
+                    raise self._failed(call, exc) from exc
+                await asyncio.sleep(BACKOFF_S * 2**attempt)
+                continue
+            return self._answer(call, response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- memories ------------------------------------------------------------------
+
+    async def health(self) -> JsonDict:
+        return await self.send(calls.health())
+
+    async def save(self, content: str, *, namespace: str | None = None, **fields: Any) -> SaveResult:
+        """Save one memory; ``fields`` are the optional record fields (category, entities, key,
+        metadata, source, visibility, expire_at, created_at, conflicts, ...)."""
+        return await self.send(calls.save(self._ns(namespace), content, fields))
+
+    async def save_batch(
+        self, memories: Sequence[Mapping[str, Any]], *, namespace: str | None = None, conflicts: str | None = None
+    ) -> BatchResult:
+        return await self.send(calls.save_batch(self._ns(namespace), memories, conflicts))
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        explain: bool = False,
+        expand: Sequence[str] = (),
+        include_superseded: bool = False,
+    ) -> list[Hit]:
+        scope = list(namespaces) if namespaces else [self._ns(namespace)]
+        fields = {"top_k": top_k, "filter": filter, "explain": explain or None, "expand": list(expand)}
+        fields["include_superseded"] = include_superseded or None
+        return await self.send(calls.recall(scope, query, fields))
+
+    async def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        return await self.send(calls.get(self._ns(namespace), memory_id))
+
+    async def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[Version]:
+        return await self.send(calls.history(self._ns(namespace), memory_id))
+
+    async def list(
+        self, *, namespace: str | None = None, limit: int = 50, cursor: str | None = None, **filters: Any
+    ) -> Page:
+        """One page, newest first; filters: category, source, status, created_after, created_before, session_id."""
+        return await self.send(calls.list_page(self._ns(namespace), {"limit": limit, "cursor": cursor, **filters}))
+
+    async def iter_memories(
+        self, *, namespace: str | None = None, page_size: int = 200, **filters: Any
+    ) -> AsyncIterator[Memory]:
+        """Every memory of a listing, page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list(namespace=namespace, limit=page_size, cursor=cursor, **filters)
+            for memory in page.memories:
+                yield memory
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def by_key(self, key: str, *, namespace: str | None = None) -> builtins.list[Memory]:
+        """The active memories that carry the explicit ``key``, newest first."""
+        return await self.send(calls.by_key(self._ns(namespace), key))
+
+    async def namespaces(self, prefix: str = "", *, limit: int = 1000) -> builtins.list[str]:
+        """Namespaces that hold memories and that this caller may read."""
+        return await self.send(calls.namespaces(prefix, limit))
+
+    async def update(self, memory_id: str, *, namespace: str | None = None, **changes: Any) -> Memory:
+        """A new version; pass ``expected_version=N`` to change it only while it is at version N."""
+        return await self.send(calls.update(self._ns(namespace), memory_id, changes))
+
+    async def delete(
+        self, memory_id: str, *, namespace: str | None = None, hard: bool = False, expected_version: int | None = None
+    ) -> Deleted:
+        return await self.send(calls.delete(self._ns(namespace), memory_id, hard, expected_version))
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def restore(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        return await self.send(calls.restore(self._ns(namespace), memory_id))
+
+    async def rollback(
+        self, memory_id: str, version: int, *, namespace: str | None = None, expected_version: int | None = None
+    ) -> Memory:
+        return await self.send(calls.rollback(self._ns(namespace), memory_id, version, expected_version))
+
+    async def rollback_namespace(self, as_of: datetime, *, namespace: str | None = None) -> JsonDict:
+        return await self.send(calls.rollback_namespace(self._ns(namespace), as_of))
+
+    async def consolidate(self, *, namespace: str | None = None, dry_run: bool = False) -> JsonDict:
+        return await self.send(calls.consolidate(self._ns(namespace), dry_run))
+
+    async def reembed_status(self) -> JsonDict:
+        return await self.send(calls.reembed_status())
+
+    # --- the association network ---------------------------------------------------
+
+    async def neighbourhood(self, memory_id: str, *, namespace: str | None = None) -> JsonDict:
+        return await self.send(calls.neighbourhood(self._ns(namespace), memory_id))
+
+    async def chain(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[Memory]:
+        return await self.send(calls.chain(self._ns(namespace), memory_id))
+
+    async def entity_memories(
+        self, name: str, *, namespace: str | None = None, include_superseded: bool = False, limit: int = 50
+    ) -> builtins.list[Memory]:
+        return await self.send(calls.entity_memories(self._ns(namespace), name, include_superseded, limit))
+
+    # --- portability ---------------------------------------------------------------
+
+    async def export(
+        self, *, namespace: str | None = None, versions: bool = False, vectors: bool = False
+    ) -> AsyncIterator[bytes]:
+        """The namespace as JSON Lines, streamed: one line (bytes, with its newline) at a time."""
+        params = calls.export_params(self._ns(namespace), versions, vectors)
+        async with self._http.stream("GET", "/v1/export", params=params) as response:
+            if response.is_error:
+                await response.aread()
+                raise error_for(response)
+            async for line in response.aiter_lines():
+                yield (line + "\n").encode()
+
+    async def import_file(
+        self,
+        data: bytes | IO[bytes],
+        *,
+        namespace: str | None = None,
+        format: str = "twinmem",
+        map: str | None = None,
+        session_id: str | None = None,
+    ) -> JsonDict:
+        """Import a file (all or nothing): the report, or ``ValidationFailed`` whose ``body`` holds it."""
+        body = data if isinstance(data, bytes) else data.read()
+        fields = {"namespace": namespace, "format": format, "map": map, "session_id": session_id}
+        return await self.send(calls.import_file(body, fields))
+
+    # --- admin ---------------------------------------------------------------------
+
+    async def create_token(self, agent: str, grants: Sequence[str]) -> JsonDict:
+        """A new agent token (the answer's ``token`` is shown this once)."""
+        return await self.send(calls.create_token(agent, grants))
+
+    async def tokens(self) -> builtins.list[JsonDict]:
+        return await self.send(calls.tokens())
+
+    async def revoke_token(self, token_id: str) -> JsonDict:
+        return await self.send(calls.revoke_token(token_id))
+
+    async def block(self, kind: str, value: str, reason: str | None = None) -> JsonDict:
+        """Block an agent or a session (``kind`` is ``"agent"`` or ``"session"``): its writes
+        are refused and what it wrote is quarantined; the answer lists those ids."""
+        return await self.send(calls.block(kind, value, reason))
+
+    async def blocks(self) -> builtins.list[JsonDict]:
+        return await self.send(calls.blocks())
+
+    async def unblock(self, kind: str, value: str) -> JsonDict:
+        return await self.send(calls.unblock(kind, value))
+
+    async def audit(self, **filters: Any) -> builtins.list[JsonDict]:
+        """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
+        return await self.send(calls.audit(filters))

@@ -1,0 +1,222 @@
+"""The synchronous client: every endpoint of the twinmem HTTP API, typed.
+
+from twinmem_client import TwinmemClient
+
+with TwinmemClient("http://127.0.0.1:8420", namespace="user:42", token=...) as memory:
+    memory.save("User's favourite colour is blue", category="preference")
+    for hit in memory.recall("any suggestions for cool-toned colours?", top_k=5):
+        print(hit.score, hit.content)
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import httpx
+
+from twinmem_client import calls
+from twinmem_client._base import BACKOFF_S, DEFAULT_NAMESPACE, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, ClientBase
+from twinmem_client.errors import error_for
+from twinmem_client.models import BatchResult, Deleted, Hit, Memory, Page, SaveResult, Version
+
+T = TypeVar("T")
+JsonDict = dict[str, Any]
+
+
+class TwinmemClient(ClientBase):
+    """A connection pool to one twinmem service; close it (or use ``with``) when done."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        token: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
+        retries: int = DEFAULT_RETRIES,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, namespace, token, timeout, retries)
+        self._http = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> TwinmemClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, call: calls.Call[T]) -> T:
+        """Send one call; retry an idempotent one after a connection error; raise typed errors."""
+        attempts = self._attempts(call)
+        for attempt in range(attempts):
+            try:
+                response = self._http.request(call.method, call.path, **self._request_args(call))
+            except httpx.TransportError as exc:
+                if attempt + 1 == attempts:
+                    raise self._failed(call, exc) from exc
+                time.sleep(BACKOFF_S * 2**attempt)
+                continue
+            return self._answer(call, response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- memories ------------------------------------------------------------------
+
+    def health(self) -> JsonDict:
+        return self.send(calls.health())
+
+    def save(self, content: str, *, namespace: str | None = None, **fields: Any) -> SaveResult:
+        """Save one memory; ``fields`` are the optional record fields (category, entities, key,
+        metadata, source, visibility, expire_at, created_at, conflicts, ...)."""
+        return self.send(calls.save(self._ns(namespace), content, fields))
+
+    def save_batch(
+        self, memories: Sequence[Mapping[str, Any]], *, namespace: str | None = None, conflicts: str | None = None
+    ) -> BatchResult:
+        return self.send(calls.save_batch(self._ns(namespace), memories, conflicts))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        namespace: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        explain: bool = False,
+        expand: Sequence[str] = (),
+        include_superseded: bool = False,
+    ) -> list[Hit]:
+        scope = list(namespaces) if namespaces else [self._ns(namespace)]
+        fields = {"top_k": top_k, "filter": filter, "explain": explain or None, "expand": list(expand)}
+        fields["include_superseded"] = include_superseded or None
+        return self.send(calls.recall(scope, query, fields))
+
+    def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        return self.send(calls.get(self._ns(namespace), memory_id))
+
+    def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[Version]:
+        return self.send(calls.history(self._ns(namespace), memory_id))
+
+    def list(self, *, namespace: str | None = None, limit: int = 50, cursor: str | None = None, **filters: Any) -> Page:
+        """One page, newest first; filters: category, source, status, created_after, created_before, session_id."""
+        return self.send(calls.list_page(self._ns(namespace), {"limit": limit, "cursor": cursor, **filters}))
+
+    def iter_memories(self, *, namespace: str | None = None, page_size: int = 200, **filters: Any) -> Iterator[Memory]:
+        """Every memory of a listing, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list(namespace=namespace, limit=page_size, cursor=cursor, **filters)
+            yield from page.memories
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def by_key(self, key: str, *, namespace: str | None = None) -> builtins.list[Memory]:
+        """The active memories that carry the explicit ``key``, newest first."""
+        return self.send(calls.by_key(self._ns(namespace), key))
+
+    def namespaces(self, prefix: str = "", *, limit: int = 1000) -> builtins.list[str]:
+        """Namespaces that hold memories and that this caller may read."""
+        return self.send(calls.namespaces(prefix, limit))
+
+    def update(self, memory_id: str, *, namespace: str | None = None, **changes: Any) -> Memory:
+        """A new version; pass ``expected_version=N`` to change it only while it is at version N."""
+        return self.send(calls.update(self._ns(namespace), memory_id, changes))
+
+    def delete(
+        self, memory_id: str, *, namespace: str | None = None, hard: bool = False, expected_version: int | None = None
+    ) -> Deleted:
+        return self.send(calls.delete(self._ns(namespace), memory_id, hard, expected_version))
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    def restore(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        return self.send(calls.restore(self._ns(namespace), memory_id))
+
+    def rollback(
+        self, memory_id: str, version: int, *, namespace: str | None = None, expected_version: int | None = None
+    ) -> Memory:
+        return self.send(calls.rollback(self._ns(namespace), memory_id, version, expected_version))
+
+    def rollback_namespace(self, as_of: datetime, *, namespace: str | None = None) -> JsonDict:
+        return self.send(calls.rollback_namespace(self._ns(namespace), as_of))
+
+    def consolidate(self, *, namespace: str | None = None, dry_run: bool = False) -> JsonDict:
+        return self.send(calls.consolidate(self._ns(namespace), dry_run))
+
+    def reembed_status(self) -> JsonDict:
+        return self.send(calls.reembed_status())
+
+    # --- the association network ---------------------------------------------------
+
+    def neighbourhood(self, memory_id: str, *, namespace: str | None = None) -> JsonDict:
+        return self.send(calls.neighbourhood(self._ns(namespace), memory_id))
+
+    def chain(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[Memory]:
+        return self.send(calls.chain(self._ns(namespace), memory_id))
+
+    def entity_memories(
+        self, name: str, *, namespace: str | None = None, include_superseded: bool = False, limit: int = 50
+    ) -> builtins.list[Memory]:
+        return self.send(calls.entity_memories(self._ns(namespace), name, include_superseded, limit))
+
+    # --- portability ---------------------------------------------------------------
+
+    def export(self, *, namespace: str | None = None, versions: bool = False, vectors: bool = False) -> Iterator[bytes]:
+        """The namespace as JSON Lines, streamed: one line (bytes, with its newline) at a time."""
+        params = calls.export_params(self._ns(namespace), versions, vectors)
+        with self._http.stream("GET", "/v1/export", params=params) as response:
+            if response.is_error:
+                response.read()
+                raise error_for(response)
+            for line in response.iter_lines():
+                yield (line + "\n").encode()
+
+    def import_file(
+        self,
+        data: bytes | IO[bytes],
+        *,
+        namespace: str | None = None,
+        format: str = "twinmem",
+        map: str | None = None,
+        session_id: str | None = None,
+    ) -> JsonDict:
+        """Import a file (all or nothing): the report, or ``ValidationFailed`` whose ``body`` holds it."""
+        body = data if isinstance(data, bytes) else data.read()
+        fields = {"namespace": namespace, "format": format, "map": map, "session_id": session_id}
+        return self.send(calls.import_file(body, fields))
+
+    # --- admin ---------------------------------------------------------------------
+
+    def create_token(self, agent: str, grants: Sequence[str]) -> JsonDict:
+        """A new agent token (the answer's ``token`` is shown this once)."""
+        return self.send(calls.create_token(agent, grants))
+
+    def tokens(self) -> builtins.list[JsonDict]:
+        return self.send(calls.tokens())
+
+    def revoke_token(self, token_id: str) -> JsonDict:
+        return self.send(calls.revoke_token(token_id))
+
+    def block(self, kind: str, value: str, reason: str | None = None) -> JsonDict:
+        """Block an agent or a session (``kind`` is ``"agent"`` or ``"session"``): its writes
+        are refused and what it wrote is quarantined; the answer lists those ids."""
+        return self.send(calls.block(kind, value, reason))
+
+    def blocks(self) -> builtins.list[JsonDict]:
+        return self.send(calls.blocks())
+
+    def unblock(self, kind: str, value: str) -> JsonDict:
+        return self.send(calls.unblock(kind, value))
+
+    def audit(self, **filters: Any) -> builtins.list[JsonDict]:
+        """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
+        return self.send(calls.audit(filters))
