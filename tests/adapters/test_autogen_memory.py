@@ -1,0 +1,93 @@
+"""TwinmemMemory (autogen_core.memory.Memory) against a real service, alone and inside an
+AssistantAgent whose model is AutoGen's replay client (no LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.messages import MemoryQueryEvent
+from autogen_core.memory import MemoryContent, MemoryMimeType
+from autogen_core.model_context import UnboundedChatCompletionContext
+from autogen_core.models import SystemMessage, UserMessage
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from tests.api.conftest import LiveServer
+from twinmem_client import TwinmemClient
+from twinmem_client.autogen import TwinmemMemory
+
+pytestmark = pytest.mark.slow
+
+
+def text(content: str, **metadata: object) -> MemoryContent:
+    return MemoryContent(content=content, mime_type=MemoryMimeType.TEXT, metadata=metadata or None)
+
+
+def test_add_query_clear(live: LiveServer, tag: str) -> None:
+    async def scenario() -> None:
+        memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+        await memory.add(text("The user's favourite colour is blue", category="preference", channel="chat"))
+        await memory.add(MemoryContent(content={"diet": "vegetarian"}, mime_type=MemoryMimeType.JSON))
+        found = await memory.query("any suggestions for cool-toned colours?", top_k=1)
+        (top,) = found.results
+        assert top.content == "The user's favourite colour is blue"
+        assert top.metadata is not None
+        assert top.metadata["category"] == "preference" and top.metadata["channel"] == "chat"
+        assert top.metadata["score"] > 0 and top.metadata["memory_id"]
+        diet = await memory.query(text("what can the user not eat?"))
+        assert any("vegetarian" in str(item.content) for item in diet.results)
+        with pytest.raises(ValueError, match="text"):
+            await memory.add(MemoryContent(content=b"\x00", mime_type=MemoryMimeType.BINARY))
+        await memory.clear()
+        assert (await memory.query("colour")).results == []
+        await memory.close()
+
+    asyncio.run(scenario())
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:  # soft deletes: the history stays
+        assert client.list().memories == ()
+        assert client.list(status="deleted").memories != ()
+
+
+def test_update_context_adds_the_recall_as_a_system_message(live: LiveServer, tag: str) -> None:
+    async def scenario() -> None:
+        memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+        await memory.add(text("The user has a cat called Miso"))
+        context = UnboundedChatCompletionContext()
+        await context.add_message(UserMessage(content="recommend some pet supplies", source="user"))
+        result = await memory.update_context(context)
+        assert [item.content for item in result.memories.results] == ["The user has a cat called Miso"]
+        messages = await context.get_messages()
+        assert isinstance(messages[-1], SystemMessage) and "cat called Miso" in messages[-1].content
+        empty = UnboundedChatCompletionContext()
+        assert (await memory.update_context(empty)).memories.results == []
+        assert await empty.get_messages() == []
+        await memory.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_assistant_agent_recalls_before_it_replies(live: LiveServer, tag: str) -> None:
+    async def scenario() -> None:
+        memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+        await memory.add(text("The user lives in Lisbon"))
+        agent = AssistantAgent(
+            "assistant", model_client=ReplayChatCompletionClient(["Lisbon it is."]), memory=[memory]
+        )
+        result = await agent.run(task="Where do I live?")
+        events = [m for m in result.messages if isinstance(m, MemoryQueryEvent)]
+        assert [item.content for event in events for item in event.content] == ["The user lives in Lisbon"]
+        await memory.close()
+
+    asyncio.run(scenario())
+
+
+def test_dump_and_load_component(live: LiveServer) -> None:
+    memory = TwinmemMemory(live.url, namespace="user:config", token="secret", top_k=3)
+    config = memory.dump_component()
+    assert config.provider == "twinmem_client.autogen.TwinmemMemory"
+    loaded = TwinmemMemory.load_component(config)
+    assert (loaded.client.base_url, loaded.namespace, loaded.top_k) == (live.url, "user:config", 3)
+    assert loaded.client.headers == {"Authorization": "Bearer secret"}
+    asyncio.run(memory.close())
+    asyncio.run(loaded.close())

@@ -1,0 +1,78 @@
+"""A Microsoft Agent Framework context provider on twinmem:
+``Agent(client=..., context_providers=[TwinmemContextProvider(namespace="user:42")])``.
+``pip install 'twinmem[agent-framework]'`` (agent-framework-core 1.x).
+
+``agent_framework.ContextProvider``:
+
+* ``before_run``: recalls with the text of the run's input messages and adds what it
+  found to the run's instructions, most relevant first.
+* ``after_run``: saves each input message of the user as a memory (source ``user_input``,
+  the session's id as ``session_id``); with ``store_responses=True`` the agent's answer
+  too (source ``inference``, which starts at a lower score and never counts as the user's word).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_framework import AgentSession, ContextProvider, SessionContext, SupportsAgentRun
+
+from twinmem_client.async_client import AsyncTwinmemClient
+
+DEFAULT_TOP_K = 5
+INSTRUCTIONS = "Relevant memories about the user (most relevant first):"
+
+
+class TwinmemContextProvider(ContextProvider):
+    """One twinmem namespace as an Agent Framework context provider."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        namespace: str = "default",
+        token: str | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        category: str = "fact",
+        store_inputs: bool = True,
+        store_responses: bool = False,
+        source_id: str = "twinmem",
+        client: AsyncTwinmemClient | None = None,
+    ) -> None:
+        super().__init__(source_id)
+        self.client = client or AsyncTwinmemClient(base_url, namespace=namespace, token=token)
+        self.namespace = namespace
+        self.top_k = top_k
+        self.category = category
+        self.store_inputs = store_inputs
+        self.store_responses = store_responses
+
+    async def before_run(
+        self, *, agent: SupportsAgentRun, session: AgentSession, context: SessionContext, state: dict[str, Any]
+    ) -> None:
+        query = "\n".join(m.text for m in context.input_messages if m.text).strip()
+        if not query:
+            return
+        hits = await self.client.recall(query[:4000], namespace=self.namespace, top_k=self.top_k)
+        if hits:
+            lines = [f"{i}. {hit.content}" for i, hit in enumerate(hits, 1)]
+            context.extend_instructions(self.source_id, "\n".join([INSTRUCTIONS, *lines]))
+
+    async def after_run(
+        self, *, agent: SupportsAgentRun, session: AgentSession, context: SessionContext, state: dict[str, Any]
+    ) -> None:
+        session_id = context.session_id or session.session_id
+        if self.store_inputs:
+            for message in context.input_messages:
+                if str(message.role) == "user" and message.text.strip():
+                    await self._save(message.text, "user_input", session_id)
+        if self.store_responses and context.response is not None and context.response.text.strip():
+            await self._save(context.response.text, "inference", session_id)
+
+    async def _save(self, text: str, source: str, session_id: str | None) -> None:
+        await self.client.save(
+            text, namespace=self.namespace, category=self.category, source=source, session_id=session_id
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
