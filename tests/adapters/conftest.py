@@ -9,7 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from engine.ports import Embedder
-from tests.api.conftest import LiveServer, start_server
+from tests.api.conftest import LiveServer, server_factory, start_server
+
+__all__ = ["server_factory"]  # the tier's fixture for servers of other configurations
 
 
 @pytest.fixture(scope="module")
