@@ -1,7 +1,8 @@
 """A LangGraph graph whose long-term memory is twinmem. Start the service first
 (scripts/serve.sh), then: .venv/bin/python examples/langgraph_memory.py
 
-The node recalls what is relevant to what the user says, then keeps what was said; a real agent would hand the recalled items to its model.
+The node recalls what is relevant to what the user says, then keeps what was said;
+a real agent would hand the recalled items to its model.
 """
 
 import uuid
