@@ -59,6 +59,7 @@ ACTIONS: dict[str, str | None] = {
     "get_memory": "read",
     "history": "read",
     "list_memories": "list",
+    "list_namespaces": "list",
     "update": "update",
     "delete_memory": "delete",
     "export": "export",

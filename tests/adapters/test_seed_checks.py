@@ -116,6 +116,7 @@ def test_c_one_users_memory_never_reaches_another(
     live = server_factory(minilm, auth={"mode": "tokens", "tokens": tokens})
     store = TwinmemStore(base_url=live.url, token="token-of-user-b-langgraph")
     store.put(("user", "b"), "promo", {"content": "User B hates promotions"})
+    assert [h.key for h in store.search(("user",), query="promotions")] == ["promo"]
     store.close()
     a = "token-of-user-a-autogen"
     autogen_add(live.url, "user:a", "User A likes discounts", token=a)
@@ -123,6 +124,10 @@ def test_c_one_users_memory_never_reaches_another(
         assert autogen_recall(live.url, "user:a", question, token=a) == ["User A likes discounts"]
         # naming B's namespace gets A nothing either: B's memory is not public
         assert autogen_recall(live.url, "user:b", question, token=a) == []
+    as_a = TwinmemStore(base_url=live.url, token=a)
+    assert as_a.list_namespaces() == [("user", "a")]  # B's namespace is not even listed
+    assert [h.value["content"] for h in as_a.search(("user",), query="promotions")] == ["User A likes discounts"]
+    as_a.close()
 
 
 def test_d_switching_the_theme_makes_black_the_answer(live: LiveServer, tag: str) -> None:
