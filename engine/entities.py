@@ -30,6 +30,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Protocol
 
@@ -111,8 +112,10 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 _ARTICLE = re.compile(r"^(?:the|a|an) ")
 
 
+@lru_cache(maxsize=65536)
 def canonical_key(name: str) -> str:
-    """The key entity names are compared and linked by (see the module docstring)."""
+    """The key entity names are compared and linked by (see the module docstring);
+    cached, as the write path and recall ask for the same names again and again."""
     folded = _ARTICLE.sub("", _fold(name))
     return ALIASES.get(folded, folded)
 

@@ -32,7 +32,6 @@ recall, so a recall never sees a half-applied change.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -69,10 +68,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: digests are of the normalised content (records.content_digest)
 _MIN_CAPACITY = 1024
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
+_NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
 
 
 def micros(moment: datetime) -> int:
@@ -270,7 +270,11 @@ class FastNetwork:
         self._cols = _Columns()
         self.ids: list[str] = []
         self._row: dict[str, int] = {}
-        self._digests: list[bytes] = []  # content digest per row: a changed text re-feeds the lexicon
+        # Per row, the first 16 bytes of its ``content_digest``: a changed text re-feeds the
+        # lexicon, and ``same_text`` finds an exact repeat without the store.
+        self._digests: list[bytes] = []
+        self._by_digest: dict[bytes, list[int]] = {}
+        self._key_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, key) -> rows
         self.namespaces = Interner()
         self.categories = Interner()
         self.people = Interner()  # actors and sessions
@@ -356,13 +360,16 @@ class FastNetwork:
             self._grow_vectors(cols.size)
             self._row[memory.memory_id] = row
             self.ids.append(memory.memory_id)
-            self._digests.append(b"")
+            self._digests.append(_NO_DIGEST)
+            cols.key[row] = NONE
+        else:
+            self._set_key(row, NONE)
         namespace = self.namespaces.code(memory.namespace)
         cols.namespace[row] = namespace
         cols.category[row] = self.categories.code(memory.category)
         cols.actor[row] = self.people.optional(memory.actor)
         cols.session[row] = self.people.optional(memory.session_id)
-        cols.key[row] = self.keys.optional(memory.key)
+        self._set_key(row, self.keys.optional(memory.key))
         cols.created[row] = micros(memory.created_at)
         cols.expire[row] = NEVER if memory.expire_at is None else micros(memory.expire_at)
         cols.accessed[row] = micros(memory.last_accessed_at)
@@ -378,12 +385,38 @@ class FastNetwork:
         else:
             self._metadata.pop(row, None)
         self._set_entities(row, namespace, tuple(sorted(self.entities.code(k) for k in entity_keys(memory.entities))))
-        digest = hashlib.blake2b(memory.content.encode("utf-8"), digest_size=16).digest()
+        digest = bytes.fromhex(memory.digest[:32])
         lexicon = self._lexicons.setdefault(namespace, _Lexicon(self._lock, self._sync_docs))
         if self._digests[row] != digest or row not in lexicon.docs:
-            self._digests[row] = digest
+            self._set_digest(row, digest)
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
         return row
+
+    def _set_digest(self, row: int, digest: bytes) -> None:
+        old = self._digests[row]
+        if old != _NO_DIGEST:
+            held = self._by_digest.get(old, [])
+            if row in held:
+                held.remove(row)
+            if not held:
+                self._by_digest.pop(old, None)
+        self._digests[row] = digest
+        if digest != _NO_DIGEST:
+            self._by_digest.setdefault(digest, []).append(row)
+
+    def _set_key(self, row: int, key: int) -> None:
+        """File ``row`` under ``key`` (``NONE``: under none) in its namespace's key postings."""
+        cols = self._cols
+        old, namespace = int(cols.key[row]), int(cols.namespace[row])
+        if old != NONE:
+            held = self._key_rows.get((namespace, old))
+            if held is not None:
+                held.discard(row)
+                if not held:
+                    del self._key_rows[(namespace, old)]
+        cols.key[row] = key
+        if key != NONE:
+            self._key_rows.setdefault((namespace, key), set()).add(row)
 
     def _grow_vectors(self, size: int) -> None:
         if size > len(self._has_vector):
@@ -426,6 +459,8 @@ class FastNetwork:
         cols = self._cols
         namespace = int(cols.namespace[row])
         cols.live[row] = False
+        self._set_key(row, NONE)
+        self._set_digest(row, _NO_DIGEST)
         self._has_vector[row] = False
         self._set_entities(row, namespace, ())
         self._row_entities.pop(row, None)
@@ -559,6 +594,46 @@ class FastNetwork:
             found += self._entity_rows.get((self.namespaces.find(name), code), ())
         return np.asarray(found, dtype=np.int64)
 
+    def same_text(self, namespace: str, digest: str) -> Rows:
+        """Live rows of ``namespace`` whose ``content_digest`` is ``digest`` (any status),
+        oldest first, ties by memory id (the order of ``Store.find_by_digest``)."""
+        held = self._by_digest.get(bytes.fromhex(digest[:32]), ())
+        code = self.namespaces.find(namespace)
+        rows = [row for row in held if self._cols.namespace[row] == code and self._cols.live[row]]
+        rows.sort(key=lambda row: (int(self._cols.created[row]), self.ids[row]))
+        return np.asarray(rows, dtype=np.int64)
+
+    def by_key(self, namespace: str, key: str) -> Rows:
+        """Live rows of ``namespace`` that carry this explicit ``key`` (any status)."""
+        found = self._key_rows.get((self.namespaces.find(namespace), self.keys.find(key)), ())
+        return np.asarray(sorted(found), dtype=np.int64)
+
+    def keyed(self, rows: Rows, key: str | None) -> Mask:
+        """Which of ``rows`` carry this explicit ``key`` (none when ``key`` is None)."""
+        code = self.keys.find(key)
+        if code == NONE:
+            return np.zeros(len(rows), np.bool_)
+        found: Mask = self._cols.key[rows] == code
+        return found
+
+    def peers(self, memory: Memory, writer: Scope | None, rows: Rows) -> Mask:
+        """Which of ``rows`` a save of ``memory`` may deduplicate into, supersede or
+        contradict (``service._peers`` on columns): active, of the same audience
+        (``records.same_audience``), and seen by the writer (``None``: the engine)."""
+        cols = self._cols
+        ok: Mask = cols.live[rows] & (cols.status[rows] == _STATUS[Status.ACTIVE])
+        ok &= cols.namespace[rows] == self.namespaces.find(memory.namespace)
+        ok &= cols.visibility[rows] == _VISIBILITY[memory.visibility]
+        if memory.visibility is Visibility.PRIVATE:
+            actor = self.people.find(memory.actor)  # NONE for a writer nothing holds yet
+            if memory.actor is not None and actor == NONE:
+                ok &= False
+            else:
+                ok &= cols.actor[rows] == actor
+        if writer is not None:
+            ok &= self.sees(writer, rows)
+        return ok
+
     def newest(self, rows: Rows, limit: int) -> Rows:
         """The ``limit`` newest of ``rows`` by ``created_at``, newest first, ties by memory
         id descending (the order of ``Store.memories_by_entity``)."""
@@ -663,6 +738,15 @@ class FastNetwork:
         if len(digests) != 16 * size:
             raise ValueError("digests do not match the rows")
         net._digests = [digests[16 * n : 16 * n + 16] for n in range(size)]
+        live = net._cols.live[:size]
+        for row in np.flatnonzero(live).tolist():
+            if net._digests[row] != _NO_DIGEST:
+                net._by_digest.setdefault(net._digests[row], []).append(row)
+        keyed = np.flatnonzero(live & (net._cols.key[:size] != NONE))
+        for row, namespace, key in zip(
+            keyed.tolist(), net._cols.namespace[keyed].tolist(), net._cols.key[keyed].tolist(), strict=True
+        ):
+            net._key_rows.setdefault((namespace, key), set()).add(row)
         for name, interner in net._interners().items():
             for value in arrays[f"names_{name}"]:
                 interner.code(str(value))

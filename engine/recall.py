@@ -137,24 +137,17 @@ class Recaller:
             ranked = [int(rows[n]) for n in order]
             return Ranking([net.id_of(row) for row in ranked], ranked, pool)
 
-    def similar(
-        self, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, want: int, pool: int
-    ) -> tuple[list[scoring.Candidate], bool]:
+    def nearest(
+        self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
+    ) -> tuple[Rows, Floats]:
         """The semantic channel alone, for the write path's dedup and conflict candidates:
-        the ``pool`` (or, widened, more) most similar memories in ``sight`` that pass
-        ``flt``, read from the store in one call, with their float32 cosines; and whether
-        the filtered set was scanned exactly."""
-        self._keeper.ensure_current()
-        net = self._keeper.network
-        query = RecallQuery("", vector, sight, flt, want, pool, now, (), frozenset())
-        with net.reading():
-            found = self._semantic(net, query)
-            cosines = {net.id_of(row): cosine for row, cosine in found.cosine.items()}
-        if cosines and (found.exact or len(net.rows_in(sight.namespaces)) <= EXACT_DIRECT):
-            # The scan scored float16 copies; a dedup threshold deserves the stored precision.
-            cosines = dict(self._keeper.index.similarities(vector, list(cosines)))
-        records = self._store.get_many(sight, list(cosines), flt, now) if cosines else []
-        return [scoring.Candidate(memory, cosines[memory.memory_id]) for memory in records], found.exact
+        the ``pool`` (or, widened, more) rows most similar to ``vector`` in ``sight`` that
+        pass ``flt``, with their cosines (HNSW's, or float16 ones from an exact scan). No
+        store read; the caller holds ``net.reading()`` and the index is current."""
+        found = self._semantic(net, RecallQuery("", vector, sight, flt, 1, pool, now, (), frozenset()))
+        count = len(found.cosine)
+        rows = np.fromiter(found.cosine, dtype=np.int64, count=count)
+        return rows, np.fromiter(found.cosine.values(), dtype=np.float64, count=count)
 
     # --- channels --------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from engine.errors import (
     SourceBlocked,
     expect_version,
 )
+from engine.fast_network import Rows
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
 from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, Vector
@@ -226,13 +227,14 @@ class MemoryService:
             now = self._clock()
             results: list[SaveResult | None] = [None] * len(drafts)
             fresh: list[tuple[int, Memory, Vector]] = []
+            earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
             repeats: list[Reinforcement] = []
             for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
                 # A repeat is one of the same audience only: deduplicating across it would
                 # answer with (and reveal) a memory the writer cannot see, or fold a
                 # private memory into a shared one.
                 memory = self._new_memory(draft, now, actor)
-                same = self._same_text(memory, [m for _, m, _ in fresh], scope)
+                same = self._same_text(memory, earlier, now, scope)
                 if same is not None:
                     results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
@@ -247,6 +249,7 @@ class MemoryService:
                 if verdicts[position].action is guards.Action.QUARANTINED:
                     memory = memory.evolve(status=Status.QUARANTINED)
                 fresh.append((position, memory, vector))
+                earlier.setdefault(memory.digest, []).append(memory)
                 results[position] = SaveResult(memory, created=True)
             if fresh:
                 # A quarantined memory supersedes and contradicts nothing.
@@ -572,20 +575,6 @@ class MemoryService:
 
     # --- internals -----------------------------------------------------------------
 
-    def _candidates(
-        self,
-        vector: Vector,
-        sight: Scope,
-        flt: MemoryFilter,
-        now: datetime,
-        *,
-        want: int,
-        pool: int,
-    ) -> tuple[list[scoring.Candidate], bool]:
-        """The most similar memories in scope that pass the filter: the fast network's
-        semantic channel (``Recaller.similar``), then one read of their records."""
-        return self.recaller.similar(vector, sight, flt, now, want=want, pool=pool)
-
     def _conflict_mode(self, draft: MemoryDraft) -> str:
         return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)
 
@@ -619,8 +608,8 @@ class MemoryService:
         floor = self.embedder.similarity_floor
         for number, (_, memory, vector) in enumerate(fresh):
             mode = modes[memory.memory_id]
-            if mode == "off":
-                continue
+            if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
+                continue  # a verdict needs a claim the rules read on both sides, or a key on both
             olds = self._conflict_candidates(memory, vector, now, scope)
             olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
@@ -671,24 +660,57 @@ class MemoryService:
         return close
 
     def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[Memory]:
-        """Active memories of the new one's audience (``same_audience``) that it may
-        supersede or contradict."""
-        active, whole = MemoryFilter(), Scope.whole([memory.namespace])
-        near, _ = self._candidates(vector, whole, active, now, want=1, pool=conflicts.CANDIDATES_PER_CHANNEL)
-        found = [cand.memory for cand in near]
-        for key in sorted(entity_keys(memory.entities)):
-            found += self.store.memories_by_entity(whole, key, active, now, conflicts.CANDIDATES_PER_CHANNEL)
-        if memory.key is not None:
-            found += self.store.find_by_key(whole, memory.key)
-        return [old for old in found if _peers(old, memory, scope)]
+        """Active memories of the new one's audience (``_peers``) that it may supersede or
+        contradict: those carrying its ``key`` and, when the rules read a claim in it, the
+        most similar ones and those mentioning one of its entities, kept only when close
+        enough to count (``[conflicts] min_similarity``, with a margin for the float16
+        copies) or keyed. Found in the fast network; the store reads the survivors once."""
+        claims = bool(conflicts.claims(memory.content))
+        if not claims and memory.key is None:
+            return []  # a verdict needs a claim on both sides, or a key on both
+        net = self.keeper.network
+        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+        with net.reading():
+            found: list[Rows] = []
+            if claims:
+                rows, _ = self.recaller.nearest(net, vector, whole, active, now, pool=conflicts.CANDIDATES_PER_CHANNEL)
+                found.append(rows)
+                for key in sorted(entity_keys(memory.entities)):
+                    rows = net.by_entity([memory.namespace], key)
+                    rows = rows[net.passes(whole, active, now, rows)]
+                    found.append(net.newest(rows, conflicts.CANDIDATES_PER_CHANNEL))
+            if memory.key is not None:
+                found.append(net.by_key(memory.namespace, memory.key))
+            rows = np.asarray(list(dict.fromkeys(np.concatenate(found).tolist())), dtype=np.int64)
+            rows = rows[net.peers(memory, scope, rows)]
+            keyed = net.keyed(rows, memory.key)
+            floor = self.embedder.similarity_floor
+            close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
+            ids = [net.id_of(row) for row in rows[keyed | close].tolist()]
+        return self._read_in_order(memory.namespace, ids, now)
 
-    def _same_text(self, memory: Memory, earlier: Sequence[Memory], scope: Scope | None) -> Memory | None:
-        """The oldest active memory of ``memory``'s audience with the same content digest,
-        among those stored and those earlier in the batch."""
+    def _read_in_order(self, namespace: str, ids: Sequence[str], now: datetime) -> list[Memory]:
+        """The active, unexpired ones of ``ids`` in ``namespace``, read in one call, in the
+        order of ``ids`` (none read when there are none)."""
+        if not ids:
+            return []
+        by_id = {m.memory_id: m for m in self.store.get_many(Scope.whole([namespace]), ids, MemoryFilter(), now)}
+        return [by_id[memory_id] for memory_id in ids if memory_id in by_id]
+
+    def _same_text(
+        self, memory: Memory, earlier: Mapping[str, list[Memory]], now: datetime, scope: Scope | None
+    ) -> Memory | None:
+        """The oldest active, unexpired memory of ``memory``'s audience with the same content
+        digest: stored (the fast network's digest postings, then one read), else earlier in
+        the batch (``earlier``, by digest)."""
         digest = memory.digest
-        stored = self.store.find_by_digest(Scope.whole([memory.namespace]), digest)
-        for other in [*stored, *earlier]:
-            if other.digest == digest and _peers(other, memory, scope) and _same_thing(other, memory):
+        net = self.keeper.network
+        with net.reading():
+            rows = net.same_text(memory.namespace, digest)
+            ids = [net.id_of(row) for row in rows[net.peers(memory, scope, rows)].tolist()]
+        stored = self._read_in_order(memory.namespace, ids, now)
+        for other in [*stored, *earlier.get(digest, [])]:
+            if _peers(other, memory, scope) and _same_thing(other, memory):
                 return other
         return None
 
@@ -701,13 +723,28 @@ class MemoryService:
         scope: Scope | None,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
-        and mostly the same words (``text.word_overlap``)."""
+        and mostly the same words (``text.word_overlap``). The fast network finds the stored
+        ones close enough; only those are read."""
         threshold = self.config.dedup_cosine
         keys = entity_keys(memory.entities)
-        pairs = [(other, float(np.dot(vec, vector))) for _, other, vec in fresh if same_audience(other, memory)]
-        whole = Scope.whole([memory.namespace])
-        candidates, _ = self._candidates(vector, whole, MemoryFilter(), now, want=1, pool=DEDUP_NEIGHBOURS)
-        pairs += [(cand.memory, cand.cosine) for cand in candidates if _peers(cand.memory, memory, scope)]
+        pairs: list[tuple[Memory, float]] = []
+        if fresh:
+            sims = np.stack([vec for _, _, vec in fresh]) @ vector
+            pairs = [
+                (other, float(sim))
+                for (_, other, _), sim in zip(fresh, sims.tolist(), strict=True)
+                if sim >= threshold and same_audience(other, memory)
+            ]
+        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+        net = self.keeper.network
+        with net.reading():
+            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
+            close = rows[(cosines >= threshold - 0.01) & net.peers(memory, scope, rows)]
+            ids = [net.id_of(row) for row in close.tolist()]
+        if ids:
+            exact = dict(self.keeper.index.similarities(vector, ids))
+            read = self._read_in_order(memory.namespace, ids, now)
+            pairs += [(other, exact[other.memory_id]) for other in read if other.memory_id in exact]
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
@@ -969,3 +1006,4 @@ def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int
     ]
     closest = heapq.nlargest(conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector)))
     return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
+

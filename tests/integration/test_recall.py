@@ -37,6 +37,11 @@ class CountingStore:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.calls: Counter[str] = Counter()
+        self.read: list[str] = []  # the ids asked of get_many, in order
+
+    def clear(self) -> None:
+        self.calls.clear()
+        self.read.clear()
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._inner, name)
@@ -45,6 +50,8 @@ class CountingStore:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] += 1
+            if name == "get_many":
+                self.read += args[1]
             return attribute(*args, **kwargs)
 
         return counted

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from engine import scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
-from engine.records import Memory, Source, Status, new_memory_id
+from engine.records import Memory, Source, Status, content_digest, new_memory_id
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -116,6 +117,31 @@ def test_a_purged_memory_leaves_every_structure() -> None:
     assert len(net.by_entity(["ns"], "berlin")) == 0
     assert len(net.lexical(["ns"], ["coffe"])[0]) == 0
     assert len(net.rows_of([memory.memory_id])) == 0
+
+
+def test_digest_and_key_postings_follow_edits_purges_and_a_reload(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    net = FastNetwork(build_scorer)
+    memory = _memory(rng, "fact").evolve(content="Theme is  DARK", key="ui.theme")
+    other = _memory(rng, "fact").evolve(content="theme is dark", namespace="elsewhere", key="ui.theme")
+    net.apply([memory, other], (), [])
+    row = net.rows_of([memory.memory_id]).tolist()
+    assert net.same_text("ns", content_digest("theme is dark")).tolist() == row  # its namespace only
+    assert net.by_key("ns", "ui.theme").tolist() == row
+    edited = memory.evolve(content="Theme is light", key="ui.mode", version=2)
+    net.apply([edited], (), [])
+    assert len(net.same_text("ns", content_digest("theme is dark"))) == 0
+    assert net.same_text("ns", content_digest("theme is light")).tolist() == row
+    assert len(net.by_key("ns", "ui.theme")) == 0 and net.by_key("ns", "ui.mode").tolist() == row
+    net.save(tmp_path)
+    loaded = FastNetwork.load(tmp_path, build_scorer, model="", dim=0)
+    assert loaded is not None
+    assert loaded.same_text("ns", content_digest("theme is light")).tolist() == row
+    assert loaded.by_key("ns", "ui.mode").tolist() == row
+    assert len(loaded.by_key("elsewhere", "ui.theme")) == 1
+    loaded.apply([], [memory.memory_id], [])
+    assert len(loaded.same_text("ns", content_digest("theme is light"))) == 0
+    assert len(loaded.by_key("ns", "ui.mode")) == 0
 
 
 def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() -> None:

@@ -1,0 +1,114 @@
+"""The write path from the fast network: dedup and conflict candidates are found in
+process, the store reads only the records a rule then needs, a batch is one transaction,
+and the store calls a save makes do not grow with the namespace."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from engine.conflicts import CANDIDATES_PER_CHANNEL
+from engine.records import MemoryDraft, Status
+from engine.service import MemoryService
+from tests.conftest import FrozenClock
+from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
+from tests.integration.test_recall import NS, _fill
+from tests.integration.test_recall import make_service as make_service  # the fixture, over every store tier
+
+# What a save may read from the store: the records a rule needs, by id, in one call.
+RECORD_READS = {"get_many", "get", "find_by_digest", "find_by_key", "memories_by_entity", "list_page"}
+MakeService = Callable[[], tuple[MemoryService, Any]]
+
+
+def _reads(calls: Counter[str]) -> Counter[str]:
+    return Counter({name: count for name, count in calls.items() if name in RECORD_READS})
+
+
+VOCABULARY = """apple anchor bridge candle desert engine feather glacier harbor island jungle kettle
+ladder meadow needle orchard pillow quarry ribbon saddle tunnel umbrella valley wagon yarn zipper""".split()
+
+
+def _plain(count: int, seed: int) -> list[MemoryDraft]:
+    """Memories the conflict rules read no claim in, unlike one another and the stored ones."""
+    rng = random.Random(seed)
+    return [MemoryDraft(" ".join(rng.sample(VOCABULARY, 4)) + f" {n}", namespace=NS) for n in range(count)]
+
+
+def test_a_batch_that_repeats_and_claims_nothing_reads_no_record(make_service: MakeService) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(3), 300)
+    store.clear()
+    results = service.save_batch(_plain(20, 0))
+    assert all(result.created for result in results)
+    # One read: the fast network catching up with the batch's own new records.
+    assert _reads(store.calls) == Counter({"get_many": 1})
+    assert sorted(store.read) == sorted(result.memory.memory_id for result in results)
+    assert store.calls["insert_linked"] == 1  # the whole batch in one transaction
+
+
+def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: MakeService) -> None:
+    service, store = make_service()
+    counts = []
+    for size, claim in ((50, "My favourite colour is blue"), (600, "My favourite season is winter")):
+        while len(service.keeper.network) < size:
+            _fill(service, random.Random(len(service.keeper.network)), 50)
+        store.clear()
+        service.save_batch(_plain(10, size))
+        service.save_batch([MemoryDraft(claim, namespace=NS)])
+        counts.append((_reads(store.calls), store.calls["insert_linked"]))
+    assert counts[0] == counts[1] == (Counter({"get_many": 3}), 2)
+
+
+def test_an_exact_repeat_reads_only_the_memory_it_repeats(make_service: MakeService) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(4), 200)
+    first = service.save(MemoryDraft("The quarterly report is due on Friday", namespace=NS))
+    store.clear()
+    again = service.save(MemoryDraft("the quarterly  report is due on friday", namespace=NS))
+    assert again.deduplicated_by == "digest"
+    assert again.memory.memory_id == first.memory.memory_id
+    assert store.read == [first.memory.memory_id]  # nothing to catch up: a repeat writes nothing
+
+
+def test_a_claim_supersedes_through_candidates_found_in_process(make_service: MakeService) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(5), 200)
+    old = service.save(MemoryDraft("My favourite colour is blue", namespace=NS))
+    store.clear()
+    new = service.save(MemoryDraft("My favourite colour is green", namespace=NS))
+    reads = _reads(store.calls)
+    assert new.superseded == (old.memory.memory_id,)
+    assert service.get(NS, old.memory.memory_id).status is Status.SUPERSEDED
+    # The conflict candidates that are close enough to count (a bounded few, never the
+    # namespace), then the catch-up of what the save wrote.
+    assert set(reads) == {"get_many"}
+    assert old.memory.memory_id in store.read
+    assert len(set(store.read)) <= 2 * CANDIDATES_PER_CHANNEL + 2
+
+
+def test_a_key_finds_the_memory_it_replaces_without_a_claim(make_service: MakeService) -> None:
+    service, _ = make_service()
+    _fill(service, random.Random(6), 100)
+    old = service.save(MemoryDraft("dark", namespace=NS, key="ui.theme"))
+    elsewhere = service.save(MemoryDraft("dark", namespace="elsewhere", key="ui.theme"))
+    new = service.save(MemoryDraft("light", namespace=NS, key="ui.theme"))
+    assert new.superseded == (old.memory.memory_id,)
+    assert service.get("elsewhere", elsewhere.memory.memory_id).status is Status.ACTIVE
+
+
+def test_a_repeat_of_an_expired_memory_is_saved_anew(make_service: MakeService, clock: FrozenClock) -> None:
+    """An expired memory is out of recall: folding a new save into it would hide the save."""
+    service, _ = make_service()
+    gone = service.save(
+        MemoryDraft("Parking is on level 3 today", namespace=NS, expire_at=clock.now + timedelta(hours=1))
+    )
+    clock.advance(hours=2)
+    again = service.save(MemoryDraft("Parking is on level 3 today", namespace=NS))
+    assert again.created
+    assert again.memory.memory_id != gone.memory.memory_id
+    assert [hit.memory.memory_id for hit in service.recall("parking level", namespaces=[NS]).hits] == [
+        again.memory.memory_id
+    ]
