@@ -106,7 +106,7 @@ class Interner:
 
 
 _INT_COLUMNS = ("namespace", "category", "actor", "session", "key", "created", "expire", "accessed", "access_count")
-_SMALL_COLUMNS = ("status", "source", "visibility", "live")
+_SMALL_COLUMNS = ("status", "source", "visibility", "live", "findings")
 _FLOAT_COLUMNS = ("base", "importance")
 
 
@@ -128,6 +128,7 @@ class _Columns:
         self.source = np.zeros(capacity, np.int8)
         self.visibility = np.zeros(capacity, np.int8)
         self.live = np.zeros(capacity, np.bool_)
+        self.findings = np.zeros(capacity, np.int8)  # the read guard's, kept (engine.guard.READ_*)
         self.base = np.zeros(capacity, np.float64)
         self.importance = np.zeros(capacity, np.float32)
 
@@ -319,6 +320,15 @@ class FastNetwork:
         found = found[found >= 0]
         return found[self._cols.live[found]]
 
+    def rows_with(self, ids: Sequence[str], values: Sequence[float]) -> tuple[Rows, Floats]:
+        """``rows_of(ids)`` with the value given for each of those ids."""
+        found = np.fromiter((self._row.get(memory_id, NONE) for memory_id in ids), dtype=np.int64, count=len(ids))
+        held = np.asarray(values, dtype=np.float64)
+        known = found >= 0
+        found, held = found[known], held[known]
+        live = self._cols.live[found]
+        return found[live], held[live]
+
     def id_of(self, row: int) -> str:
         return self.ids[row]
 
@@ -389,6 +399,7 @@ class FastNetwork:
         lexicon = self._lexicons.setdefault(namespace, _Lexicon(self._lock, self._sync_docs))
         if self._digests[row] != digest or row not in lexicon.docs:
             self._set_digest(row, digest)
+            cols.findings[row] = 0
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
         return row
 
@@ -607,6 +618,21 @@ class FastNetwork:
         """Live rows of ``namespace`` that carry this explicit ``key`` (any status)."""
         found = self._key_rows.get((self.namespaces.find(namespace), self.keys.find(key)), ())
         return np.asarray(sorted(found), dtype=np.int64)
+
+    def findings(self, row: int, digest: str) -> int:
+        """The read guard's findings kept for ``row``, if of the content with this
+        ``content_digest``; 0 when none are (``keep_findings``)."""
+        with self._lock:
+            if self._digests[row] != bytes.fromhex(digest[:32]):
+                return 0
+            return int(self._cols.findings[row])
+
+    def keep_findings(self, row: int, digest: str, findings: int) -> None:
+        """Keep the read guard's ``findings`` for ``row``, unless its content changed
+        since they were made from the content with this ``digest``."""
+        with self._lock:
+            if self._digests[row] == bytes.fromhex(digest[:32]):
+                self._cols.findings[row] = findings
 
     def keyed(self, rows: Rows, key: str | None) -> Mask:
         """Which of ``rows`` carry this explicit ``key`` (none when ``key`` is None)."""

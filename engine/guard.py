@@ -698,12 +698,35 @@ def check_read(memory: Memory, *, is_blocked: Callable[[Memory], bool] = never_b
     configuration) and its writer is blocked (``is_blocked`` is the blocked-sources hook).
     Merely mentioning such an action ("remove the seeds", "pay by card") keeps it.
     """
+    return read_refusal(memory, read_findings(memory.content), is_blocked=is_blocked)
+
+
+# What the read rules find in a text, as bits. They depend on the text alone, so recall
+# keeps them per memory (``FastNetwork.findings``); 0 means not looked at yet.
+READ_CHECKED, READ_INJECTION, READ_STEERING, READ_SENSITIVE = 1, 2, 4, 8
+
+
+def read_findings(text: str) -> int:
+    """The read rules' findings in ``text`` (``READ_*`` bits, ``READ_CHECKED`` always set)."""
+    found = READ_CHECKED
+    if find_injection(text):
+        found |= READ_INJECTION
+    if steers_agent(text) is not None:
+        found |= READ_STEERING
+    if asks_sensitive_action(text):
+        found |= READ_SENSITIVE
+    return found
+
+
+def read_refusal(memory: Memory, findings: int, *, is_blocked: Callable[[Memory], bool] = never_blocked) -> str | None:
+    """``check_read`` given the ``read_findings`` of the memory's content."""
     if memory.status is Status.QUARANTINED:
         return "quarantined"
-    if find_injection(memory.content):
+    if findings & READ_INJECTION:
         return "reads as a prompt injection"
-    if memory.source is not Source.USER_INPUT and (steering := steers_agent(memory.content)) is not None:
+    if memory.source is not Source.USER_INPUT and findings & READ_STEERING:
+        steering = steers_agent(memory.content)
         return f"steers the agent ({steering}) and its source is {memory.source.value}, not user_input"
-    if asks_sensitive_action(memory.content) and is_blocked(memory):
+    if findings & READ_SENSITIVE and is_blocked(memory):
         return "asks for a sensitive action and its writer is blocked"
     return None

@@ -15,7 +15,8 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many``, which applies the caller's scope and the filter again (defence in
-depth), the read guard drops what the current rules refuse, and ``scoring.fuse``
+depth), the read guard drops what the current rules refuse (its findings kept per
+memory in the fast network), and ``scoring.fuse``
 ranks and explains the records as read. Only when the store or the guard turns
 hits away is the next slice of the ranking read. Contradiction flags come from the
 fast network's links, each kept only when the caller sees its other end.
@@ -30,13 +31,14 @@ from datetime import datetime
 
 import numpy as np
 
+from engine import guard as guards
 from engine import scoring
 from engine.config import Config
 from engine.conflicts import CONTRADICTS
 from engine.fast_network import FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import MemoryFilter, Scope
+from engine.records import Memory, MemoryFilter, Scope
 
 # The graph channel's bounds.
 GRAPH_SEEDS = 5
@@ -47,7 +49,7 @@ GRAPH_PER_ENTITY = 20
 # exactly instead of searched: one small matrix product beats HNSW over every namespace.
 EXACT_DIRECT = 2048
 
-ReadGuard = Callable[[list[scoring.Hit], int], list[scoring.Hit]]
+IsBlocked = Callable[[Memory], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +93,13 @@ class _Pool:
 class Ranking:
     """The candidates of one recall, best first, before the store confirms them."""
 
-    ids: list[str]
     rows: list[int]
     pool: _Pool
+    names: Sequence[str]  # the network's memory id of each row (rows are never reused)
+
+    @property
+    def ids(self) -> list[str]:
+        return [self.names[row] for row in self.rows]
 
 
 class Recaller:
@@ -105,13 +111,13 @@ class Recaller:
         store: Store,
         keeper: IndexKeeper,
         embedder: Embedder,
-        read_guard: ReadGuard,
+        is_blocked: IsBlocked,
     ) -> None:
         self._config = config
         self._store = store
         self._keeper = keeper
         self._embedder = embedder
-        self._read_guard = read_guard
+        self._is_blocked = is_blocked  # the blocked-sources hook of the read guard
 
     def recall(self, query: RecallQuery) -> RecallResult:
         ranking = self.rank(query)
@@ -119,7 +125,7 @@ class Recaller:
         net = self._keeper.network
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
-        return RecallResult(hits, len(ranking.ids), ranking.pool.exact, flagged)
+        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged)
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every candidate, best first, from the fast network alone (no store read but
@@ -134,8 +140,7 @@ class Recaller:
             self._graph(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
             order = self._ranked(net, query, pool, rows)
-            ranked = [int(rows[n]) for n in order]
-            return Ranking([net.id_of(row) for row in ranked], ranked, pool)
+            return Ranking(rows[order].tolist(), pool, net.ids)
 
     def nearest(
         self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
@@ -179,9 +184,7 @@ class Recaller:
         self, net: FastNetwork, query: RecallQuery, ids: Sequence[str], similarities: Sequence[float]
     ) -> tuple[Rows, Floats]:
         """Rows of ``ids`` that the caller sees and the filter passes, with their similarities."""
-        wanted = {memory_id: sim for memory_id, sim in zip(ids, similarities, strict=True)}
-        rows = net.rows_of(wanted)
-        sims = np.asarray([wanted[net.id_of(int(row))] for row in rows], dtype=np.float64)
+        rows, sims = net.rows_with(ids, similarities)
         keep = net.passes(query.sight, query.flt, query.now, rows)
         return rows[keep], sims[keep]
 
@@ -242,10 +245,10 @@ class Recaller:
 
     # --- ranking and the one read -----------------------------------------------------
 
-    def _ranked(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows) -> Sequence[int]:
+    def _ranked(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows) -> Rows:
         """Positions of ``rows`` by fused score, best first, ties by memory id (as ``scoring.fuse``)."""
         if not len(rows):
-            return []
+            return np.zeros(0, np.int64)
         weights, floor = self._config.fusion, self._embedder.similarity_floor
         cosine = np.asarray([pool.cosine[row] for row in rows.tolist()], dtype=np.float64)
         lexical = np.asarray([pool.lexical.get(row, 0.0) for row in rows.tolist()], dtype=np.float64)
@@ -255,21 +258,24 @@ class Recaller:
         score = weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
         order = np.argsort(-score, kind="stable")
         ranked = score[order]
-        if len(ranked) > 1 and bool(np.any(ranked[1:] == ranked[:-1])):  # ties (rare): by memory id
-            ids = np.asarray([net.id_of(row) for row in rows.tolist()], dtype=np.str_)
-            order = np.lexsort((ids, -score))
-        return [int(n) for n in order]
+        tied = np.flatnonzero(ranked[1:] == ranked[:-1])
+        if len(tied):  # ties: by memory id, looked up for the tied rows only
+            names = [""] * len(rows)
+            for n in order[np.union1d(tied, tied + 1)].tolist():
+                names[n] = net.id_of(int(rows[n]))
+            order = np.lexsort((np.asarray(names, dtype=np.str_), -score))
+        return np.asarray(order, dtype=np.int64)
 
     def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
         """Read the best ``top_k`` from the store (scope and filter applied again there),
         guard and explain them; read the next slice only if some were turned away."""
-        ids, ranked, pool = ranking.ids, ranking.rows, ranking.pool
+        ranked, pool = ranking.rows, ranking.pool
         hits: list[scoring.Hit] = []
         start = 0
-        while start < len(ids) and len(hits) < query.top_k:
+        while start < len(ranked) and len(hits) < query.top_k:
             want = query.top_k - len(hits)
-            chunk = ids[start : start + want]
             rows = ranked[start : start + want]
+            chunk = [ranking.names[row] for row in rows]
             start += want
             read = {m.memory_id: m for m in self._store.get_many(query.sight, chunk, query.flt, query.now)}
             candidates = [
@@ -286,8 +292,27 @@ class Recaller:
                 scoring=self._config.scoring,
                 similarity_floor=self._embedder.similarity_floor,
             )
-            hits += self._read_guard(fused, want)
+            hits += self._guarded(fused, want, dict(zip(chunk, rows, strict=True)))
         return hits
+
+    def _guarded(self, hits: list[scoring.Hit], want: int, row_of: dict[str, int]) -> list[scoring.Hit]:
+        """The read guard (``guard.check_read``), after fusion and before top_k, so top_k
+        is still filled: the first ``want`` hits the current rules let through. What the
+        rules find in a text is kept in the fast network, so a memory's regexes run once."""
+        net = self._keeper.network
+        passed: list[scoring.Hit] = []
+        for hit in hits:
+            memory = hit.memory
+            row, digest = row_of[memory.memory_id], memory.digest
+            findings = net.findings(row, digest)
+            if not findings:
+                findings = guards.read_findings(memory.content)
+                net.keep_findings(row, digest, findings)
+            if guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None:
+                passed.append(hit)
+                if len(passed) == want:
+                    break
+        return passed
 
     def _contradictions(self, net: FastNetwork, sight: Scope, hits: Sequence[scoring.Hit]) -> dict[str, list[str]]:
         flagged: dict[str, list[str]] = {}

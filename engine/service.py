@@ -152,7 +152,7 @@ class MemoryService:
         # security store; on its own the engine blocks nobody.
         self.blocks: BlockList = NOBODY_BLOCKED
         self.reinforcer = Reinforcer(self._reinforce_in_background)
-        self.recaller = Recaller(config, store, keeper, embedder, self._guard_reads)
+        self.recaller = Recaller(config, store, keeper, embedder, self._writer_blocked)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
         self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
@@ -857,19 +857,6 @@ class MemoryService:
         )
         return guarded, checked.verdict.action is guards.Action.QUARANTINED
 
-    def _guard_reads(self, hits: list[scoring.Hit], top_k: int) -> list[scoring.Hit]:
-        """The read guard, after fusion and before top_k (so top_k is still filled):
-        drops what the current rules refuse (quarantined, injection-like, a sensitive
-        action not said by the user or said by a blocked writer). Hits are checked in
-        rank order only until top_k pass: the rules are regexes over whole texts."""
-        passed: list[scoring.Hit] = []
-        for hit in hits:
-            if guards.check_read(hit.memory, is_blocked=self._writer_blocked) is None:
-                passed.append(hit)
-                if len(passed) == top_k:
-                    break
-        return passed
-
     def _writer_blocked(self, memory: Memory) -> bool:
         return self.blocks.is_blocked(memory.actor, memory.session_id)
 
@@ -1006,4 +993,3 @@ def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int
     ]
     closest = heapq.nlargest(conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector)))
     return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
-
