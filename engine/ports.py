@@ -307,20 +307,6 @@ class Store(Protocol):
         """Up to ``limit`` ids passing ``flt`` (the exact-scan fallback of recall)."""
         ...
 
-    def lexical_search(
-        self,
-        scope: Scope,
-        query_terms: Sequence[str],
-        flt: MemoryFilter,
-        now: datetime,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        """Up to ``limit`` (id, score) of memories in scope passing ``flt`` whose
-        search terms (``engine.text.terms`` of the content) share any of
-        ``query_terms``, best first. BM25-like: higher is better; scores are
-        comparable within one call only. No terms, no hits."""
-        ...
-
     def versions(self, scope: Scope, memory_id: str) -> list[Version]:
         """Every kept version of the memory that ``scope`` sees, oldest first; empty
         when it does not see the memory as it is now. A version is seen as its own

@@ -47,12 +47,9 @@ this boundary.
 
 Metadata equality filters are checked in Python on the decoded JSON, with the
 SQLite store's semantics (JSON types distinguished: ``1`` is not ``true``); the
-other filters run in Cypher. ``lexical_search`` matches the ``terms`` list
-property (``engine.text.terms`` of the content, kept on every write) in Cypher
-and ranks by BM25 here, with statistics over the namespaces searched; it is a
-scan of those namespaces, portable to every Bolt server. (On Neo4j itself,
-migration 0003 also builds the full-text index ``memory_content``, for users'
-own queries.) Schema migrations (``graph_schema/*.cypher``) run
+other filters run in Cypher. The lexical channel lives in the fast network
+(``engine.fast_network``), not here. (On Neo4j itself, migration 0003 builds the
+full-text index ``memory_content``, for users' own queries.) Schema migrations (``graph_schema/*.cypher``) run
 in ``open()``; see ``engine.adapters.neo4j_migrations``.
 """
 
@@ -61,7 +58,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -76,7 +72,6 @@ from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys
-from engine.text import terms
 
 T = TypeVar("T")
 
@@ -284,17 +279,6 @@ WHERE m.status <> 'deleted' AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {mo
 RETURN m.embedding_model AS model, count(m) AS n
 """
 
-_TERM_STATS: LiteralString = (
-    """
-UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE """
-    + _SIGHT
-    + """
-RETURN count(m) AS n, avg(size(m.terms)) AS average
-"""
-)
-
 _GET: LiteralString = (
     """
 MATCH (m:Memory {memory_id: $memory_id})
@@ -340,18 +324,6 @@ AND ($cursor_at IS NULL OR m.created_at < $cursor_at OR (m.created_at = $cursor_
 WITH DISTINCT m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
 RETURN properties(m) AS m
 """
-
-_LEXICAL: LiteralString = (
-    """
-UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE """
-    + _FILTER
-    + """
-AND any(term IN m.terms WHERE term IN $terms)
-RETURN m.memory_id AS memory_id, m.terms AS terms, m.metadata AS metadata
-"""
-)
 
 _GET_MANY: LiteralString = (
     """
@@ -928,28 +900,6 @@ class Neo4jStore:
             )
             yield [memory_id for memory_id, _ in have], matrix, missing
 
-    def lexical_search(
-        self,
-        scope: Scope,
-        query_terms: Sequence[str],
-        flt: MemoryFilter,
-        now: datetime,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        wanted = _metadata_filter(flt)
-        distinct = list(dict.fromkeys(t for t in query_terms if t))
-        if not scope.namespaces or not distinct:
-            return []
-        rows = self._rows("lexical_search", _LEXICAL, terms=distinct, **_filter_params(scope, flt, now))
-        stats = self._rows("lexical_search", _TERM_STATS, **_scope_params(scope))[0]
-        docs = [
-            (row["memory_id"], row["terms"])
-            for row in rows
-            if not wanted or _metadata_matches_json(row["metadata"], wanted)
-        ]
-        ranked = _bm25(docs, distinct, int(stats["n"]), float(stats["average"] or 1.0))
-        return ranked[:limit]
-
     def namespaces(self) -> list[str]:
         return [row["namespace"] for row in self._rows("namespaces", _NAMESPACES)]
 
@@ -1006,8 +956,6 @@ def _props(memory: Memory) -> dict[str, Any]:
     props = memory_to_dict(memory)
     props["metadata"] = json.dumps(props["metadata"], ensure_ascii=False, sort_keys=True)
     props["digest"] = memory.digest
-    # The lexical channel's search terms (engine.text), repeats kept: they count in BM25.
-    props["terms"] = terms(memory.content)
     # A property cannot be null: an absent optional field is an absent property.
     return {key: value for key, value in props.items() if value is not None}
 
@@ -1186,41 +1134,6 @@ def _metadata_matches_dict(metadata: Mapping[str, Any], wanted: Mapping[str, Any
 
 def _metadata_matches_json(metadata: str | None, wanted: Mapping[str, Any]) -> bool:
     return _metadata_matches_dict(json.loads(metadata or "{}"), wanted)
-
-
-# BM25's usual constants: term-frequency saturation and length normalisation.
-_BM25_K1 = 1.2
-_BM25_B = 0.75
-
-
-def _bm25(
-    docs: Sequence[tuple[str, Sequence[str]]], query: Sequence[str], total: int, average: float
-) -> list[tuple[str, float]]:
-    """BM25 of each document over the query terms, best first (ties by id, for a stable order).
-
-    Document frequencies come from ``docs``, which holds every document in scope
-    that has any query term, so they are exact for the query's terms.
-    """
-    wanted = set(query)
-    frequency = {term: 0 for term in wanted}
-    counts: list[tuple[str, dict[str, int], int]] = []
-    for memory_id, doc_terms in docs:
-        tf: dict[str, int] = {}
-        for term in doc_terms:
-            if term in wanted:
-                tf[term] = tf.get(term, 0) + 1
-        for term in tf:
-            frequency[term] += 1
-        counts.append((memory_id, tf, len(doc_terms)))
-    total = max(total, len(docs))
-    idf = {term: math.log((total - df + 0.5) / (df + 0.5) + 1.0) for term, df in frequency.items()}
-    scored = []
-    for memory_id, tf, length in counts:
-        norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * length / max(average, 1e-9))
-        score = sum(idf[term] * n * (_BM25_K1 + 1.0) / (n + norm) for term, n in tf.items())
-        scored.append((memory_id, score))
-    scored.sort(key=lambda hit: (-hit[1], hit[0]))
-    return scored
 
 
 def _encode_cursor(created_at: str, memory_id: str) -> str:

@@ -41,7 +41,6 @@ from engine.records import (
     Visibility,
     entity_keys,
 )
-from engine.text import terms
 
 log = logging.getLogger(__name__)
 
@@ -117,33 +116,11 @@ _MIGRATIONS: tuple[str, ...] = (
         at        TEXT NOT NULL
     );
     """,
-    # 2: the lexical channel. FTS5 over search terms (engine.text: stemmed English,
-    # jieba-segmented Chinese), kept in step by triggers so every write path is covered.
-    # term_docs gives each memory a stable integer FTS rowid (a plain rowid may change
-    # on VACUUM). The triggers call twinmem_terms(), which SqliteStore registers on
-    # its connection: other SQLite clients can read this file but not write memories.
+    # 2: was an FTS5 index of search terms, fed by triggers; the lexical channel lives in
+    # the fast network now (BM25 per namespace, in process), and step 5 drops what this
+    # step made in files that ran it.
     """
-    CREATE TABLE term_docs (
-        doc       INTEGER PRIMARY KEY AUTOINCREMENT,
-        memory_id TEXT NOT NULL UNIQUE
-    );
-    CREATE VIRTUAL TABLE memory_terms USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
-    CREATE TRIGGER memory_terms_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO term_docs (memory_id) VALUES (new.memory_id);
-        INSERT INTO memory_terms (rowid, terms)
-            SELECT doc, twinmem_terms(new.content) FROM term_docs WHERE memory_id = new.memory_id;
-    END;
-    CREATE TRIGGER memory_terms_update AFTER UPDATE OF content ON memories BEGIN
-        UPDATE memory_terms SET terms = twinmem_terms(new.content)
-            WHERE rowid = (SELECT doc FROM term_docs WHERE memory_id = new.memory_id);
-    END;
-    CREATE TRIGGER memory_terms_delete AFTER DELETE ON memories BEGIN
-        DELETE FROM memory_terms WHERE rowid = (SELECT doc FROM term_docs WHERE memory_id = old.memory_id);
-        DELETE FROM term_docs WHERE memory_id = old.memory_id;
-    END;
-    INSERT INTO term_docs (memory_id) SELECT memory_id FROM memories;
-    INSERT INTO memory_terms (rowid, terms)
-        SELECT d.doc, twinmem_terms(m.content) FROM term_docs d JOIN memories m ON m.memory_id = d.memory_id;
+    SELECT 1;
     """,
     # 3: entity lookups newest first without walking every memory of a popular entity.
     """
@@ -155,6 +132,16 @@ _MIGRATIONS: tuple[str, ...] = (
     # 4: a save that names a key finds the memories it may replace without walking the namespace.
     """
     CREATE INDEX memories_by_key ON memories (namespace, key) WHERE key IS NOT NULL;
+    """,
+    # 5: the FTS5 index of step 2 goes (see there): no write pays for it any more, and any
+    # SQLite client may write the file again (its triggers called a function only
+    # twinmem registered).
+    """
+    DROP TRIGGER IF EXISTS memory_terms_insert;
+    DROP TRIGGER IF EXISTS memory_terms_update;
+    DROP TRIGGER IF EXISTS memory_terms_delete;
+    DROP TABLE IF EXISTS memory_terms;
+    DROP TABLE IF EXISTS term_docs;
     """,
 )
 
@@ -186,7 +173,6 @@ class SqliteStore:
             conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.create_function("twinmem_terms", 1, _search_terms, deterministic=True)
             self._conn = conn
             self._migrate(conn)
         self._integrity = self._quick_check()
@@ -552,29 +538,6 @@ class SqliteStore:
             rows = db.execute(f"SELECT memory_id FROM memories WHERE {where} LIMIT ?", (*params, limit)).fetchall()
         return [row[0] for row in rows]
 
-    def lexical_search(
-        self,
-        scope: Scope,
-        query_terms: Sequence[str],
-        flt: MemoryFilter,
-        now: datetime,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        distinct = list(dict.fromkeys(t for t in query_terms if t))
-        if not scope.namespaces or not distinct:
-            return []
-        where, params = _where(scope, flt, now)
-        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in distinct)
-        with self._read("lexical_search") as db:
-            rows = db.execute(
-                "SELECT m.memory_id, -bm25(memory_terms) FROM memory_terms "
-                "JOIN term_docs d ON d.doc = memory_terms.rowid "
-                f"JOIN memories m ON m.memory_id = d.memory_id WHERE memory_terms MATCH ? AND {where} "
-                "ORDER BY bm25(memory_terms) LIMIT ?",
-                (match, *params, limit),
-            ).fetchall()
-        return [(memory_id, float(score)) for memory_id, score in rows]
-
     def versions(self, scope: Scope, memory_id: str) -> list[Version]:
         if self.get(scope, memory_id) is None:  # no history of a memory out of sight
             return []
@@ -849,10 +812,6 @@ def _memory(row: Sequence[Any]) -> Memory:
         key=row[20],
         metadata=json.loads(row[21]),
     )
-
-
-def _search_terms(content: str) -> str:
-    return " ".join(terms(content))
 
 
 def _keys(entities: Sequence[str]) -> list[str]:

@@ -32,7 +32,6 @@ from engine.records import (
     content_digest,
     new_memory_id,
 )
-from engine.text import terms
 from tests.bolt import BoltTarget
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -306,8 +305,6 @@ def test_every_scoped_read_sees_what_the_scope_allows(store: Store, sight: str) 
     assert _names(made, store.get_many(scope, all_ids, everything, NOW)) == expected
     assert _names(made, store.list_page(scope, everything, NOW, limit=50).items) == expected
     assert set(store.filtered_ids(scope, everything, NOW, 50)) == {made[n].memory_id for n in expected}
-    lexical = store.lexical_search(scope, terms("hiking boots"), everything, NOW, 50)
-    assert {memory_id for memory_id, _ in lexical} == {made[n].memory_id for n in expected}
     assert _names(made, store.memories_by_entity(scope, "boots", everything, NOW, 50)) == expected
     assert _names(made, store.find_by_key(scope, "boots")) == expected
     assert _names(made, store.find_by_digest(scope, made["alice"].digest)) == expected & {"alice"}
@@ -883,51 +880,6 @@ def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model(
     store.put_vectors({a.memory_id: vec(2), d.memory_id: vec(3)}, "model-b")
     assert store.missing_vectors("model-b", "", 10) == []
     assert store.missing_vector_models("model-b") == {}
-
-
-# --- lexical search ------------------------------------------------------------------
-
-
-def test_lexical_search_matches_stemmed_english_and_segmented_chinese(store: Store) -> None:
-    colour, style, other = put(
-        store,
-        mem("The user's favourite colour is blue"),
-        mem("用户偏好极简风格"),
-        mem("Quarterly taxes are due in April"),
-    )
-    english = store.lexical_search(SCOPE, terms("suggestions for cool colours"), MemoryFilter(), NOW, 10)
-    assert [memory_id for memory_id, _ in english] == [colour.memory_id]
-    chinese = store.lexical_search(SCOPE, terms("极简的界面"), MemoryFilter(), NOW, 10)
-    assert [memory_id for memory_id, _ in chinese] == [style.memory_id]
-    assert store.lexical_search(SCOPE, [], MemoryFilter(), NOW, 10) == []
-    assert other.memory_id not in {memory_id for memory_id, _ in english + chinese}
-
-
-def test_lexical_search_ranks_by_term_weight_and_respects_scope_and_filter(store: Store) -> None:
-    both, one, elsewhere, archived = put(
-        store,
-        mem("hiking boots for hiking in the alps"),
-        mem("new boots"),
-        mem("hiking boots", namespace=OTHER_NS),
-        mem("hiking boots, archived", status=Status.ARCHIVED),
-    )
-    hits = store.lexical_search(SCOPE, terms("hiking boots"), MemoryFilter(), NOW, 10)
-    assert [memory_id for memory_id, _ in hits] == [both.memory_id, one.memory_id]
-    assert hits[0][1] > hits[1][1] > 0
-    assert len(store.lexical_search(SCOPE, terms("hiking boots"), MemoryFilter(), NOW, 1)) == 1
-    archived_only = MemoryFilter(statuses=(Status.ARCHIVED,))
-    assert [m for m, _ in store.lexical_search(SCOPE, terms("boots"), archived_only, NOW, 10)] == [archived.memory_id]
-    assert elsewhere.memory_id not in {m for m, _ in hits}
-
-
-def test_lexical_search_follows_updates_and_purges(store: Store) -> None:
-    (original,) = put(store, mem("The user lives in Berlin"))
-    moved = original.evolve(content="The user lives in Lisbon", version=2)
-    store.update(moved, None, changed_by="tester", reason="moved")
-    assert store.lexical_search(SCOPE, terms("Berlin"), MemoryFilter(), NOW, 10) == []
-    assert [m for m, _ in store.lexical_search(SCOPE, terms("Lisbon"), MemoryFilter(), NOW, 10)] == [moved.memory_id]
-    store.purge(NS, moved.memory_id)
-    assert store.lexical_search(SCOPE, terms("Lisbon"), MemoryFilter(), NOW, 10) == []
 
 
 # --- import ------------------------------------------------------------------------------------

@@ -5,15 +5,20 @@ and the store calls a save makes do not grow with the namespace."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from engine.adapters.sqlite_store import SqliteStore
 from engine.conflicts import CANDIDATES_PER_CHANNEL
-from engine.records import MemoryDraft, Status
+from engine.records import MemoryDraft, Scope, Status
 from engine.service import MemoryService
 from tests.conftest import FrozenClock
+from tests.contract.test_store_contract import NS as CONTRACT_NS
+from tests.contract.test_store_contract import mem, put
 from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
 from tests.integration.test_recall import NS, _fill
 from tests.integration.test_recall import make_service as make_service  # the fixture, over every store tier
@@ -112,3 +117,35 @@ def test_a_repeat_of_an_expired_memory_is_saved_anew(make_service: MakeService, 
     assert [hit.memory.memory_id for hit in service.recall("parking level", namespaces=[NS]).hits] == [
         again.memory.memory_id
     ]
+
+
+def test_a_store_file_with_the_old_full_text_index_loses_it_and_keeps_its_memories(tmp_path: Path) -> None:
+    """Schema step 5 drops the FTS5 index (and its triggers) that step 2 once made."""
+    path = tmp_path / "memories.db"
+    store = SqliteStore(path)
+    store.open()
+    kept = put(store, mem("The user lives in Lisbon"))[0]
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            """
+            CREATE TABLE term_docs (doc INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL UNIQUE);
+            CREATE VIRTUAL TABLE memory_terms USING fts5(terms);
+            CREATE TRIGGER memory_terms_insert AFTER INSERT ON memories BEGIN
+                INSERT INTO term_docs (memory_id) VALUES (new.memory_id);
+            END;
+            PRAGMA user_version = 4;
+            """
+        )
+    reopened = SqliteStore(path)
+    reopened.open()
+    try:
+        with sqlite3.connect(path) as db:
+            left = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%term%'")}
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        assert left == set()
+        assert version == 5
+        assert reopened.get(Scope.whole([CONTRACT_NS]), kept.memory_id) == kept
+        put(reopened, mem("The user likes tea"))  # no trigger calls a function it lacks
+    finally:
+        reopened.close()

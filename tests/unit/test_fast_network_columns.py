@@ -15,6 +15,7 @@ from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
 from engine.records import Memory, Source, Status, content_digest, new_memory_id
+from engine.text import terms
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -142,6 +143,21 @@ def test_digest_and_key_postings_follow_edits_purges_and_a_reload(tmp_path: Path
     loaded.apply([], [memory.memory_id], [])
     assert len(loaded.same_text("ns", content_digest("theme is light"))) == 0
     assert len(loaded.by_key("ns", "ui.mode")) == 0
+
+
+def test_the_lexicon_matches_stemmed_english_and_segmented_chinese() -> None:
+    rng = random.Random(6)
+    net = FastNetwork(build_scorer)
+    colour, style, other = (
+        _memory(rng, "fact").evolve(content=text)
+        for text in ("The user's favourite colour is blue", "用户偏好极简风格", "Quarterly taxes are due in April")
+    )
+    net.apply([colour, style, other], (), [])
+    english, _ = net.lexical(["ns"], terms("suggestions for cool colours"))
+    chinese, _ = net.lexical(["ns"], terms("极简的界面"))
+    assert english.tolist() == net.rows_of([colour.memory_id]).tolist()
+    assert chinese.tolist() == net.rows_of([style.memory_id]).tolist()
+    assert len(net.lexical(["ns"], [])[0]) == 0
 
 
 def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() -> None:

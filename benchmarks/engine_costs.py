@@ -1,0 +1,287 @@
+"""The engine's own cost, with the model taken out: write path and recall at N memories,
+this tree and another git revision side by side in one run.
+
+A near-free embedder (words hashed into 384 signed buckets, the dimension of
+all-MiniLM-L6-v2) stands in for the model, so what is timed is the engine: guards,
+entity extraction, dedup, conflict rules, the store transaction, index and fast-network
+upkeep on a save; channels, fusion, the read guard and the final read on a recall.
+
+1. The revision given by ``--baseline-ref`` (``git archive``) fills a data directory with
+   N synthetic memories (``Store.insert``, one transaction per 1,000, then the index and
+   fast network catch up) and saves its index; a copy goes to this tree, which opens it
+   as an upgrade would (schema steps, fast network rebuilt where its format changed).
+2. Both engines run as child processes on their own copy, and take the same work in turn,
+   batch by batch and query by query, so load from elsewhere falls on both alike:
+   ``--batches`` × ``--batch`` new memories through ``save_batch`` (the full write path),
+   then ``--queries`` recalls (top 10, reinforcement on, as in production).
+
+Run ``python benchmarks/engine_costs.py --help`` for the options; results go to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import synthetic  # noqa: E402
+
+NAMESPACE = "bench"
+
+# One engine, in a child process: the tree to import is argv[1]. It reads one JSON request
+# a line and answers one JSON line, so the parent can interleave two engines.
+_CHILD = r"""
+import hashlib, json, re, sys, time, uuid
+from datetime import UTC, datetime
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from engine.adapters import open_service
+from engine.config import load_config
+from engine.records import Memory, MemoryDraft, Source
+
+TOKEN = re.compile(r"\w+")
+
+class HashingEmbedder:
+    name, version, dim, similarity_floor = "hashing-384", "1", 384, 0.0
+    def _vector(self, text):
+        vector = np.zeros(self.dim, dtype=np.float32)
+        for token in TOKEN.findall(text.casefold()):
+            digest = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+            vector[digest % self.dim] += 1.0 if (digest >> 32) & 1 else -1.0
+        norm = float(np.linalg.norm(vector)) or 1.0
+        return vector / norm
+    def embed_documents(self, texts):
+        return np.vstack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+    def embed_query(self, text):
+        return self._vector(text)
+
+embedder = HashingEmbedder()
+service = open_service(load_config(env={}, data_dir=sys.argv[2]), embedder=embedder, background_reembed=False)
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    request = json.loads(line)
+    kind = request["kind"]
+    start = time.perf_counter()
+    if kind == "insert":
+        now = datetime.now(UTC)
+        items = request["items"]
+        vectors = embedder.embed_documents([item["content"] for item in items])
+        memories = [
+            Memory(
+                memory_id=str(uuid.uuid4()), namespace=request["namespace"], content=item["content"],
+                category=item["category"], entities=tuple(item["entities"]), base_score=0.6, importance=0.6,
+                source=Source.USER_INPUT, created_at=datetime.fromisoformat(item["created_at"]), updated_at=now,
+                last_accessed_at=datetime.fromisoformat(item["created_at"]),
+                embedding_model=embedder.name, embedding_version=embedder.version,
+            )
+            for item in items
+        ]
+        service.store.insert(memories, list(vectors), changed_by=None)
+        service.keeper.catch_up()
+    elif kind == "save":
+        drafts = [MemoryDraft(item["content"], namespace=request["namespace"], category=item["category"])
+                  for item in request["items"]]
+        service.save_batch(drafts)
+    elif kind == "recall":
+        service.recall(request["query"], namespaces=[request["namespace"]], top_k=10)
+    elif kind == "save_index":
+        service.flush()
+        service.keeper.save()
+    print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+service.close()
+"""
+
+
+class Engine:
+    """One engine (a git revision's tree, or this one) serving requests in a child process."""
+
+    def __init__(self, label: str, tree: Path, data_dir: Path) -> None:
+        self.label = label
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(tree), str(data_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tree,
+            env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        )
+        started = time.perf_counter()
+        self.ask_line()
+        self.open_seconds = time.perf_counter() - started
+
+    def ask_line(self) -> dict[str, Any]:
+        assert self.child.stdout is not None
+        line = self.child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.label} engine stopped")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def ask(self, request: dict[str, Any]) -> float:
+        assert self.child.stdin is not None
+        self.child.stdin.write(json.dumps(request) + "\n")
+        self.child.stdin.flush()
+        return float(self.ask_line()["seconds"])
+
+    def close(self) -> None:
+        if self.child.stdin is not None:
+            self.child.stdin.close()
+        self.child.wait(timeout=600)
+
+
+def _items(stream: Any, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "content": m.content,
+            "category": m.category,
+            "entities": list(m.entities),
+            "created_at": m.created_at.isoformat(),
+        }
+        for m in itertools.islice(stream, count)
+    ]
+
+
+def _archive(ref: str, into: Path) -> str:
+    revision = subprocess.run(
+        ["git", "-C", str(HERE.parent), "rev-parse", "--short", ref], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    tar = subprocess.run(
+        ["git", "-C", str(HERE.parent), "archive", "--format=tar", ref], check=True, capture_output=True
+    )
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True)
+    return revision
+
+
+def _ms(seconds: list[float], q: float) -> float:
+    return round(float(np.percentile(np.asarray(seconds) * 1000.0, q)), 2)
+
+
+def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: Path) -> dict[str, Any]:
+    base = workdir / f"base-{size}"
+    shutil.rmtree(base, ignore_errors=True)
+    builder = Engine("baseline", baseline_tree, base)
+    stream = synthetic.memories(args.seed)
+    filled = 0
+    build_started = time.perf_counter()
+    while filled < size:
+        items = _items(stream, min(1000, size - filled))
+        builder.ask({"kind": "insert", "namespace": NAMESPACE, "items": items})
+        filled += len(items)
+    builder.ask({"kind": "save_index"})
+    builder.close()
+    print(f"  {size:,} memories filled in {time.perf_counter() - build_started:.0f} s", flush=True)
+
+    after_data = workdir / f"after-{size}"
+    before_data = workdir / f"before-{size}"
+    for copy in (after_data, before_data):
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(base, copy, ignore=shutil.ignore_patterns(".lock"))
+    engines = {
+        "before": Engine("before", baseline_tree, before_data),
+        "after": Engine("after", HERE.parent, after_data),
+    }
+    try:
+        saves: dict[str, list[float]] = {label: [] for label in engines}
+        fresh = synthetic.memories(args.seed + 1)
+        for _ in range(args.batches):
+            items = _items(fresh, args.batch)
+            for label, engine in engines.items():
+                saves[label].append(engine.ask({"kind": "save", "namespace": NAMESPACE, "items": items}))
+        recalls: dict[str, list[float]] = {label: [] for label in engines}
+        queries = synthetic.queries(args.warmup + args.queries, seed=args.seed)
+        for n, query in enumerate(queries):
+            for label, engine in engines.items():
+                seconds = engine.ask({"kind": "recall", "namespace": NAMESPACE, "query": query})
+                if n >= args.warmup:
+                    recalls[label].append(seconds)
+        saved = args.batches * args.batch
+        row: dict[str, Any] = {"size": size}
+        for label, engine in engines.items():
+            row[label] = {
+                "open_seconds": round(engine.open_seconds, 2),
+                "saves_per_s": round(saved / sum(saves[label]), 1),
+                "save_ms_per_memory": round(1000 * sum(saves[label]) / saved, 3),
+                "recall_p50_ms": _ms(recalls[label], 50),
+                "recall_p95_ms": _ms(recalls[label], 95),
+            }
+        return row
+    finally:
+        for engine in engines.values():
+            engine.close()
+        if not args.keep:
+            for path in (base, after_data, before_data):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000], help="memories in the namespace")
+    parser.add_argument("--baseline-ref", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--batches", type=int, default=10, help="save_batch calls timed per size")
+    parser.add_argument("--batch", type=int, default=256, help="memories per save_batch")
+    parser.add_argument("--queries", type=int, default=300, help="timed recalls per size")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--workdir", default=str(HERE / ".work" / "engine-costs"))
+    parser.add_argument("--keep", action="store_true", help="keep the data directories")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "engine-costs.json")
+    args = parser.parse_args()
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    baseline_tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir)) / "tree"
+    revision = _archive(args.baseline_ref, baseline_tree)
+    head = subprocess.run(
+        ["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    rows = []
+    try:
+        for size in args.sizes:
+            print(f"{size:,} memories: {args.baseline_ref} ({revision}) and this tree ({head})", flush=True)
+            rows.append(run_size(size, args, baseline_tree, workdir))
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        shutil.rmtree(baseline_tree.parent, ignore_errors=True)
+    result = {
+        "baseline": {"ref": args.baseline_ref, "revision": revision},
+        "after": {"revision": head, "dirty": bool(_dirty())},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average": os.getloadavg()},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "workdir")},
+        "rows": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print()
+    print("| N | saves/s before | after | ms per saved memory before | after | recall p50 / p95 ms before | after |")
+    print("|---:|---:|---:|---:|---:|---|---|")
+    for row in rows:
+        b, a = row["before"], row["after"]
+        print(
+            f"| {row['size']:,} | {b['saves_per_s']} | {a['saves_per_s']} | {b['save_ms_per_memory']} | "
+            f"{a['save_ms_per_memory']} | {b['recall_p50_ms']} / {b['recall_p95_ms']} | "
+            f"{a['recall_p50_ms']} / {a['recall_p95_ms']} |"
+        )
+
+
+def _dirty() -> str:
+    return subprocess.run(
+        ["git", "-C", str(HERE.parent), "status", "--porcelain"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()
