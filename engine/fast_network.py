@@ -704,6 +704,12 @@ class FastNetwork:
             }
             for name, interner in self._interners().items():
                 arrays[f"names_{name}"] = np.asarray(interner.names, dtype=np.str_)
+            for namespace, lexicon in self._lexicons.items():
+                if lexicon.scorer is not None and lexicon.built == lexicon.version:
+                    # A current build is kept, so a restart need not build it again.
+                    arrays[f"lexicon_{namespace}_rows"] = lexicon.rows
+                    for part, array in lexicon.scorer.state().items():
+                        arrays[f"lexicon_{namespace}_{part}"] = array
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
             seq, model, dim = self.applied_seq, self.model, self.dim
@@ -789,6 +795,21 @@ class FastNetwork:
                 int(row), terms
             )
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
+        for namespace, lexicon in net._lexicons.items():
+            net._restore_lexicon(lexicon, f"lexicon_{namespace}_", arrays)
+
+    def _restore_lexicon(self, lexicon: _Lexicon, prefix: str, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Adopt the saved build of a lexicon when it is of exactly the documents restored;
+        otherwise leave it to be built when first asked."""
+        rows = arrays.get(prefix + "rows")
+        if rows is None or not np.array_equal(rows, np.asarray(sorted(lexicon.docs), dtype=np.int64)):
+            return
+        state = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
+        try:
+            scorer = self._build.restore(state)
+        except (ValueError, KeyError, IndexError):
+            return
+        lexicon.rows, lexicon.scorer, lexicon.built, lexicon.changed = rows, scorer, lexicon.version, {}
 
     def _interners(self) -> dict[str, Interner]:
         return {

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -146,9 +146,21 @@ class LexicalScorer(Protocol):
         query's terms, higher is better; comparable within one scorer only."""
         ...
 
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """Arrays (no objects) from which ``LexicalBuild.restore`` makes an equal scorer:
+        a saved fast network starts without building its lexicons again."""
+        ...
 
-# Builds a scorer over documents given as term-code lists (an empty list is an empty document).
-LexicalBuild = Callable[[Sequence[Sequence[int]]], LexicalScorer]
+
+class LexicalBuild(Protocol):
+    """Builds a scorer over documents given as term-code lists (an empty list is an
+    empty document), or restores one from its ``state``."""
+
+    def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer: ...
+
+    def restore(self, state: Mapping[str, npt.NDArray[Any]]) -> LexicalScorer:
+        """The scorer ``state`` came from; ``ValueError`` when it is not one."""
+        ...
 
 
 @runtime_checkable

@@ -15,7 +15,8 @@ Scoring is Lucene's BM25 variant (bm25s's default: k1 1.5, b 0.75, idf
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -42,6 +43,49 @@ class Bm25Scorer:
             return np.zeros(self._size, dtype=np.float32)
         return np.asarray(self._model.get_scores(known), dtype=np.float32)
 
+    def state(self) -> dict[str, npt.NDArray[Any]]:
+        """The corpus size, the term codes in local-id order and bm25s's score matrix
+        (compressed sparse columns: one column of precomputed weights per term)."""
+        codes = sorted(self._vocab, key=self._vocab.__getitem__)
+        state = {
+            "size": np.asarray([self._size], dtype=np.int64),
+            # bm25s adds the empty token to the vocabulary it is given: code -1 here.
+            "codes": np.asarray([int(code) if code else -1 for code in codes], dtype=np.int64),
+        }
+        if self._model is not None:
+            matrix = self._model.scores
+            state |= {name: np.asarray(matrix[name]) for name in ("data", "indices", "indptr")}
+        return state
 
-def build_scorer(documents: Sequence[Sequence[int]]) -> Bm25Scorer:
-    return Bm25Scorer(documents)
+    @classmethod
+    def restore(cls, state: Mapping[str, npt.NDArray[Any]]) -> Bm25Scorer:
+        scorer = cls(())
+        scorer._size = int(state["size"][0])
+        codes = state["codes"].tolist()
+        scorer._vocab = {str(code) if code >= 0 else "": n for n, code in enumerate(codes)}
+        if codes:
+            indptr, data, indices = state["indptr"], state["data"], state["indices"]
+            # One column per term (the empty token bm25s adds has none), in compressed form.
+            if len(indptr) > len(codes) + 1 or int(indptr[-1]) != len(data) or len(data) != len(indices):
+                raise ValueError("the BM25 state's arrays do not fit together")
+            model = bm25s.BM25()
+            # What ``BM25.index`` leaves behind (bm25s 0.3), set from the saved arrays.
+            model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": scorer._size}
+            model.vocab_dict = scorer._vocab
+            model.unique_token_ids_set = set(scorer._vocab.values())
+            model.nonoccurrence_array = None  # the Lucene variant has none
+            scorer._model = model
+        return scorer
+
+
+class Bm25Build:
+    """``LexicalBuild``: a new ``Bm25Scorer``, or one restored from its ``state``."""
+
+    def __call__(self, documents: Sequence[Sequence[int]]) -> Bm25Scorer:
+        return Bm25Scorer(documents)
+
+    def restore(self, state: Mapping[str, npt.NDArray[Any]]) -> Bm25Scorer:
+        return Bm25Scorer.restore(state)
+
+
+build_scorer = Bm25Build()

@@ -4,8 +4,10 @@ over columns exactly as ``engine.scoring`` computes them over records."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from engine import scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
+from engine.ports import LexicalScorer
 from engine.records import Memory, Source, Status, content_digest, new_memory_id
 from engine.text import terms
 
@@ -158,6 +161,37 @@ def test_the_lexicon_matches_stemmed_english_and_segmented_chinese() -> None:
     assert english.tolist() == net.rows_of([colour.memory_id]).tolist()
     assert chinese.tolist() == net.rows_of([style.memory_id]).tolist()
     assert len(net.lexical(["ns"], [])[0]) == 0
+
+
+def test_a_saved_lexicon_answers_after_a_load_without_a_build(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    built: list[int] = []
+
+    class CountingBuild:
+        def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
+            built.append(len(documents))
+            return build_scorer(documents)
+
+        def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
+            return build_scorer.restore(state)
+
+    net = FastNetwork(CountingBuild())
+    words = "coffee tea berlin lisbon boots hiking blue green report deadline".split()
+    memories = [_memory(rng, "fact").evolve(content=" ".join(rng.sample(words, 3))) for _ in range(40)]
+    net.apply(memories, (), [])
+    query = terms("hiking boots in Lisbon")
+    before = net.lexical(["ns"], query)
+    assert built == [40] and len(before[0]) > 0
+    net.save(tmp_path)
+    loaded = FastNetwork.load(tmp_path, CountingBuild(), model="", dim=0)
+    assert loaded is not None
+    after = loaded.lexical(["ns"], query)
+    assert built == [40]  # restored, not built again
+    assert after[0].tolist() == before[0].tolist()
+    assert np.allclose(after[1], before[1])
+    loaded.apply([memories[0].evolve(content="hiking boots, version two", version=2)], (), [])
+    assert len(loaded.lexical(["ns"], query)[0]) > 0
+    assert built == [40, 40]  # a change means a new build, as before
 
 
 def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() -> None:
