@@ -71,9 +71,7 @@ def test_an_assistant_agent_recalls_before_it_replies(live: LiveServer, tag: str
     async def scenario() -> None:
         memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
         await memory.add(text("The user lives in Lisbon"))
-        agent = AssistantAgent(
-            "assistant", model_client=ReplayChatCompletionClient(["Lisbon it is."]), memory=[memory]
-        )
+        agent = AssistantAgent("assistant", model_client=ReplayChatCompletionClient(["Lisbon it is."]), memory=[memory])
         result = await agent.run(task="Where do I live?")
         events = [m for m in result.messages if isinstance(m, MemoryQueryEvent)]
         assert [item.content for event in events for item in event.content] == ["The user lives in Lisbon"]

@@ -106,9 +106,7 @@ def test_b_fuzzy_recall_of_the_colour(
     assert autogen_recall(server.url, f"user:{tag}", query)[0] == likes  # AutoGen
 
 
-def test_c_one_users_memory_never_reaches_another(
-    server_factory: Callable[..., LiveServer], minilm: Embedder
-) -> None:
+def test_c_one_users_memory_never_reaches_another(server_factory: Callable[..., LiveServer], minilm: Embedder) -> None:
     tokens = [
         {"agent": "langgraph-b", "token": "token-of-user-b-langgraph", "grants": ["user:b:rw"]},
         {"agent": "autogen-a", "token": "token-of-user-a-autogen", "grants": ["user:a:rw"]},

@@ -15,7 +15,7 @@ from typing import Any
 from engine.adapters.sqlite_store import SqliteStore
 from engine.conflicts import CANDIDATES_PER_CHANNEL
 from engine.records import MemoryDraft, Scope, Status
-from engine.service import MemoryService
+from engine.service import MemoryService, SaveResult
 from tests.conftest import FrozenClock
 from tests.contract.test_store_contract import NS as CONTRACT_NS
 from tests.contract.test_store_contract import mem, put
@@ -67,26 +67,28 @@ def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: 
     assert counts[0] == counts[1] == (Counter({"get_many": 3}), 2)
 
 
-def test_an_exact_repeat_reads_only_the_memory_it_repeats(make_service: MakeService) -> None:
+def _one_then_another(make_service: MakeService, first: str, then: str) -> tuple[Any, SaveResult, SaveResult]:
+    """Among 200 memories, save ``first``, clear the store's counts, save ``then``."""
     service, store = make_service()
-    _fill(service, random.Random(4), 200)
-    first = service.save(MemoryDraft("The quarterly report is due on Friday", namespace=NS))
+    _fill(service, random.Random(len(first)), 200)
+    earlier = service.save(MemoryDraft(first, namespace=NS))
     store.clear()
-    again = service.save(MemoryDraft("the quarterly  report is due on friday", namespace=NS))
+    return store, earlier, service.save(MemoryDraft(then, namespace=NS))
+
+
+def test_an_exact_repeat_reads_only_the_memory_it_repeats(make_service: MakeService) -> None:
+    text = "The quarterly report is due on Friday"
+    store, first, again = _one_then_another(make_service, text, "the quarterly  report is due on friday")
     assert again.deduplicated_by == "digest"
     assert again.memory.memory_id == first.memory.memory_id
     assert store.read == [first.memory.memory_id]  # nothing to catch up: a repeat writes nothing
 
 
 def test_a_claim_supersedes_through_candidates_found_in_process(make_service: MakeService) -> None:
-    service, store = make_service()
-    _fill(service, random.Random(5), 200)
-    old = service.save(MemoryDraft("My favourite colour is blue", namespace=NS))
-    store.clear()
-    new = service.save(MemoryDraft("My favourite colour is green", namespace=NS))
+    store, old, new = _one_then_another(make_service, "My favourite colour is blue", "My favourite colour is green")
     reads = _reads(store.calls)
     assert new.superseded == (old.memory.memory_id,)
-    assert service.get(NS, old.memory.memory_id).status is Status.SUPERSEDED
+    assert store.get(Scope.whole([NS]), old.memory.memory_id).status is Status.SUPERSEDED
     # The conflict candidates that are close enough to count (a bounded few, never the
     # namespace), then the catch-up of what the save wrote.
     assert set(reads) == {"get_many"}
