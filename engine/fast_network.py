@@ -70,6 +70,8 @@ _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
 _FORMAT = 2  # 2: digests are of the normalised content (records.content_digest)
 _MIN_CAPACITY = 1024
+# The exact scan scores this many rows at a time (see ``FastNetwork.nearest``).
+SCAN_CHUNK = 4096
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
@@ -504,13 +506,45 @@ class FastNetwork:
         return np.flatnonzero(self._cols.live[: self._cols.size]).astype(np.int64)
 
     def rows_in(self, namespaces: Iterable[str]) -> Rows:
-        """Every row of these namespaces (any status), without walking the others."""
-        found = [
+        """Every row of these namespaces (any status), without walking the others
+        (read-only: one namespace's rows are its cached array, not a copy)."""
+        found = self._members(namespaces)
+        if len(found) == 1:
+            return found[0]
+        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+    def _members(self, namespaces: Iterable[str]) -> list[Rows]:
+        return [
             lexicon.members()
             for name in dict.fromkeys(namespaces)
             if (lexicon := self._lexicons.get(self.namespaces.find(name))) is not None
         ]
-        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], scope: Scope, flt: MemoryFilter, now: datetime, k: int
+    ) -> tuple[Rows, Floats]:
+        """The exact scan: the ``k`` rows of ``scope``'s namespaces that ``scope`` sees and
+        ``flt`` passes at ``now`` with the highest cosine to ``vector`` (unit length), and
+        their cosines, in no particular order. It walks the rows ``SCAN_CHUNK`` at a time and
+        keeps only the best ``k`` so far, so what it holds is one chunk's vectors and masks
+        however many memories the namespaces hold or the filter lets through."""
+        best_rows, best = np.zeros(0, np.int64), np.zeros(0, np.float64)
+        if k <= 0:
+            return best_rows, best
+        with self._lock:
+            for members in self._members(scope.namespaces):
+                for start in range(0, len(members), SCAN_CHUNK):
+                    chunk = members[start : start + SCAN_CHUNK]
+                    chunk = chunk[self.passes(scope, flt, now, chunk) & self._has_vector[chunk]]
+                    if not len(chunk):
+                        continue
+                    rows = np.concatenate((best_rows, chunk))
+                    cosines = np.concatenate((best, self.cosines(vector, chunk)))
+                    if len(rows) > k:
+                        top = np.argpartition(-cosines, k - 1)[:k]
+                        rows, cosines = rows[top], cosines[top]
+                    best_rows, best = rows, cosines
+        return best_rows, best
 
     def sees(self, scope: Scope, rows: Rows) -> Mask:
         """Which of ``rows`` ``scope`` sees (any status): the store's scope rule."""

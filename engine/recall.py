@@ -172,11 +172,7 @@ class Recaller:
             k = min(k * 4, size)
         if len(inside) <= EXACT_DIRECT or (len(rows) < query.top_k and k < size):
             pool.exact = len(inside) > EXACT_DIRECT
-            rows = inside[net.passes(query.sight, query.flt, query.now, inside) & net.has_vectors(inside)]
-            cosines = net.cosines(query.vector, rows)
-            if len(rows) > query.pool:
-                best = np.argpartition(-cosines, query.pool - 1)[: query.pool]
-                rows, cosines = rows[best], cosines[best]
+            rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
 
