@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 START_TIMEOUT_S = 120
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spawn(
+    data_dir: Path, port: int, log: Path, overrides: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``tests/crash/serve.py`` as a subprocess (the real app, the hashing embedder), its
+    output appended to ``log``; not yet serving (see ``wait_until_serving``)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port), json.dumps(overrides)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=None if env is None else dict(env),
+        )
 
 
 def wait_until_serving(process: subprocess.Popen[bytes], port: int, log: Path, what: str) -> subprocess.Popen[bytes]:

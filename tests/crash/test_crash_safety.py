@@ -16,7 +16,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,11 +30,10 @@ from engine.config import load_config
 from engine.records import MemoryFilter, Scope, Status
 from tests.api.conftest import free_port, store_overrides
 from tests.conftest import HashingEmbedder
-from tests.serving import wait_until_serving
+from tests.serving import spawn, wait_until_serving
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 SHORT_POINTS = 4
 SHORT_POINTS_BOLT = 2
 LONG_POINTS = int(os.environ.get("CRASH_POINTS", "25"))
@@ -59,14 +57,7 @@ class Acked:
 
 
 def _start(data_dir: Path, port: int, log: Path, overrides: dict[str, Any]) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port), json.dumps(overrides)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return wait_until_serving(process, port, log, "the server")
+    return wait_until_serving(spawn(data_dir, port, log, overrides), port, log, "the server")
 
 
 def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Event, rng: random.Random) -> None:
@@ -154,13 +145,7 @@ def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Eve
 
 
 def _killed_while_starting(data_dir: Path, port: int, log: Path, overrides: dict[str, Any], after: float) -> None:
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.crash.serve", str(data_dir), str(port), json.dumps(overrides)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = spawn(data_dir, port, log, overrides)
     time.sleep(after)  # a random moment of the start-up, not a measurement
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
