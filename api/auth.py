@@ -4,9 +4,10 @@ Three parts, in the order a request meets them:
 
 * ``AuditMiddleware`` wraps every routed request. It opens the request's audit
   record (a request id, returned as ``X-Request-Id``), lets the request run, and
-  appends one entry to the audit log with the status it ended with, just before
-  the response's last chunk is sent (a streamed export included) or when the
-  request failed.
+  appends one entry to the audit log with the status it ended with, before the
+  response's first byte is sent (a streamed export included) or when the request
+  failed. When the entry cannot be written (the disk is full), the client gets a 503
+  that says so in place of the answer, never an answer the log does not hold.
   Handlers only add detail to the record; the entry is written whether or not
   they do, so no handler can leave a request out of the log.
 * ``authenticate`` (an app-wide guard) resolves the ``Principal``: in ``[auth]
@@ -23,6 +24,8 @@ Three parts, in the order a request meets them:
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,12 +42,13 @@ from litestar.types import ASGIApp, Message, Receive, Send
 from litestar.types import Scope as ASGIScope
 
 from api.ratelimit import RateLimiter, retry_after
-from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, Unauthenticated
+from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, StoreError, Unauthenticated
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
 from engine.security import LOCAL_PRINCIPAL, AuditEvent, Permission, Principal, content_sha256, hash_token
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 ANONYMOUS = "anonymous"
 AUDIT_KEY = "twinmem_audit"
@@ -122,20 +126,25 @@ class AuditMiddleware:
         record = AuditRecord(uuid.uuid4().hex)
         state: dict[str, Any] = scope.setdefault("state", {})
         state[AUDIT_KEY] = record
-        status, written = 500, False
+        status, written, refused = 500, False, False
 
         async def send_with_id(message: Message) -> None:
-            # The entry is committed before the last byte of the response goes out, so a
-            # client that has its answer can rely on the entry being in the log.
-            nonlocal status, written
+            # The entry is committed before the response's first byte goes out, so a client
+            # that has its answer can rely on the entry being in the log.
+            nonlocal status, written, refused
+            if refused:
+                return  # the rest of an answer the log could not record
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, written = message["status"], True
+                try:
+                    await self._write(scope, record, status, None)
+                except StoreError as exc:
+                    refused = True
+                    await _unavailable(send, record.request_id, exc)
+                    return
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", record.request_id.encode("ascii")))
                 message = {**message, "headers": headers}
-            elif message["type"] == "http.response.body" and not message.get("more_body", False) and not written:
-                written = True
-                await self._write(scope, record, status, None)
             await send(message)
 
         try:
@@ -145,7 +154,7 @@ class AuditMiddleware:
                 await self._write(scope, record, 500, "request failed")
             raise
         if not written:
-            await self._write(scope, record, status, "no response body was sent")
+            await self._write(scope, record, status, "no response was sent")
 
     async def _write(self, scope: ASGIScope, record: AuditRecord, status: int, detail: str | None) -> None:
         if record.action is None:
@@ -164,6 +173,25 @@ class AuditMiddleware:
             detail=detail,
         )
         await anyio.to_thread.run_sync(security.append_audit, event)
+
+
+async def _unavailable(send: Send, request_id: str, exc: StoreError) -> None:
+    """A 503 in place of an answer whose audit entry could not be written. A change the
+    request made may be stored, as when a connection drops before the answer arrives."""
+    log.error("the audit entry of request %s could not be written: %s", request_id, exc, exc_info=exc)
+    body = {
+        "status_code": 503,
+        "detail": f"the audit log could not record this request: {exc}",
+        "request_id": request_id,
+    }
+    payload = json.dumps(body).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode("ascii")),
+        (b"x-request-id", request_id.encode("ascii")),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
 
 
 def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:

@@ -218,7 +218,8 @@ class SqliteStore:
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"{what}: {exc}") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"{what} failed in SQLite: {exc}") from exc
+            code = getattr(exc, "sqlite_errorname", None)  # SQLITE_IOERR_WRITE says more than "disk I/O error"
+            raise StoreError(f"{what} failed in SQLite: {exc}{f' ({code})' if code else ''}") from exc
 
     @contextmanager
     def _write(self, what: str) -> Iterator[sqlite3.Connection]:
