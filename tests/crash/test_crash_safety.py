@@ -1,8 +1,13 @@
 """Crash safety: the service as a subprocess, several writers (single saves, batches,
 conditional PATCHes, deletes, imports, consolidation), SIGKILL at random moments (and,
-every third time, once more while it starts: catching up, rebuilding or saving the index), restart;
-every acknowledged write is there and recallable, no batch or import is half-written, and
-the index equals the store.
+every third time, once more while it starts: catching up, rebuilding or saving the index),
+restart; every acknowledged write is there and recallable, no batch or import is
+half-written, and the index and the fast network equal the store.
+
+One kill point in three is aimed at an index save: the server saves its index and fast
+network over and over beside the writers (``tests/crash/serve.py``), and the kill is sent
+the moment a file of a save in progress appears; a kill that left such a file behind
+landed mid-save and is counted.
 
 Each runs on SQLite and on the Bolt tier (ArcadeDB). The short form (4 kill points, 2 on
 Bolt) runs with the suite; the long form (``-m long``, 25 kill points, CRASH_POINTS to
@@ -11,6 +16,7 @@ change it) is the one the README reports.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -25,11 +31,13 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.adapters import open_service
+from engine.adapters import INDEX_DIR, open_service
 from engine.config import load_config
 from engine.records import MemoryFilter, Scope, Status
+from engine.service import MemoryService
 from tests.api.conftest import free_port, store_overrides
 from tests.conftest import HashingEmbedder
+from tests.crash.serve import SAVE_LOOP
 from tests.serving import spawn, wait_until_serving
 
 pytestmark = pytest.mark.slow
@@ -53,11 +61,36 @@ class Acked:
     imported: list[str] = field(default_factory=list)  # session ids of acknowledged imports
     consolidations: int = 0
     startup_kills: int = 0
+    save_kills: int = 0  # kills aimed at an index save
+    mid_save_kills: int = 0  # of those, the ones that left a save's files half-written
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _start(data_dir: Path, port: int, log: Path, overrides: dict[str, Any]) -> subprocess.Popen[bytes]:
-    return wait_until_serving(spawn(data_dir, port, log, overrides), port, log, "the server")
+def _start(
+    data_dir: Path, port: int, log: Path, overrides: dict[str, Any], *, save_loop: bool = False
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, SAVE_LOOP: "1"} if save_loop else None
+    return wait_until_serving(spawn(data_dir, port, log, overrides, env), port, log, "the server")
+
+
+def _saving(index_dir: Path, since_ns: int) -> bool:
+    """Whether a save is writing its files: a temporary file written since ``since_ns``
+    (each file of a save is written under a ``.tmp`` name, then renamed)."""
+    for path in index_dir.glob("*.tmp"):
+        with contextlib.suppress(FileNotFoundError):  # renamed meanwhile
+            if path.stat().st_mtime_ns >= since_ns:
+                return True
+    return False
+
+
+def _kill_mid_save(process: subprocess.Popen[bytes], index_dir: Path, since_ns: int, acked: Acked) -> None:
+    deadline = time.monotonic() + 30
+    while not _saving(index_dir, since_ns) and time.monotonic() < deadline:
+        pass  # poll without sleeping: a save's files live for milliseconds
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    acked.save_kills += 1
+    acked.mid_save_kills += _saving(index_dir, since_ns)
 
 
 def _writer(url: str, acked: Acked, point: int, worker: int, stop: threading.Event, rng: random.Random) -> None:
@@ -160,7 +193,9 @@ def _run(tmp_path: Path, points: int, seed: int, overrides: dict[str, Any]) -> A
             # Killed while starting: catching the index up, rebuilding it or saving it.
             acked.startup_kills += 1
             _killed_while_starting(data_dir, port, log, overrides, rng.uniform(0.05, 1.0))
-        process = _start(data_dir, port, log, overrides)
+        aimed = point % 3 == 1  # at an index save
+        began = time.time_ns()
+        process = _start(data_dir, port, log, overrides, save_loop=aimed)
         stop = threading.Event()
         writers = [
             threading.Thread(
@@ -172,8 +207,11 @@ def _run(tmp_path: Path, points: int, seed: int, overrides: dict[str, Any]) -> A
         for thread in writers:
             thread.start()
         time.sleep(rng.uniform(0.3, 1.5))  # a random moment mid-write, not a measurement
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        if aimed:
+            _kill_mid_save(process, data_dir / INDEX_DIR, began, acked)
+        else:
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
         stop.set()
         for thread in writers:
             thread.join(timeout=60)
@@ -208,14 +246,30 @@ def _verify(tmp_path: Path, acked: Acked, overrides: dict[str, Any]) -> None:
             assert len(found) in (0, BATCH), f"{session} is half-written: {len(found)} of {BATCH}"
             if session in acked.batches:
                 assert len(found) == BATCH
-        assert len(service.keeper.index) == store.count_indexable()
         assert service.keeper.is_current()
+        _index_equals_store(service)
         live = [m for m in stored.values() if m.status is Status.ACTIVE]
         for memory in random.Random(0).sample(live, min(25, len(live))):
             hits = service.recall(memory.content, namespaces=["default"], top_k=5).hits
             assert memory.memory_id in [hit.memory.memory_id for hit in hits], memory.content
     finally:
         service.close()
+
+
+def _index_equals_store(service: MemoryService) -> None:
+    """The vector index and the fast network hold exactly the memories the store indexes,
+    and the index's vectors are the stored ones (a sample)."""
+    stored = [
+        (memory_id, vector)
+        for ids, vectors, _ in service.store.iter_indexable(service.embedder.name, 1024)
+        for memory_id, vector in zip(ids, vectors, strict=True)
+    ]
+    index, net = service.keeper.index, service.keeper.network
+    assert len(index) == len(stored) == service.store.count_indexable()
+    assert all(memory_id in index and memory_id in net for memory_id, _ in stored)
+    assert len(net) - net.count_deleted() == len(stored)
+    for memory_id, vector in random.Random(1).sample(stored, min(200, len(stored))):
+        assert index.similarities(vector, [memory_id])[0][1] > 0.999, memory_id
 
 
 @pytest.fixture(params=["sqlite", "arcadedb"])
@@ -242,5 +296,6 @@ def test_acknowledged_writes_survive_sigkill_long(tmp_path: Path, overrides: dic
         f"{overrides.get('store', 'sqlite')}: {LONG_POINTS} kill points: {len(acked.saved)} saved memories"
         f" ({len(acked.batches) - len(acked.imported)} batches), {len(acked.imported)} imports of {BATCH},"
         f" {len(acked.patched)} memories patched, {len(acked.deleted)} deleted, {acked.consolidations}"
-        f" consolidations acknowledged, {acked.startup_kills} more kills during start-up; all present after restart"
+        f" consolidations acknowledged, {acked.startup_kills} more kills during start-up; {acked.save_kills} kills"
+        f" aimed at an index save, {acked.mid_save_kills} of them mid-save; all present after restart"
     )
