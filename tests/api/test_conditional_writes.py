@@ -5,6 +5,7 @@ memory moved on, changing nothing. A real server on a real SQLite file and on th
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,126 @@ def test_conditional_patches_race_recalls_and_superseding_saves_without_a_lost_u
     assert versions == list(range(1, stored["version"] + 1))
     assert stored["version"] >= 1 + clients * keys_each
     assert stored["status"] == "superseded"  # a newer memory of the same key replaced it meanwhile
+
+
+def _reinforcement_settled(http: httpx.Client) -> dict[str, Any]:
+    for _ in range(600):
+        health: dict[str, Any] = http.get("/health").json()
+        if health["reinforcement_pending"] == 0:
+            return health
+        time.sleep(0.05)
+    raise AssertionError("background reinforcement did not settle")
+
+
+def test_patches_recalls_and_a_conditional_delete_racing_lose_nothing_and_number_versions_once(
+    live: LiveServer, http: httpx.Client
+) -> None:
+    # On memory A: conditional metadata PATCHes, unconditional content PATCHes (re-embedded)
+    # and recall loops that reinforce it. On memory D: conditional PATCHes racing a
+    # conditional DELETE. No 5xx; every acknowledged PATCH is the version it was told, each
+    # version is numbered once and in time order; no reinforcement is lost to a PATCH; and
+    # once the DELETE is acknowledged, no PATCH of D is.
+    a = http.post("/v1/memory/save", json={"content": "The user drinks green tea", "entities": ["tea"]}).json()
+    d = http.post("/v1/memory/save", json={"content": "The user walks the dog at noon", "entities": ["dog"]}).json()
+    a_id, d_id = a["memory_id"], d["memory_id"]
+    problems: list[str] = []
+    acked: dict[str, dict[int, str]] = {a_id: {}, d_id: {}}  # memory -> version -> what that PATCH wrote
+    lock = threading.Lock()
+    recalled = [0]
+    deleted_at: list[int] = []
+    done = threading.Event()
+
+    def acknowledge(memory_id: str, version: int, what: str) -> None:
+        with lock:
+            if version in acked[memory_id]:
+                problems.append(f"version {version} of {memory_id} acknowledged twice")
+            acked[memory_id][version] = what
+
+    def conditional_patcher(memory_id: str, worker: int, count: int) -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            for n in range(count):
+                key = f"w{worker}-k{n}"
+                while True:
+                    read = mine.get(f"/v1/memory/{memory_id}")
+                    if read.status_code == 404 and memory_id == d_id:
+                        return  # deleted (checked below: the DELETE was acknowledged)
+                    metadata = {**read.json()["metadata"], key: n}
+                    r = mine.patch(
+                        f"/v1/memory/{memory_id}",
+                        json={"metadata": metadata},
+                        headers={"If-Match": read.headers["etag"]},
+                    )
+                    if r.status_code == 200:
+                        acknowledge(memory_id, r.json()["version"], key)
+                        break
+                    if r.status_code == 404 and memory_id == d_id:
+                        return
+                    if r.status_code != 412:
+                        problems.append(f"PATCH {r.status_code} {r.text}")
+                        return
+
+    def content_patcher() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            for n in range(6):
+                content = f"The user drinks green tea, cup {n}"
+                r = mine.patch(f"/v1/memory/{a_id}", json={"content": content})
+                if r.status_code != 200:
+                    problems.append(f"content PATCH {r.status_code} {r.text}")
+                    return
+                acknowledge(a_id, r.json()["version"], content)
+
+    def recaller() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            while not done.is_set():
+                r = mine.post("/v1/memory/recall", json={"query": "what tea does the user drink", "top_k": 1})
+                if r.status_code != 200:
+                    problems.append(f"recall {r.status_code} {r.text}")
+                    return
+                if [hit["memory_id"] for hit in r.json()["memories"]] == [a_id]:
+                    with lock:
+                        recalled[0] += 1
+
+    def deleter() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as mine:
+            time.sleep(0.3)
+            while True:
+                read = mine.get(f"/v1/memory/{d_id}")
+                r = mine.delete(f"/v1/memory/{d_id}", headers={"If-Match": read.headers["etag"]})
+                if r.status_code == 200:
+                    deleted_at.append(r.json()["version"])
+                    return
+                if r.status_code != 412:
+                    problems.append(f"DELETE {r.status_code} {r.text}")
+                    return
+
+    writers = [threading.Thread(target=conditional_patcher, args=(a_id, w, 4)) for w in range(4)]
+    writers += [threading.Thread(target=conditional_patcher, args=(d_id, w, 20)) for w in range(4)]
+    writers += [threading.Thread(target=content_patcher), threading.Thread(target=deleter)]
+    recallers = [threading.Thread(target=recaller) for _ in range(2)]
+    for thread in recallers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    for thread in recallers:
+        thread.join()
+    assert problems == []
+
+    health = _reinforcement_settled(http)
+    assert health["reinforcement_failures"] == 0
+    stored = http.get(f"/v1/memory/{a_id}").json()
+    assert stored["access_count"] == recalled[0] > 0  # every reinforcement kept, none lost to a PATCH
+    assert set(stored["metadata"]) == {f"w{w}-k{n}" for w in range(4) for n in range(4)}
+    assert stored["content"] == "The user drinks green tea, cup 5"
+
+    assert len(deleted_at) == 1 and http.get(f"/v1/memory/{d_id}").status_code == 404
+    assert max(acked[d_id], default=0) < deleted_at[0]  # nothing acknowledged after the delete
+    for memory_id in (a_id, d_id):
+        versions = live.service.history("default", memory_id)
+        assert [v.version for v in versions] == list(range(1, len(versions) + 1))
+        times = [v.changed_at for v in versions]
+        assert times == sorted(times)
+        for version, what in acked[memory_id].items():
+            record = versions[version - 1].record
+            assert what in record.metadata or record.content == what, (memory_id, version, what)
+    assert versions[-1].record.status.value == "deleted" and versions[-1].version == deleted_at[0]
