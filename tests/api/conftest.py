@@ -117,6 +117,28 @@ def recall(http: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]
     return memories
 
 
+def saves_until_refused(http: httpx.Client, message: str, refusals: int = 3) -> tuple[set[str], set[str]]:
+    """Save large memories, under a fault that fills or locks the store, until ``refusals``
+    of them are answered 503 with ``message`` in the detail and the request id in the body
+    and the header; the contents acknowledged (201) and those refused."""
+    acked: set[str] = set()
+    refused: set[str] = set()
+    for n in range(200):
+        content = f"Write number {n} during the fault " + " ".join(f"word{n}x{i}" for i in range(300))
+        response = http.post("/v1/memory/save", json={"content": content})
+        if response.status_code == 201:
+            acked.add(content)
+            continue
+        assert response.status_code == 503, response.text
+        assert message in response.json()["detail"], response.text
+        assert response.json()["request_id"] == response.headers["x-request-id"]
+        refused.add(content)
+        if len(refused) == refusals:
+            break
+    assert len(refused) == refusals
+    return acked, refused
+
+
 @pytest.fixture
 def client(server: LiveServer) -> Iterator[TwinmemClient]:
     with TwinmemClient(server.url) as api:

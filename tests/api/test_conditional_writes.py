@@ -170,6 +170,17 @@ def test_concurrent_read_then_patch_clients_lose_no_key(live: LiveServer, http: 
     assert versions == list(range(1, 2 + clients * keys_each))
 
 
+def _race(writers: list[threading.Thread], readers: list[threading.Thread], done: threading.Event) -> None:
+    """Start all; when every writer has finished, set ``done`` and wait for the readers."""
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    for thread in readers:
+        thread.join()
+
+
 def test_conditional_patches_race_recalls_and_superseding_saves_without_a_lost_update(
     live: LiveServer, http: httpx.Client
 ) -> None:
@@ -217,14 +228,7 @@ def test_conditional_patches_race_recalls_and_superseding_saves_without_a_lost_u
 
     workers = [threading.Thread(target=patcher, args=(w,)) for w in range(clients)]
     workers.append(threading.Thread(target=superseder))
-    recallers = [threading.Thread(target=recaller) for _ in range(2)]
-    for thread in recallers + workers:
-        thread.start()
-    for thread in workers:
-        thread.join()
-    done.set()
-    for thread in recallers:
-        thread.join()
+    _race(workers, [threading.Thread(target=recaller) for _ in range(2)], done)
     assert problems == []
     stored = http.get(f"/v1/memory/{memory_id}").json()
     assert set(stored["metadata"]) == {f"w{w}-k{n}" for w in range(clients) for n in range(keys_each)}
@@ -327,14 +331,7 @@ def test_patches_recalls_and_a_conditional_delete_racing_lose_nothing_and_number
     writers = [threading.Thread(target=conditional_patcher, args=(a_id, w, 4)) for w in range(4)]
     writers += [threading.Thread(target=conditional_patcher, args=(d_id, w, 20)) for w in range(4)]
     writers += [threading.Thread(target=content_patcher), threading.Thread(target=deleter)]
-    recallers = [threading.Thread(target=recaller) for _ in range(2)]
-    for thread in recallers + writers:
-        thread.start()
-    for thread in writers:
-        thread.join()
-    done.set()
-    for thread in recallers:
-        thread.join()
+    _race(writers, [threading.Thread(target=recaller) for _ in range(2)], done)
     assert problems == []
 
     health = _reinforcement_settled(http)

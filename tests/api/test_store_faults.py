@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from engine.adapters import DB_FILE
-from tests.api.conftest import LiveServer, start_server
+from tests.api.conftest import LiveServer, saves_until_refused, start_server
 from tests.conftest import HashingEmbedder
 
 pytestmark = pytest.mark.slow
@@ -85,21 +85,8 @@ def test_a_store_that_refuses_writes_is_a_503_and_recovers_when_the_fault_clears
     try:
         with httpx.Client(base_url=live.url, timeout=60) as http:
             kept = http.post("/v1/memory/save", json={"content": "Saved before the fault"}).json()["memory_id"]
-            acked = {"Saved before the fault"}
             _pragma(live, fault)
-            refused = 0
-            for n in range(200):
-                content = f"Write number {n} during the fault " + " ".join(f"word{n}x{i}" for i in range(300))
-                response = http.post("/v1/memory/save", json={"content": content})
-                if response.status_code == 201:
-                    acked.add(content)
-                    continue
-                assert response.status_code == 503, response.text
-                assert message in response.json()["detail"] and response.json()["request_id"]
-                refused += 1
-                if refused == 3:
-                    break
-            assert refused == 3
+            acked = {"Saved before the fault"} | saves_until_refused(http, message)[0]
             patch = http.patch(f"/v1/memory/{kept}", json={"key": "changed"})
             assert patch.status_code in (200, 503), patch.text
             reads = http.post("/v1/memory/recall", json={"query": "saved before the fault"})
