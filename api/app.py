@@ -25,7 +25,8 @@ from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from api.portability import PortabilityController
 from api.ratelimit import RateLimiter
-from engine.adapters import open_security
+from api.sessions import SessionController
+from engine.adapters import open_security, open_sessions
 from engine.config import Config
 from engine.security import check_bind
 from engine.service import MemoryService
@@ -57,7 +58,13 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             app.state.service = service
             service.blocks = security  # blocked sources: their writes are refused (api/admin.py)
             try:
-                yield
+                # Opening sessions promotes what expired while the service was down.
+                sessions = await anyio.to_thread.run_sync(open_sessions, config, service)
+                app.state.sessions = sessions
+                try:
+                    yield
+                finally:
+                    await anyio.to_thread.run_sync(sessions.stop)
             finally:
                 await anyio.to_thread.run_sync(service.close)
         finally:
@@ -71,6 +78,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             LifecycleController,
             GraphController,
             AdminController,
+            SessionController,
         ],
         lifespan=[engine_lifespan],
         # Every routed request is authenticated (guard) and leaves an audit entry (middleware): api/auth.py.

@@ -83,6 +83,11 @@ ACTIONS: dict[str, str | None] = {
     "block_source": "admin",
     "list_blocks": "admin",
     "unblock_source": "admin",
+    "append_messages": "session",
+    "session_window": "session",
+    "list_sessions": "session",
+    "close_session": "session",
+    "prompt_context": "recall",
     "health": None,
     "options_handler": None,  # Litestar's automatic OPTIONS answer
 }

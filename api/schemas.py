@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 from engine.codec import as_utc, memory_to_dict, to_iso
 from engine.errors import InvalidInput
+from engine.procedures import STEPS_KEY, steps_of
 from engine.recall import RecallResult
 from engine.records import (
     DEFAULT_NAMESPACE,
@@ -89,6 +90,24 @@ class _Request(BaseModel):
         return super().model_validate(obj, **options)
 
 
+class StepIn(_Request):
+    """One step of a procedure: what to do, and optionally which tool to call with which arguments."""
+
+    description: str = Field(min_length=1, max_length=2000)
+    tool: str | None = Field(default=None, min_length=1, max_length=200)
+    arguments: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+def _with_steps(metadata: dict[str, Any] | None, steps: list[StepIn] | None) -> dict[str, Any] | None:
+    """A procedure's steps travel in its metadata (``engine/procedures.py``)."""
+    if steps is None:
+        return metadata
+    return {**(metadata or {}), STEPS_KEY: [step.as_dict() for step in steps]}
+
+
 class MemoryIn(_Request):
     content: str = Field(min_length=1, description="Short natural-language text to remember.")
     namespace: Namespace | None = Field(default=None, description="Memory space; `default` when absent.")
@@ -104,6 +123,9 @@ class MemoryIn(_Request):
     key: str | None = Field(default=None, max_length=200)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: UtcDatetime | None = Field(default=None, description="When it happened; defaults to now.")
+    steps: list[StepIn] | None = Field(
+        default=None, min_length=1, description="A procedure's ordered steps (category `procedure` only)."
+    )
     conflicts: ConflictMode | None = Field(
         default=None,
         description="What this save does with older memories it replaces or contradicts: `supersede` (they leave "
@@ -124,7 +146,7 @@ class MemoryIn(_Request):
             visibility=self.visibility,
             expire_at=self.expire_at,
             key=self.key,
-            metadata=self.metadata,
+            metadata=_with_steps(self.metadata, self.steps) or {},
             created_at=self.created_at,
             conflicts=self.conflicts or conflicts,
         )
@@ -150,6 +172,7 @@ class MemoryPatchIn(_Request):
     clear_expire_at: bool = False
     key: str | None = None
     metadata: dict[str, Any] | None = None
+    steps: list[StepIn] | None = Field(default=None, min_length=1, description="Replace a procedure's steps.")
     status: StatusIn | None = None
     reason: str = Field(default="updated", max_length=500)
     expected_version: int | None = Field(
@@ -167,7 +190,7 @@ class MemoryPatchIn(_Request):
             expire_at=self.expire_at,
             clear_expire_at=self.clear_expire_at,
             key=self.key,
-            metadata=self.metadata,
+            metadata=_with_steps(self.metadata, self.steps),
             status=self.status,
         )
 
@@ -232,7 +255,11 @@ class RecallIn(_Request):
 
 
 def memory_out(memory: Memory) -> dict[str, Any]:
-    return memory_to_dict(memory)
+    out = memory_to_dict(memory)
+    steps = steps_of(memory.metadata)
+    if steps:
+        out["steps"] = steps
+    return out
 
 
 def save_out(result: SaveResult) -> dict[str, Any]:

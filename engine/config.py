@@ -144,6 +144,39 @@ class LifecycleConfig:
     reembed_batch: int = 256
 
 
+SESSION_BACKENDS = ("embedded", "redis")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsConfig:
+    """Short-term session memory (engine/sessions.py): where windows live, their bounds,
+    how often expired ones are promoted, and the prompt-context budget and its split.
+
+    ``backend = "embedded"`` keeps sessions in ``sessions.sqlite3`` in the data directory
+    (one process); ``"redis"`` keeps them in Redis at ``redis_url``, where several API
+    processes share them. Redis also drops a session's keys itself ``redis_keep_days``
+    after its deadline, so a Redis whose twinmem never returns to promote them does not
+    fill up; 0 keeps them until they are promoted."""
+
+    backend: str = "embedded"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "twinmem"
+    redis_keep_days: float = 30.0
+    max_tokens: int = 4096
+    expire_after_seconds: float = 3600.0
+    max_messages_per_append: int = 500
+    # How often the serving process promotes sessions whose deadline passed; 0 turns the
+    # background sweep off (expired sessions are still promoted at start-up and on close).
+    sweep_every_seconds: float = 30.0
+    context_budget_tokens: int = 2000
+    # Shares of the prompt-context budget; what one section leaves unused goes to the next.
+    context_window_share: float = 0.5
+    context_memories_share: float = 0.35
+    context_procedures_share: float = 0.15
+    context_memories: int = 20
+    context_procedures: int = 5
+
+
 @dataclass(frozen=True, slots=True)
 class Neo4jConfig:
     """Where the graph store lives in server mode (``store = "neo4j"``).
@@ -301,6 +334,7 @@ class Config:
     conflicts: ConflictsConfig = field(default_factory=ConflictsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
 
 
 def load_config(
@@ -382,6 +416,7 @@ _KNOWN_TOP = {
     "conflicts",
     "auth",
     "audit",
+    "sessions",
 }
 
 
@@ -442,6 +477,7 @@ def _build(raw: dict[str, Any]) -> Config:
         conflicts=_conflicts(_table(raw, "conflicts")),
         auth=_auth(_table(raw, "auth")),
         audit=_section(AuditConfig, _table(raw, "audit"), "audit"),
+        sessions=_section(SessionsConfig, _table(raw, "sessions"), "sessions"),
     )
     _validate(config)
     return config
@@ -626,5 +662,24 @@ def _validate(config: Config) -> None:
             "limits.requests_per_minute must be 0 (off) or positive and limits.request_burst at least 1,"
             f" got {lim.requests_per_minute} and {lim.request_burst}"
         )
+    _validate_sessions(config.sessions)
     if not 0 < config.server.port < 65536:
         raise ConfigError(f"server.port must be a TCP port, got {config.server.port}")
+
+
+def _validate_sessions(sessions: SessionsConfig) -> None:
+    if sessions.backend not in SESSION_BACKENDS:
+        raise ConfigError(f"sessions.backend must be one of {', '.join(SESSION_BACKENDS)}, got {sessions.backend!r}")
+    for name in ("max_tokens", "max_messages_per_append", "context_budget_tokens"):
+        if getattr(sessions, name) < 1:
+            raise ConfigError(f"sessions.{name} must be at least 1, got {getattr(sessions, name)}")
+    for name in ("context_memories", "context_procedures"):
+        if getattr(sessions, name) < 0:
+            raise ConfigError(f"sessions.{name} must not be negative, got {getattr(sessions, name)}")
+    if sessions.expire_after_seconds <= 0:
+        raise ConfigError(f"sessions.expire_after_seconds must be positive, got {sessions.expire_after_seconds}")
+    if sessions.sweep_every_seconds < 0 or sessions.redis_keep_days < 0:
+        raise ConfigError("sessions.sweep_every_seconds and sessions.redis_keep_days must not be negative")
+    shares = (sessions.context_window_share, sessions.context_memories_share, sessions.context_procedures_share)
+    if any(share < 0 for share in shares) or sum(shares) <= 0:
+        raise ConfigError(f"sessions.context_*_share must not be negative and must not all be 0, got {shares}")

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version
 from engine.security import AuditEvent, AuditQuery, AuditRow, Block, BlockKind, Principal, TokenRecord
+from engine.session_records import Candidate, Claimed, Message, SessionInfo, SessionRef
 
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
@@ -473,4 +474,88 @@ class SecurityStore(BlockList, Protocol):
 
     def blocks(self) -> list[Block]:
         """Every block in force, oldest first."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens as a model would: the budget of session windows and prompt contexts."""
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """The number of tokens of ``text``, without the model's special tokens; 0 for ""."""
+        ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text, in order (one batch call where the backend has one)."""
+        ...
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where short-term sessions live (``engine/sessions.py``): windows of messages and the
+    candidates their promotion will write, per generation (``engine/session_records.py``).
+
+    Time is what the caller says it is: every method that needs it takes ``now``, and a
+    generation is expired once ``now`` reaches its ``expires_at``, whatever the backend's
+    own clock says. An expired generation is never readable nor appendable again, and its
+    data stays until ``finish`` is called for it after its promotion: expiry loses nothing.
+    Each method is atomic: concurrent callers, in one process or several sharing the
+    backend, never see half an append, and only one of them claims a generation.
+    """
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def append(
+        self,
+        ref: SessionRef,
+        messages: Sequence[Message],
+        candidates: Sequence[Candidate],
+        *,
+        now: datetime,
+        expire_after_seconds: float,
+        max_tokens: int,
+        reach: str,
+        visibility: str,
+        new_generation: str,
+    ) -> SessionInfo:
+        """Add messages (oldest first) and candidates to the open generation of ``ref``, or
+        to a new one with id ``new_generation`` when there is none (or it has expired,
+        which leaves that one waiting for promotion). Then drop the oldest messages while
+        the window holds more than ``max_tokens`` and more than one message (candidates
+        stay), and set the deadline to ``now + expire_after_seconds``. ``max_tokens`` and
+        ``expire_after_seconds`` become the session's own; ``reach`` and ``visibility``
+        are kept from the generation's first append."""
+        ...
+
+    def window(self, ref: SessionRef, now: datetime) -> tuple[SessionInfo, list[Message]] | None:
+        """The open, unexpired generation of ``ref`` and its window (oldest first); None if none."""
+        ...
+
+    def sessions(self, namespace: str, agent: str | None, now: datetime) -> list[SessionInfo]:
+        """Open, unexpired generations of ``namespace`` (of ``agent`` only, unless None),
+        oldest first."""
+        ...
+
+    def close_session(self, ref: SessionRef, now: datetime) -> str | None:
+        """Close the open, unexpired generation of ``ref`` (it is then due for promotion
+        and the next append starts a new one); return its id, or None if there is none."""
+        ...
+
+    def due(self, now: datetime, limit: int) -> list[str]:
+        """Generations waiting for promotion: closed, expired, or claimed at least
+        ``stale_after`` (as given to ``claim``) ago by a promotion that never finished."""
+        ...
+
+    def claim(self, generation: str, now: datetime, stale_after_seconds: float) -> Claimed | None:
+        """Take a due generation for promotion, atomically; None when it is not due, gone,
+        or claimed by another promotion less than ``stale_after_seconds`` ago. A claim not
+        finished within that time is due again."""
+        ...
+
+    def finish(self, generation: str) -> None:
+        """Forget a promoted generation: its record, messages and candidates."""
         ...

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import conflicts, limits, scoring, text
+from engine import conflicts, limits, procedures, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
@@ -171,6 +171,10 @@ class MemoryService:
         )
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
+
+    def now(self) -> datetime:
+        """The service's clock (frozen in tests)."""
+        return self._clock()
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -376,6 +380,19 @@ class MemoryService:
             self.keeper.catch_up()
         return inserted
 
+    def link(self, edges: Sequence[Edge]) -> None:
+        """Store typed links between existing memories (``NEXT`` between a session's
+        promoted memories) under the write lock, and bring the fast network's links of
+        the memories they touch up to date (links write no change to catch up from)."""
+        if not edges:
+            return
+        with self._write_lock:
+            self.store.add_edges(edges)
+            ids = list(dict.fromkeys(end for edge in edges for end in (edge.src, edge.dst)))
+            namespaces = list(dict.fromkeys(edge.namespace for edge in edges))
+            records = self.store.get_many(Scope.whole(namespaces), ids, _ANY_LIVE, self._clock())
+            self.keeper.network.apply(records, (), self.store.links(ids))
+
     def quarantine_source(self, kind: BlockKind, value: str, *, actor: str | None = None) -> list[str]:
         """Quarantine every memory the agent (``actor``) or session wrote, in every
         namespace, each as a new version; return their ids. Deleted and already
@@ -463,19 +480,20 @@ class MemoryService:
         self._check_filter(flt)
         vector = self.embedder.embed_query(query)
         now = self._clock()
-        result = self.recaller.recall(
-            RecallQuery(
-                text=query,
-                vector=vector,
-                sight=sight_of(namespaces, scope),
-                flt=flt,
-                top_k=top_k,
-                pool=max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k),
-                now=now,
-                terms=tuple(text.terms(query)),
-                entity_keys=entity_keys(extract_entities(query)),
-            )
+        asked = RecallQuery(
+            text=query,
+            vector=vector,
+            sight=sight_of(namespaces, scope),
+            flt=flt,
+            top_k=top_k,
+            pool=max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k),
+            now=now,
+            terms=tuple(text.terms(query)),
+            entity_keys=entity_keys(extract_entities(query)),
         )
+        result = self.recaller.recall(asked)
+        if not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query):
+            result = self._procedures_first(asked, result)
         if reinforce:
             self.reinforcer.submit(
                 [
@@ -484,6 +502,18 @@ class MemoryService:
                 ]
             )
         return result
+
+    def _procedures_first(self, asked: RecallQuery, result: RecallResult) -> RecallResult:
+        """A "how do I …" question: the matching procedures first, then the other hits."""
+        only = replace(asked, flt=replace(asked.flt, categories=(procedures.PROCEDURE,)))
+        found = self.recaller.recall(only)
+        first = [hit.memory.memory_id for hit in found.hits]
+        rest = [hit for hit in result.hits if hit.memory.memory_id not in set(first)]
+        return replace(
+            result,
+            hits=(found.hits + rest)[: asked.top_k],
+            contradicts={**result.contradicts, **found.contradicts},
+        )
 
     # --- the association network: neighbourhoods, entities, supersession chains -----
 
@@ -898,6 +928,9 @@ class MemoryService:
                 raise InvalidInput(f"{name} must be within 0..1, got {value}", field=where + name)
         self._check_entities(draft.entities, where + "entities")
         self._check_metadata(draft.metadata, where + "metadata")
+        problem = procedures.steps_problem(draft.category, draft.metadata)
+        if problem:
+            raise InvalidInput(problem, field=where + "steps")
         if draft.created_at is not None and draft.created_at > self._clock():
             raise InvalidInput("created_at must not be in the future", field=where + "created_at")
 
@@ -914,6 +947,9 @@ class MemoryService:
             self._check_entities(patch.entities, "entities")
         if patch.metadata is not None:
             self._check_metadata(patch.metadata, "metadata")
+            problem = procedures.steps_problem(patch.category, patch.metadata)
+            if problem:
+                raise InvalidInput(problem, field="steps")
         if patch.status is Status.DELETED:
             raise InvalidInput("use DELETE to delete a memory", field="status")
 
@@ -946,6 +982,10 @@ class MemoryService:
                 f"metadata is {size} bytes as JSON, at most {self.config.limits.max_metadata_bytes} are allowed",
                 field=field,
             )
+
+    def check_namespace(self, namespace: str) -> None:
+        """``InvalidInput`` unless ``namespace`` is a well-formed namespace name."""
+        self._check_namespaces([namespace])
 
     def _check_namespaces(self, namespaces: Sequence[str]) -> None:
         if not namespaces:

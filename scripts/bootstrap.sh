@@ -9,6 +9,12 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     echo "twinmem needs Python 3.11 or newer (set PYTHON=...)" >&2
     exit 1
 fi
+# Redis holds short-term sessions in server mode, and the tests start their own redis-server.
+if ! command -v redis-server >/dev/null 2>&1; then
+    echo "installing redis-server (Debian package)..." >&2
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 stamp=.venv/.twinmem-installed
 want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)

@@ -13,6 +13,7 @@ import pytest
 
 from engine.ports import Embedder, Matrix, Vector
 from tests import bolt
+from tests import redis_server as redis_server_module
 
 EPOCH = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 _TOKEN = re.compile(r"\w+")
@@ -122,3 +123,13 @@ def neo4j_server() -> Iterator[bolt.BoltTarget]:
     with Neo4jContainer("neo4j:5") as container:
         uri, password = container.get_connection_url(), container.password
         yield bolt.BoltTarget("neo4j", uri, "neo4j", password, bolt.wiper(uri, "neo4j", password, "neo4j"))
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis_server_module.RedisServer]:
+    """A real redis-server on a free loopback port, for the whole test session (flush it per test)."""
+    if not redis_server_module.available():
+        pytest.skip(redis_server_module.REDIS_MISSING)
+    server = redis_server_module.RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()

@@ -23,9 +23,10 @@ from engine.config import Config
 from engine.errors import ConfigError, EmbedderError, StoreError
 from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, SecurityStore, Store
+from engine.ports import Embedder, SecurityStore, SessionStore, Store
 from engine.records import utcnow
 from engine.service import MemoryService
+from engine.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -210,3 +211,30 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
         store.close()
         raise
     return store
+
+
+def open_sessions(config: Config, service: MemoryService, *, background: bool = True) -> Sessions:
+    """The configured session store, opened, with expired sessions promoted (an expiry
+    while the service was down) and, with ``background``, the sweep started."""
+    from engine.adapters.tokenizer import load_token_counter
+
+    settings = config.sessions
+    store: SessionStore
+    if settings.backend == "redis":
+        from engine.adapters.session_redis import RedisSessionStore
+
+        store = RedisSessionStore(
+            settings.redis_url, prefix=settings.redis_prefix, keep_seconds=settings.redis_keep_days * 86400
+        )
+    else:
+        from engine.adapters.session_sqlite import SESSIONS_FILE, SqliteSessionStore
+
+        store = SqliteSessionStore(Path(config.data_dir) / SESSIONS_FILE)
+    store.open()
+    sessions = Sessions(settings, store, service, load_token_counter())
+    try:
+        sessions.start(background=background)
+    except BaseException:
+        sessions.stop()
+        raise
+    return sessions

@@ -1,0 +1,480 @@
+"""Short-term session memory, and the bridge that promotes it into long-term memory.
+
+A session is one agent's conversation in one namespace: a rolling window of messages
+bounded by a token budget (the oldest roll out) and a time to live refreshed by every
+append. Its messages pass the extraction rules as they arrive (``engine/extraction.py``);
+what the rules keep waits in the session as candidates, so a message that rolls out
+of the window is not lost to promotion.
+
+Promotion happens when the agent closes the session or its time runs out, whichever
+comes first: the session's generation is claimed (atomically: one promoter even with
+several processes), its candidates are saved through the normal write path
+(``MemoryService.save_batch``: the write guard, dedup and conflicts, unchanged) as
+``source = user_input`` memories carrying the session id, linked in order by ``NEXT``
+edges (from the last memory an earlier run of the same session left), and only then
+is the generation forgotten. A crash in between leaves the claim to go stale and be
+taken again; candidates already stored are recognised by their content digest and
+session and skipped, so promotion is idempotent. Expired sessions are promoted at
+start-up (an expiry while the service was down) and by a background sweep.
+
+Where promotion cannot write: a candidate the write guard refuses is dropped and
+reported, a blocked writer's candidates are all dropped and reported, and a failing
+backend leaves the claim for the next sweep, so nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine import extraction, limits, procedures
+from engine.config import SessionsConfig
+from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
+from engine.ports import Edge, SessionStore, TokenCounter
+from engine.procedures import PROCEDURE
+from engine.prompt_context import PromptContext, Shares, assemble
+from engine.records import (
+    Memory,
+    MemoryDraft,
+    MemoryFilter,
+    Reach,
+    Scope,
+    Source,
+    Status,
+    Visibility,
+    content_digest,
+)
+from engine.service import MemoryService, SaveResult
+from engine.session_records import (
+    SESSION_ID_PATTERN,
+    Candidate,
+    Claimed,
+    Message,
+    Role,
+    SessionInfo,
+    SessionRef,
+)
+
+log = logging.getLogger(__name__)
+
+NEXT = "NEXT"
+# A promotion that has not finished this long after its claim is taken again.
+CLAIM_STALE_SECONDS = 300.0
+SWEEP_BATCH = 100
+MAX_NAME_CHARS = 200
+
+
+class SessionNotFound(NotFound):
+    def __init__(self, ref: SessionRef) -> None:
+        super().__init__(f"session {ref.session_id!r} not found in namespace {ref.namespace!r} (or it expired)")
+        self.session_id = ref.session_id
+        self.namespace = ref.namespace
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDraft:
+    """A message as a client sends it; ``at`` defaults to now."""
+
+    role: Role
+    content: str
+    name: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    info: SessionInfo
+    messages: list[Message]  # oldest first, within the budget asked for
+    tokens: int
+    left_out: int  # messages of the window the budget left out (the oldest)
+
+
+@dataclass(slots=True)
+class Promotion:
+    """What promoting one session generation did."""
+
+    ref: SessionRef
+    generation: str
+    reason: str  # "closed" or "expired"
+    messages: int  # appended over the session's life
+    candidates: int
+    created: list[str] = field(default_factory=list)
+    deduplicated: list[str] = field(default_factory=list)
+    already_promoted: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    dropped: list[dict[str, str]] = field(default_factory=list)
+    linked: int = 0
+
+
+def fit_newest(messages: Sequence[Message], budget: int) -> tuple[list[Message], int]:
+    """The newest messages whose tokens add up to at most ``budget``, oldest first,
+    and their tokens. A message that does not fit ends the window: no gaps."""
+    kept: list[Message] = []
+    used = 0
+    for message in reversed(messages):
+        if used + message.tokens > budget:
+            break
+        kept.append(message)
+        used += message.tokens
+    kept.reverse()
+    return kept, used
+
+
+class Sessions:
+    def __init__(
+        self,
+        config: SessionsConfig,
+        store: SessionStore,
+        service: MemoryService,
+        counter: TokenCounter,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        extract: Callable[[Role, str, datetime], list[Candidate]] = extraction.extract,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.service = service
+        self.counter = counter
+        self._clock = clock or service.now
+        self._extract = extract
+        self._stop = threading.Event()
+        self._sweeper: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self, *, background: bool = True) -> list[Promotion]:
+        """Promote what expired while the service was down; then sweep in the background
+        every ``sweep_every_seconds`` (unless 0 or ``background`` is False)."""
+        promoted = self.sweep()
+        if background and self.config.sweep_every_seconds > 0:
+            self._stop.clear()
+            self._sweeper = threading.Thread(target=self._sweep_forever, name="twinmem-session-sweep", daemon=True)
+            self._sweeper.start()
+        return promoted
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=30)
+            self._sweeper = None
+        self.store.close()
+
+    def _sweep_forever(self) -> None:
+        while not self._stop.wait(self.config.sweep_every_seconds):
+            try:
+                self.sweep()
+            except BackendError as exc:  # the store or Redis is away: the next sweep tries again
+                log.warning("session sweep failed, will retry: %s", exc)
+
+    # --- the window ------------------------------------------------------------------
+
+    def append(
+        self,
+        ref: SessionRef,
+        drafts: Sequence[MessageDraft],
+        *,
+        reach: Reach,
+        max_tokens: int | None = None,
+        expire_after_seconds: float | None = None,
+        visibility: Visibility = Visibility.SHARED,
+    ) -> SessionInfo:
+        """Add messages to the session's window (a new session when it has none open)."""
+        self._check_ref(ref)
+        if not drafts:
+            raise InvalidInput("at least one message is required", field="messages")
+        if len(drafts) > self.config.max_messages_per_append:
+            raise InvalidInput(
+                f"at most {self.config.max_messages_per_append} messages per append, got {len(drafts)}",
+                field="messages",
+            )
+        if max_tokens is not None and max_tokens < 1:
+            raise InvalidInput("max_tokens must be at least 1", field="max_tokens")
+        if expire_after_seconds is not None and expire_after_seconds <= 0:
+            raise InvalidInput("expire_after_seconds must be positive", field="expire_after_seconds")
+        now = self._clock()
+        for number, draft in enumerate(drafts):
+            self._check_message(draft, f"messages[{number}].", now)
+        counts = self.counter.count_many([draft.content for draft in drafts])
+        messages = [
+            Message(
+                role=draft.role,
+                content=draft.content,
+                at=draft.at or now,
+                tokens=tokens,
+                name=draft.name,
+                metadata=dict(draft.metadata),
+            )
+            for draft, tokens in zip(drafts, counts, strict=True)
+        ]
+        candidates = [found for m in messages for found in self._extract(m.role, m.content, m.at)]
+        previous = self.store.window(ref, now)
+        if previous is not None:
+            max_tokens = max_tokens or previous[0].max_tokens
+            expire_after_seconds = expire_after_seconds or previous[0].expire_after_seconds
+        return self.store.append(
+            ref,
+            messages,
+            candidates,
+            now=now,
+            expire_after_seconds=expire_after_seconds or self.config.expire_after_seconds,
+            max_tokens=max_tokens or self.config.max_tokens,
+            reach=reach.value,
+            visibility=visibility.value,
+            new_generation=uuid.uuid4().hex,
+        )
+
+    def window(self, ref: SessionRef, *, max_tokens: int | None = None) -> Window:
+        """The session's window, newest last, trimmed to ``max_tokens`` (default: the session's)."""
+        self._check_ref(ref)
+        if max_tokens is not None and max_tokens < 0:
+            raise InvalidInput("max_tokens must not be negative", field="max_tokens")
+        found = self.store.window(ref, self._clock())
+        if found is None:
+            raise SessionNotFound(ref)
+        info, messages = found
+        kept, used = fit_newest(messages, info.max_tokens if max_tokens is None else max_tokens)
+        return Window(info, kept, used, len(messages) - len(kept))
+
+    def sessions(self, namespace: str, agent: str | None) -> list[SessionInfo]:
+        """Open sessions of ``namespace``: ``agent``'s, or everyone's for None (admins)."""
+        self.service.check_namespace(namespace)
+        return self.store.sessions(namespace, agent, self._clock())
+
+    # --- prompt context --------------------------------------------------------------
+
+    def context(
+        self,
+        ref: SessionRef,
+        *,
+        scope: Scope | None,
+        budget: int | None = None,
+        shares: Shares | None = None,
+        query: str | None = None,
+    ) -> PromptContext:
+        """What to put in the prompt for the next turn: the window, the long-term memories
+        most relevant to ``query`` (default: the latest user message) and the procedures
+        that match it, within ``budget`` tokens split by ``shares`` (``engine/prompt_context.py``).
+        Long-term memories are recalled with the caller's ``scope``, so the context holds
+        nothing the caller could not recall itself."""
+        self._check_ref(ref)
+        budget = self.config.context_budget_tokens if budget is None else budget
+        if budget < 1:
+            raise InvalidInput("budget_tokens must be at least 1", field="budget_tokens")
+        cfg = self.config
+        shares = shares or Shares(cfg.context_window_share, cfg.context_memories_share, cfg.context_procedures_share)
+        if min(shares.window, shares.memories, shares.procedures) < 0 or (
+            shares.window + shares.memories + shares.procedures
+        ) <= 0:
+            raise InvalidInput("shares must not be negative and must not all be 0", field="split")
+        found = self.store.window(ref, self._clock())
+        if found is None:
+            raise SessionNotFound(ref)
+        messages = found[1]
+        if query is None:
+            said = [m for m in messages if m.role is Role.USER] or messages
+            query = said[-1].content if said else None
+        query = query[: self.service.config.limits.max_query_chars] if query and query.strip() else None
+        memories: list[Memory] = []
+        steps: list[Memory] = []
+        how = query is not None and procedures.asks_how(query)
+        if query is not None:
+            namespaces = [ref.namespace]
+            if cfg.context_procedures and shares.procedures > 0 and PROCEDURE in self.service.config.categories:
+                flt = MemoryFilter(categories=(PROCEDURE,))
+                found_steps = self.service.recall(
+                    query, namespaces=namespaces, top_k=cfg.context_procedures, flt=flt, scope=scope
+                )
+                steps = [hit.memory for hit in found_steps.hits]
+            if cfg.context_memories and shares.memories > 0:
+                hits = self.service.recall(query, namespaces=namespaces, top_k=cfg.context_memories, scope=scope)
+                memories = [hit.memory for hit in hits.hits if hit.memory.category != PROCEDURE]
+        return assemble(
+            self.counter,
+            budget=budget,
+            shares=shares,
+            window=messages,
+            memories=memories,
+            procedures=steps,
+            query=query,
+            procedures_first=how,
+        )
+
+    # --- promotion -------------------------------------------------------------------
+
+    def close(self, ref: SessionRef) -> Promotion:
+        """Close the session and promote it now."""
+        self._check_ref(ref)
+        generation = self.store.close_session(ref, self._clock())
+        if generation is None:
+            raise SessionNotFound(ref)
+        promotion = self._promote(generation, "closed")
+        if promotion is None:  # another process claimed it between our close and our claim
+            return Promotion(ref, generation, "closed", 0, 0)
+        return promotion
+
+    def sweep(self) -> list[Promotion]:
+        """Promote every generation that is due: expired, closed but not promoted, or
+        claimed by a promotion that never finished."""
+        done: list[Promotion] = []
+        while True:
+            due = self.store.due(self._clock(), SWEEP_BATCH)
+            progressed = False
+            for generation in due:
+                promotion = self._promote(generation, "expired")
+                if promotion is not None:
+                    done.append(promotion)
+                    progressed = True
+            if len(due) < SWEEP_BATCH or not progressed:
+                return done
+
+    def _promote(self, generation: str, reason: str) -> Promotion | None:
+        claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)
+        if claimed is None:
+            return None
+        promotion = self._write(claimed, reason)
+        self.store.finish(generation)
+        log.info(
+            "session %s of %s in %s promoted (%s): %d created, %d deduplicated, %d dropped",
+            claimed.info.ref.session_id,
+            claimed.info.ref.agent,
+            claimed.info.ref.namespace,
+            reason,
+            len(promotion.created),
+            len(promotion.deduplicated),
+            len(promotion.dropped),
+        )
+        return promotion
+
+    def _write(self, claimed: Claimed, reason: str) -> Promotion:
+        info = claimed.info
+        ref = info.ref
+        promotion = Promotion(ref, info.generation, reason, info.appended, len(claimed.candidates))
+        scope = Scope.of({ref.namespace: Reach(info.reach)}, ref.agent)
+        now = self._clock()
+        previous = self._last_promoted(ref)
+        drafts: list[tuple[Candidate, MemoryDraft]] = []
+        done_ids: list[str] = []
+        for candidate in claimed.candidates:
+            stored = self._already_stored(ref, candidate)
+            if stored is not None:
+                promotion.already_promoted.append(stored.memory_id)
+                done_ids.append(stored.memory_id)
+                continue
+            drafts.append((candidate, self._draft(ref, info, candidate, now)))
+        results = self._save(drafts, ref, scope, promotion) if drafts else []
+        for result in results:
+            (promotion.created if result.created else promotion.deduplicated).append(result.memory.memory_id)
+            promotion.superseded.extend(result.superseded)
+        chain = [m for m in dict.fromkeys([*done_ids, *promotion.created]) if m]
+        if previous is not None and previous.memory_id not in chain:
+            chain.insert(0, previous.memory_id)
+        edges = [Edge(ref.namespace, a, b, NEXT, now) for a, b in itertools.pairwise(chain)]
+        self.service.link(edges)
+        promotion.linked = len(edges)
+        return promotion
+
+    def _draft(self, ref: SessionRef, info: SessionInfo, candidate: Candidate, now: datetime) -> MemoryDraft:
+        # The guard judges what was said when the rules left out an explicit request, so
+        # "remember that …" cannot carry an injection past it.
+        content = candidate.content
+        if candidate.said is not None and self._guard_flags(ref.namespace, candidate.said):
+            content = candidate.said
+        return MemoryDraft(
+            content=content,
+            namespace=ref.namespace,
+            category=candidate.category,
+            source=Source.USER_INPUT,
+            actor=ref.agent,
+            session_id=ref.session_id,
+            visibility=Visibility(info.visibility),
+            created_at=min(candidate.at, now),
+            metadata={"promoted_from": "session", "rule": candidate.rule},
+        )
+
+    def _guard_flags(self, namespace: str, text: str) -> bool:
+        from engine import guard
+
+        verdict = guard.check_memory(text, Source.USER_INPUT, (), {}, self.service.config.guard.policy_for(namespace))
+        return verdict.refused is not None or verdict.verdict.action is not guard.Action.ALLOWED
+
+    def _save(
+        self,
+        drafts: Sequence[tuple[Candidate, MemoryDraft]],
+        ref: SessionRef,
+        scope: Scope,
+        promotion: Promotion,
+    ) -> list[SaveResult]:
+        """Save the drafts in one batch; when the guard refuses one, save them one by one
+        and report the refused; a blocked writer's drafts are all reported dropped."""
+        batch = [draft for _, draft in drafts]
+        try:
+            return self.service.save_batch(batch, actor=ref.agent, scope=scope)
+        except SourceBlocked as exc:
+            promotion.dropped.extend({"content": c.content, "reason": str(exc)} for c, _ in drafts)
+            log.warning("session %s of %s: %s; its %d candidates dropped", ref.session_id, ref.agent, exc, len(batch))
+            return []
+        except GuardRejected:
+            pass
+        results: list[SaveResult] = []
+        for candidate, draft in drafts:
+            try:
+                results += self.service.save_batch([draft], actor=ref.agent, scope=scope)
+            except (GuardRejected, SourceBlocked) as exc:
+                promotion.dropped.append({"content": candidate.content, "reason": str(exc)})
+        return results
+
+    def _already_stored(self, ref: SessionRef, candidate: Candidate) -> Memory | None:
+        """A memory an earlier, interrupted promotion of this session already stored."""
+        digest = content_digest(candidate.content)
+        said = content_digest(candidate.said) if candidate.said else None
+        for memory in self.service.store.find_by_digest(Scope.whole([ref.namespace]), digest) + (
+            self.service.store.find_by_digest(Scope.whole([ref.namespace]), said) if said else []
+        ):
+            if memory.session_id == ref.session_id and memory.actor == ref.agent and memory.status is Status.ACTIVE:
+                return memory
+        return None
+
+    def _last_promoted(self, ref: SessionRef) -> Memory | None:
+        """The newest memory an earlier run of this session promoted (the chain goes on from it)."""
+        page = self.service.list_page(
+            [ref.namespace],
+            MemoryFilter(session_id=ref.session_id, sources=(Source.USER_INPUT,)),
+            limit=20,
+            scope=None,
+        )
+        for memory in page.items:
+            if memory.actor == ref.agent and memory.metadata.get("promoted_from") == "session":
+                return memory
+        return None
+
+    # --- validation ------------------------------------------------------------------
+
+    def _check_ref(self, ref: SessionRef) -> None:
+        self.service.check_namespace(ref.namespace)
+        if not SESSION_ID_PATTERN.fullmatch(ref.session_id):
+            raise InvalidInput(
+                f"session_id {ref.session_id!r} must be 1-200 letters, digits or _ . : @ -", field="session_id"
+            )
+
+    def _check_message(self, draft: MessageDraft, where: str, now: datetime) -> None:
+        if not draft.content.strip():
+            raise InvalidInput("a message's content must not be empty", field=where + "content")
+        cap = self.service.config.limits.max_content_chars
+        if len(draft.content) > cap:
+            raise InvalidInput(
+                f"a message holds {len(draft.content)} characters, at most {cap} are allowed", field=where + "content"
+            )
+        if draft.name is not None and not 0 < len(draft.name) <= MAX_NAME_CHARS:
+            raise InvalidInput(f"name holds 1-{MAX_NAME_CHARS} characters", field=where + "name")
+        problem = limits.metadata_problem(draft.metadata, self.service.config.limits)
+        if problem:
+            raise InvalidInput(problem, field=where + "metadata")
+        if draft.at is not None and draft.at > now + timedelta(minutes=5):
+            raise InvalidInput("a message's time must not be in the future", field=where + "at")

@@ -1,0 +1,164 @@
+"""One contract suite over every SessionStore: the embedded SQLite file and a real Redis.
+
+Time is frozen: every call gets ``now`` from the test's clock, so expiry is exact.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.adapters.session_redis import RedisSessionStore
+from engine.adapters.session_sqlite import SqliteSessionStore
+from engine.ports import SessionStore
+from engine.session_records import Candidate, Message, Role, SessionRef, SessionState
+from tests.conftest import EPOCH
+from tests.redis_server import RedisServer
+
+REF = SessionRef("user:1", "planner", "chat-1")
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    made: SessionStore
+    if request.param == "sqlite":
+        made = SqliteSessionStore(tmp_path / "sessions.sqlite3")
+    else:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        server.flush()
+        made = RedisSessionStore(server.url, prefix=f"t{uuid.uuid4().hex[:6]}", keep_seconds=86400)
+    made.open()
+    yield made
+    made.close()
+
+
+def msg(text: str, tokens: int, at: datetime = EPOCH, role: Role = Role.USER) -> Message:
+    return Message(role, text, at, tokens, metadata={"n": text})
+
+
+def append(
+    store: SessionStore,
+    messages: list[Message],
+    *,
+    now: datetime = EPOCH,
+    ref: SessionRef = REF,
+    ttl: float = 60,
+    max_tokens: int = 100,
+    candidates: tuple[Candidate, ...] = (),
+) -> str:
+    info = store.append(
+        ref,
+        messages,
+        candidates,
+        now=now,
+        expire_after_seconds=ttl,
+        max_tokens=max_tokens,
+        reach="member",
+        visibility="shared",
+        new_generation=uuid.uuid4().hex,
+    )
+    return info.generation
+
+
+def test_append_then_read_the_window_in_order(store: SessionStore) -> None:
+    gen = append(store, [msg("a", 3), msg("b", 4)])
+    again = append(store, [msg("c", 5, role=Role.ASSISTANT)], now=EPOCH + timedelta(seconds=1))
+    assert again == gen
+    found = store.window(REF, EPOCH + timedelta(seconds=2))
+    assert found is not None
+    info, messages = found
+    assert [m.content for m in messages] == ["a", "b", "c"]
+    assert messages[2].role is Role.ASSISTANT and messages[0].metadata == {"n": "a"}
+    assert (info.tokens, info.messages, info.appended, info.state) == (12, 3, 3, SessionState.OPEN)
+    assert info.ref == REF and info.reach == "member" and info.visibility == "shared"
+
+
+def test_the_oldest_messages_roll_out_past_the_token_budget(store: SessionStore) -> None:
+    append(store, [msg(str(n), 30) for n in range(5)], max_tokens=100)
+    found = store.window(REF, EPOCH)
+    assert found is not None
+    assert [m.content for m in found[1]] == ["2", "3", "4"]
+    assert found[0].tokens == 90 and found[0].appended == 5
+
+
+def test_one_message_over_the_budget_stays_alone(store: SessionStore) -> None:
+    append(store, [msg("small", 10), msg("huge", 500)], max_tokens=100)
+    found = store.window(REF, EPOCH)
+    assert found is not None and [m.content for m in found[1]] == ["huge"]
+
+
+def test_expiry_with_frozen_time_and_ttl_refreshed_on_write(store: SessionStore) -> None:
+    gen = append(store, [msg("a", 1)], ttl=60)
+    assert store.window(REF, EPOCH + timedelta(seconds=59)) is not None
+    append(store, [msg("b", 1)], now=EPOCH + timedelta(seconds=50), ttl=60)  # refreshed: now due at 110 s
+    assert store.window(REF, EPOCH + timedelta(seconds=100)) is not None
+    assert store.due(EPOCH + timedelta(seconds=100), 10) == []
+    assert store.window(REF, EPOCH + timedelta(seconds=110)) is None
+    assert store.sessions(REF.namespace, None, EPOCH + timedelta(seconds=110)) == []
+    assert store.due(EPOCH + timedelta(seconds=110), 10) == [gen]
+
+
+def test_an_append_after_expiry_starts_a_new_generation_and_keeps_the_old_for_promotion(store: SessionStore) -> None:
+    cand = Candidate("I live in Lyon", "fact", "self", EPOCH)
+    old = append(store, [msg("old", 1)], ttl=10, candidates=(cand,))
+    later = EPOCH + timedelta(seconds=20)
+    new = append(store, [msg("new", 1)], now=later, ttl=10)
+    assert new != old
+    found = store.window(REF, later)
+    assert found is not None and [m.content for m in found[1]] == ["new"]
+    assert store.due(later, 10) == [old]
+    claimed = store.claim(old, later, 300)
+    assert claimed is not None and claimed.candidates == (cand,)
+
+
+def test_close_makes_it_due_and_the_next_append_opens_another(store: SessionStore) -> None:
+    gen = append(store, [msg("a", 1)])
+    assert store.close_session(REF, EPOCH) == gen
+    assert store.window(REF, EPOCH) is None
+    assert store.close_session(REF, EPOCH) is None
+    assert store.due(EPOCH, 10) == [gen]
+    assert append(store, [msg("b", 1)]) != gen
+
+
+def test_claim_is_taken_once_goes_stale_and_finish_forgets(store: SessionStore) -> None:
+    cands = (Candidate("a", "fact", "self", EPOCH), Candidate("b", "task", "commitment", EPOCH, said="remember b"))
+    gen = append(store, [msg("x", 1), msg("y", 1)], candidates=cands, ttl=10)
+    assert store.claim(gen, EPOCH, 300) is None  # not due yet
+    at = EPOCH + timedelta(seconds=10)
+    claimed = store.claim(gen, at, 300)
+    assert claimed is not None
+    assert claimed.candidates == cands and claimed.info.appended == 2 and claimed.info.state is SessionState.PROMOTING
+    assert store.claim(gen, at, 300) is None  # someone holds it
+    assert store.due(at + timedelta(seconds=299), 10) == []
+    stale = at + timedelta(seconds=300)
+    assert store.due(stale, 10) == [gen]
+    assert store.claim(gen, stale, 300) is not None  # the first promoter died: taken again
+    store.finish(gen)
+    assert store.due(stale + timedelta(days=1), 10) == []
+    assert store.claim(gen, stale + timedelta(days=1), 300) is None
+
+
+def test_sessions_are_per_agent_and_listed_per_namespace(store: SessionStore) -> None:
+    mine = SessionRef("user:1", "planner", "s")
+    theirs = SessionRef("user:1", "critic", "s")
+    elsewhere = SessionRef("user:2", "planner", "s")
+    append(store, [msg("planner's", 1)], ref=mine)
+    append(store, [msg("critic's", 1)], ref=theirs, now=EPOCH + timedelta(seconds=1))
+    append(store, [msg("other ns", 1)], ref=elsewhere)
+    found = store.window(theirs, EPOCH + timedelta(seconds=1))
+    assert found is not None and [m.content for m in found[1]] == ["critic's"]
+    now = EPOCH + timedelta(seconds=2)
+    assert [i.ref.agent for i in store.sessions("user:1", None, now)] == ["planner", "critic"]
+    assert [i.ref for i in store.sessions("user:1", "critic", now)] == [theirs]
+    assert [i.ref for i in store.sessions("user:2", None, now)] == [elsewhere]
+
+
+def test_unicode_content_and_ids_round_trip(store: SessionStore) -> None:
+    ref = SessionRef("用户:1", "代理", "会话-1")
+    append(store, [msg("我叫小明，我喜欢蓝色。", 11)], ref=ref)
+    found = store.window(ref, EPOCH)
+    assert found is not None and found[1][0].content == "我叫小明，我喜欢蓝色。" and found[0].ref == ref
