@@ -69,7 +69,9 @@ class PromptContext:
 
     @property
     def memory_ids(self) -> list[str]:
-        return [m.memory_id for name in (MEMORIES, PROCEDURES) for m in self.sections[name].memories]
+        """Every memory the text holds, in the order it shows them."""
+        order = (PROCEDURES, MEMORIES) if self.procedures_first else (MEMORIES, PROCEDURES)
+        return [m.memory_id for name in order for m in self.sections[name].memories]
 
 
 def memory_line(memory: Memory) -> str:

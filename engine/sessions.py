@@ -402,7 +402,7 @@ class Sessions:
         from engine import guard
 
         verdict = guard.check_memory(text, Source.USER_INPUT, (), {}, self.service.config.guard.policy_for(namespace))
-        return verdict.refused is not None or verdict.verdict.action is not guard.Action.ALLOWED
+        return verdict.refused is not None or verdict.verdict.action is guard.Action.QUARANTINED
 
     def _save(
         self,

@@ -1,0 +1,137 @@
+"""Sessions, procedures and the prompt context over real HTTP, with the real MiniLM model.
+
+Sessions live apart from the memory store, so these run on the SQLite store; the
+session backends (embedded and Redis) have their own contract suite, and two API
+processes sharing Redis are in ``tests/integration/test_sessions_redis_processes.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from api.client import ClientError, TwinmemClient
+from engine.ports import Embedder
+from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token
+
+
+@pytest.fixture
+def live(server_factory: Callable[..., LiveServer], minilm: Embedder) -> LiveServer:
+    return server_factory(minilm)
+
+
+def test_a_conversation_through_the_client(live: LiveServer) -> None:
+    with TwinmemClient(live.url, namespace="user:7") as api:
+        info = api.append_messages(
+            "chat-1",
+            [
+                {"role": "user", "content": "Hi! My name is Marco and I'm vegetarian this week."},
+                {"role": "assistant", "content": "Nice to meet you, Marco. Happy to help."},
+                {"role": "user", "content": "我喜欢蓝色。"},
+            ],
+            max_tokens=2000,
+        )
+        assert (info["messages"], info["agent"], info["max_tokens"]) == (3, "local", 2000)
+        window = api.session_window("chat-1", max_tokens=10)
+        assert [m["content"] for m in window["window"]] == ["我喜欢蓝色。"] and window["left_out"] == 2
+        assert [s["session_id"] for s in api.sessions()] == ["chat-1"]
+        api.save(
+            "Deploy the app: build, then push",
+            category="procedure",
+            steps=[
+                {"description": "Build the image", "tool": "docker", "arguments": {"tag": "app"}},
+                {"description": "Push it"},
+            ],
+        )
+        api.append_messages("chat-1", [{"role": "user", "content": "How do I deploy the app?"}])
+        context = api.prompt_context("chat-1", budget_tokens=120)
+        assert context["tokens"] <= 120 and context["procedures_first"]
+        (procedure,) = context["sections"]["procedures"]["memories"]
+        build = {"description": "Build the image", "tool": "docker", "arguments": {"tag": "app"}}
+        assert procedure["steps"][0] == build and procedure["memory_id"] in context["memory_ids"]
+        assert ", procedure) Deploy the app" in context["text"]
+        promoted = api.close_session("chat-1")
+        assert promoted["reason"] == "closed" and len(promoted["created"]) == 2 and promoted["linked"] == 1
+        contents = {api.get(mid)["content"] for mid in promoted["created"]}
+        assert contents == {"My name is Marco and I'm vegetarian this week.", "我喜欢蓝色。"}
+        with pytest.raises(ClientError) as gone:
+            api.session_window("chat-1")
+        assert gone.value.status_code == 404
+        assert api.sessions() == []
+
+
+def test_how_do_i_recalls_procedures_first(live: LiveServer) -> None:
+    with TwinmemClient(live.url, namespace="ops") as api:
+        api.save("The staging deployment failed twice last week because the image was too large")
+        api.save("Staging deployments run every night at 2am")
+        proc = api.save(
+            "Deploy to staging", category="procedure", steps=[{"description": "Run make deploy-staging"}]
+        )
+        hits = api.recall("how do I deploy to staging?", top_k=3)
+        assert hits[0]["memory_id"] == proc["memory_id"] and hits[0]["steps"] == [
+            {"description": "Run make deploy-staging"}
+        ]
+        plain = api.recall("staging deployment", top_k=3)
+        assert {h["memory_id"] for h in plain} >= {proc["memory_id"]}
+
+
+def test_bad_session_input_is_refused_with_a_clear_message(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        cases: list[tuple[str, dict[str, Any]]] = [
+            ("/v1/sessions/s1/messages", {"messages": []}),
+            ("/v1/sessions/s1/messages", {"messages": [{"role": "wizard", "content": "x"}]}),
+            ("/v1/sessions/s1/messages", {"messages": [{"role": "user", "content": "   "}]}),
+            ("/v1/sessions/s1/messages", {"messages": [{"role": "user", "content": "x", "at": "2026-01-01T00:00"}]}),
+            ("/v1/sessions/bad%20id/messages", {"messages": [{"role": "user", "content": "x"}]}),
+            ("/v1/sessions/s1/context", {"split": {"window": 0, "memories": 0, "procedures": 0}}),
+        ]
+        http.post("/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "hello"}]})
+        for path, body in cases:
+            answer = http.post(path, json=body)
+            assert answer.status_code == 422, (path, body, answer.text)
+            assert answer.json()["detail"]
+        assert http.get("/v1/sessions/nope").status_code == 404
+        assert http.post("/v1/sessions/nope/close", json={}).status_code == 404
+        bad_steps = http.post("/v1/memory/save", json={"content": "x y z", "steps": [{"description": "a"}]})
+        assert bad_steps.status_code == 422 and "procedure" in bad_steps.json()["detail"]
+
+
+def test_another_agents_session_is_unreachable(server_factory: Callable[..., LiveServer], minilm: Embedder) -> None:
+    live = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+    alice = new_token(live, "alice", "team:rw")
+    bob = new_token(live, "bob", "team:rw")
+    outsider = new_token(live, "eve", "other:rw")
+    with bearer(live, alice) as a, bearer(live, bob) as b, bearer(live, outsider) as e, bearer(live, ROOT_TOKEN) as r:
+        said = {"namespace": "team", "messages": [{"role": "user", "content": "My secret plan is called Bluebird."}]}
+        assert a.post("/v1/sessions/s1/messages", json=said).status_code == 200
+        # Bob's "s1" is his own, empty session: Alice's is not there for him.
+        assert b.get("/v1/sessions/s1", params={"namespace": "team"}).status_code == 404
+        assert b.post("/v1/sessions/s1/context", json={"namespace": "team"}).status_code == 404
+        assert b.post("/v1/sessions/s1/close", json={"namespace": "team"}).status_code == 404
+        assert b.get("/v1/sessions", params={"namespace": "team"}).json()["sessions"] == []
+        # Naming Alice is refused to everyone but a namespace admin, before anything is looked up.
+        for path in ("/v1/sessions/s1", "/v1/sessions/nope"):
+            refused = b.get(path, params={"namespace": "team", "agent": "alice"})
+            assert refused.status_code == 403
+        assert b.post("/v1/sessions/s1/close", json={"namespace": "team", "agent": "alice"}).status_code == 403
+        assert e.get("/v1/sessions/s1", params={"namespace": "team"}).status_code == 403
+        assert e.post("/v1/sessions/s1/messages", json=said).status_code == 403
+        for answer in (
+            b.get("/v1/sessions/s1", params={"namespace": "team"}),
+            b.get("/v1/sessions", params={"namespace": "team"}),
+            e.get("/v1/sessions", params={"namespace": "team"}),
+        ):
+            assert "Bluebird" not in answer.text
+        # An admin of the namespace sees it and may close it.
+        listed = r.get("/v1/sessions", params={"namespace": "team"}).json()["sessions"]
+        assert [(s["agent"], s["session_id"]) for s in listed] == [("alice", "s1")]
+        window = r.get("/v1/sessions/s1", params={"namespace": "team", "agent": "alice"}).json()
+        assert window["window"][0]["content"] == "My secret plan is called Bluebird."
+        assert a.get("/v1/sessions/s1", params={"namespace": "team"}).status_code == 200
+        audit = r.get("/v1/admin/audit", params={"action": "session", "limit": 50}).json()
+        assert any(entry["outcome"] == "denied" for entry in audit["entries"])
