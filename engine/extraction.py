@@ -35,7 +35,7 @@ from engine.session_records import Candidate, Role
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
-_MIN_WORDS = 3
+_MIN_WORDS = 2
 _MIN_HAN = 3
 
 # --- English -------------------------------------------------------------------------
@@ -85,10 +85,10 @@ _EN_PREFERENCE = re.compile(
     r"\b(?:" + _I + r"(?: really| absolutely| totally| kind of| kinda| much| truly| do| still)?"
     r" (?:like|love|enjoy|prefer|adore|hate|dislike|detest|loathe|can'?t stand|cannot stand|despise)|"
     + _I + r" (?:don'?t|do not|never|rarely) (?:like|enjoy|eat|drink|use|want|watch|fly)|"
-    + _I + r"'?(?: a|')?m (?:not )?(?:a (?:big |huge )?fan of|into|allergic to|obsessed with|not big on)|"
+    + _I + r"'?(?: a|')?m (?:not )?(?:a (?:big |huge )?fan of|into|obsessed with|not big on)|"
     r"(?:i am|i'm) (?:vegan|vegetarian|pescatarian|lactose intolerant|gluten[- ]free|a vegetarian|a vegan)|"
     r"my (?:favou?rite|preferred|go-to)\b|i'?d rather\b|i always (?:take|order|drink|eat|choose|pick|use)|"
-    r"i (?:usually|always|never) (?:eat|drink|take|order|read|listen|wear|use|go))",
+    r"i (?:usually|always|never) (?:eat|drink|take|order|read|listen|wear|use|go)|i take my)",
     re.IGNORECASE,
 )
 _EN_FACT = re.compile(
@@ -97,10 +97,12 @@ _EN_FACT = re.compile(
     + _I + r" (?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|no|some)\b|"
     + _I + r"'?(?: a|')?m (?:a|an) \w+|i am (?:a|an) \w+|i'?m \d+|i am \d+|i turned \d+|"
     + _I + r"'?(?:re| are) (?:expecting|getting married|engaged|married|divorced|moving|retired)|"
-    r"i'?m (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from)\b|"
+    r"i'?m (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from|"
+    r"getting married|allergic to)\b|i have (?:a|an) \w+ allergy|"
     r"i am (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from)\b|"
     r"(?:my|our) (?:\w+ ){0,2}(?:is|are|was|lives|live|works|work|has|have|loves|likes|hates|turns|starts|"
-    r"ends|costs|runs|named|called)\b|i (?:just )?(?:got|bought|adopted|started|joined|switched to|quit|"
+    r"started|ends|costs|runs|named|called|plays|studies|goes|uses|use|owns|teaches)\b|"
+    r"i (?:just )?(?:got|bought|adopted|started|joined|switched to|quit|"
     r"stopped|gave up|signed up for|enrolled in|passed|graduated))",
     re.IGNORECASE,
 )
@@ -112,9 +114,22 @@ _EN_DECISION = re.compile(
     re.IGNORECASE,
 )
 _EN_COMMITMENT = re.compile(
-    r"\b(?:" + _I + r" (?:need to|have to|must|should|promised to|plan to|intend to|am going to|are going to|"
-    r"'m going to|'re going to|'m gonna|am gonna|will|'ll|have got to|'ve got to|gotta)|"
-    r"i (?:need|have|must)\b|my (?:deadline|appointment|meeting|flight|interview|exam)\b)",
+    r"\b(?:i|we)(?:'ll|'m going to|'re going to|'m gonna|'ve got to| will| need to| have to| must| should|"
+    r" promised| plan to| intend to| am going to| are going to| am gonna| have got to| gotta)\b|"
+    r"\bmy (?:deadline|appointment|meeting|flight|interview|exam)\b",
+    re.IGNORECASE,
+)
+_EN_APPOINTMENT = re.compile(
+    r"\bi have (?:a|an) (?:meeting|appointment|call|interview|exam|flight|deadline|dentist|doctor)", re.IGNORECASE
+)
+_EN_NOW = re.compile(
+    r"\b(?:this (?:week|month|weekend|year)|today|tonight|right now|currently|for now|these days|at the moment|"
+    r"until|till|for the next|all (?:week|weekend|month))\b",
+    re.IGNORECASE,
+)
+_EN_STATE = re.compile(
+    r"\b(?:i'?m|i am|we'?re|we are) (?:currently |still |now )?(?:on call|on vacation|on holiday|on leave|on a diet|"
+    r"travell?ing|recovering|sick|ill|off work|working from|staying|fasting|on a cleanse|between jobs)\b",
     re.IGNORECASE,
 )
 
@@ -126,7 +141,7 @@ _ZH_EXPLICIT = re.compile(
 )
 _ZH_REMIND = re.compile(r"^(?:请|麻烦|你)?(?:到时候)?提醒我")
 _ZH_QUESTION = re.compile(
-    r"(?:[吗呢么嘛吧][？?。！!]?$|[？?]|什么|怎么|为什么|为啥|哪|谁|几点|多少|如何|"
+    r"(?:[吗呢么嘛][？?。！!]?$|[？?]|什么|怎么|为什么|为啥|哪|谁|几点|多少|如何|"
     r"是不是|有没有|能不能|可不可以|要不要)"
 )
 _ZH_CHITCHAT = re.compile(
@@ -148,9 +163,12 @@ _ZH_NAME = re.compile(r"(?:我叫|我的名字是|我名字叫|叫我|我的英�
 _ZH_PREFERENCE = re.compile(
     r"(?:我|我们)(?:很|非常|特别|最|比较|超|真的|一直|从来|都|也|还是|更)?(?:不太|不怎么|不)?"
     r"(?:喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|讨厌|偏好|偏爱|受不了|吃不了|吃不惯|喝不了|不吃|不喝|怕|迷上|钟爱)|"
-    r"我最(?:爱|喜欢)|我最喜欢的|我(?:是|吃)素|我对.{1,12}过敏|我(?:更)?(?:习惯|倾向于)|我一般(?:喝|吃|用|穿|看|听)"
+    r"我最(?:爱|喜欢)|我最喜欢的|我(?:是|吃)素|我(?:更)?(?:习惯|倾向于)|我(?:一般|通常|总是|每天)|我是.{1,12}的(?:忠实)?(?:粉丝|迷)"
 )
 _ZH_FACT = re.compile(
+    r"我(?:是|有点)?(?:左撇子|右撇子|色盲|独生子|独生女|素食者|糖尿病人)|不耐受|我对.{1,12}过敏|"
+    r"(?:我|我们)(?:团队|公司|家)?[^，。！？]{0,8}?(?:用|开的是|开了一家|在.{1,10}教|办公|领养了|收养了|戒烟|戒酒|戒了|开始学|已经结婚|"
+    r"[一二三四五六七八九十两]+岁)|"
     r"(?:我|我们)(?:现在|目前|一直)?(?:住在|住|在.{1,15}(?:工作|上班|上学|读书|读研|念书)|来自|出生在|出生于|老家(?:是|在)|"
     r"搬到|搬去|毕业于|是(?:一名|一个|一位|个|名)?.{1,12}(?:人|师|员|生|家|者|工|长|医生|护士|老板|司机|程序员|经理|学生|老师)|"
     r"有(?:一|两|二|三|四|五|\d|个|只|条|辆|套|台)|养了|会说|在学|刚(?:买|换|开始|加入|搬)|买了|换了|加入了|辞职|退休|结婚|离婚|怀孕|"
@@ -159,11 +177,12 @@ _ZH_FACT = re.compile(
     r"哥|姐|弟|妹|朋友|同事|老板|领导|猫|狗)(?:.{0,6})(?:是|叫|在|住|有|喜欢|今年|下个月|明天)"
 )
 _ZH_DECISION = re.compile(
-    r"(?:我|我们)(?:已经)?(?:决定|定了|选了|选择了|打定主意|商量好了|说好了)|就(?:用|选|定|买|订|去)(?:.{1,20})(?:吧|了)$|就这么定了|最后(?:定|选)了"
+    r"(?:我|我们)(?:已经)?(?:决定|定了|选了|选择了|打定主意|商量好了|说好了)|就(?:用|选|定|买|订|去)(?:.{1,20})(?:吧|了)[。！!]?$|就这么定了|最后(?:定|选)了"
 )
 _ZH_COMMITMENT = re.compile(
-    r"(?:我|我们)(?:明天|后天|今晚|下周|下个月|周[一二三四五六日末]|星期.|月底|年底|待会|等会|回头)?(?:要|得|必须|需要|打算|准备|计划|答应|约了|会去|要去)"
+    r"(?:我|我们)[^，。！？]{0,10}?(?:要|得|必须|需要|打算|准备|计划|答应|约了|会去|要去)(?!的)"
 )
+_ZH_STATE = re.compile(r"我(?:这周|这几天|这段时间|最近|目前|现在|今天|这个月)(?:在|正在)")
 
 _HARD_DROP_ZH = re.compile(
     r"^(?:我(?:想|要)(?:问|请教|知道|了解)|我有(?:个|一个)?问题|我觉得(?:挺|还|很)?(?:好|不错|有道理))"
@@ -224,8 +243,12 @@ def _en_category(text: str) -> tuple[str, str] | None:
         return ("fact", "self")
     if _EN_DECISION.search(text):
         return ("fact", "decision")
+    if _EN_STATE.search(text):
+        return ("state", "state")
+    if _EN_APPOINTMENT.search(text) and _EN_TIME.search(text):
+        return ("task", "commitment")
     if _EN_PREFERENCE.search(text):
-        return ("state", "state") if _EN_TIME.search(text) else ("preference", "preference")
+        return ("state", "state") if _EN_NOW.search(text) else ("preference", "preference")
     if _EN_FACT.search(text):
         return ("state", "state") if _en_passing(text) else ("fact", "self")
     if _EN_COMMITMENT.search(text) and (_EN_TIME.search(text) or _EN_OBLIGATION.search(text)):
@@ -235,7 +258,7 @@ def _en_category(text: str) -> tuple[str, str] | None:
 
 def _en_passing(text: str) -> bool:
     return bool(
-        _EN_TIME.search(text)
+        _EN_NOW.search(text)
         and re.search(r"\b(?:i'?m|i am|we'?re|we are)\b", text, re.IGNORECASE)
         and not re.search(r"\b(?:moved|born|live|married)\b", text, re.IGNORECASE)
     )
@@ -268,6 +291,8 @@ def _zh_category(text: str) -> tuple[str, str] | None:
         return ("fact", "self")
     if _ZH_DECISION.search(text):
         return ("fact", "decision")
+    if _ZH_STATE.search(text):
+        return ("state", "state")
     if _ZH_PREFERENCE.search(text):
         return ("state", "state") if _zh_passing(text) else ("preference", "preference")
     if _ZH_FACT.search(text):
