@@ -470,7 +470,9 @@ class MemoryService:
         flt: MemoryFilter | None = None,
         reinforce: bool = True,
         scope: Scope | None = None,
+        vector: Vector | None = None,
     ) -> RecallResult:
+        """``vector``: the query's embedding when the caller has it already (several recalls of one query)."""
         flt = flt or MemoryFilter()
         if not query.strip():
             raise InvalidInput("query must not be empty", field="query")
@@ -478,7 +480,7 @@ class MemoryService:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        vector = self.embedder.embed_query(query)
+        vector = self.embedder.embed_query(query) if vector is None else vector
         now = self._clock()
         asked = RecallQuery(
             text=query,

@@ -286,14 +286,17 @@ class Sessions:
         how = query is not None and procedures.asks_how(query)
         if query is not None:
             namespaces = [ref.namespace]
+            vector = self.service.embedder.embed_query(query)  # once, for both recalls
             if cfg.context_procedures and shares.procedures > 0 and PROCEDURE in self.service.config.categories:
                 flt = MemoryFilter(categories=(PROCEDURE,))
                 found_steps = self.service.recall(
-                    query, namespaces=namespaces, top_k=cfg.context_procedures, flt=flt, scope=scope
+                    query, namespaces=namespaces, top_k=cfg.context_procedures, flt=flt, scope=scope, vector=vector
                 )
                 steps = [hit.memory for hit in found_steps.hits]
             if cfg.context_memories and shares.memories > 0:
-                hits = self.service.recall(query, namespaces=namespaces, top_k=cfg.context_memories, scope=scope)
+                hits = self.service.recall(
+                    query, namespaces=namespaces, top_k=cfg.context_memories, scope=scope, vector=vector
+                )
                 memories = [hit.memory for hit in hits.hits if hit.memory.category != PROCEDURE]
         return assemble(
             self.counter,
