@@ -205,3 +205,31 @@ def unblock(kind: str, value: str) -> Call[JsonDict]:
 
 def audit(filters: Mapping[str, Any]) -> Call[list[JsonDict]]:
     return Call("GET", "/v1/admin/audit", lambda data: list(data["entries"]), params=_params(**filters))
+
+
+# --- short-term sessions and the prompt context ------------------------------------------
+
+
+def append_messages(
+    namespace: str, session_id: str, messages: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]
+) -> Call[JsonDict]:
+    body = {**_body(namespace, fields), "messages": [dict(m) for m in messages]}
+    return Call("POST", f"/v1/sessions/{_id(session_id)}/messages", _json, json=body)
+
+
+def session_window(namespace: str, session_id: str, max_tokens: int | None, agent: str | None) -> Call[JsonDict]:
+    params = _params(namespace=namespace, max_tokens=max_tokens, agent=agent)
+    return Call("GET", f"/v1/sessions/{_id(session_id)}", _json, params=params)
+
+
+def sessions(namespace: str, agent: str | None) -> Call[list[JsonDict]]:
+    params = _params(namespace=namespace, agent=agent)
+    return Call("GET", "/v1/sessions", lambda data: list(data["sessions"]), params=params)
+
+
+def close_session(namespace: str, session_id: str, agent: str | None) -> Call[JsonDict]:
+    return Call("POST", f"/v1/sessions/{_id(session_id)}/close", _json, json=_body(namespace, {"agent": agent}))
+
+
+def prompt_context(namespace: str, session_id: str, fields: Mapping[str, Any]) -> Call[JsonDict]:
+    return Call("POST", f"/v1/sessions/{_id(session_id)}/context", _json, json=_body(namespace, fields))

@@ -220,3 +220,43 @@ class TwinmemClient(ClientBase):
     def audit(self, **filters: Any) -> builtins.list[JsonDict]:
         """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
         return self.send(calls.audit(filters))
+
+
+    # --- short-term sessions and the prompt context ------------------------------------
+
+    def append_messages(
+        self, session_id: str, messages: Sequence[Mapping[str, Any]], *, namespace: str | None = None, **options: Any
+    ) -> JsonDict:
+        """Append messages (``{"role", "content", "name"?, "metadata"?, "at"?}``, oldest first) to
+        a session, opening it if needed; ``options``: max_tokens, expire_after_seconds, visibility."""
+        return self.send(calls.append_messages(self._ns(namespace), session_id, messages, options))
+
+    def session_window(
+        self, session_id: str, *, namespace: str | None = None, max_tokens: int | None = None, agent: str | None = None
+    ) -> JsonDict:
+        """The session's window (``window``: messages oldest first) within ``max_tokens``."""
+        return self.send(calls.session_window(self._ns(namespace), session_id, max_tokens, agent))
+
+    def sessions(self, *, namespace: str | None = None, agent: str | None = None) -> builtins.list[JsonDict]:
+        """Open sessions: the caller's own; every agent's (or ``agent``'s) for a namespace admin."""
+        return self.send(calls.sessions(self._ns(namespace), agent))
+
+    def close_session(self, session_id: str, *, namespace: str | None = None, agent: str | None = None) -> JsonDict:
+        """Close a session and promote it into long-term memory; the answer says what was kept."""
+        return self.send(calls.close_session(self._ns(namespace), session_id, agent))
+
+    def prompt_context(
+        self,
+        session_id: str,
+        *,
+        namespace: str | None = None,
+        budget_tokens: int | None = None,
+        split: Mapping[str, float] | None = None,
+        query: str | None = None,
+        agent: str | None = None,
+    ) -> JsonDict:
+        """What to put in the prompt for the next turn: ``text``, and ``sections`` and ``memory_ids``
+        saying what went in. ``split``: shares of ``window``, ``memories`` and ``procedures``."""
+        fields: JsonDict = {"budget_tokens": budget_tokens, "query": query, "agent": agent}
+        fields["split"] = dict(split) if split else None
+        return self.send(calls.prompt_context(self._ns(namespace), session_id, fields))

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from api.client import ClientError, TwinmemClient
 from engine.ports import Embedder
 from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token
+from twinmem_client import NotFound, TwinmemClient
 
 
 @pytest.fixture
@@ -55,11 +55,10 @@ def test_a_conversation_through_the_client(live: LiveServer) -> None:
         assert ", procedure) Deploy the app" in context["text"]
         promoted = api.close_session("chat-1")
         assert promoted["reason"] == "closed" and len(promoted["created"]) == 2 and promoted["linked"] == 1
-        contents = {api.get(mid)["content"] for mid in promoted["created"]}
+        contents = {api.get(mid).content for mid in promoted["created"]}
         assert contents == {"My name is Marco and I'm vegetarian this week.", "我喜欢蓝色。"}
-        with pytest.raises(ClientError) as gone:
+        with pytest.raises(NotFound):
             api.session_window("chat-1")
-        assert gone.value.status_code == 404
         assert api.sessions() == []
 
 
@@ -71,11 +70,10 @@ def test_how_do_i_recalls_procedures_first(live: LiveServer) -> None:
             "Deploy to staging", category="procedure", steps=[{"description": "Run make deploy-staging"}]
         )
         hits = api.recall("how do I deploy to staging?", top_k=3)
-        assert hits[0]["memory_id"] == proc["memory_id"] and hits[0]["steps"] == [
-            {"description": "Run make deploy-staging"}
-        ]
+        assert hits[0].memory_id == proc.memory_id
+        assert hits[0].memory.raw["steps"] == [{"description": "Run make deploy-staging"}]
         plain = api.recall("staging deployment", top_k=3)
-        assert {h["memory_id"] for h in plain} >= {proc["memory_id"]}
+        assert proc.memory_id in {h.memory_id for h in plain}
 
 
 def test_bad_session_input_is_refused_with_a_clear_message(live: LiveServer) -> None:
