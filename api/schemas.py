@@ -192,6 +192,7 @@ class MemoryPatchIn(_Request):
             key=self.key,
             metadata=_with_steps(self.metadata, self.steps),
             status=self.status,
+            merge_metadata=self.metadata is None,  # steps alone leave the other metadata keys
         )
 
 

@@ -84,8 +84,10 @@ _EN_NAME = re.compile(r"\b(?:my name is|my name'?s|call me|i'?m called|i go by|p
 _EN_PREFERENCE = re.compile(
     r"\b(?:" + _I + r"(?: really| absolutely| totally| kind of| kinda| much| truly| do| still)?"
     r" (?:like|love|enjoy|prefer|adore|hate|dislike|detest|loathe|can'?t stand|cannot stand|despise)|"
-    + _I + r" (?:don'?t|do not|never|rarely) (?:like|enjoy|eat|drink|use|want|watch|fly)|"
-    + _I + r"'?(?: a|')?m (?:not )?(?:a (?:big |huge )?fan of|into|obsessed with|not big on)|"
+    + _I
+    + r" (?:don'?t|do not|never|rarely) (?:like|enjoy|eat|drink|use|want|watch|fly)|"
+    + _I
+    + r"'?(?: a|')?m (?:not )?(?:a (?:big |huge )?fan of|into|obsessed with|not big on)|"
     r"(?:i am|i'm) (?:vegan|vegetarian|pescatarian|lactose intolerant|gluten[- ]free|a vegetarian|a vegan)|"
     r"my (?:favou?rite|preferred|go-to)\b|i'?d rather\b|i always (?:take|order|drink|eat|choose|pick|use)|"
     r"i (?:usually|always|never) (?:eat|drink|take|order|read|listen|wear|use|go)|i take my)",
@@ -94,9 +96,12 @@ _EN_PREFERENCE = re.compile(
 _EN_FACT = re.compile(
     r"\b(?:" + _I + r" (?:live|lived|work|worked|study|studied|grew up|was born|were born|moved|relocated|"
     r"stay|teach|speak|own|drive|ride|run|coach|volunteer|manage|lead)\b|"
-    + _I + r" (?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|no|some)\b|"
-    + _I + r"'?(?: a|')?m (?:a|an) \w+|i am (?:a|an) \w+|i'?m \d+|i am \d+|i turned \d+|"
-    + _I + r"'?(?:re| are) (?:expecting|getting married|engaged|married|divorced|moving|retired)|"
+    + _I
+    + r" (?:have|'ve got|have got|had) (?:a|an|two|three|four|five|\d+|no|some)\b|"
+    + _I
+    + r"'?(?: a|')?m (?:a|an) \w+|i am (?:a|an) \w+|i'?m \d+|i am \d+|i turned \d+|"
+    + _I
+    + r"'?(?:re| are) (?:expecting|getting married|engaged|married|divorced|moving|retired)|"
     r"i'?m (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from|"
     r"getting married|allergic to)\b|i have (?:a|an) \w+ allergy|"
     r"i am (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from)\b|"

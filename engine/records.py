@@ -155,6 +155,9 @@ class MemoryPatch:
     key: str | None = None
     metadata: Mapping[str, Any] | None = None
     status: Status | None = None
+    # The keys of ``metadata`` are set over the memory's own, which it otherwise replaces
+    # (a procedure's new steps leave the rest of its metadata as it was).
+    merge_metadata: bool = False
 
     def is_empty(self) -> bool:
         return all(getattr(self, name) is None for name in _PATCH_FIELDS) and not self.clear_expire_at

@@ -326,8 +326,15 @@ class MemoryService:
                 # The entities were extracted, not given: they follow the new text. A
                 # client's own entities stay until the client changes them.
                 changes["entities"] = normalize_entities(extract_entities(patch.content))
+            metadata = current.metadata
             if patch.metadata is not None:
-                changes["metadata"] = dict(patch.metadata)
+                metadata = {**current.metadata, **patch.metadata} if patch.merge_metadata else dict(patch.metadata)
+                changes["metadata"] = metadata
+            if patch.metadata is not None or patch.category is not None:
+                # Steps belong to procedures only, whichever of the two the patch changes.
+                problem = procedures.steps_problem(patch.category or current.category, metadata)
+                if problem:
+                    raise InvalidInput(problem, field="steps")
             if patch.expire_at is not None or patch.clear_expire_at:
                 changes["expire_at"] = patch.expire_at
             if vector is not None:

@@ -269,9 +269,10 @@ class Sessions:
             raise InvalidInput("budget_tokens must be at least 1", field="budget_tokens")
         cfg = self.config
         shares = shares or Shares(cfg.context_window_share, cfg.context_memories_share, cfg.context_procedures_share)
-        if min(shares.window, shares.memories, shares.procedures) < 0 or (
-            shares.window + shares.memories + shares.procedures
-        ) <= 0:
+        if (
+            min(shares.window, shares.memories, shares.procedures) < 0
+            or (shares.window + shares.memories + shares.procedures) <= 0
+        ):
             raise InvalidInput("shares must not be negative and must not all be 0", field="split")
         found = self.store.window(ref, self._clock())
         if found is None:

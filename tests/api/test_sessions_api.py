@@ -66,14 +66,37 @@ def test_how_do_i_recalls_procedures_first(live: LiveServer) -> None:
     with TwinmemClient(live.url, namespace="ops") as api:
         api.save("The staging deployment failed twice last week because the image was too large")
         api.save("Staging deployments run every night at 2am")
-        proc = api.save(
-            "Deploy to staging", category="procedure", steps=[{"description": "Run make deploy-staging"}]
-        )
+        proc = api.save("Deploy to staging", category="procedure", steps=[{"description": "Run make deploy-staging"}])
         hits = api.recall("how do I deploy to staging?", top_k=3)
         assert hits[0].memory_id == proc.memory_id
         assert hits[0].memory.raw["steps"] == [{"description": "Run make deploy-staging"}]
         plain = api.recall("staging deployment", top_k=3)
         assert proc.memory_id in {h.memory_id for h in plain}
+
+
+def test_new_steps_keep_the_rest_of_a_procedures_metadata(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        saved = http.post(
+            "/v1/memory/save",
+            json={
+                "content": "Rotate the API keys",
+                "namespace": "ops",
+                "category": "procedure",
+                "steps": [{"description": "Open the vault"}],
+                "metadata": {"owner": "sre", "reviewed": True},
+            },
+        ).json()["memory"]
+        path = f"/v1/memory/{saved['memory_id']}?namespace=ops"
+        steps = [{"description": "Open the vault"}, {"description": "Issue new keys", "tool": "vault"}]
+        patched = http.patch(path, json={"namespace": "ops", "steps": steps})
+        assert patched.status_code == 200, patched.text
+        memory = http.get(path).json()
+        assert memory["steps"] == steps
+        assert memory["metadata"]["owner"] == "sre" and memory["metadata"]["reviewed"] is True
+        # A category other than procedure may not keep the steps.
+        moved = http.patch(path, json={"namespace": "ops", "category": "fact"})
+        assert moved.status_code == 422 and "procedure" in moved.json()["detail"]
+        assert http.get(path).json()["category"] == "procedure"
 
 
 def test_bad_session_input_is_refused_with_a_clear_message(live: LiveServer) -> None:
