@@ -1,0 +1,279 @@
+"""What a save does to the memories already there: repeats, supersessions, contradictions.
+
+For each new memory of a ``MemoryService.save_batch`` (under its write lock), ``SaveJudge``
+answers from candidates the fast network finds, and reads from the store only the few
+records a rule then needs, in one call:
+
+* ``same_text``: an active, unexpired memory of the same audience with the same content
+  digest (the network's digest postings), else one earlier in the batch;
+* ``near_duplicate``: one with cosine ≥ ``dedup_cosine``, overlapping entities and mostly
+  the same words (the network's semantic channel; only neighbours at the threshold are read);
+* ``resolve_conflicts``: what each new memory supersedes or contradicts
+  (``engine.conflicts``), judged only for a memory the rules read a claim in or that
+  carries a key, against candidates close enough to count.
+
+What a save asks of the store does not grow with the namespace.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from engine import conflicts, scoring, text
+from engine import guard as guards
+from engine.config import Config
+from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
+from engine.fast_network import Rows
+from engine.index_keeper import IndexKeeper
+from engine.ports import Edge, Embedder, Store, Vector
+from engine.recall import Recaller
+from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
+
+DEDUP_NEIGHBOURS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    memory: Memory
+    created: bool
+    # "digest" or "similar" when the save reinforced an existing memory instead.
+    deduplicated_by: str | None = None
+    similarity: float | None = None
+    # Conflicts on write (engine/conflicts.py): older memories this one superseded or
+    # contradicts, and those it would have superseded in ``flag`` mode (linked, still active).
+    superseded: tuple[str, ...] = ()
+    contradicted: tuple[str, ...] = ()
+    flagged: tuple[str, ...] = ()
+    # What the write guard did with the content (engine/guard.py).
+    guard: guards.WriteVerdict = guards.ALLOWED
+
+
+def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
+    """Whether a save of ``new`` may deduplicate into, supersede or contradict ``older``:
+    one audience (``same_audience``), and seen by the writer (``None``: the engine itself)."""
+    return same_audience(older, new) and (writer is None or writer.sees(older))
+
+
+def _same_thing(older: Memory, new: Memory) -> bool:
+    """Whether ``new`` may be a repeat of ``older`` by its key: a memory that carries an
+    explicit key is about that key only, so it repeats only a memory with the same key
+    (two keyed records with equal text are two records, as in any key-value store)."""
+    return new.key is None or older.key == new.key
+
+
+def clashes(memory: Memory, older: Memory) -> bool:
+    """A near-identical text that negates or changes the older one is news, not a repeat
+    ("User is allergic to peanuts" / "User is not allergic to peanuts": cosine 0.98)."""
+    verdict = conflicts.judge(Statement(memory.content, memory.key), Statement(older.content, older.key)).verdict
+    return verdict in (Verdict.REPLACE, Verdict.CONTRADICT)
+
+
+class SaveJudge:
+    """See the module docstring. Holds no state of its own between saves."""
+
+    def __init__(
+        self, config: Config, store: Store, keeper: IndexKeeper, embedder: Embedder, recaller: Recaller
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.keeper = keeper
+        self.embedder = embedder
+        self.recaller = recaller
+
+    def resolve_conflicts(
+        self,
+        fresh: Sequence[tuple[int, Memory, Vector]],
+        modes: Mapping[str, str],
+        now: datetime,
+        scope: Scope | None,
+    ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, SaveResult]]:
+        """Conflicts on write, planned before the one store transaction that applies them.
+
+        Each new memory whose mode (``modes``, by id) is not ``off`` is judged
+        (``engine.conflicts``) against its candidates: active memories of its
+        namespace that are semantically close (the recall candidate search), that
+        share an entity, or that carry the same ``key``, plus the memories earlier
+        in the same batch. A verdict counts only between memories the embedder
+        finds close (``min_similarity``), unless both carry the same ``key``: one
+        over-broad rule must not take out a namespace. A replaced one gets a
+        ``SUPERSEDES`` edge from the new one and, in ``supersede`` mode, a new
+        version with status ``superseded`` (in ``flag`` mode it stays active); a
+        clash without a winner gets a ``CONTRADICTS`` edge. Returns the updates and
+        edges for ``Store.insert_linked`` and, per new id, its result. Runs under
+        the write lock, so the records it reads cannot change before the
+        transaction lands.
+        """
+        current: dict[str, Memory] = {}  # superseded records, latest version, by id
+        updates: list[tuple[Memory, str]] = []
+        edges: list[Edge] = []
+        found: dict[str, SaveResult] = {}
+        floor = self.embedder.similarity_floor
+        for number, (_, memory, vector) in enumerate(fresh):
+            mode = modes[memory.memory_id]
+            if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
+                continue  # a verdict needs a claim the rules read on both sides, or a key on both
+            olds = self._conflict_candidates(memory, vector, now, scope)
+            olds += _related_earlier(memory, vector, fresh[:number])
+            by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
+            statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
+            verdicts = conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements)
+            close = self._similarities(vector, [old.memory_id for old, _ in verdicts], fresh[:number])
+            linked: dict[str, list[str]] = {SUPERSEDES: [], CONTRADICTS: [], "flagged": []}
+            for old, judgement in verdicts:
+                keyed = memory.key is not None and old.key is not None
+                if judgement.verdict is Verdict.DUPLICATE or (
+                    not keyed
+                    and scoring.calibrated_similarity(close.get(old.memory_id, 0.0), floor)
+                    < self.config.conflicts.min_similarity
+                ):
+                    continue
+                record = current.get(old.memory_id, by_id[old.memory_id])
+                if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
+                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
+                    if mode == "flag":
+                        linked["flagged"].append(record.memory_id)
+                        continue
+                    record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
+                    current[record.memory_id] = record
+                    updates.append((record, f"superseded by {memory.memory_id}"))
+                    linked[SUPERSEDES].append(record.memory_id)
+                elif judgement.verdict is Verdict.CONTRADICT:
+                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
+                    linked[CONTRADICTS].append(record.memory_id)
+            found[memory.memory_id] = SaveResult(
+                memory,
+                created=True,
+                superseded=tuple(linked[SUPERSEDES]),
+                contradicted=tuple(linked[CONTRADICTS]),
+                flagged=tuple(linked["flagged"]),
+            )
+        return updates, edges, found
+
+    def _similarities(
+        self, vector: Vector, ids: Sequence[str], earlier: Sequence[tuple[int, Memory, Vector]]
+    ) -> dict[str, float]:
+        """The cosine of ``vector`` with each of ``ids``: from the batch where the memory
+        is new in it, else from the index."""
+        batch = {memory.memory_id: vec for _, memory, vec in earlier}
+        close = {mid: float(np.dot(batch[mid], vector)) for mid in ids if mid in batch}
+        stored = [mid for mid in ids if mid not in batch]
+        if stored:
+            close.update(self.keeper.index.similarities(vector, stored))
+        return close
+
+    def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[Memory]:
+        """Active memories of the new one's audience (``_peers``) that it may supersede or
+        contradict: those carrying its ``key`` and, when the rules read a claim in it, the
+        most similar ones and those mentioning one of its entities, kept only when close
+        enough to count (``[conflicts] min_similarity``, with a margin for the float16
+        copies) or keyed. Found in the fast network; the store reads the survivors once."""
+        claims = bool(conflicts.claims(memory.content))
+        if not claims and memory.key is None:
+            return []  # a verdict needs a claim on both sides, or a key on both
+        net = self.keeper.network
+        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+        with net.reading():
+            found: list[Rows] = []
+            if claims:
+                rows, _ = self.recaller.nearest(net, vector, whole, active, now, pool=conflicts.CANDIDATES_PER_CHANNEL)
+                found.append(rows)
+                for key in sorted(entity_keys(memory.entities)):
+                    rows = net.by_entity([memory.namespace], key)
+                    rows = rows[net.passes(whole, active, now, rows)]
+                    found.append(net.newest(rows, conflicts.CANDIDATES_PER_CHANNEL))
+            if memory.key is not None:
+                found.append(net.by_key(memory.namespace, memory.key))
+            rows = np.asarray(list(dict.fromkeys(np.concatenate(found).tolist())), dtype=np.int64)
+            rows = rows[net.peers(memory, scope, rows)]
+            keyed = net.keyed(rows, memory.key)
+            floor = self.embedder.similarity_floor
+            close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
+            ids = [net.id_of(row) for row in rows[keyed | close].tolist()]
+        return self._read_in_order(memory.namespace, ids, now)
+
+    def _read_in_order(self, namespace: str, ids: Sequence[str], now: datetime) -> list[Memory]:
+        """The active, unexpired ones of ``ids`` in ``namespace``, read in one call, in the
+        order of ``ids`` (none read when there are none)."""
+        if not ids:
+            return []
+        by_id = {m.memory_id: m for m in self.store.get_many(Scope.whole([namespace]), ids, MemoryFilter(), now)}
+        return [by_id[memory_id] for memory_id in ids if memory_id in by_id]
+
+    def same_text(
+        self, memory: Memory, earlier: Mapping[str, list[Memory]], now: datetime, scope: Scope | None
+    ) -> Memory | None:
+        """The oldest active, unexpired memory of ``memory``'s audience with the same content
+        digest: stored (the fast network's digest postings, then one read), else earlier in
+        the batch (``earlier``, by digest)."""
+        digest = memory.digest
+        net = self.keeper.network
+        with net.reading():
+            rows = net.same_text(memory.namespace, digest)
+            ids = [net.id_of(row) for row in rows[net.peers(memory, scope, rows)].tolist()]
+        stored = self._read_in_order(memory.namespace, ids, now)
+        for other in [*stored, *earlier.get(digest, [])]:
+            if _peers(other, memory, scope) and _same_thing(other, memory):
+                return other
+        return None
+
+    def near_duplicate(
+        self,
+        memory: Memory,
+        vector: Vector,
+        fresh: Sequence[tuple[int, Memory, Vector]],
+        now: datetime,
+        scope: Scope | None,
+    ) -> tuple[Memory, float] | None:
+        """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
+        and mostly the same words (``text.word_overlap``). The fast network finds the stored
+        ones close enough; only those are read."""
+        threshold = self.config.dedup_cosine
+        keys = entity_keys(memory.entities)
+        pairs: list[tuple[Memory, float]] = []
+        if fresh:
+            sims = np.stack([vec for _, _, vec in fresh]) @ vector
+            pairs = [
+                (other, float(sim))
+                for (_, other, _), sim in zip(fresh, sims.tolist(), strict=True)
+                if sim >= threshold and same_audience(other, memory)
+            ]
+        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+        net = self.keeper.network
+        with net.reading():
+            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
+            close = rows[(cosines >= threshold - 0.01) & net.peers(memory, scope, rows)]
+            ids = [net.id_of(row) for row in close.tolist()]
+        if ids:
+            exact = dict(self.keeper.index.similarities(vector, ids))
+            read = self._read_in_order(memory.namespace, ids, now)
+            pairs += [(other, exact[other.memory_id]) for other in read if other.memory_id in exact]
+        for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
+            if similarity < threshold:
+                break
+            if not _same_thing(candidate, memory):
+                continue
+            other = entity_keys(candidate.entities)
+            same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
+            if same_words and ((not keys and not other) or keys & other):
+                return candidate, similarity
+        return None
+
+
+def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:
+    """Memories earlier in the same batch that may be about the same thing: sharing
+    an entity or the key, or among the most similar. Bounded, so a large batch does
+    not judge every pair."""
+    same_ns = [(other, other_vector) for _, other, other_vector in earlier if same_audience(other, memory)]
+    keys = entity_keys(memory.entities)
+    linked = [
+        other
+        for other, _ in same_ns
+        if (keys & entity_keys(other.entities)) or (memory.key is not None and other.key == memory.key)
+    ]
+    closest = heapq.nlargest(conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector)))
+    return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
