@@ -231,7 +231,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / ".work" / "store_latency.json")
     args = parser.parse_args()
 
-    embedder = load_embedder(load_config(env={}))
+    embedder = load_embedder(load_config())  # TWINMEM_EMBEDDING__PROVIDER=use picks a faster one
     with tempfile.TemporaryDirectory(prefix="twinmem-store-bench-") as tmp:
         results = run(args, embedder, Path(tmp))
     report = {
