@@ -227,7 +227,9 @@ class _Lexicon:
         hit = np.flatnonzero(dense > 0)
         rows, found = self.rows[hit], dense[hit]
         if self.built < self.version:  # leave out what changed since the build
-            fresh = np.asarray([self.changed.get(int(row), -1) <= self.built for row in rows], dtype=np.bool_)
+            # ``changed`` holds only rows changed after it (``_swap`` drops the rest).
+            stale = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
+            fresh = ~np.isin(rows, stale)
             rows, found = rows[fresh], found[fresh]
         return rows, found
 
