@@ -228,8 +228,8 @@ class _Lexicon:
         rows, found = self.rows[hit], dense[hit]
         if self.built < self.version:  # leave out what changed since the build
             # ``changed`` holds only rows changed after it (``_swap`` drops the rest).
-            stale = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
-            fresh = ~np.isin(rows, stale)
+            since = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
+            fresh = ~np.isin(rows, since)
             rows, found = rows[fresh], found[fresh]
         return rows, found
 
