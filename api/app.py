@@ -23,6 +23,7 @@ from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS, TwinmemRequest
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
+from api.mem0 import Mem0Controller
 from api.portability import PortabilityController
 from api.ratelimit import RateLimiter
 from api.sessions import SessionController
@@ -79,6 +80,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             GraphController,
             AdminController,
             SessionController,
+            Mem0Controller,
         ],
         lifespan=[engine_lifespan],
         # Every routed request is authenticated (guard) and leaves an audit entry (middleware): api/auth.py.

@@ -88,11 +88,22 @@ ACTIONS: dict[str, str | None] = {
     "list_sessions": "session",
     "close_session": "session",
     "prompt_context": "recall",
+    "mem0_add": "save",
+    "mem0_list": "list",
+    "mem0_get": "read",
+    "mem0_history": "read",
+    "mem0_search": "recall",
+    "mem0_update": "update",
+    "mem0_delete": "delete",
+    "mem0_delete_all": "delete",
+    "mem0_reset": "delete",
     "health": None,
     "options_handler": None,  # Litestar's automatic OPTIONS answer
 }
 # Served to anyone: the API description.
 OPEN_PATHS = ("/schema",)
+# Where the mem0-compatible routes live (api/mem0.py).
+MEM0_PATH = "/mem0"
 
 
 @dataclass
@@ -222,14 +233,26 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
         raise Forbidden("this endpoint needs an admin grant on '*'")
 
 
+def _presented_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The token the request carries: ``Authorization: Bearer <token>``; on the mem0 routes
+    also as mem0's clients send a key (``X-API-Key: <token>``, ``Authorization: Token <token>``)."""
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    mem0 = connection.url.path == MEM0_PATH or connection.url.path.startswith(MEM0_PATH + "/")
+    if token.strip() and (scheme.lower() == "bearer" or (mem0 and scheme.lower() == "token")):
+        return token.strip()
+    if mem0 and connection.headers.get("x-api-key", "").strip():
+        return connection.headers["x-api-key"].strip()
+    if mem0:
+        raise Unauthenticated("a token is required (Authorization: Bearer <token>, or X-API-Key: <token>)")
+    raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
+
+
 def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     if connection.app.state.config.auth.mode == "local":
         return LOCAL_PRINCIPAL
-    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
+    token = _presented_token(connection)
     security: SecurityStore = connection.app.state.security
-    principal = security.principal_for(hash_token(token.strip()))
+    principal = security.principal_for(hash_token(token))
     if principal is None:
         raise Unauthenticated("the bearer token is not valid")
     return principal
@@ -287,6 +310,16 @@ class Access:
             if not self.principal.may(namespace, Permission.READ):
                 raise Forbidden(f"no read grant on namespace {namespace!r}") from None
             raise
+
+    def find_scope(self, namespaces: list[str], permission: Permission) -> Scope:
+        """What the caller sees of ``namespaces`` when it names a memory by id alone (the mem0
+        routes): as ``read_scope`` gives for READ; for WRITE, as ``write_scope`` gives on the
+        namespaces it may write, the others left out. Nothing is noted in the audit entry:
+        the handler notes the one namespace that held the memory."""
+        if permission is Permission.READ:
+            return Scope.of({ns: self._reach(ns) or Reach.PUBLIC for ns in namespaces}, self.actor)
+        writable = [ns for ns in namespaces if self.principal.may(ns, Permission.WRITE)]
+        return Scope.of({ns: self._reach(ns) or Reach.OWN for ns in writable}, self.actor)
 
     def _reach(self, namespace: str) -> Reach | None:
         """The caller's reach by its grants: full as an admin, member as a reader."""

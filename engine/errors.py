@@ -53,8 +53,11 @@ class NotFound(TwinmemError):
 
 
 class MemoryNotFound(NotFound):
-    def __init__(self, memory_id: str, namespace: str) -> None:
-        super().__init__(f"memory {memory_id} not found in namespace {namespace!r}")
+    """``namespace`` is None for a memory looked for by id alone, in every namespace the caller sees."""
+
+    def __init__(self, memory_id: str, namespace: str | None) -> None:
+        where = f" in namespace {namespace!r}" if namespace is not None else ""
+        super().__init__(f"memory {memory_id} not found{where}")
         self.memory_id = memory_id
         self.namespace = namespace
 

@@ -67,6 +67,8 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
+# Namespaces per store read when a memory is looked for by id alone (a bound on query parameters).
+FIND_BATCH = 500
 
 
 class _NobodyBlocked:
@@ -410,6 +412,18 @@ class MemoryService:
         if memory is None or (memory.status is Status.DELETED and not include_deleted):
             raise MemoryNotFound(memory_id, namespace)
         return memory
+
+    def find(
+        self, memory_id: str, namespaces: Sequence[str], *, include_deleted: bool = False, scope: Scope | None = None
+    ) -> Memory:
+        """A memory asked for by id alone, in whichever of ``namespaces`` holds it (any status
+        but deleted, unless ``include_deleted``): for callers that address memories without
+        their namespace (the mem0 routes). Ids are UUIDs: at most one namespace holds it."""
+        for start in range(0, len(namespaces), FIND_BATCH):
+            memory = self.store.get(sight_of(namespaces[start : start + FIND_BATCH], scope), memory_id)
+            if memory is not None and (include_deleted or memory.status is not Status.DELETED):
+                return memory
+        raise MemoryNotFound(memory_id, None)
 
     def history(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Version]:
         versions = self.store.versions(sight_of([namespace], scope), memory_id)
