@@ -39,25 +39,23 @@ def mem0(local: LiveServer) -> Iterator[httpx.Client]:
         yield client
 
 
-def add(api: httpx.Client, messages: Any, **fields: Any) -> list[dict[str, Any]]:
-    response = api.post("/memories", json={"messages": messages, **fields})
+def results(response: httpx.Response) -> list[dict[str, Any]]:
+    """The ``results`` of a 200 answer."""
     assert response.status_code == 200, response.text
-    results: list[dict[str, Any]] = response.json()["results"]
-    return results
+    found: list[dict[str, Any]] = response.json()["results"]
+    return found
+
+
+def add(api: httpx.Client, messages: Any, **fields: Any) -> list[dict[str, Any]]:
+    return results(api.post("/memories", json={"messages": messages, **fields}))
 
 
 def listed(api: httpx.Client, **ids: str) -> list[dict[str, Any]]:
-    response = api.get("/memories", params=ids)
-    assert response.status_code == 200, response.text
-    results: list[dict[str, Any]] = response.json()["results"]
-    return results
+    return results(api.get("/memories", params=ids))
 
 
 def search(api: httpx.Client, query: str, **fields: Any) -> list[dict[str, Any]]:
-    response = api.post("/search", json={"query": query, **fields})
-    assert response.status_code == 200, response.text
-    results: list[dict[str, Any]] = response.json()["results"]
-    return results
+    return results(api.post("/search", json={"query": query, **fields}))
 
 
 CHAT = [
