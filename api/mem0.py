@@ -292,13 +292,13 @@ def _drafts(data: AddIn, owner: Owner) -> Iterator[MemoryDraft]:
     if owner.agent_id:
         base["agent_id"] = owner.agent_id
     for position, message in enumerate(messages):
-        if message.role == "system" or (infer and message.role != "user") or not message.content.strip():
-            continue
-        if message.role not in SOURCE_BY_ROLE:
+        if message.role not in (*SOURCE_BY_ROLE, "system"):
             raise InvalidInput(
                 f"messages[{position}].role must be user, assistant, tool or system, got {message.role!r}",
                 field=f"messages[{position}].role",
             )
+        if message.role == "system" or (infer and message.role != "user") or not message.content.strip():
+            continue
         metadata = dict(base)
         if not infer:
             metadata["role"] = message.role
@@ -350,7 +350,8 @@ def _locate(
     """A memory named by id alone, among those the caller may read (or change), and the
     scope to act on it with; the audit entry names its namespace."""
     access.note(memory_ids=[memory_id])
-    scope = access.find_scope(service.namespaces(), permission)
+    home = service.home_of(memory_id)
+    scope = access.find_scope([home] if home is not None else service.namespaces(), permission)
     try:
         memory = service.find(memory_id, scope.namespaces, include_deleted=include_deleted, scope=scope)
     except MemoryNotFound:

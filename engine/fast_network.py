@@ -318,6 +318,12 @@ class FastNetwork:
         row = self._row.get(memory_id)
         return row if row is not None and self._cols.live[row] else None
 
+    def namespace_of(self, memory_id: str) -> str | None:
+        """The namespace of a memory the network holds (any status), or None."""
+        with self._lock:
+            row = self.row_of(memory_id)
+            return None if row is None else self.namespaces.names[int(self._cols.namespace[row])]
+
     def rows_of(self, ids: Iterable[str]) -> Rows:
         """The live rows of those ``ids`` the network holds, in order (unknown ids skipped)."""
         found = np.asarray([self._row.get(memory_id, NONE) for memory_id in ids], dtype=np.int64)

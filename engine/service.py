@@ -413,6 +413,13 @@ class MemoryService:
             raise MemoryNotFound(memory_id, namespace)
         return memory
 
+    def home_of(self, memory_id: str) -> str | None:
+        """The namespace that holds ``memory_id`` as the fast network knows it, or None (no
+        such memory, or one written by another replica that it has not caught up with yet):
+        where a read by id alone looks first. It reads nothing: whether the caller may see the
+        memory is the read's answer (``find``)."""
+        return self.keeper.network.namespace_of(memory_id)
+
     def find(
         self, memory_id: str, namespaces: Sequence[str], *, include_deleted: bool = False, scope: Scope | None = None
     ) -> Memory:

@@ -237,9 +237,9 @@ def test_delete_all_and_reset(mem0: httpx.Client) -> None:
         (
             "post",
             "/memories",
-            {"messages": [{"role": "robot", "content": "x"}], "user_id": "u", "infer": False},
+            {"messages": [{"role": "user", "content": "x"}, {"role": "robot", "content": "x"}], "user_id": "u"},
             422,
-            "messages[0].role must be user, assistant, tool or system",
+            "messages[1].role must be user, assistant, tool or system",
         ),
         (
             "post",

@@ -229,3 +229,22 @@ def test_a_member_may_roll_a_quarantined_memory_back_to_deleted(service: MemoryS
     service.update(NS, memory.memory_id, MemoryPatch(status=Status.QUARANTINED), scope=ALICE)
     rolled = service.rollbacks.to_version(NS, memory.memory_id, 2, actor="alice", scope=ALICE)
     assert rolled.status is Status.DELETED  # deleting is allowed; releasing is not
+
+
+def test_a_memory_named_by_id_alone_is_found_only_where_the_caller_sees_it(service: MemoryService) -> None:
+    ids = {ns: service.save(MemoryDraft(f"a note kept in {ns}", namespace=ns)).memory.memory_id for ns in "abc"}
+    secret = service.save(MemoryDraft("a private note in b", namespace="b", actor="bob", visibility=Visibility.PRIVATE))
+    assert service.home_of(ids["b"]) == "b" and service.home_of("no-such-id") is None
+    # Without the hint (a memory another replica wrote, not yet caught up), every namespace is looked in.
+    assert service.find(ids["b"], ["a", "b", "c"]).content == "a note kept in b"
+    assert (
+        service.find(ids["c"], ["a", "b", "c"], scope=Scope(public=("a",), member=("c",), agent="x")).namespace == "c"
+    )
+    for scope in (Scope(member=("a", "c"), agent="x"), Scope(member=("b",), agent="alice")):
+        memory_id = ids["b"] if "b" not in scope.namespaces else secret.memory.memory_id
+        with pytest.raises(MemoryNotFound, match=f"memory {memory_id} not found$"):
+            service.find(memory_id, ["a", "b", "c"], scope=scope)
+    service.delete("b", ids["b"])
+    with pytest.raises(MemoryNotFound):
+        service.find(ids["b"], ["a", "b", "c"])
+    assert service.find(ids["b"], ["a", "b", "c"], include_deleted=True).status is Status.DELETED
