@@ -153,7 +153,8 @@ RETURN max(seq) AS seq
 _LOCK_MEMORY: LiteralString = """
 MATCH (m:Memory {memory_id: $memory_id})
 SET m._lock = true
-RETURN m.version AS version, m.namespace AS namespace
+RETURN m.version AS version, m.namespace AS namespace, m.access_count AS access_count,
+       m.last_accessed_at AS last_accessed_at
 """
 
 _REPLACE_MEMORY: LiteralString = """
@@ -1029,7 +1030,12 @@ def _update(
             f"memory {memory.memory_id} is at version {row['version']}, cannot write version {memory.version}",
             memory_id=memory.memory_id,
         )
-    tx.run(_REPLACE_MEMORY, memory_id=memory.memory_id, props=_props(memory)).consume()
+    props = _props(memory)
+    # Accesses only accumulate: an edit written from a record read before the latest
+    # reinforcement landed keeps that reinforcement (the node is locked from here on).
+    props["access_count"] = max(memory.access_count, int(row["access_count"] or 0))
+    props["last_accessed_at"] = max(props["last_accessed_at"], row["last_accessed_at"] or "")
+    tx.run(_REPLACE_MEMORY, memory_id=memory.memory_id, props=props).consume()
     unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory.memory_id).data()
     tx.run(_LINK_ENTITIES, links=_entity_links(memory)).consume()
     tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()

@@ -316,7 +316,12 @@ class SqliteStore:
                 f"memory {memory.memory_id} is at version {row[0]}, cannot write version {memory.version}",
                 memory_id=memory.memory_id,
             )
-        assignments = ", ".join(f"{col.strip()} = ?" for col in _COLUMNS.split(",")[1:])
+        # Accesses only accumulate: an edit written from a record read before the latest
+        # reinforcement landed keeps that reinforcement.
+        assignments = ", ".join(
+            f"{col} = MAX({col}, ?)" if col in ("access_count", "last_accessed_at") else f"{col} = ?"
+            for col in (name.strip() for name in _COLUMNS.split(",")[1:])
+        )
         db.execute(
             f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
             (*_row(memory)[1:], memory.digest, memory.memory_id),
