@@ -545,6 +545,18 @@ def test_reinforce_applies_every_event_in_order(store: Store) -> None:
     assert len(store.versions(SCOPE, m.memory_id)) == versions
 
 
+def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_access(store: Store) -> None:
+    (m,) = put(store, mem())
+    read_before = store.get(SCOPE, m.memory_id)
+    assert read_before is not None
+    store.reinforce([(m.memory_id, 0.1, T0 + timedelta(days=2))], _add_bonus)
+    store.update(read_before.evolve(content="edited", version=2), None, changed_by="tester", reason="edit")
+    after = store.get(SCOPE, m.memory_id)
+    assert after is not None and after.content == "edited"
+    assert after.access_count == 1
+    assert after.last_accessed_at == T0 + timedelta(days=2)
+
+
 def test_reinforce_hands_rescore_the_current_record(store: Store) -> None:
     (m,) = put(store, mem(base_score=0.5))
     seen: list[tuple[int, float, float, datetime]] = []
