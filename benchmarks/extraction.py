@@ -29,11 +29,13 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def evaluate(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per split (``dev``: written while the rules were built; ``holdout``: written after they
-    were frozen) and language, and over everything."""
+    """Per split and language, and over everything. ``dev``: written while the rules were
+    built; ``holdout``: written after the first rules were frozen, then its misses were used
+    to improve the Chinese rules (so it is no longer unseen); ``holdout2``: written and
+    labelled before that change and not tuned on."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
     report: dict[str, dict[str, Any]] = {}
-    groups = [(split, lang) for split in ("dev", "holdout") for lang in ("en", "zh")] + [("all", "all")]
+    groups = [(split, lang) for split in ("dev", "holdout", "holdout2", "holdout3") for lang in ("en", "zh")] + [("all", "all")]
     for split, lang in groups:
         subset = [row for row in rows if lang in ("all", row["lang"]) and split in ("all", row["split"])]
         if not subset:

@@ -112,8 +112,8 @@ _EN_FACT = re.compile(
     re.IGNORECASE,
 )
 _EN_DECISION = re.compile(
-    r"\b(?:" + _I + r"(?:'ve| have)? (?:decided|chosen|chose|picked|settled on|went with|are going with|'re going "
-    r"with|'m going with|am going with|will go with|'ll go with|agreed)|let'?s (?:go with|use|stick with|do|"
+    r"\b(?:" + _I + r"(?:'ve| have)?(?: decided| chosen| chose| picked| settled on| went with| are going with|'re going "
+    r"with|'m going with| am going with| will go with|'ll go with| agreed)|let'?s (?:go with|use|stick with|do|"
     r"book|pick|choose|meet)|" + _I + r"(?:'ll| will) (?:use|stick with|take)|final (?:answer|decision)|"
     r"the plan is)\b",
     re.IGNORECASE,
@@ -134,7 +134,9 @@ _EN_NOW = re.compile(
 )
 _EN_STATE = re.compile(
     r"\b(?:i'?m|i am|we'?re|we are) (?:currently |still |now )?(?:on call|on vacation|on holiday|on leave|on a diet|"
-    r"travell?ing|recovering|sick|ill|off work|working from|staying|fasting|on a cleanse|between jobs)\b",
+    r"travell?ing|recovering|sick|ill|off work|working from|staying|fasting|on a cleanse|between jobs|"
+    r"trying to (?:cut|eat|drink|avoid|lose|quit|reduce|stay off|give up|sleep)|cutting (?:down|back)|"
+    r"off (?:sugar|alcohol|caffeine|carbs|meat|dairy|coffee))\b",
     re.IGNORECASE,
 )
 
@@ -162,21 +164,23 @@ _ZH_TASK_REQUEST = re.compile(
 )
 _ZH_TIME = re.compile(
     r"(?:这周|这个星期|本周|这个月|这几天|这段时间|最近|今天|今晚|明天|后天|目前|现在|暂时|下周|下个月|周[一二三四五六日末]|星期[一二三四五六日天]|"
-    r"\d+号|\d+点|月底|年底|之前|以前要|这学期|这个周末)"
+    r"[\d一二三四五六七八九十两]+(?:号|日|点)|早上|上午|中午|下午|晚上|明年|下星期|月底|年底|之前|以前要|这学期|这个周末)"
 )
 _ZH_NAME = re.compile(r"(?:我叫|我的名字是|我名字叫|叫我|我的英文名是|我姓)")
 _ZH_PREFERENCE = re.compile(
     r"(?:我|我们)(?:很|非常|特别|最|比较|超|真的|一直|从来|都|也|还是|更)?(?:不太|不怎么|不)?"
     r"(?:喜欢|爱吃|爱喝|爱看|爱听|爱玩|热爱|讨厌|偏好|偏爱|受不了|吃不了|吃不惯|喝不了|不吃|不喝|怕|迷上|钟爱)|"
-    r"我最(?:爱|喜欢)|我最喜欢的|我(?:是|吃)素|我(?:更)?(?:习惯|倾向于)|我(?:一般|通常|总是|每天)|我是.{1,12}的(?:忠实)?(?:粉丝|迷)"
+    r"我最(?:爱|喜欢)|我最喜欢的|我(?:很|超|特别|非常|真的|挺|好)爱(?!人)|我(?:不太|不怎么|不大|不)(?:能|敢)(?:吃|喝)|"
+    r"我[^，。！？]{1,8}?(?:一般都|通常都|每次都|向来|一向)|我(?:是|吃)素|我(?:更)?(?:习惯|倾向于)|我(?:一般|通常|总是|每天)|我是.{1,12}的(?:忠实)?(?:粉丝|迷)"
 )
 _ZH_FACT = re.compile(
     r"我(?:是|有点)?(?:左撇子|右撇子|色盲|独生子|独生女|素食者|糖尿病人)|不耐受|我对.{1,12}过敏|"
-    r"(?:我|我们)(?:团队|公司|家)?[^，。！？]{0,8}?(?:用|开的是|开了一家|在.{1,10}教|办公|领养了|收养了|戒烟|戒酒|戒了|开始学|已经结婚|"
+    r"(?:我|我们)(?:团队|公司|家)?[^，。！？]{0,10}?(?:用|开的是|开了一家|在.{1,10}教|办公|领养了|收养了|戒烟|戒酒|戒了|开始学|已经结婚|"
     r"[一二三四五六七八九十两]+岁)|"
-    r"(?:我|我们)(?:现在|目前|一直)?(?:住在|住|在.{1,15}(?:工作|上班|上学|读书|读研|念书)|来自|出生在|出生于|老家(?:是|在)|"
-    r"搬到|搬去|毕业于|是(?:一名|一个|一位|个|名)?.{1,12}(?:人|师|员|生|家|者|工|长|医生|护士|老板|司机|程序员|经理|学生|老师)|"
-    r"有(?:一|两|二|三|四|五|\d|个|只|条|辆|套|台)|养了|会说|在学|刚(?:买|换|开始|加入|搬)|买了|换了|加入了|辞职|退休|结婚|离婚|怀孕|"
+    r"(?:我|我们)(?:家)?(?:现在|目前|一直|去年|前年|今年|上个月|上周|上星期|昨天|前天|前几天|最近|已经|早就|\d+年)*"
+    r"(?:住在|住|在.{1,15}(?:工作|上班|上学|读书|读研|念书|读的|学的|念的|读过|毕业)|来自|出生在|出生于|老家(?:是|在)|"
+    r"搬到|搬去|毕业于|是(?:一名|一个|一位|个|名)?.{0,12}(?:人|师|员|生|家|者|工|长|医生|护士|老板|司机|程序员|经理|学生|老师)|"
+    r"有(?:一|两|二|三|四|五|\d|个|只|条|辆|套|台)|养了|会说|在学|刚(?:买|换|开始|加入|搬)|买了|换了|加入了|辞职|退休|结婚|离婚|怀孕|怀了|"
     r"今年\d+岁|\d+岁)|"
     r"我(?:的|家)(?:.{1,8})(?:是|叫|在|有|住|喜欢|今年|生日)|我(?:老婆|老公|妻子|丈夫|儿子|女儿|爸|妈|父亲|母亲|孩子|男朋友|女朋友|"
     r"哥|姐|弟|妹|朋友|同事|老板|领导|猫|狗)(?:.{0,6})(?:是|叫|在|住|有|喜欢|今年|下个月|明天)"
@@ -187,7 +191,18 @@ _ZH_DECISION = re.compile(
 _ZH_COMMITMENT = re.compile(
     r"(?:我|我们)[^，。！？]{0,10}?(?:要|得|必须|需要|打算|准备|计划|答应|约了|会去|要去)(?!的)"
 )
-_ZH_STATE = re.compile(r"我(?:这周|这几天|这段时间|最近|目前|现在|今天|这个月)(?:在|正在)")
+_ZH_STATE = re.compile(
+    r"我(?:这周|这个星期|这几天|这段时间|这阵子|最近|目前|现在|今天|这个月)都?"
+    r"(?:在|正在|住|待在|呆在|请假|休假|出差|加班|值班|吃素|戒|不喝|不吃)"
+)
+# An appointment with a time ("我周一早上七点的飞机"), a plan with a future time ("我们明年春天结婚").
+_ZH_APPOINTMENT = re.compile(
+    r"(?:我|我们)[^，。！？]{0,15}?(?:的(?:飞机|航班|火车|高铁|动车|船)|面试|考试|复诊|体检|预约|手术|开会|会议)"
+)
+_ZH_PLAN = re.compile(
+    r"(?:我|我们)(?:明年|下个月|下周|下星期|明天|后天|月底|年底|过几天|过两天)[^，。！？]{0,6}?"
+    r"(?:结婚|搬家|搬到|搬去|出发|回国|出国|入职|开学|动手术|飞)"
+)
 
 _HARD_DROP_ZH = re.compile(
     r"^(?:我(?:想|要)(?:问|请教|知道|了解)|我有(?:个|一个)?问题|我觉得(?:挺|还|很)?(?:好|不错|有道理))"
@@ -298,6 +313,8 @@ def _zh_category(text: str) -> tuple[str, str] | None:
         return ("fact", "decision")
     if _ZH_STATE.search(text):
         return ("state", "state")
+    if _ZH_PLAN.search(text) or (_ZH_APPOINTMENT.search(text) and _ZH_TIME.search(text)):
+        return ("task", "commitment")
     if _ZH_PREFERENCE.search(text):
         return ("state", "state") if _zh_passing(text) else ("preference", "preference")
     if _ZH_FACT.search(text):
