@@ -35,7 +35,9 @@ def evaluate(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     labelled before that change and not tuned on."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
     report: dict[str, dict[str, Any]] = {}
-    groups = [(split, lang) for split in ("dev", "holdout", "holdout2", "holdout3") for lang in ("en", "zh")] + [("all", "all")]
+    groups = [(split, lang) for split in ("dev", "holdout", "holdout2", "holdout3") for lang in ("en", "zh")] + [
+        ("all", "all")
+    ]
     for split, lang in groups:
         subset = [row for row in rows if lang in ("all", row["lang"]) and split in ("all", row["split"])]
         if not subset:

@@ -112,7 +112,9 @@ _EN_FACT = re.compile(
     re.IGNORECASE,
 )
 _EN_DECISION = re.compile(
-    r"\b(?:" + _I + r"(?:'ve| have)?(?: decided| chosen| chose| picked| settled on| went with| are going with|'re going "
+    r"\b(?:"
+    + _I
+    + r"(?:'ve| have)?(?: decided| chosen| chose| picked| settled on| went with| are going with|'re going "
     r"with|'m going with| am going with| will go with|'ll go with| agreed)|let'?s (?:go with|use|stick with|do|"
     r"book|pick|choose|meet)|" + _I + r"(?:'ll| will) (?:use|stick with|take)|final (?:answer|decision)|"
     r"the plan is)\b",
@@ -189,8 +191,11 @@ _ZH_DECISION = re.compile(
     r"(?:我|我们)(?:已经)?(?:决定|定了|选了|选择了|打定主意|商量好了|说好了)|就(?:用|选|定|买|订|去)(?:.{1,20})(?:吧|了)[。！!]?$|就这么定了|最后(?:定|选)了"
 )
 _ZH_COMMITMENT = re.compile(
-    r"(?:我|我们)[^，。！？]{0,10}?(?:要|得|必须|需要|打算|准备|计划|答应|约了|会去|要去)(?!的)"
+    r"(?:我|我们)[^，。！？]{0,10}?(?<![觉记懂晓值获显说听])(?:要|得|必须|需要|打算|准备|计划|答应|约了|会去|要去)"
+    r"(?!的|你|您|好|一个|一份|一张|[^，。！？]{0,8}(?:版|形式|格式|例子|答案|解释))"
 )
+# A plan or promise kept without a time; 要 / 得 / 需要 alone ("我要中文版的") are requests.
+_ZH_PROMISE = re.compile(r"(?:必须|打算|计划|答应|约了)")
 _ZH_STATE = re.compile(
     r"我(?:这周|这个星期|这几天|这段时间|这阵子|最近|目前|现在|今天|这个月)都?"
     r"(?:在|正在|住|待在|呆在|请假|休假|出差|加班|值班|吃素|戒|不喝|不吃)"
@@ -319,7 +324,7 @@ def _zh_category(text: str) -> tuple[str, str] | None:
         return ("state", "state") if _zh_passing(text) else ("preference", "preference")
     if _ZH_FACT.search(text):
         return ("state", "state") if _zh_passing(text) else ("fact", "self")
-    if _ZH_COMMITMENT.search(text):
+    if _ZH_COMMITMENT.search(text) and (_ZH_TIME.search(text) or _ZH_PROMISE.search(text)):
         return ("task", "commitment")
     return None
 

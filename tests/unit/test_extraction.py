@@ -45,8 +45,38 @@ def test_questions_requests_and_hedges_keep_nothing() -> None:
 def test_floors_on_the_labelled_set() -> None:
     report = evaluate(load())
     # The README reports the numbers; these floors keep them from sliding unnoticed.
-    for group in ("dev en", "dev zh", "holdout en", "holdout zh"):
+    for group in ("dev en", "dev zh", "holdout en", "holdout zh", "holdout2 en", "holdout2 zh", "holdout3 zh"):
         assert report[group]["precision"] >= 0.95, group
-    assert report["dev en"]["recall"] >= 0.95 and report["dev zh"]["recall"] >= 0.9
-    assert report["holdout en"]["recall"] >= 0.85 and report["holdout zh"]["recall"] >= 0.5
-    assert report["all"]["messages"] >= 400
+    assert report["dev en"]["recall"] >= 0.95 and report["dev zh"]["recall"] >= 0.95
+    assert report["holdout en"]["recall"] >= 0.95 and report["holdout zh"]["recall"] >= 0.95
+    assert report["holdout2 en"]["recall"] >= 0.85 and report["holdout2 zh"]["recall"] >= 0.8
+    assert report["holdout2 en"]["messages"] >= 40 and report["holdout2 zh"]["messages"] >= 40
+    assert report["all"]["messages"] >= 500
+
+
+def test_chinese_self_statements_without_the_usual_frame_are_kept() -> None:
+    for text, category in (
+        ("我是护士，上夜班。", "fact"),
+        ("我怀了双胞胎！", "fact"),
+        ("我去年搬到了深圳。", "fact"),
+        ("说实话我超爱爵士乐。", "preference"),
+        ("我不太能吃辣。", "preference"),
+        ("我这周住我哥家。", "state"),
+        ("我周一早上七点四十的飞机去柏林。", "task"),
+        ("我们明年春天结婚。", "task"),
+    ):
+        found = extract(Role.USER, text, AT)
+        assert [c.category for c in found] == [category], text
+
+
+def test_chinese_requests_for_the_current_answer_are_not_commitments() -> None:
+    for text in (
+        "我要中文版的。",
+        "我要一个简单点的例子。",
+        "我需要你再解释一遍。",
+        "我觉得这个答案不太对。",
+        "我记得你说过这个。",
+    ):
+        assert extract(Role.USER, text, AT) == [], text
+    (kept,) = extract(Role.USER, "我明天下午要去开会。", AT)
+    assert kept.category == "task"
