@@ -230,17 +230,24 @@ def ingest(service: MemoryService, size: int, batch: int, seed: int) -> dict[str
     }
 
 
-def bulk_ingest(service: MemoryService, size: int, batch: int, seed: int) -> dict[str, Any]:
+def bulk_ingest(
+    service: MemoryService, size: int, batch: int, seed: int, vectors: np.ndarray | None = None
+) -> dict[str, Any]:
     """Fill the store without the write path (``--bulk``): embed each batch, insert it with
     ``Store.insert`` in one transaction, catch the fast network up. For measuring recall
-    at sizes the write path would take too long to fill on a small machine."""
+    at sizes the write path would take too long to fill on a small machine. ``vectors``:
+    the first ``size`` memories of ``synthetic.memories(seed)`` already embedded by
+    ``service.embedder`` (row i is memory i), so nothing is embedded here."""
     stream = synthetic.memories(seed)
     embedder = service.embedder
     start = time.perf_counter()
     stored = 0
     while stored < size:
         items = list(itertools.islice(stream, min(batch, size - stored)))
-        vectors = embedder.embed_documents([item.content for item in items])
+        if vectors is None:
+            rows = embedder.embed_documents([item.content for item in items])
+        else:
+            rows = vectors[stored : stored + len(items)]
         now = datetime.now(UTC)
         memories = [
             Memory(
@@ -260,11 +267,17 @@ def bulk_ingest(service: MemoryService, size: int, batch: int, seed: int) -> dic
             )
             for item in items
         ]
-        service.store.insert(memories, list(vectors), changed_by=None)
+        service.store.insert(memories, list(rows), changed_by=None)
         service.keeper.catch_up()
         stored += len(memories)
     elapsed = time.perf_counter() - start
-    return {"stored": stored, "bulk": True, "seconds": round(elapsed, 2), "stored_per_s": round(stored / elapsed, 1)}
+    return {
+        "stored": stored,
+        "bulk": True,
+        "precomputed_vectors": vectors is not None,
+        "seconds": round(elapsed, 2),
+        "stored_per_s": round(stored / elapsed, 1),
+    }
 
 
 def recall_in_process(

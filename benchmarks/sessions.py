@@ -1,7 +1,9 @@
 """Short-term sessions: append and window-read latency on both backends, and the prompt
 context's latency over a large long-term memory.
 
-    .venv/bin/python benchmarks/sessions.py --sessions 1000 --ops 4000 --threads 8 --memories 100000
+    .venv/bin/python benchmarks/sessions.py --sessions 1000 --ops 4000 --threads 8 --memories 20000
+    .venv/bin/python benchmarks/sessions.py --sessions 0 --memories 100000 --torch-threads 1 \
+        --out benchmarks/results/sessions-context-100k.json
 
 1. For each backend (the embedded SQLite file, and Redis: a redis-server this script
    starts on a free loopback port, or ``--redis-url``), ``--sessions`` sessions are
@@ -9,24 +11,36 @@ context's latency over a large long-term memory.
    and append one message (token counting and the extraction rules included) and read
    the window back, ``--ops`` times in all. Timed per call, through ``Sessions`` (the
    engine, no HTTP).
-2. ``--memories`` synthetic memories are bulk-loaded into one namespace (embedded with
-   the USE model, the fastest to embed here), a session is opened, and ``--queries``
-   prompt contexts are asked for (budget 2,000 tokens, the default split), each after a
-   new user message. A context embeds the message and runs two recalls (procedures,
-   then memories). Results go to ``benchmarks/results/sessions.json``.
+   ``--sessions 0`` skips this part.
+2. ``--memories`` synthetic memories are bulk-loaded into one namespace (``Store.insert``
+   in batches, then the index and the fast network catch up; not the write path), a
+   session is opened, and ``--queries`` prompt contexts are asked for (budget 2,000
+   tokens, the default split), each after a new user message. A context embeds the
+   message and runs two recalls (procedures, then memories); the message's embedding
+   alone is timed too, so the engine's share shows. ``--embedder`` is the service's
+   embedder (default: the deployed default, MiniLM). The memories' vectors are computed
+   once by ``--workers`` processes with that embedder (one torch thread each) and kept in
+   ``--vectors`` (an .npz checked against the texts and the model), so a rerun at the
+   same size only loads them. Results go to ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
+import multiprocessing
 import random
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,7 +49,7 @@ sys.path.insert(0, str(HERE.parent))
 import synthetic  # noqa: E402
 from latency import NAMESPACE, bulk_ingest, summarize  # noqa: E402
 
-from engine.adapters import open_service  # noqa: E402
+from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.adapters.session_redis import RedisSessionStore  # noqa: E402
 from engine.adapters.session_sqlite import SESSIONS_FILE, SqliteSessionStore  # noqa: E402
 from engine.adapters.tokenizer import load_token_counter  # noqa: E402
@@ -106,64 +120,125 @@ def window_ops(service: MemoryService, store: SessionStore, args: argparse.Names
     }
 
 
+def _embed_part(provider: str, texts: list[str]) -> np.ndarray:
+    import torch
+
+    torch.set_num_threads(1)
+    config = load_config(env={}, data_dir=Path(tempfile.gettempdir()), embedding={"provider": provider})
+    return np.asarray(load_embedder(config).embed_documents(texts), dtype=np.float32)
+
+
+def memory_vectors(provider: str, model: str, size: int, path: Path, workers: int) -> tuple[np.ndarray, float]:
+    """The vectors of the first ``size`` synthetic memories (seed 42, as ``bulk_ingest``
+    reads them), from ``path`` when it holds at least that many for these texts and this
+    model (a file made for 100,000 serves 20,000 too), else embedded by ``workers``
+    processes and saved there. Also the seconds spent embedding (0: read from the file)."""
+
+    def digest(count: int) -> str:
+        texts = (item.content for item in itertools.islice(synthetic.memories(42), count))
+        return hashlib.sha256("\n".join([model, *texts]).encode("utf-8")).hexdigest()
+
+    if path.exists():
+        with np.load(path) as saved:
+            count = len(saved["vectors"])
+            if count >= size and str(saved["digest"]) == digest(count):
+                return saved["vectors"][:size], 0.0
+    texts = [item.content for item in itertools.islice(synthetic.memories(42), size)]
+    start = time.perf_counter()
+    share = -(-size // workers)
+    parts = [texts[at : at + share] for at in range(0, size, share)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        vectors = np.concatenate(list(pool.map(_embed_part, [provider] * len(parts), parts)))
+    seconds = time.perf_counter() - start
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, vectors=vectors, digest=np.array(digest(size)))
+    return vectors, seconds
+
+
 def context_latency(service: MemoryService, store: SessionStore, args: argparse.Namespace) -> dict[str, Any]:
-    ingest = bulk_ingest(service, args.memories, 512, seed=42)
+    path = Path(args.vectors or HERE / ".work" / f"sessions-vectors-{args.embedder}.npz")
+    vectors, embed_seconds = memory_vectors(args.embedder, service.embedder.name, args.memories, path, args.workers)
+    ingest = bulk_ingest(service, args.memories, 2048, seed=42, vectors=vectors)
+    ingest["vectors_file"] = str(path)
+    ingest["embedding_seconds"] = round(embed_seconds, 1)  # 0: read from the file
     sessions = Sessions(service.config.sessions, store, service, load_token_counter())
     ref = SessionRef(NAMESPACE, "local", "ctx")
     queries = synthetic.queries(args.queries + 5, seed=11)
     timings: list[float] = []
+    embeddings: list[float] = []
     tokens: list[int] = []
     for number, query in enumerate(queries):
         sessions.append(ref, [MessageDraft(Role.USER, query)], reach=Reach.FULL)
         start = time.perf_counter()
         context = sessions.context(ref, scope=Scope.whole([NAMESPACE]), budget=2000)
+        middle = time.perf_counter()
+        service.embedder.embed_query(query)
         if number >= 5:  # the first few warm the caches
-            timings.append(time.perf_counter() - start)
+            timings.append(middle - start)
+            embeddings.append(time.perf_counter() - middle)
             tokens.append(context.tokens)
     service.flush()
     return {
         "memories": args.memories,
         "ingest": ingest,
+        "embedder": service.embedder.name,
         "context": summarize(timings),
+        "query_embedding_alone": summarize(embeddings),
         "context_tokens_mean": round(sum(tokens) / len(tokens), 1),
     }
 
 
+def redis_ops(service: MemoryService, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    server = None
+    url = args.redis_url
+    if url is None:
+        from tests.redis_server import RedisServer
+
+        server = RedisServer(tmp)
+        url = server.url
+    try:
+        redis_store = RedisSessionStore(url, prefix="bench")
+        redis_store.open()
+        try:
+            return window_ops(service, redis_store, args)
+        finally:
+            redis_store.close()
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--sessions", type=int, default=1000, help="0 skips the append / window part")
     parser.add_argument("--ops", type=int, default=4000)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--memories", type=int, default=100_000, help="0 skips the prompt-context part")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--embedder", default="sentence-transformers", help="embedding.provider of the service")
+    parser.add_argument("--vectors", default=None, help="cache of the memories' vectors (.npz)")
+    parser.add_argument("--workers", type=int, default=2, help="processes embedding the memories")
+    parser.add_argument("--torch-threads", type=int, default=None, help="torch intra-op threads in this process")
     parser.add_argument("--redis-url", default=None, help="default: start a redis-server here")
     parser.add_argument("--out", default=str(HERE / "results" / "sessions.json"))
     args = parser.parse_args()
     results: dict[str, Any] = {"args": vars(args)}
     with tempfile.TemporaryDirectory() as tmp:
-        config = load_config(env={}, data_dir=Path(tmp) / "data", embedding={"provider": "use"})
+        if args.torch_threads:
+            import torch
+
+            torch.set_num_threads(args.torch_threads)
+        config = load_config(env={}, data_dir=Path(tmp) / "data", embedding={"provider": args.embedder})
         service = open_service(config)
         try:
             embedded = SqliteSessionStore(Path(tmp) / "data" / SESSIONS_FILE)
             embedded.open()
-            results["embedded"] = window_ops(service, embedded, args)
-            print("embedded", json.dumps(results["embedded"]), flush=True)
-            server = None
-            url = args.redis_url
-            if url is None:
-                from tests.redis_server import RedisServer
-
-                server = RedisServer(Path(tmp))
-                url = server.url
-            try:
-                redis_store = RedisSessionStore(url, prefix="bench")
-                redis_store.open()
-                results["redis"] = window_ops(service, redis_store, args)
+            if args.sessions:
+                results["embedded"] = window_ops(service, embedded, args)
+                print("embedded", json.dumps(results["embedded"]), flush=True)
+            if args.sessions:
+                results["redis"] = redis_ops(service, args, Path(tmp))
                 print("redis", json.dumps(results["redis"]), flush=True)
-                redis_store.close()
-            finally:
-                if server is not None:
-                    server.stop()
             if args.memories:
                 results["context"] = context_latency(service, embedded, args)
                 print("context", json.dumps(results["context"]), flush=True)
