@@ -20,8 +20,8 @@ context's latency over a large long-term memory.
    alone is timed too, so the engine's share shows. ``--embedder`` is the service's
    embedder (default: the deployed default, MiniLM). The memories' vectors are computed
    once by ``--workers`` processes with that embedder (one torch thread each) and kept in
-   ``--vectors`` (an .npz checked against the texts and the model), so a rerun at the
-   same size only loads them. Results go to ``--out``.
+   ``--vectors`` (files of 2,000 checked against the texts and the model), so a rerun
+   only loads them. Results go to ``--out``.
 """
 
 from __future__ import annotations
@@ -120,47 +120,64 @@ def window_ops(service: MemoryService, store: SessionStore, args: argparse.Names
     }
 
 
-def _embed_part(provider: str, texts: list[str]) -> np.ndarray:
+_WORKER: dict[str, Any] = {}
+
+
+def _load_worker(provider: str) -> None:
     import torch
 
     torch.set_num_threads(1)
     config = load_config(env={}, data_dir=Path(tempfile.gettempdir()), embedding={"provider": provider})
-    return np.asarray(load_embedder(config).embed_documents(texts), dtype=np.float32)
+    _WORKER["embedder"] = load_embedder(config)
 
 
-def memory_vectors(provider: str, model: str, size: int, path: Path, workers: int) -> tuple[np.ndarray, float]:
+def _embed_part(texts: list[str]) -> np.ndarray:
+    return np.asarray(_WORKER["embedder"].embed_documents(texts), dtype=np.float32)
+
+
+CHUNK = 2000
+
+
+def _chunk_digest(model: str, texts: list[str]) -> str:
+    return hashlib.sha256("\n".join([model, *texts]).encode("utf-8")).hexdigest()
+
+
+def memory_vectors(provider: str, model: str, size: int, folder: Path, workers: int) -> tuple[np.ndarray, float]:
     """The vectors of the first ``size`` synthetic memories (seed 42, as ``bulk_ingest``
-    reads them), from ``path`` when it holds at least that many for these texts and this
-    model (a file made for 100,000 serves 20,000 too), else embedded by ``workers``
-    processes and saved there. Also the seconds spent embedding (0: read from the file)."""
-
-    def digest(count: int) -> str:
-        texts = (item.content for item in itertools.islice(synthetic.memories(42), count))
-        return hashlib.sha256("\n".join([model, *texts]).encode("utf-8")).hexdigest()
-
-    if path.exists():
-        with np.load(path) as saved:
-            count = len(saved["vectors"])
-            if count >= size and str(saved["digest"]) == digest(count):
-                return saved["vectors"][:size], 0.0
+    reads them). They are kept in ``folder``, one file per ``CHUNK`` memories checked
+    against the chunk's texts and the model, so a rerun (or a smaller size) only loads
+    them and an interrupted run resumes; missing chunks are embedded by ``workers``
+    processes. Also the seconds spent embedding (0: everything read from files)."""
     texts = [item.content for item in itertools.islice(synthetic.memories(42), size)]
+    chunks = [(at, texts[at : at + CHUNK]) for at in range(0, size, CHUNK)]
+    folder.mkdir(parents=True, exist_ok=True)
+    found: dict[int, np.ndarray] = {}
+    for at, part in chunks:
+        path = folder / f"{at:08d}.npz"
+        if path.exists():
+            with np.load(path) as saved:
+                if str(saved["digest"]) == _chunk_digest(model, part):
+                    found[at] = saved["vectors"]
+    missing = [(at, part) for at, part in chunks if at not in found]
     start = time.perf_counter()
-    share = -(-size // workers)
-    parts = [texts[at : at + share] for at in range(0, size, share)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        vectors = np.concatenate(list(pool.map(_embed_part, [provider] * len(parts), parts)))
-    seconds = time.perf_counter() - start
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, vectors=vectors, digest=np.array(digest(size)))
-    return vectors, seconds
+    if missing:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_load_worker, initargs=(provider,)) as pool:
+            done = pool.map(_embed_part, [part for _, part in missing])
+            for (at, part), vectors in zip(missing, done, strict=True):
+                np.savez(folder / f"{at:08d}.npz", vectors=vectors, digest=np.array(_chunk_digest(model, part)))
+                found[at] = vectors
+                print(f"embedded {at + len(part)} of {size}", flush=True)
+    seconds = time.perf_counter() - start if missing else 0.0
+    return np.concatenate([found[at] for at, _ in chunks]), seconds
 
 
 def context_latency(service: MemoryService, store: SessionStore, args: argparse.Namespace) -> dict[str, Any]:
-    path = Path(args.vectors or HERE / ".work" / f"sessions-vectors-{args.embedder}.npz")
+    path = Path(args.vectors or HERE / ".work" / f"sessions-vectors-{args.embedder}")
     vectors, embed_seconds = memory_vectors(args.embedder, service.embedder.name, args.memories, path, args.workers)
     ingest = bulk_ingest(service, args.memories, 2048, seed=42, vectors=vectors)
-    ingest["vectors_file"] = str(path)
-    ingest["embedding_seconds"] = round(embed_seconds, 1)  # 0: read from the file
+    ingest["vectors_folder"] = str(path)
+    ingest["embedding_seconds"] = round(embed_seconds, 1)  # 0: read from the files
     sessions = Sessions(service.config.sessions, store, service, load_token_counter())
     ref = SessionRef(NAMESPACE, "local", "ctx")
     queries = synthetic.queries(args.queries + 5, seed=11)
@@ -216,7 +233,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=100_000, help="0 skips the prompt-context part")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--embedder", default="sentence-transformers", help="embedding.provider of the service")
-    parser.add_argument("--vectors", default=None, help="cache of the memories' vectors (.npz)")
+    parser.add_argument("--vectors", default=None, help="folder caching the memories' vectors")
     parser.add_argument("--workers", type=int, default=2, help="processes embedding the memories")
     parser.add_argument("--torch-threads", type=int, default=None, help="torch intra-op threads in this process")
     parser.add_argument("--redis-url", default=None, help="default: start a redis-server here")
