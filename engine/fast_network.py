@@ -215,7 +215,7 @@ class _Lexicon:
 
     def scores(self, build: LexicalBuild, query: Sequence[int]) -> tuple[Rows, Floats]:
         if self.built < self.version:
-            stale = sum(1 for at in self.changed.values() if at > self.built)
+            stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
             if self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs):
                 self._swap(*self._build_now(build))
             elif self._builder is None or not self._builder.is_alive():
@@ -227,7 +227,6 @@ class _Lexicon:
         hit = np.flatnonzero(dense > 0)
         rows, found = self.rows[hit], dense[hit]
         if self.built < self.version:  # leave out what changed since the build
-            # ``changed`` holds only rows changed after it (``_swap`` drops the rest).
             since = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
             fresh = ~np.isin(rows, since)
             rows, found = rows[fresh], found[fresh]

@@ -171,10 +171,9 @@ class SaveJudge:
         contradict: those carrying its ``key`` and, when the rules read a claim in it, the
         most similar ones and those mentioning one of its entities, kept only when close
         enough to count (``[conflicts] min_similarity``, with a margin for the float16
-        copies) or keyed. Found in the fast network; the store reads the survivors once."""
+        copies) or keyed. Found in the fast network; the store reads the survivors once.
+        Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
         claims = bool(conflicts.claims(memory.content))
-        if not claims and memory.key is None:
-            return []  # a verdict needs a claim on both sides, or a key on both
         net = self.keeper.network
         whole, active = Scope.whole([memory.namespace]), MemoryFilter()
         with net.reading():
