@@ -194,6 +194,9 @@ class Neo4jConfig:
     # How long the driver retries a transaction against an unreachable or busy server before
     # the request is answered 503.
     retry_seconds: float = 30.0
+    # "apply": start-up applies the graph schema migrations not yet recorded (needs schema
+    # rights); "check": it only verifies that every one is recorded, and refuses to start if not.
+    migrations: str = "apply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,6 +618,8 @@ def _data_dir(value: Any) -> Path:
 def _validate(config: Config) -> None:
     if config.store not in ("sqlite", "neo4j"):
         raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
+    if config.neo4j.migrations not in ("apply", "check"):
+        raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
     if config.neo4j.retry_seconds < 0:
         raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
     if config.store == "neo4j" and not config.neo4j.uri:

@@ -96,6 +96,7 @@ def new_store(config: Config) -> Store:
             password=graph.password,
             database=graph.database or None,
             max_transaction_retry_time=graph.retry_seconds,
+            migrations=graph.migrations,
         )
     raise ConfigError(f"unknown store {config.store!r}; use 'sqlite' or 'neo4j'")
 

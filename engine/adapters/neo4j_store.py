@@ -474,8 +474,10 @@ class Neo4jStore:
         database: str | None = None,
         max_connection_pool_size: int = 50,
         max_transaction_retry_time: float = 30.0,
+        migrations: str = "apply",
     ) -> None:
         self._uri = uri
+        self._migrations = migrations
         self._auth = (user, password)
         self._database = database or None
         self._pool_size = max_connection_pool_size
@@ -495,7 +497,7 @@ class Neo4jStore:
             )
             try:
                 driver.verify_connectivity()
-                self.migrations = neo4j_migrations.migrate(driver, self._database)
+                self.migrations = neo4j_migrations.migrate(driver, self._database, mode=self._migrations)
             except BaseException:
                 driver.close()
                 raise

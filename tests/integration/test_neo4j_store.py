@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -133,6 +138,98 @@ def test_migrations_run_once_and_are_recorded(arcadedb: BoltTarget) -> None:
         session.run("CREATE (:Memory {memory_id: 'same'})").consume()
         with pytest.raises(neo4j_errors.ConstraintError):
             session.run("CREATE (:Memory {memory_id: 'same'})").consume()
+
+
+def _recorded(target: BoltTarget, database: str) -> list[int]:
+    with (
+        neo4j.GraphDatabase.driver(target.uri, auth=(target.user, target.password)) as driver,
+        driver.session(database=database) as session,
+    ):
+        return sorted(r["n"] for r in session.run("MATCH (s:SchemaMigration) RETURN s.number AS n"))
+
+
+def test_check_mode_refuses_an_unmigrated_database_and_changes_nothing(arcadedb: BoltTarget) -> None:
+    database = arcadedb.new_database()
+    checking = Neo4jStore(
+        arcadedb.uri, user=arcadedb.user, password=arcadedb.password, database=database, migrations="check"
+    )
+    with pytest.raises(StoreError, match=r'0001_constraints.*not recorded.*migrations = "apply"'):
+        checking.open()
+    assert _recorded(arcadedb, database) == []
+    with (
+        neo4j.GraphDatabase.driver(arcadedb.uri, auth=(arcadedb.user, arcadedb.password)) as driver,
+        driver.session(database=database) as session,
+    ):
+        assert session.run("MATCH (c:Counter) RETURN count(c) AS n").single()["n"] == 0  # type: ignore[index]
+
+
+def test_check_mode_opens_a_migrated_database(arcadedb: BoltTarget) -> None:
+    database = arcadedb.new_database()
+    applying = arcadedb.store(database)
+    applying.open()
+    applying.close()
+    checking = Neo4jStore(
+        arcadedb.uri, user=arcadedb.user, password=arcadedb.password, database=database, migrations="check"
+    )
+    checking.open()
+    try:
+        assert checking.migrations == []
+        assert checking.last_seq() == 0
+    finally:
+        checking.close()
+
+
+def test_three_replicas_starting_at_once_migrate_once(arcadedb: BoltTarget) -> None:
+    database = arcadedb.new_database()
+    stores = [arcadedb.store(database) for _ in range(3)]
+    start = threading.Barrier(len(stores))
+
+    def open_one(store: Neo4jStore) -> None:
+        start.wait()
+        store.open()
+
+    try:
+        with ThreadPoolExecutor(len(stores)) as pool:
+            for opened in [pool.submit(open_one, store) for store in stores]:
+                opened.result(timeout=120)  # re-raises what an open raised
+        numbers = [m.number for m in neo4j_migrations.load()]
+        assert _recorded(arcadedb, database) == numbers  # each recorded once
+        # Whoever ran a migration reports it; together they ran every one.
+        assert {m.number for store in stores for m in store.migrations} == set(numbers)
+        seq = stores[0].last_seq()
+        assert all(store.last_seq() == seq for store in stores)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_no_migration_files_is_an_error_not_an_empty_schema(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no graph schema migrations found"):
+        neo4j_migrations.load(tmp_path)
+
+
+def test_the_migrations_ship_inside_the_package() -> None:
+    shipped = sorted(p.name for p in neo4j_migrations.SCHEMA_DIR.iterdir() if p.name.endswith(".cypher"))
+    in_repo = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "graph_schema").glob("*.cypher"))
+    assert shipped == in_repo and shipped
+    assert [m.number for m in neo4j_migrations.load()] == list(range(1, len(shipped) + 1))
+
+
+@pytest.mark.slow
+def test_a_built_wheel_carries_the_migrations(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    subprocess.run(
+        [*build, "-w", str(tmp_path), str(root)],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    (wheel,) = tmp_path.glob("twinmem-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = {f"graph_schema/{p.name}" for p in (root / "graph_schema").glob("*.cypher")}
+    assert wanted and wanted <= names
+    assert "graph_schema/__init__.py" in names
 
 
 def test_migration_files_are_numbered_without_gaps(tmp_path: Path) -> None:

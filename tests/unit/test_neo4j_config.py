@@ -33,11 +33,24 @@ def test_file_and_environment_fill_the_table(tmp_path: Path) -> None:
 def test_the_example_file_shows_the_table() -> None:
     config = load_config(EXAMPLE, env={})
     assert config.neo4j.uri == DEFAULT_NEO4J_URI
+    assert config.neo4j.migrations == "apply"
+
+
+def test_check_mode_reaches_the_store(tmp_path: Path) -> None:
+    config = load_config(env={"TWINMEM_NEO4J__MIGRATIONS": "check"}, data_dir=tmp_path, store="neo4j")
+    graph = new_store(config)
+    assert isinstance(graph, Neo4jStore)
+    assert graph._migrations == "check"
 
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"neo4j": {"url": "bolt://x"}}, {"store": "neo4j", "neo4j": {"uri": ""}}, {"neo4j": {"password": ["x"]}}],
+    [
+        {"neo4j": {"url": "bolt://x"}},
+        {"store": "neo4j", "neo4j": {"uri": ""}},
+        {"neo4j": {"password": ["x"]}},
+        {"neo4j": {"migrations": "skip"}},
+    ],
 )
 def test_a_bad_table_is_refused(overrides: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
