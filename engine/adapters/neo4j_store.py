@@ -483,6 +483,10 @@ class Neo4jStore:
         self._pool_size = max_connection_pool_size
         self._retry_time = max_transaction_retry_time
         self._driver: neo4j.Driver | None = None
+        # One bookmark manager for every session of this store: each read sees at least
+        # everything this process wrote or read before (causal consistency on a cluster,
+        # where a read may otherwise go to a member that has not caught up).
+        self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self.migrations: list[neo4j_migrations.Applied] = []
 
     # --- lifecycle --------------------------------------------------------------
@@ -519,12 +523,15 @@ class Neo4jStore:
             raise StoreError("store is not open")
         return self._driver
 
+    def _session(self) -> neo4j.Session:
+        return self.driver.session(database=self._database, bookmark_manager=self._bookmarks)
+
     def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
-        with _translate(what), self.driver.session(database=self._database) as session:
+        with _translate(what), self._session() as session:
             return session.execute_write(work)
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
-        with _translate(what), self.driver.session(database=self._database) as session:
+        with _translate(what), self._session() as session:
             return session.execute_read(work)
 
     def _rows(self, what: str, query: LiteralString, **params: Any) -> list[dict[str, Any]]:

@@ -140,6 +140,26 @@ def test_migrations_run_once_and_are_recorded(arcadedb: BoltTarget) -> None:
             session.run("CREATE (:Memory {memory_id: 'same'})").consume()
 
 
+def test_every_session_carries_the_bookmarks_of_the_last_write(arcadedb: BoltTarget) -> None:
+    """Read-your-writes on a cluster: the store's sessions share one bookmark manager, so
+    a read starts from (at least) the transaction of the write before it. A single
+    server can't show a lagging member; what it shows is that the write's bookmark is
+    held and handed to the next session, and that the server takes it."""
+    store = arcadedb.store(arcadedb.new_database())
+    store.open()
+    try:
+        before = store._bookmarks.get_bookmarks()
+        store.insert([memory("first")], [np.ones(4, np.float32)], changed_by=None)
+        after_write = store._bookmarks.get_bookmarks()
+        assert after_write and after_write != before
+        assert store.last_seq() > 0  # a read started from those bookmarks: the server takes them
+        store.insert([memory("second")], [np.ones(4, np.float32)], changed_by=None)
+        assert store._bookmarks.get_bookmarks() not in (before, after_write)  # each write moves them on
+        assert arcadedb.store("elsewhere")._bookmarks is not store._bookmarks  # one manager per store
+    finally:
+        store.close()
+
+
 def _recorded(target: BoltTarget, database: str) -> list[int]:
     with (
         neo4j.GraphDatabase.driver(target.uri, auth=(target.user, target.password)) as driver,
