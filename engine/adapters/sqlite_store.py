@@ -161,6 +161,11 @@ class SqliteStore:
         self._durable = durable
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        # Reads outside a write go to a second connection: in WAL mode they see every
+        # committed write and never wait for a writer's commit (or its fsync).
+        self._read_lock = threading.Lock()
+        self._reader: sqlite3.Connection | None = None
+        self._writing: int | None = None  # the thread inside a write transaction
         self._integrity = "unchecked"
 
     # --- lifecycle --------------------------------------------------------------
@@ -175,6 +180,9 @@ class SqliteStore:
             conn.execute("PRAGMA foreign_keys=ON")
             self._conn = conn
             self._migrate(conn)
+            reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            reader.execute("PRAGMA busy_timeout=10000")
+            self._reader = reader
         self._integrity = self._quick_check()
 
     def integrity(self) -> str:
@@ -194,10 +202,11 @@ class SqliteStore:
         return found
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        with self._lock, self._read_lock:
+            for conn in (self._conn, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._reader = None
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         done = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -226,6 +235,7 @@ class SqliteStore:
         with self._lock, self._translate(what):
             db = self._db
             db.execute("BEGIN IMMEDIATE")
+            outer, self._writing = self._writing, threading.get_ident()
             try:
                 yield db
                 db.execute("COMMIT")
@@ -234,11 +244,20 @@ class SqliteStore:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing = outer
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._translate(what):
-            yield self._db
+        if self._writing == threading.get_ident():
+            # Inside this thread's own write: read what it has written so far.
+            with self._lock, self._translate(what):
+                yield self._db
+            return
+        with self._read_lock, self._translate(what):
+            if self._reader is None:
+                raise StoreError("store is not open")
+            yield self._reader
 
     # --- writes -----------------------------------------------------------------
 
