@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import itertools
 import json
 import logging
@@ -166,6 +167,8 @@ class SqliteStore:
         self._read_lock = threading.Lock()
         self._reader: sqlite3.Connection | None = None
         self._writing: int | None = None  # the thread inside a write transaction
+        self._checker: threading.Thread | None = None
+        self._checking: sqlite3.Connection | None = None
         self._integrity = "unchecked"
 
     # --- lifecycle --------------------------------------------------------------
@@ -183,25 +186,52 @@ class SqliteStore:
             reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             reader.execute("PRAGMA busy_timeout=10000")
             self._reader = reader
-        self._integrity = self._quick_check()
+            self._checking = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._integrity = "checking"
+        self._checker = threading.Thread(target=self._quick_check, name="sqlite-quick-check", daemon=True)
+        self._checker.start()
 
     def integrity(self) -> str:
         return self._integrity
 
-    def _quick_check(self) -> str:
-        """``PRAGMA quick_check`` (every page read, indexes not compared with their tables):
-        a damaged page is found at start-up, not when an export reaches it."""
+    def wait_checked(self, timeout: float | None = None) -> str:
+        """``integrity()`` once the start-up check has finished (or ``timeout`` passed)."""
+        if self._checker is not None:
+            self._checker.join(timeout)
+        return self._integrity
+
+    def _quick_check(self) -> None:
+        """``PRAGMA quick_check`` (every page read, indexes not compared with their tables)
+        on a connection of its own, beside the service: a damaged page is found at
+        start-up, not when an export reaches it, and a large file does not hold the
+        start-up back (``integrity()`` is ``"checking"`` meanwhile)."""
+        conn = self._checking
+        if conn is None:
+            return
         try:
-            rows = self._db.execute("PRAGMA quick_check(20)").fetchall()
+            rows = conn.execute("PRAGMA quick_check(20)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                return  # the store was closed first
+            found = str(exc)
         except sqlite3.DatabaseError as exc:
             found = str(exc)
         else:
             found = "; ".join(str(row[0]) for row in rows)
+        finally:
+            self._checking = None
+            conn.close()
         if found != "ok":
             log.error("SQLite store %s is damaged (PRAGMA quick_check): %s", self._path, found)
-        return found
+        self._integrity = found
 
     def close(self) -> None:
+        checking, checker = self._checking, self._checker
+        if checking is not None:
+            with contextlib.suppress(sqlite3.Error):
+                checking.interrupt()
+        if checker is not None:
+            checker.join()
         with self._lock, self._read_lock:
             for conn in (self._conn, self._reader):
                 if conn is not None:
