@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -74,6 +75,11 @@ _MIN_CAPACITY = 1024
 SCAN_CHUNK = 4096
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
+# After a background rebuild, the next waits this many times as long as the last took:
+# under a steady stream of writes, rebuilds of a large namespace take at most a fifth
+# of a core instead of following one another back to back.
+REBUILD_PAUSE_FACTOR = 4.0
+_monotonic = time.monotonic  # the lexicons' clock (a test replaces it)
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
 
 
@@ -179,6 +185,8 @@ class _Lexicon:
     previous build, leaving out the documents written or edited since (they still
     compete through the other channels), while a background thread rebuilds it:
     a save never makes the next recall wait for a rebuild of the whole namespace.
+    Background rebuilds are spaced (``REBUILD_PAUSE_FACTOR``), so a steady stream of
+    writes costs a bounded share of a core, not one rebuild after another.
     """
 
     def __init__(self, lock: threading.RLock, sync_docs: int) -> None:
@@ -192,6 +200,7 @@ class _Lexicon:
         self.changed: dict[int, int] = {}  # row -> the version of its last change
         self._builder: threading.Thread | None = None
         self._members: Rows | None = None
+        self._next_build_at = 0.0  # no background rebuild starts before (``_monotonic``)
 
     def members(self) -> Rows:
         """The namespace's rows (every memory it holds), cached until one comes or goes."""
@@ -218,7 +227,7 @@ class _Lexicon:
             stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
             if self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs):
                 self._swap(*self._build_now(build))
-            elif self._builder is None or not self._builder.is_alive():
+            elif (self._builder is None or not self._builder.is_alive()) and _monotonic() >= self._next_build_at:
                 self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
                 self._builder.start()
         if self.scorer is None or not query:
@@ -245,8 +254,11 @@ class _Lexicon:
             rows = sorted(self.docs)
             docs = [self.docs[row] for row in rows]
             version = self.version
+        started = _monotonic()
         scorer = build(docs) if rows else None
+        finished = _monotonic()
         with self._lock:
+            self._next_build_at = finished + REBUILD_PAUSE_FACTOR * (finished - started)
             if version > self.built:
                 self._swap(np.asarray(rows, np.int64), scorer, version)
 
