@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
 # so that `twinmem --help` stays quick).
 IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
+# How long an idle HTTP connection stays open. Longer than clients keep theirs
+# (twinmem_client: 30 s), so a client does not send a request just as the server
+# closes the connection under it (uvicorn's default is 5 s, the same as httpx's).
+SERVER_KEEP_ALIVE_S = 75
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
@@ -66,6 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=config.server.port,
         log_level=args.log_level,
         timeout_graceful_shutdown=10,
+        timeout_keep_alive=SERVER_KEEP_ALIVE_S,
     )
     return 0
 

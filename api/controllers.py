@@ -228,5 +228,5 @@ class HealthController(Controller):
         service = _service(state)
         stats = service.stats()
         # A damaged store still serves what it can read, but says so.
-        status = "ok" if stats["store_integrity"] in ("ok", "unchecked") else "degraded"
+        status = "ok" if stats["store_integrity"] in ("ok", "checking", "unchecked") else "degraded"
         return {"status": status, "index_current": stats["index_seq"] == stats["store_seq"], **stats}

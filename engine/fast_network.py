@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -74,6 +75,11 @@ _MIN_CAPACITY = 1024
 SCAN_CHUNK = 4096
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
+# After a background rebuild, the next waits this many times as long as the last took:
+# under a steady stream of writes, rebuilds of a large namespace take at most a fifth
+# of a core instead of following one another back to back.
+REBUILD_PAUSE_FACTOR = 4.0
+_monotonic = time.monotonic  # the lexicons' clock (a test replaces it)
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
 
 
@@ -179,6 +185,8 @@ class _Lexicon:
     previous build, leaving out the documents written or edited since (they still
     compete through the other channels), while a background thread rebuilds it:
     a save never makes the next recall wait for a rebuild of the whole namespace.
+    Background rebuilds are spaced (``REBUILD_PAUSE_FACTOR``), so a steady stream of
+    writes costs a bounded share of a core, not one rebuild after another.
     """
 
     def __init__(self, lock: threading.RLock, sync_docs: int) -> None:
@@ -192,6 +200,7 @@ class _Lexicon:
         self.changed: dict[int, int] = {}  # row -> the version of its last change
         self._builder: threading.Thread | None = None
         self._members: Rows | None = None
+        self._next_build_at = 0.0  # no background rebuild starts before (``_monotonic``)
 
     def members(self) -> Rows:
         """The namespace's rows (every memory it holds), cached until one comes or goes."""
@@ -218,7 +227,7 @@ class _Lexicon:
             stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
             if self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs):
                 self._swap(*self._build_now(build))
-            elif self._builder is None or not self._builder.is_alive():
+            elif (self._builder is None or not self._builder.is_alive()) and _monotonic() >= self._next_build_at:
                 self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
                 self._builder.start()
         if self.scorer is None or not query:
@@ -245,8 +254,11 @@ class _Lexicon:
             rows = sorted(self.docs)
             docs = [self.docs[row] for row in rows]
             version = self.version
+        started = _monotonic()
         scorer = build(docs) if rows else None
+        finished = _monotonic()
         with self._lock:
+            self._next_build_at = finished + REBUILD_PAUSE_FACTOR * (finished - started)
             if version > self.built:
                 self._swap(np.asarray(rows, np.int64), scorer, version)
 
@@ -798,43 +810,61 @@ class FastNetwork:
             return None
 
     def _restore(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Adopt the saved arrays. Postings are rebuilt a group at a time (numpy sorts,
+        then one dict or set per group), not row by row: start-up at a million
+        memories is bounded by reading the file, not by Python loops over rows."""
         net = self
-        net.ids = [str(x) for x in arrays["ids"]]
+        net.ids = arrays["ids"].tolist()
         size = len(net.ids)
         cols = {name[4:]: array for name, array in arrays.items() if name.startswith("col_")}
         net._cols = _Columns.from_arrays(cols, size)
         net._grow_vectors(max(size, _MIN_CAPACITY))
         net._vectors[:size] = arrays["vectors"]
         net._has_vector[:size] = arrays["has_vector"]
-        net._row = {memory_id: row for row, memory_id in enumerate(net.ids)}
+        net._row = dict(zip(net.ids, range(size), strict=True))
         digests = arrays["digests"].tobytes()
         if len(digests) != 16 * size:
             raise ValueError("digests do not match the rows")
-        net._digests = [digests[16 * n : 16 * n + 16] for n in range(size)]
+        net._digests = [digests[at : at + 16] for at in range(0, 16 * size, 16)]
         live = net._cols.live[:size]
-        for row in np.flatnonzero(live).tolist():
-            if net._digests[row] != _NO_DIGEST:
-                net._by_digest.setdefault(net._digests[row], []).append(row)
+        held = live & arrays["digests"].reshape(size, 16).any(axis=1)
+        by_digest = net._by_digest
+        for row in np.flatnonzero(held).tolist():
+            by_digest.setdefault(net._digests[row], []).append(row)
         keyed = np.flatnonzero(live & (net._cols.key[:size] != NONE))
-        for row, namespace, key in zip(
-            keyed.tolist(), net._cols.namespace[keyed].tolist(), net._cols.key[keyed].tolist(), strict=True
-        ):
-            net._key_rows.setdefault((namespace, key), set()).add(row)
+        for (namespace, key), rows in _groups(net._cols.namespace[keyed], net._cols.key[keyed], keyed):
+            net._key_rows[(namespace, key)] = set(rows)
         for name, interner in net._interners().items():
-            for value in arrays[f"names_{name}"]:
-                interner.code(str(value))
-        for row, keys in zip(arrays["entity_rows"], _unflat("entity", arrays), strict=True):
-            net._set_entities(int(row), int(net._cols.namespace[row]), keys)
+            for value in arrays[f"names_{name}"].tolist():
+                interner.code(value)
+        entity_rows = arrays["entity_rows"]
+        entity_lengths = arrays["entity_lengths"]
+        net._row_entities = {
+            row: keys for row, keys in zip(entity_rows.tolist(), _unflat("entity", arrays), strict=True) if keys
+        }
+        mentions = np.repeat(entity_rows, entity_lengths)
+        for (namespace, key), rows in _groups(net._cols.namespace[mentions], arrays["entity_values"], mentions):
+            net._entity_rows[(namespace, key)] = set(rows)
         for src, dst, kind, created in zip(
-            arrays["link_src"], arrays["link_dst"], arrays["link_kind"], arrays["link_created"], strict=True
+            arrays["link_src"].tolist(),
+            arrays["link_dst"].tolist(),
+            arrays["link_kind"].tolist(),
+            arrays["link_created"].tolist(),
+            strict=True,
         ):
-            link = Link(int(src), int(dst), str(kind), int(created))
+            link = Link(src, dst, kind, created)
             for end in {link.src, link.dst}:
                 net._links.setdefault(end, []).append(link)
-        for row, terms in zip(arrays["doc_rows"], _unflat("doc", arrays), strict=True):
-            net._lexicons.setdefault(int(net._cols.namespace[row]), _Lexicon(net._lock, net._sync_docs)).put(
-                int(row), terms
-            )
+        doc_rows = arrays["doc_rows"]
+        terms = list(_unflat("doc", arrays))
+        spaces = net._cols.namespace[doc_rows]
+        order = np.argsort(spaces, kind="stable")
+        bounds = np.flatnonzero(np.diff(spaces[order])) + 1
+        for group in np.split(order, bounds) if len(order) else []:
+            lexicon = _Lexicon(net._lock, net._sync_docs)
+            lexicon.docs = {row: terms[at] for row, at in zip(doc_rows[group].tolist(), group.tolist(), strict=True)}
+            lexicon.version = 1  # built = -1: built when first asked, unless its saved build is adopted
+            net._lexicons[int(spaces[group[0]])] = lexicon
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
         for namespace, lexicon in net._lexicons.items():
             net._restore_lexicon(lexicon, f"lexicon_{namespace}_", arrays)
@@ -912,10 +942,23 @@ def _flat(name: str, lists: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np
 
 def _unflat(name: str, arrays: Mapping[str, npt.NDArray[Any]]) -> Iterator[tuple[int, ...]]:
     values = arrays[f"{name}_values"].tolist()
-    start = 0
-    for length in arrays[f"{name}_lengths"].tolist():
-        yield tuple(values[start : start + length])
-        start += length
+    ends = np.cumsum(arrays[f"{name}_lengths"]).tolist()
+    return (tuple(values[start:end]) for start, end in zip([0, *ends], ends, strict=False))
+
+
+def _groups(
+    namespaces: npt.NDArray[Any], codes: npt.NDArray[Any], rows: Rows
+) -> Iterator[tuple[tuple[int, int], list[int]]]:
+    """``rows`` grouped by their (namespace, code) pairs, one group at a time."""
+    if not len(rows):
+        return
+    order = np.lexsort((codes, namespaces))
+    spaces, keys, held = namespaces[order], codes[order], rows[order]
+    bounds = np.flatnonzero((np.diff(spaces) != 0) | (np.diff(keys) != 0)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(held)]
+    for start, end, space, key in zip(starts, ends, spaces[starts].tolist(), keys[starts].tolist(), strict=True):
+        yield (space, key), held[start:end].tolist()
 
 
 NetworkFactory = Callable[[], FastNetwork]

@@ -498,6 +498,8 @@ def _visible(text: str) -> str:
 
 
 def _hidden_zwj(text: str) -> bool:
+    if _ZWJ not in text:
+        return False
     for index, char in enumerate(text):
         if char != _ZWJ:
             continue

@@ -186,8 +186,9 @@ class Store(Protocol):
 
     def integrity(self) -> str:
         """What the backend's own consistency check found when the store was opened:
-        ``"ok"``, its report of damage (the store still serves; /health shows it), or
-        ``"unchecked"`` where the backend has no such check."""
+        ``"ok"``, its report of damage (the store still serves; /health shows it),
+        ``"checking"`` while the check still runs (beside the service, so a large store
+        starts at once), or ``"unchecked"`` where the backend has no such check."""
         ...
 
     # --- writes -----------------------------------------------------------------

@@ -16,6 +16,10 @@ DEFAULT_URL = "http://127.0.0.1:8420"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2
+# A pooled connection is dropped after this long idle: well before the server closes it
+# (``api.cli.SERVER_KEEP_ALIVE_S``), so a call (a save, which is not retried) never goes
+# out on a connection the server is closing at that moment.
+KEEP_ALIVE_S = 30.0
 BACKOFF_S = 0.2  # before retry n (0-based): BACKOFF_S * 2**n
 
 

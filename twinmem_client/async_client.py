@@ -19,7 +19,14 @@ from typing import IO, Any, TypeVar
 import httpx
 
 from twinmem_client import calls
-from twinmem_client._base import BACKOFF_S, DEFAULT_NAMESPACE, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, ClientBase
+from twinmem_client._base import (
+    BACKOFF_S,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    KEEP_ALIVE_S,
+    ClientBase,
+)
 from twinmem_client.errors import error_for
 from twinmem_client.models import BatchResult, Deleted, Hit, Memory, Page, SaveResult, Version
 
@@ -42,7 +49,11 @@ class AsyncTwinmemClient(ClientBase):
     ) -> None:
         super().__init__(base_url, namespace, token, timeout, retries)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+            base_url=self.base_url,
+            headers=self.headers,
+            timeout=timeout,
+            transport=transport,
+            limits=httpx.Limits(keepalive_expiry=KEEP_ALIVE_S),
         )
 
     async def __aenter__(self) -> AsyncTwinmemClient:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import itertools
 import json
 import logging
@@ -161,6 +162,13 @@ class SqliteStore:
         self._durable = durable
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        # Reads outside a write go to a second connection: in WAL mode they see every
+        # committed write and never wait for a writer's commit (or its fsync).
+        self._read_lock = threading.Lock()
+        self._reader: sqlite3.Connection | None = None
+        self._writing: int | None = None  # the thread inside a write transaction
+        self._checker: threading.Thread | None = None
+        self._checking: sqlite3.Connection | None = None
         self._integrity = "unchecked"
 
     # --- lifecycle --------------------------------------------------------------
@@ -175,29 +183,60 @@ class SqliteStore:
             conn.execute("PRAGMA foreign_keys=ON")
             self._conn = conn
             self._migrate(conn)
-        self._integrity = self._quick_check()
+            reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            reader.execute("PRAGMA busy_timeout=10000")
+            self._reader = reader
+            self._checking = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._integrity = "checking"
+        self._checker = threading.Thread(target=self._quick_check, name="sqlite-quick-check", daemon=True)
+        self._checker.start()
 
     def integrity(self) -> str:
         return self._integrity
 
-    def _quick_check(self) -> str:
-        """``PRAGMA quick_check`` (every page read, indexes not compared with their tables):
-        a damaged page is found at start-up, not when an export reaches it."""
+    def wait_checked(self, timeout: float | None = None) -> str:
+        """``integrity()`` once the start-up check has finished (or ``timeout`` passed)."""
+        if self._checker is not None:
+            self._checker.join(timeout)
+        return self._integrity
+
+    def _quick_check(self) -> None:
+        """``PRAGMA quick_check`` (every page read, indexes not compared with their tables)
+        on a connection of its own, beside the service: a damaged page is found at
+        start-up, not when an export reaches it, and a large file does not hold the
+        start-up back (``integrity()`` is ``"checking"`` meanwhile)."""
+        conn = self._checking
+        if conn is None:
+            return
         try:
-            rows = self._db.execute("PRAGMA quick_check(20)").fetchall()
+            rows = conn.execute("PRAGMA quick_check(20)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                return  # the store was closed first
+            found = str(exc)
         except sqlite3.DatabaseError as exc:
             found = str(exc)
         else:
             found = "; ".join(str(row[0]) for row in rows)
+        finally:
+            self._checking = None
+            conn.close()
         if found != "ok":
             log.error("SQLite store %s is damaged (PRAGMA quick_check): %s", self._path, found)
-        return found
+        self._integrity = found
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        checking, checker = self._checking, self._checker
+        if checking is not None:
+            with contextlib.suppress(sqlite3.Error):
+                checking.interrupt()
+        if checker is not None:
+            checker.join()
+        with self._lock, self._read_lock:
+            for conn in (self._conn, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._conn = self._reader = None
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         done = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -226,6 +265,7 @@ class SqliteStore:
         with self._lock, self._translate(what):
             db = self._db
             db.execute("BEGIN IMMEDIATE")
+            outer, self._writing = self._writing, threading.get_ident()
             try:
                 yield db
                 db.execute("COMMIT")
@@ -234,11 +274,20 @@ class SqliteStore:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing = outer
 
     @contextmanager
     def _read(self, what: str) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._translate(what):
-            yield self._db
+        if self._writing == threading.get_ident():
+            # Inside this thread's own write: read what it has written so far.
+            with self._lock, self._translate(what):
+                yield self._db
+            return
+        with self._read_lock, self._translate(what):
+            if self._reader is None:
+                raise StoreError("store is not open")
+            yield self._reader
 
     # --- writes -----------------------------------------------------------------
 

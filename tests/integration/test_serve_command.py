@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -78,3 +79,27 @@ def test_sigterm_stops_the_server_cleanly_with_status_0(tmp_path: Path) -> None:
         status = process.wait(timeout=60)
     assert status == 0, log.read_text()
     assert (data_dir / "index" / "hnsw.meta.json").exists()  # shut down gracefully: the index was saved
+
+
+def test_an_idle_connection_outlives_the_clients_pool_expiry(tmp_path: Path) -> None:
+    """The server keeps an idle connection open longer than twinmem_client keeps it pooled
+    (uvicorn's default, 5 s, equals httpx's: a request sent at that moment meets a
+    closing connection, and a save is not retried)."""
+    from api.cli import SERVER_KEEP_ALIVE_S
+    from twinmem_client._base import KEEP_ALIVE_S
+
+    assert KEEP_ALIVE_S < SERVER_KEEP_ALIVE_S
+    data_dir, port, log = tmp_path / "data", _free_port(), tmp_path / "serve.log"
+    process = _serve(data_dir, port, log)
+    try:
+        limits = httpx.Limits(keepalive_expiry=KEEP_ALIVE_S)
+        ends = []
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", limits=limits) as http:
+            for pause in (0.0, 6.5):  # then past uvicorn's default keep-alive
+                time.sleep(pause)
+                answer = http.get("/health")
+                assert answer.status_code == 200
+                ends.append(answer.extensions["network_stream"].get_extra_info("client_addr"))
+        assert ends[0] == ends[1]  # the same connection, still open
+    finally:
+        assert _stop(process) == 0, log.read_text()

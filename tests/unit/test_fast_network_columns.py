@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine import scoring
+from engine import fast_network, scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
@@ -215,3 +215,44 @@ def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() ->
     more = [_memory(rng, "fact").evolve(content=f"piano lesson {n}") for n in range(5)]
     net.apply(more, (), [])
     assert len(net.lexical(["ns"], ["piano"])[0]) == 5
+
+
+def test_background_rebuilds_under_steady_writes_are_spaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that took a second is followed by the next no sooner than four seconds
+    later; meanwhile the last build answers, without what changed since."""
+    now = [100.0]
+    monkeypatch.setattr(fast_network, "_monotonic", lambda: now[0])
+    built: list[int] = []
+
+    class SlowBuild:
+        def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
+            built.append(len(documents))
+            now[0] += 1.0  # the build takes a second
+            return build_scorer(documents)
+
+        def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
+            return build_scorer.restore(state)
+
+    rng = random.Random(5)
+    net = FastNetwork(SlowBuild(), sync_rebuild_docs=5)
+    first = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)]
+    net.apply(first, (), [])
+    net.lexical(["ns"], ["coffe"])  # the first build, before answering
+    second = _memory(rng, "fact").evolve(content="coffee again")
+    net.apply([second], (), [])
+    net.lexical(["ns"], ["coffe"])
+    net.settle()  # a background build: done at 102, the next not before 106
+    assert built == [40, 41]
+    third = _memory(rng, "fact").evolve(content="coffee, third time")
+    net.apply([third], (), [])
+    now[0] = 105.5
+    rows, _ = net.lexical(["ns"], ["coffe"])
+    net.settle()
+    assert built == [40, 41]  # too soon: no build started
+    assert third.memory_id not in {net.id_of(int(row)) for row in rows}
+    now[0] = 106.0
+    net.lexical(["ns"], ["coffe"])
+    net.settle()
+    assert built == [40, 41, 42]
+    rows, _ = net.lexical(["ns"], ["coffe"])
+    assert third.memory_id in {net.id_of(int(row)) for row in rows}

@@ -1,0 +1,274 @@
+"""Scale: the engine at 10k, 100k and 1M memories, all in one namespace or spread over 1,000.
+
+For each layout and size N, in child processes of their own (so memory figures do not
+carry over):
+
+1. **Build** (cached under ``--workdir`` and reused): N synthetic memories
+   (``synthetic.py``) inserted through ``Store.insert``, 5,000 a transaction, then the
+   HNSW index and the fast network catch up from the change sequence and are saved.
+   Vectors come from a near-free hashing embedder (``hashing.py``, 384 dimensions), not
+   the model: embedding 1M sentences with MiniLM takes over an hour on two cores, and
+   what is measured here is the engine. The write path is not used (see
+   ``engine_costs.py`` for its cost).
+2. **Start-up**: ``open_service`` on the built directory, index and fast network loaded
+   from disk; RSS before and after, the fast network's own size estimate.
+3. **Recall**: warm-up, then ``--queries`` recalls (top 10, production defaults,
+   reinforcement on) with the query vectors computed beforehand, so the times are the
+   engine's alone. Spread: each query asks one namespace, chosen at random.
+4. **HNSW recall@10 against exact search**: for ``--exact-queries`` query vectors, the
+   semantic channel's 10 nearest in the namespace against an exact scan of the
+   namespace's vectors (the fast network's float16 copies).
+5. **Rebuild** (sizes up to ``--rebuild-max``): the index directory removed and
+   ``open_service`` rebuilding the index and fast network from the store.
+
+Prints a Markdown table, writes JSON. Never asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import synthetic  # noqa: E402
+from hashing import HashingEmbedder, KnownQueries  # noqa: E402
+
+SPREAD_NAMESPACES = 1_000
+BATCH = 5_000
+MB = 2**20
+
+
+def namespace_of(layout: str, index: int) -> str:
+    return "bench" if layout == "one" else f"user-{index % SPREAD_NAMESPACES:04d}"
+
+
+def _open(data_dir: Path, embedder: HashingEmbedder) -> Any:
+    from engine.adapters import open_service
+    from engine.config import load_config
+
+    return open_service(load_config(env={}, data_dir=data_dir), embedder=embedder, background_reembed=False)
+
+
+def build(layout: str, size: int, data_dir: Path, seed: int) -> dict[str, Any]:
+    from engine.records import Memory, Source
+
+    embedder = HashingEmbedder()
+    service = _open(data_dir, embedder)
+    stream = synthetic.memories(seed)
+    started = time.perf_counter()
+    stored = 0
+    while stored < size:
+        items = list(itertools.islice(stream, min(BATCH, size - stored)))
+        vectors = embedder.embed_documents([item.content for item in items])
+        now = datetime.now(UTC)
+        memories = [
+            Memory(
+                memory_id=str(uuid.uuid4()),
+                namespace=namespace_of(layout, stored + n),
+                content=item.content,
+                category=item.category,
+                entities=item.entities,
+                base_score=0.6,
+                importance=0.6,
+                source=Source.USER_INPUT,
+                created_at=item.created_at,
+                updated_at=now,
+                last_accessed_at=item.created_at,
+                embedding_model=embedder.name,
+                embedding_version=embedder.version,
+            )
+            for n, item in enumerate(items)
+        ]
+        service.store.insert(memories, list(vectors), changed_by=None)
+        stored += len(memories)
+    inserted = time.perf_counter() - started
+    service.keeper.catch_up()
+    caught_up = time.perf_counter() - started - inserted
+    service.flush()
+    service.keeper.save()
+    service.close()
+    return {"insert_s": round(inserted, 1), "index_catch_up_s": round(caught_up, 1), "stored": stored}
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float]:
+    ms = np.asarray(seconds) * 1000.0
+    return {f"p{q}": round(float(np.percentile(ms, q)), 2) for q in (50, 95, 99)}
+
+
+def _disk_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / MB, 1)
+
+
+def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    import engine.adapters  # noqa: F401  (imported before the clock starts: start-up is the engine's)
+    from engine.records import MemoryFilter, Scope
+
+    rng = random.Random(args.seed)
+    texts = synthetic.queries(args.warmup + args.queries, seed=args.seed)
+    plain = HashingEmbedder()
+    embedder = KnownQueries({text: plain.embed_query(text) for text in texts})
+    process = psutil.Process()
+    rss_before = process.memory_info().rss
+    started = time.perf_counter()
+    service = _open(data_dir, embedder)
+    startup = time.perf_counter() - started
+    rss_after = process.memory_info().rss
+    net = service.keeper.network
+    row: dict[str, Any] = {
+        "startup_s": round(startup, 2),
+        "rss_mb": round(rss_after / MB, 1),
+        "rss_added_mb": round((rss_after - rss_before) / MB, 1),
+        "fast_network_estimate_mb": round(net.nbytes() / MB, 1),
+        "disk_mb": _disk_mb(data_dir),
+    }
+    spaces = [namespace_of(layout, rng.randrange(size)) for _ in texts]
+    timed: list[float] = []
+    for n, (text, space) in enumerate(zip(texts, spaces, strict=True)):
+        began = time.perf_counter()
+        service.recall(text, namespaces=[space], top_k=10)
+        if n >= args.warmup:
+            timed.append(time.perf_counter() - began)
+    row["recall_ms"] = _percentiles(timed)
+    service.flush()
+
+    hits = 0
+    asked = 0
+    now = datetime.now(UTC)
+    for text, space in list(zip(texts, spaces, strict=True))[: args.exact_queries]:
+        vector = embedder.embed_query(text)
+        with net.reading():
+            rows = net.rows_in([space])
+            rows = rows[net.sees(Scope.whole([space]), rows)]
+            exact = np.asarray(net._vectors[rows], dtype=np.float32) @ vector
+            found, _ = service.recaller.nearest(net, vector, Scope.whole([space]), MemoryFilter(), now, pool=10)
+        # Ties are common (texts of the same words): a found row counts when its exact
+        # cosine reaches the tenth best's, within float16's rounding.
+        want = min(10, len(rows))
+        tenth = np.sort(exact)[-want] if want else 0.0
+        cosine_of = dict(zip(rows.tolist(), exact.tolist(), strict=True))
+        hits += min(want, sum(cosine_of.get(int(r), -2.0) >= tenth - 2e-3 for r in found[:10]))
+        asked += want
+    row["hnsw_recall_at_10"] = round(hits / asked, 3) if asked else None
+    service.close()
+    return row
+
+
+def rebuild(data_dir: Path, scratch: Path) -> dict[str, Any]:
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(data_dir, scratch, ignore=shutil.ignore_patterns(".lock", "index"))
+    process = psutil.Process()
+    started = time.perf_counter()
+    service = _open(scratch, HashingEmbedder())
+    seconds = time.perf_counter() - started
+    rss = process.memory_info().rss
+    service.close()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"rebuild_s": round(seconds, 1), "rebuild_rss_mb": round(rss / MB, 1)}
+
+
+def _child(step: str, layout: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", step, "--layouts", layout, "--sizes", str(size)]
+    command += ["--workdir", args.workdir, "--seed", str(args.seed), "--queries", str(args.queries)]
+    command += ["--warmup", str(args.warmup), "--exact-queries", str(args.exact_queries)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def _data_dir(args: argparse.Namespace, layout: str, size: int) -> Path:
+    return Path(args.workdir) / f"{layout}-{size}-seed{args.seed}"
+
+
+def run_child(args: argparse.Namespace) -> None:
+    import resource
+
+    layout, size = args.layouts[0], args.sizes[0]
+    data_dir = _data_dir(args, layout, size)
+    if args.child == "build":
+        shutil.rmtree(data_dir, ignore_errors=True)
+        result = build(layout, size, data_dir, args.seed)
+        (data_dir / "built.json").write_text(json.dumps(result), encoding="utf-8")
+    elif args.child == "measure":
+        result = measure(layout, size, data_dir, args)
+    else:
+        result = rebuild(data_dir, Path(args.workdir) / "rebuild-scratch")
+    result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(result), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--layouts", nargs="+", choices=["one", "spread"], default=["one", "spread"])
+    parser.add_argument("--queries", type=int, default=300, help="timed recalls per run")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--exact-queries", type=int, default=100, help="queries for HNSW recall@10 against exact")
+    parser.add_argument("--rebuild-max", type=int, default=100_000, help="largest size whose rebuild is timed")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--workdir", default=str(HERE / ".work" / "scale"), help="built data directories (kept)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
+    parser.add_argument("--child", choices=["build", "measure", "rebuild"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(args)
+        return
+    rows = []
+    for layout in args.layouts:
+        for size in args.sizes:
+            data_dir = _data_dir(args, layout, size)
+            row: dict[str, Any] = {"layout": layout, "size": size}
+            if not (data_dir / "built.json").exists():
+                print(f"building {layout} {size:,} …", flush=True)
+                _child("build", layout, size, args)
+            row["build"] = json.loads((data_dir / "built.json").read_text(encoding="utf-8"))
+            row |= _child("measure", layout, size, args)
+            if size <= args.rebuild_max:
+                rebuilt = _child("rebuild", layout, size, args)
+                row |= {"rebuild_s": rebuilt["rebuild_s"], "rebuild_peak_rss_mb": rebuilt["peak_rss_mb"]}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    result = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average": os.getloadavg()},
+        "revision": subprocess.run(
+            ["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "workdir", "child")},
+        "rows": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print()
+    print(
+        "| layout | N | recall p50 / p95 / p99 ms | HNSW recall@10 | start-up s | rebuild s | "
+        "RSS MB (loaded / peak) | fast network MB | disk MB |"
+    )
+    print("|---|---:|---|---:|---:|---:|---|---:|---:|")
+    for row in rows:
+        recall = row["recall_ms"]
+        print(
+            f"| {row['layout']} | {row['size']:,} | {recall['p50']} / {recall['p95']} / {recall['p99']} | "
+            f"{row['hnsw_recall_at_10']} | {row['startup_s']} | {row.get('rebuild_s', '—')} | "
+            f"{row['rss_mb']} / {row['peak_rss_mb']} | {row['fast_network_estimate_mb']} | {row['disk_mb']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
