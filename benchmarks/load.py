@@ -115,20 +115,22 @@ def _trio(summary: dict[str, Any]) -> str:
 def markdown(results: dict[str, Any]) -> str:
     head = (
         "| in flight | requests/s | all p50 / p95 / p99 ms | recall | save | update | delete "
-        "| errors | writes read back | CPU cores used: server / load generator | load average |"
+        "| errors | writes read back | CPU cores used: server / load generator | server CPU ms per request "
+        "| load average |"
     )
-    lines = [head, "|" + "---:|" * 2 + "---|" * 5 + "---:|---|---|---|"]
+    lines = [head, "|" + "---:|" * 2 + "---|" * 5 + "---:|---|---|---:|---|"]
     for step in results["steps"]:
         ops = step["by_operation"]
         check = step["verification"]
         written = check["memories_checked"]
         read_back = f"{written - check['problems']:,} of {written:,}"
         cores = f"{step['server_cpu_s'] / step['seconds']:.2f} / {step['generator_cpu_s'] / step['seconds']:.2f}"
+        per_request = 1000 * step["server_cpu_s"] / step["requests"] if step["requests"] else 0.0
         load = step["uptime_after"]["load_average"][0]
         lines.append(
             f"| {step['concurrency']} | {step['requests_per_s']:.1f} | {_trio(step['overall'])} "
             + "".join(f"| {_trio(ops[op])} " for op in OPERATIONS)
-            + f"| {step['errors']} | {read_back} | {cores} | {load:.1f} |"
+            + f"| {step['errors']} | {read_back} | {cores} | {per_request:.0f} | {load:.1f} |"
         )
     restart = results.get("after_restart")
     if restart:
@@ -152,13 +154,13 @@ def plots(results: dict[str, Any], folder: Path, stem: str) -> list[Path]:
     levels = [step["concurrency"] for step in steps]
     loads = [step["uptime_after"]["load_average"][0] for step in steps]
     caption = (
-        f"{results['args']['memories']:,} memories, {results['server']['processes']} server process; "
-        f"{results['environment']['cpus_usable']} CPUs shared with the load generator, "
-        f"load average {min(loads):.0f}–{max(loads):.0f}"
+        f"{results['args']['memories']:,} memories, {results['server']['processes']} server process, "
+        f"{results['environment']['cpus_usable']} CPUs shared with the load generator\n"
+        f"(1-minute load average {min(loads):.0f}–{max(loads):.0f} after the steps)"
     )
     written: list[Path] = []
 
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    figure, axes = plt.subplots(figsize=(6.4, 4.4))
     axes.plot(levels, [step["requests_per_s"] for step in steps], marker="o")
     axes.set_xscale("log", base=2)
     axes.set_xticks(levels, [str(level) for level in levels])
@@ -172,7 +174,7 @@ def plots(results: dict[str, Any], folder: Path, stem: str) -> list[Path]:
     figure.savefig(written[-1], dpi=110)
     plt.close(figure)
 
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    figure, axes = plt.subplots(figsize=(6.4, 4.4))
     for op in ("overall", *OPERATIONS):
         points = [
             (step["concurrency"], (step["overall"] if op == "overall" else step["by_operation"][op]).get("p95_ms"))
@@ -197,6 +199,13 @@ def plots(results: dict[str, Any], folder: Path, stem: str) -> list[Path]:
     return written
 
 
+def report(results: dict[str, Any], folder: str, stem: str) -> None:
+    print(markdown(results))
+    if folder:
+        for path in plots(results, Path(folder), stem):
+            log(f"wrote {path}")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=10_000, help="memories in the namespace before the load")
@@ -210,12 +219,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-restart-check", action="store_true", help="skip the read-back after a restart")
     parser.add_argument("--out", default=None, help="default: benchmarks/results/load-<N>.json")
     parser.add_argument("--plots", default=str(HERE / "results" / "plots"), help="folder for the PNGs ('' for none)")
+    parser.add_argument("--replot", metavar="JSON", help="only print the table and draw the plots of a results file")
     parser.add_argument("--keep", action="store_true", help="keep the data directory under benchmarks/.work/")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.replot:
+        results = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+        report(results, args.plots, Path(args.replot).stem)
+        return 0
     size = f"{args.memories // 1000}k" if args.memories % 1000 == 0 else str(args.memories)
     out = Path(args.out or HERE / "results" / f"load-{size}.json")
     (HERE / ".work").mkdir(exist_ok=True)
@@ -261,11 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    table = markdown(results)
-    print(table)
-    if args.plots:
-        for path in plots(results, Path(args.plots), out.stem):
-            log(f"wrote {path}")
+    report(results, args.plots, out.stem)
     failed = sum(step["errors"] + step["verification"]["problems"] for step in results["steps"])
     failed += results.get("after_restart", {}).get("problems", 0)
     return 1 if failed else 0
