@@ -85,13 +85,54 @@ def prepare(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     return ingest
 
 
+# Where the server's sampled time goes (``--profile``): the first rule a stack matches names it.
+PROFILE_PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("BM25 rebuilds", ("Bm25Scorer.__init__",)),
+    ("embedding", ("sentence_transformers", "transformers/", "torch/", "adapters/embedders.py")),
+    ("BM25 scoring", ("bm25",)),
+    ("HNSW", ("hnsw_index.py",)),
+    ("audit log", ("security_store.py",)),
+    ("memory store", ("sqlite_store.py",)),
+    ("engine, other", ("engine/",)),
+    ("HTTP", ("litestar", "uvicorn", "api/", "h11", "httptools", "msgspec")),
+)
+OTHER = "other"
+
+
+def profile_shares(collapsed: Sequence[str]) -> dict[str, Any]:
+    """Shares of py-spy's samples (collapsed stacks, ``frame;frame;… count`` a line) by
+    ``PROFILE_PARTS``; what matches none (thread pool, event loop, …) is ``other``."""
+    counts = dict.fromkeys([name for name, _ in PROFILE_PARTS] + [OTHER], 0)
+    for line in collapsed:
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack:
+            continue
+        part = next((name for name, marks in PROFILE_PARTS if any(mark in stack for mark in marks)), OTHER)
+        counts[part] += int(count)
+    total = sum(counts.values())
+    return {"samples": total, "share": {name: round(n / total, 4) if total else 0.0 for name, n in counts.items()}}
+
+
+def py_spy() -> str:
+    found = Path(sys.executable).parent / "py-spy"
+    if found.exists():
+        return str(found)
+    which = shutil.which("py-spy")
+    if which is None:
+        raise SystemExit("--profile needs py-spy (pip install -e '.[bench]')")
+    return which
+
+
 def run_step(base: str, server: Any, concurrency: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     out = workdir / f"step-{concurrency:03d}.json"
+    samples = workdir / f"step-{concurrency:03d}.prof"
     command = [
         sys.executable, str(HERE / "loadgen.py"), "--base", base, "--concurrency", str(concurrency),
         "--duration", str(args.duration), "--warmup", str(args.warmup), "--seed", str(1000 + concurrency),
         "--mix", *map(str, args.mix), "--server-pid", str(server.pid), "--out", str(out),
     ]  # fmt: skip
+    if args.profile:
+        command += ["--profile-out", str(samples), "--py-spy", py_spy()]
     before = uptime()
     began = time.perf_counter()
     subprocess.run(command, check=True)
@@ -103,6 +144,8 @@ def run_step(base: str, server: Any, concurrency: int, workdir: Path, args: argp
     step["server_rss_mb"] = rss_mb(server)
     step["generator_wall_s"] = round(wall, 2)
     step["uptime_before"], step["uptime_after"] = before, uptime()
+    if args.profile:
+        step["profile"] = profile_shares(samples.read_text(encoding="utf-8").splitlines())
     return step
 
 
@@ -132,6 +175,14 @@ def markdown(results: dict[str, Any]) -> str:
             + "".join(f"| {_trio(ops[op])} " for op in OPERATIONS)
             + f"| {step['errors']} | {read_back} | {cores} | {per_request:.0f} | {load:.1f} |"
         )
+    profiled = [step for step in results["steps"] if "profile" in step]
+    if profiled:
+        parts = list(profiled[0]["profile"]["share"])
+        lines += ["", "| in flight | " + " | ".join(parts) + " | samples |", "|---:|" + "---:|" * (len(parts) + 1)]
+        for step in profiled:
+            share = step["profile"]["share"]
+            cells = " | ".join(f"{100 * share[part]:.0f}%" for part in parts)
+            lines.append(f"| {step['concurrency']} | {cells} | {step['profile']['samples']:,} |")
     restart = results.get("after_restart")
     if restart:
         lines.append(
@@ -219,6 +270,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-restart-check", action="store_true", help="skip the read-back after a restart")
     parser.add_argument("--out", default=None, help="default: benchmarks/results/load-<N>.json")
     parser.add_argument("--plots", default=str(HERE / "results" / "plots"), help="folder for the PNGs ('' for none)")
+    parser.add_argument("--profile", action="store_true", help="sample the server with py-spy in each window")
     parser.add_argument("--replot", metavar="JSON", help="only print the table and draw the plots of a results file")
     parser.add_argument("--keep", action="store_true", help="keep the data directory under benchmarks/.work/")
     return parser.parse_args(argv)

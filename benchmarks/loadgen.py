@@ -301,6 +301,20 @@ def _cpu_seconds(server: psutil.Process | None) -> tuple[float, float | None]:
     return usage.ru_utime + usage.ru_stime, None if times is None else times.user + times.system
 
 
+async def _profile(args: argparse.Namespace) -> asyncio.subprocess.Process:
+    """py-spy sampling the server's running threads through the timed window (it reads the
+    process's memory without stopping it: ``--nonblocking``)."""
+    if not args.server_pid:
+        raise SystemExit("--profile-out needs --server-pid")
+    command = [
+        args.py_spy, "record", "--pid", str(args.server_pid), "--rate", "100", "--duration",
+        str(max(1, round(args.duration))), "--format", "raw", "--nonblocking", "--output", args.profile_out,
+    ]  # fmt: skip
+    return await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+
+
 async def run_load(args: argparse.Namespace) -> dict[str, Any]:
     server = psutil.Process(args.server_pid) if args.server_pid else None
     async with _client(args, args.concurrency) as client:
@@ -311,7 +325,10 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
         work = asyncio.gather(*(load.worker(n, started, warm_until, deadline) for n in range(args.concurrency)))
         await asyncio.sleep(args.warmup)
         cpu_before = _cpu_seconds(server)
+        profiler = await _profile(args) if args.profile_out else None
         await work
+        if profiler is not None and await profiler.wait() != 0:
+            raise RuntimeError(f"py-spy failed on the server (exit {profiler.returncode})")
         # In-flight requests finish after the deadline: the window is until the last one does.
         elapsed = time.perf_counter() - warm_until
         cpu_after = _cpu_seconds(server)
@@ -352,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--server-pid", type=int, help="the server process, to report the CPU time it used")
+    parser.add_argument("--profile-out", help="sample the server with py-spy in the window; collapsed stacks here")
+    parser.add_argument("--py-spy", default="py-spy", help="the py-spy executable")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a request counts as failed")
     parser.add_argument("--verify", nargs="+", help="only re-check the acks in these result files")
     parser.add_argument("--out", required=True)

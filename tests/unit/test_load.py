@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.load import markdown, plots
+from benchmarks.load import markdown, plots, profile_shares
 from benchmarks.loadgen import (
     DELETE,
     RECALL,
@@ -157,3 +157,23 @@ def test_the_plots_are_written_as_png(tmp_path: Path) -> None:
     assert [path.name for path in written] == ["load-10k-throughput.png", "load-10k-p95.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_samples_are_shared_out_by_the_first_part_their_stack_matches() -> None:
+    collapsed = [
+        "_worker (concurrent/futures/thread.py:81);Bm25Scorer.__init__ (engine/adapters/bm25_lexical.py:37) 30",
+        "recall (api/controllers.py:90);embed_query (engine/adapters/embedders.py:60);forward (torch/nn/x.py:1) 50",
+        "recall (api/controllers.py:90);Recaller.rank (engine/recall.py:136) 15",
+        "_worker (concurrent/futures/thread.py:81);Condition.wait (threading.py:327) 5",
+        "",
+    ]
+    found = profile_shares(collapsed)
+    assert found["samples"] == 100
+    share = found["share"]
+    assert (share["BM25 rebuilds"], share["embedding"], share["engine, other"], share["other"]) == (
+        0.3,
+        0.5,
+        0.15,
+        0.05,
+    )
+    assert share["HTTP"] == 0.0
