@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from latency import bulk_ingest, environment, log, rss_mb, running_server  # noqa: E402
+from latency import bulk_ingest, environment, installed_command, log, rss_mb, running_server  # noqa: E402
 from loadgen import OPERATIONS  # noqa: E402
 from sessions import memory_vectors  # noqa: E402
 
@@ -113,16 +113,6 @@ def profile_shares(collapsed: Sequence[str]) -> dict[str, Any]:
     return {"samples": total, "share": {name: round(n / total, 4) if total else 0.0 for name, n in counts.items()}}
 
 
-def py_spy() -> str:
-    found = Path(sys.executable).parent / "py-spy"
-    if found.exists():
-        return str(found)
-    which = shutil.which("py-spy")
-    if which is None:
-        raise SystemExit("--profile needs py-spy (pip install -e '.[bench]')")
-    return which
-
-
 def run_step(base: str, server: Any, concurrency: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     out = workdir / f"step-{concurrency:03d}.json"
     samples = workdir / f"step-{concurrency:03d}.prof"
@@ -132,7 +122,7 @@ def run_step(base: str, server: Any, concurrency: int, workdir: Path, args: argp
         "--mix", *map(str, args.mix), "--server-pid", str(server.pid), "--out", str(out),
     ]  # fmt: skip
     if args.profile:
-        command += ["--profile-out", str(samples), "--py-spy", py_spy()]
+        command += ["--profile-out", str(samples), "--py-spy", installed_command("py-spy", "pip install -e '.[bench]'")]
     before = uptime()
     began = time.perf_counter()
     subprocess.run(command, check=True)

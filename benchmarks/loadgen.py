@@ -327,11 +327,11 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
         cpu_before = _cpu_seconds(server)
         profiler = await _profile(args) if args.profile_out else None
         await work
-        if profiler is not None and await profiler.wait() != 0:
-            raise RuntimeError(f"py-spy failed on the server (exit {profiler.returncode})")
         # In-flight requests finish after the deadline: the window is until the last one does.
         elapsed = time.perf_counter() - warm_until
         cpu_after = _cpu_seconds(server)
+        if profiler is not None and await profiler.wait() != 0:
+            raise RuntimeError(f"py-spy failed on the server (exit {profiler.returncode})")
         server_cpu = None if cpu_before[1] is None or cpu_after[1] is None else cpu_after[1] - cpu_before[1]
         result = {
             "concurrency": args.concurrency,
@@ -346,8 +346,11 @@ async def run_load(args: argparse.Namespace) -> dict[str, Any]:
             "server_cpu_s": None if server_cpu is None else round(server_cpu, 2),
             "load_average_after": os.getloadavg(),
         }
+    # New connections for the read-back: the server closes the ones left idle meanwhile (its
+    # keep-alive timeout), and a request sent on one as it closes would fail for that alone.
+    async with _client(args, READBACK_CONCURRENCY) as client:
         result["verification"] = await check(client, args.namespace, load.acks)
-        result["acks"] = [asdict(ack) for ack in load.acks]
+    result["acks"] = [asdict(ack) for ack in load.acks]
     return result
 
 
