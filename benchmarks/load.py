@@ -113,6 +113,37 @@ def profile_shares(collapsed: Sequence[str]) -> dict[str, Any]:
     return {"samples": total, "share": {name: round(n / total, 4) if total else 0.0 for name, n in counts.items()}}
 
 
+def bm25_build_cost(size: int, seed: int = 42, repeat: int = 5) -> dict[str, Any]:
+    """What one build of the namespace's BM25 index costs (the fast network rebuilds it
+    after writes; see ``engine.fast_network._Lexicon``): the same memories' search terms,
+    coded as the network codes them, built ``repeat`` times in this process; the median."""
+    import itertools
+    import resource
+
+    import synthetic
+
+    from engine import text
+    from engine.adapters.bm25_lexical import Bm25Scorer
+
+    codes: dict[str, int] = {}
+    docs = [
+        tuple(codes.setdefault(term, len(codes)) for term in text.terms(item.content))
+        for item in itertools.islice(synthetic.memories(seed), size)
+    ]
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before, began = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        Bm25Scorer(docs)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        walls.append(time.perf_counter() - began)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {
+        "documents": size,
+        "wall_s": round(sorted(walls)[repeat // 2], 3),
+        "cpu_s": round(sorted(cpus)[repeat // 2], 3),
+    }
+
+
 def run_step(base: str, server: Any, concurrency: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     out = workdir / f"step-{concurrency:03d}.json"
     samples = workdir / f"step-{concurrency:03d}.prof"
@@ -173,6 +204,12 @@ def markdown(results: dict[str, Any]) -> str:
             share = step["profile"]["share"]
             cells = " | ".join(f"{100 * share[part]:.0f}%" for part in parts)
             lines.append(f"| {step['concurrency']} | {cells} | {step['profile']['samples']:,} |")
+    build = results.get("bm25_build")
+    if build:
+        lines.append(
+            f"\nOne build of the namespace's BM25 index ({build['documents']:,} memories, as the fast network "
+            f"rebuilds it after writes): {build['cpu_s']:.2f} s of CPU, {build['wall_s']:.2f} s of wall time."
+        )
     restart = results.get("after_restart")
     if restart:
         lines.append(
@@ -285,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         log(f"filling {data_dir} with {args.memories:,} memories")
         results["prepare"] = prepare(data_dir, args)
+        results["bm25_build"] = bm25_build_cost(args.memories)
         results["server"] = {"processes": SERVER_PROCESSES, "why": SERVER_PROCESSES_WHY, "auth": "local"}
         shutdown: dict[str, Any] = {}
         with running_server(data_dir, workdir / "serve.log", args.serve_timeout_s, shutdown) as (server, base, ready):
