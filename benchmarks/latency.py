@@ -166,14 +166,19 @@ def free_port() -> int:
         return port
 
 
-def twinmem_command() -> str:
-    beside = Path(sys.executable).parent / "twinmem"
+def installed_command(name: str, install: str) -> str:
+    """The executable ``name`` beside this Python (its virtual environment), else on PATH."""
+    beside = Path(sys.executable).parent / name
     if beside.exists():
         return str(beside)
-    found = shutil.which("twinmem")
+    found = shutil.which(name)
     if found is None:
-        raise SystemExit("the twinmem console script is not installed (pip install -e .)")
+        raise SystemExit(f"{name} is not installed ({install})")
     return found
+
+
+def twinmem_command() -> str:
+    return installed_command("twinmem", "pip install -e .")
 
 
 # --- phases ----------------------------------------------------------------------------
