@@ -144,6 +144,22 @@ _MIGRATIONS: tuple[str, ...] = (
     DROP TABLE IF EXISTS memory_terms;
     DROP TABLE IF EXISTS term_docs;
     """,
+    # 6: vectors move to a table with rowids. A WITHOUT ROWID table keeps its rows in an
+    # index b-tree, whose cells hold about 1 KB in the page: a 384-dimension vector (1.5 KB)
+    # spilled to an overflow page, and a vector took ~4.7 KB of the file. A rowid table
+    # keeps the whole row in its leaf page; (memory_id, model) stays unique.
+    """
+    CREATE TABLE vectors_by_row (
+        memory_id TEXT NOT NULL,
+        model     TEXT NOT NULL,
+        dim       INTEGER NOT NULL,
+        vector    BLOB NOT NULL,
+        UNIQUE (memory_id, model)
+    );
+    INSERT INTO vectors_by_row (memory_id, model, dim, vector) SELECT memory_id, model, dim, vector FROM vectors;
+    DROP TABLE vectors;
+    ALTER TABLE vectors_by_row RENAME TO vectors;
+    """,
 )
 
 _COLUMNS = (

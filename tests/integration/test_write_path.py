@@ -12,7 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.adapters.sqlite_store import SqliteStore
+import numpy as np
+
+from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
 from engine.conflicts import CANDIDATES_PER_CHANNEL
 from engine.records import MemoryDraft, Scope, Status
 from engine.service import MemoryService, SaveResult
@@ -146,8 +148,55 @@ def test_a_store_file_with_the_old_full_text_index_loses_it_and_keeps_its_memori
             left = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%term%'")}
             version = db.execute("PRAGMA user_version").fetchone()[0]
         assert left == set()
-        assert version == 5
+        assert version == len(_MIGRATIONS)
         assert reopened.get(Scope.whole([CONTRACT_NS]), kept.memory_id) == kept
         put(reopened, mem("The user likes tea"))  # no trigger calls a function it lacks
+    finally:
+        reopened.close()
+
+
+def _overflow_pages(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        query = "SELECT count(*) FROM dbstat WHERE name = 'vectors' AND pagetype = 'overflow'"
+        found: int = db.execute(query).fetchone()[0]
+    return found
+
+
+def test_a_vector_sits_in_its_row_and_a_file_made_before_keeps_its_vectors(tmp_path: Path) -> None:
+    """Schema step 6: a 384-dimension vector (1.5 KB) takes no overflow page, as it did in
+    the WITHOUT ROWID table before; a file made before the step keeps every vector."""
+    path = tmp_path / "memories.db"
+    store = SqliteStore(path)
+    store.open()
+    memories = [mem(f"note {n}") for n in range(60)]
+    vectors = [np.random.default_rng(n).standard_normal(384).astype(np.float32) for n in range(60)]
+    store.insert(memories, vectors, changed_by=None)
+    store.close()
+    assert _overflow_pages(path) == 0
+    with sqlite3.connect(path) as db:  # back to the layout of a file made before step 6
+        db.executescript(
+            """
+            CREATE TABLE old_vectors (
+                memory_id TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,
+                PRIMARY KEY (memory_id, model)
+            ) WITHOUT ROWID;
+            INSERT INTO old_vectors SELECT memory_id, model, dim, vector FROM vectors;
+            DROP TABLE vectors;
+            ALTER TABLE old_vectors RENAME TO vectors;
+            PRAGMA user_version = 5;
+            """
+        )
+    assert _overflow_pages(path) >= 60  # at least one per vector
+    reopened = SqliteStore(path)
+    reopened.open()
+    try:
+        assert _overflow_pages(path) == 0
+        model = memories[0].embedding_model
+        found = reopened.vectors([m.memory_id for m in memories], model)
+        assert len(found) == 60
+        for memory, vector in zip(memories, vectors, strict=True):
+            assert np.array_equal(found[memory.memory_id], vector)
+        reopened.put_vectors({memories[0].memory_id: vectors[1]}, model)  # one per (memory, model)
+        assert np.array_equal(reopened.vectors([memories[0].memory_id], model)[memories[0].memory_id], vectors[1])
     finally:
         reopened.close()
