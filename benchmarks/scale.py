@@ -225,6 +225,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--workdir", default=str(HERE / ".work" / "scale"), help="built data directories (kept)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
+    parser.add_argument("--cached-only", action="store_true", help="measure only what an earlier run built")
     parser.add_argument("--child", choices=["build", "measure", "rebuild"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -236,6 +237,9 @@ def main() -> None:
             data_dir = _data_dir(args, layout, size)
             row: dict[str, Any] = {"layout": layout, "size": size}
             if not (data_dir / "built.json").exists():
+                if args.cached_only:
+                    print(f"{layout} {size:,}: not built, left out (--cached-only)", flush=True)
+                    continue
                 print(f"building {layout} {size:,} …", flush=True)
                 _child("build", layout, size, args)
             row["build"] = json.loads((data_dir / "built.json").read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ import fcntl
 import logging
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -176,10 +177,12 @@ def open_service(
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
         )
-        keeper.start(
-            HnswIndex.load(index_dir, dim=dim, model=model, ef_search=idx.ef_search),
-            FastNetwork.load(index_dir, build_scorer, model=model, dim=dim),
-        )
+        # The two saved files are checked (SHA-256) and read side by side: hashing and
+        # reading release the GIL, and at a million memories each is a gigabyte or more.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-load") as loader:
+            index = loader.submit(HnswIndex.load, index_dir, dim=dim, model=model, ef_search=idx.ef_search)
+            network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim)
+            keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
         service = MemoryService(config, store, keeper, embedder, clock=clock, on_close=lock.release)
