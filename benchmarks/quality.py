@@ -67,6 +67,8 @@ class Case:
     query: str
     at: datetime
     relevant: set[str]
+    kind: str = ""  # LongMemEval's question type
+    part: str = ""  # "tune" or "held-out": weights are chosen on the first only
 
 
 @dataclass
@@ -108,11 +110,15 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
         q for q in questions if taken.setdefault(q["question_type"], 0) < per_type and _take(taken, q["question_type"])
     ]
     dataset = Dataset(f"LongMemEval dev60 ({len(questions)} questions)")
+    seen: dict[str, int] = {}
     for question in questions:
         namespace = "lme-" + question["question_id"]
         drafts: list[MemoryDraft] = []
         evidence: list[int] = []
-        for session, date in zip(question["haystack_sessions"], question["haystack_dates"], strict=True):
+        sessions = zip(
+            question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
+        )
+        for session, date, session_id in sessions:
             created = _lme_date(date)
             for turn in session:
                 if turn.get("has_answer"):
@@ -124,6 +130,7 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
                         category="event",
                         source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
                         created_at=created,
+                        session_id=session_id,
                     )
                 )
         # A few questions are dated before some of their own sessions: ask them after the last.
@@ -131,7 +138,10 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
         ids: list[str] = []
         for batch in _batches(drafts, 256):
             ids += [result.memory.memory_id for result in service.save_batch(batch)]
-        dataset.cases.append(Case(namespace, question["question"], clock.now, {ids[i] for i in evidence}))
+        kind = question["question_type"]
+        seen[kind] = seen.get(kind, 0) + 1
+        part = "tune" if seen[kind] % 2 else "held-out"  # alternate within each question type
+        dataset.cases.append(Case(namespace, question["question"], clock.now, {ids[i] for i in evidence}, kind, part))
     return dataset
 
 
@@ -204,7 +214,14 @@ def open_prepared(
         dataset = Dataset(
             raw["name"],
             [
-                Case(c["namespace"], c["query"], datetime.fromisoformat(c["at"]), set(c["relevant"]))
+                Case(
+                    c["namespace"],
+                    c["query"],
+                    datetime.fromisoformat(c["at"]),
+                    set(c["relevant"]),
+                    c.get("kind", ""),
+                    c.get("part", ""),
+                )
                 for c in raw["cases"]
             ],
         )
@@ -213,7 +230,14 @@ def open_prepared(
     dataset = ingest(service, clock)
     print(f"ingested {dataset.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     cases = [
-        {"namespace": c.namespace, "query": c.query, "at": c.at.isoformat(), "relevant": sorted(c.relevant)}
+        {
+            "namespace": c.namespace,
+            "query": c.query,
+            "at": c.at.isoformat(),
+            "relevant": sorted(c.relevant),
+            "kind": c.kind,
+            "part": c.part,
+        }
         for c in dataset.cases
     ]
     cases_file.write_text(json.dumps({"name": dataset.name, "cases": cases}))

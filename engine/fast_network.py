@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from engine import text
 from engine.config import ScoringConfig
+from engine.episodes import NEXT
 from engine.files import sha256_of
 from engine.ports import Edge, LexicalBuild, LexicalScorer
 from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, entity_keys
@@ -279,6 +280,7 @@ class FastNetwork:
         self._digests: list[bytes] = []
         self._by_digest: dict[bytes, list[int]] = {}
         self._key_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, key) -> rows
+        self._session_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, session) -> rows
         self.namespaces = Interner()
         self.categories = Interner()
         self.people = Interner()  # actors and sessions
@@ -381,13 +383,15 @@ class FastNetwork:
             self.ids.append(memory.memory_id)
             self._digests.append(_NO_DIGEST)
             cols.key[row] = NONE
+            cols.session[row] = NONE
         else:
             self._set_key(row, NONE)
+            self._set_session(row, NONE)
         namespace = self.namespaces.code(memory.namespace)
         cols.namespace[row] = namespace
         cols.category[row] = self.categories.code(memory.category)
         cols.actor[row] = self.people.optional(memory.actor)
-        cols.session[row] = self.people.optional(memory.session_id)
+        self._set_session(row, self.people.optional(memory.session_id))
         self._set_key(row, self.keys.optional(memory.key))
         cols.created[row] = micros(memory.created_at)
         cols.expire[row] = NEVER if memory.expire_at is None else micros(memory.expire_at)
@@ -438,6 +442,20 @@ class FastNetwork:
         if key != NONE:
             self._key_rows.setdefault((namespace, key), set()).add(row)
 
+    def _set_session(self, row: int, session: int) -> None:
+        """File ``row`` under ``session`` (``NONE``: under none) in its namespace's session postings."""
+        cols = self._cols
+        old, namespace = int(cols.session[row]), int(cols.namespace[row])
+        if old != NONE:
+            held = self._session_rows.get((namespace, old))
+            if held is not None:
+                held.discard(row)
+                if not held:
+                    del self._session_rows[(namespace, old)]
+        cols.session[row] = session
+        if session != NONE:
+            self._session_rows.setdefault((namespace, session), set()).add(row)
+
     def _grow_vectors(self, size: int) -> None:
         if size > len(self._has_vector):
             capacity = max(size, 2 * len(self._has_vector))
@@ -480,6 +498,7 @@ class FastNetwork:
         namespace = int(cols.namespace[row])
         cols.live[row] = False
         self._set_key(row, NONE)
+        self._set_session(row, NONE)
         self._set_digest(row, _NO_DIGEST)
         self._has_vector[row] = False
         self._set_entities(row, namespace, ())
@@ -717,6 +736,47 @@ class FastNetwork:
     def links(self, row: int, kind: str | None = None) -> list[Link]:
         return [link for link in self._links.get(row, ()) if kind is None or link.kind == kind]
 
+    def session_tail(self, namespace: str, session_id: str) -> str | None:
+        """The memory a new one of this (namespace, session) follows (``engine.episodes``):
+        of the session's memories that are not deleted, the newest (by created_at, then
+        row) among those with no ``NEXT`` to another of them, the end of the chain; the
+        newest of all where every one has (a cycle only a hand-made edge can make).
+        None when the session holds no such memory."""
+        with self._lock:
+            ns, session = self.namespaces.find(namespace), self.people.find(session_id)
+            rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
+            if not rows:
+                return None
+            deleted = _STATUS[Status.DELETED]
+            held = {row for row in rows if self._cols.status[row] != deleted}
+            ends = [
+                row
+                for row in held
+                if not any(
+                    link.kind == NEXT and link.src == row and link.dst != row and link.dst in held
+                    for link in self._links.get(row, ())
+                )
+            ]
+            if not held:
+                return None
+            newest = max(ends or held, key=lambda row: (int(self._cols.created[row]), row))
+            return self.ids[newest]
+
+    def neighbours(self, rows: Rows, kind: str) -> tuple[Rows, Rows]:
+        """Pairs (row of ``rows``, a row linked to it by ``kind`` in either direction), live
+        ends only: what the context channel walks (one hop along ``NEXT``)."""
+        found: list[tuple[int, int]] = []
+        live = self._cols.live
+        for row in rows.tolist():
+            for link in self._links.get(row, ()):
+                other = link.dst if link.src == row else link.src
+                if link.kind == kind and other != row and live[other]:
+                    found.append((row, other))
+        if not found:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pairs = np.asarray(found, dtype=np.int64)
+        return pairs[:, 0], pairs[:, 1]
+
     # --- persistence -----------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
@@ -820,6 +880,14 @@ class FastNetwork:
             keyed.tolist(), net._cols.namespace[keyed].tolist(), net._cols.key[keyed].tolist(), strict=True
         ):
             net._key_rows.setdefault((namespace, key), set()).add(row)
+        in_session = np.flatnonzero(live & (net._cols.session[:size] != NONE))
+        for row, namespace, session in zip(
+            in_session.tolist(),
+            net._cols.namespace[in_session].tolist(),
+            net._cols.session[in_session].tolist(),
+            strict=True,
+        ):
+            net._session_rows.setdefault((namespace, session), set()).add(row)
         for name, interner in net._interners().items():
             for value in arrays[f"names_{name}"]:
                 interner.code(str(value))

@@ -48,7 +48,8 @@ class ImportedRecord:
     ``versions`` is its history, oldest first, the last one at ``memory.version``;
     empty when the history did not travel. ``vector`` is stored under
     ``memory.embedding_model``; ``None`` leaves the index keeper to embed it.
-    ``edges`` are links from this memory.
+    ``edges`` are links from this memory, and links to it from a memory already
+    stored (``NEXT`` from the end of its session's chain, ``engine.episodes``).
     """
 
     memory: Memory
