@@ -37,7 +37,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,17 @@ from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import sha256_of
 from engine.ports import Edge, LexicalBuild, LexicalScorer
-from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, entity_keys
+from engine.records import (
+    JsonScalar,
+    Memory,
+    MemoryFilter,
+    Scope,
+    Source,
+    Status,
+    Visibility,
+    entity_keys,
+    micros,
+)
 
 Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -65,7 +75,6 @@ _PRIVATE, _PUBLIC = _VISIBILITY[Visibility.PRIVATE], _VISIBILITY[Visibility.PUBL
 NONE = -1  # the code of an absent actor, session or key
 NEVER = np.iinfo(np.int64).max  # expire_at of a memory that never expires
 MICROS_PER_DAY = 86_400 * 1_000_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
@@ -76,12 +85,6 @@ SCAN_CHUNK = 4096
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch: exact, and ordered as the stores order ISO strings."""
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 class Interner:
@@ -616,6 +619,11 @@ class FastNetwork:
         return ok
 
     # --- score inputs ----------------------------------------------------------------
+
+    def created_of(self, rows: Rows) -> Rows:
+        """Each row's created_at, microseconds since the epoch."""
+        created: Rows = self._cols.created[rows]
+        return created
 
     def decayed(self, rows: Rows, now: datetime, scoring: ScoringConfig) -> Floats:
         """``scoring.current_score`` of each row, vectorised."""

@@ -196,7 +196,7 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
         explained = parts.as_dict()
         signals = explained["signals"]
         assert isinstance(signals, dict)
-        assert set(signals) == {"semantic", "lexical", "graph", "decay"}
+        assert set(signals) == {"semantic", "lexical", "graph", "decay", "context"}
         total = sum(sig["contribution"] for sig in signals.values())
         assert total == pytest.approx(hit.score, abs=1e-5)
 
