@@ -36,7 +36,7 @@ from engine.errors import (
 )
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, Vector
+from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, TimeExpressions, Vector
 from engine.recall import Recaller, RecallQuery, RecallResult
 from engine.records import (
     Memory,
@@ -102,8 +102,11 @@ class MemoryService:
         *,
         clock: Callable[[], datetime] = utcnow,
         on_close: Callable[[], None] | None = None,
+        times: TimeExpressions | None = None,
     ) -> None:
         self.config = config
+        # Reads the times a query names for the time signal ([fusion] time); None: no time signal.
+        self.times = times
         self._on_close = on_close
         self.store = store
         self.keeper = keeper
@@ -520,6 +523,7 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
+            windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
         )
         result = self.recaller.recall(asked)
         if not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query):
