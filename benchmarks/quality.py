@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import shutil
 import statistics
@@ -49,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.ports import Embedder  # noqa: E402
-from engine.records import MemoryDraft, Source  # noqa: E402
+from engine.records import MemoryDraft, MemoryFilter, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -109,17 +110,44 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> Dataset:
-    """The first ``per_type`` questions of each of the six question types (10 each in dev60)."""
+def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int, minutes: float = 0.0) -> Dataset:
+    """The first ``per_type`` questions of each of the six question types (10 each in dev60),
+    taken type by type in turn, so that an ingest cut short still covers every type.
+
+    Each question's case is appended to ``cases.partial.jsonl`` once its turns are
+    stored, so an ingest that stopped goes on where it was. A namespace stored by an
+    earlier run without its case line has its ids found again by content (the question
+    is left out if any turn is missing). With ``minutes``, ingesting stops after that
+    long and the dataset is the questions stored by then."""
     questions = json.loads(gzip.open(LME).read())
     taken: dict[str, int] = {}
     questions = [
         q for q in questions if taken.setdefault(q["question_type"], 0) < per_type and _take(taken, q["question_type"])
     ]
-    dataset = Dataset(f"LongMemEval dev60 ({len(questions)} questions)")
     seen: dict[str, int] = {}
+    parts: dict[str, str] = {}
+    for question in questions:  # alternate within each question type, in the file's order
+        kind = question["question_type"]
+        seen[kind] = seen.get(kind, 0) + 1
+        parts[question["question_id"]] = "tune" if seen[kind] % 2 else "held-out"
+    by_type: dict[str, list[dict[str, Any]]] = {}
     for question in questions:
+        by_type.setdefault(question["question_type"], []).append(question)
+    ordered = [q for row in itertools.zip_longest(*by_type.values()) for q in row if q is not None]
+    partial = Path(service.config.data_dir) / "cases.partial.jsonl"
+    done = {}
+    if partial.exists():
+        done = {case["namespace"]: case for case in map(json.loads, partial.read_text().splitlines())}
+    stored = set(service.namespaces("lme-"))
+    started = time.monotonic()
+    cases: list[Case] = []
+    for question in ordered:
         namespace = "lme-" + question["question_id"]
+        if namespace in done:
+            cases.append(_case(done[namespace]))
+            continue
+        if minutes and time.monotonic() - started > minutes * 60:
+            continue
         drafts: list[MemoryDraft] = []
         evidence: list[int] = []
         sessions = zip(
@@ -142,14 +170,57 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
                 )
         # A few questions are dated before some of their own sessions: ask them after the last.
         clock.now = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
-        ids: list[str] = []
-        for batch in _batches(drafts, 256):
-            ids += [result.memory.memory_id for result in service.save_batch(batch)]
+        ids: list[str] | None = None
+        if namespace in stored:
+            ids = _found_again(service, namespace, drafts)
+        else:
+            ids = [result.memory.memory_id for batch in _batches(drafts, 256) for result in service.save_batch(batch)]
+        if ids is None:
+            print(f"{namespace}: stored incompletely by an earlier run, left out", file=sys.stderr)
+            continue
         kind = question["question_type"]
-        seen[kind] = seen.get(kind, 0) + 1
-        part = "tune" if seen[kind] % 2 else "held-out"  # alternate within each question type
-        dataset.cases.append(Case(namespace, question["question"], clock.now, {ids[i] for i in evidence}, kind, part))
-    return dataset
+        case = Case(
+            namespace, question["question"], clock.now, {ids[i] for i in evidence}, kind, parts[question["question_id"]]
+        )
+        with partial.open("a") as out:
+            out.write(json.dumps(_case_dict(case)) + "\n")
+        cases.append(case)
+    return Dataset(f"LongMemEval dev60 ({len(cases)} questions)", cases)
+
+
+def _found_again(service: MemoryService, namespace: str, drafts: list[MemoryDraft]) -> list[str] | None:
+    by_content: dict[str, str] = {}
+    cursor: str | None = None
+    while True:
+        page = service.list_page([namespace], MemoryFilter(statuses=tuple(Status)), limit=500, cursor=cursor)
+        by_content.update((memory.content, memory.memory_id) for memory in page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    ids = [by_content.get(draft.content.strip()) for draft in drafts]
+    return None if None in ids else [memory_id for memory_id in ids if memory_id is not None]
+
+
+def _case(raw: dict[str, Any]) -> Case:
+    return Case(
+        raw["namespace"],
+        raw["query"],
+        datetime.fromisoformat(raw["at"]),
+        set(raw["relevant"]),
+        raw.get("kind", ""),
+        raw.get("part", ""),
+    )
+
+
+def _case_dict(case: Case) -> dict[str, Any]:
+    return {
+        "namespace": case.namespace,
+        "query": case.query,
+        "at": case.at.isoformat(),
+        "relevant": sorted(case.relevant),
+        "kind": case.kind,
+        "part": case.part,
+    }
 
 
 def _take(counts: dict[str, int], key: str) -> bool:
@@ -226,40 +297,17 @@ def open_prepared(
 ) -> tuple[MemoryService, Dataset]:
     data_dir = WORK / f"quality-{name}-{provider}"
     cases_file = data_dir / "cases.json"
-    if not cases_file.exists():
+    if not cases_file.exists() and not (data_dir / "cases.partial.jsonl").exists():
         shutil.rmtree(data_dir, ignore_errors=True)  # an ingest that stopped halfway starts over
     service = open_service(_config(data_dir, provider, weights), embedder=embedder, clock=clock)
     if cases_file.exists():
         raw = json.loads(cases_file.read_text())
-        dataset = Dataset(
-            raw["name"],
-            [
-                Case(
-                    c["namespace"],
-                    c["query"],
-                    datetime.fromisoformat(c["at"]),
-                    set(c["relevant"]),
-                    c.get("kind", ""),
-                    c.get("part", ""),
-                )
-                for c in raw["cases"]
-            ],
-        )
+        dataset = Dataset(raw["name"], [_case(c) for c in raw["cases"]])
         return service, dataset
     started = time.perf_counter()
     dataset = ingest(service, clock)
     print(f"ingested {dataset.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    cases = [
-        {
-            "namespace": c.namespace,
-            "query": c.query,
-            "at": c.at.isoformat(),
-            "relevant": sorted(c.relevant),
-            "kind": c.kind,
-            "part": c.part,
-        }
-        for c in dataset.cases
-    ]
+    cases = [_case_dict(c) for c in dataset.cases]
     cases_file.write_text(json.dumps({"name": dataset.name, "cases": cases}))
     return service, dataset
 
@@ -280,6 +328,12 @@ def main() -> int:
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
     )
     parser.add_argument("--datasets", default="longmemeval,madial", help="comma-separated: longmemeval, madial")
+    parser.add_argument(
+        "--ingest-minutes",
+        type=float,
+        default=0.0,
+        help="stop ingesting LongMemEval after this long (0: never); the questions stored by then are the dataset",
+    )
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
@@ -310,7 +364,11 @@ def main() -> int:
     results: dict[str, dict[str, dict[str, float]]] = {}
     chosen = set(args.datasets.split(","))
     runs: list[tuple[str, Callable[[MemoryService, Clock], Dataset], tuple[int, ...]]] = [
-        (f"longmemeval{args.per_type}", lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type), (5, 10)),
+        (
+            f"longmemeval{args.per_type}",
+            lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type, args.ingest_minutes),
+            (5, 10),
+        ),
         ("madial", ingest_madial, (5,)),
     ]
     for name, ingest, ks in runs:
