@@ -433,31 +433,27 @@ class FastNetwork:
 
     def _set_key(self, row: int, key: int) -> None:
         """File ``row`` under ``key`` (``NONE``: under none) in its namespace's key postings."""
-        cols = self._cols
-        old, namespace = int(cols.key[row]), int(cols.namespace[row])
-        if old != NONE:
-            held = self._key_rows.get((namespace, old))
-            if held is not None:
-                held.discard(row)
-                if not held:
-                    del self._key_rows[(namespace, old)]
-        cols.key[row] = key
-        if key != NONE:
-            self._key_rows.setdefault((namespace, key), set()).add(row)
+        self._repost(self._key_rows, self._cols.key, row, key)
 
     def _set_session(self, row: int, session: int) -> None:
         """File ``row`` under ``session`` (``NONE``: under none) in its namespace's session postings."""
-        cols = self._cols
-        old, namespace = int(cols.session[row]), int(cols.namespace[row])
+        self._repost(self._session_rows, self._cols.session, row, session)
+
+    def _repost(
+        self, postings: dict[tuple[int, int], set[int]], column: npt.NDArray[np.int32], row: int, code: int
+    ) -> None:
+        """Move ``row`` from the (namespace, old code) postings to (namespace, ``code``),
+        and set ``column`` (whose value at ``row`` is the old code) to ``code``."""
+        old, namespace = int(column[row]), int(self._cols.namespace[row])
         if old != NONE:
-            held = self._session_rows.get((namespace, old))
+            held = postings.get((namespace, old))
             if held is not None:
                 held.discard(row)
                 if not held:
-                    del self._session_rows[(namespace, old)]
-        cols.session[row] = session
-        if session != NONE:
-            self._session_rows.setdefault((namespace, session), set()).add(row)
+                    del postings[(namespace, old)]
+        column[row] = code
+        if code != NONE:
+            postings.setdefault((namespace, code), set()).add(row)
 
     def _grow_vectors(self, size: int) -> None:
         if size > len(self._has_vector):

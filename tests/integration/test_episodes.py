@@ -157,7 +157,8 @@ def test_neighbours_of_a_strong_hit_join_with_a_bounded_boost(open_svc: OpenServ
         explained = by_id[neighbour].breakdown.as_dict()
         assert explained["next_to"] == hit
         assert explained["signals"]["context"]["contribution"] == pytest.approx(0.3)  # type: ignore[index]
-    assert by_id[hit].breakdown.context.value == 0.0  # no seed stronger than itself lends it evidence
+    # The hit itself gets at most what its weaker neighbours lend, relative to it.
+    assert by_id[hit].breakdown.context.value < 1.0
 
 
 def test_without_the_context_weight_neighbours_get_nothing(open_svc: OpenService, data_dir: Path) -> None:
