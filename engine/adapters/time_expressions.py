@@ -6,7 +6,9 @@ Monday to Sunday, 三天前 that day, 去年 last year).
 What is glue here, not grammar:
 
 * which parser reads a text: dateparser where it has Latin letters (with the Chinese
-  left out), JioNLP where it has Chinese characters (both for a mixed one);
+  left out) and a digit or a word of dateparser's own English date vocabulary (a month,
+  a weekday, a unit, "yesterday", "ago", …: most queries have none, and skip the parser),
+  JioNLP where it has Chinese characters (both for a mixed one);
 * turning a point and its period into a window (the day, the Monday-to-Sunday week,
   the month or year that holds it), and JioNLP's inclusive ends (23:59:59) into
   half-open ones;
@@ -71,6 +73,10 @@ _BEFORE_A_MONTH = frozenset(
     {"in", "of", "since", "during", "until", "till", "before", "after", "last", "this", "next", "early", "late"}
     | {"mid", "by", "from", "through", "around", "whole", "all", "entire"}
 )
+_DIGIT = re.compile(r"\d")
+# Locale sections that are not date words, and connectives that name a date only beside one.
+_NOT_DATE_WORDS = frozenset({"name", "date_order", "skip", "pertain", "sentence_splitter_group", "simplifications"})
+_CONNECTIVES = frozenset({"in", "this", "last", "next", "time", "date", "early", "after", "before", "till", "small"})
 _JIONLP_DIR = "jionlp"
 # Period-less spans said as a time ago ("2 hours ago") are that day; the same in Chinese.
 _AGO_EN = frozenset({"ago"})
@@ -111,7 +117,9 @@ class LibraryTimeExpressions:
     # --- English ---------------------------------------------------------------------
 
     def _english(self, text: str, base: datetime) -> list[TimeWindow]:
-        search_dates, periods, skip = self._load_dateparser()
+        search_dates, periods, skip, vocabulary = self._load_dateparser()
+        if not _DIGIT.search(text) and vocabulary.isdisjoint(_WORD.findall(text.lower())):
+            return []  # no digit and none of the locale's date words: dateparser would find nothing
         settings = {
             "RELATIVE_BASE": base,
             "PREFER_DATES_FROM": "past",
@@ -140,7 +148,7 @@ class LibraryTimeExpressions:
             windows.append(TimeWindow(_utc(start), _utc(_step(start, period)), span.strip(), "dateparser"))
         return windows
 
-    def _load_dateparser(self) -> tuple[Any, Any, frozenset[str]]:
+    def _load_dateparser(self) -> tuple[Any, Any, frozenset[str], frozenset[str]]:
         if self._dateparser is None:
             from dateparser.date import DateDataParser
             from dateparser.languages.loader import default_loader
@@ -150,8 +158,8 @@ class LibraryTimeExpressions:
             skip = frozenset(word for word in [*info["skip"], *info["in"]] if _WORD.fullmatch(word))
             # A span's period (day, week, month, year) does not depend on "now": one parser serves every call.
             periods = DateDataParser(languages=["en"], settings={"RETURN_TIME_AS_PERIOD": True})
-            self._dateparser = (search_dates, periods, skip)
-        loaded: tuple[Any, Any, frozenset[str]] = self._dateparser
+            self._dateparser = (search_dates, periods, skip, _vocabulary(info, skip))
+        loaded: tuple[Any, Any, frozenset[str], frozenset[str]] = self._dateparser
         return loaded
 
     # --- Chinese ---------------------------------------------------------------------
@@ -201,6 +209,22 @@ class LibraryTimeExpressions:
                 extract("", with_parsing=True)
                 self._jionlp = extract
             return self._jionlp
+
+
+def _vocabulary(info: dict[str, Any], skip: frozenset[str]) -> frozenset[str]:
+    """The words of the locale's own date vocabulary (months, weekdays, units, "yesterday",
+    "ago", …) without the connectives that make a date only beside one of those ("last",
+    "this", "in") and without words of one or two letters ("h", "am", "we": they count only
+    beside a digit, and a two-letter span is no time here)."""
+    words: set[str] = set()
+    for key, value in info.items():
+        if key in _NOT_DATE_WORDS:
+            continue
+        phrases = [*value.values()] if isinstance(value, dict) else [value] if isinstance(value, list) else []
+        for phrase in phrases:
+            for item in phrase if isinstance(phrase, list) else [phrase]:
+                words.update(_WORD.findall(str(item).lower()))
+    return frozenset(word for word in words if len(word) > 2 and word not in skip and word not in _CONNECTIVES)
 
 
 def _a_month_here(text: str, span: str, skip: frozenset[str]) -> bool:
