@@ -90,6 +90,9 @@ class _JionlpRecords(logging.Filter):
         return _JIONLP_DIR not in Path(record.pathname).parts
 
 
+_JIONLP_FILTER = _JionlpRecords()
+
+
 class LibraryTimeExpressions:
     """``engine.ports.TimeExpressions`` over dateparser (English) and JioNLP (Chinese)."""
 
@@ -201,7 +204,9 @@ class LibraryTimeExpressions:
         """JioNLP's time extractor, loaded and prepared (its patterns are built on first call)."""
         with self._lock:
             if self._jionlp is None:
-                logging.getLogger().addFilter(_JionlpRecords())
+                root = logging.getLogger()
+                if _JIONLP_FILTER not in root.filters:  # once per process, however many services
+                    root.addFilter(_JIONLP_FILTER)
                 with contextlib.redirect_stdout(io.StringIO()):
                     import jionlp
 
