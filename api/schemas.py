@@ -273,6 +273,7 @@ def save_out(result: SaveResult) -> dict[str, Any]:
         "superseded": list(result.superseded),
         "contradicted": list(result.contradicted),
         "flagged": list(result.flagged),
+        "follows": result.follows,
         "guard": {"action": result.guard.action.value, "findings": list(result.guard.kinds)},
         "version": result.memory.version,
         "namespace": result.memory.namespace,
@@ -318,6 +319,7 @@ def recall_out(
         ],
         "candidates": result.candidates,
         "exact_scan": result.exact_scan,
+        **({"time_windows": [window.as_dict() for window in result.windows]} if explain else {}),
     }
 
 

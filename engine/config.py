@@ -108,6 +108,11 @@ class FusionWeights:
     lexical: float = 0.2
     graph: float = 0.05
     decay: float = 0.1
+    # Conversation context: linked NEXT (the same session, written one after the other)
+    # to one of the strongest candidates (engine/episodes.py).
+    context: float = 0.1
+    # The time a query names ("last week", "上周"): 1 inside the window, decaying outside.
+    time: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,20 @@ import numpy.typing as npt
 
 from engine import text
 from engine.config import ScoringConfig
+from engine.episodes import NEXT
 from engine.files import sha256_of
 from engine.ports import Edge, LexicalBuild, LexicalScorer
-from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, entity_keys
+from engine.records import (
+    JsonScalar,
+    Memory,
+    MemoryFilter,
+    Scope,
+    Source,
+    Status,
+    Visibility,
+    entity_keys,
+    micros,
+)
 
 Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -65,7 +76,6 @@ _PRIVATE, _PUBLIC = _VISIBILITY[Visibility.PRIVATE], _VISIBILITY[Visibility.PUBL
 NONE = -1  # the code of an absent actor, session or key
 NEVER = np.iinfo(np.int64).max  # expire_at of a memory that never expires
 MICROS_PER_DAY = 86_400 * 1_000_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
@@ -81,12 +91,6 @@ SYNC_REBUILD_DOCS = 5000
 REBUILD_PAUSE_FACTOR = 4.0
 _monotonic = time.monotonic  # the lexicons' clock (a test replaces it)
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch: exact, and ordered as the stores order ISO strings."""
-    delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 class Interner:
@@ -291,6 +295,7 @@ class FastNetwork:
         self._digests: list[bytes] = []
         self._by_digest: dict[bytes, list[int]] = {}
         self._key_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, key) -> rows
+        self._session_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, session) -> rows
         self.namespaces = Interner()
         self.categories = Interner()
         self.people = Interner()  # actors and sessions
@@ -393,13 +398,15 @@ class FastNetwork:
             self.ids.append(memory.memory_id)
             self._digests.append(_NO_DIGEST)
             cols.key[row] = NONE
+            cols.session[row] = NONE
         else:
             self._set_key(row, NONE)
+            self._set_session(row, NONE)
         namespace = self.namespaces.code(memory.namespace)
         cols.namespace[row] = namespace
         cols.category[row] = self.categories.code(memory.category)
         cols.actor[row] = self.people.optional(memory.actor)
-        cols.session[row] = self.people.optional(memory.session_id)
+        self._set_session(row, self.people.optional(memory.session_id))
         self._set_key(row, self.keys.optional(memory.key))
         cols.created[row] = micros(memory.created_at)
         cols.expire[row] = NEVER if memory.expire_at is None else micros(memory.expire_at)
@@ -438,17 +445,27 @@ class FastNetwork:
 
     def _set_key(self, row: int, key: int) -> None:
         """File ``row`` under ``key`` (``NONE``: under none) in its namespace's key postings."""
-        cols = self._cols
-        old, namespace = int(cols.key[row]), int(cols.namespace[row])
+        self._repost(self._key_rows, self._cols.key, row, key)
+
+    def _set_session(self, row: int, session: int) -> None:
+        """File ``row`` under ``session`` (``NONE``: under none) in its namespace's session postings."""
+        self._repost(self._session_rows, self._cols.session, row, session)
+
+    def _repost(
+        self, postings: dict[tuple[int, int], set[int]], column: npt.NDArray[np.int32], row: int, code: int
+    ) -> None:
+        """Move ``row`` from the (namespace, old code) postings to (namespace, ``code``),
+        and set ``column`` (whose value at ``row`` is the old code) to ``code``."""
+        old, namespace = int(column[row]), int(self._cols.namespace[row])
         if old != NONE:
-            held = self._key_rows.get((namespace, old))
+            held = postings.get((namespace, old))
             if held is not None:
                 held.discard(row)
                 if not held:
-                    del self._key_rows[(namespace, old)]
-        cols.key[row] = key
-        if key != NONE:
-            self._key_rows.setdefault((namespace, key), set()).add(row)
+                    del postings[(namespace, old)]
+        column[row] = code
+        if code != NONE:
+            postings.setdefault((namespace, code), set()).add(row)
 
     def _grow_vectors(self, size: int) -> None:
         if size > len(self._has_vector):
@@ -492,6 +509,7 @@ class FastNetwork:
         namespace = int(cols.namespace[row])
         cols.live[row] = False
         self._set_key(row, NONE)
+        self._set_session(row, NONE)
         self._set_digest(row, _NO_DIGEST)
         self._has_vector[row] = False
         self._set_entities(row, namespace, ())
@@ -609,6 +627,11 @@ class FastNetwork:
         return ok
 
     # --- score inputs ----------------------------------------------------------------
+
+    def created_of(self, rows: Rows) -> Rows:
+        """Each row's created_at, microseconds since the epoch."""
+        created: Rows = self._cols.created[rows]
+        return created
 
     def decayed(self, rows: Rows, now: datetime, scoring: ScoringConfig) -> Floats:
         """``scoring.current_score`` of each row, vectorised."""
@@ -729,6 +752,47 @@ class FastNetwork:
     def links(self, row: int, kind: str | None = None) -> list[Link]:
         return [link for link in self._links.get(row, ()) if kind is None or link.kind == kind]
 
+    def session_tail(self, namespace: str, session_id: str) -> str | None:
+        """The memory a new one of this (namespace, session) follows (``engine.episodes``):
+        of the session's memories that are not deleted, the newest (by created_at, then
+        row) among those with no ``NEXT`` to another of them, the end of the chain; the
+        newest of all where every one has (a cycle only a hand-made edge can make).
+        None when the session holds no such memory."""
+        with self._lock:
+            ns, session = self.namespaces.find(namespace), self.people.find(session_id)
+            rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
+            if not rows:
+                return None
+            deleted = _STATUS[Status.DELETED]
+            held = {row for row in rows if self._cols.status[row] != deleted}
+            ends = [
+                row
+                for row in held
+                if not any(
+                    link.kind == NEXT and link.src == row and link.dst != row and link.dst in held
+                    for link in self._links.get(row, ())
+                )
+            ]
+            if not held:
+                return None
+            newest = max(ends or held, key=lambda row: (int(self._cols.created[row]), row))
+            return self.ids[newest]
+
+    def neighbours(self, rows: Rows, kind: str) -> tuple[Rows, Rows]:
+        """Pairs (row of ``rows``, a row linked to it by ``kind`` in either direction), live
+        ends only: what the context channel walks (one hop along ``NEXT``)."""
+        found: list[tuple[int, int]] = []
+        live = self._cols.live
+        for row in rows.tolist():
+            for link in self._links.get(row, ()):
+                other = link.dst if link.src == row else link.src
+                if link.kind == kind and other != row and live[other]:
+                    found.append((row, other))
+        if not found:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pairs = np.asarray(found, dtype=np.int64)
+        return pairs[:, 0], pairs[:, 1]
+
     # --- persistence -----------------------------------------------------------------
 
     def save(self, directory: Path) -> None:
@@ -834,6 +898,11 @@ class FastNetwork:
         keyed = np.flatnonzero(live & (net._cols.key[:size] != NONE))
         for (namespace, key), rows in _groups(net._cols.namespace[keyed], net._cols.key[keyed], keyed):
             net._key_rows[(namespace, key)] = set(rows)
+        in_session = np.flatnonzero(live & (net._cols.session[:size] != NONE))
+        for (namespace, session), rows in _groups(
+            net._cols.namespace[in_session], net._cols.session[in_session], in_session
+        ):
+            net._session_rows[(namespace, session)] = set(rows)
         for name, interner in net._interners().items():
             for value in arrays[f"names_{name}"].tolist():
                 interner.code(value)

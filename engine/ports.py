@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version
+from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, TimeWindow, Version
 from engine.security import AuditEvent, AuditQuery, AuditRow, Block, BlockKind, Principal, TokenRecord
 from engine.session_records import Candidate, Claimed, Message, SessionInfo, SessionRef
 
@@ -48,7 +48,8 @@ class ImportedRecord:
     ``versions`` is its history, oldest first, the last one at ``memory.version``;
     empty when the history did not travel. ``vector`` is stored under
     ``memory.embedding_model``; ``None`` leaves the index keeper to embed it.
-    ``edges`` are links from this memory.
+    ``edges`` are links from this memory, and links to it from a memory already
+    stored (``NEXT`` from the end of its session's chain, ``engine.episodes``).
     """
 
     memory: Memory
@@ -83,6 +84,23 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vector:
         """The vector to search with for ``text``."""
         ...
+
+
+@runtime_checkable
+class TimeExpressions(Protocol):
+    """Reads the times a query names ("last week", "in May", "上周", "三天前"), relative
+    to ``now`` (UTC).
+
+    ``windows`` returns one ``TimeWindow`` [start, end) per time named, each at least
+    a day long, ending after it starts and starting no later than ``now`` (nothing is
+    written in the future), without repeats; an empty tuple when the text names no
+    time. What the parser cannot read is no time, never an error: a query is never
+    refused for its wording.
+    """
+
+    name: str
+
+    def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]: ...
 
 
 @runtime_checkable

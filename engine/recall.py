@@ -11,7 +11,11 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    ``pool`` among what passes join, every candidate scored relative to the best;
 4. the graph channel: entity postings of the entities the query names (graph 1) and
    of those the strongest candidates mention (``scoring.GRAPH_NEIGHBOUR``), bounded;
-5. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``).
+5. the context channel (``[fusion] context`` above 0): the memories linked ``NEXT``
+   (``engine.episodes``), either way, to one of the ``CONTEXT_SEEDS`` strongest
+   candidates by the other signals join with the seed's score relative to the best;
+6. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``), with
+   the time signal (``[fusion] time``) when the query names a time (``TimeWindow``s).
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many``, which applies the caller's scope and the filter again (defence in
@@ -35,15 +39,18 @@ from engine import guard as guards
 from engine import scoring
 from engine.config import Config
 from engine.conflicts import CONTRADICTS
+from engine.episodes import NEXT
 from engine.fast_network import FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, MemoryFilter, Scope
+from engine.records import Memory, MemoryFilter, Scope, TimeWindow
 
 # The graph channel's bounds.
 GRAPH_SEEDS = 5
 GRAPH_KEYS = 12
 GRAPH_PER_ENTITY = 20
+# The context channel's seeds: the strongest candidates whose NEXT neighbours join.
+CONTEXT_SEEDS = 5
 
 # The namespaces a recall looks into holding at most this many memories are scanned
 # exactly instead of searched: one small matrix product beats HNSW over every namespace.
@@ -65,6 +72,7 @@ class RecallQuery:
     now: datetime
     terms: tuple[str, ...]  # engine.text.terms of the query
     entity_keys: frozenset[str]  # keys of the entities the query names
+    windows: tuple[TimeWindow, ...] = ()  # the times the query names (engine/adapters/time_expressions.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,7 @@ class RecallResult:
     exact_scan: bool
     # For each hit with CONTRADICTS links: the ids of the memories it clashes with.
     contradicts: dict[str, list[str]] = field(default_factory=dict)
+    windows: tuple[TimeWindow, ...] = ()  # the times the query named, as they were read
 
 
 @dataclass(slots=True)
@@ -83,6 +92,8 @@ class _Pool:
     cosine: dict[int, float] = field(default_factory=dict)
     lexical: dict[int, float] = field(default_factory=dict)
     graph: dict[int, float] = field(default_factory=dict)
+    context: dict[int, float] = field(default_factory=dict)
+    next_to: dict[int, int] = field(default_factory=dict)  # row -> the seed its context came from
     exact: bool = False
 
     def rows(self) -> list[int]:
@@ -125,7 +136,7 @@ class Recaller:
         net = self._keeper.network
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
-        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged)
+        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, query.windows)
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every candidate, best first, from the fast network alone (no store read but
@@ -138,6 +149,7 @@ class Recaller:
             self._legacy(net, query, pool)
             self._lexical(net, query, pool)
             self._graph(net, query, pool)
+            self._context(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
             order = self._ranked(net, query, pool, rows)
             return Ranking(rows[order].tolist(), pool, net.ids)
@@ -231,6 +243,31 @@ class Recaller:
             pool.graph = graph
             self._join(net, query, pool, graph)
 
+    def _context(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
+        """One hop along ``NEXT``, either way, from the ``CONTEXT_SEEDS`` strongest
+        candidates by every other signal: each neighbour the caller sees and the filter
+        passes gets the seed's score relative to the best (the strongest seed's, where
+        several lend it), bounded by 1 and weighted by ``[fusion] context``."""
+        if self._config.fusion.context <= 0 or not pool.cosine:
+            return
+        rows = np.asarray(pool.rows(), dtype=np.int64)
+        score = self._scores(net, query, pool, rows, context=False)
+        take = min(CONTEXT_SEEDS, len(rows))
+        top = np.argpartition(-score, take - 1)[:take]
+        best = float(score[top].max())
+        if best <= 0.0:
+            return
+        seeds, others = net.neighbours(rows[top], NEXT)
+        if not len(others):
+            return
+        keep = net.passes(query.sight, query.flt, query.now, others)
+        strength = dict(zip(rows[top].tolist(), (score[top] / best).tolist(), strict=True))
+        for seed, other in zip(seeds[keep].tolist(), others[keep].tolist(), strict=True):
+            if strength[seed] > pool.context.get(other, 0.0):
+                pool.context[other] = strength[seed]
+                pool.next_to[other] = seed
+        self._join(net, query, pool, pool.context)
+
     def _join(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: dict[int, float]) -> None:
         """Rows another channel found join the candidates with their exact cosine
         (0 for a memory without a vector of the current model)."""
@@ -245,13 +282,7 @@ class Recaller:
         """Positions of ``rows`` by fused score, best first, ties by memory id (as ``scoring.fuse``)."""
         if not len(rows):
             return np.zeros(0, np.int64)
-        weights, floor = self._config.fusion, self._embedder.similarity_floor
-        cosine = np.asarray([pool.cosine[row] for row in rows.tolist()], dtype=np.float64)
-        lexical = np.asarray([pool.lexical.get(row, 0.0) for row in rows.tolist()], dtype=np.float64)
-        graph = np.asarray([pool.graph.get(row, 0.0) for row in rows.tolist()], dtype=np.float64)
-        semantic = np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
-        decay = net.decayed(rows, query.now, self._config.scoring)
-        score = weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
+        score = self._scores(net, query, pool, rows, context=True)
         order = np.argsort(-score, kind="stable")
         ranked = score[order]
         tied = np.flatnonzero(ranked[1:] == ranked[:-1])
@@ -261,6 +292,25 @@ class Recaller:
                 names[n] = net.id_of(int(rows[n]))
             order = np.lexsort((np.asarray(names, dtype=np.str_), -score))
         return np.asarray(order, dtype=np.int64)
+
+    def _scores(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows, *, context: bool) -> Floats:
+        """The fused score of ``rows``, summed in ``scoring.fuse``'s order (so the two agree
+        to the bit); without the context signal when ``context`` is false."""
+        weights, floor = self._config.fusion, self._embedder.similarity_floor
+        listed = rows.tolist()
+        cosine = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
+        lexical = np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64)
+        graph = np.asarray([pool.graph.get(row, 0.0) for row in listed], dtype=np.float64)
+        semantic = np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
+        decay = net.decayed(rows, query.now, self._config.scoring)
+        score: Floats = (
+            weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
+        )
+        if context:
+            score = score + weights.context * np.asarray([pool.context.get(row, 0.0) for row in listed], np.float64)
+        if query.windows:
+            score = score + weights.time * scoring.time_fit(net.created_of(rows), query.windows)
+        return score
 
     def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
         """Read the best ``top_k`` from the store (scope and filter applied again there),
@@ -276,7 +326,12 @@ class Recaller:
             read = {m.memory_id: m for m in self._store.get_many(query.sight, chunk, query.flt, query.now)}
             candidates = [
                 scoring.Candidate(
-                    read[memory_id], pool.cosine[row], pool.lexical.get(row, 0.0), pool.graph.get(row, 0.0)
+                    read[memory_id],
+                    pool.cosine[row],
+                    pool.lexical.get(row, 0.0),
+                    pool.graph.get(row, 0.0),
+                    pool.context.get(row, 0.0),
+                    ranking.names[pool.next_to[row]] if row in pool.next_to else None,
                 )
                 for memory_id, row in zip(chunk, rows, strict=True)
                 if memory_id in read
@@ -287,6 +342,7 @@ class Recaller:
                 weights=self._config.fusion,
                 scoring=self._config.scoring,
                 similarity_floor=self._embedder.similarity_floor,
+                windows=query.windows,
             )
             hits += self._guarded(fused, want, dict(zip(chunk, rows, strict=True)))
         return hits

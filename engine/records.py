@@ -52,6 +52,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch: exact, and ordered as the stores order ISO strings."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def new_memory_id() -> str:
     return str(uuid.uuid4())
 
@@ -323,3 +332,25 @@ class Change:
 class Page:
     items: tuple[Memory, ...]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """A time a query names ("last week", "上周", "in May"), as [start, end) in UTC,
+    with the words it was read from and the library that read them."""
+
+    start: datetime
+    end: datetime
+    text: str
+    parser: str
+
+    def micros(self) -> tuple[int, int]:
+        return micros(self.start), micros(self.end)
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "text": self.text,
+            "start": self.start.isoformat().replace("+00:00", "Z"),
+            "end": self.end.isoformat().replace("+00:00", "Z"),
+            "parser": self.parser,
+        }

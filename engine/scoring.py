@@ -19,10 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
+
 from engine.config import FusionWeights, ScoringConfig
-from engine.records import Memory
+from engine.records import Memory, TimeWindow, micros
 
 SECONDS_PER_DAY = 86_400.0
+MICROS_PER_DAY = 86_400_000_000
 GRAPH_QUERY_ENTITY = 1.0
 GRAPH_NEIGHBOUR = 0.5
 TOP_RANKS_REINFORCED = 5
@@ -68,6 +72,19 @@ def calibrated_similarity(cosine: float, floor: float) -> float:
     return min(1.0, max(0.0, (cosine - floor) / (1.0 - floor)))
 
 
+def time_fit(created: npt.NDArray[np.int64], windows: Sequence[TimeWindow]) -> npt.NDArray[np.float64]:
+    """How well each creation time (microseconds since the epoch) fits the query's time
+    windows, in 0..1: 1 inside one, halving with every window length (at least a day)
+    outside it; the best window counts. All zeros without windows."""
+    fit = np.zeros(len(created), np.float64)
+    for window in windows:
+        start, end = window.micros()
+        span = max(end - start, MICROS_PER_DAY)
+        outside = np.maximum(start - created, 0) + np.maximum(created - end, 0)
+        fit = np.maximum(fit, 0.5 ** (outside / span))
+    return fit
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     memory: Memory
@@ -77,6 +94,10 @@ class Candidate:
     # Graph context in 0..1: mentions an entity named in the query (1), or shares an
     # entity with one of the strongest candidates (GRAPH_NEIGHBOUR); 0 otherwise.
     graph: float = 0.0
+    # Conversation context in 0..1: linked NEXT to one of the strongest candidates (the
+    # strongest one's fused score relative to the best); ``next_to`` names that one.
+    context: float = 0.0
+    next_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +119,21 @@ class Breakdown:
     graph: Signal
     decay: Signal
     cosine: float
+    context: Signal = Signal(0.0, 0.0)
+    next_to: str | None = None  # the strong candidate the context signal came from
+    time: Signal | None = None  # only when the query names a time
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        signals: list[tuple[str, Signal]] = [
+            ("semantic", self.semantic),
+            ("lexical", self.lexical),
+            ("graph", self.graph),
+            ("decay", self.decay),
+            ("context", self.context),
+        ]
+        if self.time is not None:
+            signals.append(("time", self.time))
+        explained: dict[str, object] = {
             "cosine": round(self.cosine, 6),
             "signals": {
                 name: {
@@ -108,14 +141,12 @@ class Breakdown:
                     "weight": sig.weight,
                     "contribution": round(sig.contribution, 6),
                 }
-                for name, sig in (
-                    ("semantic", self.semantic),
-                    ("lexical", self.lexical),
-                    ("graph", self.graph),
-                    ("decay", self.decay),
-                )
+                for name, sig in signals
             },
         }
+        if self.next_to is not None:
+            explained["next_to"] = self.next_to
+        return explained
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,18 +163,28 @@ def fuse(
     weights: FusionWeights,
     scoring: ScoringConfig,
     similarity_floor: float,
+    windows: Sequence[TimeWindow] = (),
 ) -> list[Hit]:
     """Rank candidates by the weighted sum of their signals, best first.
 
+    ``windows``: the time the query names (``TimeWindow``); without one there is no
+    time signal at all, and the score is the sum of the others exactly.
     Ties are broken by the memory id so that a ranking is reproducible.
     """
     hits = []
-    for cand in candidates:
+    fits = time_fit(np.asarray([micros(c.memory.created_at) for c in candidates], np.int64), windows)
+    for cand, fit in zip(candidates, fits.tolist(), strict=True):
         semantic = Signal(calibrated_similarity(cand.cosine, similarity_floor), weights.semantic)
         lexical = Signal(cand.lexical, weights.lexical)
         graph = Signal(cand.graph, weights.graph)
         decay = Signal(current_score(cand.memory, now, scoring), weights.decay)
+        context = Signal(cand.context, weights.context)
         score = semantic.contribution + lexical.contribution + graph.contribution + decay.contribution
-        hits.append(Hit(cand.memory, score, Breakdown(semantic, lexical, graph, decay, cand.cosine)))
+        score += context.contribution
+        time = Signal(fit, weights.time) if windows else None
+        if time is not None:
+            score += time.contribution
+        breakdown = Breakdown(semantic, lexical, graph, decay, cand.cosine, context, cand.next_to, time)
+        hits.append(Hit(cand.memory, score, breakdown))
     hits.sort(key=lambda h: (-h.score, h.memory.memory_id))
     return hits

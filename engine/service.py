@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine import episodes, limits, procedures, scoring, text
 from engine import guard as guards
-from engine import limits, procedures, scoring, text
 from engine.config import Config
 from engine.conflicts import SUPERSEDES
 from engine.entities import entities_for, extract_entities
@@ -36,7 +36,7 @@ from engine.errors import (
 )
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, Vector
+from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, TimeExpressions, Vector
 from engine.recall import Recaller, RecallQuery, RecallResult
 from engine.records import (
     Memory,
@@ -102,8 +102,11 @@ class MemoryService:
         *,
         clock: Callable[[], datetime] = utcnow,
         on_close: Callable[[], None] | None = None,
+        times: TimeExpressions | None = None,
     ) -> None:
         self.config = config
+        # Reads the times a query names for the time signal ([fusion] time); None: no time signal.
+        self.times = times
         self._on_close = on_close
         self.store = store
         self.keeper = keeper
@@ -224,8 +227,16 @@ class MemoryService:
                 judged = [item for item in fresh if item[1].status is Status.ACTIVE]
                 modes = {item[1].memory_id: self._conflict_mode(drafts[item[0]]) for item in judged}
                 updates, edges, found = self.judge.resolve_conflicts(judged, modes, now, scope)
+                chained = episodes.chain_edges(
+                    [memory for _, memory, _ in fresh], self.keeper.network.session_tail, now
+                )
+                follows = {edge.dst: edge.src for edge in chained}
                 for position, memory, _ in fresh:
-                    results[position] = found.get(memory.memory_id, results[position])
+                    result = found.get(memory.memory_id, results[position])
+                    if result is not None and memory.memory_id in follows:
+                        result = replace(result, follows=follows[memory.memory_id])
+                    results[position] = result
+                edges += chained
                 self.store.insert_linked(
                     [memory for _, memory, _ in fresh],
                     [vector for _, _, vector in fresh],
@@ -347,9 +358,39 @@ class MemoryService:
             self.keeper.ensure_current()
             if not still_valid():
                 return None
+            records = self._chained(records)
             inserted = self.store.import_records(records, changed_by=actor) if records else []
             self.keeper.catch_up()
         return inserted
+
+    def _chained(self, records: Sequence[ImportedRecord]) -> list[ImportedRecord]:
+        """Imported records of a session linked ``NEXT`` in the order they were written
+        (created_at, then their order in the import), the first from the session's
+        chain end (``engine.episodes``); a session whose records bring ``NEXT`` links
+        of their own (an export of twinmem, a LangChain history) keeps those alone."""
+        linked = {
+            (record.memory.namespace, record.memory.session_id)
+            for record in records
+            if any(edge.kind == episodes.NEXT for edge in record.edges)
+        }
+        order = sorted(
+            (
+                record.memory
+                for record in records
+                if record.memory.session_id is not None
+                and (record.memory.namespace, record.memory.session_id) not in linked
+            ),
+            key=lambda memory: memory.created_at,
+        )
+        incoming: dict[str, list[Edge]] = {}
+        for edge in episodes.chain_edges(order, self.keeper.network.session_tail, self._clock()):
+            incoming.setdefault(edge.dst, []).append(edge)
+        return [
+            replace(record, edges=(*record.edges, *incoming[record.memory.memory_id]))
+            if record.memory.memory_id in incoming
+            else record
+            for record in records
+        ]
 
     def link(self, edges: Sequence[Edge]) -> None:
         """Store typed links between existing memories (``NEXT`` between a session's
@@ -482,6 +523,7 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
+            windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
         )
         result = self.recaller.recall(asked)
         if not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query):

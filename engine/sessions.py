@@ -11,7 +11,7 @@ comes first: the session's generation is claimed (atomically: one promoter even 
 several processes), its candidates are saved through the normal write path
 (``MemoryService.save_batch``: the write guard, dedup and conflicts, unchanged) as
 ``source = user_input`` memories carrying the session id, linked in order by ``NEXT``
-edges (from the last memory an earlier run of the same session left), and only then
+edges as every save of a session's memories is (``engine.episodes``), and only then
 is the generation forgotten. A crash in between leaves the claim to go stale and be
 taken again; candidates already stored are recognised by their content digest and
 session and skipped, so promotion is idempotent. Expired sessions are promoted at
@@ -24,7 +24,6 @@ backend leaves the claim for the next sweep, so nothing is lost silently.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import uuid
@@ -36,7 +35,7 @@ from typing import Any
 from engine import extraction, limits, procedures
 from engine.config import SessionsConfig
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
-from engine.ports import Edge, SessionStore, TokenCounter
+from engine.ports import SessionStore, TokenCounter
 from engine.procedures import PROCEDURE
 from engine.prompt_context import PromptContext, Shares, assemble
 from engine.records import (
@@ -63,7 +62,6 @@ from engine.session_records import (
 
 log = logging.getLogger(__name__)
 
-NEXT = "NEXT"
 # A promotion that has not finished this long after its claim is taken again.
 CLAIM_STALE_SECONDS = 300.0
 SWEEP_BATCH = 100
@@ -362,26 +360,19 @@ class Sessions:
         promotion = Promotion(ref, info.generation, reason, info.appended, len(claimed.candidates))
         scope = Scope.of({ref.namespace: Reach(info.reach)}, ref.agent)
         now = self._clock()
-        previous = self._last_promoted(ref)
         drafts: list[tuple[Candidate, MemoryDraft]] = []
-        done_ids: list[str] = []
         for candidate in claimed.candidates:
             stored = self._already_stored(ref, candidate)
             if stored is not None:
                 promotion.already_promoted.append(stored.memory_id)
-                done_ids.append(stored.memory_id)
                 continue
             drafts.append((candidate, self._draft(ref, info, candidate, now)))
         results = self._save(drafts, ref, scope, promotion) if drafts else []
         for result in results:
             (promotion.created if result.created else promotion.deduplicated).append(result.memory.memory_id)
             promotion.superseded.extend(result.superseded)
-        chain = [m for m in dict.fromkeys([*done_ids, *promotion.created]) if m]
-        if previous is not None and previous.memory_id not in chain:
-            chain.insert(0, previous.memory_id)
-        edges = [Edge(ref.namespace, a, b, NEXT, now) for a, b in itertools.pairwise(chain)]
-        self.service.link(edges)
-        promotion.linked = len(edges)
+        # The save links each new memory NEXT from the session's previous one (engine.episodes).
+        promotion.linked = sum(1 for result in results if result.created and result.follows is not None)
         return promotion
 
     def _draft(self, ref: SessionRef, info: SessionInfo, candidate: Candidate, now: datetime) -> MemoryDraft:
@@ -442,19 +433,6 @@ class Sessions:
             self.service.store.find_by_digest(Scope.whole([ref.namespace]), said) if said else []
         ):
             if memory.session_id == ref.session_id and memory.actor == ref.agent and memory.status is Status.ACTIVE:
-                return memory
-        return None
-
-    def _last_promoted(self, ref: SessionRef) -> Memory | None:
-        """The newest memory an earlier run of this session promoted (the chain goes on from it)."""
-        page = self.service.list_page(
-            [ref.namespace],
-            MemoryFilter(session_id=ref.session_id, sources=(Source.USER_INPUT,)),
-            limit=20,
-            scope=None,
-        )
-        for memory in page.items:
-            if memory.actor == ref.agent and memory.metadata.get("promoted_from") == "session":
                 return memory
         return None
 

@@ -51,6 +51,8 @@ class SaveResult:
     flagged: tuple[str, ...] = ()
     # What the write guard did with the content (engine/guard.py).
     guard: guards.WriteVerdict = guards.ALLOWED
+    # The memory of the same session this one was linked ``NEXT`` from (engine/episodes.py).
+    follows: str | None = None
 
 
 def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:

@@ -112,7 +112,8 @@ class Hit:
 @dataclass(frozen=True, slots=True)
 class SaveResult:
     """What a save did: created a memory, or reinforced one already stored (``deduplicated``),
-    and which older memories it superseded, contradicted or flagged."""
+    and which older memories it superseded, contradicted or flagged; ``follows``: the memory
+    of the same session it was linked NEXT from."""
 
     memory: Memory
     created: bool
@@ -123,6 +124,7 @@ class SaveResult:
     contradicted: tuple[str, ...]
     flagged: tuple[str, ...]
     guard: dict[str, Any]
+    follows: str | None = None
 
     @property
     def memory_id(self) -> str:
@@ -140,6 +142,7 @@ class SaveResult:
             contradicted=tuple(data.get("contradicted") or ()),
             flagged=tuple(data.get("flagged") or ()),
             guard=dict(data.get("guard") or {}),
+            follows=data.get("follows"),
         )
 
 

@@ -145,6 +145,7 @@ def open_service(
     """
     from engine.adapters.bm25_lexical import build_scorer
     from engine.adapters.hnsw_index import HnswIndex
+    from engine.adapters.time_expressions import LibraryTimeExpressions
 
     data_dir = Path(config.data_dir)
     lock = _DirLock(data_dir / LOCK_FILE)
@@ -185,7 +186,9 @@ def open_service(
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
-        service = MemoryService(config, store, keeper, embedder, clock=clock, on_close=lock.release)
+        service = MemoryService(
+            config, store, keeper, embedder, clock=clock, on_close=lock.release, times=LibraryTimeExpressions()
+        )
         service.start(background_reembed=background_reembed)
         return service
     except BaseException:

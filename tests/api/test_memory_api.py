@@ -190,7 +190,7 @@ def test_explain_gives_each_signal(client: TwinmemClient) -> None:
     hit = client.recall("what is the dog's name?", explain=True)[0]
     assert hit.explanation is not None
     signals = hit.explanation["signals"]
-    assert set(signals) == {"semantic", "lexical", "graph", "decay"}
+    assert set(signals) == {"semantic", "lexical", "graph", "decay", "context"}
     assert signals["lexical"]["value"] == pytest.approx(1.0)  # "dog" matches, and it is the only hit
     total = sum(s["contribution"] for s in signals.values())
     assert hit.score == pytest.approx(total, abs=1e-5)

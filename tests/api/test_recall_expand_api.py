@@ -23,7 +23,7 @@ def test_expand_graph_returns_entities_and_links(server: LiveServer, client: Twi
     assert {"kind": "SUPERSEDES", "direction": "out", "memory_id": old.memory_id, "status": "superseded"} in top[
         "graph"
     ]["edges"]
-    assert set(top["explanation"]["signals"]) == {"semantic", "lexical", "graph", "decay"}
+    assert set(top["explanation"]["signals"]) == {"semantic", "lexical", "graph", "decay", "context"}
     plain = httpx.post(server.url + "/v1/memory/recall", json={"query": "Where does the user live?"}, timeout=60)
     assert "graph" not in plain.json()["memories"][0]
 

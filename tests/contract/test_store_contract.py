@@ -1007,6 +1007,33 @@ def test_insert_linked_stores_memories_updates_and_edges_together(store: Store) 
     ]
 
 
+def test_next_links_from_a_stored_memory_land_with_the_new_ones(store: Store) -> None:
+    """How a save of a session's memories links them (engine/episodes.py): NEXT from the
+    end of the chain already stored to the first new one, then in batch order, in the
+    insert's transaction; the change sequence names only the new memories, and the links
+    of those (what a fast network catching up reads) include the edge from the stored one."""
+    (tail,) = put(store, mem("said first", session_id="chat"))
+    seq = store.last_seq()
+    first, second = mem("said second", session_id="chat"), mem("said third", session_id="chat")
+    edges = [
+        Edge(NS, tail.memory_id, first.memory_id, "NEXT", NOW),
+        Edge(NS, first.memory_id, second.memory_id, "NEXT", NOW),
+    ]
+    store.insert_linked([first, second], [vec(1), vec(2)], updates=[], edges=edges, changed_by="tester")
+    assert [c.memory_id for c in store.changes_since(seq, 10)] == [first.memory_id, second.memory_id]
+    found = {(e.src, e.dst, e.kind) for e in store.links([first.memory_id, second.memory_id])}
+    assert found == {(e.src, e.dst, "NEXT") for e in edges}
+    assert [(e.src, e.dst) for e in store.edges(SCOPE, tail.memory_id)] == [(tail.memory_id, first.memory_id)]
+
+
+def test_import_records_may_carry_a_next_link_from_a_stored_memory(store: Store) -> None:
+    (tail,) = put(store, mem("said first", session_id="chat"))
+    new = mem("said later, imported", session_id="chat")
+    link = Edge(NS, tail.memory_id, new.memory_id, "NEXT", T0)
+    assert store.import_records([imported(new, edges=(link,))], changed_by="importer") == [new.memory_id]
+    assert [(e.src, e.dst, e.kind) for e in store.links([new.memory_id])] == [(tail.memory_id, new.memory_id, "NEXT")]
+
+
 def test_insert_linked_may_update_a_memory_it_inserts(store: Store) -> None:
     first, second = mem("likes coffee"), mem("quit coffee")
     first_superseded = first.evolve(status=Status.SUPERSEDED, version=2)

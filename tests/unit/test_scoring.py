@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from engine.config import HALF_LIFE_DAYS_BY_CATEGORY, FusionWeights, ScoringConfig
-from engine.records import Memory, Source
+from engine.records import Memory, Source, TimeWindow, micros
 from engine.scoring import (
     Candidate,
     access_bonus,
@@ -17,6 +18,7 @@ from engine.scoring import (
     fuse,
     rank_bonus,
     reinforced_base,
+    time_fit,
 )
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -196,7 +198,7 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
         explained = parts.as_dict()
         signals = explained["signals"]
         assert isinstance(signals, dict)
-        assert set(signals) == {"semantic", "lexical", "graph", "decay"}
+        assert set(signals) == {"semantic", "lexical", "graph", "decay", "context"}
         total = sum(sig["contribution"] for sig in signals.values())
         assert total == pytest.approx(hit.score, abs=1e-5)
 
@@ -218,3 +220,39 @@ def test_fuse_honours_the_weights() -> None:
 
 def test_fuse_of_nothing_is_nothing() -> None:
     assert _fuse([]) == []
+
+
+# --- the time signal ------------------------------------------------------------------
+
+
+def _at(*moments: datetime) -> np.ndarray:  # type: ignore[type-arg]
+    return np.asarray([micros(moment) for moment in moments], np.int64)
+
+
+WEEK = TimeWindow(T0, T0 + timedelta(days=7), "last week", "test")
+
+
+def test_time_fit_is_one_inside_and_halves_per_window_length_outside() -> None:
+    fit = time_fit(_at(T0, T0 + timedelta(days=3), T0 - timedelta(days=7), T0 + timedelta(days=21)), [WEEK])
+    assert fit.tolist() == pytest.approx([1.0, 1.0, 0.5, 0.25])  # 21 days: two weeks past its end
+
+
+def test_time_fit_counts_a_short_window_as_a_day_and_takes_the_best_window() -> None:
+    hour = TimeWindow(T0, T0 + timedelta(hours=1), "an hour", "test")
+    later = TimeWindow(T0 + timedelta(days=30), T0 + timedelta(days=31), "later", "test")
+    fit = time_fit(_at(T0 + timedelta(hours=1, days=1), T0 + timedelta(days=30, hours=5)), [hour, later])
+    assert fit.tolist() == pytest.approx([0.5, 1.0])
+    assert time_fit(_at(T0), []).tolist() == [0.0]
+
+
+def test_fuse_adds_the_time_signal_only_when_the_query_names_a_time() -> None:
+    weights = FusionWeights(semantic=0.5, lexical=0.2, decay=0.3, context=0.1, time=0.2)
+    cands = [Candidate(memory(memory_id="a"), cosine=0.8, context=0.5, next_to="b")]
+    (plain,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, similarity_floor=0.0)
+    (timed,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, similarity_floor=0.0, windows=[WEEK])
+    assert plain.breakdown.time is None and timed.breakdown.time is not None
+    assert timed.breakdown.time.value == 1.0 and timed.score == pytest.approx(plain.score + 0.2)
+    explained = timed.breakdown.as_dict()
+    signals = explained["signals"]
+    assert isinstance(signals, dict) and explained["next_to"] == "b"
+    assert sum(sig["contribution"] for sig in signals.values()) == pytest.approx(timed.score, abs=1e-5)

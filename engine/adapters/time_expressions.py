@@ -1,0 +1,280 @@
+"""The times a query names, read by libraries made for it: dateparser for English
+(``search_dates``, then the span's period: day, week, month, year) and JioNLP's time
+parser for Chinese (``ner.extract_time``, which gives windows directly: 上周 is last
+Monday to Sunday, 三天前 that day, 去年 last year).
+
+What is glue here, not grammar:
+
+* which parser reads a text: dateparser where it has Latin letters (with the Chinese
+  left out) and a digit or a word of dateparser's own English date vocabulary (a month,
+  a weekday, a unit, "yesterday", "ago", …: most queries have none, and skip the parser),
+  JioNLP where it has Chinese characters (both for a mixed one);
+* turning a point and its period into a window (the day, the Monday-to-Sunday week,
+  the month or year that holds it), and JioNLP's inclusive ends (23:59:59) into
+  half-open ones;
+* dropping what the parsers report that is not a time a memory was written in:
+  a window narrower than a day ("三点建议", "早上好", "give me a second", "an hour"),
+  unless it is said as a time ago ("2 hours ago", "三小时前"), and then it is that day;
+  the moment itself ("now", "现在"); a window that starts after ``now`` (nothing is
+  written in the future: "周末有什么推荐"); durations and repetitions (JioNLP's
+  ``time_delta`` and ``time_period``: "一天喝三杯", "每周"); a span without a letter
+  (a bare number: "I have 3 cats");
+* "may" and "march" are words before they are months: as the only date word of an
+  English span they count only after a word that introduces a month ("in May",
+  "since March", "last May"), so "May I ask…" and "the march on Washington" name no
+  time; a span that is one word of two letters ("we", read as a weekday) names none.
+
+Quirks absorbed:
+
+* JioNLP prints a banner to stdout when imported (swallowed), and logs a traceback on
+  the root logger for a span it gives up on (a filter on the root logger drops the
+  records whose source is JioNLP's own files; nothing else is filtered);
+* JioNLP's extractor is a lazily built global: calls are serialised;
+* both libraries load their data on first use (about a second for JioNLP): they are
+  imported then, not at start-up, and only the parser a text needs is loaded;
+* dateparser wants a naive ``RELATIVE_BASE``; ``now`` is given as naive UTC and every
+  window comes back in UTC.
+
+Only the first ``MAX_CHARS`` characters of a query are read, and of those at most
+``MAX_RUNS`` runs of time-like Chinese characters of ``MAX_RUN`` each, so a very long
+or hostile query costs no more than a long one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.records import TimeWindow
+
+MAX_CHARS = 300
+# JioNLP searches each run of time-like characters substring by substring, from the
+# longest down, until one parses: over a run that never does the search is quadratic
+# in its length, and each try costs about a millisecond ("上周" forty times over took
+# 15 s). So at most MAX_RUNS runs are read, each cut to MAX_RUN characters: no real
+# time expression is longer ("2023年12月31日下午" is 14), and a query costs at most a
+# few hundred milliseconds whatever it holds.
+MAX_RUNS = 3
+MAX_RUN = 14
+DAY = timedelta(days=1)
+_LATIN = re.compile(r"[A-Za-z]")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_CJK_RUN = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")  # with CJK punctuation
+_WORD = re.compile(r"[a-z]+")
+# English words that are months only after a word introducing one.
+_AMBIGUOUS_MONTHS = frozenset({"may", "march"})
+_BEFORE_A_MONTH = frozenset(
+    {"in", "of", "since", "during", "until", "till", "before", "after", "last", "this", "next", "early", "late"}
+    | {"mid", "by", "from", "through", "around", "whole", "all", "entire"}
+)
+_DIGIT = re.compile(r"\d")
+# Locale sections that are not date words, and connectives that name a date only beside one.
+_NOT_DATE_WORDS = frozenset({"name", "date_order", "skip", "pertain", "sentence_splitter_group", "simplifications"})
+_CONNECTIVES = frozenset({"in", "this", "last", "next", "time", "date", "early", "after", "before", "till", "small"})
+_JIONLP_DIR = "jionlp"
+# Period-less spans said as a time ago ("2 hours ago") are that day; the same in Chinese.
+_AGO_EN = frozenset({"ago"})
+_AGO_ZH = "前"
+
+
+class _JionlpRecords(logging.Filter):
+    """Drops the tracebacks JioNLP logs on the root logger for spans it gives up on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _JIONLP_DIR not in Path(record.pathname).parts
+
+
+_JIONLP_FILTER = _JionlpRecords()
+
+
+class LibraryTimeExpressions:
+    """``engine.ports.TimeExpressions`` over dateparser (English) and JioNLP (Chinese)."""
+
+    name = "dateparser+jionlp"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jionlp: Any = None
+        self._dateparser: Any = None
+
+    def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]:
+        text = text[:MAX_CHARS]
+        base = now.astimezone(UTC).replace(tzinfo=None)
+        found: list[TimeWindow] = []
+        if _LATIN.search(text):
+            found += self._english(_CJK_RUN.sub(" ", text), base)
+        if _CJK.search(text):
+            found += self._chinese(text, base)
+        kept: dict[tuple[datetime, datetime], TimeWindow] = {}
+        for window in found:
+            if window.end > window.start and window.start <= now:
+                kept.setdefault((window.start, window.end), window)
+        return tuple(kept.values())
+
+    # --- English ---------------------------------------------------------------------
+
+    def _english(self, text: str, base: datetime) -> list[TimeWindow]:
+        search_dates, periods, skip, vocabulary = self._load_dateparser()
+        if not _DIGIT.search(text) and vocabulary.isdisjoint(_WORD.findall(text.lower())):
+            return []  # no digit and none of the locale's date words: dateparser would find nothing
+        settings = {
+            "RELATIVE_BASE": base,
+            "PREFER_DATES_FROM": "past",
+            "RETURN_TIME_AS_PERIOD": True,
+            "TIMEZONE": "UTC",
+            "RETURN_AS_TIMEZONE_AWARE": False,
+        }
+        try:
+            spans = search_dates(text, languages=["en"], settings=settings) or []
+        except (ValueError, OverflowError):  # a date out of range ("year 99999")
+            return []
+        windows: list[TimeWindow] = []
+        for span, moment in spans:
+            if not _LATIN.search(span) or moment == base or not _a_month_here(text, span, skip):
+                continue
+            try:
+                period = periods.get_date_data(span).period
+            except (ValueError, OverflowError):
+                continue
+            start = _floor(moment, period)
+            if start is None:
+                if not _AGO_EN & set(_WORD.findall(span.lower())):
+                    continue
+                start = _floor(moment, "day")
+            assert start is not None
+            windows.append(TimeWindow(_utc(start), _utc(_step(start, period)), span.strip(), "dateparser"))
+        return windows
+
+    def _load_dateparser(self) -> tuple[Any, Any, frozenset[str], frozenset[str]]:
+        if self._dateparser is None:
+            from dateparser.date import DateDataParser
+            from dateparser.languages.loader import default_loader
+            from dateparser.search import search_dates
+
+            info = default_loader.get_locale("en").info
+            skip = frozenset(word for word in [*info["skip"], *info["in"]] if _WORD.fullmatch(word))
+            # A span's period (day, week, month, year) does not depend on "now": one parser serves every call.
+            periods = DateDataParser(languages=["en"], settings={"RETURN_TIME_AS_PERIOD": True})
+            self._dateparser = (search_dates, periods, skip, _vocabulary(info, skip))
+        loaded: tuple[Any, Any, frozenset[str], frozenset[str]] = self._dateparser
+        return loaded
+
+    # --- Chinese ---------------------------------------------------------------------
+
+    def _chinese(self, text: str, base: datetime) -> list[TimeWindow]:
+        extract = self._load_jionlp()
+        found: list[dict[str, Any]] = []
+        with self._lock:
+            try:
+                for run in extract.extract_time_candidates(text)[:MAX_RUNS]:
+                    start, end = run["offset"]
+                    # The run (cut to MAX_RUN) and the two characters after it, which JioNLP
+                    # reads to tell a year from an amount ("2033元").
+                    piece = text[start : min(end, start + MAX_RUN)] + text[end : end + 2]
+                    found += extract(piece, time_base=base, with_parsing=True)
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+                return []
+        windows: list[TimeWindow] = []
+        for item in found:
+            detail = item.get("detail") or {}
+            times = detail.get("time")
+            if detail.get("type") not in ("time_point", "time_span") or not isinstance(times, list) or len(times) != 2:
+                continue
+            try:
+                start = datetime.fromisoformat(times[0])
+                end = datetime.fromisoformat(times[1]) + timedelta(seconds=1)  # inclusive -> half-open
+            except (TypeError, ValueError):
+                continue
+            said = str(item.get("text", ""))
+            if end - start < DAY:
+                if _AGO_ZH not in said:
+                    continue
+                start = start.replace(hour=0, minute=0, second=0, microsecond=0)
+                end = start + DAY
+            windows.append(TimeWindow(_utc(start), _utc(end), said, "jionlp"))
+        return windows
+
+    def _load_jionlp(self) -> Any:
+        """JioNLP's time extractor, loaded and prepared (its patterns are built on first call)."""
+        with self._lock:
+            if self._jionlp is None:
+                root = logging.getLogger()
+                if _JIONLP_FILTER not in root.filters:  # once per process, however many services
+                    root.addFilter(_JIONLP_FILTER)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    import jionlp
+
+                extract = jionlp.ner.extract_time
+                extract("", with_parsing=True)
+                self._jionlp = extract
+            return self._jionlp
+
+
+def _vocabulary(info: dict[str, Any], skip: frozenset[str]) -> frozenset[str]:
+    """The words of the locale's own date vocabulary (months, weekdays, units, "yesterday",
+    "ago", …) without the connectives that make a date only beside one of those ("last",
+    "this", "in") and without words of one or two letters ("h", "am", "we": they count only
+    beside a digit, and a two-letter span is no time here)."""
+    words: set[str] = set()
+    for key, value in info.items():
+        if key in _NOT_DATE_WORDS:
+            continue
+        phrases = [*value.values()] if isinstance(value, dict) else [value] if isinstance(value, list) else []
+        for phrase in phrases:
+            for item in phrase if isinstance(phrase, list) else [phrase]:
+                words.update(_WORD.findall(str(item).lower()))
+    return frozenset(word for word in words if len(word) > 2 and word not in skip and word not in _CONNECTIVES)
+
+
+def _a_month_here(text: str, span: str, skip: frozenset[str]) -> bool:
+    """False for a span whose only date word is "may" or "march" without a word before
+    it that introduces a month ("in May", "since March")."""
+    words = [word for word in _WORD.findall(span.lower()) if word not in skip]
+    if any(c.isdigit() for c in span):
+        return True  # a day or a year with it: a date ("3 May 2023")
+    if len(words) == 1 and len(words[0]) < 3:
+        return False  # a two-letter word read as a weekday ("we")
+    if len(words) != 1 or words[0] not in _AMBIGUOUS_MONTHS:
+        return True
+    at = text.find(span)
+    before = _WORD.findall((text[:at] if at >= 0 else "").lower() + " " + span.lower())
+    position = len(before) - 1 - before[::-1].index(words[0])
+    return position > 0 and before[position - 1] in _BEFORE_A_MONTH
+
+
+def _floor(moment: datetime, period: str) -> datetime | None:
+    """The start of the day, week (Monday), month or year that holds ``moment``; None
+    for a period shorter than a day."""
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day
+    if period == "week":
+        return day - timedelta(days=day.weekday())
+    if period == "month":
+        return day.replace(day=1)
+    if period == "year":
+        return day.replace(month=1, day=1)
+    return None
+
+
+def _step(start: datetime, period: str) -> datetime:
+    """The end of the period that starts at ``start``."""
+    if period == "week":
+        return start + timedelta(days=7)
+    if period == "month":
+        if start.month == 12:
+            return start.replace(year=start.year + 1, month=1)
+        return start.replace(month=start.month + 1)
+    if period == "year":
+        return start.replace(year=start.year + 1)
+    return start + DAY
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC)

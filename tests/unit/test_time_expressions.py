@@ -1,0 +1,159 @@
+"""The glue around the time-expression libraries (engine/adapters/time_expressions.py):
+what English and Chinese queries name as windows, and ordinary queries that name none.
+
+The libraries are the real ones (dateparser, JioNLP); ``now`` is frozen.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.adapters.time_expressions import LibraryTimeExpressions
+from engine.ports import TimeExpressions
+from engine.records import TimeWindow
+
+NOW = datetime(2024, 6, 12, 15, 0, tzinfo=UTC)  # a Wednesday
+
+
+def day(month: int, dom: int, year: int = 2024) -> datetime:
+    return datetime(year, month, dom, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def times() -> LibraryTimeExpressions:
+    return LibraryTimeExpressions()
+
+
+def test_it_is_a_time_expressions_port(times: LibraryTimeExpressions) -> None:
+    assert isinstance(times, TimeExpressions)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("what did I say last week", day(6, 3), day(6, 10)),  # Monday to Monday
+        ("what did I say yesterday about the dog", day(6, 11), day(6, 12)),
+        ("what did I buy 10 days ago", day(6, 2), day(6, 3)),
+        ("what did we talk about in May?", day(5, 1), day(6, 1)),
+        ("what did I say two days ago", day(6, 10), day(6, 11)),
+        ("a month ago", day(5, 1), day(6, 1)),
+        ("what happened in 2022", day(1, 1, 2022), day(1, 1, 2023)),
+        ("on 3 May 2023", day(5, 3, 2023), day(5, 4, 2023)),
+        ("I mentioned an investment four weeks ago", day(5, 13), day(5, 20)),
+        ("what did I say 2 hours ago", day(6, 12), day(6, 13)),  # said as a time ago: that day
+        ("上周我说了什么", day(6, 3), day(6, 10)),
+        ("我上个星期去了哪里", day(6, 3), day(6, 10)),
+        ("三天前", day(6, 9), day(6, 10)),
+        ("昨天我吃了什么", day(6, 11), day(6, 12)),
+        ("去年我去了哪里旅游", day(1, 1, 2023), day(1, 1, 2024)),
+        ("三月三日我去了哪里", day(3, 3), day(3, 4)),
+        ("十天前我买了什么", day(6, 2), day(6, 3)),
+        ("三小时前我说了什么", day(6, 12), day(6, 13)),
+    ],
+)
+def test_a_time_named_becomes_one_window(
+    times: LibraryTimeExpressions, query: str, start: datetime, end: datetime
+) -> None:
+    (window,) = times.windows(query, NOW)
+    assert (window.start, window.end) == (start, end)
+    assert window.text and window.text in query
+    assert window.parser in ("dateparser", "jionlp")
+
+
+def test_two_months_are_two_windows(times: LibraryTimeExpressions) -> None:
+    found = times.windows("which airline did I fly with in March and April", NOW)
+    assert [(w.start, w.end) for w in found] == [(day(3, 1), day(4, 1)), (day(4, 1), day(5, 1))]
+
+
+def test_a_mixed_query_is_read_by_both_parsers(times: LibraryTimeExpressions) -> None:
+    found = times.windows("昨天 I told 小明 about the trip I took last week", NOW)
+    assert {(w.start, w.end, w.parser) for w in found} == {
+        (day(6, 3), day(6, 10), "dateparser"),
+        (day(6, 11), day(6, 12), "jionlp"),
+    }
+
+
+def test_a_month_later_in_the_year_is_last_years(times: LibraryTimeExpressions) -> None:
+    (window,) = times.windows("what did I do in September", NOW)
+    assert (window.start, window.end) == (day(9, 1, 2023), day(10, 1, 2023))
+
+
+ORDINARY_ENGLISH = [
+    "May I ask what my dog's name is?",
+    "may I have the recipe again",
+    "what is the second item on my list",
+    "what should I do now",
+    "I have 3 cats",
+    "tell me about the 5 books I liked",
+    "give me a second",
+    "can you wait a minute",
+    "I need an hour to cook dinner",
+    "remind me about the march on Washington",
+    "top 10 restaurants in Paris",
+    "my 2 kids and 1 dog",
+    "what's my favourite colour",
+    "how many times did I go to the gym",
+    "when did I buy the car",
+    "any suggestions for cool-toned colours?",
+    "what did we decide",
+    "what is my sister's phone number",
+    "we should meet at the usual place",
+    "recommend some pet supplies",
+]
+
+ORDINARY_CHINESE = [
+    "我有一点累",
+    "给我三点建议",
+    "我喜欢蓝色",
+    "有什么偏冷的色调建议",
+    "我的猫叫什么名字",
+    "第二个是什么",
+    "我一天喝三杯咖啡",
+    "你现在能帮我吗",
+    "我每周去两次健身房",
+    "周末有什么推荐",
+    "早上好",
+    "我五点下班",
+    "一会儿再说",
+    "请分三步做",
+    "我家有两只猫和一条狗",
+    "先说第一点",
+    "我们上次聊到哪了",
+    "刚才说的那个",
+]
+
+
+@pytest.mark.parametrize("query", ORDINARY_ENGLISH + ORDINARY_CHINESE)
+def test_an_ordinary_query_names_no_time(times: LibraryTimeExpressions, query: str) -> None:
+    assert times.windows(query, NOW) == ()
+
+
+@pytest.mark.parametrize("query", ["", "   ", "?!", "0" * 5000, "May " * 400, "上周" * 800, "\x00\ud7ff"])
+def test_odd_text_is_no_error(times: LibraryTimeExpressions, query: str) -> None:
+    found = times.windows(query, NOW)
+    assert all(isinstance(window, TimeWindow) and window.end > window.start for window in found)
+
+
+def test_every_window_is_at_least_a_day_and_starts_by_now(times: LibraryTimeExpressions) -> None:
+    queries = [
+        "what did I say today",
+        "今天我说了什么",
+        "what do I have tomorrow",
+        "明天有什么安排",
+        "this year",
+        "今年",
+    ]
+    for query in queries:
+        for window in times.windows(query, NOW):
+            assert window.end - window.start >= timedelta(days=1)
+            assert window.start <= NOW
+    assert times.windows("what do I have tomorrow", NOW) == ()  # it starts after now
+    assert times.windows("明天有什么安排", NOW) == ()
+
+
+def test_the_window_follows_now(times: LibraryTimeExpressions) -> None:
+    later = NOW + timedelta(days=30)
+    (window,) = times.windows("what did I say yesterday", later)
+    assert (window.start, window.end) == (day(7, 11), day(7, 12))
