@@ -1,0 +1,58 @@
+"""The pure parts of benchmarks/peers.py: rates and the Markdown tables its numbers are read from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.latency import summarize
+from benchmarks.peers import latency_table, per_second, quality_table
+
+
+def _run(system: str, *, given: list[float]) -> dict[str, Any]:
+    return {
+        "system": system,
+        "size": 10_000,
+        "single": {"per_s": per_second(1000, 4.0)},
+        "batched": {"per_s": per_second(9000, 30.0)},
+        "recall_with_embedding": summarize([0.010, 0.012, 0.020, 0.030]),
+        "recall_given_vector": summarize(given),
+        "rss_mb": 812.4,
+        "disk_mb": 61.25,
+        "vectors": "given",
+    }
+
+
+def test_a_rate_needs_a_count_and_a_duration() -> None:
+    assert per_second(9000, 30.0) == 300.0
+    assert per_second(0, 3.0) is None
+    assert per_second(10, 0.0) is None
+
+
+def test_latency_rows_show_rates_percentiles_and_what_a_system_cannot_do() -> None:
+    table = latency_table(
+        [
+            _run("twinmem", given=[0.002, 0.003]),
+            _run("twinmem-http", given=[]),
+            {"system": "mem0-faiss", "size": 10_000, "error": "exit 1: ValueError: boom"},
+        ]
+    ).splitlines()
+    assert table[0].startswith("| system | N | single saves/s | batched saves/s |")
+    assert len(table) == 5
+    in_process, http, failed = table[2:]
+    assert in_process.startswith("| twinmem (in process) | 10,000 | 250.0 | 300.0 | 16.0 / 28.5 / 29.7 |")
+    assert "| 2.5 / 3.0 / 3.0 |" in in_process  # p50 / p95 / p99 of the given-vector recalls
+    assert "| 812 | 61.2 | given |" in in_process
+    assert "| n/a |" in http  # no route takes a query vector
+    assert "failed: exit 1: ValueError: boom" in failed
+
+
+def test_quality_rows_align_every_data_set_and_mark_what_is_missing() -> None:
+    table = quality_table(
+        {
+            "twinmem": {"LME": {"recall@5": 0.7711, "recall@10": 0.8633, "p50_ms": 39.2}, "MADial": {"recall@5": 0.5}},
+            "chroma": {"LME": {"recall@5": 0.6122, "recall@10": 0.7522}},
+        }
+    ).splitlines()
+    assert table[0] == "| system | LME recall@10 | LME recall@5 | MADial recall@5 |"
+    assert table[2] == "| twinmem (in process) | 0.863 | 0.771 | 0.500 |"
+    assert table[3] == "| Chroma | 0.752 | 0.612 | n/a |"
