@@ -49,7 +49,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -330,6 +330,32 @@ def _drafts(memories: Sequence[dict[str, Any]]) -> list[Any]:
     ]
 
 
+def timed_ingest(
+    items: Sequence[Any], single: int, batch: int, save_one: Callable[[Any], int], save_many: Callable[[Any], int]
+) -> tuple[int, dict[str, Any]]:
+    """``items[:single]`` one call each, the rest ``batch`` per call (each call returns how many it
+    stored): the count stored, and each phase's count, seconds and per-call latencies."""
+    stored = 0
+    phases: dict[str, Any] = {}
+    for phase, calls in (
+        ("single", [items[at : at + 1] for at in range(min(single, len(items)))]),
+        ("batched", [items[at : at + batch] for at in range(single, len(items), batch)]),
+    ):
+        seconds: list[float] = []
+        began_all = time.perf_counter()
+        for chunk in calls:
+            began = time.perf_counter()
+            stored += save_one(chunk[0]) if phase == "single" else save_many(chunk)
+            seconds.append(time.perf_counter() - began)
+        phases[phase] = {
+            "count": sum(len(chunk) for chunk in calls),
+            "seconds": round(time.perf_counter() - began_all, 3),
+            "latencies": seconds,
+        }
+    phases["batched"] |= {"batch_size": batch, "saves_deferred": None}
+    return stored, phases
+
+
 def twinmem_latency(job: dict[str, Any]) -> dict[str, Any]:
     from engine.adapters import load_embedder, open_service
     from engine.config import load_config
@@ -342,22 +368,13 @@ def twinmem_latency(job: dict[str, Any]) -> dict[str, Any]:
     service = open_service(config, embedder=given)
     opened = time.perf_counter() - started
     drafts = _drafts(memories)
-    single = job["single"]
-    single_seconds = []
-    began_all = time.perf_counter()
-    stored = 0
-    for draft in drafts[:single]:
-        began = time.perf_counter()
-        stored += service.save(draft).created
-        single_seconds.append(time.perf_counter() - began)
-    single_total = time.perf_counter() - began_all
-    batch_seconds = []
-    began_all = time.perf_counter()
-    for at in range(single, len(drafts), job["batch"]):
-        began = time.perf_counter()
-        stored += sum(result.created for result in service.save_batch(drafts[at : at + job["batch"]]))
-        batch_seconds.append(time.perf_counter() - began)
-    batch_total = time.perf_counter() - began_all
+    stored, phases = timed_ingest(
+        drafts,
+        job["single"],
+        job["batch"],
+        lambda draft: int(service.save(draft).created),
+        lambda chunk: sum(result.created for result in service.save_batch(chunk)),
+    )
     embedded_on_ingest = given.embedded
     given.drop()
     service.flush()
@@ -385,14 +402,7 @@ def twinmem_latency(job: dict[str, Any]) -> dict[str, Any]:
         "stored": stored,
         "submitted": len(drafts),
         "texts_embedded_on_ingest": embedded_on_ingest,
-        "single": {"count": single, "seconds": round(single_total, 3), "latencies": single_seconds},
-        "batched": {
-            "count": len(drafts) - single,
-            "batch_size": job["batch"],
-            "seconds": round(batch_total, 3),
-            "latencies": batch_seconds,
-            "saves_deferred": None,
-        },
+        **phases,
         "recall_with_embedding": with_embedding,
         "recall_given_vector": given_vector,
         "empty_results": empty,
@@ -447,21 +457,13 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
 
     with running_server(work, WORK / f"serve-{os.getpid()}.log", 300, shutdown) as (proc, base, ready):
         with TwinmemClient(base, namespace=NAMESPACE, timeout=600) as client:
-            single = job["single"]
-            single_seconds, batch_seconds, stored = [], [], 0
-            began_all = time.perf_counter()
-            for m in memories[:single]:
-                began = time.perf_counter()
-                stored += client.save(m["text"], **fields(m)).created
-                single_seconds.append(time.perf_counter() - began)
-            single_total = time.perf_counter() - began_all
-            began_all = time.perf_counter()
-            for at in range(single, len(memories), job["batch"]):
-                chunk = [{"content": m["text"], **fields(m)} for m in memories[at : at + job["batch"]]]
-                began = time.perf_counter()
-                stored += sum(r.created for r in client.save_batch(chunk).results)
-                batch_seconds.append(time.perf_counter() - began)
-            batch_total = time.perf_counter() - began_all
+            stored, phases = timed_ingest(
+                memories,
+                job["single"],
+                job["batch"],
+                lambda m: int(client.save(m["text"], **fields(m)).created),
+                lambda chunk: client.save_batch([{"content": m["text"], **fields(m)} for m in chunk]).created,
+            )
             warmup, top_k = job["warmup"], job["top_k"]
             for query in queries[:warmup]:
                 client.recall(query, top_k=top_k)
@@ -477,14 +479,7 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
         "server_ready_s": round(ready, 2),
         "stored": stored,
         "submitted": len(memories),
-        "single": {"count": single, "seconds": round(single_total, 3), "latencies": single_seconds},
-        "batched": {
-            "count": len(memories) - single,
-            "batch_size": job["batch"],
-            "seconds": round(batch_total, 3),
-            "latencies": batch_seconds,
-            "saves_deferred": None,
-        },
+        **phases,
         "recall_with_embedding": with_embedding,
         "recall_given_vector": [],
         "empty_results": empty,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.latency import summarize
-from benchmarks.peers import latency_table, per_second, quality_table
+from benchmarks.peers import latency_table, per_second, quality_table, timed_ingest
 
 
 def _run(system: str, *, given: list[float]) -> dict[str, Any]:
@@ -56,3 +56,22 @@ def test_quality_rows_align_every_data_set_and_mark_what_is_missing() -> None:
     assert table[0] == "| system | LME recall@10 | LME recall@5 | MADial recall@5 |"
     assert table[2] == "| twinmem (in process) | 0.863 | 0.771 | 0.500 |"
     assert table[3] == "| Chroma | 0.752 | 0.612 | n/a |"
+
+
+def test_ingest_saves_the_first_ones_one_call_each_and_the_rest_in_batches() -> None:
+    calls: list[list[int]] = []
+
+    def one(item: int) -> int:
+        calls.append([item])
+        return 1
+
+    def many(chunk: list[int]) -> int:
+        calls.append(list(chunk))
+        return len(chunk) - 1  # one of each batch folded into an earlier memory
+
+    stored, phases = timed_ingest(list(range(10)), 3, 4, one, many)
+    assert calls == [[0], [1], [2], [3, 4, 5, 6], [7, 8, 9]]
+    assert stored == 3 + 3 + 2
+    assert phases["single"]["count"] == 3 and len(phases["single"]["latencies"]) == 3
+    assert phases["batched"]["count"] == 7 and len(phases["batched"]["latencies"]) == 2
+    assert phases["batched"]["batch_size"] == 4
