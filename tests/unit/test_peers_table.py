@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.latency import summarize
-from benchmarks.peers import latency_table, per_second, quality_table, timed_ingest
+from benchmarks.peers_tables import latency_table, per_second, quality_table, timed_ingest
 
 
-def _run(system: str, *, given: list[float]) -> dict[str, Any]:
+def _run(system: str, *, given: dict[str, Any]) -> dict[str, Any]:
     return {
         "system": system,
         "size": 10_000,
         "single": {"per_s": per_second(1000, 4.0)},
         "batched": {"per_s": per_second(9000, 30.0)},
-        "recall_with_embedding": summarize([0.010, 0.012, 0.020, 0.030]),
-        "recall_given_vector": summarize(given),
+        "recall_with_embedding": {"n": 4, "p50_ms": 16.0, "p95_ms": 28.5, "p99_ms": 29.7},
+        "recall_given_vector": given,
         "rss_mb": 812.4,
         "disk_mb": 61.25,
         "vectors": "given",
@@ -31,8 +30,8 @@ def test_a_rate_needs_a_count_and_a_duration() -> None:
 def test_latency_rows_show_rates_percentiles_and_what_a_system_cannot_do() -> None:
     table = latency_table(
         [
-            _run("twinmem", given=[0.002, 0.003]),
-            _run("twinmem-http", given=[]),
+            _run("twinmem", given={"n": 2, "p50_ms": 2.5, "p95_ms": 3.0, "p99_ms": 3.0}),
+            _run("twinmem-http", given={"n": 0}),
             {"system": "mem0-faiss", "size": 10_000, "error": "exit 1: ValueError: boom"},
         ]
     ).splitlines()
