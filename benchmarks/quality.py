@@ -110,6 +110,75 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
+@dataclass
+class Group:
+    """Memories written together, with the benchmark's clock at ``at``."""
+
+    at: datetime
+    drafts: list[MemoryDraft]
+
+
+@dataclass
+class Question:
+    namespace: str
+    query: str
+    at: datetime
+    relevant: set[int]  # positions in ``Corpus.drafts``
+
+
+@dataclass
+class Corpus:
+    """A data set as memories and questions, before any system stores it (benchmarks/peers.py
+    feeds the same corpus to other memory systems)."""
+
+    name: str
+    groups: list[Group] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def drafts(self) -> list[MemoryDraft]:
+        return [draft for group in self.groups for draft in group.drafts]
+
+
+def longmemeval_corpus(per_type: int) -> Corpus:
+    """The first ``per_type`` questions of each of the six question types (10 each in dev60)."""
+    questions = json.loads(gzip.open(LME).read())
+    taken: dict[str, int] = {}
+    questions = [
+        q for q in questions if taken.setdefault(q["question_type"], 0) < per_type and _take(taken, q["question_type"])
+    ]
+    corpus = Corpus(f"LongMemEval dev60 ({len(questions)} questions)")
+    offset = 0
+    for question in questions:
+        namespace = "lme-" + question["question_id"]
+        drafts: list[MemoryDraft] = []
+        evidence: set[int] = set()
+        sessions = zip(
+            question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
+        )
+        for session, date, session_id in sessions:
+            created = _lme_date(date)
+            for turn in session:
+                if turn.get("has_answer"):
+                    evidence.add(offset + len(drafts))
+                drafts.append(
+                    MemoryDraft(
+                        content=turn["content"],
+                        namespace=namespace,
+                        category="event",
+                        source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
+                        created_at=created,
+                        session_id=session_id,
+                    )
+                )
+        # A few questions are dated before some of their own sessions: ask them after the last.
+        at = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
+        corpus.groups.append(Group(at, drafts))
+        corpus.questions.append(Question(namespace, question["question"], at, evidence))
+        offset += len(drafts)
+    return corpus
+
+
 def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int, minutes: float = 0.0) -> Dataset:
     """The first ``per_type`` questions of each of the six question types (10 each in dev60),
     taken type by type in turn, so that an ingest cut short still covers every type.
@@ -228,16 +297,17 @@ def _take(counts: dict[str, int], key: str) -> bool:
     return True
 
 
-def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
+def madial_corpus() -> Corpus:
     """All 160 memories in one namespace (relevant ids are global across the two users)."""
-    dataset = Dataset("MADial-Bench en")
-    clock.now = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
+    corpus = Corpus("MADial-Bench en")
+    at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
     memories = [json.loads(line) for line in (MADIAL / "MADial-Bench-en-memory.jsonl").open()]
     dialogues = [json.loads(line) for line in (MADIAL / "MADial-Bench-en-dialogue.jsonl").open()]
-    keys, drafts = [], []
+    positions: dict[int, int] = {}
+    drafts: list[MemoryDraft] = []
     for row in memories:
         ((key, memory),) = row.items()
-        keys.append(int(key))
+        positions[int(key)] = len(drafts)
         drafts.append(
             MemoryDraft(
                 content=memory["event"],
@@ -247,15 +317,32 @@ def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
                 metadata={"scene": memory.get("scene", ""), "emotion": memory.get("emotion", "")},
             )
         )
-    ids = {key: result.memory.memory_id for key, result in zip(keys, service.save_batch(drafts), strict=True)}
+    corpus.groups.append(Group(at, drafts))
     for dialogue in dialogues:
         turn = dialogue["test-turn"][0]
         before = [line for line in dialogue["dialogue"][1:turn] if not line.startswith("<Assistant>")]
         users = [line.split(":", 1)[1].strip().strip('"') for line in before if ":" in line]
-        relevant = {ids[key] for key in dialogue["relevant-id"] if key in ids}
+        relevant = {positions[key] for key in dialogue["relevant-id"] if key in positions}
         if users and relevant:
-            dataset.cases.append(Case("madial", " ".join(users[-2:]), clock.now, relevant))
+            corpus.questions.append(Question("madial", " ".join(users[-2:]), at, relevant))
+    return corpus
+
+
+def ingest(service: MemoryService, clock: Clock, corpus: Corpus) -> Dataset:
+    """Store the corpus (each group at its own clock time, 256 per ``save_batch``)."""
+    ids: list[str] = []
+    for group in corpus.groups:
+        clock.now = group.at
+        for batch in _batches(group.drafts, 256):
+            ids += [result.memory.memory_id for result in service.save_batch(batch)]
+    dataset = Dataset(corpus.name)
+    for question in corpus.questions:
+        dataset.cases.append(Case(question.namespace, question.query, question.at, {ids[i] for i in question.relevant}))
     return dataset
+
+
+def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
+    return ingest(service, clock, madial_corpus())
 
 
 def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[int, ...]) -> dict[str, float]:
