@@ -1,7 +1,7 @@
 """The engine's own cost, with the model taken out: write path and recall at N memories,
 this tree and another git revision side by side in one run.
 
-A near-free embedder (words hashed into 384 signed buckets, the dimension of
+A near-free embedder (`hashing.py`: words hashed into 384 signed buckets, the dimension of
 all-MiniLM-L6-v2) stands in for the model, so what is timed is the engine: guards,
 entity extraction, dedup, conflict rules, the store transaction, index and fast-network
 upkeep on a save; channels, fusion, the read guard and the final read on a recall.
@@ -45,29 +45,14 @@ NAMESPACE = "bench"
 # One engine, in a child process: the tree to import is argv[1]. It reads one JSON request
 # a line and answers one JSON line, so the parent can interleave two engines.
 _CHILD = r"""
-import hashlib, json, re, sys, time, uuid
+import json, sys, time, uuid
 from datetime import UTC, datetime
 sys.path.insert(0, sys.argv[1])
-import numpy as np
+sys.path.append(sys.argv[3])  # this tree's benchmarks/, for the embedder both engines share
+from hashing import HashingEmbedder
 from engine.adapters import open_service
 from engine.config import load_config
 from engine.records import Memory, MemoryDraft, Source
-
-TOKEN = re.compile(r"\w+")
-
-class HashingEmbedder:
-    name, version, dim, similarity_floor = "hashing-384", "1", 384, 0.0
-    def _vector(self, text):
-        vector = np.zeros(self.dim, dtype=np.float32)
-        for token in TOKEN.findall(text.casefold()):
-            digest = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-            vector[digest % self.dim] += 1.0 if (digest >> 32) & 1 else -1.0
-        norm = float(np.linalg.norm(vector)) or 1.0
-        return vector / norm
-    def embed_documents(self, texts):
-        return np.vstack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-    def embed_query(self, text):
-        return self._vector(text)
 
 embedder = HashingEmbedder()
 service = open_service(load_config(env={}, data_dir=sys.argv[2]), embedder=embedder, background_reembed=False)
@@ -112,7 +97,7 @@ class Engine:
     def __init__(self, label: str, tree: Path, data_dir: Path) -> None:
         self.label = label
         self.child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(tree), str(data_dir)],
+            [sys.executable, "-c", _CHILD, str(tree), str(data_dir), str(HERE)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -140,6 +140,38 @@ class Corpus:
         return [draft for group in self.groups for draft in group.drafts]
 
 
+def _lme_drafts(question: dict[str, Any], namespace: str) -> tuple[list[MemoryDraft], list[int]]:
+    """A LongMemEval question's turns as memories (with their session ids), and the
+    positions of those that hold the answer."""
+    drafts: list[MemoryDraft] = []
+    evidence: list[int] = []
+    sessions = zip(
+        question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
+    )
+    for session, date, session_id in sessions:
+        created = _lme_date(date)
+        for turn in session:
+            if turn.get("has_answer"):
+                evidence.append(len(drafts))
+            drafts.append(
+                MemoryDraft(
+                    content=turn["content"],
+                    namespace=namespace,
+                    category="event",
+                    source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
+                    created_at=created,
+                    session_id=session_id,
+                )
+            )
+    return drafts, evidence
+
+
+def _lme_asked(question: dict[str, Any]) -> datetime:
+    """When the question is asked: a few are dated before some of their own sessions,
+    so after the last of them."""
+    return max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
+
+
 def longmemeval_corpus(per_type: int) -> Corpus:
     """The first ``per_type`` questions of each of the six question types (10 each in dev60)."""
     questions = json.loads(gzip.open(LME).read())
@@ -151,28 +183,9 @@ def longmemeval_corpus(per_type: int) -> Corpus:
     offset = 0
     for question in questions:
         namespace = "lme-" + question["question_id"]
-        drafts: list[MemoryDraft] = []
-        evidence: set[int] = set()
-        sessions = zip(
-            question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
-        )
-        for session, date, session_id in sessions:
-            created = _lme_date(date)
-            for turn in session:
-                if turn.get("has_answer"):
-                    evidence.add(offset + len(drafts))
-                drafts.append(
-                    MemoryDraft(
-                        content=turn["content"],
-                        namespace=namespace,
-                        category="event",
-                        source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
-                        created_at=created,
-                        session_id=session_id,
-                    )
-                )
-        # A few questions are dated before some of their own sessions: ask them after the last.
-        at = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
+        drafts, turns = _lme_drafts(question, namespace)
+        evidence = {offset + n for n in turns}
+        at = _lme_asked(question)
         corpus.groups.append(Group(at, drafts))
         corpus.questions.append(Question(namespace, question["question"], at, evidence))
         offset += len(drafts)
@@ -217,28 +230,8 @@ def ingest_longmemeval(service: MemoryService, clock: Clock, per_type: int, minu
             continue
         if minutes and time.monotonic() - started > minutes * 60:
             continue
-        drafts: list[MemoryDraft] = []
-        evidence: list[int] = []
-        sessions = zip(
-            question["haystack_sessions"], question["haystack_dates"], question["haystack_session_ids"], strict=True
-        )
-        for session, date, session_id in sessions:
-            created = _lme_date(date)
-            for turn in session:
-                if turn.get("has_answer"):
-                    evidence.append(len(drafts))
-                drafts.append(
-                    MemoryDraft(
-                        content=turn["content"],
-                        namespace=namespace,
-                        category="event",
-                        source=Source.USER_INPUT if turn["role"] == "user" else Source.INFERENCE,
-                        created_at=created,
-                        session_id=session_id,
-                    )
-                )
-        # A few questions are dated before some of their own sessions: ask them after the last.
-        clock.now = max(_lme_date(question["question_date"]), *(_lme_date(d) for d in question["haystack_dates"]))
+        drafts, evidence = _lme_drafts(question, namespace)
+        clock.now = _lme_asked(question)
         ids: list[str] | None = None
         if namespace in stored:
             ids = _found_again(service, namespace, drafts)
