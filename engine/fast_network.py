@@ -778,6 +778,11 @@ class FastNetwork:
             newest = max(ends or held, key=lambda row: (int(self._cols.created[row]), row))
             return self.ids[newest]
 
+    def any_linked(self, rows: Rows) -> bool:
+        """Whether one of ``rows`` has a link of any kind (a dict look-up a row)."""
+        links = self._links
+        return any(row in links for row in rows.tolist())
+
     def neighbours(self, rows: Rows, kind: str) -> tuple[Rows, Rows]:
         """Pairs (row of ``rows``, a row linked to it by ``kind`` in either direction), live
         ends only: what the context channel walks (one hop along ``NEXT``)."""

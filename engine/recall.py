@@ -251,6 +251,8 @@ class Recaller:
         if self._config.fusion.context <= 0 or not pool.cosine:
             return
         rows = np.asarray(pool.rows(), dtype=np.int64)
+        if not net.any_linked(rows):
+            return  # no seed can have a neighbour: no need to score the candidates for seeds
         score = self._scores(net, query, pool, rows, context=False)
         take = min(CONTEXT_SEEDS, len(rows))
         top = np.argpartition(-score, take - 1)[:take]
