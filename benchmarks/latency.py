@@ -66,7 +66,7 @@ from engine.adapters import INDEX_DIR, load_embedder, open_service  # noqa: E402
 from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.fast_network import FastNetwork  # noqa: E402
-from engine.ports import Matrix, Vector  # noqa: E402
+from engine.ports import Embedder, Matrix, Vector  # noqa: E402
 from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
@@ -235,6 +235,25 @@ def ingest(service: MemoryService, size: int, batch: int, seed: int) -> dict[str
     }
 
 
+def stored_memory(item: synthetic.SyntheticMemory, namespace: str, embedder: Embedder, now: datetime) -> Memory:
+    """A synthetic memory as ``Store.insert`` takes it (the bulk fills skip the write path)."""
+    return Memory(
+        memory_id=str(uuid.uuid4()),
+        namespace=namespace,
+        content=item.content,
+        category=item.category,
+        entities=item.entities,
+        base_score=0.6,
+        importance=0.6,
+        source=Source.USER_INPUT,
+        created_at=item.created_at,
+        updated_at=now,
+        last_accessed_at=item.created_at,
+        embedding_model=embedder.name,
+        embedding_version=embedder.version,
+    )
+
+
 def bulk_ingest(
     service: MemoryService, size: int, batch: int, seed: int, vectors: np.ndarray | None = None
 ) -> dict[str, Any]:
@@ -254,24 +273,7 @@ def bulk_ingest(
         else:
             rows = vectors[stored : stored + len(items)]
         now = datetime.now(UTC)
-        memories = [
-            Memory(
-                memory_id=str(uuid.uuid4()),
-                namespace=NAMESPACE,
-                content=item.content,
-                category=item.category,
-                entities=item.entities,
-                base_score=0.6,
-                importance=0.6,
-                source=Source.USER_INPUT,
-                created_at=item.created_at,
-                updated_at=now,
-                last_accessed_at=item.created_at,
-                embedding_model=embedder.name,
-                embedding_version=embedder.version,
-            )
-            for item in items
-        ]
+        memories = [stored_memory(item, NAMESPACE, embedder, now) for item in items]
         service.store.insert(memories, list(rows), changed_by=None)
         service.keeper.catch_up()
         stored += len(memories)

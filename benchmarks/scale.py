@@ -36,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ def _open(data_dir: Path, embedder: HashingEmbedder) -> Any:
 
 
 def build(layout: str, size: int, data_dir: Path, seed: int) -> dict[str, Any]:
-    from engine.records import Memory, Source
+    from latency import stored_memory
 
     embedder = HashingEmbedder()
     service = _open(data_dir, embedder)
@@ -80,22 +79,7 @@ def build(layout: str, size: int, data_dir: Path, seed: int) -> dict[str, Any]:
         vectors = embedder.embed_documents([item.content for item in items])
         now = datetime.now(UTC)
         memories = [
-            Memory(
-                memory_id=str(uuid.uuid4()),
-                namespace=namespace_of(layout, stored + n),
-                content=item.content,
-                category=item.category,
-                entities=item.entities,
-                base_score=0.6,
-                importance=0.6,
-                source=Source.USER_INPUT,
-                created_at=item.created_at,
-                updated_at=now,
-                last_accessed_at=item.created_at,
-                embedding_model=embedder.name,
-                embedding_version=embedder.version,
-            )
-            for n, item in enumerate(items)
+            stored_memory(item, namespace_of(layout, stored + n), embedder, now) for n, item in enumerate(items)
         ]
         service.store.insert(memories, list(vectors), changed_by=None)
         stored += len(memories)
