@@ -236,9 +236,8 @@ class _Lexicon:
                 self._builder.start()
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        dense = np.asarray(self.scorer.scores(query), dtype=np.float64)
-        hit = np.flatnonzero(dense > 0)
-        rows, found = self.rows[hit], dense[hit]
+        hit, scores = self.scorer.matches(query)
+        rows, found = self.rows[hit], scores.astype(np.float64)
         if self.built < self.version:  # leave out what changed since the build
             since = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
             fresh = ~np.isin(rows, since)

@@ -160,9 +160,10 @@ class LexicalScorer(Protocol):
     immutable: a changed corpus is a new build.
     """
 
-    def scores(self, query_terms: Sequence[int]) -> npt.NDArray[np.float32]:
-        """The score of every document, in build order: 0 where it holds none of the
-        query's terms, higher is better; comparable within one scorer only."""
+    def matches(self, query_terms: Sequence[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The documents (positions in build order, ascending) that hold a query term,
+        and their scores (above 0, higher is better; comparable within one scorer only).
+        Its cost follows the query terms' postings, not the number of documents."""
         ...
 
     def state(self) -> dict[str, npt.NDArray[Any]]:

@@ -55,6 +55,9 @@ CONTEXT_SEEDS = 5
 # The namespaces a recall looks into holding at most this many memories are scanned
 # exactly instead of searched: one small matrix product beats HNSW over every namespace.
 EXACT_DIRECT = 2048
+# The lexical channel checks sight and filter on its LEXICAL_LOOK × pool best-scored
+# rows first, and on every matching row only when too few of those pass.
+LEXICAL_LOOK = 4
 
 IsBlocked = Callable[[Memory], bool]
 
@@ -208,16 +211,27 @@ class Recaller:
         rows, scores = net.lexical(query.sight.namespaces, query.terms)
         if not len(rows):
             return
-        keep = net.passes(query.sight, query.flt, query.now, rows)
-        rows, scores = rows[keep], scores[keep]
+        rows, scores = self._best_passing(net, query, rows, scores)
         if not len(rows):
             return
-        if len(rows) > query.pool:
-            top = np.argpartition(-scores, query.pool - 1)[: query.pool]
-            rows, scores = rows[top], scores[top]
         best = float(scores.max())
         pool.lexical = {int(row): max(0.0, float(score) / best) for row, score in zip(rows, scores, strict=True)}
         self._join(net, query, pool, pool.lexical)
+
+    def _best_passing(self, net: FastNetwork, query: RecallQuery, rows: Rows, scores: Floats) -> tuple[Rows, Floats]:
+        """The ``pool`` best-scored of ``rows`` that the caller sees and the filter passes.
+        When at least ``pool`` of the ``LEXICAL_LOOK`` × ``pool`` best pass, no row
+        outside those can outscore the ones kept, so the other matches (most of a large
+        namespace, for a common word) are never checked."""
+        want = query.pool
+        look = LEXICAL_LOOK * want
+        if len(rows) > look:
+            top = np.argpartition(-scores, look - 1)[:look]
+            keep = net.passes(query.sight, query.flt, query.now, rows[top])
+            if int(keep.sum()) >= want:
+                return _best(rows[top[keep]], scores[top[keep]], want)
+        keep = net.passes(query.sight, query.flt, query.now, rows)
+        return _best(rows[keep], scores[keep], want)
 
     def _graph(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
         """One or two hops, bounded: memories that mention an entity the query names
@@ -382,3 +396,11 @@ class Recaller:
             if kept:
                 flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
         return flagged
+
+
+def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:
+    """The ``want`` highest-scored of ``rows`` (all of them when fewer), in no order."""
+    if len(rows) <= want:
+        return rows, scores
+    top = np.argpartition(-scores, want - 1)[:want]
+    return rows[top], scores[top]

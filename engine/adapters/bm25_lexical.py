@@ -22,6 +22,10 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
+# Postings summed on their own (sorted, then added) while they number under a
+# SPARSE_SHARE-th of the corpus; above that, bm25s's dense array is cheaper.
+SPARSE_SHARE = 16
+
 
 class Bm25Scorer:
     """``LexicalScorer`` over one corpus of term-code lists (see ``engine.ports``)."""
@@ -37,11 +41,34 @@ class Bm25Scorer:
             model.index(bm25s.tokenization.Tokenized(ids=ids, vocab=self._vocab), show_progress=False)
             self._model = model
 
-    def scores(self, query_terms: Sequence[int]) -> npt.NDArray[np.float32]:
-        known = [str(code) for code in dict.fromkeys(query_terms) if str(code) in self._vocab]
+    def matches(self, query_terms: Sequence[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The documents that hold a query term, ascending, and their scores: what bm25s's
+        ``get_scores`` gives, without the zeros. bm25s adds every posting one at a time
+        (``np.add.at``); a term's column names each document once, so here a term's
+        weights are added as one vectorised step, term after term, in float32: the same
+        additions in the same order, so every score is bit-for-bit bm25s's. Where the
+        postings are few against the corpus they are summed on their own
+        (``SPARSE_SHARE``), so the cost follows the postings, not the corpus size."""
+        known = [self._vocab[str(code)] for code in dict.fromkeys(query_terms) if str(code) in self._vocab]
         if self._model is None or not known:
-            return np.zeros(self._size, dtype=np.float32)
-        return np.asarray(self._model.get_scores(known), dtype=np.float32)
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        matrix = self._model.scores
+        indptr, data, indices = matrix["indptr"], matrix["data"], matrix["indices"]
+        spans = [(int(indptr[term]), int(indptr[term + 1])) for term in known]
+        if sum(end - start for start, end in spans) * SPARSE_SHARE > self._size:
+            dense = np.zeros(self._size, dtype=np.float32)
+            for start, end in spans:
+                dense[indices[start:end]] += data[start:end]
+            docs = np.flatnonzero(dense > 0)
+            return docs.astype(np.int64, copy=False), dense[docs]
+        docs, at = np.unique(np.concatenate([indices[start:end] for start, end in spans]), return_inverse=True)
+        scores = np.zeros(len(docs), dtype=np.float32)
+        offset = 0
+        for start, end in spans:
+            scores[at[offset : offset + end - start]] += data[start:end]
+            offset += end - start
+        held = scores > 0
+        return docs[held].astype(np.int64, copy=False), scores[held]
 
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """The corpus size, the term codes in local-id order and bm25s's score matrix

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from engine import recall as recall_module
 from engine import scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
@@ -154,6 +156,47 @@ def test_nothing_out_of_sight_is_ranked_even_before_the_final_read(
                 assert ranking.ids  # the check is not vacuous
             hits = service.recall(text, namespaces=[NS, OTHER], scope=scope, reinforce=False).hits
             assert {hit.memory.memory_id for hit in hits} <= seen
+
+
+@pytest.mark.parametrize("look", [1, 4])
+def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
+    make_service: Callable[[], tuple[MemoryService, Any]],
+    clock: FrozenClock,
+    monkeypatch: pytest.MonkeyPatch,
+    look: int,
+) -> None:
+    """Checking sight on the best-scored rows first (``LEXICAL_LOOK``) keeps what checking
+    every match would: the ``pool`` best scores among the rows that pass, found whether
+    most of the best pass (the short way) or few do (then every match is checked)."""
+    monkeypatch.setattr(recall_module, "LEXICAL_LOOK", look)
+    service, _ = make_service()
+    _fill(service, random.Random(5), 200)
+    net = service.keeper.network
+    scopes = [Scope.whole([NS, OTHER]), Scope(member=(NS,), agent="alice"), Scope(own=(NS,), agent="carol")]
+    for scope in scopes:
+        sight = scope.narrowed([NS, OTHER])
+        for text, pool_size in (("coffee tea", 5), ("garden piano dog", 12), ("note", 30)):
+            query = RecallQuery(
+                text,
+                service.embedder.embed_query(text),
+                sight,
+                MemoryFilter(),
+                5,
+                pool_size,
+                clock(),
+                tuple(terms(text)),
+                frozenset(),
+            )
+            with net.reading():
+                rows, scores = net.lexical(sight.namespaces, query.terms)
+                passing = scores[net.passes(sight, query.flt, query.now, rows)]
+                pool = recall_module._Pool()
+                service.recaller._lexical(net, query, pool)
+            best = np.sort(passing)[::-1][:pool_size]
+            assert len(pool.lexical) == len(best) > 0
+            kept = net.passes(sight, query.flt, query.now, np.asarray(list(pool.lexical), dtype=np.int64))
+            assert kept.all()
+            assert sorted(pool.lexical.values(), reverse=True) == pytest.approx((best / best[0]).tolist())
 
 
 def test_reinforcement_reaches_the_fast_network(

@@ -1,0 +1,52 @@
+"""The BM25 scorer's sparse matches against bm25s's own dense scores."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from engine.adapters import bm25_lexical
+from engine.adapters.bm25_lexical import Bm25Scorer
+
+
+def _corpus(rng: random.Random, size: int, vocabulary: int) -> list[list[int]]:
+    # Codes are sparse and global in the engine: spread them out.
+    return [[rng.randrange(vocabulary) * 7 + 3 for _ in range(rng.randrange(0, 12))] for _ in range(size)]
+
+
+@pytest.mark.parametrize("share", [0, 16, 10**9], ids=["postings-only", "either", "dense-only"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
+    seed: int, share: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
+    rng = random.Random(seed)
+    scorer = Bm25Scorer(_corpus(rng, 500, 60))
+    model = scorer._model
+    assert model is not None
+    for _ in range(50):
+        query = [rng.randrange(70) * 7 + 3 for _ in range(rng.randrange(1, 6))]
+        known = [str(code) for code in dict.fromkeys(query) if str(code) in scorer._vocab]
+        dense = np.asarray(model.get_scores(known), np.float32) if known else np.zeros(500, np.float32)
+        docs, scores = scorer.matches(query)
+        assert docs.tolist() == np.flatnonzero(dense > 0).tolist()
+        assert scores.tobytes() == dense[dense > 0].tobytes()
+
+
+def test_a_query_without_a_known_term_matches_nothing() -> None:
+    scorer = Bm25Scorer([[1, 2], [2, 3]])
+    docs, scores = scorer.matches([99])
+    assert len(docs) == 0 and len(scores) == 0
+    assert Bm25Scorer([]).matches([1])[0].tolist() == []
+
+
+def test_a_restored_scorer_matches_as_the_built_one() -> None:
+    rng = random.Random(9)
+    built = Bm25Scorer(_corpus(rng, 200, 30))
+    restored = Bm25Scorer.restore(built.state())
+    for _ in range(20):
+        query = [rng.randrange(30) * 7 + 3 for _ in range(3)]
+        a, b = built.matches(query), restored.matches(query)
+        assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
