@@ -3,9 +3,11 @@
 A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 
 1. semantic candidates: HNSW neighbours (at least ``pool``), kept where the caller's
-   sight and the filter let them through (``FastNetwork.passes``, vectorised); the
-   search widens ×4 while too few survive, then scans the filtered set exactly (at
-   once when the namespaces looked into hold at most ``EXACT_DIRECT`` memories);
+   sight and the filter let them through (``FastNetwork.passes``, vectorised); while
+   too few survive the search widens ×4, or as far as the share that passed says is
+   needed (``_enough``), and past ``[recall] max_widened_candidates`` scans the
+   filtered set exactly instead (at once when the namespaces looked into hold at most
+   ``EXACT_DIRECT`` memories);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -29,6 +31,7 @@ fast network's links, each kept only when the caller sees its other end.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -179,13 +182,16 @@ class Recaller:
         pool = _Pool()
         inside = net.rows_in(query.sight.namespaces)
         rows, cosines = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        while len(inside) > EXACT_DIRECT:  # a small sight is scanned exactly, at once
+        exact = len(inside) <= EXACT_DIRECT  # a small sight is scanned exactly, at once
+        while not exact:
             similar = index.search(query.vector, k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
-            if len(rows) >= query.top_k or k >= size or k >= limit:
+            if len(rows) >= query.top_k or k >= size:
                 break
-            k = min(k * 4, size)
-        if len(inside) <= EXACT_DIRECT or (len(rows) < query.top_k and k < size):
+            k = min(max(k * 4, _enough(k, len(rows), query.top_k)), size)
+            # Wider than the limit (or so the share that passed says): scan the filtered set.
+            exact = k > limit
+        if exact:
             pool.exact = len(inside) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
@@ -404,3 +410,10 @@ def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:
         return rows, scores
     top = np.argpartition(-scores, want - 1)[:want]
     return rows[top], scores[top]
+
+
+def _enough(searched: int, passed: int, want: int) -> int:
+    """How many neighbours a search must return for ``want`` of them to pass, going by
+    the share of ``searched`` that ``passed`` (twice that, for the share's noise; one in
+    ``searched`` where none did)."""
+    return math.ceil(2 * want * searched / max(passed, 1))
