@@ -252,10 +252,17 @@ class Recaller:
         lookups = [(key, scoring.GRAPH_QUERY_ENTITY) for key in sorted(query.entity_keys)]
         lookups += [(key, scoring.GRAPH_NEIGHBOUR) for key in sorted(holders)]
         graph: dict[int, float] = {}
-        for key, weight in lookups[:GRAPH_KEYS]:
-            rows = net.by_entity(query.sight.namespaces, key)
-            rows = net.newest(rows[net.passes(query.sight, query.flt, query.now, rows)], GRAPH_PER_ENTITY)
-            for row in rows.tolist():
+        lookups = lookups[:GRAPH_KEYS]
+        found = [net.by_entity(query.sight.namespaces, key) for key, _ in lookups]
+        if not any(len(rows) for rows in found):
+            return
+        # Sight and filter checked once for every lookup's rows, then split back.
+        every = np.concatenate(found)
+        passing = np.split(
+            net.passes(query.sight, query.flt, query.now, every), np.cumsum([len(r) for r in found])[:-1]
+        )
+        for (key, weight), rows, ok in zip(lookups, found, passing, strict=True):
+            for row in net.newest(rows[ok], GRAPH_PER_ENTITY).tolist():
                 if holders.get(key) == {row}:
                     continue  # a seed is not its own neighbour
                 graph[row] = max(weight, graph.get(row, 0.0))
