@@ -183,14 +183,16 @@ _CJK_CONCEPT = re.compile(
 
 
 def _chinese_entities(text: str) -> list[str]:
-    # Imported here: jieba.posseg loads its tagging model at import (half a second),
-    # and this module is imported by everything that compares entity names.
+    runs = [run for run in _CJK_RUN.findall(text) if not run.isascii()]  # English: the English pass
+    if not runs:
+        return []
+    # Imported here, and only for Chinese text: jieba.posseg loads its tagging model at
+    # import (half a second), and this module is imported by everything that compares
+    # entity names.
     import jieba.posseg
 
     found: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        if run.isascii():
-            continue  # English between Chinese is handled by the English pass
+    for run in runs:
         found += [m.group() for m in _CJK_CONCEPT.finditer(run)]
         with _POSSEG_LOCK:  # jieba loads its dictionary lazily, once
             pairs = [(pair.word, pair.flag) for pair in jieba.posseg.cut(run)]

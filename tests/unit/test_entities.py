@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from engine.entities import MAX_EXTRACTED, canonical_key, entities_for, extract_entities
@@ -76,3 +79,16 @@ def test_names_outside_the_alias_table_keep_their_folded_form() -> None:
 def test_client_entities_win_over_extraction() -> None:
     assert entities_for(["Project X"], "I live in Berlin") == ("Project X",)
     assert entities_for([], "I live in Berlin") == ("Berlin",)
+
+
+def test_english_text_never_loads_the_chinese_tagger() -> None:
+    """jieba's tagging model costs half a second and its memory: English alone never loads it."""
+    script = (
+        "import sys\n"
+        "from engine.entities import extract_entities\n"
+        "assert extract_entities('Bob Silva moved to Berlin') == ('Bob Silva', 'Berlin')\n"
+        "assert 'jieba.posseg' not in sys.modules\n"
+        "assert extract_entities('我喜欢北京的烤鸭')\n"
+        "assert 'jieba.posseg' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
