@@ -5,8 +5,8 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 1. semantic candidates: HNSW neighbours (at least ``pool``), kept where the caller's
    sight and the filter let them through (``FastNetwork.passes``, vectorised); while
    too few survive the search widens ×4, or as far as the share that passed says is
-   needed (``_enough``), and past ``[recall] max_widened_candidates`` scans the
-   filtered set exactly instead (at once when the namespaces looked into hold at most
+   needed (``_enough``), up to ``[recall] max_widened_candidates``, and then scans the
+   filtered set exactly (at once when the namespaces looked into hold at most
    ``EXACT_DIRECT`` memories);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
@@ -188,9 +188,8 @@ class Recaller:
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
             if len(rows) >= query.top_k or k >= size:
                 break
-            k = min(max(k * 4, _enough(k, len(rows), query.top_k)), size)
-            # Wider than the limit (or so the share that passed says): scan the filtered set.
-            exact = k > limit
+            exact = k >= limit  # as wide as allowed and still too few: scan the filtered set
+            k = min(max(k * 4, _enough(k, len(rows), query.top_k)), limit, size)
         if exact:
             pool.exact = len(inside) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
