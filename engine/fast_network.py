@@ -81,9 +81,7 @@ _FILE = "fastnet.npz"
 _META = "fastnet.meta.json"
 _FORMAT = 2  # 2: digests are of the normalised content (records.content_digest)
 _MIN_CAPACITY = 1024
-# The exact scan checks sight and filter on MASK_CHUNK rows at a time and scores
-# the rows that pass SCAN_CHUNK at a time (see ``FastNetwork.nearest``).
-MASK_CHUNK = 65536
+# The exact scan scores this many rows at a time (see ``FastNetwork.nearest``).
 SCAN_CHUNK = 4096
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
@@ -563,26 +561,25 @@ class FastNetwork:
     ) -> tuple[Rows, Floats]:
         """The exact scan: the ``k`` rows of ``scope``'s namespaces that ``scope`` sees and
         ``flt`` passes at ``now`` with the highest cosine to ``vector`` (unit length), and
-        their cosines, in no particular order. It checks ``MASK_CHUNK`` rows at a time and
-        scores those that pass ``SCAN_CHUNK`` at a time, keeping only the best ``k`` so far,
-        so what it holds is one chunk's masks and one chunk's vectors however many memories
-        the namespaces hold or the filter lets through."""
+        their cosines, in no particular order. It walks the rows ``SCAN_CHUNK`` at a time and
+        keeps only the best ``k`` so far, so what it holds is one chunk's vectors and masks
+        however many memories the namespaces hold or the filter lets through."""
         best_rows, best = np.zeros(0, np.int64), np.zeros(0, np.float64)
         if k <= 0:
             return best_rows, best
         with self._lock:
             for members in self._members(scope.namespaces):
-                for start in range(0, len(members), MASK_CHUNK):
-                    chunk = members[start : start + MASK_CHUNK]
+                for start in range(0, len(members), SCAN_CHUNK):
+                    chunk = members[start : start + SCAN_CHUNK]
                     chunk = chunk[self.passes(scope, flt, now, chunk) & self._has_vector[chunk]]
-                    for at in range(0, len(chunk), SCAN_CHUNK):
-                        part = chunk[at : at + SCAN_CHUNK]
-                        rows = np.concatenate((best_rows, part))
-                        cosines = np.concatenate((best, self.cosines(vector, part)))
-                        if len(rows) > k:
-                            top = np.argpartition(-cosines, k - 1)[:k]
-                            rows, cosines = rows[top], cosines[top]
-                        best_rows, best = rows, cosines
+                    if not len(chunk):
+                        continue
+                    rows = np.concatenate((best_rows, chunk))
+                    cosines = np.concatenate((best, self.cosines(vector, chunk)))
+                    if len(rows) > k:
+                        top = np.argpartition(-cosines, k - 1)[:k]
+                        rows, cosines = rows[top], cosines[top]
+                    best_rows, best = rows, cosines
         return best_rows, best
 
     def sees(self, scope: Scope, rows: Rows) -> Mask:
