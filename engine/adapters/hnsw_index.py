@@ -149,11 +149,13 @@ class HnswIndex:
             finally:
                 if k > self._ef:
                     self._index.set_ef(self._ef)
-            found = [
-                (self._labels[int(label)], 1.0 - float(dist))
-                for label, dist in zip(labels[0], distances[0], strict=True)
-            ]
-        return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+            names = self._labels
+            found = zip(
+                [names[label] for label in labels[0].tolist()],
+                (1.0 - distances[0].astype(np.float64)).tolist(),
+                strict=True,
+            )
+            return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
 
     def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
         """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
