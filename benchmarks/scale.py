@@ -21,6 +21,11 @@ carry over):
 5. **Rebuild** (sizes up to ``--rebuild-max``): the index directory removed and
    ``open_service`` rebuilding the index and fast network from the store.
 
+With ``--baseline-ref REV`` each start-up and recall measurement is taken twice on the
+same data, one after the other: first with the engine of that git revision (``git
+archive`` into a scratch tree; this script's measuring code either way), then with
+this tree's. The table then holds both, side by side.
+
 Prints a Markdown table, writes JSON. Never asserts a time.
 """
 
@@ -35,6 +40,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -168,10 +174,14 @@ def rebuild(data_dir: Path, scratch: Path) -> dict[str, Any]:
     return {"rebuild_s": round(seconds, 1), "rebuild_rss_mb": round(rss / MB, 1)}
 
 
-def _child(step: str, layout: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def _child(
+    step: str, layout: str, size: int, args: argparse.Namespace, engine_tree: Path | None = None
+) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", step, "--layouts", layout, "--sizes", str(size)]
     command += ["--workdir", args.workdir, "--seed", str(args.seed), "--queries", str(args.queries)]
     command += ["--warmup", str(args.warmup), "--exact-queries", str(args.exact_queries)]
+    if engine_tree is not None:
+        command += ["--engine-tree", str(engine_tree)]
     done = subprocess.run(command, check=True, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
@@ -186,6 +196,8 @@ def run_child(args: argparse.Namespace) -> None:
 
     layout, size = args.layouts[0], args.sizes[0]
     data_dir = _data_dir(args, layout, size)
+    if args.engine_tree:  # the baseline's engine, before anything imports one
+        sys.path.insert(0, args.engine_tree)
     if args.child == "build":
         shutil.rmtree(data_dir, ignore_errors=True)
         result = build(layout, size, data_dir, args.seed)
@@ -210,11 +222,36 @@ def main() -> None:
     parser.add_argument("--workdir", default=str(HERE / ".work" / "scale"), help="built data directories (kept)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
     parser.add_argument("--cached-only", action="store_true", help="measure only what an earlier run built")
+    parser.add_argument("--baseline-ref", help="git revision whose engine is measured first, on the same data")
     parser.add_argument("--child", choices=["build", "measure", "rebuild"], help=argparse.SUPPRESS)
+    parser.add_argument("--engine-tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_child(args)
         return
+    baseline_tree, baseline = None, None
+    if args.baseline_ref:
+        baseline_tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=args.workdir)) / "tree"
+        baseline = {"ref": args.baseline_ref, "revision": _archive(args.baseline_ref, baseline_tree)}
+    try:
+        rows = _measure_all(args, baseline_tree)
+    finally:
+        if baseline_tree is not None:
+            shutil.rmtree(baseline_tree.parent, ignore_errors=True)
+    _report(args, rows, baseline)
+
+
+def _archive(ref: str, into: Path) -> str:
+    """The tree of git revision ``ref`` extracted into ``into``; its short hash."""
+    git = ["git", "-C", str(HERE.parent)]
+    revision = subprocess.run([*git, "rev-parse", "--short", ref], check=True, capture_output=True, text=True)
+    tar = subprocess.run([*git, "archive", "--format=tar", ref], check=True, capture_output=True)
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True)
+    return revision.stdout.strip()
+
+
+def _measure_all(args: argparse.Namespace, baseline_tree: Path | None) -> list[dict[str, Any]]:
     rows = []
     for layout in args.layouts:
         for size in args.sizes:
@@ -227,35 +264,44 @@ def main() -> None:
                 print(f"building {layout} {size:,} …", flush=True)
                 _child("build", layout, size, args)
             row["build"] = json.loads((data_dir / "built.json").read_text(encoding="utf-8"))
+            if baseline_tree is not None:
+                row["baseline"] = _child("measure", layout, size, args, baseline_tree)
             row |= _child("measure", layout, size, args)
             if size <= args.rebuild_max:
                 rebuilt = _child("rebuild", layout, size, args)
                 row |= {"rebuild_s": rebuilt["rebuild_s"], "rebuild_peak_rss_mb": rebuilt["peak_rss_mb"]}
             print(json.dumps(row), flush=True)
             rows.append(row)
+    return rows
+
+
+def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict[str, str] | None) -> None:
     result = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average": os.getloadavg()},
         "revision": subprocess.run(
             ["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),
-        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "workdir", "child")},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "workdir", "child", "engine_tree")},
+        "baseline": baseline,
         "rows": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print()
     print(
-        "| layout | N | recall p50 / p95 / p99 ms | HNSW recall@10 | start-up s | rebuild s | "
+        "| layout | N | engine | recall p50 / p95 / p99 ms | HNSW recall@10 | start-up s | rebuild s | "
         "RSS MB (loaded / peak) | fast network MB | disk MB |"
     )
-    print("|---|---:|---|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---|---|---:|---:|---:|---|---:|---:|")
     for row in rows:
-        recall = row["recall_ms"]
-        print(
-            f"| {row['layout']} | {row['size']:,} | {recall['p50']} / {recall['p95']} / {recall['p99']} | "
-            f"{row['hnsw_recall_at_10']} | {row['startup_s']} | {row.get('rebuild_s', '—')} | "
-            f"{row['rss_mb']} / {row['peak_rss_mb']} | {row['fast_network_estimate_mb']} | {row['disk_mb']} |"
-        )
+        measured = [(baseline["revision"], row["baseline"])] if baseline is not None else []
+        for engine, one in [*measured, ("this tree", row)]:
+            ms = one["recall_ms"]
+            print(
+                f"| {row['layout']} | {row['size']:,} | {engine} | {ms['p50']} / {ms['p95']} / {ms['p99']} | "
+                f"{one['hnsw_recall_at_10']} | {one['startup_s']} | {row.get('rebuild_s', '—')} | "
+                f"{one['rss_mb']} / {one['peak_rss_mb']} | {one['fast_network_estimate_mb']} | {one['disk_mb']} |"
+            )
 
 
 if __name__ == "__main__":
