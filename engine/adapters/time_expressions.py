@@ -43,6 +43,7 @@ or hostile query costs no more than a long one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -62,6 +63,8 @@ MAX_CHARS = 300
 # few hundred milliseconds whatever it holds.
 MAX_RUNS = 3
 MAX_RUN = 14
+# The periods of this many distinct English spans are kept (a span's period never changes).
+PERIODS_KEPT = 4096
 DAY = timedelta(days=1)
 _LATIN = re.compile(r"[A-Za-z]")
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -139,7 +142,7 @@ class LibraryTimeExpressions:
             if not _LATIN.search(span) or moment == base or not _a_month_here(text, span, skip):
                 continue
             try:
-                period = periods.get_date_data(span).period
+                period = periods(span)
             except (ValueError, OverflowError):
                 continue
             start = _floor(moment, period)
@@ -159,8 +162,10 @@ class LibraryTimeExpressions:
 
             info = default_loader.get_locale("en").info
             skip = frozenset(word for word in [*info["skip"], *info["in"]] if _WORD.fullmatch(word))
-            # A span's period (day, week, month, year) does not depend on "now": one parser serves every call.
-            periods = DateDataParser(languages=["en"], settings={"RETURN_TIME_AS_PERIOD": True})
+            # A span's period (day, week, month, year) does not depend on "now": one parser
+            # serves every call, and the spans people say again ("last week") are remembered.
+            parser = DateDataParser(languages=["en"], settings={"RETURN_TIME_AS_PERIOD": True})
+            periods = functools.lru_cache(maxsize=PERIODS_KEPT)(lambda span: parser.get_date_data(span).period)
             self._dateparser = (search_dates, periods, skip, _vocabulary(info, skip))
         loaded: tuple[Any, Any, frozenset[str], frozenset[str]] = self._dateparser
         return loaded
