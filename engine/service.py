@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import episodes, limits, procedures, scoring, text
+from engine import change_log, episodes, limits, procedures, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import SUPERSEDES
@@ -138,6 +138,7 @@ class MemoryService:
         )
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
+        self.change_log_pruning = self._change_log_schedule(config, clock)
 
     def now(self) -> datetime:
         """The service's clock (frozen in tests)."""
@@ -151,12 +152,16 @@ class MemoryService:
             self.reembedder.start()
         if self.schedule is not None:
             self.schedule.start()
+        if self.change_log_pruning is not None:
+            self.change_log_pruning.start()
 
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
         try:
             if self.schedule is not None:
                 self.schedule.stop()
+            if self.change_log_pruning is not None:
+                self.change_log_pruning.stop()
             self.reembedder.stop()
             self.reinforcer.stop()
             self.keeper.save()
@@ -164,6 +169,17 @@ class MemoryService:
         finally:
             if self._on_close is not None:
                 self._on_close()
+
+    def _change_log_schedule(self, config: Config, clock: Callable[[], datetime]) -> Schedule | None:
+        every, keep = config.lifecycle.change_log_prune_seconds, config.lifecycle.change_log_keep
+        if not every:
+            return None
+        return Schedule(
+            lambda: change_log.prune(self.store, keep),
+            timedelta(seconds=every),
+            clock=clock,
+            name="change-log-pruning",
+        )
 
     def flush(self) -> None:
         """Wait until background reinforcement has caught up (tests, shutdown)."""

@@ -8,7 +8,7 @@ The graph::
         -[:SUPERSEDES | CONTRADICTS | MERGED_INTO | RELATED_TO | NEXT {kind, namespace, created_at}]-> (:Memory)
     (:MemoryVersion {memory_id, version, namespace, record, changed_at, changed_by, reason})
         -[:VERSION_OF]->      (:Memory)
-    (:Counter {name: 'changes', seq})       the change sequence's high-water mark
+    (:Counter {name: 'changes', seq, low_water})  the change sequence's high- and low-water marks
     (:Change {seq, memory_id, namespace, op, at})
     (:SchemaMigration {number, name, applied_at, applied, note})
 
@@ -61,13 +61,14 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString, TypeVar, cast
 
 import neo4j
 import numpy as np
 from neo4j.exceptions import ConstraintError, DriverError, Neo4jError
 
 from engine.adapters import neo4j_migrations
+from engine.adapters.round_trips import RoundTrips
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
@@ -426,6 +427,30 @@ WITH c ORDER BY c.seq LIMIT $limit
 RETURN c.seq AS seq, c.memory_id AS memory_id, c.namespace AS namespace, c.op AS op
 """
 
+_LOW_WATER: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+RETURN coalesce(c.low_water, 0) AS seq
+"""
+
+# Under the counter's write lock, like every write that logs a change.
+_PRUNE_BOUNDS: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+SET c._lock = true
+REMOVE c._lock
+RETURN c.seq AS newest, coalesce(c.low_water, 0) AS low
+"""
+
+_PRUNE_CHANGES: LiteralString = """
+MATCH (x:Change)
+WHERE x.seq > $low AND x.seq <= $mark
+DETACH DELETE x
+"""
+
+_RAISE_LOW_WATER: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+SET c.low_water = $mark
+"""
+
 _INDEX_STATUS: LiteralString = """
 UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
@@ -488,6 +513,7 @@ class Neo4jStore:
         # where a read may otherwise go to a member that has not caught up).
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self.migrations: list[neo4j_migrations.Applied] = []
+        self.round_trips = RoundTrips()
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -528,11 +554,20 @@ class Neo4jStore:
 
     def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         with _translate(what), self._session() as session:
-            return session.execute_write(work)
+            return session.execute_write(self._counted(work))
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         with _translate(what), self._session() as session:
-            return session.execute_read(work)
+            return session.execute_read(self._counted(work))
+
+    def _counted(self, work: Callable[[neo4j.ManagedTransaction], T]) -> Callable[[neo4j.ManagedTransaction], T]:
+        """``work`` with every try and every statement it runs counted in ``round_trips``."""
+
+        def counted(tx: neo4j.ManagedTransaction) -> T:
+            self.round_trips.transaction()
+            return work(cast(neo4j.ManagedTransaction, _CountingTransaction(tx, self.round_trips)))
+
+        return counted
 
     def _rows(self, what: str, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
@@ -876,6 +911,31 @@ class Neo4jStore:
         rows = self._rows("changes_since", _CHANGES_SINCE, seq=seq, limit=limit)
         return [Change(row["seq"], row["memory_id"], row["namespace"], row["op"]) for row in rows]
 
+    def low_water_seq(self) -> int:
+        rows = self._rows("low_water_seq", _LOW_WATER)
+        if not rows:
+            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+        return int(rows[0]["seq"])
+
+    def prune_changes(self, keep: int, limit: int) -> int:
+        if keep < 1:
+            raise ValueError("the change log keeps at least its newest change")
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            bounds = tx.run(_PRUNE_BOUNDS).single()
+            if bounds is None:
+                raise StoreError("the change counter is missing: the graph schema migrations did not run")
+            low = int(bounds["low"])
+            mark = min(int(bounds["newest"]) - keep, low + limit)
+            if mark <= low:
+                return 0
+            # Seqs are consecutive, so the range holds mark - low changes.
+            tx.run(_PRUNE_CHANGES, low=low, mark=mark).consume()
+            tx.run(_RAISE_LOW_WATER, mark=mark).consume()
+            return mark - low
+
+        return self._write("prune_changes", work)
+
     def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
         if not ids:
             return {}
@@ -935,6 +995,18 @@ class Neo4jStore:
             return {}
         rows = self._rows("contents", _CONTENTS, ids=list(ids))
         return {row["memory_id"]: row["content"] for row in rows}
+
+
+class _CountingTransaction:
+    """A managed transaction that counts the statements run through it."""
+
+    def __init__(self, tx: neo4j.ManagedTransaction, counts: RoundTrips) -> None:
+        self._tx = tx
+        self._counts = counts
+
+    def run(self, query: LiteralString, parameters: dict[str, Any] | None = None, **kwargs: Any) -> neo4j.Result:
+        self._counts.statement()
+        return self._tx.run(query, parameters, **kwargs)
 
 
 # --- error translation ------------------------------------------------------------------
