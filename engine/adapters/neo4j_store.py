@@ -125,9 +125,10 @@ MERGE (m)-[:MENTIONS]->(e)
 """
 
 _UNLINK_ENTITIES: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})-[r:MENTIONS]->(e:Entity)
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})-[r:MENTIONS]->(e:Entity)
 DELETE r
-RETURN e.namespace AS namespace, e.key AS key
+RETURN DISTINCT e.namespace AS namespace, e.key AS key
 """
 
 _DROP_ORPHAN_ENTITIES: LiteralString = """
@@ -151,16 +152,20 @@ CREATE (:Change {seq: seq, memory_id: change.memory_id, namespace: change.namesp
 RETURN max(seq) AS seq
 """
 
-_LOCK_MEMORY: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})
+# $ids sorted: concurrent writers lock shared memories in one order.
+_LOCK_MEMORIES: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
 SET m._lock = true
-RETURN m.version AS version, m.namespace AS namespace, m.access_count AS access_count,
-       m.last_accessed_at AS last_accessed_at
+RETURN m.memory_id AS memory_id, m.version AS version, m.namespace AS namespace,
+       m.access_count AS access_count, m.last_accessed_at AS last_accessed_at
 """
 
-_REPLACE_MEMORY: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})
-SET m = $props
+# Replacing every property also drops the lock flag.
+_REPLACE_MEMORIES: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+SET m = row.props
 """
 
 _DROP_EMBEDDINGS: LiteralString = """
@@ -623,8 +628,9 @@ class Neo4jStore:
 
         def work(tx: neo4j.ManagedTransaction) -> int:
             seq = _insert(tx, memories, vectors, changed_by, reason) if memories else None
-            for record, why in updates:
-                seq = _update(tx, record, None, changed_by, why)
+            if updates:
+                _apply_updates(tx, updates, changed_by)
+                seq = _log(tx, [_change(record, "update") for record, _ in updates])
             _merge_edges(tx, edges)
             if seq is None:
                 counter = tx.run(_LAST_SEQ).single()
@@ -686,7 +692,7 @@ class Neo4jStore:
             if row is None:
                 raise MemoryNotFound(memory_id, namespace)
             memory = _memory(row["m"])
-            unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory_id).data()
+            unlinked = tx.run(_UNLINK_ENTITIES, ids=[memory_id]).data()
             tx.run(_PURGE_VERSIONS, memory_id=memory_id).consume()
             tx.run(_DROP_EMBEDDINGS, memory_id=memory_id).consume()
             tx.run(_PURGE_MEMORY, memory_id=memory_id).consume()
@@ -1103,28 +1109,45 @@ def _insert(
 def _update(
     tx: neo4j.ManagedTransaction, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
 ) -> int:
-    row = tx.run(_LOCK_MEMORY, memory_id=memory.memory_id).single()
-    if row is None or row["namespace"] != memory.namespace:
-        raise MemoryNotFound(memory.memory_id, memory.namespace)
-    if memory.version != row["version"] + 1:
-        raise Conflict(
-            f"memory {memory.memory_id} is at version {row['version']}, cannot write version {memory.version}",
-            memory_id=memory.memory_id,
-        )
-    props = _props(memory)
-    # Accesses only accumulate: an edit written from a record read before the latest
-    # reinforcement landed keeps that reinforcement (the node is locked from here on).
-    props["access_count"] = max(memory.access_count, int(row["access_count"] or 0))
-    props["last_accessed_at"] = max(props["last_accessed_at"], row["last_accessed_at"] or "")
-    tx.run(_REPLACE_MEMORY, memory_id=memory.memory_id, props=props).consume()
-    unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory.memory_id).data()
-    tx.run(_LINK_ENTITIES, links=_entity_links(memory)).consume()
-    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    _apply_updates(tx, [(memory, reason)], changed_by)
     if vector is not None:
         tx.run(_DROP_EMBEDDINGS, memory_id=memory.memory_id).consume()
         tx.run(_PUT_EMBEDDINGS, rows=[_embedding_row(memory.memory_id, memory.embedding_model, vector)]).consume()
-    tx.run(_CREATE_VERSIONS, rows=[_version_row(memory, changed_by, reason)]).consume()
     return _log(tx, [_change(memory, "update")])
+
+
+def _apply_updates(tx: neo4j.ManagedTransaction, updates: Sequence[tuple[Memory, str]], changed_by: str | None) -> None:
+    """Write each (record, why) as ``Store.update`` would, in order, in six statements
+    whatever their number (several of one id carry consecutive versions); the caller
+    logs the changes."""
+    held = {row["memory_id"]: row for row in tx.run(_LOCK_MEMORIES, ids=sorted({m.memory_id for m, _ in updates}))}
+    versions = {memory_id: int(row["version"]) for memory_id, row in held.items()}
+    latest: dict[str, Memory] = {}
+    for memory, _ in updates:
+        row = held.get(memory.memory_id)
+        if row is None or row["namespace"] != memory.namespace:
+            raise MemoryNotFound(memory.memory_id, memory.namespace)
+        if memory.version != versions[memory.memory_id] + 1:
+            raise Conflict(
+                f"memory {memory.memory_id} is at version {versions[memory.memory_id]},"
+                f" cannot write version {memory.version}",
+                memory_id=memory.memory_id,
+            )
+        versions[memory.memory_id] = memory.version
+        latest[memory.memory_id] = memory
+    rows = []
+    for memory_id, memory in latest.items():
+        props, row = _props(memory), held[memory_id]
+        # Accesses only accumulate: an edit written from a record read before the latest
+        # reinforcement landed keeps that reinforcement (the node is locked from here on).
+        props["access_count"] = max(memory.access_count, int(row["access_count"] or 0))
+        props["last_accessed_at"] = max(props["last_accessed_at"], row["last_accessed_at"] or "")
+        rows.append({"memory_id": memory_id, "props": props})
+    tx.run(_REPLACE_MEMORIES, rows=rows).consume()
+    unlinked = tx.run(_UNLINK_ENTITIES, ids=list(latest)).data()
+    tx.run(_LINK_ENTITIES, links=[link for m in latest.values() for link in _entity_links(m)]).consume()
+    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    tx.run(_CREATE_VERSIONS, rows=[_version_row(m, changed_by, why) for m, why in updates]).consume()
 
 
 def _merge_edges(tx: neo4j.ManagedTransaction, edges: Sequence[Edge]) -> None:
