@@ -225,12 +225,32 @@ class IndexKeeper:
                     return applied
                 if not changes:
                     break
-                ids = list(dict.fromkeys(change.memory_id for change in changes))
-                self._apply(index, ids)
+                network = self._network
+                if network is not None and network.applied_seq == index.applied_seq:
+                    self._apply_both(index, network, changes)
+                else:
+                    self._apply(index, list(dict.fromkeys(change.memory_id for change in changes)))
                 index.applied_seq = changes[-1].seq
                 applied += len(changes)
-            self._catch_up_network()
+                if len(changes) < CHANGE_PAGE:
+                    break  # the end of the sequence (or a gap): no need to ask again
+            if self._network is not None and self._network.applied_seq != index.applied_seq:
+                self._catch_up_network()
             return applied
+
+    def _apply_both(self, index: VectorIndex, network: FastNetwork, changes: Sequence[Change]) -> None:
+        """Apply a page of changes to the index and the fast network (both at the change
+        before it) from one read of the changed records, their vectors and links."""
+        records = self._records(changes)
+        vectors = self._store.vectors(list(records), self._embedder.name) if records else {}
+        links = self._store.links(list(records)) if records else []
+        ids = list(dict.fromkeys(change.memory_id for change in changes))
+        network.apply(list(records.values()), [memory_id for memory_id in ids if memory_id not in records], links)
+        if vectors:
+            network.put_vectors(list(vectors), np.vstack(list(vectors.values())))
+        network.applied_seq = changes[-1].seq
+        # After the network has the records: a vector embedded here goes to both.
+        self._apply(index, ids, {memory_id: memory.status for memory_id, memory in records.items()}, vectors)
 
     def _catch_up_network(self) -> None:
         network = self._network
@@ -249,6 +269,8 @@ class IndexKeeper:
             network.apply(list(records.values()), gone, links)
             self._network_vectors(network, list(records))
             network.applied_seq = changes[-1].seq
+            if len(changes) < CHANGE_PAGE:
+                return
 
     def _next_changes(self, seq: int, what: str) -> list[Change] | None:
         """The changes after ``seq`` up to the first gap in the sequence; None when
@@ -392,8 +414,17 @@ class IndexKeeper:
                 self._network.settle()  # no lexicon build left running behind a save (or an exit)
                 self._network.save(self._directory)
 
-    def _apply(self, index: VectorIndex, ids: list[str]) -> None:
-        statuses = self._store.index_status(ids)
+    def _apply(
+        self,
+        index: VectorIndex,
+        ids: list[str],
+        statuses: dict[str, Status] | None = None,
+        stored: dict[str, Vector] | None = None,
+    ) -> None:
+        """Bring ``ids`` in the index in step with the store; ``statuses`` (of those that
+        exist) and ``stored`` (their vectors) when already read."""
+        if statuses is None:
+            statuses = self._store.index_status(ids)
         keep = [mid for mid in ids if statuses.get(mid, Status.DELETED) is not Status.DELETED]
         kept = set(keep)
         index.remove(mid for mid in ids if mid not in kept)
@@ -401,7 +432,7 @@ class IndexKeeper:
         self._forget_legacy(ids)
         if not keep:
             return
-        vectors = self._store.vectors(keep, self._embedder.name)
+        vectors = self._store.vectors(keep, self._embedder.name) if stored is None else stored
         missing = [mid for mid in keep if mid not in vectors]
         # A change that kept the vector (a status or field edit, an archive) needs no
         # index write: re-inserting into HNSW costs a graph search per id.

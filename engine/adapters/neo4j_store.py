@@ -80,6 +80,8 @@ EDGE_KINDS: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS", "MERGED_INT
 _METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 # Rows fetched per round trip when metadata filters are checked in Python.
 _SCAN_CHUNK = 500
+# Sorts after every created_at (fixed-width ISO 8601 strings): the cursor of a first page.
+_NEWEST = "9999-99-99"
 
 # --- Cypher ---------------------------------------------------------------------------
 
@@ -260,13 +262,20 @@ RETURN DISTINCT m.namespace AS namespace
 ORDER BY namespace
 """
 
+# Keyset pages: each namespace's first $limit after the cursor, in index order (a
+# (namespace, memory_id) index gives it), then the first $limit of those; no page
+# sorts a whole namespace.
 _SCAN: LiteralString = (
     """
 UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE m.memory_id > $after AND """
+CALL {
+  WITH namespace
+  MATCH (m:Memory {namespace: namespace})
+  WHERE m.memory_id > $after AND """
     + _SIGHT
     + """
+  RETURN m ORDER BY m.memory_id LIMIT $limit
+}
 WITH m ORDER BY m.memory_id LIMIT $limit
 RETURN properties(m) AS m
 """
@@ -327,7 +336,7 @@ AND ($now IS NULL OR m.expire_at IS NULL OR m.expire_at > $now)
 )
 
 _CURSOR: LiteralString = """
-AND ($cursor_at IS NULL OR m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
+AND (m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
 WITH DISTINCT m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
 RETURN properties(m) AS m
 """
@@ -355,13 +364,22 @@ RETURN properties(m) AS m
 """
 )
 
+# Newest first, a keyset page per namespace from the (namespace, created_at) index (the
+# range on created_at is sargable: no null test on the cursor), then the newest of those.
 _LIST: LiteralString = (
     """
 UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE """
+CALL {
+  WITH namespace
+  MATCH (m:Memory {namespace: namespace})
+  WHERE m.created_at <= $cursor_at AND (m.created_at < $cursor_at OR m.memory_id < $cursor_id) AND """
     + _FILTER
-    + _CURSOR
+    + """
+  RETURN m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
+}
+WITH m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
+RETURN properties(m) AS m
+"""
 )
 
 _BY_ENTITY: LiteralString = (
@@ -829,7 +847,7 @@ class Neo4jStore:
         chunk = count if not wanted else max(count, _SCAN_CHUNK)
         found = 0
         while found < count:
-            cursor_at, cursor_id = after if after else (None, None)
+            cursor_at, cursor_id = after if after else (_NEWEST, "")
             rows = self._rows(what, query, limit=chunk, cursor_at=cursor_at, cursor_id=cursor_id, **params)
             for row in rows:
                 memory = _memory(row["m"])
