@@ -653,6 +653,8 @@ class MemoryService:
             "fast_network_memories": len(self.keeper.network),
             "fast_network_seq": self.keeper.network.applied_seq,
             "store_seq": self.store.last_seq(),
+            # Changes up to here were pruned from the store's log: a replica behind it rebuilds.
+            "store_low_water_seq": self.store.low_water_seq(),
             "embedding_model": self.embedder.name,
             "reinforcement_pending": self.reinforcer.pending,
             "reinforcement_failures": self.reinforcer.failures,

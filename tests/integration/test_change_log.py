@@ -77,6 +77,7 @@ def test_pruning_keeps_the_log_bounded(replicas: list[MemoryService]) -> None:
     assert a.store.last_seq() == 12
     assert change_log.prune(a.store, 5, batch=3) == 7
     assert a.store.low_water_seq() == 7
+    assert a.stats()["store_low_water_seq"] == 7  # /health reports it
     assert len(a.store.changes_since(0, 100)) == 5
     _save(a, "quartz and raven")
     change_log.prune(a.store, 5)
