@@ -755,6 +755,24 @@ def test_the_log_keeps_at_least_its_newest_change(store: Store) -> None:
     assert [c.seq for c in store.changes_since(store.low_water_seq(), 10)] == [2]
 
 
+def test_pruners_racing_forget_each_change_once_and_keep_the_newest(store: Store) -> None:
+    # Every serving process prunes on its own schedule: several may run at once.
+    for _ in range(8):
+        put(store, *(mem() for _ in range(5)))
+
+    def prune_all() -> int:
+        pruned = 0
+        while went := store.prune_changes(5, 3):
+            pruned += went
+        return pruned
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        pruned = sum(pool.map(lambda _: prune_all(), range(4)))
+    assert pruned == 35
+    assert store.low_water_seq() == 35
+    assert [c.seq for c in store.changes_since(35, 100)] == list(range(36, 41))
+
+
 def test_the_low_water_mark_survives_a_reopen(store_factory: StoreFactory) -> None:
     first = store_factory()
     first.open()
