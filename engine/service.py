@@ -174,8 +174,14 @@ class MemoryService:
         every, keep = config.lifecycle.change_log_prune_seconds, config.lifecycle.change_log_keep
         if not every:
             return None
+
+        def keep_up_and_prune() -> None:
+            # Caught up first: a replica that serves no request for a while stays above the mark.
+            self.keeper.ensure_current()
+            change_log.prune(self.store, keep)
+
         return Schedule(
-            lambda: change_log.prune(self.store, keep),
+            keep_up_and_prune,
             timedelta(seconds=every),
             clock=clock,
             name="change-log-pruning",

@@ -34,9 +34,7 @@ WORDS = (
 
 
 def _config(data_dir: Path, **overrides: Any) -> Config:
-    return load_config(
-        env={}, data_dir=data_dir, conflicts={"min_similarity": 0.0}, lifecycle=NO_SCHEDULE, **overrides
-    )
+    return load_config(env={}, data_dir=data_dir, conflicts={"min_similarity": 0.0}, lifecycle=NO_SCHEDULE, **overrides)
 
 
 def _save(service: MemoryService, *contents: str) -> list[str]:
@@ -150,3 +148,32 @@ def test_a_saved_index_below_the_mark_is_rebuilt_at_start(
         assert kept[1] not in _recalled(third, "sister in Porto")
     finally:
         third.close()
+
+
+def test_an_idle_replica_catches_up_on_the_pruning_schedule(
+    arcadedb: BoltTarget, tmp_path: Path, embedder: Any, clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = arcadedb.new_database()
+    scheduled = {"lifecycle": {"change_log_prune_seconds": 60, "change_log_keep": 3}}
+    opened = [
+        open_service(
+            load_config(env={}, data_dir=tmp_path / name, **arcadedb.config(database), **scheduled),
+            embedder=embedder,
+            clock=clock,
+        )
+        for name in ("replica-a", "replica-b")
+    ]
+    a, b = opened
+    try:
+        caplog.set_level(logging.WARNING, logger="engine.index_keeper")
+        for round_ in range(3):
+            _save(a, *(f"{WORDS[n]} beside {WORDS[n + round_ + 1]}" for n in range(5)))
+            clock.advance(seconds=61)
+            assert b.change_log_pruning is not None and b.change_log_pruning.run_due()
+            assert b.keeper.index.applied_seq == a.store.last_seq()  # B served nothing, yet kept up
+            assert b.store.low_water_seq() == a.store.last_seq() - 3
+        assert BELOW_MARK not in caplog.text
+        assert _mirror(b) == _mirror(a)
+    finally:
+        for service in opened:
+            service.close()
