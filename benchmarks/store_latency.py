@@ -11,7 +11,11 @@ fresh graph database), with the same embedder:
   the machine falls on both alike;
 * time the store's share of a recall on its own: ``last_seq()`` (the freshness
   check before every recall) and ``get_many`` of 100 candidate ids with the
-  default filter.
+  default filter;
+* count the statements and transactions each store runs (its ``round_trips``
+  counter) per recall (the reinforcement it leads to included), per save of one
+  new memory and per batch save of 100 new memories. Over Bolt every statement
+  is a network round trip and every transaction one more (its commit).
 
 The graph store is ArcadeDB's Bolt endpoint from the ``arcadedb-embedded``
 package, started in this process (as the test suite does), or any Bolt server
@@ -35,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +152,34 @@ def store_share(service: MemoryService, count: int) -> dict[str, Any]:
     return {"last_seq": percentiles(last_seq), "get_many_100": percentiles(get_many)}
 
 
+def counted(service: MemoryService, calls: Sequence[Callable[[], Any]]) -> dict[str, float]:
+    """Statements and transactions the store ran per call, on average (background
+    reinforcement a call led to included)."""
+    counts = service.store.round_trips  # type: ignore[attr-defined]
+    service.flush()
+    statements, transactions = counts.totals()
+    for call in calls:
+        call()
+        service.flush()
+    after_statements, after_transactions = counts.totals()
+    return {
+        "statements": (after_statements - statements) / len(calls),
+        "transactions": (after_transactions - transactions) / len(calls),
+    }
+
+
+def round_trips(service: MemoryService, runs: int, seed: int) -> dict[str, dict[str, float]]:
+    queries = questions(runs, seed + 2)
+    singles = drafts(runs, seed + 3)
+    batches = [drafts(100, seed + 4 + n) for n in range(max(1, runs // 10))]
+    recall = [partial(service.recall, query, namespaces=[NAMESPACE], top_k=10) for query in queries]
+    return {
+        "recall": counted(service, recall),
+        "save": counted(service, [partial(service.save, draft) for draft in singles]),
+        "save_batch_100": counted(service, [partial(service.save_batch, batch) for batch in batches]),
+    }
+
+
 def open_store(
     store: str, args: argparse.Namespace, embedder: Embedder, workdir: Path
 ) -> tuple[str, MemoryService, Any]:
@@ -193,8 +226,16 @@ def run(args: argparse.Namespace, embedder: Embedder, workdir: Path) -> list[dic
         for (label, service, _), rate, seconds in zip(opened, rates, recall, strict=True):
             service.flush()
             share = store_share(service, args.queries)
+            trips = round_trips(service, args.round_trip_runs, args.seed)
             results.append(
-                {"store": label, "memories": args.size, "ingest_per_s": rate, "recall": percentiles(seconds), **share}
+                {
+                    "store": label,
+                    "memories": args.size,
+                    "ingest_per_s": rate,
+                    "recall": percentiles(seconds),
+                    **share,
+                    "round_trips": trips,
+                }
             )
         return results
     finally:
@@ -216,6 +257,18 @@ def markdown(results: Sequence[dict[str, Any]], embedder: str) -> str:
             f"| {r['last_seq']['p50_ms']:.2f} | {r['get_many_100']['p50_ms']:.1f} / {r['get_many_100']['p95_ms']:.1f} "
             f"| {r['ingest_per_s']:.0f} |"
         )
+    lines += [
+        "",
+        "| store | statements / transactions per recall | per save | per batch save of 100 |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        trips = r["round_trips"]
+        cells = [
+            f"{trips[k]['statements']:.1f} / {trips[k]['transactions']:.1f}"
+            for k in ("recall", "save", "save_batch_100")
+        ]
+        lines.append(f"| {r['store']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -224,6 +277,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2000, help="memories per store")
     parser.add_argument("--queries", type=int, default=300, help="timed recalls per store")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--round-trip-runs", type=int, default=50, help="recalls and saves whose statements are counted"
+    )
     parser.add_argument("--stores", default="sqlite,graph", help="comma-separated: sqlite, graph")
     parser.add_argument("--bolt-uri", default="", help="a Bolt server to use instead of in-process ArcadeDB")
     parser.add_argument("--bolt-user", default="neo4j")

@@ -147,6 +147,11 @@ class LifecycleConfig:
     apply_batch: int = 100
     # Memories embedded per batch by the background re-embedding job.
     reembed_batch: int = 256
+    # The store's change log (what replicas and the fast network catch up from) keeps its
+    # newest this many changes; older ones are pruned every change_log_prune_seconds
+    # (0: never), in small batches. A replica further behind rebuilds from the store.
+    change_log_keep: int = 100_000
+    change_log_prune_seconds: float = 60.0
 
 
 SESSION_BACKENDS = ("embedded", "redis")
@@ -654,7 +659,11 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"lifecycle.purge_after_days must not be negative, got {life.purge_after_days}")
     if not 0.0 < life.merge_cosine <= 1.0:
         raise ConfigError(f"lifecycle.merge_cosine must be within (0, 1], got {life.merge_cosine}")
-    for name in ("page_size", "apply_batch", "reembed_batch"):
+    if life.change_log_prune_seconds < 0:
+        raise ConfigError(
+            f"lifecycle.change_log_prune_seconds must be 0 (off) or positive, got {life.change_log_prune_seconds}"
+        )
+    for name in ("page_size", "apply_batch", "reembed_batch", "change_log_keep"):
         if getattr(life, name) < 1:
             raise ConfigError(f"lifecycle.{name} must be at least 1, got {getattr(life, name)}")
     if not 0.0 < config.dedup_cosine <= 1.0:

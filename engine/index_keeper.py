@@ -25,12 +25,20 @@ change sequence with its own ``applied_seq``: each changed memory's record and l
 are read from the store in one call each per page of changes. It is saved beside the
 index and, when absent, torn, ahead of the store or disagreeing with its count,
 rebuilt from a walk of the store.
+
+Catching up reads the change sequence up to its first gap. Seq numbers are
+consecutive, so a gap means either that the changes were pruned (the store's
+change log is bounded: ``Store.low_water_seq``), and then the index or the fast
+network rebuilds from the store, with a log line; or that a change is not visible
+to this reader yet, and then it stops there and continues on the next catch-up (a
+gap still there after ``GAP_PATIENCE_S`` is treated as lost: rebuild).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -51,6 +59,8 @@ UNCHANGED_COSINE = 1.0 - 1e-5
 SELF_CHECK_SAMPLE = 64
 # Every record the store holds, whatever its status or expiry (the fast network mirrors them all).
 EVERY_RECORD = MemoryFilter(statuses=(), include_expired=True)
+# How long a gap in the change sequence may stay before it is taken for a lost change.
+GAP_PATIENCE_S = 30.0
 
 IndexFactory = Callable[[], VectorIndex]
 # A fresh, empty index for another embedder's vectors (the legacy index).
@@ -82,6 +92,7 @@ class IndexKeeper:
         self._previous = previous if new_legacy_index is not None else None
         self._new_legacy_index = new_legacy_index
         self._legacy: VectorIndex | None = None
+        self._gap: tuple[int, float] | None = None  # (seq missing, since) for GAP_PATIENCE_S
 
     @property
     def index(self) -> VectorIndex:
@@ -103,6 +114,8 @@ class IndexKeeper:
             self._start_index(loaded)
 
     def _start_network(self, loaded: FastNetwork | None) -> None:
+        if loaded is not None and self._pruned_past(loaded.applied_seq, "saved fast network"):
+            loaded = None
         if loaded is not None and loaded.applied_seq > self._store.last_seq():
             log.warning(
                 "saved fast network reflects change %d, the store only %d: rebuilding",
@@ -144,6 +157,8 @@ class IndexKeeper:
             log.info("fast network rebuilt: %d memories", len(fresh))
 
     def _start_index(self, loaded: VectorIndex | None) -> None:
+        if loaded is not None and self._pruned_past(loaded.applied_seq, "saved vector index"):
+            loaded = None
         if loaded is not None and loaded.applied_seq > self._store.last_seq():
             # The index reflects changes this store never had (it was restored
             # from a backup or replaced): its seq numbers would be reused, and
@@ -204,22 +219,48 @@ class IndexKeeper:
             index = self.index
             applied = 0
             while True:
-                changes = self._store.changes_since(index.applied_seq, CHANGE_PAGE)
+                changes = self._next_changes(index.applied_seq, "vector index")
+                if changes is None:
+                    self.rebuild()
+                    return applied
                 if not changes:
                     break
-                ids = list(dict.fromkeys(change.memory_id for change in changes))
-                self._apply(index, ids)
+                network = self._network
+                if network is not None and network.applied_seq == index.applied_seq:
+                    self._apply_both(index, network, changes)
+                else:
+                    self._apply(index, list(dict.fromkeys(change.memory_id for change in changes)))
                 index.applied_seq = changes[-1].seq
                 applied += len(changes)
-            self._catch_up_network()
+                if len(changes) < CHANGE_PAGE:
+                    break  # the end of the sequence (or a gap): no need to ask again
+            if self._network is not None and self._network.applied_seq != index.applied_seq:
+                self._catch_up_network()
             return applied
+
+    def _apply_both(self, index: VectorIndex, network: FastNetwork, changes: Sequence[Change]) -> None:
+        """Apply a page of changes to the index and the fast network (both at the change
+        before it) from one read of the changed records, their vectors and links."""
+        records = self._records(changes)
+        vectors = self._store.vectors(list(records), self._embedder.name) if records else {}
+        links = self._store.links(list(records)) if records else []
+        ids = list(dict.fromkeys(change.memory_id for change in changes))
+        network.apply(list(records.values()), [memory_id for memory_id in ids if memory_id not in records], links)
+        if vectors:
+            network.put_vectors(list(vectors), np.vstack(list(vectors.values())))
+        network.applied_seq = changes[-1].seq
+        # After the network has the records: a vector embedded here goes to both.
+        self._apply(index, ids, {memory_id: memory.status for memory_id, memory in records.items()}, vectors)
 
     def _catch_up_network(self) -> None:
         network = self._network
         if network is None:
             return
         while True:
-            changes = self._store.changes_since(network.applied_seq, CHANGE_PAGE)
+            changes = self._next_changes(network.applied_seq, "fast network")
+            if changes is None:
+                self.rebuild_network()
+                return
             if not changes:
                 return
             records = self._records(changes)
@@ -228,6 +269,41 @@ class IndexKeeper:
             network.apply(list(records.values()), gone, links)
             self._network_vectors(network, list(records))
             network.applied_seq = changes[-1].seq
+            if len(changes) < CHANGE_PAGE:
+                return
+
+    def _next_changes(self, seq: int, what: str) -> list[Change] | None:
+        """The changes after ``seq`` up to the first gap in the sequence; None when
+        ``what`` (at ``seq``) cannot catch up and must be rebuilt."""
+        changes = self._store.changes_since(seq, CHANGE_PAGE)
+        if changes and changes[0].seq != seq + 1:
+            if self._pruned_past(seq, what):
+                return None
+            if self._gap is None or self._gap[0] != seq + 1:
+                self._gap = (seq + 1, time.monotonic())
+            elif time.monotonic() - self._gap[1] > GAP_PATIENCE_S:
+                log.warning("%s: change %d is still missing after %.0f s: rebuilding", what, seq + 1, GAP_PATIENCE_S)
+                self._gap = None
+                return None
+            return []
+        for n, change in enumerate(changes):
+            if change.seq != seq + 1 + n:
+                return changes[:n]
+        return changes
+
+    def _pruned_past(self, seq: int, what: str) -> bool:
+        """Whether changes after ``seq`` were pruned from the store's log (logged)."""
+        low = self._store.low_water_seq()
+        if seq >= low:
+            return False
+        log.warning(
+            "%s is at change %d, below the store's low-water mark %d (the changes after it were pruned):"
+            " rebuilding from the store",
+            what,
+            seq,
+            low,
+        )
+        return True
 
     def _network_vectors(self, network: FastNetwork, ids: list[str]) -> None:
         vectors = self._store.vectors(ids, self._embedder.name) if ids else {}
@@ -338,8 +414,17 @@ class IndexKeeper:
                 self._network.settle()  # no lexicon build left running behind a save (or an exit)
                 self._network.save(self._directory)
 
-    def _apply(self, index: VectorIndex, ids: list[str]) -> None:
-        statuses = self._store.index_status(ids)
+    def _apply(
+        self,
+        index: VectorIndex,
+        ids: list[str],
+        statuses: dict[str, Status] | None = None,
+        stored: dict[str, Vector] | None = None,
+    ) -> None:
+        """Bring ``ids`` in the index in step with the store; ``statuses`` (of those that
+        exist) and ``stored`` (their vectors) when already read."""
+        if statuses is None:
+            statuses = self._store.index_status(ids)
         keep = [mid for mid in ids if statuses.get(mid, Status.DELETED) is not Status.DELETED]
         kept = set(keep)
         index.remove(mid for mid in ids if mid not in kept)
@@ -347,7 +432,7 @@ class IndexKeeper:
         self._forget_legacy(ids)
         if not keep:
             return
-        vectors = self._store.vectors(keep, self._embedder.name)
+        vectors = self._store.vectors(keep, self._embedder.name) if stored is None else stored
         missing = [mid for mid in keep if mid not in vectors]
         # A change that kept the vector (a status or field edit, an archive) needs no
         # index write: re-inserting into HNSW costs a graph search per id.

@@ -552,6 +552,7 @@ class Schedule:
         *,
         clock: Callable[[], datetime],
         poll_s: float = 30.0,
+        name: str = "consolidation",
     ) -> None:
         if every <= timedelta(0):
             raise InvalidInput("a schedule needs a positive interval")
@@ -559,6 +560,7 @@ class Schedule:
         self._every = every
         self._clock = clock
         self._poll_s = min(poll_s, every.total_seconds())
+        self._name = name
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.next_run: datetime | None = None
@@ -569,7 +571,7 @@ class Schedule:
         if self._thread is None:
             self.next_run = self._clock() + self._every
             self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="twinmem-consolidate", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name=f"twinmem-{self._name}", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -590,7 +592,7 @@ class Schedule:
         except Exception:
             # A background job has no caller to raise to: count it, say it, keep the schedule.
             self.failures += 1
-            log.exception("scheduled consolidation failed")
+            log.exception("scheduled %s failed", self._name)
         return True
 
     def _loop(self) -> None:

@@ -382,7 +382,26 @@ class Store(Protocol):
         ...
 
     def changes_since(self, seq: int, limit: int) -> list[Change]:
-        """Changes with seq > ``seq``, oldest first, at most ``limit``."""
+        """Changes with seq > ``seq``, oldest first, at most ``limit``.
+
+        Seq numbers are consecutive: a reader that finds ``seq + 1`` missing before
+        a later change either reads below ``low_water_seq()`` (those changes were
+        pruned) or reads too early (the change is not visible to it yet)."""
+        ...
+
+    def low_water_seq(self) -> int:
+        """The newest seq pruned from the change log (0 when none ever was).
+
+        ``changes_since(seq, ...)`` returns every change after ``seq`` only while
+        ``seq >= low_water_seq()``: a reader whose position is below it has missed
+        changes for good and must rebuild what it derives from the store."""
+        ...
+
+    def prune_changes(self, keep: int, limit: int) -> int:
+        """Forget up to ``limit`` of the oldest changes that are not among the newest
+        ``keep`` (at least 1, else ``ValueError``), raising the low-water mark to the
+        newest one forgotten; return how many went. One short transaction; several
+        processes may prune at once."""
         ...
 
     def index_status(self, ids: Sequence[str]) -> dict[str, Status]:

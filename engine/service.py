@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import episodes, limits, procedures, scoring, text
+from engine import change_log, episodes, limits, procedures, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import SUPERSEDES
@@ -138,6 +138,7 @@ class MemoryService:
         )
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
+        self.change_log_pruning = self._change_log_schedule(config, clock)
 
     def now(self) -> datetime:
         """The service's clock (frozen in tests)."""
@@ -151,12 +152,16 @@ class MemoryService:
             self.reembedder.start()
         if self.schedule is not None:
             self.schedule.start()
+        if self.change_log_pruning is not None:
+            self.change_log_pruning.start()
 
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
         try:
             if self.schedule is not None:
                 self.schedule.stop()
+            if self.change_log_pruning is not None:
+                self.change_log_pruning.stop()
             self.reembedder.stop()
             self.reinforcer.stop()
             self.keeper.save()
@@ -164,6 +169,23 @@ class MemoryService:
         finally:
             if self._on_close is not None:
                 self._on_close()
+
+    def _change_log_schedule(self, config: Config, clock: Callable[[], datetime]) -> Schedule | None:
+        every, keep = config.lifecycle.change_log_prune_seconds, config.lifecycle.change_log_keep
+        if not every:
+            return None
+
+        def keep_up_and_prune() -> None:
+            # Caught up first: a replica that serves no request for a while stays above the mark.
+            self.keeper.ensure_current()
+            change_log.prune(self.store, keep)
+
+        return Schedule(
+            keep_up_and_prune,
+            timedelta(seconds=every),
+            clock=clock,
+            name="change-log-pruning",
+        )
 
     def flush(self) -> None:
         """Wait until background reinforcement has caught up (tests, shutdown)."""
@@ -200,51 +222,57 @@ class MemoryService:
             fresh: list[tuple[int, Memory, Vector]] = []
             earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
             repeats: list[Reinforcement] = []
-            for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
-                # A repeat is one of the same audience only: deduplicating across it would
-                # answer with (and reveal) a memory the writer cannot see, or fold a
-                # private memory into a shared one.
-                memory = self._new_memory(draft, now, actor)
-                same = self.judge.same_text(memory, earlier, now, scope)
-                if same is not None:
-                    results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
-                    repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
-                    continue
-                near = self.judge.near_duplicate(memory, vector, fresh, now, scope)
-                if near is not None and not clashes(memory, near[0]):
-                    results[position] = SaveResult(
-                        near[0], created=False, deduplicated_by="similar", similarity=near[1]
+            news = [self._new_memory(draft, now, actor) for draft in drafts]
+            to_judge = [
+                verdict.action is not guards.Action.QUARANTINED and self._conflict_mode(draft) != "off"
+                for draft, verdict in zip(drafts, verdicts, strict=True)
+            ]
+            # Every stored record the judgments below read, read at once.
+            with self.judge.reads_for(list(zip(news, vectors, to_judge, strict=True)), now, scope):
+                for position, (memory, vector) in enumerate(zip(news, vectors, strict=True)):
+                    # A repeat is one of the same audience only: deduplicating across it would
+                    # answer with (and reveal) a memory the writer cannot see, or fold a
+                    # private memory into a shared one.
+                    same = self.judge.same_text(memory, earlier, now, scope)
+                    if same is not None:
+                        results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
+                        repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
+                        continue
+                    near = self.judge.near_duplicate(memory, vector, fresh, now, scope)
+                    if near is not None and not clashes(memory, near[0]):
+                        results[position] = SaveResult(
+                            near[0], created=False, deduplicated_by="similar", similarity=near[1]
+                        )
+                        repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
+                        continue
+                    if verdicts[position].action is guards.Action.QUARANTINED:
+                        memory = memory.evolve(status=Status.QUARANTINED)
+                    fresh.append((position, memory, vector))
+                    earlier.setdefault(memory.digest, []).append(memory)
+                    results[position] = SaveResult(memory, created=True)
+                if fresh:
+                    # A quarantined memory supersedes and contradicts nothing.
+                    judged = [item for item in fresh if item[1].status is Status.ACTIVE]
+                    modes = {item[1].memory_id: self._conflict_mode(drafts[item[0]]) for item in judged}
+                    updates, edges, found = self.judge.resolve_conflicts(judged, modes, now, scope)
+                    chained = episodes.chain_edges(
+                        [memory for _, memory, _ in fresh], self.keeper.network.session_tail, now
                     )
-                    repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
-                    continue
-                if verdicts[position].action is guards.Action.QUARANTINED:
-                    memory = memory.evolve(status=Status.QUARANTINED)
-                fresh.append((position, memory, vector))
-                earlier.setdefault(memory.digest, []).append(memory)
-                results[position] = SaveResult(memory, created=True)
-            if fresh:
-                # A quarantined memory supersedes and contradicts nothing.
-                judged = [item for item in fresh if item[1].status is Status.ACTIVE]
-                modes = {item[1].memory_id: self._conflict_mode(drafts[item[0]]) for item in judged}
-                updates, edges, found = self.judge.resolve_conflicts(judged, modes, now, scope)
-                chained = episodes.chain_edges(
-                    [memory for _, memory, _ in fresh], self.keeper.network.session_tail, now
-                )
-                follows = {edge.dst: edge.src for edge in chained}
-                for position, memory, _ in fresh:
-                    result = found.get(memory.memory_id, results[position])
-                    if result is not None and memory.memory_id in follows:
-                        result = replace(result, follows=follows[memory.memory_id])
-                    results[position] = result
-                edges += chained
-                self.store.insert_linked(
-                    [memory for _, memory, _ in fresh],
-                    [vector for _, _, vector in fresh],
-                    updates=updates,
-                    edges=edges,
-                    changed_by=actor,
-                )
-                self.keeper.catch_up()
+                    follows = {edge.dst: edge.src for edge in chained}
+                    for position, memory, _ in fresh:
+                        result = found.get(memory.memory_id, results[position])
+                        if result is not None and memory.memory_id in follows:
+                            result = replace(result, follows=follows[memory.memory_id])
+                        results[position] = result
+                    edges += chained
+                    self.store.insert_linked(
+                        [memory for _, memory, _ in fresh],
+                        [vector for _, _, vector in fresh],
+                        updates=updates,
+                        edges=edges,
+                        changed_by=actor,
+                    )
+                    self.keeper.catch_up()
             if repeats:
                 self._reinforce(repeats)
         return [replace(result, guard=verdicts[n]) for n, result in enumerate(results) if result is not None]
@@ -631,6 +659,8 @@ class MemoryService:
             "fast_network_memories": len(self.keeper.network),
             "fast_network_seq": self.keeper.network.applied_seq,
             "store_seq": self.store.last_seq(),
+            # Changes up to here were pruned from the store's log: a replica behind it rebuilds.
+            "store_low_water_seq": self.store.low_water_seq(),
             "embedding_model": self.embedder.name,
             "reinforcement_pending": self.reinforcer.pending,
             "reinforcement_failures": self.reinforcer.failures,

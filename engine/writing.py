@@ -12,13 +12,16 @@ records a rule then needs, in one call:
   (``engine.conflicts``), judged only for a memory the rules read a claim in or that
   carries a key, against candidates close enough to count.
 
-What a save asks of the store does not grow with the namespace.
+What a save asks of the store does not grow with the namespace, nor with the batch: within
+``SaveJudge.reads_for`` every candidate the batch's judgments will read is found first and
+read in one call (per namespace).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -76,7 +79,8 @@ def clashes(memory: Memory, older: Memory) -> bool:
 
 
 class SaveJudge:
-    """See the module docstring. Holds no state of its own between saves."""
+    """See the module docstring. Holds no state of its own between saves (what
+    ``reads_for`` gathers lives for its block only)."""
 
     def __init__(
         self, config: Config, store: Store, keeper: IndexKeeper, embedder: Embedder, recaller: Recaller
@@ -86,6 +90,50 @@ class SaveJudge:
         self.keeper = keeper
         self.embedder = embedder
         self.recaller = recaller
+        # Inside reads_for: the candidate ids of each (judgment, memory id), and the
+        # records read for all of them (absent ones are inactive or gone).
+        self._planned: dict[tuple[str, str], list[str]] = {}
+        self._covered: set[str] = set()
+        self._read: dict[str, Memory] = {}
+
+    @contextmanager
+    def reads_for(
+        self, memories: Sequence[tuple[Memory, Vector, bool]], now: datetime, scope: Scope | None
+    ) -> Iterator[None]:
+        """Within the block, ``same_text``, ``near_duplicate`` and ``resolve_conflicts`` for
+        these (memory, vector, judged for conflicts) take their stored candidates from one
+        read of the store made here. The store must not change meanwhile (the write lock)."""
+        wanted: dict[str, list[str]] = {}
+        namespaces = {memory.memory_id: memory.namespace for memory, _, _ in memories}
+        try:
+            for memory, vector, judged in memories:
+                plan = self._planned
+                plan["text", memory.memory_id] = self._same_text_ids(memory, scope)
+                if plan["text", memory.memory_id]:
+                    continue  # most likely a repeat, which needs nothing more (else it reads later)
+                plan["near", memory.memory_id] = self._near_ids(memory, vector, now, scope)
+                if judged and (memory.key is not None or conflicts.claims(memory.content)):
+                    plan["conflicts", memory.memory_id] = self._conflict_ids(memory, vector, now, scope)
+            for (_, memory_id), ids in self._planned.items():
+                wanted.setdefault(namespaces[memory_id], []).extend(ids)
+            for namespace, ids in wanted.items():
+                unique = list(dict.fromkeys(ids))
+                if unique:
+                    found = self.store.get_many(Scope.whole([namespace]), unique, MemoryFilter(), now)
+                    self._read.update((m.memory_id, m) for m in found)
+                    self._covered.update(unique)
+            yield
+        finally:
+            self._planned.clear()
+            self._covered.clear()
+            self._read.clear()
+
+    def _plan(self, judgment: str, memory: Memory, find: Callable[[], list[str]]) -> list[str]:
+        """The candidate ids of ``judgment`` for ``memory``: found once per ``reads_for`` block."""
+        key = (judgment, memory.memory_id)
+        if key not in self._planned:
+            self._planned[key] = find()
+        return self._planned[key]
 
     def resolve_conflicts(
         self,
@@ -175,6 +223,10 @@ class SaveJudge:
         enough to count (``[conflicts] min_similarity``, with a margin for the float16
         copies) or keyed. Found in the fast network; the store reads the survivors once.
         Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
+        ids = self._plan("conflicts", memory, lambda: self._conflict_ids(memory, vector, now, scope))
+        return self._read_in_order(memory.namespace, ids, now)
+
+    def _conflict_ids(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[str]:
         claims = bool(conflicts.claims(memory.content))
         net = self.keeper.network
         whole, active = Scope.whole([memory.namespace]), MemoryFilter()
@@ -194,15 +246,18 @@ class SaveJudge:
             keyed = net.keyed(rows, memory.key)
             floor = self.embedder.similarity_floor
             close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
-            ids = [net.id_of(row) for row in rows[keyed | close].tolist()]
-        return self._read_in_order(memory.namespace, ids, now)
+            return [net.id_of(row) for row in rows[keyed | close].tolist()]
 
     def _read_in_order(self, namespace: str, ids: Sequence[str], now: datetime) -> list[Memory]:
         """The active, unexpired ones of ``ids`` in ``namespace``, read in one call, in the
         order of ``ids`` (none read when there are none)."""
         if not ids:
             return []
-        by_id = {m.memory_id: m for m in self.store.get_many(Scope.whole([namespace]), ids, MemoryFilter(), now)}
+        unread = [memory_id for memory_id in ids if memory_id not in self._covered]
+        by_id = self._read
+        if unread:
+            found = self.store.get_many(Scope.whole([namespace]), unread, MemoryFilter(), now)
+            by_id = {**self._read, **{m.memory_id: m for m in found}}
         return [by_id[memory_id] for memory_id in ids if memory_id in by_id]
 
     def same_text(
@@ -211,16 +266,18 @@ class SaveJudge:
         """The oldest active, unexpired memory of ``memory``'s audience with the same content
         digest: stored (the fast network's digest postings, then one read), else earlier in
         the batch (``earlier``, by digest)."""
-        digest = memory.digest
-        net = self.keeper.network
-        with net.reading():
-            rows = net.same_text(memory.namespace, digest)
-            ids = [net.id_of(row) for row in rows[net.peers(memory, scope, rows)].tolist()]
+        ids = self._plan("text", memory, lambda: self._same_text_ids(memory, scope))
         stored = self._read_in_order(memory.namespace, ids, now)
-        for other in [*stored, *earlier.get(digest, [])]:
+        for other in [*stored, *earlier.get(memory.digest, [])]:
             if _peers(other, memory, scope) and _same_thing(other, memory):
                 return other
         return None
+
+    def _same_text_ids(self, memory: Memory, scope: Scope | None) -> list[str]:
+        net = self.keeper.network
+        with net.reading():
+            rows = net.same_text(memory.namespace, memory.digest)
+            return [net.id_of(row) for row in rows[net.peers(memory, scope, rows)].tolist()]
 
     def near_duplicate(
         self,
@@ -243,12 +300,7 @@ class SaveJudge:
                 for (_, other, _), sim in zip(fresh, sims.tolist(), strict=True)
                 if sim >= threshold and same_audience(other, memory)
             ]
-        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
-        net = self.keeper.network
-        with net.reading():
-            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
-            close = rows[(cosines >= threshold - 0.01) & net.peers(memory, scope, rows)]
-            ids = [net.id_of(row) for row in close.tolist()]
+        ids = self._plan("near", memory, lambda: self._near_ids(memory, vector, now, scope))
         if ids:
             exact = dict(self.keeper.index.similarities(vector, ids))
             read = self._read_in_order(memory.namespace, ids, now)
@@ -263,6 +315,14 @@ class SaveJudge:
             if same_words and ((not keys and not other) or keys & other):
                 return candidate, similarity
         return None
+
+    def _near_ids(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[str]:
+        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+        net = self.keeper.network
+        with net.reading():
+            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
+            close = rows[(cosines >= self.config.dedup_cosine - 0.01) & net.peers(memory, scope, rows)]
+            return [net.id_of(row) for row in close.tolist()]
 
 
 def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:

@@ -8,7 +8,7 @@ The graph::
         -[:SUPERSEDES | CONTRADICTS | MERGED_INTO | RELATED_TO | NEXT {kind, namespace, created_at}]-> (:Memory)
     (:MemoryVersion {memory_id, version, namespace, record, changed_at, changed_by, reason})
         -[:VERSION_OF]->      (:Memory)
-    (:Counter {name: 'changes', seq})       the change sequence's high-water mark
+    (:Counter {name: 'changes', seq, low_water})  the change sequence's high- and low-water marks
     (:Change {seq, memory_id, namespace, op, at})
     (:SchemaMigration {number, name, applied_at, applied, note})
 
@@ -61,13 +61,14 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString, TypeVar, cast
 
 import neo4j
 import numpy as np
 from neo4j.exceptions import ConstraintError, DriverError, Neo4jError
 
 from engine.adapters import neo4j_migrations
+from engine.adapters.round_trips import RoundTrips
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
@@ -79,6 +80,8 @@ EDGE_KINDS: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS", "MERGED_INT
 _METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 # Rows fetched per round trip when metadata filters are checked in Python.
 _SCAN_CHUNK = 500
+# Sorts after every created_at (fixed-width ISO 8601 strings): the cursor of a first page.
+_NEWEST = "9999-99-99"
 
 # --- Cypher ---------------------------------------------------------------------------
 
@@ -124,9 +127,10 @@ MERGE (m)-[:MENTIONS]->(e)
 """
 
 _UNLINK_ENTITIES: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})-[r:MENTIONS]->(e:Entity)
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})-[r:MENTIONS]->(e:Entity)
 DELETE r
-RETURN e.namespace AS namespace, e.key AS key
+RETURN DISTINCT e.namespace AS namespace, e.key AS key
 """
 
 _DROP_ORPHAN_ENTITIES: LiteralString = """
@@ -150,16 +154,20 @@ CREATE (:Change {seq: seq, memory_id: change.memory_id, namespace: change.namesp
 RETURN max(seq) AS seq
 """
 
-_LOCK_MEMORY: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})
+# $ids sorted: concurrent writers lock shared memories in one order.
+_LOCK_MEMORIES: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
 SET m._lock = true
-RETURN m.version AS version, m.namespace AS namespace, m.access_count AS access_count,
-       m.last_accessed_at AS last_accessed_at
+RETURN m.memory_id AS memory_id, m.version AS version, m.namespace AS namespace,
+       m.access_count AS access_count, m.last_accessed_at AS last_accessed_at
 """
 
-_REPLACE_MEMORY: LiteralString = """
-MATCH (m:Memory {memory_id: $memory_id})
-SET m = $props
+# Replacing every property also drops the lock flag.
+_REPLACE_MEMORIES: LiteralString = """
+UNWIND $rows AS row
+MATCH (m:Memory {memory_id: row.memory_id})
+SET m = row.props
 """
 
 _DROP_EMBEDDINGS: LiteralString = """
@@ -254,13 +262,20 @@ RETURN DISTINCT m.namespace AS namespace
 ORDER BY namespace
 """
 
+# Keyset pages: each namespace's first $limit after the cursor, in index order (a
+# (namespace, memory_id) index gives it), then the first $limit of those; no page
+# sorts a whole namespace.
 _SCAN: LiteralString = (
     """
 UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE m.memory_id > $after AND """
+CALL {
+  WITH namespace
+  MATCH (m:Memory {namespace: namespace})
+  WHERE m.memory_id > $after AND """
     + _SIGHT
     + """
+  RETURN m ORDER BY m.memory_id LIMIT $limit
+}
 WITH m ORDER BY m.memory_id LIMIT $limit
 RETURN properties(m) AS m
 """
@@ -321,7 +336,7 @@ AND ($now IS NULL OR m.expire_at IS NULL OR m.expire_at > $now)
 )
 
 _CURSOR: LiteralString = """
-AND ($cursor_at IS NULL OR m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
+AND (m.created_at < $cursor_at OR (m.created_at = $cursor_at AND m.memory_id < $cursor_id))
 WITH DISTINCT m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
 RETURN properties(m) AS m
 """
@@ -349,13 +364,22 @@ RETURN properties(m) AS m
 """
 )
 
+# Newest first, a keyset page per namespace from the (namespace, created_at) index (the
+# range on created_at is sargable: no null test on the cursor), then the newest of those.
 _LIST: LiteralString = (
     """
 UNWIND $namespaces AS namespace
-MATCH (m:Memory {namespace: namespace})
-WHERE """
+CALL {
+  WITH namespace
+  MATCH (m:Memory {namespace: namespace})
+  WHERE m.created_at <= $cursor_at AND (m.created_at < $cursor_at OR m.memory_id < $cursor_id) AND """
     + _FILTER
-    + _CURSOR
+    + """
+  RETURN m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
+}
+WITH m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
+RETURN properties(m) AS m
+"""
 )
 
 _BY_ENTITY: LiteralString = (
@@ -426,6 +450,30 @@ WITH c ORDER BY c.seq LIMIT $limit
 RETURN c.seq AS seq, c.memory_id AS memory_id, c.namespace AS namespace, c.op AS op
 """
 
+_LOW_WATER: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+RETURN coalesce(c.low_water, 0) AS seq
+"""
+
+# Under the counter's write lock, like every write that logs a change.
+_PRUNE_BOUNDS: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+SET c._lock = true
+REMOVE c._lock
+RETURN c.seq AS newest, coalesce(c.low_water, 0) AS low
+"""
+
+_PRUNE_CHANGES: LiteralString = """
+MATCH (x:Change)
+WHERE x.seq > $low AND x.seq <= $mark
+DETACH DELETE x
+"""
+
+_RAISE_LOW_WATER: LiteralString = """
+MATCH (c:Counter {name: 'changes'})
+SET c.low_water = $mark
+"""
+
 _INDEX_STATUS: LiteralString = """
 UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
@@ -488,6 +536,7 @@ class Neo4jStore:
         # where a read may otherwise go to a member that has not caught up).
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self.migrations: list[neo4j_migrations.Applied] = []
+        self.round_trips = RoundTrips()
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -528,11 +577,20 @@ class Neo4jStore:
 
     def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         with _translate(what), self._session() as session:
-            return session.execute_write(work)
+            return session.execute_write(self._counted(work))
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         with _translate(what), self._session() as session:
-            return session.execute_read(work)
+            return session.execute_read(self._counted(work))
+
+    def _counted(self, work: Callable[[neo4j.ManagedTransaction], T]) -> Callable[[neo4j.ManagedTransaction], T]:
+        """``work`` with every try and every statement it runs counted in ``round_trips``."""
+
+        def counted(tx: neo4j.ManagedTransaction) -> T:
+            self.round_trips.transaction()
+            return work(cast(neo4j.ManagedTransaction, _CountingTransaction(tx, self.round_trips)))
+
+        return counted
 
     def _rows(self, what: str, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
@@ -588,8 +646,9 @@ class Neo4jStore:
 
         def work(tx: neo4j.ManagedTransaction) -> int:
             seq = _insert(tx, memories, vectors, changed_by, reason) if memories else None
-            for record, why in updates:
-                seq = _update(tx, record, None, changed_by, why)
+            if updates:
+                _apply_updates(tx, updates, changed_by)
+                seq = _log(tx, [_change(record, "update") for record, _ in updates])
             _merge_edges(tx, edges)
             if seq is None:
                 counter = tx.run(_LAST_SEQ).single()
@@ -651,7 +710,7 @@ class Neo4jStore:
             if row is None:
                 raise MemoryNotFound(memory_id, namespace)
             memory = _memory(row["m"])
-            unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory_id).data()
+            unlinked = tx.run(_UNLINK_ENTITIES, ids=[memory_id]).data()
             tx.run(_PURGE_VERSIONS, memory_id=memory_id).consume()
             tx.run(_DROP_EMBEDDINGS, memory_id=memory_id).consume()
             tx.run(_PURGE_MEMORY, memory_id=memory_id).consume()
@@ -788,7 +847,7 @@ class Neo4jStore:
         chunk = count if not wanted else max(count, _SCAN_CHUNK)
         found = 0
         while found < count:
-            cursor_at, cursor_id = after if after else (None, None)
+            cursor_at, cursor_id = after if after else (_NEWEST, "")
             rows = self._rows(what, query, limit=chunk, cursor_at=cursor_at, cursor_id=cursor_id, **params)
             for row in rows:
                 memory = _memory(row["m"])
@@ -876,6 +935,31 @@ class Neo4jStore:
         rows = self._rows("changes_since", _CHANGES_SINCE, seq=seq, limit=limit)
         return [Change(row["seq"], row["memory_id"], row["namespace"], row["op"]) for row in rows]
 
+    def low_water_seq(self) -> int:
+        rows = self._rows("low_water_seq", _LOW_WATER)
+        if not rows:
+            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+        return int(rows[0]["seq"])
+
+    def prune_changes(self, keep: int, limit: int) -> int:
+        if keep < 1:
+            raise ValueError("the change log keeps at least its newest change")
+
+        def work(tx: neo4j.ManagedTransaction) -> int:
+            bounds = tx.run(_PRUNE_BOUNDS).single()
+            if bounds is None:
+                raise StoreError("the change counter is missing: the graph schema migrations did not run")
+            low = int(bounds["low"])
+            mark = min(int(bounds["newest"]) - keep, low + limit)
+            if mark <= low:
+                return 0
+            # Seqs are consecutive, so the range holds mark - low changes.
+            tx.run(_PRUNE_CHANGES, low=low, mark=mark).consume()
+            tx.run(_RAISE_LOW_WATER, mark=mark).consume()
+            return mark - low
+
+        return self._write("prune_changes", work)
+
     def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
         if not ids:
             return {}
@@ -935,6 +1019,18 @@ class Neo4jStore:
             return {}
         rows = self._rows("contents", _CONTENTS, ids=list(ids))
         return {row["memory_id"]: row["content"] for row in rows}
+
+
+class _CountingTransaction:
+    """A managed transaction that counts the statements run through it."""
+
+    def __init__(self, tx: neo4j.ManagedTransaction, counts: RoundTrips) -> None:
+        self._tx = tx
+        self._counts = counts
+
+    def run(self, query: LiteralString, parameters: dict[str, Any] | None = None, **kwargs: Any) -> neo4j.Result:
+        self._counts.statement()
+        return self._tx.run(query, parameters, **kwargs)
 
 
 # --- error translation ------------------------------------------------------------------
@@ -1031,28 +1127,45 @@ def _insert(
 def _update(
     tx: neo4j.ManagedTransaction, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
 ) -> int:
-    row = tx.run(_LOCK_MEMORY, memory_id=memory.memory_id).single()
-    if row is None or row["namespace"] != memory.namespace:
-        raise MemoryNotFound(memory.memory_id, memory.namespace)
-    if memory.version != row["version"] + 1:
-        raise Conflict(
-            f"memory {memory.memory_id} is at version {row['version']}, cannot write version {memory.version}",
-            memory_id=memory.memory_id,
-        )
-    props = _props(memory)
-    # Accesses only accumulate: an edit written from a record read before the latest
-    # reinforcement landed keeps that reinforcement (the node is locked from here on).
-    props["access_count"] = max(memory.access_count, int(row["access_count"] or 0))
-    props["last_accessed_at"] = max(props["last_accessed_at"], row["last_accessed_at"] or "")
-    tx.run(_REPLACE_MEMORY, memory_id=memory.memory_id, props=props).consume()
-    unlinked = tx.run(_UNLINK_ENTITIES, memory_id=memory.memory_id).data()
-    tx.run(_LINK_ENTITIES, links=_entity_links(memory)).consume()
-    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    _apply_updates(tx, [(memory, reason)], changed_by)
     if vector is not None:
         tx.run(_DROP_EMBEDDINGS, memory_id=memory.memory_id).consume()
         tx.run(_PUT_EMBEDDINGS, rows=[_embedding_row(memory.memory_id, memory.embedding_model, vector)]).consume()
-    tx.run(_CREATE_VERSIONS, rows=[_version_row(memory, changed_by, reason)]).consume()
     return _log(tx, [_change(memory, "update")])
+
+
+def _apply_updates(tx: neo4j.ManagedTransaction, updates: Sequence[tuple[Memory, str]], changed_by: str | None) -> None:
+    """Write each (record, why) as ``Store.update`` would, in order, in six statements
+    whatever their number (several of one id carry consecutive versions); the caller
+    logs the changes."""
+    held = {row["memory_id"]: row for row in tx.run(_LOCK_MEMORIES, ids=sorted({m.memory_id for m, _ in updates}))}
+    versions = {memory_id: int(row["version"]) for memory_id, row in held.items()}
+    latest: dict[str, Memory] = {}
+    for memory, _ in updates:
+        row = held.get(memory.memory_id)
+        if row is None or row["namespace"] != memory.namespace:
+            raise MemoryNotFound(memory.memory_id, memory.namespace)
+        if memory.version != versions[memory.memory_id] + 1:
+            raise Conflict(
+                f"memory {memory.memory_id} is at version {versions[memory.memory_id]},"
+                f" cannot write version {memory.version}",
+                memory_id=memory.memory_id,
+            )
+        versions[memory.memory_id] = memory.version
+        latest[memory.memory_id] = memory
+    rows = []
+    for memory_id, memory in latest.items():
+        props, row = _props(memory), held[memory_id]
+        # Accesses only accumulate: an edit written from a record read before the latest
+        # reinforcement landed keeps that reinforcement (the node is locked from here on).
+        props["access_count"] = max(memory.access_count, int(row["access_count"] or 0))
+        props["last_accessed_at"] = max(props["last_accessed_at"], row["last_accessed_at"] or "")
+        rows.append({"memory_id": memory_id, "props": props})
+    tx.run(_REPLACE_MEMORIES, rows=rows).consume()
+    unlinked = tx.run(_UNLINK_ENTITIES, ids=list(latest)).data()
+    tx.run(_LINK_ENTITIES, links=[link for m in latest.values() for link in _entity_links(m)]).consume()
+    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    tx.run(_CREATE_VERSIONS, rows=[_version_row(m, changed_by, why) for m, why in updates]).consume()
 
 
 def _merge_edges(tx: neo4j.ManagedTransaction, edges: Sequence[Edge]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.adapters.round_trips import RoundTrips
 from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
@@ -186,6 +187,7 @@ class SqliteStore:
         self._checker: threading.Thread | None = None
         self._checking: sqlite3.Connection | None = None
         self._integrity = "unchecked"
+        self.round_trips = RoundTrips()
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -199,8 +201,10 @@ class SqliteStore:
             conn.execute("PRAGMA foreign_keys=ON")
             self._conn = conn
             self._migrate(conn)
+            conn.set_trace_callback(self._count_writer)
             reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             reader.execute("PRAGMA busy_timeout=10000")
+            reader.set_trace_callback(self._count_reader)
             self._reader = reader
             self._checking = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._integrity = "checking"
@@ -253,6 +257,17 @@ class SqliteStore:
                 if conn is not None:
                     conn.close()
             self._conn = self._reader = None
+
+    def _count_writer(self, statement: str) -> None:
+        if statement.startswith("BEGIN"):
+            self.round_trips.transaction()
+        elif not statement.startswith(("COMMIT", "ROLLBACK")):
+            self.round_trips.statement()
+
+    def _count_reader(self, statement: str) -> None:
+        # Reads run in autocommit mode: each statement is a transaction of its own.
+        self.round_trips.transaction()
+        self.round_trips.statement()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         done = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -728,6 +743,23 @@ class SqliteStore:
                 (seq, limit),
             ).fetchall()
         return [Change(*row) for row in rows]
+
+    def low_water_seq(self) -> int:
+        # Seqs are consecutive and the newest change is always kept: the oldest one
+        # left says how far the log was pruned.
+        with self._read("low_water_seq") as db:
+            row = db.execute("SELECT min(seq) FROM changes").fetchone()
+        return int(row[0]) - 1 if row[0] is not None else 0
+
+    def prune_changes(self, keep: int, limit: int) -> int:
+        if keep < 1:
+            raise ValueError("the change log keeps at least its newest change")
+        with self._write("prune_changes") as db:
+            oldest, newest = db.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
+            if oldest is None:
+                return 0
+            mark = min(newest - keep, oldest - 1 + limit)
+            return db.execute("DELETE FROM changes WHERE seq <= ?", (mark,)).rowcount if mark >= oldest else 0
 
     def index_status(self, ids: Sequence[str]) -> dict[str, Status]:
         found: dict[str, Status] = {}

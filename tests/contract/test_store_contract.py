@@ -717,6 +717,76 @@ def test_changes_since_pages_oldest_first(store: Store) -> None:
     assert store.changes_since(store.last_seq(), 10) == []
 
 
+def test_seq_numbers_are_consecutive(store: Store) -> None:
+    # The index keeper reads a missing number as a pruned (or not yet visible) change.
+    a = put(store, mem(), mem(), mem())[0]
+    store.update(a.evolve(version=2, content="x"), None, changed_by=None, reason="edit")
+    store.purge(NS, a.memory_id)
+    assert [c.seq for c in store.changes_since(0, 100)] == list(range(1, store.last_seq() + 1))
+
+
+def test_pruning_keeps_the_newest_changes_and_raises_the_low_water_mark(store: Store) -> None:
+    assert store.low_water_seq() == 0
+    assert store.prune_changes(1, 100) == 0  # an empty log
+    for _ in range(6):
+        put(store, *(mem() for _ in range(5)))
+    assert store.last_seq() == 30
+    assert store.prune_changes(40, 100) == 0  # nothing beyond what is kept
+    # Small batches: each call forgets at most `limit`, the oldest first.
+    assert store.prune_changes(10, 7) == 7
+    assert store.low_water_seq() == 7
+    assert [c.seq for c in store.changes_since(7, 100)] == list(range(8, 31))
+    assert store.prune_changes(10, 100) == 13
+    assert store.prune_changes(10, 100) == 0
+    assert store.low_water_seq() == 20
+    # The newest ten are all there, the counter unchanged, and writes go on numbering from it.
+    assert [c.seq for c in store.changes_since(20, 100)] == list(range(21, 31))
+    assert store.last_seq() == 30
+    put(store, mem())
+    assert store.last_seq() == 31
+    assert [c.seq for c in store.changes_since(20, 100)][-1] == 31
+
+
+def test_the_log_keeps_at_least_its_newest_change(store: Store) -> None:
+    put(store, mem(), mem())
+    with pytest.raises(ValueError, match="newest"):
+        store.prune_changes(0, 10)
+    assert store.prune_changes(1, 10) == 1
+    assert [c.seq for c in store.changes_since(store.low_water_seq(), 10)] == [2]
+
+
+def test_pruners_racing_forget_each_change_once_and_keep_the_newest(store: Store) -> None:
+    # Every serving process prunes on its own schedule: several may run at once.
+    for _ in range(8):
+        put(store, *(mem() for _ in range(5)))
+
+    def prune_all() -> int:
+        pruned = 0
+        while went := store.prune_changes(5, 3):
+            pruned += went
+        return pruned
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        pruned = sum(pool.map(lambda _: prune_all(), range(4)))
+    assert pruned == 35
+    assert store.low_water_seq() == 35
+    assert [c.seq for c in store.changes_since(35, 100)] == list(range(36, 41))
+
+
+def test_the_low_water_mark_survives_a_reopen(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    first.open()
+    put(first, *(mem() for _ in range(4)))
+    first.prune_changes(2, 10)
+    first.close()
+    again = store_factory()
+    again.open()
+    try:
+        assert (again.low_water_seq(), again.last_seq()) == (2, 4)
+    finally:
+        again.close()
+
+
 # --- index maintenance ----------------------------------------------------------------------
 
 

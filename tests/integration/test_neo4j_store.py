@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,8 @@ from neo4j import exceptions as neo4j_errors
 from engine.adapters import neo4j_migrations
 from engine.adapters.neo4j_store import Neo4jStore, _translate
 from engine.errors import Conflict, StoreError, TwinmemError
-from engine.records import Memory, Source, new_memory_id
+from engine.ports import Edge
+from engine.records import Memory, Scope, Source, Status, new_memory_id
 from tests.bolt import BoltTarget, free_port
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -276,3 +278,47 @@ def test_statements_are_split_and_comments_dropped(tmp_path: Path) -> None:
         "CREATE INDEX a IF NOT EXISTS\nFOR (n:A) ON (n.x)",
         "MERGE (c:Counter {name: 'changes'})\nON CREATE SET c.seq = 0",
     )
+
+
+# --- statements per operation ------------------------------------------------------------
+
+
+def _statements(store: Neo4jStore, work: Callable[[], object]) -> tuple[int, int]:
+    before = store.round_trips.totals()
+    work()
+    after = store.round_trips.totals()
+    return after[0] - before[0], after[1] - before[1]
+
+
+def test_a_write_runs_the_same_statements_whatever_its_size(arcadedb: BoltTarget) -> None:
+    """Each statement is a round trip to the server: a batch save, and a save that
+    supersedes many older memories, cost what a single one does."""
+    store = arcadedb.store(arcadedb.new_database())
+    store.open()
+    try:
+        vector = np.ones(4, dtype=np.float32)
+
+        def batch(size: int, superseding: int) -> tuple[int, int]:
+            olds = [memory(new_memory_id()).evolve(entities=("tea", "Kyoto")) for _ in range(superseding)]
+            if olds:
+                store.insert(olds, [vector] * len(olds), changed_by=None)
+            news = [memory(new_memory_id()).evolve(entities=("tea",)) for _ in range(size)]
+            updates = [(old.evolve(version=2, status=Status.SUPERSEDED, entities=()), "superseded") for old in olds]
+            # One of them twice: consecutive versions in one transaction.
+            updates += [(updates[0][0].evolve(version=3, content="edited"), "edited")] if olds else []
+            edges = [Edge("ns", news[0].memory_id, old.memory_id, "SUPERSEDES", T0) for old in olds]
+            return _statements(
+                store,
+                lambda: store.insert_linked(
+                    news, [vector] * size, updates=updates, edges=edges, changed_by=None, reason="created"
+                ),
+            )
+
+        assert batch(100, 0) == batch(1, 0)
+        assert batch(100, 30) == batch(1, 2)
+        statements, transactions = batch(1, 2)
+        assert transactions == 1 and statements <= 15
+        stored = store.get(Scope.whole(["ns"]), store.changes_since(store.last_seq() - 1, 1)[0].memory_id)
+        assert stored is not None and (stored.version, stored.content) == (3, "edited")
+    finally:
+        store.close()

@@ -69,6 +69,22 @@ def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: 
     assert counts[0] == counts[1] == (Counter({"get_many": 3}), 2)
 
 
+def test_the_store_calls_of_a_batch_do_not_grow_with_the_batch(make_service: MakeService) -> None:
+    """Every candidate the batch's dedup and conflict judgments read comes from one read."""
+    service, store = make_service()
+    _fill(service, random.Random(9), 200)
+    counts = []
+    for size in (2, 40):
+        claims = [
+            MemoryDraft(f"My favourite {VOCABULARY[n % 26]} is number {size + n}", namespace=NS) for n in range(size)
+        ]
+        store.clear()
+        service.save_batch(claims)
+        counts.append((_reads(store.calls), store.calls["insert_linked"]))
+    # The candidates of every judgment, then the catch-up of what the batch wrote.
+    assert counts[0] == counts[1] == (Counter({"get_many": 2}), 1)
+
+
 def _one_then_another(make_service: MakeService, first: str, then: str) -> tuple[Any, SaveResult, SaveResult]:
     """Among 200 memories, save ``first``, clear the store's counts, save ``then``."""
     service, store = make_service()

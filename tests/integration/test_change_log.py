@@ -1,0 +1,179 @@
+"""The bounded change log: pruning, and replicas that fell below its low-water mark.
+
+Two services over one graph database stand for two replicas (each with a data
+directory, so a vector index and fast network, of its own). On SQLite, where one
+process owns the file, the replica that slept is a saved index older than the
+low-water mark, found at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import change_log
+from engine.adapters import INDEX_DIR, open_service
+from engine.config import Config, load_config
+from engine.records import MemoryDraft, MemoryPatch, Scope
+from engine.service import MemoryService
+from tests.bolt import BoltTarget
+
+NS = "team"
+BELOW_MARK = "below the store's low-water mark"
+# Pruning runs by hand here, not on the service's schedule.
+NO_SCHEDULE = {"change_log_prune_seconds": 0}
+# Words that share nothing, so that no save is taken for a repeat of another.
+WORDS = (
+    "apple basalt cello dingo ember fjord gecko heron iris jackal kelp lotus mango nectar oboe "
+    "pumice quartz raven sorrel tundra umber violet walrus xenon yarrow zephyr"
+).split()
+
+
+def _config(data_dir: Path, **overrides: Any) -> Config:
+    return load_config(env={}, data_dir=data_dir, conflicts={"min_similarity": 0.0}, lifecycle=NO_SCHEDULE, **overrides)
+
+
+def _save(service: MemoryService, *contents: str) -> list[str]:
+    results = service.save_batch([MemoryDraft(content=text, namespace=NS) for text in contents])
+    return [result.memory.memory_id for result in results]
+
+
+def _mirror(service: MemoryService) -> tuple[set[str], set[str], int]:
+    """What a replica's derived data holds: ids in its vector index, ids its fast network
+    knows, and the change it reflects."""
+    stored = [m.memory_id for m in service.store.scan(Scope.whole([NS]), "", 10_000)]
+    indexed = {memory_id for memory_id in stored if memory_id in service.keeper.index}
+    known = {memory_id for memory_id in stored if service.keeper.network.row_of(memory_id) is not None}
+    assert service.keeper.index.applied_seq == service.keeper.network.applied_seq
+    return indexed, known, service.keeper.index.applied_seq
+
+
+def _recalled(service: MemoryService, query: str) -> list[str]:
+    return [hit.memory.memory_id for hit in service.recall(query, namespaces=[NS], top_k=5).hits]
+
+
+@pytest.fixture
+def replicas(arcadedb: BoltTarget, tmp_path: Path, embedder: Any, clock: Any) -> Any:
+    database = arcadedb.new_database()
+    opened = [
+        open_service(_config(tmp_path / name, **arcadedb.config(database)), embedder=embedder, clock=clock)
+        for name in ("replica-a", "replica-b")
+    ]
+    yield opened
+    for service in opened:
+        service.close()
+
+
+def test_pruning_keeps_the_log_bounded(replicas: list[MemoryService]) -> None:
+    a, _ = replicas
+    for n in range(12):
+        _save(a, f"{WORDS[n]} {WORDS[n + 1]}")
+    assert a.store.last_seq() == 12
+    assert change_log.prune(a.store, 5, batch=3) == 7
+    assert a.store.low_water_seq() == 7
+    assert a.stats()["store_low_water_seq"] == 7  # /health reports it
+    assert len(a.store.changes_since(0, 100)) == 5
+    _save(a, "quartz and raven")
+    change_log.prune(a.store, 5)
+    assert len(a.store.changes_since(0, 100)) == 5
+
+
+def test_a_replica_that_keeps_up_never_needs_what_was_pruned(
+    replicas: list[MemoryService], caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = replicas
+    caplog.set_level(logging.WARNING, logger="engine.index_keeper")
+    for n in range(15):
+        _save(a, f"the user planted {WORDS[n]} by the {WORDS[n + 5]}")
+        change_log.prune(a.store, 2)
+        b.keeper.ensure_current()
+    assert a.store.low_water_seq() == 13
+    assert BELOW_MARK not in caplog.text
+    assert _mirror(b) == _mirror(a)
+    assert len(_mirror(b)[0]) == 15
+
+
+def test_a_replica_that_slept_below_the_mark_rebuilds_and_ends_identical(
+    replicas: list[MemoryService], caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = replicas
+    kept = _save(a, "the user keeps bees on the garage roof", "the sister lives in Porto")
+    assert _recalled(b, "bees on the roof")[0] == kept[0]
+    # B sleeps while A writes, deletes and prunes far past B's position.
+    _save(a, *(f"a book on {WORDS[n]} and {WORDS[n + 10]}" for n in range(10)))
+    a.delete(NS, kept[1])
+    a.update(NS, kept[0], MemoryPatch(content="the user keeps bees on the shed roof"))
+    change_log.prune(a.store, 3)
+    assert b.keeper.index.applied_seq < a.store.low_water_seq()
+    caplog.set_level(logging.WARNING, logger="engine.index_keeper")
+    recalled = _recalled(b, "bees on the shed roof")
+    assert "vector index is at change 2, " + BELOW_MARK in caplog.text
+    assert "fast network is at change 2, " + BELOW_MARK in caplog.text
+    assert recalled == _recalled(a, "bees on the shed roof")
+    assert recalled[0] == kept[0]
+    assert kept[1] not in _recalled(b, "sister in Porto")
+    assert _mirror(b) == _mirror(a)
+    assert _mirror(b)[2] == a.store.last_seq()
+
+
+def test_a_saved_index_below_the_mark_is_rebuilt_at_start(
+    tmp_path: Path, embedder: Any, clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir, saved = tmp_path / "data", tmp_path / "old-index"
+    config = _config(data_dir)
+    first = open_service(config, embedder=embedder, clock=clock)
+    kept = _save(first, "the user keeps bees on the garage roof", "the sister lives in Porto")
+    first.close()
+    shutil.copytree(data_dir / INDEX_DIR, saved)
+    second = open_service(config, embedder=embedder, clock=clock)
+    _save(second, *(f"a book on {WORDS[n]} and {WORDS[n + 10]}" for n in range(10)))
+    second.delete(NS, kept[1])
+    change_log.prune(second.store, 3)
+    expected = _mirror(second)
+    second.close()
+    # The index directory as it was when the log still held everything after it.
+    shutil.rmtree(data_dir / INDEX_DIR)
+    shutil.copytree(saved, data_dir / INDEX_DIR)
+    caplog.set_level(logging.WARNING, logger="engine.index_keeper")
+    third = open_service(config, embedder=embedder, clock=clock)
+    try:
+        assert "saved vector index is at change 2, " + BELOW_MARK in caplog.text
+        assert "saved fast network is at change 2, " + BELOW_MARK in caplog.text
+        assert third.keeper.rebuilt_at_start and third.keeper.network_rebuilt_at_start
+        assert _mirror(third) == expected
+        assert kept[1] not in _recalled(third, "sister in Porto")
+    finally:
+        third.close()
+
+
+def test_an_idle_replica_catches_up_on_the_pruning_schedule(
+    arcadedb: BoltTarget, tmp_path: Path, embedder: Any, clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = arcadedb.new_database()
+    scheduled = {"lifecycle": {"change_log_prune_seconds": 60, "change_log_keep": 3}}
+    opened = [
+        open_service(
+            load_config(env={}, data_dir=tmp_path / name, **arcadedb.config(database), **scheduled),
+            embedder=embedder,
+            clock=clock,
+        )
+        for name in ("replica-a", "replica-b")
+    ]
+    a, b = opened
+    try:
+        caplog.set_level(logging.WARNING, logger="engine.index_keeper")
+        for round_ in range(3):
+            _save(a, *(f"{WORDS[n]} beside {WORDS[n + round_ + 1]}" for n in range(5)))
+            clock.advance(seconds=61)
+            assert b.change_log_pruning is not None and b.change_log_pruning.run_due()
+            assert b.keeper.index.applied_seq == a.store.last_seq()  # B served nothing, yet kept up
+            assert b.store.low_water_seq() == a.store.last_seq() - 3
+        assert BELOW_MARK not in caplog.text
+        assert _mirror(b) == _mirror(a)
+    finally:
+        for service in opened:
+            service.close()
