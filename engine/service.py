@@ -58,7 +58,7 @@ from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
 from engine.rollback import Rollbacks
 from engine.security import BlockKind
-from engine.writing import SaveJudge, clashes
+from engine.writing import DEDUP_NEIGHBOURS, SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
@@ -199,6 +199,7 @@ class MemoryService:
             results: list[SaveResult | None] = [None] * len(drafts)
             fresh: list[tuple[int, Memory, Vector]] = []
             earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
+            similar = self.judge.neighbours([d.namespace for d in drafts], vectors, now, DEDUP_NEIGHBOURS)
             repeats: list[Reinforcement] = []
             for position, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
                 # A repeat is one of the same audience only: deduplicating across it would
@@ -210,7 +211,15 @@ class MemoryService:
                     results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                     repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                     continue
-                near = self.judge.near_duplicate(memory, vector, fresh, now, scope)
+                near = self.judge.near_duplicate(
+                    memory,
+                    vector,
+                    fresh,
+                    now,
+                    scope,
+                    similar=similar[position],
+                    fresh_vectors=vectors[[item[0] for item in fresh]],
+                )
                 if near is not None and not clashes(memory, near[0]):
                     results[position] = SaveResult(
                         near[0], created=False, deduplicated_by="similar", similarity=near[1]

@@ -28,13 +28,16 @@ from engine import conflicts, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
-from engine.fast_network import Rows
+from engine.fast_network import Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, Store, Vector
+from engine.ports import Edge, Embedder, Matrix, Store, Vector
 from engine.recall import Recaller
 from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
 
 DEDUP_NEIGHBOURS = 10
+
+# A memory's semantic neighbours as ``Recaller.nearest`` finds them: rows and cosines.
+Neighbours = tuple[Rows, Floats]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +118,30 @@ class SaveJudge:
         edges: list[Edge] = []
         found: dict[str, SaveResult] = {}
         floor = self.embedder.similarity_floor
-        for number, (_, memory, vector) in enumerate(fresh):
+        judged = [
+            number
+            for number, (_, memory, _) in enumerate(fresh)
+            if modes[memory.memory_id] != "off" and (memory.key is not None or conflicts.claims(memory.content))
+        ]
+        # A verdict needs a claim the rules read on both sides, or a key on both: only the
+        # memories with a claim ask the semantic channel, all of them in one search.
+        asking = [number for number in judged if conflicts.claims(fresh[number][1].content)]
+        similar = dict(
+            zip(
+                asking,
+                self.neighbours(
+                    [fresh[number][1].namespace for number in asking],
+                    np.stack([fresh[number][2] for number in asking]) if asking else np.zeros((0, 0), np.float32),
+                    now,
+                    conflicts.CANDIDATES_PER_CHANNEL,
+                ),
+                strict=True,
+            )
+        )
+        for number in judged:
+            _, memory, vector = fresh[number]
             mode = modes[memory.memory_id]
-            if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
-                continue  # a verdict needs a claim the rules read on both sides, or a key on both
-            olds = self._conflict_candidates(memory, vector, now, scope)
+            olds = self._conflict_candidates(memory, vector, now, scope, similar.get(number))
             olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
             statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
@@ -168,21 +190,22 @@ class SaveJudge:
             close.update(self.keeper.index.similarities(vector, stored))
         return close
 
-    def _conflict_candidates(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[Memory]:
+    def _conflict_candidates(
+        self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None, similar: Neighbours | None
+    ) -> list[Memory]:
         """Active memories of the new one's audience (``_peers``) that it may supersede or
         contradict: those carrying its ``key`` and, when the rules read a claim in it, the
-        most similar ones and those mentioning one of its entities, kept only when close
-        enough to count (``[conflicts] min_similarity``, with a margin for the float16
-        copies) or keyed. Found in the fast network; the store reads the survivors once.
-        Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
-        claims = bool(conflicts.claims(memory.content))
+        most similar ones (``similar``, from ``neighbours``) and those mentioning one of its
+        entities, kept only when close enough to count (``[conflicts] min_similarity``,
+        with a margin for the float16 copies) or keyed. Found in the fast network; the
+        store reads the survivors once. Asked only for a memory with a claim or a key
+        (``resolve_conflicts``)."""
         net = self.keeper.network
         whole, active = Scope.whole([memory.namespace]), MemoryFilter()
         with net.reading():
             found: list[Rows] = []
-            if claims:
-                rows, _ = self.recaller.nearest(net, vector, whole, active, now, pool=conflicts.CANDIDATES_PER_CHANNEL)
-                found.append(rows)
+            if similar is not None:
+                found.append(similar[0])
                 for key in sorted(entity_keys(memory.entities)):
                     rows = net.by_entity([memory.namespace], key)
                     rows = rows[net.passes(whole, active, now, rows)]
@@ -196,6 +219,23 @@ class SaveJudge:
             close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
             ids = [net.id_of(row) for row in rows[keyed | close].tolist()]
         return self._read_in_order(memory.namespace, ids, now)
+
+    def neighbours(self, namespaces: Sequence[str], vectors: Matrix, now: datetime, pool: int) -> list[Neighbours]:
+        """For each new memory (its namespace, its vector: a row of ``vectors``), the
+        active memories of its namespace most similar to it (``Recaller.nearest`` with
+        ``pool``), searched for the whole batch at once, namespace by namespace."""
+        found: dict[int, Neighbours] = {}
+        by_namespace: dict[str, list[int]] = {}
+        for position, namespace in enumerate(namespaces):
+            by_namespace.setdefault(namespace, []).append(position)
+        net = self.keeper.network
+        with net.reading():
+            for namespace, positions in by_namespace.items():
+                answers = self.recaller.nearest_many(
+                    net, vectors[positions], Scope.whole([namespace]), MemoryFilter(), now, pool=pool
+                )
+                found.update(zip(positions, answers, strict=True))
+        return [found[position] for position in range(len(namespaces))]
 
     def _read_in_order(self, namespace: str, ids: Sequence[str], now: datetime) -> list[Memory]:
         """The active, unexpired ones of ``ids`` in ``namespace``, read in one call, in the
@@ -229,24 +269,27 @@ class SaveJudge:
         fresh: Sequence[tuple[int, Memory, Vector]],
         now: datetime,
         scope: Scope | None,
+        *,
+        similar: Neighbours,
+        fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
-        and mostly the same words (``text.word_overlap``). The fast network finds the stored
-        ones close enough; only those are read."""
+        and mostly the same words (``text.word_overlap``). The stored ones are among
+        ``similar`` (``neighbours`` with ``DEDUP_NEIGHBOURS``); only those close enough
+        are read. ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
         threshold = self.config.dedup_cosine
         keys = entity_keys(memory.entities)
         pairs: list[tuple[Memory, float]] = []
         if fresh:
-            sims = np.stack([vec for _, _, vec in fresh]) @ vector
+            sims = fresh_vectors @ vector
             pairs = [
                 (other, float(sim))
                 for (_, other, _), sim in zip(fresh, sims.tolist(), strict=True)
                 if sim >= threshold and same_audience(other, memory)
             ]
-        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
         net = self.keeper.network
         with net.reading():
-            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
+            rows, cosines = similar
             close = rows[(cosines >= threshold - 0.01) & net.peers(memory, scope, rows)]
             ids = [net.id_of(row) for row in close.tolist()]
         if ids:

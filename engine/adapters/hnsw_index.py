@@ -155,6 +155,37 @@ class HnswIndex:
             ]
         return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
 
+    def search_many(self, vectors: Matrix, k: int) -> list[list[tuple[str, float]]]:
+        queries = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        if len(queries) == 0:
+            return []
+        with self._lock:
+            k = min(k, len(self._by_id))
+            if k <= 0:
+                return [[] for _ in range(len(queries))]
+            if k > self._ef:
+                self._index.set_ef(k)
+            try:
+                # Each row is searched alone, as by ``search``; the threads split the rows.
+                labels, distances = self._index.knn_query(queries, k=k, num_threads=self._threads)
+            except RuntimeError:
+                labels = None
+            finally:
+                if k > self._ef:
+                    self._index.set_ef(self._ef)
+            if labels is not None:
+                names = self._labels
+                return [
+                    [
+                        (memory_id, 1.0 - dist)
+                        for label, dist in zip(row_labels.tolist(), row_distances.tolist(), strict=True)
+                        if (memory_id := names[label]) is not None
+                    ]
+                    for row_labels, row_distances in zip(labels, distances, strict=True)
+                ]
+        # Some row found fewer than k live results: each row alone, as ``search`` answers it.
+        return [self.search(query, k) for query in queries]
+
     def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
         """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
         with ``ef`` as wide as the whole index, then an exact scan of every live vector."""
