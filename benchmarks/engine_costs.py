@@ -204,6 +204,7 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
         saves: dict[str, list[float]] = {label: [] for label in engines}
         cpu: dict[str, list[float]] = {label: [] for label in engines}
         model_alone: list[float] = []
+        model_cpu: list[float] = []
         # Untimed: the first save loads what a process loads once (jieba's dictionary, the
         # model's first batch), and it lands in neither engine's figures.
         warm = synthetic.memories(args.seed + 2)
@@ -217,7 +218,9 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
         for _ in range(args.batches):
             items = _items(fresh, args.batch)
             if args.embedder != "hashing":
-                model_alone.append(engines["after"].ask({"kind": "embed", "items": items}))
+                wall, used = engines["after"].ask_timed({"kind": "embed", "items": items})
+                model_alone.append(wall)
+                model_cpu.append(used)
             for label, engine in engines.items():
                 wall, used = engine.ask_timed({"kind": "save", "namespace": NAMESPACE, "items": items})
                 saves[label].append(wall)
@@ -233,6 +236,7 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
         row: dict[str, Any] = {"size": size, "load_average": os.getloadavg()}
         if model_alone:
             row["model_alone_per_s"] = round(saved / sum(model_alone), 1)
+            row["model_alone_cpu_ms_per_memory"] = round(1000 * sum(model_cpu) / saved, 3)
         for label, engine in engines.items():
             row[label] = {
                 "open_seconds": round(engine.open_seconds, 2),
