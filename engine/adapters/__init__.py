@@ -165,7 +165,7 @@ def open_service(
                 m=idx.m,
                 ef_construction=idx.ef_construction,
                 ef_search=idx.ef_search,
-                threads=idx.threads,
+                search_threads=idx.search_threads,
             )
 
         if previous_embedder is None and loaded_embedder:
@@ -189,7 +189,12 @@ def open_service(
         # reading release the GIL, and at a million memories each is a gigabyte or more.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-load") as loader:
             index = loader.submit(
-                HnswIndex.load, index_dir, dim=dim, model=model, ef_search=idx.ef_search, threads=idx.threads
+                HnswIndex.load,
+                index_dir,
+                dim=dim,
+                model=model,
+                ef_search=idx.ef_search,
+                search_threads=idx.search_threads,
             )
             network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim)
             keeper.start(index.result(), network)

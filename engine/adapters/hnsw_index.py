@@ -64,6 +64,7 @@ class HnswIndex:
         ef_search: int = 128,
         capacity: int = _MIN_CAPACITY,
         threads: int = 1,
+        search_threads: int = 1,
         _native: hnswlib.Index | None = None,
     ) -> None:
         self.dim = dim
@@ -73,6 +74,7 @@ class HnswIndex:
         self._ef_construction = ef_construction
         self._ef_search = ef_search
         self._threads = threads
+        self._search_threads = search_threads
         self._lock = threading.Lock()
         self._labels: list[str | None] = []
         self._by_id: dict[str, int] = {}
@@ -167,7 +169,7 @@ class HnswIndex:
                 self._index.set_ef(k)
             try:
                 # Each row is searched alone, as by ``search``; the threads split the rows.
-                labels, distances = self._index.knn_query(queries, k=k, num_threads=self._threads)
+                labels, distances = self._index.knn_query(queries, k=k, num_threads=self._search_threads)
             except RuntimeError:
                 labels = None
             finally:
@@ -286,6 +288,7 @@ class HnswIndex:
         model: str,
         ef_search: int = 128,
         threads: int = 1,
+        search_threads: int = 1,
     ) -> HnswIndex | None:
         """The index saved in ``directory``, or None when it is absent, torn,
         or was built for another model or dimension (the caller rebuilds)."""
@@ -314,6 +317,7 @@ class HnswIndex:
                 ef_construction=int(meta["ef_construction"]),
                 ef_search=ef_search,
                 threads=threads,
+                search_threads=search_threads,
                 _native=native,
             )
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):

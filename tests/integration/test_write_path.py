@@ -220,7 +220,7 @@ def test_a_batch_finds_the_neighbours_one_search_each_would(tmp_path: Path) -> N
     keeper = IndexKeeper(
         store,
         embedder,
-        new_index=lambda: HnswIndex(embedder.dim, model=embedder.name, threads=2),
+        new_index=lambda: HnswIndex(embedder.dim, model=embedder.name, search_threads=2),
         new_network=lambda: FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim),
         directory=tmp_path,
     )

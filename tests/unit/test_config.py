@@ -171,7 +171,7 @@ def test_unknown_keys_are_refused(tmp_path: Path, toml: str, env: dict[str, str]
         "[limits]\nmax_query_chars = 0",
         "[limits]\nrequests_per_minute = -1",
         "[limits]\nrequest_burst = 0",
-        "[index]\nthreads = 0",
+        "[index]\nsearch_threads = 0",
     ],
 )
 def test_bad_values_are_refused_with_config_error(tmp_path: Path, toml: str) -> None:
