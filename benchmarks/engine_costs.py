@@ -277,7 +277,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data directories")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "engine-costs.json")
     args = parser.parse_args()
-    workdir = Path(args.workdir)
+    workdir = Path(args.workdir).resolve()  # the engines' children run in their own trees
     workdir.mkdir(parents=True, exist_ok=True)
     baseline_tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir)) / "tree"
     revision = _archive(args.baseline_ref, baseline_tree)
