@@ -13,7 +13,18 @@ upkeep on a save; channels, fusion, the read guard and the final read on a recal
 2. Both engines run as child processes on their own copy, and take the same work in turn,
    batch by batch and query by query, so load from elsewhere falls on both alike:
    ``--batches`` × ``--batch`` new memories through ``save_batch`` (the full write path),
-   then ``--queries`` recalls (top 10, reinforcement on, as in production).
+   then ``--queries`` recalls (top 10, reinforcement on, as in production). Each save
+   reports its wall time and the CPU time of the engine's process (on a machine shared
+   with other work the CPU time moves less than the wall time).
+
+``--embedder default`` puts the configured model (all-MiniLM-L6-v2) in place of the
+hashing one for the saves and recalls: each batch is then also embedded alone by the
+model, in the same child, just before the saves, and the table sets the model's own
+batched throughput beside the service's. The N memories filled beforehand keep the
+hashing embedder's vectors, stored under the model's name (embedding 100k texts with the
+model would take an hour here): the neighbours a save finds are then not the model's,
+but a save's work (one HNSW search and insert per memory, its rules and transaction) is
+the same.
 
 Run ``python benchmarks/engine_costs.py --help`` for the options; results go to JSON.
 """
@@ -50,21 +61,23 @@ from datetime import UTC, datetime
 sys.path.insert(0, sys.argv[1])
 sys.path.append(sys.argv[3])  # this tree's benchmarks/, for the embedder both engines share
 from hashing import HashingEmbedder
-from engine.adapters import open_service
+from engine.adapters import load_embedder, open_service
 from engine.config import load_config
 from engine.records import Memory, MemoryDraft, Source
 
-embedder = HashingEmbedder()
-service = open_service(load_config(env={}, data_dir=sys.argv[2]), embedder=embedder, background_reembed=False)
+config = load_config(env={}, data_dir=sys.argv[2])
+filler = HashingEmbedder()
+embedder = filler if sys.argv[4] == "hashing" else load_embedder(config)
+service = open_service(config, embedder=embedder, background_reembed=False)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     request = json.loads(line)
     kind = request["kind"]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if kind == "insert":
         now = datetime.now(UTC)
         items = request["items"]
-        vectors = embedder.embed_documents([item["content"] for item in items])
+        vectors = filler.embed_documents([item["content"] for item in items])
         memories = [
             Memory(
                 memory_id=str(uuid.uuid4()), namespace=request["namespace"], content=item["content"],
@@ -83,10 +96,12 @@ for line in sys.stdin:
         service.save_batch(drafts)
     elif kind == "recall":
         service.recall(request["query"], namespaces=[request["namespace"]], top_k=10)
+    elif kind == "embed":
+        embedder.embed_documents([item["content"] for item in request["items"]])
     elif kind == "save_index":
         service.flush()
         service.keeper.save()
-    print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+    print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}), flush=True)
 service.close()
 """
 
@@ -94,10 +109,10 @@ service.close()
 class Engine:
     """One engine (a git revision's tree, or this one) serving requests in a child process."""
 
-    def __init__(self, label: str, tree: Path, data_dir: Path) -> None:
+    def __init__(self, label: str, tree: Path, data_dir: Path, embedder: str) -> None:
         self.label = label
         self.child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(tree), str(data_dir), str(HERE)],
+            [sys.executable, "-c", _CHILD, str(tree), str(data_dir), str(HERE), embedder],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -117,10 +132,15 @@ class Engine:
         return answer
 
     def ask(self, request: dict[str, Any]) -> float:
+        return self.ask_timed(request)[0]
+
+    def ask_timed(self, request: dict[str, Any]) -> tuple[float, float]:
+        """The request's wall time and the child's CPU time for it, in seconds."""
         assert self.child.stdin is not None
         self.child.stdin.write(json.dumps(request) + "\n")
         self.child.stdin.flush()
-        return float(self.ask_line()["seconds"])
+        answer = self.ask_line()
+        return float(answer["seconds"]), float(answer["cpu"])
 
     def close(self) -> None:
         if self.child.stdin is not None:
@@ -159,7 +179,7 @@ def _ms(seconds: list[float], q: float) -> float:
 def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: Path) -> dict[str, Any]:
     base = workdir / f"base-{size}"
     shutil.rmtree(base, ignore_errors=True)
-    builder = Engine("baseline", baseline_tree, base)
+    builder = Engine("baseline", baseline_tree, base, args.embedder)
     stream = synthetic.memories(args.seed)
     filled = 0
     build_started = time.perf_counter()
@@ -177,16 +197,34 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(base, copy, ignore=shutil.ignore_patterns(".lock"))
     engines = {
-        "before": Engine("before", baseline_tree, before_data),
-        "after": Engine("after", HERE.parent, after_data),
+        "before": Engine("before", baseline_tree, before_data, args.embedder),
+        "after": Engine("after", HERE.parent, after_data, args.embedder),
     }
     try:
         saves: dict[str, list[float]] = {label: [] for label in engines}
+        cpu: dict[str, list[float]] = {label: [] for label in engines}
+        model_alone: list[float] = []
+        model_cpu: list[float] = []
+        # Untimed: the first save loads what a process loads once (jieba's dictionary, the
+        # model's first batch), and it lands in neither engine's figures.
+        warm = synthetic.memories(args.seed + 2)
+        for _ in range(args.warmup_batches):
+            items = _items(warm, args.batch)
+            for engine in engines.values():
+                if args.embedder != "hashing":
+                    engine.ask({"kind": "embed", "items": items})
+                engine.ask({"kind": "save", "namespace": NAMESPACE, "items": items})
         fresh = synthetic.memories(args.seed + 1)
         for _ in range(args.batches):
             items = _items(fresh, args.batch)
+            if args.embedder != "hashing":
+                wall, used = engines["after"].ask_timed({"kind": "embed", "items": items})
+                model_alone.append(wall)
+                model_cpu.append(used)
             for label, engine in engines.items():
-                saves[label].append(engine.ask({"kind": "save", "namespace": NAMESPACE, "items": items}))
+                wall, used = engine.ask_timed({"kind": "save", "namespace": NAMESPACE, "items": items})
+                saves[label].append(wall)
+                cpu[label].append(used)
         recalls: dict[str, list[float]] = {label: [] for label in engines}
         queries = synthetic.queries(args.warmup + args.queries, seed=args.seed)
         for n, query in enumerate(queries):
@@ -195,15 +233,21 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
                 if n >= args.warmup:
                     recalls[label].append(seconds)
         saved = args.batches * args.batch
-        row: dict[str, Any] = {"size": size}
+        row: dict[str, Any] = {"size": size, "load_average": os.getloadavg()}
+        if model_alone:
+            row["model_alone_per_s"] = round(saved / sum(model_alone), 1)
+            row["model_alone_cpu_ms_per_memory"] = round(1000 * sum(model_cpu) / saved, 3)
         for label, engine in engines.items():
             row[label] = {
                 "open_seconds": round(engine.open_seconds, 2),
                 "saves_per_s": round(saved / sum(saves[label]), 1),
                 "save_ms_per_memory": round(1000 * sum(saves[label]) / saved, 3),
-                "recall_p50_ms": _ms(recalls[label], 50),
-                "recall_p95_ms": _ms(recalls[label], 95),
+                "save_cpu_ms_per_memory": round(1000 * sum(cpu[label]) / saved, 3),
+                "recall_p50_ms": _ms(recalls[label], 50) if recalls[label] else None,
+                "recall_p95_ms": _ms(recalls[label], 95) if recalls[label] else None,
             }
+            if model_alone:
+                row[label]["of_model_alone"] = round(row[label]["saves_per_s"] / row["model_alone_per_s"], 3)
         return row
     finally:
         for engine in engines.values():
@@ -220,13 +264,20 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10, help="save_batch calls timed per size")
     parser.add_argument("--batch", type=int, default=256, help="memories per save_batch")
     parser.add_argument("--queries", type=int, default=300, help="timed recalls per size")
-    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=30, help="untimed recalls before the timed ones")
+    parser.add_argument("--warmup-batches", type=int, default=1, help="untimed save_batch calls before the timed ones")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--embedder",
+        choices=("hashing", "default"),
+        default="hashing",
+        help="hashing: the near-free embedder (the engine alone); default: the configured model for saves and recalls",
+    )
     parser.add_argument("--workdir", default=str(HERE / ".work" / "engine-costs"))
     parser.add_argument("--keep", action="store_true", help="keep the data directories")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "engine-costs.json")
     args = parser.parse_args()
-    workdir = Path(args.workdir)
+    workdir = Path(args.workdir).resolve()  # the engines' children run in their own trees
     workdir.mkdir(parents=True, exist_ok=True)
     baseline_tree = Path(tempfile.mkdtemp(prefix="baseline-", dir=workdir)) / "tree"
     revision = _archive(args.baseline_ref, baseline_tree)
@@ -251,14 +302,18 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print()
-    print("| N | saves/s before | after | ms per saved memory before | after | recall p50 / p95 ms before | after |")
-    print("|---:|---:|---:|---:|---:|---|---|")
+    print(
+        "| N | saves/s before | after | ms per saved memory before | after | CPU ms per saved memory before | after "
+        "| recall p50 / p95 ms before | after |" + (" model alone /s |" if args.embedder != "hashing" else "")
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---|" + ("---:|" if args.embedder != "hashing" else ""))
     for row in rows:
         b, a = row["before"], row["after"]
         print(
             f"| {row['size']:,} | {b['saves_per_s']} | {a['saves_per_s']} | {b['save_ms_per_memory']} | "
-            f"{a['save_ms_per_memory']} | {b['recall_p50_ms']} / {b['recall_p95_ms']} | "
-            f"{a['recall_p50_ms']} / {a['recall_p95_ms']} |"
+            f"{a['save_ms_per_memory']} | {b['save_cpu_ms_per_memory']} | {a['save_cpu_ms_per_memory']} | "
+            f"{b['recall_p50_ms']} / {b['recall_p95_ms']} | {a['recall_p50_ms']} / {a['recall_p95_ms']} |"
+            + (f" {row['model_alone_per_s']} |" if "model_alone_per_s" in row else "")
         )
 
 

@@ -130,6 +130,11 @@ class IndexConfig:
     m: int = 16
     ef_construction: int = 200
     ef_search: int = 128
+    # Threads hnswlib searches a write batch's neighbours with (each memory's search is
+    # its own, so the answers are those of one thread). Insertion keeps one thread:
+    # several would build the graph in another order each time, and approximate
+    # searches over it (a consolidation's merge partners) would find other neighbours.
+    search_threads: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,6 +635,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
     if config.neo4j.migrations not in ("apply", "check"):
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
+    if config.index.search_threads < 1:
+        raise ConfigError(f"index.search_threads must be at least 1, got {config.index.search_threads}")
     if config.neo4j.retry_seconds < 0:
         raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
     if config.store == "neo4j" and not config.neo4j.uri:

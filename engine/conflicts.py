@@ -134,6 +134,8 @@ _FILLER = frozenset(
 
 # --- reading text into claims -----------------------------------------------------------
 
+# A text is read by the Chinese rules where it holds a Han character.
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 _CLAUSE_SPLIT = re.compile(r"[.;!?\n，,。；！？]+|\s+(?:and|but|so|then)\s+|(?:并且|而且|但是|但|然后|所以)")
 
 
@@ -179,7 +181,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
-            is_cjk = bool(re.search(r"[\u4e00-\u9fff]", clause))
+            is_cjk = bool(_HAN.search(clause))
             read = _chinese_clause(clause, holder, voice) if is_cjk else _english_clause(clause, holder, voice)
             if read:
                 holder = read[0].holder
@@ -269,7 +271,7 @@ def _question(sentence: str) -> bool:
     stripped = sentence.strip().strip("\"'“”「」")
     if stripped.endswith(("?", "？")):
         return True
-    if re.search(r"[\u4e00-\u9fff]", stripped):
+    if _HAN.search(stripped):
         return bool(_ZH_QUESTION.search(stripped))
     return bool(_EN_QUESTION.match(_normal(stripped)))
 
@@ -277,7 +279,7 @@ def _question(sentence: str) -> bool:
 def _chatter(clause: str) -> bool:
     """Greetings, thanks and reactions ("thanks for asking", "that is great news", "太好了"):
     said to someone, not about anyone."""
-    return bool((_ZH_CHATTER if re.search(r"[\u4e00-\u9fff]", clause) else _EN_CHATTER).match(clause))
+    return bool((_ZH_CHATTER if _HAN.search(clause) else _EN_CHATTER).match(clause))
 
 
 # English ---------------------------------------------------------------------------------
@@ -289,6 +291,7 @@ _EN_CHANGE = re.compile(
 )
 _EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|hey|ok|okay|fyi)\b[, ]*)+")
 _EN_ADVERBS = r"(?:(?:really|also|still|now|just|usually|always|often|recently|actually|currently|totally|very much) )*"
+_EN_ADVERBS_LEAD = re.compile(rf"^{_EN_ADVERBS}")
 _EN_VERB_START = (
     r"(?:is|am|are|was|were|has|have|had|does|do|did|can|will|likes?|loves?|enjoys?|prefers?|hates?|dislikes?|"
     r"wants?|drinks?|eats?|uses?|plays?|watch(?:es)?|writes?|smokes?|speaks?|runs?|reads?|owns?|lives?|works?|"
@@ -423,7 +426,7 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
                 return []
             holder = found
         rest = clause[subject.end() :]
-    rest = re.sub(rf"^{_EN_ADVERBS}", "", rest)
+    rest = _EN_ADVERBS_LEAD.sub("", rest)
     for pattern, kind in _EN_RULES:
         match = pattern.match(rest)
         if match:
@@ -725,11 +728,17 @@ def _terms_value(text: str) -> str:
 
 
 def _concepts_in(text: str) -> list[str]:
-    return [key for key in _all_class_values() if re.search(rf"(?<![a-z]){re.escape(key)}(?![a-z])", text)]
+    return [key for key, pattern in _CONCEPTS if pattern.search(text)]
 
 
-def _all_class_values() -> list[str]:
-    return [value for values in _VALUE_CLASSES.values() for value in values]
+def _whole_word(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z]){re.escape(value)}(?![a-z])")
+
+
+# Every class value, each with its pattern as a whole word (compiled once: a save reads
+# the claims of every candidate, and each value read is looked up in all of them).
+_CONCEPTS = tuple((value, _whole_word(value)) for values in _VALUE_CLASSES.values() for value in values)
+_CLASS_WORDS = {name: tuple(_whole_word(m) for m in members if len(m) > 3) for name, members in _VALUE_CLASSES.items()}
 
 
 def _value_class(value: str) -> str | None:
@@ -737,9 +746,7 @@ def _value_class(value: str) -> str | None:
     if canonical in ALIASES.values() and not any(canonical in members for members in _VALUE_CLASSES.values()):
         return None  # a known concept of its own: "green tea" is a drink, not a colour
     for name, members in _VALUE_CLASSES.items():
-        if canonical in members or any(
-            re.search(rf"(?<![a-z]){re.escape(m)}(?![a-z])", value) for m in members if len(m) > 3
-        ):
+        if canonical in members or any(pattern.search(value) for pattern in _CLASS_WORDS[name]):
             return name
     for alias_value in terms(value):
         key = canonical_key(alias_value)

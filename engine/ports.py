@@ -137,6 +137,11 @@ class VectorIndex(Protocol):
         """
         ...
 
+    def search_many(self, vectors: Matrix, k: int) -> list[list[tuple[str, float]]]:
+        """``search`` for each row of ``vectors``, in row order: the same answers, found
+        in one call (the write path asks for a whole batch's neighbours at once)."""
+        ...
+
     def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
         """Exact cosine similarity of ``vector`` to each present id (absent ids skipped)."""
         ...

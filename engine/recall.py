@@ -45,7 +45,7 @@ from engine.conflicts import CONTRADICTS
 from engine.episodes import NEXT
 from engine.fast_network import FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Store, Vector
+from engine.ports import Embedder, Matrix, Store, Vector
 from engine.records import Memory, MemoryFilter, Scope, TimeWindow
 
 # The graph channel's bounds.
@@ -171,6 +171,27 @@ class Recaller:
         count = len(found.cosine)
         rows = np.fromiter(found.cosine, dtype=np.int64, count=count)
         return rows, np.fromiter(found.cosine.values(), dtype=np.float64, count=count)
+
+    def nearest_many(
+        self, net: FastNetwork, vectors: Matrix, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
+    ) -> list[tuple[Rows, Floats]]:
+        """``nearest`` for each row of ``vectors``, the same answers, with the first HNSW
+        search of every row made in one call (``VectorIndex.search_many``); a row whose
+        neighbours all fail the filter widens alone, as ``nearest`` would."""
+        size = len(self._keeper.index)
+        if len(vectors) < 2 or len(net.rows_in(sight.namespaces)) <= EXACT_DIRECT or min(pool, size) <= 0:
+            return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
+        k = min(pool, size)
+        limit = self._config.recall.max_widened_candidates
+        query = RecallQuery("", vectors[0], sight, flt, 1, pool, now, (), frozenset())
+        found: list[tuple[Rows, Floats]] = []
+        for vector, similar in zip(vectors, self._keeper.index.search_many(vectors, k), strict=True):
+            rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+            if len(rows) or k >= size or k >= limit:
+                found.append((rows, cosines))  # where ``_semantic``'s first search stops
+            else:
+                found.append(self.nearest(net, vector, sight, flt, now, pool=pool))
+        return found
 
     # --- channels --------------------------------------------------------------------
 

@@ -238,7 +238,9 @@ class MemoryService:
                         results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                         repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                         continue
-                    near = self.judge.near_duplicate(memory, vector, fresh, now, scope)
+                    near = self.judge.near_duplicate(
+                        memory, vector, fresh, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
+                    )
                     if near is not None and not clashes(memory, near[0]):
                         results[position] = SaveResult(
                             near[0], created=False, deduplicated_by="similar", similarity=near[1]

@@ -31,13 +31,16 @@ from engine import conflicts, scoring, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
-from engine.fast_network import Rows
+from engine.fast_network import Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, Store, Vector
+from engine.ports import Edge, Embedder, Matrix, Store, Vector
 from engine.recall import Recaller
 from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
 
 DEDUP_NEIGHBOURS = 10
+
+# A memory's semantic neighbours as ``Recaller.nearest`` finds them: rows and cosines.
+Neighbours = tuple[Rows, Floats]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,14 +109,27 @@ class SaveJudge:
         wanted: dict[str, list[str]] = {}
         namespaces = {memory.memory_id: memory.namespace for memory, _, _ in memories}
         try:
-            for memory, vector, judged in memories:
-                plan = self._planned
+            plan = self._planned
+            for memory, _, _ in memories:
                 plan["text", memory.memory_id] = self._same_text_ids(memory, scope)
-                if plan["text", memory.memory_id]:
-                    continue  # most likely a repeat, which needs nothing more (else it reads later)
-                plan["near", memory.memory_id] = self._near_ids(memory, vector, now, scope)
-                if judged and (memory.key is not None or conflicts.claims(memory.content)):
-                    plan["conflicts", memory.memory_id] = self._conflict_ids(memory, vector, now, scope)
+            # Most likely a repeat, which needs nothing more (else it reads later).
+            asked = [n for n, (memory, _, _) in enumerate(memories) if not plan["text", memory.memory_id]]
+            # The semantic neighbours of all of them in one search (and, of those with a
+            # claim the rules read, the conflict rules' wider one).
+            near = self._neighbours_of([memories[n] for n in asked], now, DEDUP_NEIGHBOURS)
+            claiming = [n for n in asked if memories[n][2] and conflicts.claims(memories[n][0].content)]
+            similar = dict(
+                zip(
+                    claiming,
+                    self._neighbours_of([memories[n] for n in claiming], now, conflicts.CANDIDATES_PER_CHANNEL),
+                    strict=True,
+                )
+            )
+            for n, neighbours in zip(asked, near, strict=True):
+                memory, vector, judged = memories[n]
+                plan["near", memory.memory_id] = self._near_ids(memory, neighbours, scope)
+                if judged and (memory.key is not None or n in similar):
+                    plan["conflicts", memory.memory_id] = self._conflict_ids(memory, vector, now, scope, similar.get(n))
             for (_, memory_id), ids in self._planned.items():
                 wanted.setdefault(namespaces[memory_id], []).extend(ids)
             for namespace, ids in wanted.items():
@@ -223,18 +239,24 @@ class SaveJudge:
         enough to count (``[conflicts] min_similarity``, with a margin for the float16
         copies) or keyed. Found in the fast network; the store reads the survivors once.
         Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
-        ids = self._plan("conflicts", memory, lambda: self._conflict_ids(memory, vector, now, scope))
+        ids = self._plan("conflicts", memory, lambda: self._conflict_ids(memory, vector, now, scope, None))
         return self._read_in_order(memory.namespace, ids, now)
 
-    def _conflict_ids(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[str]:
-        claims = bool(conflicts.claims(memory.content))
+    def _conflict_ids(
+        self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None, similar: Neighbours | None
+    ) -> list[str]:
+        """``similar``: the memory's neighbours for the conflict rules when it holds a claim
+        (searched here when not given)."""
+        if similar is None and conflicts.claims(memory.content):
+            similar = self.neighbours([memory.namespace], np.asarray([vector]), now, conflicts.CANDIDATES_PER_CHANNEL)[
+                0
+            ]
         net = self.keeper.network
         whole, active = Scope.whole([memory.namespace]), MemoryFilter()
         with net.reading():
             found: list[Rows] = []
-            if claims:
-                rows, _ = self.recaller.nearest(net, vector, whole, active, now, pool=conflicts.CANDIDATES_PER_CHANNEL)
-                found.append(rows)
+            if similar is not None:
+                found.append(similar[0])
                 for key in sorted(entity_keys(memory.entities)):
                     rows = net.by_entity([memory.namespace], key)
                     rows = rows[net.passes(whole, active, now, rows)]
@@ -247,6 +269,31 @@ class SaveJudge:
             floor = self.embedder.similarity_floor
             close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
             return [net.id_of(row) for row in rows[keyed | close].tolist()]
+
+    def neighbours(self, namespaces: Sequence[str], vectors: Matrix, now: datetime, pool: int) -> list[Neighbours]:
+        """For each new memory (its namespace, its vector: a row of ``vectors``), the
+        active memories of its namespace most similar to it (``Recaller.nearest`` with
+        ``pool``), searched for the whole batch at once, namespace by namespace."""
+        found: dict[int, Neighbours] = {}
+        by_namespace: dict[str, list[int]] = {}
+        for position, namespace in enumerate(namespaces):
+            by_namespace.setdefault(namespace, []).append(position)
+        net = self.keeper.network
+        with net.reading():
+            for namespace, positions in by_namespace.items():
+                answers = self.recaller.nearest_many(
+                    net, vectors[positions], Scope.whole([namespace]), MemoryFilter(), now, pool=pool
+                )
+                found.update(zip(positions, answers, strict=True))
+        return [found[position] for position in range(len(namespaces))]
+
+    def _neighbours_of(
+        self, memories: Sequence[tuple[Memory, Vector, bool]], now: datetime, pool: int
+    ) -> list[Neighbours]:
+        if not memories:
+            return []
+        vectors = np.stack([np.asarray(vector, dtype=np.float32) for _, vector, _ in memories])
+        return self.neighbours([memory.namespace for memory, _, _ in memories], vectors, now, pool)
 
     def _read_in_order(self, namespace: str, ids: Sequence[str], now: datetime) -> list[Memory]:
         """The active, unexpired ones of ``ids`` in ``namespace``, read in one call, in the
@@ -286,21 +333,30 @@ class SaveJudge:
         fresh: Sequence[tuple[int, Memory, Vector]],
         now: datetime,
         scope: Scope | None,
+        *,
+        fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
         and mostly the same words (``text.word_overlap``). The fast network finds the stored
-        ones close enough; only those are read."""
+        ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
+        ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
         threshold = self.config.dedup_cosine
         keys = entity_keys(memory.entities)
         pairs: list[tuple[Memory, float]] = []
         if fresh:
-            sims = np.stack([vec for _, _, vec in fresh]) @ vector
+            sims = fresh_vectors @ vector
             pairs = [
                 (other, float(sim))
                 for (_, other, _), sim in zip(fresh, sims.tolist(), strict=True)
                 if sim >= threshold and same_audience(other, memory)
             ]
-        ids = self._plan("near", memory, lambda: self._near_ids(memory, vector, now, scope))
+        ids = self._plan(
+            "near",
+            memory,
+            lambda: self._near_ids(
+                memory, self._neighbours_of([(memory, vector, False)], now, DEDUP_NEIGHBOURS)[0], scope
+            ),
+        )
         if ids:
             exact = dict(self.keeper.index.similarities(vector, ids))
             read = self._read_in_order(memory.namespace, ids, now)
@@ -316,11 +372,11 @@ class SaveJudge:
                 return candidate, similarity
         return None
 
-    def _near_ids(self, memory: Memory, vector: Vector, now: datetime, scope: Scope | None) -> list[str]:
-        whole, active = Scope.whole([memory.namespace]), MemoryFilter()
+    def _near_ids(self, memory: Memory, similar: Neighbours, scope: Scope | None) -> list[str]:
+        """Of ``memory``'s neighbours, the ids of those of its audience close enough to count."""
         net = self.keeper.network
         with net.reading():
-            rows, cosines = self.recaller.nearest(net, vector, whole, active, now, pool=DEDUP_NEIGHBOURS)
+            rows, cosines = similar
             close = rows[(cosines >= self.config.dedup_cosine - 0.01) & net.peers(memory, scope, rows)]
             return [net.id_of(row) for row in close.tolist()]
 

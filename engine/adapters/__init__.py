@@ -159,7 +159,14 @@ def open_service(
         dim, model, idx = embedder.dim, embedder.name, config.index
 
         def new_index() -> HnswIndex:
-            return HnswIndex(dim, model=model, m=idx.m, ef_construction=idx.ef_construction, ef_search=idx.ef_search)
+            return HnswIndex(
+                dim,
+                model=model,
+                m=idx.m,
+                ef_construction=idx.ef_construction,
+                ef_search=idx.ef_search,
+                search_threads=idx.search_threads,
+            )
 
         if previous_embedder is None and loaded_embedder:
             previous_embedder = _previous_embedder(store, embedder, config)
@@ -181,7 +188,14 @@ def open_service(
         # The two saved files are checked (SHA-256) and read side by side: hashing and
         # reading release the GIL, and at a million memories each is a gigabyte or more.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-load") as loader:
-            index = loader.submit(HnswIndex.load, index_dir, dim=dim, model=model, ef_search=idx.ef_search)
+            index = loader.submit(
+                HnswIndex.load,
+                index_dir,
+                dim=dim,
+                model=model,
+                ef_search=idx.ef_search,
+                search_threads=idx.search_threads,
+            )
             network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim)
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:

@@ -64,6 +64,7 @@ class HnswIndex:
         ef_search: int = 128,
         capacity: int = _MIN_CAPACITY,
         threads: int = 1,
+        search_threads: int = 1,
         _native: hnswlib.Index | None = None,
     ) -> None:
         self.dim = dim
@@ -73,6 +74,7 @@ class HnswIndex:
         self._ef_construction = ef_construction
         self._ef_search = ef_search
         self._threads = threads
+        self._search_threads = search_threads
         self._lock = threading.Lock()
         self._labels: list[str | None] = []
         self._by_id: dict[str, int] = {}
@@ -156,6 +158,37 @@ class HnswIndex:
                 strict=True,
             )
             return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+
+    def search_many(self, vectors: Matrix, k: int) -> list[list[tuple[str, float]]]:
+        queries = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        if len(queries) == 0:
+            return []
+        with self._lock:
+            k = min(k, len(self._by_id))
+            if k <= 0:
+                return [[] for _ in range(len(queries))]
+            if k > self._ef:
+                self._index.set_ef(k)
+            try:
+                # Each row is searched alone, as by ``search``; the threads split the rows.
+                labels, distances = self._index.knn_query(queries, k=k, num_threads=self._search_threads)
+            except RuntimeError:
+                labels = None
+            finally:
+                if k > self._ef:
+                    self._index.set_ef(self._ef)
+            if labels is not None:
+                names = self._labels
+                return [
+                    [
+                        (memory_id, 1.0 - dist)
+                        for label, dist in zip(row_labels.tolist(), row_distances.tolist(), strict=True)
+                        if (memory_id := names[label]) is not None
+                    ]
+                    for row_labels, row_distances in zip(labels, distances, strict=True)
+                ]
+        # Some row found fewer than k live results: each row alone, as ``search`` answers it.
+        return [self.search(query, k) for query in queries]
 
     def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
         """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
@@ -257,6 +290,7 @@ class HnswIndex:
         model: str,
         ef_search: int = 128,
         threads: int = 1,
+        search_threads: int = 1,
     ) -> HnswIndex | None:
         """The index saved in ``directory``, or None when it is absent, torn,
         or was built for another model or dimension (the caller rebuilds)."""
@@ -285,6 +319,7 @@ class HnswIndex:
                 ef_construction=int(meta["ef_construction"]),
                 ef_search=ef_search,
                 threads=threads,
+                search_threads=search_threads,
                 _native=native,
             )
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):

@@ -170,6 +170,11 @@ _COLUMNS = (
 )
 _METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
+# The writing connection's page cache. A batch of saves lands on random pages of every
+# index keyed by memory id; with SQLite's default 2 MiB most of them are read back from
+# the file for each batch (measured at 100k memories: a third off the store write's time).
+WRITER_CACHE_KIB = 64 * 1024
+
 
 class SqliteStore:
     """``Store`` over one SQLite file (see ``engine.ports.Store`` for the contract)."""
@@ -199,6 +204,7 @@ class SqliteStore:
             conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             self._conn = conn
             self._migrate(conn)
             conn.set_trace_callback(self._count_writer)
@@ -333,10 +339,7 @@ class SqliteStore:
         if len(memories) != len(vectors):
             raise ValueError("insert needs one vector per memory")
         with self._write("insert") as db:
-            seq = 0
-            for memory, vector in zip(memories, vectors, strict=True):
-                seq = self._insert_row(db, memory, vector, changed_by, reason)
-            return seq
+            return self._insert_rows(db, memories, vectors, changed_by, reason)
 
     def update(
         self,
@@ -362,28 +365,53 @@ class SqliteStore:
         if len(memories) != len(vectors):
             raise ValueError("insert_linked needs one vector per memory")
         with self._write("insert_linked") as db:
-            seq = 0
-            for memory, vector in zip(memories, vectors, strict=True):
-                seq = self._insert_row(db, memory, vector, changed_by, reason)
+            seq = self._insert_rows(db, memories, vectors, changed_by, reason)
             for record, why in updates:
                 seq = self._update_row(db, record, None, changed_by, why)
             self._put_edges(db, edges)
             return seq
 
-    def _insert_row(
-        self, db: sqlite3.Connection, memory: Memory, vector: Vector, changed_by: str | None, reason: str
+    def _insert_rows(
+        self,
+        db: sqlite3.Connection,
+        memories: Sequence[Memory],
+        vectors: Sequence[Vector],
+        changed_by: str | None,
+        reason: str,
     ) -> int:
-        existing = db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
-        if existing:
-            raise Conflict(f"memory {memory.memory_id} already exists", memory_id=memory.memory_id)
-        db.execute(
+        """New memories with their entities, vectors, first versions and changes, each
+        table written by one statement for all of them; the last change's seq (0 for none)."""
+        if not memories:
+            return 0
+        ids = [memory.memory_id for memory in memories]
+        taken: set[str] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            taken.update(
+                row[0]
+                for row in db.execute(f"SELECT memory_id FROM memories WHERE memory_id IN ({_marks(chunk)})", chunk)
+            )
+        seen: set[str] = set()
+        for memory_id in ids:
+            if memory_id in taken or memory_id in seen:
+                raise Conflict(f"memory {memory_id} already exists", memory_id=memory_id)
+            seen.add(memory_id)
+        db.executemany(
             f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
-            (*_row(memory), memory.digest),
+            [(*_row(memory), memory.digest) for memory in memories],
         )
-        self._put_entities(db, memory)
-        self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
-        self._put_version(db, memory, changed_by, reason)
-        return self._log(db, memory, "insert")
+        db.executemany(_INSERT_ENTITY, [row for memory in memories for row in _entity_rows(memory)])
+        db.executemany(
+            _INSERT_VECTOR,
+            [
+                _vector_row(memory.memory_id, memory.embedding_model, vector)
+                for memory, vector in zip(memories, vectors, strict=True)
+            ],
+        )
+        db.executemany(_INSERT_VERSION, [_version_row(memory, changed_by, reason) for memory in memories])
+        db.executemany(_INSERT_CHANGE, [_change_row(memory, "insert") for memory in memories])
+        seq = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+        return int(seq)
 
     def _update_row(
         self, db: sqlite3.Connection, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
@@ -513,43 +541,19 @@ class SqliteStore:
 
     @staticmethod
     def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:
-        names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
-        db.executemany(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(memory.memory_id, key, memory.namespace, name, to_iso(memory.created_at)) for key, name in names.items()],
-        )
+        db.executemany(_INSERT_ENTITY, _entity_rows(memory))
 
     @staticmethod
     def _put_vector(db: sqlite3.Connection, memory_id: str, model: str, vector: Vector) -> None:
-        data = np.ascontiguousarray(vector, dtype=np.float32)
-        db.execute(
-            "INSERT OR REPLACE INTO vectors (memory_id, model, dim, vector) VALUES (?, ?, ?, ?)",
-            (memory_id, model, int(data.shape[0]), data.tobytes()),
-        )
+        db.execute(_INSERT_VECTOR, _vector_row(memory_id, model, vector))
 
     @staticmethod
     def _put_version(db: sqlite3.Connection, memory: Memory, changed_by: str | None, reason: str) -> None:
-        db.execute(
-            "INSERT INTO memory_versions (memory_id, version, namespace, record, changed_at, changed_by, reason) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory.memory_id,
-                memory.version,
-                memory.namespace,
-                json.dumps(memory_to_dict(memory), ensure_ascii=False),
-                to_iso(memory.updated_at),
-                changed_by,
-                reason,
-            ),
-        )
+        db.execute(_INSERT_VERSION, _version_row(memory, changed_by, reason))
 
     @staticmethod
     def _log(db: sqlite3.Connection, memory: Memory, op: str) -> int:
-        cur = db.execute(
-            "INSERT INTO changes (memory_id, namespace, op, at) VALUES (?, ?, ?, ?)",
-            (memory.memory_id, memory.namespace, op, to_iso(memory.updated_at)),
-        )
+        cur = db.execute(_INSERT_CHANGE, _change_row(memory, op))
         assert cur.lastrowid is not None
         return cur.lastrowid
 
@@ -915,6 +919,46 @@ def _memory(row: Sequence[Any]) -> Memory:
         key=row[20],
         metadata=json.loads(row[21]),
     )
+
+
+_INSERT_ENTITY = (
+    "INSERT OR IGNORE INTO memory_entities (memory_id, entity, namespace, name, created_at) VALUES (?, ?, ?, ?, ?)"
+)
+_INSERT_VECTOR = "INSERT OR REPLACE INTO vectors (memory_id, model, dim, vector) VALUES (?, ?, ?, ?)"
+_INSERT_VERSION = (
+    "INSERT INTO memory_versions (memory_id, version, namespace, record, changed_at, changed_by, reason) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_CHANGE = "INSERT INTO changes (memory_id, namespace, op, at) VALUES (?, ?, ?, ?)"
+# Ids bound in one ``IN (...)`` (SQLite's default limit on variables is 32,766).
+_IN_CHUNK = 500
+
+
+def _entity_rows(memory: Memory) -> list[tuple[str, str, str, str, str]]:
+    names = {key: name for name, key in zip(memory.entities, _keys(memory.entities), strict=True)}
+    created = to_iso(memory.created_at)
+    return [(memory.memory_id, key, memory.namespace, name, created) for key, name in names.items()]
+
+
+def _vector_row(memory_id: str, model: str, vector: Vector) -> tuple[str, str, int, bytes]:
+    data = np.ascontiguousarray(vector, dtype=np.float32)
+    return (memory_id, model, int(data.shape[0]), data.tobytes())
+
+
+def _version_row(memory: Memory, changed_by: str | None, reason: str) -> tuple[object, ...]:
+    return (
+        memory.memory_id,
+        memory.version,
+        memory.namespace,
+        json.dumps(memory_to_dict(memory), ensure_ascii=False),
+        to_iso(memory.updated_at),
+        changed_by,
+        reason,
+    )
+
+
+def _change_row(memory: Memory, op: str) -> tuple[str, str, str, str]:
+    return (memory.memory_id, memory.namespace, op, to_iso(memory.updated_at))
 
 
 def _keys(entities: Sequence[str]) -> list[str]:

@@ -363,3 +363,17 @@ def test_similarities_over_more_ids_than_one_chunk(index: VectorIndex) -> None:
     assert len(found) == 10_000
     expected = vectors @ vectors[9_999]
     assert max(abs(found[f"m-{i}"] - float(expected[i])) for i in range(10_000)) < 1e-4
+
+
+def test_search_many_answers_each_row_as_search_does(index: VectorIndex) -> None:
+    vectors = unit_rows(3000, seed=5)
+    index.upsert(names(3000), vectors)
+    index.remove(names(3000)[::7])  # removed labels stay in the graph: they must not be answered
+    queries = np.vstack([vectors[:40], unit_rows(10, seed=6)])
+    for k in (1, 10, 200):
+        assert index.search_many(queries, k) == [index.search(query, k) for query in queries]
+    assert index.search_many(queries[:0], 10) == []
+    small = INDEX_BACKENDS["hnsw"]()
+    small.upsert(names(3), vectors[:3])
+    # More neighbours asked than there are ids: every id, as ``search`` answers.
+    assert small.search_many(vectors[:2], 10) == [small.search(vectors[0], 10), small.search(vectors[1], 10)]

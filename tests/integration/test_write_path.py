@@ -14,11 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from engine.adapters.bm25_lexical import build_scorer
+from engine.adapters.hnsw_index import HnswIndex
 from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
+from engine.config import load_config
 from engine.conflicts import CANDIDATES_PER_CHANNEL
-from engine.records import MemoryDraft, Scope, Status
+from engine.fast_network import FastNetwork
+from engine.index_keeper import IndexKeeper
+from engine.recall import EXACT_DIRECT
+from engine.records import MemoryDraft, MemoryFilter, Scope, Status
 from engine.service import MemoryService, SaveResult
-from tests.conftest import FrozenClock
+from engine.writing import DEDUP_NEIGHBOURS
+from tests.conftest import FrozenClock, HashingEmbedder
 from tests.contract.test_store_contract import NS as CONTRACT_NS
 from tests.contract.test_store_contract import mem, put
 from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
@@ -216,3 +223,46 @@ def test_a_vector_sits_in_its_row_and_a_file_made_before_keeps_its_vectors(tmp_p
         assert np.array_equal(reopened.vectors([memories[0].memory_id], model)[memories[0].memory_id], vectors[1])
     finally:
         reopened.close()
+
+
+def test_a_batch_finds_the_neighbours_one_search_each_would(tmp_path: Path) -> None:
+    """``SaveJudge.neighbours`` searches the whole batch at once (past ``EXACT_DIRECT``,
+    where the semantic channel is HNSW): the same rows and cosines as one
+    ``Recaller.nearest`` per memory, including a memory whose closest neighbours all fail
+    the filter (archived), which widens alone."""
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    store.open()
+    embedder = HashingEmbedder()
+    keeper = IndexKeeper(
+        store,
+        embedder,
+        new_index=lambda: HnswIndex(embedder.dim, model=embedder.name, search_threads=2),
+        new_network=lambda: FastNetwork(build_scorer, model=embedder.name, dim=embedder.dim),
+        directory=tmp_path,
+    )
+    keeper.start(None)
+    service = MemoryService(load_config(env={}, data_dir=tmp_path), store, keeper, embedder)
+    try:
+        rng = random.Random(11)
+        texts = [" ".join(rng.sample(VOCABULARY, 5)) + f" {n}" for n in range(EXACT_DIRECT + 300)]
+        hidden = [f"{' '.join(['saddle'] * 6)} quarry {n}" for n in range(40)]  # all archived
+        memories = [mem(text, namespace=NS, embedding_model=embedder.name) for text in texts]
+        memories += [mem(text, namespace=NS, embedding_model=embedder.name, status=Status.ARCHIVED) for text in hidden]
+        store.insert(memories, list(embedder.embed_documents([m.content for m in memories])), changed_by=None)
+        keeper.catch_up()
+        asked = [*rng.sample(texts, 30), "saddle saddle saddle saddle saddle saddle quarry"]
+        vectors = embedder.embed_documents(asked)
+        now = service.now()
+        for pool in (DEDUP_NEIGHBOURS, CANDIDATES_PER_CHANNEL):
+            batch = service.judge.neighbours([NS] * len(asked), vectors, now, pool)
+            net, whole = keeper.network, Scope.whole([NS])
+            with net.reading():
+                alone = [service.recaller.nearest(net, v, whole, MemoryFilter(), now, pool=pool) for v in vectors]
+            for (rows, cosines), (one_rows, one_cosines) in zip(batch, alone, strict=True):
+                assert rows.tolist() == one_rows.tolist()
+                assert cosines.tolist() == one_cosines.tolist()
+            assert all(len(rows) == pool for rows, _ in batch[:-1])
+            hidden_rows = {net.row_of(m.memory_id) for m in memories[-len(hidden) :]}
+            assert len(batch[-1][0]) and not set(batch[-1][0].tolist()) & hidden_rows
+    finally:
+        service.close()
