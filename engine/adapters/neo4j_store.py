@@ -93,6 +93,8 @@ _VECTOR_BYTES = np.dtype("<f4")
 
 EDGE_KINDS: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS", "MERGED_INTO", "RELATED_TO", "NEXT"})
 _METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+# Tries of a MERGE that a racing writer's node made fail on a uniqueness constraint.
+_MERGE_TRIES = 5
 # Rows fetched per round trip when metadata filters are checked in Python.
 _SCAN_CHUNK = 500
 
@@ -709,7 +711,16 @@ class Neo4jStore:
                 at = to_iso(utcnow())
                 _log(tx, [{**row, "op": "reembed", "at": at} for row in held])
 
-        self._write("put_vectors", work)
+        for attempt in range(_MERGE_TRIES):
+            try:
+                self._write("put_vectors", work)
+                return
+            except Conflict:
+                # Where the lock does not make writers wait (ArcadeDB's optimistic
+                # transactions), a racing writer may create the same (memory, model) node
+                # first and the constraint refuses ours at commit: the next try merges onto it.
+                if attempt == _MERGE_TRIES - 1:
+                    raise
 
     def take_lease(self, name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
         def work(tx: neo4j.ManagedTransaction) -> bool:
