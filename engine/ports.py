@@ -263,7 +263,9 @@ class Store(Protocol):
         ``embedding_model`` and ``embedding_version`` are set to say that this
         vector is now the one in use, and each such memory is one change (op
         ``reembed``), so that every replica's index picks up the new vector;
-        without it, no change."""
+        without it, no change. With ``embedding_version`` (a re-embedding), a
+        memory that has a ``model`` vector by the time of the write keeps it: one
+        stored since the caller looked came with an edit and is of the newer text."""
         ...
 
     def purge(self, namespace: str, memory_id: str) -> int:

@@ -182,6 +182,14 @@ SET m._lock = true
 RETURN m.memory_id AS memory_id, m.namespace AS namespace
 """
 
+_LOCK_FOR_VECTORS: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+SET m._lock = true
+RETURN m.memory_id AS memory_id, m.namespace AS namespace,
+       EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) } AS has_vector
+"""
+
 _UNLOCK_MEMORIES: LiteralString = """
 UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
@@ -711,15 +719,24 @@ class Neo4jStore:
         def work(tx: neo4j.ManagedTransaction) -> None:
             # Locked, then merged: two writers of one memory's vector take turns and leave one
             # node. Ids purged meanwhile match no memory and get no vector.
-            held = tx.run(_LOCK_MEMORIES, ids=ids).data()
-            tx.run(_MERGE_EMBEDDINGS, rows=rows).consume()
+            held = tx.run(_LOCK_FOR_VECTORS, ids=ids, model=model).data()
+            if embedding_version is not None:
+                # A re-embedding: a vector of this model stored since the caller looked (an
+                # edit's, on another replica, for its new text) is newer than this one.
+                held = [row for row in held if not row["has_vector"]]
+            wanted = {row["memory_id"] for row in held}
+            tx.run(_MERGE_EMBEDDINGS, rows=[row for row in rows if row["memory_id"] in wanted]).consume()
             tx.run(_UNLOCK_MEMORIES, ids=ids).consume()
             if embedding_version is not None and held:
-                tx.run(_MARK_MODEL, ids=ids, model=model, embedding_version=embedding_version).consume()
+                tx.run(_MARK_MODEL, ids=sorted(wanted), model=model, embedding_version=embedding_version).consume()
                 # The record now says which vector is in use: other replicas' index keepers
                 # catch up from these changes and index the new vectors.
                 at = to_iso(utcnow())
-                _log(tx, [{**row, "op": "reembed", "at": at} for row in held])
+                changes = [
+                    {"memory_id": row["memory_id"], "namespace": row["namespace"], "op": "reembed", "at": at}
+                    for row in held
+                ]
+                _log(tx, changes)
 
         for attempt in range(_MERGE_TRIES):
             try:

@@ -428,6 +428,13 @@ class SqliteStore:
                 row = db.execute("SELECT namespace FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
                 if row is None:
                     continue  # purged meanwhile: a vector without its memory would never be cleaned up
+                if (
+                    embedding_version is not None
+                    and db.execute(
+                        "SELECT 1 FROM vectors WHERE memory_id = ? AND model = ?", (memory_id, model)
+                    ).fetchone()
+                ):
+                    continue  # re-embedding: a vector an edit stored since the caller looked is newer
                 self._put_vector(db, memory_id, model, vector)
                 if embedding_version is not None:
                     db.execute(

@@ -891,6 +891,18 @@ def test_put_vectors_can_mark_the_model_in_use_and_skips_purged_ids(store: Store
     assert store.changes_since(seq, 10) == [Change(seq + 1, a.memory_id, NS, "reembed")]
 
 
+def test_a_re_embedding_leaves_a_vector_an_edit_stored_meanwhile(store: Store) -> None:
+    (m,) = put(store, mem())
+    # The re-embedder found no model-b vector and embedded the text it read; meanwhile an
+    # edit stored the new text's vector under model-b.
+    edit = m.evolve(content="new text", version=2, embedding_model="model-b")
+    store.update(edit, vec(50), changed_by=None, reason="edit")
+    seq = store.last_seq()
+    store.put_vectors({m.memory_id: vec(51)}, "model-b", embedding_version="2")
+    np.testing.assert_array_equal(store.vectors([m.memory_id], "model-b")[m.memory_id], vec(50))
+    assert store.last_seq() == seq
+
+
 def test_scan_walks_one_namespace_in_id_order_whatever_the_status(store: Store) -> None:
     mine = put(store, *(mem() for _ in range(7)))
     deleted = mine[3].evolve(status=Status.DELETED, version=2)
