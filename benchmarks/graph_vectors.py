@@ -31,7 +31,6 @@ import platform
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,29 +41,19 @@ sys.path.insert(0, str(HERE.parent))
 
 from engine.adapters import neo4j_store  # noqa: E402
 from engine.adapters.neo4j_store import Neo4jStore  # noqa: E402
-from engine.records import Memory, Source, new_memory_id  # noqa: E402
+from engine.records import Memory, new_memory_id  # noqa: E402
 from tests.bolt import ArcadeDBServer, start_arcadedb  # noqa: E402
+from tests.integration.test_neo4j_store import memory  # noqa: E402
 
 MODEL = "bench-model"
 BATCH = 500
 REBUILD_PAGE = 2048
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def memories(size: int) -> list[Memory]:
     return [
-        Memory(
-            memory_id=new_memory_id(),
-            namespace="bench",
-            content=f"memory number {n} with a sentence of ordinary length about something",
-            category="fact",
-            base_score=0.5,
-            importance=0.5,
-            source=Source.USER_INPUT,
-            created_at=T0,
-            updated_at=T0,
-            last_accessed_at=T0,
-            embedding_model=MODEL,
+        memory(new_memory_id()).evolve(
+            content=f"memory number {n} with a sentence of ordinary length about something", embedding_model=MODEL
         )
         for n in range(size)
     ]

@@ -546,39 +546,30 @@ def test_reinforce_applies_every_event_in_order(store: Store) -> None:
     assert len(store.versions(SCOPE, m.memory_id)) == versions
 
 
-def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_access(store: Store) -> None:
-    (m,) = put(store, mem())
-    read_before = store.get(SCOPE, m.memory_id)
-    assert read_before is not None
-    store.reinforce([(m.memory_id, 0.1, T0 + timedelta(days=2))], _add_bonus)
-    store.update(read_before.evolve(content="edited", version=2), None, changed_by="tester", reason="edit")
-    after = store.get(SCOPE, m.memory_id)
-    assert after is not None and after.content == "edited"
-    assert after.access_count == 1
-    assert after.last_accessed_at == T0 + timedelta(days=2)
-
-
-def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_score(store: Store) -> None:
+def _read_before_a_reinforcement(store: Store) -> Memory:
     (m,) = put(store, mem(base_score=0.2))
     read_before = store.get(SCOPE, m.memory_id)
     assert read_before is not None
     store.reinforce([(m.memory_id, 0.1, T0 + timedelta(days=2))], _add_bonus)
+    return read_before
+
+
+def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_access(store: Store) -> None:
+    read_before = _read_before_a_reinforcement(store)
     store.update(read_before.evolve(content="edited", version=2), None, changed_by="tester", reason="edit")
-    after = store.get(SCOPE, m.memory_id)
+    after = store.get(SCOPE, read_before.memory_id)
     assert after is not None and after.content == "edited"
-    assert (after.base_score, after.access_count) == (pytest.approx(0.3), 1)
+    assert (after.access_count, after.base_score) == (1, pytest.approx(0.3))
+    assert after.last_accessed_at == T0 + timedelta(days=2)
     # The version kept is the record as written, use included.
-    assert store.versions(SCOPE, m.memory_id)[-1].record == after
+    assert store.versions(SCOPE, after.memory_id)[-1].record == after
 
 
 def test_an_edit_that_sets_the_score_sets_it_over_a_reinforcement(store: Store) -> None:
-    (m,) = put(store, mem(base_score=0.2))
-    read_before = store.get(SCOPE, m.memory_id)
-    assert read_before is not None
-    store.reinforce([(m.memory_id, 0.1, T0 + timedelta(days=2))], _add_bonus)
+    read_before = _read_before_a_reinforcement(store)
     edit = read_before.evolve(base_score=0.9, version=2)
     store.update(edit, None, changed_by="tester", reason="edit", sets_base_score=True)
-    after = store.get(SCOPE, m.memory_id)
+    after = store.get(SCOPE, read_before.memory_id)
     assert after is not None
     assert (after.base_score, after.access_count) == (pytest.approx(0.9), 1)
 

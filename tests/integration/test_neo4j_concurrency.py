@@ -12,30 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.records import Memory, Scope, Source, new_memory_id
+from engine.records import Memory, Scope, new_memory_id
 from tests.bolt import BoltTarget
-from tests.integration.bolt_writer import BONUS, JOB_VARIABLE, T0
+from tests.integration.bolt_writer import BONUS, JOB_VARIABLE
+from tests.integration.test_neo4j_store import memory as stored_memory
 
 ROUNDS = 15
 REINFORCEMENTS = 60
-NS = "ns"
+NS = "ns"  # the namespace of test_neo4j_store.memory
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def memory() -> Memory:
-    return Memory(
-        memory_id=new_memory_id(),
-        namespace=NS,
-        content="a memory two processes edit",
-        category="fact",
-        base_score=0.1,
-        importance=0.5,
-        source=Source.USER_INPUT,
-        created_at=T0,
-        updated_at=T0,
-        last_accessed_at=T0,
-        embedding_model="m",
-    )
+    return stored_memory(new_memory_id()).evolve(content="a memory two processes edit", base_score=0.1)
 
 
 @pytest.mark.slow

@@ -22,31 +22,20 @@ from neo4j import exceptions as neo4j_errors
 from engine.adapters import neo4j_migrations, open_service
 from engine.adapters.neo4j_store import Neo4jStore
 from engine.config import load_config
-from engine.records import Memory, MemoryDraft, Source, new_memory_id
+from engine.records import Memory, MemoryDraft, new_memory_id
 from engine.reembed import LEASE, Reembedder
 from engine.service import MemoryService
 from tests.bolt import BoltTarget
 from tests.conftest import HashingEmbedder
+from tests.integration.test_neo4j_store import memory as stored_memory
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-MODEL = "m"
+MODEL = "m"  # the model of test_neo4j_store.memory
 TTL = timedelta(seconds=30)
 
 
 def memory(memory_id: str | None = None) -> Memory:
-    return Memory(
-        memory_id=memory_id or new_memory_id(),
-        namespace="ns",
-        content="a memory",
-        category="fact",
-        base_score=0.5,
-        importance=0.5,
-        source=Source.USER_INPUT,
-        created_at=T0,
-        updated_at=T0,
-        last_accessed_at=T0,
-        embedding_model=MODEL,
-    )
+    return stored_memory(memory_id or new_memory_id())
 
 
 @pytest.fixture
