@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -239,10 +239,18 @@ class Store(Protocol):
         *,
         changed_by: str | None,
         reason: str,
+        sets_base_score: bool = False,
     ) -> int:
         """Replace a memory's record with ``memory`` (whose version must be the
         stored version + 1, else ``Conflict``), keep the old version, replace the
-        vector when one is given; return the seq."""
+        vector when one is given; return the seq.
+
+        Applied to the stored record as it is when the write takes its lock, so that
+        use landing after the caller read the record (from this process or another)
+        is kept: ``access_count`` and ``last_accessed_at`` never go back; the stored
+        ``base_score`` stays unless ``sets_base_score`` (an edit that sets the score);
+        ``embedding_model`` and ``embedding_version`` stay unless a vector is given.
+        The record kept as the new version is the one written."""
         ...
 
     def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
@@ -256,9 +264,14 @@ class Store(Protocol):
 
     def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
         """Store (or replace) vectors of ``model`` for existing memories, for a
-        model change or a rebuild; creates no version and no change. With
-        ``embedding_version``, each record's ``embedding_model`` and
-        ``embedding_version`` are set to say that this vector is now the one in use."""
+        model change or a rebuild; one vector per (memory, model) however many
+        writers race, and no version. With ``embedding_version``, each record's
+        ``embedding_model`` and ``embedding_version`` are set to say that this
+        vector is now the one in use, and each such memory is one change (op
+        ``reembed``), so that every replica's index picks up the new vector;
+        without it, no change. With ``embedding_version`` (a re-embedding), a
+        memory that has a ``model`` vector by the time of the write keeps it: one
+        stored since the caller looked came with an edit and is of the newer text."""
         ...
 
     def purge(self, namespace: str, memory_id: str) -> int:
@@ -457,6 +470,24 @@ class Store(Protocol):
     def missing_vector_models(self, model: str) -> dict[str, int]:
         """For the memories ``missing_vectors`` would walk: how many there are, by
         the ``embedding_model`` their record names (the model of the vector they have)."""
+        ...
+
+
+@runtime_checkable
+class Leases(Protocol):
+    """Named leases with an expiry, held by one holder at a time across every process
+    sharing the store (one re-embedder among replicas). A store that only one process
+    opens at a time needs none."""
+
+    def take_lease(self, name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
+        """Take or renew the lease ``name`` for ``holder`` until ``now + ttl``; True when
+        ``holder`` holds it now. Refused (False) while another holder's lease runs; an
+        expired lease is taken over. ``now`` comes from the caller's clock: replicas'
+        clocks must agree to well within ``ttl``."""
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up at once, if ``holder`` holds it (else nothing happens)."""
         ...
 
 

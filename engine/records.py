@@ -125,6 +125,22 @@ class Memory:
     def evolve(self, **changes: Any) -> Memory:
         return replace(self, **changes)
 
+    def over(self, stored: Memory, *, revectored: bool, sets_base_score: bool) -> Memory:
+        """This edit written over ``stored``, the record as it is now (see ``Store.update``).
+
+        Use and vectors write no version, so they may have changed since the edit's
+        record was read, perhaps by another process: accesses only accumulate, the
+        base score is the edit's only when it sets one, and the vector fields only
+        when the edit stores a vector."""
+        return replace(
+            self,
+            access_count=max(self.access_count, stored.access_count),
+            last_accessed_at=max(self.last_accessed_at, stored.last_accessed_at),
+            base_score=self.base_score if sets_base_score else stored.base_score,
+            embedding_model=self.embedding_model if revectored else stored.embedding_model,
+            embedding_version=self.embedding_version if revectored else stored.embedding_version,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryDraft:

@@ -9,27 +9,48 @@ change meanwhile, store the vectors (marking each record's ``embedding_model``)
 and move the memories into the main index (``IndexKeeper.adopt``). Until a
 memory is done, recall finds it through the legacy index of the previous
 model's vectors (see ``engine/index_keeper.py``).
+
+Replicas sharing a store run one re-embedder at a time: where the store keeps
+leases (``engine.ports.Leases``), ``run`` takes the ``reembed`` lease before each
+batch (renewing it) and gives it up at the end. A replica that finds it held
+waits ("waiting"), polling, until the holder is done or its lease runs out
+(a replica that died mid-way), then takes over where the store says it stopped.
+The holder's stored vectors each log a change, so the waiting replicas' indexes
+pick them up as they catch up.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from engine.errors import StoreError
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Store
+from engine.ports import Embedder, Leases, Store
+from engine.records import utcnow
 
 log = logging.getLogger(__name__)
+
+LEASE = "reembed"
+# Renewed before every batch, so it must outlast the slowest batch by a wide margin.
+LEASE_TTL = timedelta(seconds=120)
+# How often a waiting replica looks again.
+LEASE_POLL_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
     model: str
-    # "idle" (nothing to do), "running", "paused" (not started), "done", or "failed".
+    # "idle" (nothing to do), "running", "waiting" (another replica holds the lease),
+    # "paused" (not started), "done", or "failed".
     state: str
     total: int
     done: int
@@ -61,6 +82,10 @@ class Reembedder:
         lock: AbstractContextManager[object],
         batch: int,
         monotonic: Callable[[], float] = time.monotonic,
+        lease: Leases | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        lease_ttl: timedelta = LEASE_TTL,
+        lease_poll_s: float = LEASE_POLL_S,
     ) -> None:
         self._store = store
         self._keeper = keeper
@@ -75,6 +100,12 @@ class Reembedder:
         self._done = 0
         self._started: float | None = None
         self._error: str | None = None
+        self._lease = lease
+        self._clock = clock
+        self._lease_ttl = lease_ttl
+        self._lease_poll_s = lease_poll_s
+        # Who holds the lease, as other replicas (and an operator reading the graph) see it.
+        self.holder = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 
     def remaining(self) -> int:
         return sum(self._store.missing_vector_models(self._embedder.name).values())
@@ -112,18 +143,43 @@ class Reembedder:
         self._error = None
         log.info("re-embedding %d memories for %s", self._total, self._embedder.name)
         try:
-            while not self._stop.is_set() and self.step():
-                pass
+            while not self._stop.is_set():
+                if not self._hold_lease():
+                    self._state = "waiting"
+                    if not self.remaining():
+                        break  # the holder finished the work
+                    self._stop.wait(self._lease_poll_s)
+                    continue
+                self._state = "running"
+                if not self.step():
+                    break
         except Exception as exc:
             # The job has no caller to raise to; say it, keep the state, resume at next start.
             self._state = "failed"
             self._error = str(exc)
             log.exception("re-embedding for %s failed after %d memories", self._embedder.name, self._done)
             return self.progress()
+        finally:
+            self._release_lease()
         self._state = "paused" if self._stop.is_set() else "done"
         if self._state == "done":
             log.info("re-embedding for %s done: %d memories", self._embedder.name, self._done)
         return self.progress()
+
+    def _hold_lease(self) -> bool:
+        """Take or renew the lease for the next batch; True without a lease to take."""
+        if self._lease is None:
+            return True
+        return self._lease.take_lease(LEASE, self.holder, self._clock(), self._lease_ttl)
+
+    def _release_lease(self) -> None:
+        if self._lease is None:
+            return
+        try:
+            self._lease.release_lease(LEASE, self.holder)
+        except StoreError:
+            # Nothing is lost: the lease runs out by itself and another replica takes over.
+            log.warning("could not give up the re-embedding lease; it expires in %s", self._lease_ttl, exc_info=True)
 
     def step(self) -> int:
         """Re-embed one batch; return how many memories it stored (0: nothing left)."""

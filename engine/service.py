@@ -36,7 +36,17 @@ from engine.errors import (
 )
 from engine.index_keeper import IndexKeeper
 from engine.lifecycle import Consolidator, Schedule
-from engine.ports import BlockList, Edge, Embedder, ImportedRecord, Reinforcement, Store, TimeExpressions, Vector
+from engine.ports import (
+    BlockList,
+    Edge,
+    Embedder,
+    ImportedRecord,
+    Leases,
+    Reinforcement,
+    Store,
+    TimeExpressions,
+    Vector,
+)
 from engine.recall import Recaller, RecallQuery, RecallResult
 from engine.records import (
     Memory,
@@ -134,7 +144,12 @@ class MemoryService:
             guard=lambda memory: self.guard_record(memory)[0],
         )
         self.reembedder = Reembedder(
-            store, keeper, embedder, lock=self._write_lock, batch=config.lifecycle.reembed_batch
+            store,
+            keeper,
+            embedder,
+            lock=self._write_lock,
+            batch=config.lifecycle.reembed_batch,
+            lease=store if isinstance(store, Leases) else None,
         )
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
@@ -346,7 +361,9 @@ class MemoryService:
                 changes["embedding_model"] = self.embedder.name
                 changes["embedding_version"] = self.embedder.version
             updated = current.evolve(**changes)
-            self.store.update(updated, vector, changed_by=actor, reason=reason)
+            self.store.update(
+                updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
+            )
             self.keeper.catch_up()
         return updated
 

@@ -42,6 +42,7 @@ from engine.records import (
     Version,
     Visibility,
     entity_keys,
+    utcnow,
 )
 
 log = logging.getLogger(__name__)
@@ -348,9 +349,10 @@ class SqliteStore:
         *,
         changed_by: str | None,
         reason: str,
+        sets_base_score: bool = False,
     ) -> int:
         with self._write("update") as db:
-            return self._update_row(db, memory, vector, changed_by, reason)
+            return self._update_row(db, memory, vector, changed_by, reason, sets_base_score)
 
     def insert_linked(
         self,
@@ -414,22 +416,26 @@ class SqliteStore:
         return int(seq)
 
     def _update_row(
-        self, db: sqlite3.Connection, memory: Memory, vector: Vector | None, changed_by: str | None, reason: str
+        self,
+        db: sqlite3.Connection,
+        memory: Memory,
+        vector: Vector | None,
+        changed_by: str | None,
+        reason: str,
+        sets_base_score: bool = False,
     ) -> int:
-        row = db.execute("SELECT version, namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
-        if row is None or row[1] != memory.namespace:
+        row = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
+        stored = _memory(row) if row is not None else None
+        if stored is None or stored.namespace != memory.namespace:
             raise MemoryNotFound(memory.memory_id, memory.namespace)
-        if memory.version != row[0] + 1:
+        if memory.version != stored.version + 1:
             raise Conflict(
-                f"memory {memory.memory_id} is at version {row[0]}, cannot write version {memory.version}",
+                f"memory {memory.memory_id} is at version {stored.version}, cannot write version {memory.version}",
                 memory_id=memory.memory_id,
             )
-        # Accesses only accumulate: an edit written from a record read before the latest
-        # reinforcement landed keeps that reinforcement.
-        assignments = ", ".join(
-            f"{col} = MAX({col}, ?)" if col in ("access_count", "last_accessed_at") else f"{col} = ?"
-            for col in (name.strip() for name in _COLUMNS.split(",")[1:])
-        )
+        # Use and vectors that landed after the edit's record was read are kept.
+        memory = memory.over(stored, revectored=vector is not None, sets_base_score=sets_base_score)
+        assignments = ", ".join(f"{col} = ?" for col in (name.strip() for name in _COLUMNS.split(",")[1:]))
         db.execute(
             f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
             (*_row(memory)[1:], memory.digest, memory.memory_id),
@@ -460,14 +466,28 @@ class SqliteStore:
 
     def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
         with self._write("put_vectors") as db:
+            at = to_iso(utcnow())
             for memory_id, vector in vectors.items():
-                if not db.execute("SELECT 1 FROM memories WHERE memory_id = ?", (memory_id,)).fetchone():
+                row = db.execute("SELECT namespace FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
+                if row is None:
                     continue  # purged meanwhile: a vector without its memory would never be cleaned up
+                if (
+                    embedding_version is not None
+                    and db.execute(
+                        "SELECT 1 FROM vectors WHERE memory_id = ? AND model = ?", (memory_id, model)
+                    ).fetchone()
+                ):
+                    continue  # re-embedding: a vector an edit stored since the caller looked is newer
                 self._put_vector(db, memory_id, model, vector)
                 if embedding_version is not None:
                     db.execute(
                         "UPDATE memories SET embedding_model = ?, embedding_version = ? WHERE memory_id = ?",
                         (model, embedding_version, memory_id),
+                    )
+                    # Other processes over the file index the new vector from this change.
+                    db.execute(
+                        "INSERT INTO changes (memory_id, namespace, op, at) VALUES (?, ?, 'reembed', ?)",
+                        (memory_id, row[0], at),
                     )
 
     def purge(self, namespace: str, memory_id: str) -> int:

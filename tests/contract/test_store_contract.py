@@ -22,6 +22,7 @@ from engine.adapters.sqlite_store import SqliteStore
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.ports import Edge, ImportedRecord, Store, Vector
 from engine.records import (
+    Change,
     Memory,
     MemoryFilter,
     Scope,
@@ -545,16 +546,42 @@ def test_reinforce_applies_every_event_in_order(store: Store) -> None:
     assert len(store.versions(SCOPE, m.memory_id)) == versions
 
 
-def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_access(store: Store) -> None:
-    (m,) = put(store, mem())
+def _read_before_a_reinforcement(store: Store) -> Memory:
+    (m,) = put(store, mem(base_score=0.2))
     read_before = store.get(SCOPE, m.memory_id)
     assert read_before is not None
     store.reinforce([(m.memory_id, 0.1, T0 + timedelta(days=2))], _add_bonus)
+    return read_before
+
+
+def test_an_edit_from_a_record_read_before_a_reinforcement_keeps_its_access(store: Store) -> None:
+    read_before = _read_before_a_reinforcement(store)
+    store.update(read_before.evolve(content="edited", version=2), None, changed_by="tester", reason="edit")
+    after = store.get(SCOPE, read_before.memory_id)
+    assert after is not None and after.content == "edited"
+    assert (after.access_count, after.base_score) == (1, pytest.approx(0.3))
+    assert after.last_accessed_at == T0 + timedelta(days=2)
+    # The version kept is the record as written, use included.
+    assert store.versions(SCOPE, after.memory_id)[-1].record == after
+
+
+def test_an_edit_that_sets_the_score_sets_it_over_a_reinforcement(store: Store) -> None:
+    read_before = _read_before_a_reinforcement(store)
+    edit = read_before.evolve(base_score=0.9, version=2)
+    store.update(edit, None, changed_by="tester", reason="edit", sets_base_score=True)
+    after = store.get(SCOPE, read_before.memory_id)
+    assert after is not None
+    assert (after.base_score, after.access_count) == (pytest.approx(0.9), 1)
+
+
+def test_an_edit_without_a_vector_keeps_a_re_embedding_that_landed_after_its_read(store: Store) -> None:
+    (m,) = put(store, mem())
+    read_before = store.get(SCOPE, m.memory_id)
+    assert read_before is not None
+    store.put_vectors({m.memory_id: vec(40)}, "model-b", embedding_version="2")
     store.update(read_before.evolve(content="edited", version=2), None, changed_by="tester", reason="edit")
     after = store.get(SCOPE, m.memory_id)
-    assert after is not None and after.content == "edited"
-    assert after.access_count == 1
-    assert after.last_accessed_at == T0 + timedelta(days=2)
+    assert after is not None and (after.embedding_model, after.embedding_version) == ("model-b", "2")
 
 
 def test_reinforce_hands_rescore_the_current_record(store: Store) -> None:
@@ -921,6 +948,19 @@ def test_put_vectors_can_mark_the_model_in_use_and_skips_purged_ids(store: Store
     assert marked.version == 1
     assert untouched == b
     assert store.vectors(["absent"], "model-b") == {}
+    # The record names another vector now: one change, so that other replicas index it.
+    assert store.changes_since(seq, 10) == [Change(seq + 1, a.memory_id, NS, "reembed")]
+
+
+def test_a_re_embedding_leaves_a_vector_an_edit_stored_meanwhile(store: Store) -> None:
+    (m,) = put(store, mem())
+    # The re-embedder found no model-b vector and embedded the text it read; meanwhile an
+    # edit stored the new text's vector under model-b.
+    edit = m.evolve(content="new text", version=2, embedding_model="model-b")
+    store.update(edit, vec(50), changed_by=None, reason="edit")
+    seq = store.last_seq()
+    store.put_vectors({m.memory_id: vec(51)}, "model-b", embedding_version="2")
+    np.testing.assert_array_equal(store.vectors([m.memory_id], "model-b")[m.memory_id], vec(50))
     assert store.last_seq() == seq
 
 
