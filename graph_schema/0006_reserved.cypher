@@ -1,0 +1,1 @@
+// Intentionally empty: this number carries no schema change.
