@@ -3,8 +3,9 @@
 ``open_service`` wires a ``MemoryService`` from a ``Config``: the store, the
 security store (tokens, blocks, audit), the embedder, and the vector index
 (loaded from the data directory and caught up, or rebuilt); which adapter each
-name opens is the table in ``engine.adapters.registry``. It takes an exclusive lock on the data directory, because the
-embedded SQLite mode keeps one in-process index per data directory. In server
+name opens is the table in ``engine.adapters.registry``. It takes an exclusive
+lock on the data directory, because the embedded SQLite mode keeps one
+in-process index per data directory. In server
 mode (``store = "neo4j"``) the data directory holds only that index, so several
 processes with a data directory each share one graph database; each index
 catches up from the store's change sequence.
