@@ -51,7 +51,6 @@ from datetime import datetime
 from typing import Any, Generic, LiteralString, TypeVar
 
 import neo4j
-from neo4j.exceptions import ConstraintError
 
 from engine.adapters import neo4j_migrations
 from engine.adapters.neo4j_store import _translate
@@ -284,9 +283,7 @@ class Neo4jSecurityStore:
         }
         try:
             self._run("store a token", _UPSERT_TOKEN, params)
-        except StoreError as exc:
-            if not isinstance(exc.__cause__, ConstraintError):
-                raise
+        except Conflict:
             # Replicas seeding the config's tokens at once: another created it first, where
             # the server does not make MERGE atomic. Now it matches, and is updated.
             self._run("store a token", _UPSERT_TOKEN, params)
@@ -388,9 +385,7 @@ class Neo4jSecurityStore:
         try:
             with _translate("block a source"), self._session() as session:
                 created = session.execute_write(work)
-        except StoreError as exc:
-            if not isinstance(exc.__cause__, ConstraintError):
-                raise
+        except Conflict:
             created = False  # another replica blocked it at the same moment
         self._blocked.clear()
         return created

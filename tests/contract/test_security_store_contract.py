@@ -209,3 +209,20 @@ def test_appenders_on_two_stores_make_one_chain(factory: SecurityFactory) -> Non
         report = verify_chain(store.audit_rows())
         assert report.ok, report.problems
         assert report.entries == 40
+
+
+def test_stores_racing_to_store_one_token_or_block_one_source_agree(factory: SecurityFactory) -> None:
+    stores = [factory() for _ in range(4)]
+    seed = _token("cfg-1", "ops", "*:a")
+
+    def start_up(store: SecurityStore) -> bool:
+        # What each replica does at start-up (the config's tokens), then an admin's block.
+        store.add_token(seed, hash_token("ops-token"))
+        return store.block(Block(BlockKind.AGENT, "mallory", "ops", AT))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        created = list(pool.map(start_up, stores))
+    assert sorted(created) == [False, False, False, True]
+    assert [t.token_id for t in stores[0].tokens()] == ["cfg-1"]
+    assert all(store.principal_for(hash_token("ops-token")) is not None for store in stores)
+    assert [b.value for b in stores[1].blocks()] == ["mallory"]
