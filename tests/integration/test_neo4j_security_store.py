@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from engine.adapters import neo4j_security_store
 from engine.adapters.neo4j_security_store import Neo4jSecurityStore, Recent
-from engine.security import Block, BlockKind, TokenRecord, hash_token, parse_grant
+from engine.security import AuditEvent, Block, BlockKind, TokenRecord, hash_token, parse_grant, verify_chain
 from tests.bolt import BoltTarget
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
@@ -104,3 +105,16 @@ def test_zero_seconds_remembers_nothing() -> None:
     recent: Recent[str, bool] = Recent(0, Ticks())
     recent.put("key", True, recent.stamp())
     assert recent.get("key") == (False, None)
+
+
+def test_verification_walks_the_chain_page_by_page(
+    replicas: tuple[Neo4jSecurityStore, Neo4jSecurityStore, Ticks], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two, _ = replicas
+    monkeypatch.setattr(neo4j_security_store, "_AUDIT_PAGE", 3)
+    for n in range(7):
+        (one if n % 2 else two).append_audit(AuditEvent("alice", "save", "ok", AT, f"req-{n}", ("user:1",)))
+    rows = list(one.audit_rows())
+    assert [row.seq for row in rows] == list(range(1, 8))
+    report = verify_chain(rows)
+    assert report.ok and report.entries == 7
