@@ -2,8 +2,10 @@
 
 A row is name → the config table that configures it → factories. ``store = "neo4j"``
 picks the ``neo4j`` row: its memories store and its security store both read
-``[neo4j]``. Adding a store is its adapter module(s) plus one row here (and its table
-in ``engine.config`` when it needs settings); nothing else chooses by name. The
+``[neo4j]``. Adding a store is its adapter module(s) plus one row here (its name also
+goes into ``engine.config.STORE_NAMES``, which the config, below the adapters, checks
+names against; and its table into ``engine.config`` when it needs settings); nothing
+else chooses by name. The
 factories return adapters not yet opened, and import their backend only when called,
 so a deployment without a backend's driver never loads it.
 
