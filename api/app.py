@@ -27,8 +27,9 @@ from api.mem0 import Mem0Controller
 from api.portability import PortabilityController
 from api.ratelimit import RateLimiter
 from api.sessions import SessionController
-from engine.adapters import open_security, open_sessions
+from engine.adapters import open_sessions
 from engine.config import Config
+from engine.errors import ConfigError
 from engine.security import check_bind
 from engine.service import MemoryService
 
@@ -52,24 +53,23 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
     @asynccontextmanager
     async def engine_lifespan(app: Litestar) -> AsyncIterator[None]:
         check_bind(config.auth.mode, config.server.host)
-        security = await anyio.to_thread.run_sync(open_security, config)
-        app.state.security = security
+        # The engine opens its security store beside its system of record and enforces its
+        # block list; the API authenticates and audits through the same one.
+        service = await anyio.to_thread.run_sync(open_engine, config)
+        app.state.service = service
         try:
-            service = await anyio.to_thread.run_sync(open_engine, config)
-            app.state.service = service
-            service.blocks = security  # blocked sources: their writes are refused (api/admin.py)
+            if service.security is None:
+                raise ConfigError("the engine was opened without a security store (tokens, blocks, audit)")
+            app.state.security = service.security
+            # Opening sessions promotes what expired while the service was down.
+            sessions = await anyio.to_thread.run_sync(open_sessions, config, service)
+            app.state.sessions = sessions
             try:
-                # Opening sessions promotes what expired while the service was down.
-                sessions = await anyio.to_thread.run_sync(open_sessions, config, service)
-                app.state.sessions = sessions
-                try:
-                    yield
-                finally:
-                    await anyio.to_thread.run_sync(sessions.stop)
+                yield
             finally:
-                await anyio.to_thread.run_sync(service.close)
+                await anyio.to_thread.run_sync(sessions.stop)
         finally:
-            security.close()
+            await anyio.to_thread.run_sync(service.close)
 
     return Litestar(
         route_handlers=[

