@@ -52,8 +52,7 @@ from typing import Any, Generic, LiteralString, TypeVar
 
 import neo4j
 
-from engine.adapters import neo4j_migrations
-from engine.adapters.neo4j_store import _translate
+from engine.adapters.neo4j_store import _translate, connect
 from engine.codec import from_iso, to_iso
 from engine.errors import Conflict, StoreError
 from engine.security import (
@@ -249,20 +248,14 @@ class Neo4jSecurityStore:
     # --- lifecycle --------------------------------------------------------------
 
     def open(self) -> None:
-        with _translate("open"):
-            driver = neo4j.GraphDatabase.driver(
-                self._uri,
-                auth=self._auth,
-                max_connection_pool_size=self._pool_size,
-                max_transaction_retry_time=self._retry_time,
-            )
-            try:
-                driver.verify_connectivity()
-                neo4j_migrations.migrate(driver, self._database, mode=self._migrations)
-            except BaseException:
-                driver.close()
-                raise
-            self._driver = driver
+        self._driver, _ = connect(
+            self._uri,
+            self._auth,
+            database=self._database,
+            pool_size=self._pool_size,
+            retry_time=self._retry_time,
+            migrations=self._migrations,
+        )
 
     def close(self) -> None:
         if self._driver is not None:

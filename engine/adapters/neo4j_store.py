@@ -569,6 +569,30 @@ RETURN m.memory_id AS memory_id, m.content AS content
 """
 
 
+def connect(
+    uri: str,
+    auth: tuple[str, str],
+    *,
+    database: str | None,
+    pool_size: int,
+    retry_time: float,
+    migrations: str,
+) -> tuple[neo4j.Driver, list[neo4j_migrations.Applied]]:
+    """A driver to the server, connected, with the schema migrated (or, ``migrations =
+    "check"``, verified); what the migrations did. Shared by the graph's adapters."""
+    with _translate("open"):
+        driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, max_connection_pool_size=pool_size, max_transaction_retry_time=retry_time
+        )
+        try:
+            driver.verify_connectivity()
+            applied = neo4j_migrations.migrate(driver, database, mode=migrations)
+        except BaseException:
+            driver.close()
+            raise
+    return driver, applied
+
+
 class Neo4jStore:
     """``Store`` over a Bolt server (see ``engine.ports.Store`` for the contract)."""
 
@@ -600,20 +624,14 @@ class Neo4jStore:
     # --- lifecycle --------------------------------------------------------------
 
     def open(self) -> None:
-        with _translate("open"):
-            driver = neo4j.GraphDatabase.driver(
-                self._uri,
-                auth=self._auth,
-                max_connection_pool_size=self._pool_size,
-                max_transaction_retry_time=self._retry_time,
-            )
-            try:
-                driver.verify_connectivity()
-                self.migrations = neo4j_migrations.migrate(driver, self._database, mode=self._migrations)
-            except BaseException:
-                driver.close()
-                raise
-            self._driver = driver
+        self._driver, self.migrations = connect(
+            self._uri,
+            self._auth,
+            database=self._database,
+            pool_size=self._pool_size,
+            retry_time=self._retry_time,
+            migrations=self._migrations,
+        )
 
     def integrity(self) -> str:
         # The graph database checks its own pages; Bolt offers no portable way to ask.
