@@ -182,12 +182,11 @@ class Recaller:
         if len(vectors) < 2 or len(net.rows_in(sight.namespaces)) <= EXACT_DIRECT or min(pool, size) <= 0:
             return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
         k = min(pool, size)
-        limit = self._config.recall.max_widened_candidates
         query = RecallQuery("", vectors[0], sight, flt, 1, pool, now, (), frozenset())
         found: list[tuple[Rows, Floats]] = []
         for vector, similar in zip(vectors, self._keeper.index.search_many(vectors, k), strict=True):
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
-            if len(rows) or k >= size or k >= limit:
+            if len(rows) or k >= size:
                 found.append((rows, cosines))  # where ``_semantic``'s first search stops
             else:
                 found.append(self.nearest(net, vector, sight, flt, now, pool=pool))
