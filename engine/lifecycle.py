@@ -59,7 +59,7 @@ from engine.records import (
     normalize_entities,
     same_audience,
 )
-from engine.scoring import current_score, decayed_base
+from engine.scoring import current_score, decayed_base, raw_cosine
 from engine.text import MERGE_MIN_OVERLAP, word_overlap
 
 log = logging.getLogger(__name__)
@@ -84,11 +84,13 @@ class Policy:
     max_content_chars: int
 
     @classmethod
-    def from_config(cls, config: Config) -> Policy:
+    def from_config(cls, config: Config, *, floor: float = 0.0) -> Policy:
+        """``floor``: the embedder's similarity floor; ``merge_cosine`` is set on the
+        calibrated scale (as ``dedup_cosine`` is) and read here in the model's cosines."""
         return cls(
             scoring=config.scoring,
             purge_after=timedelta(days=config.lifecycle.purge_after_days),
-            merge_cosine=config.lifecycle.merge_cosine,
+            merge_cosine=raw_cosine(config.lifecycle.merge_cosine, floor),
             max_content_chars=config.limits.max_content_chars,
         )
 
@@ -447,7 +449,7 @@ class Consolidator:
         check_namespace: Callable[[Sequence[str]], None],
     ) -> None:
         self._config = config
-        self._policy = Policy.from_config(config)
+        self._policy = Policy.from_config(config, floor=embedder.similarity_floor)
         self._store = store
         self._keeper = keeper
         self._embedder = embedder

@@ -101,6 +101,9 @@ class _Pool:
     context: dict[int, float] = field(default_factory=dict)
     next_to: dict[int, int] = field(default_factory=dict)  # row -> the seed its context came from
     exact: bool = False
+    # Cosines to the semantic signal (``scoring.semantic_scale``), set once the semantic,
+    # lexical and graph channels are in; until then, from the model's floor.
+    scale: scoring.SemanticScale = scoring.UNSCALED
 
     def rows(self) -> list[int]:
         return list(self.cosine)
@@ -155,6 +158,8 @@ class Recaller:
             self._legacy(net, query, pool)
             self._lexical(net, query, pool)
             self._graph(net, query, pool)
+            cosines = np.fromiter(pool.cosine.values(), dtype=np.float64, count=len(pool.cosine))
+            pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
             self._context(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
             order = self._ranked(net, query, pool, rows)
@@ -344,12 +349,12 @@ class Recaller:
     def _scores(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows, *, context: bool) -> Floats:
         """The fused score of ``rows``, summed in ``scoring.fuse``'s order (so the two agree
         to the bit); without the context signal when ``context`` is false."""
-        weights, floor = self._config.fusion, self._embedder.similarity_floor
+        weights = self._config.fusion
         listed = rows.tolist()
         cosine = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
         lexical = np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64)
         graph = np.asarray([pool.graph.get(row, 0.0) for row in listed], dtype=np.float64)
-        semantic = np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
+        semantic = pool.scale.values(cosine)
         decay = net.decayed(rows, query.now, self._config.scoring)
         score: Floats = (
             weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
@@ -389,7 +394,7 @@ class Recaller:
                 now=query.now,
                 weights=self._config.fusion,
                 scoring=self._config.scoring,
-                similarity_floor=self._embedder.similarity_floor,
+                scale=pool.scale,
                 windows=query.windows,
             )
             hits += self._guarded(fused, want, dict(zip(chunk, rows, strict=True)))

@@ -72,6 +72,61 @@ def calibrated_similarity(cosine: float, floor: float) -> float:
     return min(1.0, max(0.0, (cosine - floor) / (1.0 - floor)))
 
 
+@dataclass(frozen=True, slots=True)
+class SemanticScale:
+    """How one recall turns cosines into the semantic signal: linearly from ``low`` (0)
+    to ``high`` (1), clipped to 0..1; nothing at all when ``high`` is not above ``low``.
+
+    ``semantic_scale`` sets it from the recall's own candidates, so the signal means the
+    same whatever a model's cosines look like: MiniLM spreads related text over 0.2..0.8,
+    e5 packs everything into 0.75..0.95, and near-template text (one sentence pattern
+    with a different noun) packs it tighter still. Scaled to the candidates, the best
+    semantic candidate scores 1 and the weakest 0, as the lexical signal's best does."""
+
+    low: float
+    high: float
+
+    def values(self, cosines: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        if self.high <= self.low:
+            return np.zeros(len(cosines), np.float64)
+        scaled: npt.NDArray[np.float64] = np.clip((cosines - self.low) / (self.high - self.low), 0.0, 1.0)
+        return scaled
+
+    def value(self, cosine: float) -> float:
+        return float(self.values(np.asarray([cosine], np.float64))[0])
+
+    def as_dict(self) -> dict[str, float]:
+        return {"low": round(self.low, 6), "high": round(self.high, 6)}
+
+
+UNSCALED = SemanticScale(0.0, 1.0)  # the cosine itself (clipped at 0)
+
+# The narrowest band of cosines a recall's scale stretches to 0..1, as a share of the
+# model's range above its floor. Recomputed over the development data's candidates, up
+# to 0.2 it changes no result with USE or e5; 0.3 already costs e5 on MADial-Bench Chinese.
+MIN_SPAN = 0.2
+
+
+def semantic_scale(cosines: npt.NDArray[np.float64], floor: float) -> SemanticScale:
+    """The scale of a recall whose candidates have ``cosines``: from the weakest (but
+    never below ``floor``, what unrelated text scores with this model) to the best, and
+    never narrower than ``MIN_SPAN`` of the model's range above its floor, so that a few
+    candidates the model finds all but alike are not told apart by noise. When even
+    the best is at the floor there is no semantic signal."""
+    if not len(cosines):
+        return SemanticScale(floor, 1.0)
+    high = float(cosines.max())
+    low = max(floor, min(float(cosines.min()), high - MIN_SPAN * (1.0 - floor)))
+    return SemanticScale(low, high)
+
+
+def raw_cosine(calibrated: float, floor: float) -> float:
+    """The cosine that ``calibrated_similarity`` maps to ``calibrated`` for a model whose
+    unrelated text scores ``floor``: how a threshold set on the calibrated scale
+    (``dedup_cosine``, ``merge_cosine``) reads in one model's own cosines."""
+    return floor + calibrated * (1.0 - floor)
+
+
 def time_fit(created: npt.NDArray[np.int64], windows: Sequence[TimeWindow]) -> npt.NDArray[np.float64]:
     """How well each creation time (microseconds since the epoch) fits the query's time
     windows, in 0..1: 1 inside one, halving with every window length (at least a day)
@@ -122,6 +177,7 @@ class Breakdown:
     context: Signal = Signal(0.0, 0.0)
     next_to: str | None = None  # the strong candidate the context signal came from
     time: Signal | None = None  # only when the query names a time
+    scale: SemanticScale | None = None  # how this recall turned cosines into ``semantic``
 
     def as_dict(self) -> dict[str, object]:
         signals: list[tuple[str, Signal]] = [
@@ -144,6 +200,8 @@ class Breakdown:
                 for name, sig in signals
             },
         }
+        if self.scale is not None:
+            explained["semantic_scale"] = self.scale.as_dict()
         if self.next_to is not None:
             explained["next_to"] = self.next_to
         return explained
@@ -162,19 +220,21 @@ def fuse(
     now: datetime,
     weights: FusionWeights,
     scoring: ScoringConfig,
-    similarity_floor: float,
+    scale: SemanticScale,
     windows: Sequence[TimeWindow] = (),
 ) -> list[Hit]:
     """Rank candidates by the weighted sum of their signals, best first.
 
-    ``windows``: the time the query names (``TimeWindow``); without one there is no
-    time signal at all, and the score is the sum of the others exactly.
+    ``scale``: how cosines become the semantic signal (``semantic_scale`` of the recall's
+    candidates). ``windows``: the time the query names (``TimeWindow``); without one
+    there is no time signal at all, and the score is the sum of the others exactly.
     Ties are broken by the memory id so that a ranking is reproducible.
     """
     hits = []
     fits = time_fit(np.asarray([micros(c.memory.created_at) for c in candidates], np.int64), windows)
-    for cand, fit in zip(candidates, fits.tolist(), strict=True):
-        semantic = Signal(calibrated_similarity(cand.cosine, similarity_floor), weights.semantic)
+    semantics = scale.values(np.asarray([c.cosine for c in candidates], np.float64))
+    for cand, fit, value in zip(candidates, fits.tolist(), semantics.tolist(), strict=True):
+        semantic = Signal(value, weights.semantic)
         lexical = Signal(cand.lexical, weights.lexical)
         graph = Signal(cand.graph, weights.graph)
         decay = Signal(current_score(cand.memory, now, scoring), weights.decay)
@@ -184,7 +244,7 @@ def fuse(
         time = Signal(fit, weights.time) if windows else None
         if time is not None:
             score += time.contribution
-        breakdown = Breakdown(semantic, lexical, graph, decay, cand.cosine, context, cand.next_to, time)
+        breakdown = Breakdown(semantic, lexical, graph, decay, cand.cosine, context, cand.next_to, time, scale)
         hits.append(Hit(cand.memory, score, breakdown))
     hits.sort(key=lambda h: (-h.score, h.memory.memory_id))
     return hits

@@ -6,7 +6,7 @@ records a rule then needs, in one call:
 
 * ``same_text``: an active, unexpired memory of the same audience with the same content
   digest (the network's digest postings), else one earlier in the batch;
-* ``near_duplicate``: one with cosine ≥ ``dedup_cosine``, overlapping entities and mostly
+* ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities and mostly
   the same words (the network's semantic channel; only neighbours at the threshold are read);
 * ``resolve_conflicts``: what each new memory supersedes or contradicts
   (``engine.conflicts``), judged only for a memory the rules read a claim in or that
@@ -340,7 +340,7 @@ class SaveJudge:
         and mostly the same words (``text.word_overlap``). The fast network finds the stored
         ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
-        threshold = self.config.dedup_cosine
+        threshold = self._dedup_cosine()
         keys = entity_keys(memory.entities)
         pairs: list[tuple[Memory, float]] = []
         if fresh:
@@ -377,8 +377,13 @@ class SaveJudge:
         net = self.keeper.network
         with net.reading():
             rows, cosines = similar
-            close = rows[(cosines >= self.config.dedup_cosine - 0.01) & net.peers(memory, scope, rows)]
+            close = rows[(cosines >= self._dedup_cosine() - 0.01) & net.peers(memory, scope, rows)]
             return [net.id_of(row) for row in close.tolist()]
+
+    def _dedup_cosine(self) -> float:
+        """``dedup_cosine`` (set on the calibrated scale) in this embedder's cosines: e5
+        scores unrelated text about 0.73, so 0.95 there is far from a repeat."""
+        return scoring.raw_cosine(self.config.dedup_cosine, self.embedder.similarity_floor)
 
 
 def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:

