@@ -17,7 +17,9 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    (``engine.episodes``), either way, to one of the ``CONTEXT_SEEDS`` strongest
    candidates by the other signals join with the seed's score relative to the best;
 6. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``), with
-   the time signal (``[fusion] time``) when the query names a time (``TimeWindow``s).
+   the semantic signal scaled over the candidates' cosines (``scoring.semantic_scale``,
+   taken before the context channel) and the time signal (``[fusion] time``) when the
+   query names a time (``TimeWindow``s).
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many``, which applies the caller's scope and the filter again (defence in
@@ -102,7 +104,7 @@ class _Pool:
     next_to: dict[int, int] = field(default_factory=dict)  # row -> the seed its context came from
     exact: bool = False
     # Cosines to the semantic signal (``scoring.semantic_scale``), set once the semantic,
-    # lexical and graph channels are in; until then, from the model's floor.
+    # lexical and graph channels are in (before the context channel ranks its seeds).
     scale: scoring.SemanticScale = scoring.UNSCALED
 
     def rows(self) -> list[int]:
