@@ -5,12 +5,14 @@ names a time shows its window and each hit's time signal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
+from engine.ports import Embedder
 from tests.api.conftest import LiveServer, save
 
 pytestmark = pytest.mark.slow
@@ -60,7 +62,19 @@ def test_saves_and_batches_of_a_session_are_linked_in_order(http: httpx.Client) 
     assert next_out(http, milk) == [] and next_out(http, last["memory_id"]) == []
 
 
-def test_explain_shows_the_context_boost_and_the_time_window(server: LiveServer, http: httpx.Client) -> None:
+@pytest.fixture
+def with_context(
+    server_factory: Callable[..., LiveServer], minilm: Embedder, store_config: dict[str, Any]
+) -> LiveServer:
+    return server_factory(minilm, fusion={"context": 0.1}, **store_config)  # the context channel is off by default
+
+
+def test_explain_shows_the_context_boost_and_the_time_window(with_context: LiveServer) -> None:
+    with httpx.Client(base_url=with_context.url, timeout=60) as http:
+        _context_boost_and_time_window(with_context, http)
+
+
+def _context_boost_and_time_window(server: LiveServer, http: httpx.Client) -> None:
     now = server.service.now()
     yesterday = (now - timedelta(days=1)).astimezone(UTC)
     older = (now - timedelta(days=40)).astimezone(UTC)
@@ -69,7 +83,7 @@ def test_explain_shows_the_context_boost_and_the_time_window(server: LiveServer,
     hit = save(http, "The risotto with saffron was excellent", created_at=yesterday.isoformat(), **fields)
     save(http, "A saffron risotto recipe from a magazine", created_at=older.isoformat(), namespace=NS)
     weights = server.service.config.fusion
-    assert weights.context > 0 and weights.time > 0  # both on by default
+    assert weights.context == 0.1 and weights.time > 0  # time is on by default
 
     body = recall(http, "saffron risotto")
     assert body["time_windows"] == []
