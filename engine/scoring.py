@@ -92,9 +92,6 @@ class SemanticScale:
         scaled: npt.NDArray[np.float64] = np.clip((cosines - self.low) / (self.high - self.low), 0.0, 1.0)
         return scaled
 
-    def value(self, cosine: float) -> float:
-        return float(self.values(np.asarray([cosine], np.float64))[0])
-
     def as_dict(self) -> dict[str, float]:
         return {"low": round(self.low, 6), "high": round(self.high, 6)}
 

@@ -93,6 +93,9 @@ class SaveJudge:
         self.keeper = keeper
         self.embedder = embedder
         self.recaller = recaller
+        # ``dedup_cosine`` is set on the calibrated scale; this is it in the model's own
+        # cosines (e5 scores unrelated text about 0.73, so 0.95 there is far from a repeat).
+        self._dedup_at = scoring.raw_cosine(config.dedup_cosine, embedder.similarity_floor)
         # Inside reads_for: the candidate ids of each (judgment, memory id), and the
         # records read for all of them (absent ones are inactive or gone).
         self._planned: dict[tuple[str, str], list[str]] = {}
@@ -340,7 +343,7 @@ class SaveJudge:
         and mostly the same words (``text.word_overlap``). The fast network finds the stored
         ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
-        threshold = self._dedup_cosine()
+        threshold = self._dedup_at
         keys = entity_keys(memory.entities)
         pairs: list[tuple[Memory, float]] = []
         if fresh:
@@ -377,13 +380,8 @@ class SaveJudge:
         net = self.keeper.network
         with net.reading():
             rows, cosines = similar
-            close = rows[(cosines >= self._dedup_cosine() - 0.01) & net.peers(memory, scope, rows)]
+            close = rows[(cosines >= self._dedup_at - 0.01) & net.peers(memory, scope, rows)]
             return [net.id_of(row) for row in close.tolist()]
-
-    def _dedup_cosine(self) -> float:
-        """``dedup_cosine`` (set on the calibrated scale) in this embedder's cosines: e5
-        scores unrelated text about 0.73, so 0.95 there is far from a repeat."""
-        return scoring.raw_cosine(self.config.dedup_cosine, self.embedder.similarity_floor)
 
 
 def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:

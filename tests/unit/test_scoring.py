@@ -235,12 +235,12 @@ def test_semantic_scale_runs_from_the_weakest_candidate_to_the_best() -> None:
     scale = semantic_scale(cosines, floor=0.73)
     assert (scale.low, scale.high) == (0.8, 0.9)
     assert scale.values(cosines).tolist() == pytest.approx([0.0, 1.0, 0.5, 0.25])
-    assert scale.value(0.95) == 1.0 and scale.value(0.5) == 0.0  # clipped to 0..1
+    assert scale.values(np.asarray([0.95, 0.5])).tolist() == [1.0, 0.0]  # clipped to 0..1
 
 
 def test_semantic_scale_never_starts_below_the_floor() -> None:
     scale = semantic_scale(np.asarray([0.02, 0.4, 0.6]), floor=0.1)
-    assert scale.low == 0.1 and scale.value(0.35) == pytest.approx(0.5)
+    assert scale.low == 0.1 and scale.values(np.asarray([0.35])).tolist() == pytest.approx([0.5])
 
 
 def test_semantic_scale_never_stretches_a_narrow_band_to_the_full_range() -> None:
@@ -248,8 +248,9 @@ def test_semantic_scale_never_stretches_a_narrow_band_to_the_full_range() -> Non
     # stretched to 0..1 is at least MIN_SPAN of 0.2..1, so their signals stay close.
     scale = semantic_scale(np.asarray([0.6, 0.61, 0.62]), floor=0.2)
     assert scale.low == pytest.approx(0.62 - MIN_SPAN * 0.8) and scale.high == 0.62
-    assert scale.value(0.62) - scale.value(0.6) == pytest.approx(0.02 / (MIN_SPAN * 0.8))
-    assert semantic_scale(np.asarray([0.6]), floor=0.2).value(0.6) == pytest.approx(1.0)
+    top, bottom = scale.values(np.asarray([0.62, 0.6])).tolist()
+    assert top - bottom == pytest.approx(0.02 / (MIN_SPAN * 0.8))
+    assert semantic_scale(np.asarray([0.6]), floor=0.2).values(np.asarray([0.6])).tolist() == pytest.approx([1.0])
     near_floor = semantic_scale(np.asarray([0.25, 0.26]), floor=0.2)  # the band starts at the floor
     assert near_floor.low == 0.2
 
