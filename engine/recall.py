@@ -2,12 +2,14 @@
 
 A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 
-1. semantic candidates: HNSW neighbours (at least ``pool``), kept where the caller's
-   sight and the filter let them through (``FastNetwork.passes``, vectorised); while
-   too few survive the search widens ×4, or as far as the share that passed says is
-   needed (``_enough``), up to ``[recall] max_widened_candidates``, and then scans the
-   filtered set exactly (at once when the namespaces looked into hold at most
-   ``EXACT_DIRECT`` memories);
+1. semantic candidates: HNSW neighbours, kept where the caller's sight and the filter
+   let them through (``FastNetwork.passes``, vectorised). How many pass is first
+   estimated on a sample of the namespaces' rows (``_passing_estimate``): at most
+   ``EXACT_DIRECT`` (a small namespace, or a narrow filter) and the filtered set is
+   scanned exactly at once; otherwise the search asks for at least ``pool``, or as
+   many as that share says are needed for ``top_k`` to pass (``_enough``). While too
+   few survive it widens ×4, or as far as the share that passed says, up to ``[recall]
+   max_widened_candidates`` or to as many as pass, and then scans the filtered set;
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -60,6 +62,9 @@ CONTEXT_SEEDS = 5
 # The namespaces a recall looks into holding at most this many memories are scanned
 # exactly instead of searched: one small matrix product beats HNSW over every namespace.
 EXACT_DIRECT = 2048
+# How many rows of the namespaces looked into a semantic search samples to estimate how
+# many pass the caller's sight and filter (about 40 µs).
+PASSING_SAMPLE = 1024
 # The lexical channel checks sight and filter on its LEXICAL_LOOK × pool best-scored
 # rows first, and on every matching row only when too few of those pass.
 LEXICAL_LOOK = 4
@@ -209,14 +214,21 @@ class Recaller:
         pool = _Pool()
         inside = net.rows_in(query.sight.namespaces)
         rows, cosines = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        exact = len(inside) <= EXACT_DIRECT  # a small sight is scanned exactly, at once
+        passing = len(inside)
+        if passing > EXACT_DIRECT:
+            passing = _passing_estimate(net, query, inside)
+        first = _first_search(len(inside), passing, k, query.top_k, min(limit, size))
+        exact = first is None
+        k = first or k
         while not exact:
             similar = index.search(query.vector, k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
             if len(rows) >= query.top_k or k >= size:
                 break
-            exact = k >= limit  # as wide as allowed and still too few: scan the filtered set
-            k = min(max(k * 4, _enough(k, len(rows), query.top_k)), limit, size)
+            wider = min(max(k * 4, _enough(k, len(rows), query.top_k)), limit, size)
+            # As wide as allowed, or wider than what passes is long: scan the filtered set.
+            exact = k >= limit or wider >= passing
+            k = wider
         if exact:
             pool.exact = len(inside) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
@@ -443,6 +455,27 @@ def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:
         return rows, scores
     top = np.argpartition(-scores, want - 1)[:want]
     return rows[top], scores[top]
+
+
+def _passing_estimate(net: FastNetwork, query: RecallQuery, inside: Rows) -> int:
+    """How many of ``inside`` the caller sees and the filter passes, from every
+    ``len(inside) // PASSING_SAMPLE``-th row (rows are in the order they were written, so
+    the sample spans every age); one in the sample stands for that many rows."""
+    step = max(1, len(inside) // PASSING_SAMPLE)
+    sample = inside[::step]
+    passed = int(net.passes(query.sight, query.flt, query.now, sample).sum())
+    return passed * len(inside) // len(sample)
+
+
+def _first_search(inside: int, passing: int, pool: int, want: int, limit: int) -> int | None:
+    """How many neighbours the first search asks for, of ``inside`` rows of which about
+    ``passing`` pass: at least ``pool``, and as many as that share says are needed for
+    ``want`` to pass (``_enough``), up to ``limit``. None where at most ``EXACT_DIRECT``
+    rows are looked into or pass (a small namespace, a narrow filter): scanning those
+    exactly costs less than any search that would find ``want`` of them."""
+    if min(inside, passing) <= EXACT_DIRECT:
+        return None
+    return min(max(pool, _enough(inside, passing, want)), limit)
 
 
 def _enough(searched: int, passed: int, want: int) -> int:

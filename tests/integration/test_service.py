@@ -18,6 +18,7 @@ from engine.adapters import DB_FILE, INDEX_DIR
 from engine.config import load_config
 from engine.errors import InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Vector
+from engine.recall import EXACT_DIRECT
 from engine.records import (
     Memory,
     MemoryDraft,
@@ -356,6 +357,34 @@ def test_a_very_selective_filter_still_finds_its_memory(
     result = service.recall("coffee", namespaces=[NS], flt=MemoryFilter(categories=("procedure",)), reinforce=False)
     assert [h.memory.memory_id for h in result.hits] == [target.memory_id]
     assert result.exact_scan
+
+
+def test_a_narrow_filter_is_scanned_without_a_search_and_a_wide_one_searched_once(
+    open_svc: OpenService, data_dir: Path, make_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,700 memories, past EXACT_DIRECT: 100 procedures, 2,600 notes.
+    service = open_svc(config=load_config(env={}, data_dir=data_dir), embedder=make_embedder(dim=256))
+    rng = np.random.default_rng(11)
+
+    def text(kind: str) -> str:
+        return f"{kind} " + " ".join(f"w{n}" for n in rng.choice(5000, 5, replace=False))
+
+    notes = [draft(text("note")) for _ in range(2600)] + [draft(text("step"), category="procedure") for _ in range(100)]
+    for start in range(0, len(notes), 500):
+        service.save_batch(notes[start : start + 500])
+    assert len(service.keeper.index) == 2700 > EXACT_DIRECT
+    searched: list[int] = []
+    search = service.keeper.index.search
+    monkeypatch.setattr(service.keeper.index, "search", lambda v, k: searched.append(k) or search(v, k))
+
+    narrow = service.recall("step w1", namespaces=[NS], flt=MemoryFilter(categories=("procedure",)), reinforce=False)
+    assert searched == []  # about 100 pass: the filtered set is scanned, no search first
+    assert narrow.exact_scan and len(narrow.hits) == 10
+    assert {h.memory.category for h in narrow.hits} == {"procedure"}
+
+    wide = service.recall("note w1", namespaces=[NS], flt=MemoryFilter(categories=("fact",)), reinforce=False)
+    assert searched == [service.config.recall.min_candidates]  # nearly all pass: one search of the pool
+    assert not wide.exact_scan and len(wide.hits) == 10
 
 
 def test_recall_reinforces_the_top_five_by_rank(service: MemoryService) -> None:
