@@ -7,7 +7,8 @@ What is glue here, not grammar:
 
 * which parser reads a text: dateparser where it has Latin letters (with the Chinese
   left out) and a digit or a word of dateparser's own English date vocabulary (a month,
-  a weekday, a unit, "yesterday", "ago", …: most queries have none, and skip the parser),
+  a weekday, a unit, "yesterday", "ago", …) other than a time of day's ("morning",
+  "an hour", whose spans are dropped below): most queries have none, and skip the parser),
   JioNLP where it has Chinese characters (both for a mixed one);
 * turning a point and its period into a window (the day, the Monday-to-Sunday week,
   the month or year that holds it), and JioNLP's inclusive ends (23:59:59) into
@@ -81,6 +82,12 @@ _DIGIT = re.compile(r"\d")
 _NOT_DATE_WORDS = frozenset({"name", "date_order", "skip", "pertain", "sentence_splitter_group", "simplifications"})
 _CONNECTIVES = frozenset({"in", "this", "last", "next", "time", "date", "early", "after", "before", "till", "small"})
 _JIONLP_DIR = "jionlp"
+# Date words whose spans, without a digit or "ago", are narrower than a day or the moment
+# itself, and dropped.
+_SUB_DAY = frozenset(
+    {"morning", "afternoon", "evening", "night", "now", "hour", "hours", "hrs", "min", "mins", "minute", "minutes"}
+    | {"sec", "secs", "second", "seconds"}
+)
 # Period-less spans said as a time ago ("2 hours ago") are that day; the same in Chinese.
 _AGO_EN = frozenset({"ago"})
 _AGO_ZH = "前"
@@ -124,8 +131,10 @@ class LibraryTimeExpressions:
 
     def _english(self, text: str, base: datetime) -> list[TimeWindow]:
         search_dates, periods, skip, vocabulary = self._load_dateparser()
-        if not _DIGIT.search(text) and vocabulary.isdisjoint(_WORD.findall(text.lower())):
-            return []  # no digit and none of the locale's date words: dateparser would find nothing
+        if not _DIGIT.search(text) and vocabulary.intersection(_WORD.findall(text.lower())) <= _SUB_DAY:
+            # No digit, and none of the locale's date words, or only words of a time of day
+            # ("in the morning", "an hour"): dateparser would find nothing kept here.
+            return []
         settings = {
             "RELATIVE_BASE": base,
             "PREFER_DATES_FROM": "past",

@@ -130,6 +130,20 @@ def test_an_ordinary_query_names_no_time(times: LibraryTimeExpressions, query: s
     assert times.windows(query, NOW) == ()
 
 
+def test_a_time_of_day_alone_skips_the_parser_and_a_date_beside_it_does_not() -> None:
+    times = LibraryTimeExpressions()
+    times.windows("yesterday", NOW)  # loads dateparser
+    search, *rest = times._dateparser
+    calls: list[str] = []
+    times._dateparser = (lambda text, **kw: calls.append(text) or search(text, **kw), *rest)
+    for query in ["what do I drink in the morning", "late night snacks", "an hour or two", "what now"]:
+        assert times.windows(query, NOW) == ()
+    assert calls == []
+    assert [w.start for w in times.windows("what did I do last week in the evenings", NOW)] == [day(6, 3)]
+    assert [w.start for w in times.windows("what did I say three hours ago", NOW)] == [day(6, 12)]
+    assert len(calls) == 2
+
+
 @pytest.mark.parametrize("query", ["", "   ", "?!", "0" * 5000, "May " * 400, "上周" * 800, "\x00\ud7ff"])
 def test_odd_text_is_no_error(times: LibraryTimeExpressions, query: str) -> None:
     found = times.windows(query, NOW)
