@@ -60,7 +60,9 @@ class Reinforcer:
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize()
+        """Recalls whose reinforcement is not applied yet: queued, gathering or being written
+        (what ``flush`` waits for), so 0 means every one submitted is in the store."""
+        return self._queue.unfinished_tasks
 
     def _run(self) -> None:
         while True:

@@ -51,3 +51,22 @@ def test_a_failed_apply_is_counted_and_later_events_still_apply() -> None:
     reinforcer.submit(_events("good"))
     reinforcer.stop()
     assert reinforcer.failures == 1 and applied == ["good"]
+
+
+def test_pending_counts_what_is_gathering_or_being_written_until_it_is_in_the_store() -> None:
+    writing, release = threading.Event(), threading.Event()
+
+    def apply(events: Sequence[Reinforcement]) -> None:
+        writing.set()
+        release.wait(timeout=30)
+
+    reinforcer = Reinforcer(apply, gather_s=0)
+    reinforcer.start()
+    assert reinforcer.pending == 0
+    reinforcer.submit(_events("a"))
+    assert writing.wait(timeout=30)
+    assert reinforcer.pending == 1  # taken off the queue, not in the store yet
+    release.set()
+    assert _in_time(threading.Thread(target=reinforcer.flush))
+    assert reinforcer.pending == 0
+    reinforcer.stop()
