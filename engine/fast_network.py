@@ -549,6 +549,15 @@ class FastNetwork:
             return found[0]
         return np.concatenate(found) if found else np.zeros(0, np.int64)
 
+    def holds_category(self, namespaces: Iterable[str], category: str) -> bool:
+        """Whether any memory of ``namespaces`` (any status but purged) is of ``category``."""
+        code = self.categories.find(category)
+        if code == NONE:
+            return False
+        with self._lock:
+            inside = self.rows_in(namespaces)
+            return bool(np.any((self._cols.category[inside] == code) & self._cols.live[inside]))
+
     def _members(self, namespaces: Iterable[str]) -> list[Rows]:
         return [
             lexicon.members()

@@ -589,7 +589,10 @@ class MemoryService:
         return result
 
     def _procedures_first(self, asked: RecallQuery, result: RecallResult) -> RecallResult:
-        """A "how do I …" question: the matching procedures first, then the other hits."""
+        """A "how do I …" question: the matching procedures first, then the other hits
+        (when the namespaces hold no procedure at all, the hits as they are: no second recall)."""
+        if not self.keeper.network.holds_category(asked.sight.namespaces, procedures.PROCEDURE):
+            return result
         only = replace(asked, flt=replace(asked.flt, categories=(procedures.PROCEDURE,)))
         found = self.recaller.recall(only)
         first = [hit.memory.memory_id for hit in found.hits]

@@ -387,6 +387,25 @@ def test_a_narrow_filter_is_scanned_without_a_search_and_a_wide_one_searched_onc
     assert not wide.exact_scan and len(wide.hits) == 10
 
 
+def test_a_how_question_recalls_procedures_first_only_where_a_procedure_is_held(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.save(draft("the release checklist lives in the wiki"))
+    service.save(draft("publish a release: tag it, build it, upload it", category="procedure", namespace=OTHER_NS))
+    recalls: list[tuple[str, ...]] = []
+    recall = service.recaller.recall
+    monkeypatch.setattr(service.recaller, "recall", lambda q: recalls.append(q.flt.categories) or recall(q))
+
+    plain = service.recall("how do I publish a release", namespaces=[NS], reinforce=False)
+    assert recalls == [()]  # no procedure in NS: one recall, its hits as they are
+    assert [h.memory.category for h in plain.hits] == ["fact"]
+
+    recalls.clear()
+    both = service.recall("how do I publish a release", namespaces=[NS, OTHER_NS], reinforce=False)
+    assert recalls == [(), ("procedure",)]
+    assert [h.memory.category for h in both.hits] == ["procedure", "fact"]
+
+
 def test_recall_reinforces_the_top_five_by_rank(service: MemoryService) -> None:
     words = ["crema", "grinder", "beans", "roast", "tamper", "portafilter", "kettle"]
     for n in range(1, 8):
