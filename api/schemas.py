@@ -320,6 +320,7 @@ def recall_out(
         "candidates": result.candidates,
         "exact_scan": result.exact_scan,
         **({"time_windows": [window.as_dict() for window in result.windows]} if explain else {}),
+        **({"query_read_by_model": result.read_by_model} if explain else {}),
     }
 
 

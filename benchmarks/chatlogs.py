@@ -62,7 +62,7 @@ from engine import conflicts, guard  # noqa: E402
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.config import Config, GuardPolicy, load_config  # noqa: E402
 from engine.guard import Action  # noqa: E402
-from engine.ports import Embedder, Matrix, Vector  # noqa: E402
+from engine.ports import Embedder, Matrix, ReadsText, Vector  # noqa: E402
 from engine.records import Memory, MemoryDraft, Source, Status, Visibility  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -161,6 +161,10 @@ class CachedEmbedder:
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha1(text.encode()).hexdigest()
+
+    def unread_share(self, text: str) -> float:
+        """The model's own ``unread_share`` (0 for a model that cannot tell)."""
+        return self.inner.unread_share(text) if isinstance(self.inner, ReadsText) else 0.0
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         keys = [self._key(text) for text in texts]

@@ -107,6 +107,10 @@ def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
         embedding={"provider": provider},
         fusion=dict(zip(SIGNALS, weights, strict=True)),
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
+        # The variants without the lexical channel ("semantic only", "semantic + decay") show
+        # the semantic channel whatever the model reads: the service would otherwise rank a
+        # query its model cannot read without it (README, Embedders).
+        recall={"unread_query_share": 1.0} if weights[1] == 0 else {},
     )
 
 

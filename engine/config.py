@@ -129,6 +129,10 @@ class RecallConfig:
     # Widen the approximate search up to this many candidates before falling
     # back to an exact scan of the filtered set.
     max_widened_candidates: int = 4096
+    # A query the model has no word for, in more than this share of its tokens (MiniLM
+    # reads most Chinese characters as [UNK]), is ranked without the semantic channel:
+    # its vector says nothing. 1 keeps the channel whatever the model reads.
+    unread_query_share: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,6 +692,8 @@ def _validate(config: Config) -> None:
     for name in ("page_size", "apply_batch", "reembed_batch", "change_log_keep"):
         if getattr(life, name) < 1:
             raise ConfigError(f"lifecycle.{name} must be at least 1, got {getattr(life, name)}")
+    if not 0.0 < config.recall.unread_query_share <= 1.0:
+        raise ConfigError(f"recall.unread_query_share must be within (0, 1], got {config.recall.unread_query_share}")
     if not 0.0 < config.dedup_cosine <= 1.0:
         raise ConfigError(f"dedup_cosine must be within (0, 1], got {config.dedup_cosine}")
     lim = config.limits

@@ -87,6 +87,16 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class ReadsText(Protocol):
+    """An embedder that can tell how much of a text it has no word for (a tokenizer's
+    unknown token). One that cannot is taken to read everything."""
+
+    def unread_share(self, text: str) -> float:
+        """The share of ``text``'s tokens the model has no word for, 0..1 (0 for no tokens)."""
+        ...
+
+
+@runtime_checkable
 class TimeExpressions(Protocol):
     """Reads the times a query names ("last week", "in May", "上周", "三天前"), relative
     to ``now`` (UTC).

@@ -37,14 +37,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 
 from engine import guard as guards
 from engine import scoring
-from engine.config import Config
+from engine.config import Config, FusionWeights
 from engine.conflicts import CONTRADICTS
 from engine.episodes import NEXT
 from engine.fast_network import FastNetwork, Floats, Rows
@@ -86,6 +86,10 @@ class RecallQuery:
     terms: tuple[str, ...]  # engine.text.terms of the query
     entity_keys: frozenset[str]  # keys of the entities the query names
     windows: tuple[TimeWindow, ...] = ()  # the times the query names (engine/adapters/time_expressions.py)
+    # Whether the model reads the query (``ReadsText``): when not, its vector says nothing,
+    # and the semantic signal gets weight 0 (its neighbours still fill the candidates, so
+    # top_k is filled, ranked by the other signals).
+    read_by_model: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class RecallResult:
     # For each hit with CONTRADICTS links: the ids of the memories it clashes with.
     contradicts: dict[str, list[str]] = field(default_factory=dict)
     windows: tuple[TimeWindow, ...] = ()  # the times the query named, as they were read
+    read_by_model: bool = True  # False: ranked without the semantic signal (RecallQuery)
 
 
 @dataclass(slots=True)
@@ -152,7 +157,7 @@ class Recaller:
         net = self._keeper.network
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
-        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, query.windows)
+        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, query.windows, query.read_by_model)
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every candidate, best first, from the fast network alone (no store read but
@@ -363,7 +368,7 @@ class Recaller:
     def _scores(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows, *, context: bool) -> Floats:
         """The fused score of ``rows``, summed in ``scoring.fuse``'s order (so the two agree
         to the bit); without the context signal when ``context`` is false."""
-        weights = self._config.fusion
+        weights = self._weights(query)
         listed = rows.tolist()
         cosine = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
         lexical = np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64)
@@ -378,6 +383,10 @@ class Recaller:
         if query.windows:
             score = score + weights.time * scoring.time_fit(net.created_of(rows), query.windows)
         return score
+
+    def _weights(self, query: RecallQuery) -> FusionWeights:
+        weights = self._config.fusion
+        return weights if query.read_by_model else replace(weights, semantic=0.0)
 
     def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
         """Read the best ``top_k`` from the store (scope and filter applied again there),
@@ -406,7 +415,7 @@ class Recaller:
             fused = scoring.fuse(
                 candidates,
                 now=query.now,
-                weights=self._config.fusion,
+                weights=self._weights(query),
                 scoring=self._config.scoring,
                 scale=pool.scale,
                 windows=query.windows,

@@ -42,6 +42,7 @@ from engine.ports import (
     Embedder,
     ImportedRecord,
     Leases,
+    ReadsText,
     Reinforcement,
     SecurityStore,
     Store,
@@ -575,6 +576,7 @@ class MemoryService:
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
             windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
+            read_by_model=self._reads(query),
         )
         result = self.recaller.recall(asked)
         if not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query):
@@ -587,6 +589,11 @@ class MemoryService:
                 ]
             )
         return result
+
+    def _reads(self, query: str) -> bool:
+        """Whether the embedder reads ``query`` (``ports.ReadsText``; one that cannot tell does)."""
+        share = self.config.recall.unread_query_share
+        return share >= 1 or not isinstance(self.embedder, ReadsText) or self.embedder.unread_share(query) <= share
 
     def _procedures_first(self, asked: RecallQuery, result: RecallResult) -> RecallResult:
         """A "how do I …" question: the matching procedures first, then the other hits

