@@ -130,8 +130,8 @@ class RecallConfig:
     # back to an exact scan of the filtered set.
     max_widened_candidates: int = 4096
     # A query the model has no word for, in more than this share of its tokens (MiniLM
-    # reads most Chinese characters as [UNK]), is ranked without the semantic channel:
-    # its vector says nothing. 1 keeps the channel whatever the model reads.
+    # reads most Chinese characters as [UNK]), is ranked without the semantic signal:
+    # its vector says nothing. 1 keeps the signal whatever the model reads.
     unread_query_share: float = 0.5
 
 
