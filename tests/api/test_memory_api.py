@@ -197,6 +197,28 @@ def test_explain_gives_each_signal(client: TwinmemClient) -> None:
     assert signals["decay"]["value"] == pytest.approx(0.6, abs=1e-3)  # fresh user_input memory
 
 
+def test_explain_says_whether_the_model_read_the_query(server: LiveServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        for text in ["我对花生过敏", "我的猫叫小白", "The user's dog is called Biscuit"]:
+            http.post("/v1/memory/save", json={"content": text}).raise_for_status()
+
+        def recall(query: str) -> dict[str, Any]:
+            response = http.post("/v1/memory/recall", json={"query": query, "explain": True})
+            response.raise_for_status()
+            body: dict[str, Any] = response.json()
+            return body
+
+        chinese = recall("我对什么过敏")  # MiniLM reads every character of it as [UNK]
+        assert chinese["query_read_by_model"] is False
+        assert chinese["memories"][0]["content"] == "我对花生过敏"
+        assert {m["explanation"]["signals"]["semantic"]["weight"] for m in chinese["memories"]} == {0.0}
+        english = recall("what is the dog called")
+        assert english["query_read_by_model"] is True
+        assert english["memories"][0]["explanation"]["signals"]["semantic"]["weight"] > 0
+        plain = http.post("/v1/memory/recall", json={"query": "我对什么过敏"}).json()
+        assert "query_read_by_model" not in plain  # explain only
+
+
 def test_recall_reinforces_by_rank(server: LiveServer, client: TwinmemClient) -> None:
     first = client.save("The user's favourite fruit is mango", base_score=0.5)
     second = client.save("The user dislikes bananas", base_score=0.5)
