@@ -42,6 +42,7 @@ only" on the same store it builds (the default weights, with MiniLM rather than 
 model). Nothing is timed there, so the systems run side by side.
 
     .venv/bin/python benchmarks/peers.py                      # 10,000 memories, quality, plots
+    .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --per-type 10   # the README's run
     .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --no-quality
     .venv/bin/python benchmarks/peers.py --sizes --per-type 5     # quality only, 30 questions
     .venv/bin/python benchmarks/peers.py --systems twinmem chroma --sizes 2000
