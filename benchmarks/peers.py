@@ -510,6 +510,12 @@ def summarise_run(result: dict[str, Any], size: int) -> dict[str, Any]:
     return out
 
 
+def repo_relative(value: Any) -> str:
+    """A path inside the repository as relative to its root (the results name no checkout)."""
+    path = Path(value)
+    return str(path.relative_to(ROOT)) if path.is_absolute() and path.is_relative_to(ROOT) else str(value)
+
+
 def load_average() -> dict[str, Any]:
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     return {"uptime": uptime, "loadavg": list(os.getloadavg())}
@@ -560,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "latency": [],
         "quality": {},
     }
-    report["settings"] = json.loads(json.dumps(report["settings"], default=str))
+    report["settings"] = json.loads(json.dumps(report["settings"], default=repo_relative))
     embedder = embedder_with_cache(WORK / "peers-vectors" / "synthetic")
     for size in args.sizes:
         folder = runs_dir / f"size-{size}"
