@@ -5,8 +5,8 @@
 
 1. A data directory is filled with ``--memories`` synthetic memories in one namespace, as
    ``latency.py --bulk`` fills one (``Store.insert`` in batches, then the index and the fast
-   network catch up; not the write path), with vectors precomputed by the deployed default
-   embedder (MiniLM) and cached with ``sessions.py``'s (``--vectors``).
+   network catch up; not the write path), with vectors precomputed by the configured
+   embedder (USE by default) and cached with ``sessions.py``'s (``--vectors``).
 2. ``twinmem serve`` starts on it (a real process on a loopback port, the README's default
    start-up: local mode, one process; the embedded store allows one, see ``SERVER_PROCESSES``).
 3. For each ``--concurrency``, ``loadgen.py`` runs as a separate process: that many requests
