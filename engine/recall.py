@@ -196,10 +196,10 @@ class Recaller:
         search of every row made in one call (``VectorIndex.search_many``); a row whose
         neighbours all fail the filter widens alone, as ``nearest`` would."""
         size = len(self._keeper.index)
-        if len(vectors) < 2 or len(net.rows_in(sight.namespaces)) <= EXACT_DIRECT or min(pool, size) <= 0:
-            return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
-        k = min(pool, size)
         query = RecallQuery("", vectors[0], sight, flt, 1, pool, now, (), frozenset())
+        k, _ = self._plan(net, query, net.rows_in(sight.namespaces), size)
+        if len(vectors) < 2 or k is None or k <= 0:
+            return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
         found: list[tuple[Rows, Floats]] = []
         for vector, similar in zip(vectors, self._keeper.index.search_many(vectors, k), strict=True):
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
@@ -219,10 +219,7 @@ class Recaller:
         pool = _Pool()
         inside = net.rows_in(query.sight.namespaces)
         rows, cosines = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        passing = len(inside)
-        if passing > EXACT_DIRECT:
-            passing = _passing_estimate(net, query, inside)
-        first = _first_search(len(inside), passing, k, query.top_k, min(limit, size))
+        first, passing = self._plan(net, query, inside, size)
         exact = first is None
         k = first or k
         while not exact:
@@ -239,6 +236,15 @@ class Recaller:
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
+
+    def _plan(self, net: FastNetwork, query: RecallQuery, inside: Rows, size: int) -> tuple[int | None, int]:
+        """The first search's size (``_first_search``; None: scan exactly at once) and about
+        how many of ``inside`` pass, for the semantic channel of ``query``."""
+        passing = len(inside)
+        if passing > EXACT_DIRECT:
+            passing = _passing_estimate(net, query, inside)
+        limit = min(self._config.recall.max_widened_candidates, size)
+        return _first_search(len(inside), passing, min(query.pool, size), query.top_k, limit), passing
 
     def _passing(
         self, net: FastNetwork, query: RecallQuery, ids: Sequence[str], similarities: Sequence[float]
