@@ -152,6 +152,14 @@ class VectorIndex(Protocol):
         in one call (the write path asks for a whole batch's neighbours at once)."""
         ...
 
+    def search_among(self, vector: Vector, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+        """``search`` restricted to ``ids`` (absent ones ignored): up to ``k`` of them, most
+        similar first, similarity as ``search``'s. For a filter that lets a small share of
+        the index through, whose plain neighbours would mostly fail it: the search walks
+        the whole graph but keeps only these. As approximate as ``search``; never fewer
+        than ``min(k, present ids)`` results."""
+        ...
+
     def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:
         """Exact cosine similarity of ``vector`` to each present id (absent ids skipped)."""
         ...

@@ -14,6 +14,9 @@ hnswlib's quirks stay in here:
   when deleted elements leave it fewer than ``k`` reachable results, even though
   ``k`` live ids exist: the search is retried with a wider ``ef``, then answered
   by an exact scan of the live vectors, so it never fails for that reason;
+* a filtered ``knn_query`` calls a Python callable for every element it would keep,
+  holding the GIL: ``search_among`` hands it a ``bytes`` mask's own ``__getitem__``
+  (no Python frame per call) and searches on one thread;
 * ``load_index`` trusts its file: a graph file damaged in place (same size)
   crashes the process at the first query. Each saved file's SHA-256 is kept in
   the meta file and checked before hnswlib reads anything.
@@ -26,6 +29,7 @@ from the store instead of serving it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -190,6 +194,34 @@ class HnswIndex:
         # Some row found fewer than k live results: each row alone, as ``search`` answers it.
         return [self.search(query, k) for query in queries]
 
+    def search_among(self, vector: Vector, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        with self._lock:
+            labels = np.fromiter(map(self._by_id.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+            labels = labels[labels >= 0]
+            k = min(k, len(labels))
+            if k <= 0:
+                return []
+            allowed = np.zeros(len(self._labels), np.bool_)
+            allowed[labels] = True
+            # hnswlib calls the filter for each element it would keep; a bytes object's own
+            # __getitem__ answers without a Python frame (a lambda costs about twice the search).
+            keep = allowed.tobytes().__getitem__
+            if k > self._ef:
+                self._index.set_ef(k)
+            try:
+                found, distances = self._index.knn_query(query, k=k, num_threads=1, filter=keep)
+            except RuntimeError:
+                # Fewer than k of them reachable past deleted or filtered-out elements.
+                self.exact_searches += 1
+                return self._exact(query[0], k, [memory_id for memory_id in ids if memory_id in self._by_id])
+            finally:
+                if k > self._ef:
+                    self._index.set_ef(self._ef)
+            names = self._labels
+            pairs = zip(found[0].tolist(), (1.0 - distances[0].astype(np.float64)).tolist(), strict=True)
+            return [(memory_id, sim) for label, sim in pairs if (memory_id := names[label]) is not None]
+
     def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
         """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
         with ``ef`` as wide as the whole index, then an exact scan of every live vector."""
@@ -208,9 +240,10 @@ class HnswIndex:
         self.exact_searches += 1
         return self._exact(query[0], k)
 
-    def _exact(self, query: Vector, k: int) -> list[tuple[str, float]]:
-        """The ``k`` live ids most similar to ``query``, by brute force (lock held)."""
-        ids = list(self._by_id)
+    def _exact(self, query: Vector, k: int, ids: list[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` live ids most similar to ``query``, by brute force, among ``ids``
+        (present ones) when given (lock held)."""
+        ids = list(self._by_id) if ids is None else ids
         stored = np.asarray(self._index.get_items([self._by_id[memory_id] for memory_id in ids]), dtype=np.float32)
         norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
         sims = stored @ query / np.maximum(norms, 1e-12)

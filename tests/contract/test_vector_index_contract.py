@@ -377,3 +377,40 @@ def test_search_many_answers_each_row_as_search_does(index: VectorIndex) -> None
     small.upsert(names(3), vectors[:3])
     # More neighbours asked than there are ids: every id, as ``search`` answers.
     assert small.search_many(vectors[:2], 10) == [small.search(vectors[0], 10), small.search(vectors[1], 10)]
+
+
+def test_search_among_answers_only_the_ids_given_most_similar_first(index: VectorIndex) -> None:
+    vectors = unit_rows(3000, seed=8)
+    index.upsert(names(3000), vectors)
+    allowed = names(3000)[::12]  # 250 of them, one in twelve
+    query = unit_rows(1, seed=9)[0]
+    found = index.search_among(query, 10, [*allowed, "absent", allowed[0]])
+    assert len(found) == 10 and {memory_id for memory_id, _ in found} <= set(allowed)
+    sims = [sim for _, sim in found]
+    assert sims == sorted(sims, reverse=True)
+    exact = vectors[::12] @ query
+    assert sims[0] == pytest.approx(float(exact.max()), abs=1e-5)
+    # as good as the plain search: the ten best of the allowed, found approximately
+    best = {allowed[i] for i in np.argsort(-exact)[:10]}
+    assert len(best & {memory_id for memory_id, _ in found}) >= 9
+
+
+def test_search_among_never_answers_fewer_than_the_present_ids_asked() -> None:
+    index = HnswIndex(DIM, model=MODEL, ef_search=10)
+    vectors = unit_rows(500, seed=10)
+    index.upsert(names(500), vectors)
+    index.remove(names(500)[5:])  # the five kept ones sit among 495 deleted elements
+    found = index.search_among(unit_rows(1, seed=11)[0], 10, names(500)[:20])
+    assert sorted(memory_id for memory_id, _ in found) == names(5)
+    assert index.search_among(vectors[0], 10, ["absent"]) == []
+    assert index.search_among(vectors[0], 0, names(5)) == []
+
+
+def test_search_among_never_fails_because_of_deleted_elements() -> None:
+    index = HnswIndex(16, model=MODEL, ef_search=10)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        index.upsert(["only"], rng.standard_normal((1, 16)).astype(np.float32))
+        found = index.search_among(rng.standard_normal(16).astype(np.float32), 1, ["only"])
+        assert [memory_id for memory_id, _ in found] == ["only"]
+    assert index.exact_searches > 0  # hnswlib raised, and the exact scan of the ids answered
