@@ -1,12 +1,14 @@
 """What one recall allocates, against the size of the namespace it looks into.
 
 For each N, one namespace of N memories is filled through the store (no write path, so
-that large N fill in minutes) with vectors chosen so that a filtered recall takes the
-exact scan over N/2 memories, the recall path whose memory used to grow with the
-namespace (``tests/huge_namespace.py`` describes the set-up). ``MemoryService.recall``
+that large N fill in minutes) with vectors chosen so that a filtered recall finds none of
+its HNSW neighbours passing and takes the exact scan over N/2 memories, or (where the plan
+prices it lower, ``engine/recall.py``) the filtered HNSW search among them: the recall
+path whose memory used to grow with the namespace (``tests/huge_namespace.py`` describes
+the set-up). ``MemoryService.recall``
 (query embedding, all three channels, the store read of the hits) then runs under
 ``tracemalloc``; reported: the peak of what the recall allocated, in total and per
-memory of the namespace, with the exact scan confirmed. The embedder is the tests'
+memory of the namespace, with the path it took (exact scan or not). The embedder is the tests'
 hashing embedder at 384 dimensions (MiniLM's), so the numbers are the engine's.
 
     .venv/bin/python benchmarks/recall_memory.py --sizes 10000 100000 200000

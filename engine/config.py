@@ -126,8 +126,8 @@ class RecallConfig:
     min_candidates: int = 100
     candidate_factor: int = 3
     max_top_k: int = 100
-    # Widen the approximate search up to this many candidates before falling
-    # back to an exact scan of the filtered set.
+    # The widest plain HNSW search a filtered recall makes; one that would need more
+    # neighbours for top_k to pass searches among what passes, or scans it, instead.
     max_widened_candidates: int = 4096
     # A query the model has no word for, in more than this share of its tokens (MiniLM
     # reads most Chinese characters as [UNK]), is ranked without the semantic signal:

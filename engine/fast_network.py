@@ -32,6 +32,7 @@ recall, so a recall never sees a half-applied change.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -347,7 +348,7 @@ class FastNetwork:
 
     def rows_with(self, ids: Sequence[str], values: Sequence[float]) -> tuple[Rows, Floats]:
         """``rows_of(ids)`` with the value given for each of those ids."""
-        found = np.fromiter((self._row.get(memory_id, NONE) for memory_id in ids), dtype=np.int64, count=len(ids))
+        found = np.fromiter(map(self._row.get, ids, itertools.repeat(NONE)), dtype=np.int64, count=len(ids))
         held = np.asarray(values, dtype=np.float64)
         known = found >= 0
         found, held = found[known], held[known]
@@ -356,6 +357,10 @@ class FastNetwork:
 
     def id_of(self, row: int) -> str:
         return self.ids[row]
+
+    def ids_of(self, rows: Rows) -> list[str]:
+        """The memory id of each of ``rows``, in order."""
+        return list(map(self.ids.__getitem__, rows.tolist()))
 
     # --- keeping current -----------------------------------------------------------
 

@@ -4,12 +4,14 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 
 1. semantic candidates: HNSW neighbours, kept where the caller's sight and the filter
    let them through (``FastNetwork.passes``, vectorised). How many pass is first
-   estimated on a sample of the namespaces' rows (``_passing_estimate``): at most
-   ``EXACT_DIRECT`` (a small namespace, or a narrow filter) and the filtered set is
-   scanned exactly at once; otherwise the search asks for at least ``pool``, or as
-   many as that share says are needed for ``top_k`` to pass (``_enough``). While too
-   few survive it widens ×4, or as far as the share that passed says, up to ``[recall]
-   max_widened_candidates`` or to as many as pass, and then scans the filtered set;
+   estimated on a sample of the namespaces' rows (``_passing_estimate``), and the
+   search planned from it (``_plan_search``): at most ``EXACT_DIRECT`` (a small
+   namespace, a narrow filter) and the filtered set is scanned exactly at once;
+   otherwise one plain search asks for at least ``pool``, or as many as that share says
+   are needed for ``top_k`` to pass (``_enough``), up to ``[recall]
+   max_widened_candidates``. Where that would be wider, or its neighbours hold too few
+   that pass, the filtered set is searched in HNSW keeping only what passes
+   (``VectorIndex.search_among``), or scanned where that is estimated to cost less;
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -34,6 +36,7 @@ fast network's links, each kept only when the caller sees its other end.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -62,6 +65,21 @@ CONTEXT_SEEDS = 5
 # The namespaces a recall looks into holding at most this many memories are scanned
 # exactly instead of searched: one small matrix product beats HNSW over every namespace.
 EXACT_DIRECT = 2048
+# Where a plain search's neighbours hold too few that pass the filter, the semantic
+# channel either scans what passes or searches HNSW keeping only that
+# (``VectorIndex.search_among``), whichever is estimated to cost less. Measured at 100k
+# memories of 384 dimensions on two cores: the scan takes about SCAN_US_PER_ROW a passing
+# row (float16 vectors widened, one product); the filtered search about LOOKUP_US_PER_ROW
+# a passing row (its ids looked up in the index) and FILTERED_US divided by the share of
+# the index that passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%, 27 ms at 1%).
+# A plain search of k neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k
+# (0.56 ms for 100, 7.7 ms for 2,500): it is made first only where it costs less than
+# going to one of those at once.
+SCAN_US_PER_ROW = 2.2
+LOOKUP_US_PER_ROW = 0.55
+FILTERED_US = 300.0
+SEARCH_US = 250.0
+SEARCH_US_PER_NEIGHBOUR = 2.7
 # How many rows of the namespaces looked into a semantic search samples to estimate how
 # many pass the caller's sight and filter (about 40 µs).
 PASSING_SAMPLE = 1024
@@ -197,8 +215,9 @@ class Recaller:
         neighbours all fail the filter widens alone, as ``nearest`` would."""
         size = len(self._keeper.index)
         query = RecallQuery("", vectors[0], sight, flt, 1, pool, now, (), frozenset())
-        k, _ = self._plan(net, query, net.rows_in(sight.namespaces), size)
-        if len(vectors) < 2 or k is None or k <= 0:
+        plan = self._plan(net, query, net.rows_in(sight.namespaces), size)
+        k = plan.k
+        if len(vectors) < 2 or plan.how is not _How.SEARCH or k <= 0:
             return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
         found: list[tuple[Rows, Floats]] = []
         for vector, similar in zip(vectors, self._keeper.index.search_many(vectors, k), strict=True):
@@ -214,37 +233,37 @@ class Recaller:
     def _semantic(self, net: FastNetwork, query: RecallQuery) -> _Pool:
         index = self._keeper.index
         size = len(index)
-        k = min(query.pool, size)
-        limit = self._config.recall.max_widened_candidates
         pool = _Pool()
         inside = net.rows_in(query.sight.namespaces)
-        rows, cosines = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        first, passing = self._plan(net, query, inside, size)
-        exact = first is None
-        k = first or k
-        while not exact:
-            similar = index.search(query.vector, k)
+        plan = self._plan(net, query, inside, size)
+        how = plan.how
+        if how is _How.SEARCH:
+            similar = index.search(query.vector, plan.k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
-            if len(rows) >= query.top_k or k >= size:
-                break
-            wider = min(max(k * 4, _enough(k, len(rows), query.top_k)), limit, size)
-            # As wide as allowed, or wider than what passes is long: scan the filtered set.
-            exact = k >= limit or wider >= passing
-            k = wider
-        if exact:
+            if len(rows) < query.top_k and plan.k < size:
+                how = plan.otherwise  # the filter went against the query's neighbours
+        if how is _How.FILTERED:
+            rows, cosines = self._filtered(net, query, inside)
+        elif how is _How.SCAN:
             pool.exact = len(inside) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
 
-    def _plan(self, net: FastNetwork, query: RecallQuery, inside: Rows, size: int) -> tuple[int | None, int]:
-        """The first search's size (``_first_search``; None: scan exactly at once) and about
-        how many of ``inside`` pass, for the semantic channel of ``query``."""
+    def _plan(self, net: FastNetwork, query: RecallQuery, inside: Rows, size: int) -> _Plan:
+        """How the semantic channel of ``query`` looks among ``inside`` (``_plan_search``)."""
         passing = len(inside)
         if passing > EXACT_DIRECT:
             passing = _passing_estimate(net, query, inside)
         limit = min(self._config.recall.max_widened_candidates, size)
-        return _first_search(len(inside), passing, min(query.pool, size), query.top_k, limit), passing
+        return _plan_search(max(size, passing), passing, min(query.pool, size), query.top_k, limit)
+
+    def _filtered(self, net: FastNetwork, query: RecallQuery, inside: Rows) -> tuple[Rows, Floats]:
+        """The ``pool`` nearest of the rows of ``inside`` that pass, from one HNSW search
+        that keeps only those (the whole set's mask is taken first, vectorised)."""
+        allowed = inside[net.passes(query.sight, query.flt, query.now, inside)]
+        similar = self._keeper.index.search_among(query.vector, query.pool, net.ids_of(allowed))
+        return self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
 
     def _passing(
         self, net: FastNetwork, query: RecallQuery, ids: Sequence[str], similarities: Sequence[float]
@@ -482,15 +501,46 @@ def _passing_estimate(net: FastNetwork, query: RecallQuery, inside: Rows) -> int
     return passed * len(inside) // len(sample)
 
 
-def _first_search(inside: int, passing: int, pool: int, want: int, limit: int) -> int | None:
-    """How many neighbours the first search asks for, of ``inside`` rows of which about
-    ``passing`` pass: at least ``pool``, and as many as that share says are needed for
-    ``want`` to pass (``_enough``), up to ``limit``. None where at most ``EXACT_DIRECT``
-    rows are looked into or pass (a small namespace, a narrow filter): scanning those
-    exactly costs less than any search that would find ``want`` of them."""
-    if min(inside, passing) <= EXACT_DIRECT:
-        return None
-    return min(max(pool, _enough(inside, passing, want)), limit)
+class _How(enum.Enum):
+    SCAN = "scan"  # the exact scan of what passes (``FastNetwork.nearest``)
+    FILTERED = "filtered"  # one HNSW search that keeps only what passes (``VectorIndex.search_among``)
+    SEARCH = "search"  # a plain HNSW search of ``k``
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    how: _How
+    otherwise: _How  # SCAN or FILTERED: after a SEARCH whose neighbours hold too few that pass
+    k: int = 0  # SEARCH: its size
+
+
+def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _Plan:
+    """How the semantic channel finds ``want`` of about ``passing`` rows that pass, in an
+    index of ``size`` (every namespace's: a search walks them all):
+
+    * SCAN where at most ``EXACT_DIRECT`` pass (a small namespace, a narrow filter):
+      scanning those costs less than any search;
+    * else one plain SEARCH of at least ``pool``, as many as the share that passes says
+      are needed for ``want`` to pass (``_enough``), when that is at most ``limit`` and
+      costs less than what would follow it;
+    * and where that search was too wide or too dear, or its neighbours held too few
+      that pass (a filter that goes against the query's meaning), FILTERED, or SCAN
+      where scanning what passes costs less (``_filtered_cost``): one step, whatever the
+      search found.
+    """
+    if passing <= EXACT_DIRECT:
+        return _Plan(_How.SCAN, _How.SCAN)
+    scan, filtered = passing * SCAN_US_PER_ROW, _filtered_cost(size, passing)
+    otherwise = _How.FILTERED if filtered < scan else _How.SCAN
+    first = max(pool, _enough(size, passing, want))
+    if first <= limit and SEARCH_US + SEARCH_US_PER_NEIGHBOUR * first < min(scan, filtered):
+        return _Plan(_How.SEARCH, otherwise, first)
+    return _Plan(otherwise, otherwise)
+
+
+def _filtered_cost(size: int, passing: int) -> float:
+    """Microseconds a filtered search is estimated to take (``FILTERED_US``)."""
+    return FILTERED_US * size / max(passing, 1) + LOOKUP_US_PER_ROW * passing
 
 
 def _enough(searched: int, passed: int, want: int) -> int:

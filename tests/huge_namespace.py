@@ -5,8 +5,8 @@ takes the exact scan over half of it; and what that recall allocates at its peak
 
 Half the memories (category ``near``) lie next to the query's vector, so HNSW's
 neighbours are all of them; the other half (``far``, the filter's category) lie
-elsewhere, so nothing HNSW returns passes the filter, the search widens to
-``[recall] max_widened_candidates`` (256 here) and then scans the ``far`` half exactly.
+elsewhere, so nothing HNSW returns passes the filter, and the recall then scans the
+``far`` half exactly or searches HNSW among it (``engine/recall.py``, ``_plan_search``).
 Every memory shares the word "meeting" with the query, so the lexical channel scores
 the whole namespace too.
 """

@@ -1,17 +1,20 @@
-"""A recall over a huge namespace is bounded in memory: the exact scan walks the filtered
-set a chunk at a time and keeps only the best candidates, so what one recall allocates
-does not grow with the namespace (it used to hold a float32 copy of every filtered
-vector: about 1.1 KB per memory here, 44 MiB at 40,000). A real SQLite file, a real
-HNSW index; the peak is measured with ``tracemalloc``, which numpy reports to."""
+"""A recall over a huge namespace is bounded in memory. The exact scan walks the filtered
+set a chunk at a time and keeps only the best candidates, so what it allocates does not
+grow with the namespace (it used to hold a float32 copy of every filtered vector: about
+1.1 KB per memory here, 44 MiB at 40,000); the filtered HNSW search holds a mask and the
+ids of what passes, a few bytes a memory. A real SQLite file, a real HNSW index; the peak
+is measured with ``tracemalloc``, which numpy reports to."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engine import recall
 from engine.fast_network import SCAN_CHUNK
 from engine.records import Scope
 from engine.service import MemoryService
@@ -32,14 +35,20 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
     service.close()
 
 
-def test_a_recall_allocates_no_more_over_a_namespace_seven_times_larger(large: MemoryService, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["scan", "filtered search"])
+def test_a_recall_allocates_no_more_over_a_namespace_seven_times_larger(
+    large: MemoryService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    if path == "scan":
+        monkeypatch.setattr(recall, "FILTERED_US", math.inf)  # the filtered search priced out
     small = open_filled(tmp_path / "small", SMALL)
     try:
         small_peak, small_exact = recall_peak(small)
     finally:
         small.close()
     large_peak, large_exact = recall_peak(large)
-    assert small_exact and large_exact  # both took the exact scan over half their namespace
+    assert small_exact  # 2,000 pass: scanned at once
+    assert large_exact == (path == "scan")  # 14,000 pass: scanned, or searched among
     growth = (large_peak - small_peak) / (LARGE - SMALL)
     assert growth < MAX_BYTES_PER_MEMORY, f"{small_peak=} {large_peak=}: {growth:.0f} bytes per memory"
 

@@ -1,32 +1,73 @@
-"""How far the semantic channel widens its search when a filter turns most neighbours away."""
+"""How the semantic channel plans its search when a filter turns most neighbours away."""
 
 from __future__ import annotations
 
-from engine.recall import EXACT_DIRECT, _enough, _first_search
+from engine.recall import (
+    EXACT_DIRECT,
+    FILTERED_US,
+    LOOKUP_US_PER_ROW,
+    SCAN_US_PER_ROW,
+    _enough,
+    _filtered_cost,
+    _How,
+    _plan_search,
+)
 
 
 def test_enough_scales_the_search_by_the_share_that_passed_twice_over() -> None:
     assert _enough(100, 5, 10) == 400  # 5% passed: 10 wanted needs 200, twice that
     assert _enough(400, 40, 10) == 200
-    assert _enough(100, 50, 10) == 40  # already enough in a search of 100: widening ×4 wins
+    assert _enough(100, 50, 10) == 40
 
 
 def test_enough_takes_one_in_the_searched_where_none_passed() -> None:
     assert _enough(100, 0, 10) == 2000
-    assert _enough(1000, 0, 10) == 20000  # beyond any sensible limit: the exact scan follows
+    assert _enough(1000, 0, 10) == 20000
 
 
 def test_the_first_search_is_sized_by_the_share_that_passes() -> None:
     # 100k rows, 8% pass: 10 wanted needs 125 neighbours, twice that
-    assert _first_search(100_000, 8_000, 100, 10, 4096) == 250
+    plan = _plan_search(100_000, 8_000, 100, 10, 4096)
+    assert (plan.how, plan.k) == (_How.SEARCH, 250)
     # nearly all pass: the pool is the floor
-    assert _first_search(100_000, 99_000, 100, 10, 4096) == 100
-    # 3% pass: as wide as the limit allows
-    assert _first_search(1_000_000, 3_000, 100, 10, 4096) == 4096
+    plan = _plan_search(100_000, 99_000, 100, 10, 4096)
+    assert (plan.how, plan.k) == (_How.SEARCH, 100)
 
 
 def test_a_small_namespace_or_a_narrow_filter_is_scanned_at_once() -> None:
-    assert _first_search(EXACT_DIRECT, EXACT_DIRECT, 100, 10, 4096) is None
-    assert _first_search(1_000_000, EXACT_DIRECT, 100, 10, 4096) is None
-    assert _first_search(1_000_000, 0, 100, 10, 4096) is None
-    assert _first_search(1_000_000, EXACT_DIRECT + 1, 100, 10, 4096) == 4096
+    for size, passing in [(EXACT_DIRECT, EXACT_DIRECT), (1_000_000, EXACT_DIRECT), (1_000_000, 0)]:
+        plan = _plan_search(size, passing, 100, 10, 4096)
+        assert plan.how is plan.otherwise is _How.SCAN
+
+
+def test_a_search_wider_than_the_limit_is_not_made() -> None:
+    # 1M rows, 3,000 pass: the first search would need 6,667 neighbours
+    plan = _plan_search(1_000_000, 3_000, 100, 10, 4096)
+    assert plan.how is plan.otherwise
+    assert plan.how is not _How.SEARCH
+
+
+def test_what_follows_a_short_search_is_the_cheaper_of_scan_and_filtered_search() -> None:
+    # 100k rows, 8,000 pass (8%): the filtered search walks past 12 rows for each kept,
+    # cheaper than widening 8,000 float16 vectors
+    assert _plan_search(100_000, 8_000, 100, 10, 4096).otherwise is _How.FILTERED
+    # 100k rows, 2,500 pass (2.5%): the filtered search would walk most of the graph
+    assert _plan_search(100_000, 2_500, 100, 10, 4096).otherwise is _How.SCAN
+    # 1M rows, 80,000 pass: scanning them costs far more than the search
+    assert _plan_search(1_000_000, 80_000, 100, 10, 4096).otherwise is _How.FILTERED
+
+
+def test_the_filtered_cost_grows_as_the_share_falls_and_with_what_passes() -> None:
+    assert _filtered_cost(100_000, 50_000) == FILTERED_US * 2 + LOOKUP_US_PER_ROW * 50_000
+    assert _filtered_cost(100_000, 1_000) > 1_000 * SCAN_US_PER_ROW  # 1%: scanning wins
+    assert _filtered_cost(100_000, 0) == FILTERED_US * 100_000  # never a division by zero
+
+
+def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
+    # 1M rows, one namespace of 5,000 with no filter: 4,000 neighbours would be needed,
+    # about as dear as scanning the 5,000, so they are scanned at once
+    plan = _plan_search(1_000_000, 5_000, 100, 10, 4096)
+    assert plan.how is _How.SCAN
+    # the same namespace at 100k rows: a search of 400 is far cheaper
+    plan = _plan_search(100_000, 5_000, 100, 10, 4096)
+    assert (plan.how, plan.k) == (_How.SEARCH, 400)
