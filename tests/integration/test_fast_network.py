@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engine import fast_network
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
 from engine.conflicts import CONTRADICTS, SUPERSEDES
@@ -140,7 +141,13 @@ def _selected(net: FastNetwork, scope: Scope, flt: MemoryFilter) -> set[str]:
     return {net.id_of(int(row)) for row in rows[net.passes(scope, flt, NOW, rows)]}
 
 
-def test_masks_select_what_the_store_selects_for_random_scopes_and_filters(store: Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("narrow_first", ["never", "always"])
+def test_masks_select_what_the_store_selects_for_random_scopes_and_filters(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, narrow_first: str
+) -> None:
+    # "always": a category or session the filter names is masked first, the rest over what
+    # it lets through, as for a large namespace (``NARROW_FIRST``)
+    monkeypatch.setattr(fast_network, "NARROW_FIRST", 10**9 if narrow_first == "never" else 0)
     rng = random.Random(17)
     memories = [_memory(rng, n) for n in range(240)]
     store.insert(memories, _vectors(memories), changed_by=None)
