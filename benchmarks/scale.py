@@ -14,7 +14,9 @@ carry over):
    from disk; RSS before and after, the fast network's own size estimate.
 3. **Recall**: warm-up, then ``--queries`` recalls (top 10, production defaults,
    reinforcement on) with the query vectors computed beforehand, so the times are the
-   engine's alone. Spread: each query asks one namespace, chosen at random.
+   engine's alone. Spread: each query asks one namespace, chosen at random. Then the
+   same queries again, each filtered to one category drawn at random (a share of 8% to
+   24% of the memories each), as a client's ``filter: {"category": …}`` asks.
 4. **HNSW recall@10 against exact search**: for ``--exact-queries`` query vectors, the
    semantic channel's 10 nearest in the namespace against an exact scan of the
    namespace's vectors (the fast network's float16 copies).
@@ -137,6 +139,15 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
         if n >= args.warmup:
             timed.append(time.perf_counter() - began)
     row["recall_ms"] = _percentiles(timed)
+    timed = []
+    categories = list(synthetic.CATEGORIES)
+    for n, (text, space) in enumerate(zip(texts, spaces, strict=True)):
+        flt = MemoryFilter(categories=(rng.choice(categories),))
+        began = time.perf_counter()
+        service.recall(text, namespaces=[space], top_k=10, flt=flt)
+        if n >= args.warmup:
+            timed.append(time.perf_counter() - began)
+    row["filtered_recall_ms"] = _percentiles(timed)
     service.flush()
 
     hits = 0
@@ -289,16 +300,18 @@ def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print()
     print(
-        "| layout | N | engine | recall p50 / p95 / p99 ms | HNSW recall@10 | start-up s | rebuild s | "
-        "RSS MB (loaded / peak) | fast network MB | disk MB |"
+        "| layout | N | engine | recall p50 / p95 / p99 ms | one category p50 / p95 / p99 ms | HNSW recall@10 | "
+        "start-up s | rebuild s | RSS MB (loaded / peak) | fast network MB | disk MB |"
     )
-    print("|---|---:|---|---|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---|---|---|---:|---:|---:|---|---:|---:|")
     for row in rows:
         measured = [(baseline["revision"], row["baseline"])] if baseline is not None else []
         for engine, one in [*measured, ("this tree", row)]:
-            ms = one["recall_ms"]
+            ms, cat = one["recall_ms"], one.get("filtered_recall_ms")
+            filtered = f"{cat['p50']} / {cat['p95']} / {cat['p99']}" if cat else "—"
             print(
                 f"| {row['layout']} | {row['size']:,} | {engine} | {ms['p50']} / {ms['p95']} / {ms['p99']} | "
+                f"{filtered} | "
                 f"{one['hnsw_recall_at_10']} | {one['startup_s']} | {row.get('rebuild_s', '—')} | "
                 f"{one['rss_mb']} / {one['peak_rss_mb']} | {one['fast_network_estimate_mb']} | {one['disk_mb']} |"
             )
