@@ -214,7 +214,7 @@ class HnswIndex:
             except RuntimeError:
                 # Fewer than k of them reachable past deleted or filtered-out elements.
                 self.exact_searches += 1
-                return self._exact(query[0], k, [memory_id for memory_id in ids if memory_id in self._by_id])
+                return self._exact(query[0], k, [mid for mid in dict.fromkeys(ids) if mid in self._by_id])
             finally:
                 if k > self._ef:
                     self._index.set_ef(self._ef)
