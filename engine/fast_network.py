@@ -50,7 +50,7 @@ from engine import text
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import sha256_of
-from engine.ports import Edge, LexicalBuild, LexicalScorer
+from engine.ports import Edge, LexicalBuild, LexicalScorer, VectorIndex
 from engine.records import (
     JsonScalar,
     Memory,
@@ -290,6 +290,10 @@ class FastNetwork:
         self.dim = dim
         self._vectors = np.zeros((_MIN_CAPACITY, dim), np.float16)
         self._has_vector = np.zeros(_MIN_CAPACITY, np.bool_)
+        # Per row, its vector's handle in the index named by ``_handle_space`` (-1: not
+        # looked up yet), kept so a filtered search need not look every id up (``handles``).
+        self._handles = np.full(_MIN_CAPACITY, NONE, np.int64)
+        self._handle_space = ""
         self._cols = _Columns()
         self.ids: list[str] = []
         self._row: dict[str, int] = {}
@@ -481,7 +485,9 @@ class FastNetwork:
             vectors[: len(self._vectors)] = self._vectors
             has = np.zeros(capacity, np.bool_)
             has[: len(self._has_vector)] = self._has_vector
-            self._vectors, self._has_vector = vectors, has
+            handles = np.full(capacity, NONE, np.int64)
+            handles[: len(self._handles)] = self._handles
+            self._vectors, self._has_vector, self._handles = vectors, has, handles
 
     def put_vectors(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         """Hold the current model's vectors of these memories (unknown ids are skipped)."""
@@ -500,6 +506,22 @@ class FastNetwork:
 
     def has_vectors(self, rows: Rows) -> Mask:
         return self._has_vector[rows]
+
+    def handles(self, index: VectorIndex, rows: Rows) -> Rows:
+        """Each row's vector handle in ``index`` (``VectorIndex.handles``; -1 where it
+        holds none). Kept from one call to the next: only rows never asked, or whose
+        handle died (a replaced or removed vector), are looked up in the index, and all
+        of them when the index is another than last time."""
+        with self._lock:
+            if self._handle_space != index.handle_space:
+                self._handles[:] = NONE
+                self._handle_space = index.handle_space
+            found = self._handles[rows]
+            stale = ~index.live(found)
+            if stale.any():
+                again = rows[stale]
+                found[stale] = self._handles[again] = index.handles(self.ids_of(again))
+            return found
 
     def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
         old = self._row_entities.get(row, ())

@@ -125,6 +125,7 @@ class VectorIndex(Protocol):
 
     dim: int
     applied_seq: int
+    handle_space: str  # names this index's ``handles``: another index (a rebuild, a load) has another
 
     def __len__(self) -> int:
         """Number of live (not removed) ids."""
@@ -152,12 +153,25 @@ class VectorIndex(Protocol):
         in one call (the write path asks for a whole batch's neighbours at once)."""
         ...
 
-    def search_among(self, vector: Vector, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
-        """``search`` restricted to ``ids`` (absent ones ignored): up to ``k`` of them, most
-        similar first, similarity as ``search``'s. For a filter that lets a small share of
-        the index through, whose plain neighbours would mostly fail it: the search walks
-        the whole graph but keeps only these. As approximate as ``search``; never fewer
-        than ``min(k, present ids)`` results."""
+    def handles(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """A handle for each id's vector, -1 where the id is absent: a small integer that
+        names that vector in this index. The index never gives a handle to another id;
+        it stays ``live`` until the id's vector is replaced or removed. Handles hold for
+        this index only (``handle_space``), so a caller may keep them and ask ``live``
+        instead of looking the ids up again."""
+        ...
+
+    def live(self, handles: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Whether each handle (from ``handles``; -1 and unknown ones are not) still names
+        a present vector."""
+        ...
+
+    def search_among(self, vector: Vector, k: int, handles: npt.NDArray[np.int64]) -> list[tuple[str, float]]:
+        """``search`` restricted to the vectors these handles name (dead or -1 ones
+        ignored): up to ``k`` of them, most similar first, similarity as ``search``'s.
+        For a filter that lets a small share of the index through, whose plain
+        neighbours would mostly fail it: the search walks the whole graph but keeps only
+        these. As approximate as ``search``; never fewer than ``min(k, live handles)``."""
         ...
 
     def similarities(self, vector: Vector, ids: Sequence[str]) -> list[tuple[str, float]]:

@@ -70,14 +70,15 @@ EXACT_DIRECT = 2048
 # (``VectorIndex.search_among``), whichever is estimated to cost less. Measured at 100k
 # memories of 384 dimensions on two cores: the scan takes about SCAN_US_PER_ROW a passing
 # row (float16 vectors widened, one product); the filtered search about LOOKUP_US_PER_ROW
-# a passing row (its ids looked up in the index) and FILTERED_US divided by the share of
-# the index that passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%, 27 ms at 1%).
+# a passing row (its handle, kept by ``FastNetwork.handles``, gathered and masked), and
+# a plain search's time (below) plus FILTERED_US divided by the share of the index that
+# passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%, 27 ms at 1%).
 # A plain search of k neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k
 # (0.56 ms for 100, 7.7 ms for 2,500): it is made first only where it costs less than
 # going to one of those at once.
 SCAN_US_PER_ROW = 2.2
-LOOKUP_US_PER_ROW = 0.55
-FILTERED_US = 300.0
+LOOKUP_US_PER_ROW = 0.05
+FILTERED_US = 260.0
 SEARCH_US = 250.0
 SEARCH_US_PER_NEIGHBOUR = 2.7
 # How many rows of the namespaces looked into a semantic search samples to estimate how
@@ -262,7 +263,8 @@ class Recaller:
         """The ``pool`` nearest of the rows of ``inside`` that pass, from one HNSW search
         that keeps only those (the whole set's mask is taken first, vectorised)."""
         allowed = inside[net.passes(query.sight, query.flt, query.now, inside)]
-        similar = self._keeper.index.search_among(query.vector, query.pool, net.ids_of(allowed))
+        index = self._keeper.index
+        similar = index.search_among(query.vector, query.pool, net.handles(index, allowed))
         return self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
 
     def _passing(
@@ -530,17 +532,22 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _
     """
     if passing <= EXACT_DIRECT:
         return _Plan(_How.SCAN, _How.SCAN)
-    scan, filtered = passing * SCAN_US_PER_ROW, _filtered_cost(size, passing)
+    scan, filtered = passing * SCAN_US_PER_ROW, _filtered_cost(size, passing, pool)
     otherwise = _How.FILTERED if filtered < scan else _How.SCAN
     first = max(pool, _enough(size, passing, want))
-    if first <= limit and SEARCH_US + SEARCH_US_PER_NEIGHBOUR * first < min(scan, filtered):
+    if first <= limit and _search_cost(first) < min(scan, filtered):
         return _Plan(_How.SEARCH, otherwise, first)
     return _Plan(otherwise, otherwise)
 
 
-def _filtered_cost(size: int, passing: int) -> float:
-    """Microseconds a filtered search is estimated to take (``FILTERED_US``)."""
-    return FILTERED_US * size / max(passing, 1) + LOOKUP_US_PER_ROW * passing
+def _search_cost(k: int) -> float:
+    """Microseconds a plain search of ``k`` neighbours is estimated to take."""
+    return SEARCH_US + SEARCH_US_PER_NEIGHBOUR * k
+
+
+def _filtered_cost(size: int, passing: int, k: int) -> float:
+    """Microseconds a search for ``k`` among ``passing`` of ``size`` is estimated to take."""
+    return _search_cost(k) + FILTERED_US * size / max(passing, 1) + LOOKUP_US_PER_ROW * passing
 
 
 def _enough(searched: int, passed: int, want: int) -> int:

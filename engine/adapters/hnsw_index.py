@@ -34,11 +34,13 @@ import json
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import hnswlib
 import numpy as np
+import numpy.typing as npt
 
 from engine.errors import VectorIndexError
 from engine.files import sha256_of
@@ -82,6 +84,8 @@ class HnswIndex:
         self._lock = threading.Lock()
         self._labels: list[str | None] = []
         self._by_id: dict[str, int] = {}
+        self._live = np.zeros(_MIN_CAPACITY, np.bool_)  # per label: it names a present vector
+        self.handle_space = uuid.uuid4().hex  # handles are labels, never reused by this object
         if _native is None:
             _native = hnswlib.Index(space="cosine", dim=dim)
             _native.init_index(max_elements=max(capacity, _MIN_CAPACITY), M=m, ef_construction=ef_construction)
@@ -118,6 +122,7 @@ class HnswIndex:
                     if old is not None:
                         self._index.mark_deleted(old)
                         self._labels[old] = None
+                        self._live[old] = False
                 start = len(self._labels)
                 needed = start + len(ids)
                 capacity = self._index.get_max_elements()
@@ -130,6 +135,8 @@ class HnswIndex:
             for offset, memory_id in enumerate(ids):
                 self._labels.append(memory_id)
                 self._by_id[memory_id] = start + offset
+            self._grow_live(needed)
+            self._live[start:needed] = True
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -138,6 +145,7 @@ class HnswIndex:
                 if label is not None:
                     self._index.mark_deleted(label)
                     self._labels[label] = None
+                    self._live[label] = False
 
     def search(self, vector: Vector, k: int) -> list[tuple[str, float]]:
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
@@ -194,18 +202,29 @@ class HnswIndex:
         # Some row found fewer than k live results: each row alone, as ``search`` answers it.
         return [self.search(query, k) for query in queries]
 
-    def search_among(self, vector: Vector, k: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+    def handles(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        with self._lock:
+            return np.fromiter(map(self._by_id.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+
+    def live(self, handles: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        with self._lock:
+            known = (handles >= 0) & (handles < len(self._labels))
+            alive = self._live[: len(self._labels)]
+            found: npt.NDArray[np.bool_] = known & alive[np.where(known, handles, 0)]
+            return found
+
+    def search_among(self, vector: Vector, k: int, handles: npt.NDArray[np.int64]) -> list[tuple[str, float]]:
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
         with self._lock:
-            labels = np.fromiter(map(self._by_id.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
-            labels = labels[labels >= 0]
-            k = min(k, len(labels))
+            allowed = np.zeros(len(self._labels), np.bool_)
+            known = handles[(handles >= 0) & (handles < len(self._labels))]
+            allowed[known] = True
+            allowed &= self._live[: len(self._labels)]
+            k = min(k, int(allowed.sum()))
             if k <= 0:
                 return []
-            allowed = np.zeros(len(self._labels), np.bool_)
-            allowed[labels] = True
             # hnswlib calls the filter for each element it would keep; a bytes object's own
-            # __getitem__ answers without a Python frame (a lambda costs about twice the search).
+            # __getitem__ answers without a Python frame (a lambda costs nearly twice the search).
             keep = allowed.tobytes().__getitem__
             if k > self._ef:
                 self._index.set_ef(k)
@@ -214,13 +233,20 @@ class HnswIndex:
             except RuntimeError:
                 # Fewer than k of them reachable past deleted or filtered-out elements.
                 self.exact_searches += 1
-                return self._exact(query[0], k, [mid for mid in dict.fromkeys(ids) if mid in self._by_id])
+                every = np.flatnonzero(allowed).tolist()
+                return self._exact(query[0], k, [mid for label in every if (mid := self._labels[label]) is not None])
             finally:
                 if k > self._ef:
                     self._index.set_ef(self._ef)
             names = self._labels
             pairs = zip(found[0].tolist(), (1.0 - distances[0].astype(np.float64)).tolist(), strict=True)
             return [(memory_id, sim) for label, sim in pairs if (memory_id := names[label]) is not None]
+
+    def _grow_live(self, size: int) -> None:
+        if size > len(self._live):
+            live = np.zeros(max(size, 2 * len(self._live)), np.bool_)
+            live[: len(self._live)] = self._live
+            self._live = live
 
     def _search_harder(self, query: Matrix, k: int) -> list[tuple[str, float]]:
         """``search`` after hnswlib found fewer than ``k`` live results (lock held): once more
@@ -359,6 +385,8 @@ class HnswIndex:
             return None
         index._labels = [str(label) or None for label in labels]
         index._by_id = {memory_id: label for label, memory_id in enumerate(index._labels) if memory_id}
+        index._grow_live(len(labels))
+        index._live[: len(labels)] = labels != ""
         if len(index._by_id) != meta["live"]:
             return None
         index.applied_seq = int(meta["applied_seq"])

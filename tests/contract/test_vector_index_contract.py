@@ -379,12 +379,14 @@ def test_search_many_answers_each_row_as_search_does(index: VectorIndex) -> None
     assert small.search_many(vectors[:2], 10) == [small.search(vectors[0], 10), small.search(vectors[1], 10)]
 
 
-def test_search_among_answers_only_the_ids_given_most_similar_first(index: VectorIndex) -> None:
+def test_search_among_answers_only_the_handles_given_most_similar_first(index: VectorIndex) -> None:
     vectors = unit_rows(3000, seed=8)
     index.upsert(names(3000), vectors)
     allowed = names(3000)[::12]  # 250 of them, one in twelve
+    handles = index.handles([*allowed, "absent", allowed[0]])
+    assert handles[-2] == -1
     query = unit_rows(1, seed=9)[0]
-    found = index.search_among(query, 10, [*allowed, "absent", allowed[0]])
+    found = index.search_among(query, 10, handles)
     assert len(found) == 10 and {memory_id for memory_id, _ in found} <= set(allowed)
     sims = [sim for _, sim in found]
     assert sims == sorted(sims, reverse=True)
@@ -395,15 +397,46 @@ def test_search_among_answers_only_the_ids_given_most_similar_first(index: Vecto
     assert len(best & {memory_id for memory_id, _ in found}) >= 9
 
 
-def test_search_among_never_answers_fewer_than_the_present_ids_asked() -> None:
+def test_a_handle_dies_with_its_vector_and_is_never_given_to_another_id(index: VectorIndex) -> None:
+    vectors = unit_rows(6, seed=12)
+    index.upsert(names(3), vectors[:3])
+    first = index.handles(names(3))
+    assert index.live(first).all() and len(set(first.tolist())) == 3
+    index.upsert(["m-0"], vectors[3:4])  # replaced
+    index.remove(["m-1"])
+    index.upsert(["m-9"], vectors[4:5])
+    assert index.live(first).tolist() == [False, False, True]
+    now = index.handles(["m-0", "m-1", "m-2", "m-9"])
+    assert now[1] == -1 and now[2] == first[2]
+    assert not set(now.tolist()) & {int(first[0]), int(first[1])}  # dead handles stay unused
+    assert index.live(np.asarray([-1, 10**6], dtype=np.int64)).tolist() == [False, False]
+    # a dead handle finds nothing, its id's new one does
+    assert index.search_among(vectors[3], 5, first[:1]) == []
+    assert [m for m, _ in index.search_among(vectors[3], 5, now[:1])] == ["m-0"]
+
+
+def test_each_index_has_its_own_handle_space(new_index: IndexFactory, tmp_path: Path) -> None:
+    one, two = new_index(), new_index()
+    assert one.handle_space != two.handle_space
+    if not isinstance(one, HnswIndex):
+        return
+    one.upsert(names(3), unit_rows(3))
+    one.save(tmp_path)
+    loaded = HnswIndex.load(tmp_path, dim=DIM, model=MODEL)
+    assert loaded is not None and loaded.handle_space != one.handle_space
+    assert loaded.live(loaded.handles(names(3))).all()
+
+
+def test_search_among_never_answers_fewer_than_the_live_handles_asked() -> None:
     index = HnswIndex(DIM, model=MODEL, ef_search=10)
     vectors = unit_rows(500, seed=10)
     index.upsert(names(500), vectors)
+    handles = index.handles(names(20))
     index.remove(names(500)[5:])  # the five kept ones sit among 495 deleted elements
-    found = index.search_among(unit_rows(1, seed=11)[0], 10, names(500)[:20])
+    found = index.search_among(unit_rows(1, seed=11)[0], 10, handles)
     assert sorted(memory_id for memory_id, _ in found) == names(5)
-    assert index.search_among(vectors[0], 10, ["absent"]) == []
-    assert index.search_among(vectors[0], 0, names(5)) == []
+    assert index.search_among(vectors[0], 10, index.handles(["absent"])) == []
+    assert index.search_among(vectors[0], 0, handles) == []
 
 
 def test_search_among_never_fails_because_of_deleted_elements() -> None:
@@ -411,6 +444,6 @@ def test_search_among_never_fails_because_of_deleted_elements() -> None:
     rng = np.random.default_rng(0)
     for _ in range(200):
         index.upsert(["only"], rng.standard_normal((1, 16)).astype(np.float32))
-        found = index.search_among(rng.standard_normal(16).astype(np.float32), 1, ["only"])
+        found = index.search_among(rng.standard_normal(16).astype(np.float32), 1, index.handles(["only"]))
         assert [memory_id for memory_id, _ in found] == ["only"]
     assert index.exact_searches > 0  # hnswlib raised, and the exact scan of the ids answered

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,11 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
     service.close()
 
 
-def _count_calls(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> list[int]:
-    calls: list[int] = []
+def _calls(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> list[tuple[Any, ...]]:
+    """The arguments of every call of ``target.name`` from now on."""
+    calls: list[tuple[Any, ...]] = []
     method = getattr(target, name)
-    monkeypatch.setattr(target, name, lambda *args: calls.append(args[1]) or method(*args))
+    monkeypatch.setattr(target, name, lambda *args: calls.append(args) or method(*args))
     return calls
 
 
@@ -37,9 +39,10 @@ def test_a_filter_that_fails_every_neighbour_is_searched_once_among_what_passes(
     filled: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = filled.keeper.index
-    plain, among = _count_calls(monkeypatch, index, "search"), _count_calls(monkeypatch, index, "search_among")
+    plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
     result = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
-    assert plain == [100] and among == [100]  # one plain search of the pool, then one filtered
+    # one plain search of the pool, then one filtered, among the 3,000 that pass
+    assert [k for _, k in plain] == [100] and [(k, len(h)) for _, k, h in among] == [(100, SIZE // 2)]
     assert not result.exact_scan
     assert len(result.hits) == 10 and {hit.memory.category for hit in result.hits} == {"far"}
 
@@ -77,12 +80,45 @@ def test_the_filtered_search_never_returns_what_the_caller_does_not_see(
         private = replace(memory, visibility=Visibility.PRIVATE, actor="agent-b", version=memory.version + 1)
         filled.store.update(private, None, changed_by=None, reason="made private")
     filled.keeper.catch_up()
-    among = _count_calls(monkeypatch, filled.keeper.index, "search_among")
+    among = _calls(monkeypatch, filled.keeper.index, "search_among")
     sight = Scope.of({NAMESPACE: Reach.MEMBER}, "agent-a")
     result = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, scope=sight, reinforce=False)
-    assert among == [100]
+    assert len(among) == 1  # and the search was not even offered the hidden ones
+    assert not set(filled.keeper.index.handles(hidden).tolist()) & set(among[0][2].tolist())
     assert len(result.hits) == 10 and not {hit.memory.memory_id for hit in result.hits} & set(hidden)
     assert {hit.memory.category for hit in result.hits} == {"far"}
     # the whole namespace's view still finds them: they were hidden by sight, not lost
     whole = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, top_k=30, reinforce=False)
     assert set(hidden) & {hit.memory.memory_id for hit in whole.hits}
+
+
+def test_the_handles_kept_follow_replaced_vectors_and_a_rebuilt_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = open_filled(tmp_path, SIZE)
+    try:
+        net, now = service.keeper.network, service._clock()
+        every = net.rows_in([NAMESPACE])
+        far = every[net.passes(Scope.whole([NAMESPACE]), FAR, now, every)]
+
+        def current() -> bool:
+            index = service.keeper.index
+            with net.reading():
+                return net.handles(index, far).tolist() == index.handles(net.ids_of(far)).tolist()
+
+        assert current()
+        asked = _calls(monkeypatch, service.keeper.index, "handles")
+        assert current() and len(asked) == 1  # kept: only the check's own look-up asked the index
+        # A far memory gets a vector next to the query: its old handle dies, the new one is found.
+        moved = net.id_of(int(far[0]))
+        (memory,) = service.store.get_many(Scope.whole([NAMESPACE]), [moved], FAR, now)
+        vector = service.embedder.embed_query(QUERY)
+        service.store.update(replace(memory, version=memory.version + 1), vector, changed_by=None, reason="moved")
+        service.keeper.catch_up()
+        assert current()
+        result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
+        assert result.hits[0].memory.memory_id == moved and not result.exact_scan
+        service.keeper.rebuild()  # another index, other handles
+        assert current()
+    finally:
+        service.close()

@@ -11,6 +11,7 @@ from engine.recall import (
     _filtered_cost,
     _How,
     _plan_search,
+    _search_cost,
 )
 
 
@@ -57,10 +58,17 @@ def test_what_follows_a_short_search_is_the_cheaper_of_scan_and_filtered_search(
     assert _plan_search(1_000_000, 80_000, 100, 10, 4096).otherwise is _How.FILTERED
 
 
-def test_the_filtered_cost_grows_as_the_share_falls_and_with_what_passes() -> None:
-    assert _filtered_cost(100_000, 50_000) == FILTERED_US * 2 + LOOKUP_US_PER_ROW * 50_000
-    assert _filtered_cost(100_000, 1_000) > 1_000 * SCAN_US_PER_ROW  # 1%: scanning wins
-    assert _filtered_cost(100_000, 0) == FILTERED_US * 100_000  # never a division by zero
+def test_the_filtered_cost_is_a_search_and_grows_as_the_share_falls() -> None:
+    search = _search_cost(100)
+    assert _filtered_cost(100_000, 50_000, 100) == search + FILTERED_US * 2 + LOOKUP_US_PER_ROW * 50_000
+    assert _filtered_cost(100_000, 1_000, 100) > 1_000 * SCAN_US_PER_ROW  # 1%: scanning wins
+    assert _filtered_cost(100_000, 0, 100) == search + FILTERED_US * 100_000  # never a division by zero
+
+
+def test_a_filter_that_lets_nearly_all_through_is_searched_plainly() -> None:
+    # 2,700 rows, 2,600 pass: a plain search of the pool costs less than a filtered one
+    plan = _plan_search(2_700, 2_600, 100, 10, 4096)
+    assert (plan.how, plan.k) == (_How.SEARCH, 100)
 
 
 def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
