@@ -242,7 +242,7 @@ class Recaller:
             similar = index.search(query.vector, plan.k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
             if len(rows) < query.top_k and plan.k < size:
-                how = plan.otherwise  # the filter went against the query's neighbours
+                how = _after_short_search(plan, len(rows))  # the filter went against the query's neighbours
         if how is _How.FILTERED:
             rows, cosines = self._filtered(net, query, inside)
         elif how is _How.SCAN:
@@ -512,8 +512,10 @@ class _How(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class _Plan:
     how: _How
-    otherwise: _How  # SCAN or FILTERED: after a SEARCH whose neighbours hold too few that pass
+    otherwise: _How  # SCAN or FILTERED: where a SEARCH is not made
     k: int = 0  # SEARCH: its size
+    scan_us: float = 0.0  # SEARCH: what scanning what passes is estimated to cost
+    pool: int = 0  # SEARCH: the pool a filtered search would ask for
 
 
 def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _Plan:
@@ -536,8 +538,20 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _
     otherwise = _How.FILTERED if filtered < scan else _How.SCAN
     first = max(pool, _enough(size, passing, want))
     if first <= limit and _search_cost(first) < min(scan, filtered):
-        return _Plan(_How.SEARCH, otherwise, first)
+        return _Plan(_How.SEARCH, otherwise, first, scan, pool)
     return _Plan(otherwise, otherwise)
+
+
+def _after_short_search(plan: _Plan, passed: int) -> _How:
+    """What follows a SEARCH of ``plan.k`` neighbours of which only ``passed`` passed:
+    the filtered search priced by the share seen among those neighbours (it walks the
+    graph from them), or the scan. None passing means the filter goes against the
+    query's meaning: a filtered search would walk far before it kept anything (at 1M
+    memories, slower than scanning 80,000), so the scan follows."""
+    if passed == 0:
+        return _How.SCAN
+    filtered = _search_cost(plan.pool) + FILTERED_US * plan.k / passed
+    return _How.FILTERED if filtered < plan.scan_us else _How.SCAN
 
 
 def _search_cost(k: int) -> float:

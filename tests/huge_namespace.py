@@ -6,7 +6,8 @@ takes the exact scan over half of it; and what that recall allocates at its peak
 Half the memories (category ``near``) lie next to the query's vector, so HNSW's
 neighbours are all of them; the other half (``far``, the filter's category) lie
 elsewhere, so nothing HNSW returns passes the filter, and the recall then scans the
-``far`` half exactly or searches HNSW among it (``engine/recall.py``, ``_plan_search``).
+``far`` half exactly; with no plain search first (``widest`` below the pool) it searches
+HNSW among the ``far`` half, or scans it, whichever is priced lower (``engine/recall.py``).
 Every memory shares the word "meeting" with the query, so the lexical channel scores
 the whole namespace too.
 """
@@ -66,13 +67,15 @@ def fill(service: MemoryService, size: int, seed: int = 0) -> None:
         service.keeper.catch_up()
 
 
-def open_filled(data_dir: Path, size: int) -> MemoryService:
+def open_filled(data_dir: Path, size: int, *, widest: int = 256) -> MemoryService:
+    """``widest``: ``[recall] max_widened_candidates``. Below the pool (100), no plain search
+    is made for the filter: the recall goes to the filtered search or the scan at once."""
     config = load_config(
         env={},
         data_dir=data_dir,
         durable_commits=False,
         index=INDEX,
-        recall={"max_widened_candidates": 256},
+        recall={"max_widened_candidates": widest},
         categories=["near", "far"],
     )
     service = open_service(config, embedder=HashingEmbedder(dim=DIM), background_reembed=False)

@@ -1,7 +1,8 @@
-"""A filter that goes against the query's neighbours: the semantic channel searches HNSW
-keeping only what passes (``VectorIndex.search_among``) instead of widening and then
-scanning. Real SQLite, real HNSW; half the namespace lies next to the query and fails the
-filter, the other half passes it (``tests/huge_namespace.py``)."""
+"""Past a short plain search, the semantic channel searches HNSW keeping only what passes
+(``VectorIndex.search_among``) or scans it, instead of widening and then scanning. Real
+SQLite, real HNSW; half the namespace lies next to the query and fails the filter, the
+other half passes it (``tests/huge_namespace.py``). The ``filled`` service makes no plain
+search for the filter (``widest`` below the pool), so it takes the filtered search."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ SIZE = 6_000  # 3,000 pass FAR: past EXACT_DIRECT, and the filtered search costs
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
-    service = open_filled(tmp_path_factory.mktemp("filtered"), SIZE)
+    service = open_filled(tmp_path_factory.mktemp("filtered"), SIZE, widest=64)
     yield service
     service.close()
 
@@ -35,14 +36,14 @@ def _calls(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> list[tupl
     return calls
 
 
-def test_a_filter_that_fails_every_neighbour_is_searched_once_among_what_passes(
+def test_a_filter_too_narrow_for_a_plain_search_is_searched_once_among_what_passes(
     filled: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = filled.keeper.index
     plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
     result = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
-    # one plain search of the pool, then one filtered, among the 3,000 that pass
-    assert [k for _, k in plain] == [100] and [(k, len(h)) for _, k, h in among] == [(100, SIZE // 2)]
+    # no plain search, one filtered one among the 3,000 that pass
+    assert plain == [] and [(k, len(h)) for _, k, h in among] == [(100, SIZE // 2)]
     assert not result.exact_scan
     assert len(result.hits) == 10 and {hit.memory.category for hit in result.hits} == {"far"}
 
@@ -95,7 +96,7 @@ def test_the_filtered_search_never_returns_what_the_caller_does_not_see(
 def test_the_handles_kept_follow_replaced_vectors_and_a_rebuilt_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = open_filled(tmp_path, SIZE)
+    service = open_filled(tmp_path, SIZE, widest=64)
     try:
         net, now = service.keeper.network, service._clock()
         every = net.rows_in([NAMESPACE])
@@ -120,5 +121,21 @@ def test_the_handles_kept_follow_replaced_vectors_and_a_rebuilt_index(
         assert result.hits[0].memory.memory_id == moved and not result.exact_scan
         service.keeper.rebuild()  # another index, other handles
         assert current()
+    finally:
+        service.close()
+
+
+def test_a_filter_none_of_a_plain_search_passes_is_scanned_not_searched_among(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With a plain search first: its 100 neighbours all lie next to the query and fail.
+    # A filtered search would walk out of that neighbourhood before keeping anything.
+    service = open_filled(tmp_path, SIZE)
+    try:
+        index = service.keeper.index
+        plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
+        result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
+        assert [k for _, k in plain] == [100] and among == []
+        assert result.exact_scan and {hit.memory.category for hit in result.hits} == {"far"}
     finally:
         service.close()

@@ -30,7 +30,7 @@ MAX_BYTES_PER_MEMORY = 64
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
-    service = open_filled(tmp_path_factory.mktemp("large"), LARGE)
+    service = open_filled(tmp_path_factory.mktemp("large"), LARGE, widest=64)
     yield service
     service.close()
 
@@ -41,7 +41,7 @@ def test_a_recall_allocates_no_more_over_a_namespace_seven_times_larger(
 ) -> None:
     if path == "scan":
         monkeypatch.setattr(recall, "FILTERED_US", math.inf)  # the filtered search priced out
-    small = open_filled(tmp_path / "small", SMALL)
+    small = open_filled(tmp_path / "small", SMALL, widest=64)
     try:
         small_peak, small_exact = recall_peak(small)
     finally:

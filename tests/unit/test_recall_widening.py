@@ -7,6 +7,7 @@ from engine.recall import (
     FILTERED_US,
     LOOKUP_US_PER_ROW,
     SCAN_US_PER_ROW,
+    _after_short_search,
     _enough,
     _filtered_cost,
     _How,
@@ -79,3 +80,11 @@ def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
     # the same namespace at 100k rows: a search of 400 is far cheaper
     plan = _plan_search(100_000, 5_000, 100, 10, 4096)
     assert (plan.how, plan.k) == (_How.SEARCH, 400)
+
+
+def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_filtered_one() -> None:
+    plan = _plan_search(100_000, 8_000, 100, 10, 4096)  # a search of 250 first
+    assert plan.how is _How.SEARCH and plan.otherwise is _How.FILTERED
+    assert _after_short_search(plan, 8) is _How.FILTERED  # 8 of 250 passed: about the share overall
+    assert _after_short_search(plan, 1) is _How.SCAN  # 1 in 250: the filtered search would walk far
+    assert _after_short_search(plan, 0) is _How.SCAN  # none: the filter goes against the query
