@@ -238,11 +238,14 @@ class Recaller:
         inside = net.rows_in(query.sight.namespaces)
         plan = self._plan(net, query, inside, size)
         how = plan.how
-        if how is _How.SEARCH:
-            similar = index.search(query.vector, plan.k)
+        k = plan.k
+        while how is _How.SEARCH:
+            similar = index.search(query.vector, k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
-            if len(rows) < query.top_k and plan.k < size:
-                how = _after_short_search(plan, len(rows))  # the filter went against the query's neighbours
+            if len(rows) >= query.top_k or k >= size:
+                break
+            # The filter went against the query's neighbours: one wider search at most.
+            how, k = _after_short_search(plan, k, len(rows))
         if how is _How.FILTERED:
             rows, cosines = self._filtered(net, query, inside)
         elif how is _How.SCAN:
@@ -516,6 +519,7 @@ class _Plan:
     k: int = 0  # SEARCH: its size
     scan_us: float = 0.0  # SEARCH: what scanning what passes is estimated to cost
     pool: int = 0  # SEARCH: the pool a filtered search would ask for
+    limit: int = 0  # SEARCH: the widest plain search
 
 
 def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _Plan:
@@ -538,20 +542,25 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _
     otherwise = _How.FILTERED if filtered < scan else _How.SCAN
     first = max(pool, _enough(size, passing, want))
     if first <= limit and _search_cost(first) < min(scan, filtered):
-        return _Plan(_How.SEARCH, otherwise, first, scan, pool)
+        return _Plan(_How.SEARCH, otherwise, first, scan, pool, limit)
     return _Plan(otherwise, otherwise)
 
 
-def _after_short_search(plan: _Plan, passed: int) -> _How:
-    """What follows a SEARCH of ``plan.k`` neighbours of which only ``passed`` passed:
-    the filtered search priced by the share seen among those neighbours (it walks the
-    graph from them), or the scan. None passing means the filter goes against the
-    query's meaning: a filtered search would walk far before it kept anything (at 1M
-    memories, slower than scanning 80,000), so the scan follows."""
+def _after_short_search(plan: _Plan, searched: int, passed: int) -> tuple[_How, int]:
+    """What follows a plain search of ``searched`` neighbours of which only ``passed``
+    passed: the filtered search priced by the share seen among those neighbours (it
+    walks the graph from them), or the scan; where none passed, one search as wide as
+    ``plan.limit`` first when that costs less than the scan. None passing means the
+    filter goes against the query's meaning: a filtered search would walk far before it
+    kept anything (at 1M memories, slower than scanning 80,000), while a wider plain
+    search still finds a common category's memories (a fifth of a million) for far less
+    than scanning them."""
     if passed == 0:
-        return _How.SCAN
-    filtered = _search_cost(plan.pool) + FILTERED_US * plan.k / passed
-    return _How.FILTERED if filtered < plan.scan_us else _How.SCAN
+        if searched < plan.limit and _search_cost(plan.limit) < plan.scan_us:
+            return _How.SEARCH, plan.limit
+        return _How.SCAN, 0
+    filtered = _search_cost(plan.pool) + FILTERED_US * searched / passed
+    return (_How.FILTERED if filtered < plan.scan_us else _How.SCAN), 0
 
 
 def _search_cost(k: int) -> float:

@@ -128,14 +128,15 @@ def test_the_handles_kept_follow_replaced_vectors_and_a_rebuilt_index(
 def test_a_filter_none_of_a_plain_search_passes_is_scanned_not_searched_among(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With a plain search first: its 100 neighbours all lie next to the query and fail.
-    # A filtered search would walk out of that neighbourhood before keeping anything.
+    # With a plain search first: its 100 neighbours all lie next to the query and fail, and
+    # so do the 256 of the widest search allowed here. A filtered search would walk out of
+    # that neighbourhood before keeping anything.
     service = open_filled(tmp_path, SIZE)
     try:
         index = service.keeper.index
         plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
         result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
-        assert [k for _, k in plain] == [100] and among == []
+        assert [k for _, k in plain] == [100, 256] and among == []  # the pool, then as wide as allowed
         assert result.exact_scan and {hit.memory.category for hit in result.hits} == {"far"}
     finally:
         service.close()

@@ -85,6 +85,16 @@ def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
 def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_filtered_one() -> None:
     plan = _plan_search(100_000, 8_000, 100, 10, 4096)  # a search of 250 first
     assert plan.how is _How.SEARCH and plan.otherwise is _How.FILTERED
-    assert _after_short_search(plan, 8) is _How.FILTERED  # 8 of 250 passed: about the share overall
-    assert _after_short_search(plan, 1) is _How.SCAN  # 1 in 250: the filtered search would walk far
-    assert _after_short_search(plan, 0) is _How.SCAN  # none: the filter goes against the query
+    assert _after_short_search(plan, 250, 8) == (_How.FILTERED, 0)  # about the share overall
+    assert _after_short_search(plan, 250, 1) == (_How.SCAN, 0)  # 1 in 250: the filtered search would walk far
+    # none: the filter goes against the query; one search of 4,096 still costs less than
+    # scanning the 8,000, and after it the scan
+    assert _after_short_search(plan, 250, 0) == (_How.SEARCH, 4096)
+    assert _after_short_search(plan, 4096, 0) == (_How.SCAN, 0)
+
+
+def test_a_common_category_none_of_a_first_search_holds_is_searched_wider_before_any_scan() -> None:
+    plan = _plan_search(1_000_000, 220_000, 100, 10, 4096)  # 22% pass: a search of the pool
+    assert (plan.how, plan.k) == (_How.SEARCH, 100)
+    assert _after_short_search(plan, 100, 0) == (_How.SEARCH, 4096)  # far cheaper than 220,000 rows
+    assert _after_short_search(plan, 4096, 0) == (_How.SCAN, 0)  # as wide as allowed: the scan
