@@ -11,7 +11,9 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    are needed for ``top_k`` to pass (``_enough``), up to ``[recall]
    max_widened_candidates``. Where that would be wider, or its neighbours hold too few
    that pass, the filtered set is searched in HNSW keeping only what passes
-   (``VectorIndex.search_among``), or scanned where that is estimated to cost less;
+   (``VectorIndex.search_among``, priced by the share seen among those neighbours), or
+   scanned where that is estimated to cost less; where none passed, one search as wide
+   as allowed comes first when it costs less than the scan (``_after_short_search``);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
