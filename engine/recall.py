@@ -517,7 +517,6 @@ class _How(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class _Plan:
     how: _How
-    otherwise: _How  # SCAN or FILTERED: where a SEARCH is not made
     k: int = 0  # SEARCH: its size
     scan_us: float = 0.0  # SEARCH: what scanning what passes is estimated to cost
     pool: int = 0  # SEARCH: the pool a filtered search would ask for
@@ -533,19 +532,17 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _
     * else one plain SEARCH of at least ``pool``, as many as the share that passes says
       are needed for ``want`` to pass (``_enough``), when that is at most ``limit`` and
       costs less than what would follow it;
-    * and where that search was too wide or too dear, or its neighbours held too few
-      that pass (a filter that goes against the query's meaning), FILTERED, or SCAN
-      where scanning what passes costs less (``_filtered_cost``): one step, whatever the
-      search found.
+    * where that search would be too wide or too dear, FILTERED, or SCAN where scanning
+      what passes costs less (``_filtered_cost``); where its neighbours hold too few
+      that pass, ``_after_short_search`` decides.
     """
     if passing <= EXACT_DIRECT:
-        return _Plan(_How.SCAN, _How.SCAN)
+        return _Plan(_How.SCAN)
     scan, filtered = passing * SCAN_US_PER_ROW, _filtered_cost(size, passing, pool)
-    otherwise = _How.FILTERED if filtered < scan else _How.SCAN
     first = max(pool, _enough(size, passing, want))
     if first <= limit and _search_cost(first) < min(scan, filtered):
-        return _Plan(_How.SEARCH, otherwise, first, scan, pool, limit)
-    return _Plan(otherwise, otherwise)
+        return _Plan(_How.SEARCH, first, scan, pool, limit)
+    return _Plan(_How.FILTERED if filtered < scan else _How.SCAN)
 
 
 def _after_short_search(plan: _Plan, searched: int, passed: int) -> tuple[_How, int]:

@@ -39,24 +39,24 @@ def test_the_first_search_is_sized_by_the_share_that_passes() -> None:
 def test_a_small_namespace_or_a_narrow_filter_is_scanned_at_once() -> None:
     for size, passing in [(EXACT_DIRECT, EXACT_DIRECT), (1_000_000, EXACT_DIRECT), (1_000_000, 0)]:
         plan = _plan_search(size, passing, 100, 10, 4096)
-        assert plan.how is plan.otherwise is _How.SCAN
+        assert plan.how is _How.SCAN
 
 
 def test_a_search_wider_than_the_limit_is_not_made() -> None:
     # 1M rows, 3,000 pass: the first search would need 6,667 neighbours
     plan = _plan_search(1_000_000, 3_000, 100, 10, 4096)
-    assert plan.how is plan.otherwise
+    assert plan.how is _How.SCAN  # scanning 3,000 costs less than a search among them
     assert plan.how is not _How.SEARCH
 
 
-def test_what_follows_a_short_search_is_the_cheaper_of_scan_and_filtered_search() -> None:
+def test_the_filtered_search_is_priced_against_the_scan_of_what_passes() -> None:
     # 100k rows, 8,000 pass (8%): the filtered search walks past 12 rows for each kept,
     # cheaper than widening 8,000 float16 vectors
-    assert _plan_search(100_000, 8_000, 100, 10, 4096).otherwise is _How.FILTERED
+    assert _filtered_cost(100_000, 8_000, 100) < 8_000 * SCAN_US_PER_ROW
     # 100k rows, 2,500 pass (2.5%): the filtered search would walk most of the graph
-    assert _plan_search(100_000, 2_500, 100, 10, 4096).otherwise is _How.SCAN
+    assert _filtered_cost(100_000, 2_500, 100) > 2_500 * SCAN_US_PER_ROW
     # 1M rows, 80,000 pass: scanning them costs far more than the search
-    assert _plan_search(1_000_000, 80_000, 100, 10, 4096).otherwise is _How.FILTERED
+    assert _filtered_cost(1_000_000, 80_000, 100) < 80_000 * SCAN_US_PER_ROW
 
 
 def test_the_filtered_cost_is_a_search_and_grows_as_the_share_falls() -> None:
@@ -84,7 +84,7 @@ def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
 
 def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_filtered_one() -> None:
     plan = _plan_search(100_000, 8_000, 100, 10, 4096)  # a search of 250 first
-    assert plan.how is _How.SEARCH and plan.otherwise is _How.FILTERED
+    assert plan.how is _How.SEARCH and _filtered_cost(100_000, 8_000, 100) < plan.scan_us
     assert _after_short_search(plan, 250, 8) == (_How.FILTERED, 0)  # about the share overall
     assert _after_short_search(plan, 250, 1) == (_How.SCAN, 0)  # 1 in 250: the filtered search would walk far
     # none: the filter goes against the query; one search of 4,096 still costs less than
