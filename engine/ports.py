@@ -220,6 +220,24 @@ class LexicalBuild(Protocol):
         ...
 
 
+class RoughCosines(Protocol):
+    """A fast first pass of the exact scan: the cosines of some rows of a float16
+    matrix to a unit vector, each within ``error`` of the float32 product of those
+    rows (widened) and the vector. The scan keeps every row whose rough cosine comes
+    within twice ``error`` of the best it holds, and computes those exactly, so its
+    answer is the one the exact product alone gives."""
+
+    error: float
+
+    def ready(self) -> bool:
+        """Whether it can answer now (one that loads a library may load it meanwhile)."""
+        ...
+
+    def __call__(
+        self, vectors: npt.NDArray[np.float16], rows: npt.NDArray[np.int64], vector: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]: ...
+
+
 @runtime_checkable
 class Store(Protocol):
     """The system of record: memories, their versions, vectors, edges and a change sequence.

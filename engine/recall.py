@@ -70,15 +70,20 @@ EXACT_DIRECT = 2048
 # Where a plain search's neighbours hold too few that pass the filter, the semantic
 # channel either scans what passes or searches HNSW keeping only that
 # (``VectorIndex.search_among``), whichever is estimated to cost less. Measured at 100k
-# memories of 384 dimensions on two cores: the scan takes about SCAN_US_PER_ROW a passing
-# row (float16 vectors widened, one product); the filtered search about LOOKUP_US_PER_ROW
-# a passing row (its handle, kept by ``FastNetwork.handles``, gathered and masked), and
-# a plain search's time (below) plus FILTERED_US divided by the share of the index that
-# passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%, 27 ms at 1%).
-# A plain search of k neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k
-# (0.56 ms for 100, 7.7 ms for 2,500): it is made first only where it costs less than
-# going to one of those at once.
+# memories of 384 dimensions on two cores: both mask sight and filter over the rows of
+# the namespaces looked into, about MASK_US_PER_ROW a row; the scan then takes about
+# SCAN_US_PER_ROW a passing row (float16 vectors widened by numpy, one product), or
+# ROUGH_SCAN_US_PER_ROW where the network has rough cosines (``RoughCosines``: torch's
+# half-precision product, the kept rows computed again exactly); the filtered search
+# about LOOKUP_US_PER_ROW a passing row (its handle, kept by ``FastNetwork.handles``,
+# gathered and masked), and a plain search's time (below) plus FILTERED_US divided by the
+# share of the index that passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%,
+# 27 ms at 1%). A plain search of k neighbours takes about SEARCH_US +
+# SEARCH_US_PER_NEIGHBOUR × k (0.56 ms for 100, 7.7 ms for 2,500): it is made first only
+# where it costs less than going to one of those at once.
+MASK_US_PER_ROW = 0.025
 SCAN_US_PER_ROW = 2.2
+ROUGH_SCAN_US_PER_ROW = 0.3
 LOOKUP_US_PER_ROW = 0.05
 FILTERED_US = 260.0
 SEARCH_US = 250.0
@@ -262,7 +267,8 @@ class Recaller:
         if passing > EXACT_DIRECT:
             passing = _passing_estimate(net, query, inside)
         limit = min(self._config.recall.max_widened_candidates, size)
-        return _plan_search(max(size, passing), passing, min(query.pool, size), query.top_k, limit)
+        scan = _scan_cost(len(inside), passing, rough=net.scans_rough)
+        return _plan_search(max(size, passing), passing, min(query.pool, size), query.top_k, limit, scan, len(inside))
 
     def _filtered(self, net: FastNetwork, query: RecallQuery, inside: Rows) -> tuple[Rows, Floats]:
         """The ``pool`` nearest of the rows of ``inside`` that pass, from one HNSW search
@@ -521,11 +527,14 @@ class _Plan:
     scan_us: float = 0.0  # SEARCH: what scanning what passes is estimated to cost
     pool: int = 0  # SEARCH: the pool a filtered search would ask for
     limit: int = 0  # SEARCH: the widest plain search
+    mask_us: float = 0.0  # SEARCH: what masking the rows looked into costs a filtered search
 
 
-def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _Plan:
-    """How the semantic channel finds ``want`` of about ``passing`` rows that pass, in an
-    index of ``size`` (every namespace's: a search walks them all):
+def _plan_search(size: int, passing: int, pool: int, want: int, limit: int, scan_us: float, masked: int) -> _Plan:
+    """How the semantic channel finds ``want`` of about ``passing`` rows that pass, among
+    ``masked`` rows of the namespaces looked into, in an index of ``size`` (every
+    namespace's: a search walks them all); scanning what passes costs about ``scan_us``
+    (``_scan_cost``):
 
     * SCAN where at most ``EXACT_DIRECT`` pass (a small namespace, a narrow filter):
       scanning those costs less than any search;
@@ -538,10 +547,10 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int) -> _
     """
     if passing <= EXACT_DIRECT:
         return _Plan(_How.SCAN)
-    scan, filtered = passing * SCAN_US_PER_ROW, _filtered_cost(size, passing, pool)
+    scan, filtered = scan_us, _filtered_cost(size, passing, pool, masked)
     first = max(pool, _enough(size, passing, want))
     if first <= limit and _search_cost(first) < min(scan, filtered):
-        return _Plan(_How.SEARCH, first, scan, pool, limit)
+        return _Plan(_How.SEARCH, first, scan, pool, limit, MASK_US_PER_ROW * masked)
     return _Plan(_How.FILTERED if filtered < scan else _How.SCAN)
 
 
@@ -558,7 +567,7 @@ def _after_short_search(plan: _Plan, searched: int, passed: int) -> tuple[_How, 
         if searched < plan.limit and _search_cost(plan.limit) < plan.scan_us:
             return _How.SEARCH, plan.limit
         return _How.SCAN, 0
-    filtered = _search_cost(plan.pool) + FILTERED_US * searched / passed
+    filtered = _search_cost(plan.pool) + FILTERED_US * searched / passed + plan.mask_us
     return (_How.FILTERED if filtered < plan.scan_us else _How.SCAN), 0
 
 
@@ -567,9 +576,18 @@ def _search_cost(k: int) -> float:
     return SEARCH_US + SEARCH_US_PER_NEIGHBOUR * k
 
 
-def _filtered_cost(size: int, passing: int, k: int) -> float:
-    """Microseconds a search for ``k`` among ``passing`` of ``size`` is estimated to take."""
-    return _search_cost(k) + FILTERED_US * size / max(passing, 1) + LOOKUP_US_PER_ROW * passing
+def _filtered_cost(size: int, passing: int, k: int, masked: int) -> float:
+    """Microseconds a search for ``k`` among ``passing`` of ``size`` is estimated to take,
+    ``masked`` rows masked to find those."""
+    return (
+        _search_cost(k) + FILTERED_US * size / max(passing, 1) + LOOKUP_US_PER_ROW * passing + MASK_US_PER_ROW * masked
+    )
+
+
+def _scan_cost(masked: int, passing: int, *, rough: bool) -> float:
+    """Microseconds the exact scan of ``passing`` rows, ``masked`` rows masked to find
+    them, is estimated to take, with rough cosines first or without."""
+    return MASK_US_PER_ROW * masked + (ROUGH_SCAN_US_PER_ROW if rough else SCAN_US_PER_ROW) * passing
 
 
 def _enough(searched: int, passed: int, want: int) -> int:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from engine.adapters.half_cosines import half_cosines
 from engine.ports import Embedder, Matrix, Vector
 from tests import bolt
 from tests import redis_server as redis_server_module
@@ -66,6 +67,15 @@ class FrozenClock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _rough_cosines_loaded() -> None:
+    """torch imported before any test, so a service's exact scan ranks by rough cosines
+    from its first recall (a service imports torch in the background:
+    engine/adapters/half_cosines.py), and which plan the semantic channel makes does not
+    hang on how fast that import was."""
+    half_cosines.load()
 
 
 @pytest.fixture

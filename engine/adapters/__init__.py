@@ -120,6 +120,7 @@ def open_service(
     False leaves that job to be run by hand (``service.reembedder.run()``).
     """
     from engine.adapters.bm25_lexical import build_scorer
+    from engine.adapters.half_cosines import half_cosines
     from engine.adapters.hnsw_index import HnswIndex
     from engine.adapters.time_expressions import LibraryTimeExpressions
 
@@ -159,7 +160,7 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
-            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim),
+            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim, rough=half_cosines),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
@@ -175,7 +176,7 @@ def open_service(
                 ef_search=idx.ef_search,
                 search_threads=idx.search_threads,
             )
-            network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim)
+            network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim, rough=half_cosines)
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
@@ -190,6 +191,9 @@ def open_service(
             security=security,
         )
         service.start(background_reembed=background_reembed)
+        # torch, for the exact scan, imported from now on in the background (it would slow
+        # the loading above): engine/adapters/half_cosines.py
+        half_cosines.ready()
         return service
     except BaseException:
         _closing(owned, lock)()

@@ -18,7 +18,9 @@ from engine.records import Reach, Scope, Visibility
 from engine.service import MemoryService
 from tests.huge_namespace import FAR, NAMESPACE, QUERY, open_filled
 
-SIZE = 6_000  # 3,000 pass FAR: past EXACT_DIRECT, and the filtered search costs less than the scan
+# 6,000 pass FAR: past EXACT_DIRECT, and the filtered search costs less than the scan
+# (even with rough cosines first: recall.ROUGH_SCAN_US_PER_ROW)
+SIZE = 12_000
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def test_a_filter_too_narrow_for_a_plain_search_is_searched_once_among_what_pass
     index = filled.keeper.index
     plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
     result = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
-    # no plain search, one filtered one among the 3,000 that pass
+    # no plain search, one filtered one among the 6,000 that pass
     assert plain == [] and [(k, len(h)) for _, k, h in among] == [(100, SIZE // 2)]
     assert not result.exact_scan
     assert len(result.hits) == 10 and {hit.memory.category for hit in result.hits} == {"far"}
