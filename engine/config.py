@@ -145,6 +145,12 @@ class IndexConfig:
     # several would build the graph in another order each time, and approximate
     # searches over it (a consolidation's merge partners) would find other neighbours.
     search_threads: int = 2
+    # A namespace whose lexicon a query would rebuild before answering (up to 5,000
+    # memories, engine/fast_network.py) is rebuilt ahead in the background once its
+    # writes pause this long, so a recall after a save finds it built (0: only when a
+    # query asks). Longer than the gaps of a bulk import of single saves, shorter than an
+    # agent's turn.
+    lexicon_build_ahead_ms: int = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,6 +658,10 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
     if config.index.search_threads < 1:
         raise ConfigError(f"index.search_threads must be at least 1, got {config.index.search_threads}")
+    if config.index.lexicon_build_ahead_ms < 0:
+        raise ConfigError(
+            f"index.lexicon_build_ahead_ms must not be negative, got {config.index.lexicon_build_ahead_ms}"
+        )
     if config.neo4j.retry_seconds < 0:
         raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
     if config.neo4j.security_cache_seconds < 0:

@@ -40,7 +40,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,12 @@ class _Lexicon:
     a save never makes the next recall wait for a rebuild of the whole namespace.
     Background rebuilds are spaced (``REBUILD_PAUSE_FACTOR``), so a steady stream of
     writes costs a bounded share of a core, not one rebuild after another.
+
+    A namespace that answers only when rebuilt can also be rebuilt ahead, once its
+    writes pause (``FastNetwork``'s ``warm_after``): a recall that comes while that
+    build is under way waits for it instead of building again, and one that comes
+    after it finds the namespace built. Saving then recalling (an agent's turn) then
+    no longer rebuilds the namespace in the recall, where the two are far enough apart.
     """
 
     def __init__(self, lock: threading.RLock, sync_docs: int) -> None:
@@ -211,8 +217,9 @@ class _Lexicon:
         self.built = -1  # the version the scorer was built at
         self.changed: dict[int, int] = {}  # row -> the version of its last change
         self._builder: threading.Thread | None = None
+        self._pending: _Build | None = None  # the background build under way
         self._members: Rows | None = None
-        self._next_build_at = 0.0  # no background rebuild starts before (``_monotonic``)
+        self.next_build_at = 0.0  # no background rebuild starts before (``_monotonic``)
 
     def members(self) -> Rows:
         """The namespace's rows (every memory it holds), cached until one comes or goes."""
@@ -234,14 +241,17 @@ class _Lexicon:
             self.version += 1
             self.changed[row] = self.version
 
+    def answers_built(self) -> bool:
+        """Whether a query now would rebuild the lexicon before answering."""
+        stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
+        return self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs)
+
     def scores(self, build: LexicalBuild, query: Sequence[int]) -> tuple[Rows, Floats]:
         if self.built < self.version:
-            stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
-            if self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs):
-                self._swap(*self._build_now(build))
-            elif (self._builder is None or not self._builder.is_alive()) and _monotonic() >= self._next_build_at:
-                self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
-                self._builder.start()
+            if self.answers_built():
+                self._swap(*self._built_for_now(build))
+            elif self.due():
+                self.build_ahead(build)
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         hit, scores = self.scorer.matches(query)
@@ -252,9 +262,22 @@ class _Lexicon:
             rows, found = rows[fresh], found[fresh]
         return rows, found
 
-    def _build_now(self, build: LexicalBuild) -> tuple[Rows, LexicalScorer | None, int]:
+    def _built_for_now(self, build: LexicalBuild) -> tuple[Rows, LexicalScorer | None, int]:
+        """A build of the current documents: the background one under way, waited for,
+        where it is of this version; else one made here. The caller holds the lock,
+        which a background build takes only after handing its result over."""
+        pending = self._pending
+        if pending is not None and pending.version == self.version:
+            pending.done.wait()
+            if pending.result is not None:
+                return (*pending.result, pending.version)
         rows = sorted(self.docs)
         return np.asarray(rows, np.int64), build([self.docs[row] for row in rows]) if rows else None, self.version
+
+    def due(self) -> bool:
+        """Whether a background build may start now: stale, none under way, not too soon."""
+        idle = self._builder is None or not self._builder.is_alive()
+        return self.built < self.version and idle and _monotonic() >= self.next_build_at
 
     def _swap(self, rows: Rows, scorer: LexicalScorer | None, version: int) -> None:
         self.rows, self.scorer, self.built = rows, scorer, version
@@ -264,20 +287,41 @@ class _Lexicon:
         with self._lock:
             rows = sorted(self.docs)
             docs = [self.docs[row] for row in rows]
-            version = self.version
+            pending = self._pending = _Build(self.version)
         started = _monotonic()
-        scorer = build(docs) if rows else None
+        try:
+            pending.result = np.asarray(rows, np.int64), build(docs) if rows else None
+        finally:
+            pending.done.set()  # before taking the lock, which a recall waiting for it holds
         finished = _monotonic()
         with self._lock:
-            self._next_build_at = finished + REBUILD_PAUSE_FACTOR * (finished - started)
-            if version > self.built:
-                self._swap(np.asarray(rows, np.int64), scorer, version)
+            self.next_build_at = finished + REBUILD_PAUSE_FACTOR * (finished - started)
+            if pending.version > self.built:
+                rows_built, scorer = pending.result
+                self._swap(rows_built, scorer, pending.version)
+            if self._pending is pending:
+                self._pending = None
+
+    def build_ahead(self, build: LexicalBuild) -> None:
+        """Start a background build (the caller holds the lock and found it ``due``); the
+        queries meanwhile answer as ``scores`` says."""
+        self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
+        self._builder.start()
 
     def settle(self) -> None:
         """Wait for a background build to finish."""
         builder = self._builder
         if builder is not None:
             builder.join()
+
+
+@dataclass(slots=True)
+class _Build:
+    """A background build of a lexicon: the version it builds, its result once done."""
+
+    version: int
+    done: threading.Event = field(default_factory=threading.Event)
+    result: tuple[Rows, LexicalScorer | None] | None = None
 
 
 class FastNetwork:
@@ -291,11 +335,18 @@ class FastNetwork:
         dim: int = 0,
         sync_rebuild_docs: int = SYNC_REBUILD_DOCS,
         rough: RoughCosines | None = None,
+        warm_after: float | None = None,
     ) -> None:
         self._build = lexical
         self._rough = rough
+        # Seconds a namespace's writes must pause before its lexicon, where a query would
+        # rebuild it first, is rebuilt ahead in the background (None: only when asked).
+        self._warm_after = warm_after
+        self._warm_due: dict[int, float] = {}  # namespace -> when its build ahead may start
+        self._warmer: threading.Thread | None = None
         self._sync_docs = sync_rebuild_docs
         self._lock = threading.RLock()
+        self._warm_wake = threading.Condition(self._lock)
         self.applied_seq = 0
         self.model = model  # whose vectors ``_vectors`` holds
         self.dim = dim
@@ -398,6 +449,8 @@ class FastNetwork:
                     touched.add(row)
             for memory in memories:
                 touched.add(self._hold(memory))
+            if self._warm_after is not None and touched:
+                self._warm_later({int(ns) for ns in self._cols.namespace[list(touched)].tolist()})
             for row in touched:
                 for link in self._links.pop(row, []):
                     other = link.dst if link.src == row else link.src
@@ -770,9 +823,53 @@ class FastNetwork:
         return np.concatenate(rows), np.concatenate(scores)
 
     def settle(self) -> None:
-        """Wait until no lexicon is being rebuilt in the background (tests, shutdown)."""
+        """Wait until no lexicon is being rebuilt in the background (tests, shutdown); one
+        due to be built ahead (``warm_after``) may still start later."""
         for lexicon in list(self._lexicons.values()):
             lexicon.settle()
+
+    def stop_warming(self) -> None:
+        """Build nothing more ahead (closing): what is due is dropped, the thread ends; a
+        build under way finishes (``settle`` waits for it)."""
+        with self._lock:
+            self._warm_after = None
+            self._warm_due.clear()
+            self._warm_wake.notify()
+
+    def _warm_later(self, namespaces: set[int]) -> None:
+        """Build these namespaces' lexicons ahead once their writes pause (the caller holds
+        the lock); one thread does it for the whole network, and ends when idle."""
+        assert self._warm_after is not None
+        due = _monotonic() + self._warm_after
+        for namespace in namespaces:
+            self._warm_due[namespace] = due
+        if self._warmer is None or not self._warmer.is_alive():
+            self._warmer = threading.Thread(target=self._warm, name="lexicon-warmer", daemon=True)
+            self._warmer.start()
+        self._warm_wake.notify()
+
+    def _warm(self) -> None:
+        with self._lock:
+            pause = self._warm_after
+            if pause is None:
+                return  # stopped before this thread ran
+            while self._warm_due:
+                now = _monotonic()
+                ready = [namespace for namespace, at in self._warm_due.items() if at <= now]
+                if not ready:
+                    self._warm_wake.wait(min(self._warm_due.values()) - now)
+                    continue
+                for namespace in ready:
+                    del self._warm_due[namespace]
+                    lexicon = self._lexicons.get(namespace)
+                    # Only where a query would build first; a large namespace answers from
+                    # its last build and rebuilds in the background when asked.
+                    if lexicon is None or lexicon.built >= lexicon.version or not lexicon.answers_built():
+                        continue
+                    if lexicon.due():
+                        lexicon.build_ahead(self._build)
+                    else:  # a build under way, or the last one too recent: look again then
+                        self._warm_due[namespace] = max(lexicon.next_build_at, now + pause)
 
     def by_entity(self, namespaces: Iterable[str], key: str) -> Rows:
         """Rows that mention an entity with this key, in these namespaces (any order;
@@ -963,7 +1060,14 @@ class FastNetwork:
 
     @classmethod
     def load(
-        cls, directory: Path, lexical: LexicalBuild, *, model: str, dim: int, rough: RoughCosines | None = None
+        cls,
+        directory: Path,
+        lexical: LexicalBuild,
+        *,
+        model: str,
+        dim: int,
+        rough: RoughCosines | None = None,
+        warm_after: float | None = None,
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
         another format or holds another model's vectors (the caller rebuilds it)."""
@@ -978,7 +1082,7 @@ class FastNetwork:
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
-            net = cls(lexical, model=model, dim=dim, rough=rough)
+            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after)
             net._restore(arrays)
             net.applied_seq = int(meta["applied_seq"])
             return net

@@ -406,6 +406,12 @@ class IndexKeeper:
             for memory_id, cosine in hits
         ]
 
+    def stop(self) -> None:
+        """No more background work on the fast network (closing; ``save`` follows)."""
+        with self._lock:
+            if self._network is not None:
+                self._network.stop_warming()
+
     def save(self) -> None:
         with self._lock:
             if self._index is not None:

@@ -184,6 +184,7 @@ class MemoryService:
                 self.change_log_pruning.stop()
             self.reembedder.stop()
             self.reinforcer.stop()
+            self.keeper.stop()
             self.keeper.save()
             self.store.close()
         finally:

@@ -137,6 +137,7 @@ def open_service(
         store.open()
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
+        ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
 
         def new_index() -> HnswIndex:
             return HnswIndex(
@@ -160,7 +161,7 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
-            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim, rough=half_cosines),
+            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
@@ -176,7 +177,9 @@ def open_service(
                 ef_search=idx.ef_search,
                 search_threads=idx.search_threads,
             )
-            network = FastNetwork.load(index_dir, build_scorer, model=model, dim=dim, rough=half_cosines)
+            network = FastNetwork.load(
+                index_dir, build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead
+            )
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()

@@ -4,7 +4,9 @@ over columns exactly as ``engine.scoring`` computes them over records."""
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -256,3 +258,90 @@ def test_background_rebuilds_under_steady_writes_are_spaced(monkeypatch: pytest.
     assert built == [40, 41, 42]
     rows, _ = net.lexical(["ns"], ["coffe"])
     assert third.memory_id in {net.id_of(int(row)) for row in rows}
+
+
+class _CountingBuild:
+    """bm25s builds, counted; a build can be held until ``gate`` is set."""
+
+    def __init__(self) -> None:
+        self.built: list[int] = []
+        self.started = threading.Event()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
+        self.started.set()
+        self.gate.wait()
+        self.built.append(len(documents))
+        return build_scorer(documents)
+
+    def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
+        return build_scorer.restore(state)
+
+
+def _wait_for(done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not done():
+        assert time.monotonic() < deadline, "the build ahead never came"
+        time.sleep(0.005)
+
+
+def test_a_small_namespace_is_built_ahead_once_its_writes_pause() -> None:
+    rng = random.Random(8)
+    build = _CountingBuild()
+    net = FastNetwork(build, warm_after=0.01)
+    memories = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)]
+    net.apply(memories, (), [])
+    late = _memory(rng, "fact").evolve(content="hiking boots")
+    _wait_for(lambda: build.built == [40])  # built ahead, before any query
+    net.apply([late], (), [])
+    _wait_for(lambda: build.built == [40, 41])
+    net.settle()
+    rows, _ = net.lexical(["ns"], ["hike"])
+    assert {net.id_of(int(row)) for row in rows} == {late.memory_id}
+    assert build.built == [40, 41]  # the query built nothing
+
+
+def test_a_query_during_the_build_ahead_waits_for_it_instead_of_building_again() -> None:
+    rng = random.Random(9)
+    build = _CountingBuild()
+    net = FastNetwork(build, warm_after=0.01)
+    memories = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)]
+    net.apply(memories, (), [])
+    _wait_for(lambda: build.built == [40])
+    build.started.clear()
+    build.gate.clear()  # the next build is held
+    late = _memory(rng, "fact").evolve(content="hiking boots")
+    net.apply([late], (), [])
+    assert build.started.wait(10)
+    threading.Timer(0.2, build.gate.set).start()
+    rows, _ = net.lexical(["ns"], ["hike"])  # waits for the held build
+    assert {net.id_of(int(row)) for row in rows} == {late.memory_id}
+    net.settle()
+    assert build.built == [40, 41]
+
+
+def test_a_namespace_that_answers_from_its_last_build_is_not_built_ahead() -> None:
+    rng = random.Random(10)
+    build = _CountingBuild()
+    net = FastNetwork(build, sync_rebuild_docs=5, warm_after=0.01)
+    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)], (), [])
+    _wait_for(lambda: build.built == [40])  # never built: a query would build it first
+    net.apply([_memory(rng, "fact").evolve(content="hiking boots")], (), [])
+    time.sleep(0.2)
+    net.settle()
+    assert build.built == [40]  # a query answers from the last build and rebuilds in the background
+
+
+def test_nothing_is_built_ahead_once_warming_stops() -> None:
+    rng = random.Random(11)
+    build = _CountingBuild()
+    net = FastNetwork(build, warm_after=0.05)
+    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)], (), [])
+    net.stop_warming()  # as a closing service does, before its last save
+    net.apply([_memory(rng, "fact").evolve(content="hiking boots")], (), [])
+    time.sleep(0.2)
+    net.settle()
+    assert build.built == []
+    assert len(net.lexical(["ns"], ["hike"])[0]) == 1  # a query still builds what it needs
+    assert build.built == [41]
