@@ -88,6 +88,10 @@ _MIN_CAPACITY = 1024
 # (see ``FastNetwork.nearest``).
 SCAN_CHUNK = 4096
 MASK_CHUNK = 65536
+# The exact scan ranks by rough cosines first only past this many passing rows: numpy
+# widens about 2.2 µs a row, torch's pool can take 8-12 ms to wake after a pause
+# (engine/adapters/half_cosines.py), so below this numpy alone is as fast or faster.
+ROUGH_MIN_ROWS = 6000
 # ``passes`` over more rows than this, for a filter naming a category or a session, takes
 # that mask first and the others over what it lets through.
 NARROW_FIRST = 512
@@ -285,6 +289,8 @@ class _Lexicon:
 
     def _build_later(self, build: LexicalBuild) -> None:
         with self._lock:
+            if self.built >= self.version:
+                return  # a query built it between this build's start and now
             rows = sorted(self.docs)
             docs = [self.docs[row] for row in rows]
             pending = self._pending = _Build(self.version)
@@ -675,21 +681,24 @@ class FastNetwork:
         """The exact scan: the ``k`` rows of ``scope``'s namespaces that ``scope`` sees and
         ``flt`` passes at ``now`` with the highest cosine to ``vector`` (unit length), and
         their cosines, in no particular order. It walks the passing rows ``SCAN_CHUNK`` at a
-        time and keeps only the best ``k`` so far, so what it holds is one chunk's vectors
-        and one ``MASK_CHUNK``'s masks however many memories the namespaces hold or the
-        filter lets through.
+        time and keeps only the best ``k`` so far, so what it holds is the passing rows'
+        numbers, one chunk's vectors and one ``MASK_CHUNK``'s masks, however many
+        memories the namespaces hold or the filter lets through.
 
-        With a ``RoughCosines``, the rows are ranked by its cosines, and every row whose
+        With a ``RoughCosines`` and at least ``ROUGH_MIN_ROWS`` passing, the rows are
+        ranked by its cosines, and every row whose
         rough cosine is within twice its error of the ``k``-th best is kept: none of the
         exact best ``k`` can fall below that. The kept rows' cosines are then computed
         exactly, so the answer is the one the exact product alone gives (ties aside)."""
         best_rows, best = np.zeros(0, np.int64), np.zeros(0, np.float64)
         if k <= 0:
             return best_rows, best
-        rough = self._rough if self.scans_rough else None
         with self._lock:
+            passing = self._passing(scope, flt, now)
+            rough = self._rough if self.scans_rough and len(passing) >= ROUGH_MIN_ROWS else None
             margin = 2 * rough.error * self._widest if rough is not None else 0.0
-            for chunk in self._passing_chunks(scope, flt, now):
+            for start in range(0, len(passing), SCAN_CHUNK):
+                chunk = passing[start : start + SCAN_CHUNK]
                 rows = np.concatenate((best_rows, chunk))
                 found: Floats = (
                     self.cosines(vector, chunk)
@@ -712,17 +721,17 @@ class FastNetwork:
                     best_rows, best = best_rows[top], best[top]
         return best_rows, best
 
-    def _passing_chunks(self, scope: Scope, flt: MemoryFilter, now: datetime) -> Iterator[Rows]:
-        """The rows with a vector of ``scope``'s namespaces that pass, ``SCAN_CHUNK`` at a
-        time; masked ``MASK_CHUNK`` at a time (a mask costs a few bytes a row, and each
+    def _passing(self, scope: Scope, flt: MemoryFilter, now: datetime) -> Rows:
+        """The rows with a vector of ``scope``'s namespaces that pass (8 bytes each),
+        masked ``MASK_CHUNK`` at a time (a mask costs a few bytes a row, and each
         ``passes`` call some fixed work: masking per scan chunk cost about 2 ms of a
         category's scan at 100,000)."""
+        parts = [np.zeros(0, np.int64)]
         for members in self._members(scope.namespaces):
             for start in range(0, len(members), MASK_CHUNK):
                 part = members[start : start + MASK_CHUNK]
-                part = part[self.passes(scope, flt, now, part) & self._has_vector[part]]
-                for at in range(0, len(part), SCAN_CHUNK):
-                    yield part[at : at + SCAN_CHUNK]
+                parts.append(part[self.passes(scope, flt, now, part) & self._has_vector[part]])
+        return np.concatenate(parts)
 
     def sees(self, scope: Scope, rows: Rows) -> Mask:
         """Which of ``rows`` ``scope`` sees (any status): the store's scope rule."""

@@ -52,7 +52,7 @@ from engine import scoring
 from engine.config import Config, FusionWeights
 from engine.conflicts import CONTRADICTS
 from engine.episodes import NEXT
-from engine.fast_network import FastNetwork, Floats, Rows
+from engine.fast_network import ROUGH_MIN_ROWS, FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Matrix, Store, Vector
 from engine.records import Memory, MemoryFilter, Scope, TimeWindow
@@ -586,8 +586,10 @@ def _filtered_cost(size: int, passing: int, k: int, masked: int) -> float:
 
 def _scan_cost(masked: int, passing: int, *, rough: bool) -> float:
     """Microseconds the exact scan of ``passing`` rows, ``masked`` rows masked to find
-    them, is estimated to take, with rough cosines first or without."""
-    return MASK_US_PER_ROW * masked + (ROUGH_SCAN_US_PER_ROW if rough else SCAN_US_PER_ROW) * passing
+    them, is estimated to take, with rough cosines first (where the network has them:
+    past ``ROUGH_MIN_ROWS``) or without."""
+    per_row = ROUGH_SCAN_US_PER_ROW if rough and passing >= ROUGH_MIN_ROWS else SCAN_US_PER_ROW
+    return MASK_US_PER_ROW * masked + per_row * passing
 
 
 def _enough(searched: int, passed: int, want: int) -> int:

@@ -12,6 +12,12 @@ adds next to nothing, and the result is rounded to float16 (within 2^-11 of a va
 under 1). ``error`` is twice their sum. The scan (``FastNetwork.nearest``) computes
 the cosines it keeps exactly, so only which rows are kept reads these.
 
+torch runs the product on its thread pool, which wakes slowly after a pause: 1,000 rows
+took 0.16 ms back to back on two threads but 8–12 ms after 0.3 s idle (0.6 ms on one
+thread; torch's thread count is the process's, and the model's inference wants it).
+So the scan asks for rough cosines only past ``ROUGH_MIN_ROWS`` passing rows
+(``FastNetwork.nearest``), where numpy's widening would cost as much as that pause.
+
 Importing torch takes about 2 s and 190 MB. The default embedder imports it anyway;
 for the others (and the engine's own tests and benchmarks) it is imported on a
 background thread the first time ``ready`` is asked, and the scan runs without rough
@@ -64,18 +70,9 @@ class HalfCosines:
     ) -> npt.NDArray[np.float32]:
         import torch
 
-        # On one thread: torch's pool wakes slowly after a pause. Measured here, 1,000 rows
-        # took 0.16 ms back to back on two threads but 8-12 ms after 0.3 s idle, and 0.6 ms
-        # on one (a recall comes after a pause, not in a tight loop). The setting is put
-        # back at once, for the model's inference.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            matrix = torch.from_numpy(vectors)
-            taken = matrix.index_select(0, torch.from_numpy(np.ascontiguousarray(rows, dtype=np.int64)))
-            found = taken @ torch.from_numpy(np.asarray(vector, dtype=np.float16))
-        finally:
-            torch.set_num_threads(threads)
+        matrix = torch.from_numpy(vectors)
+        taken = matrix.index_select(0, torch.from_numpy(np.ascontiguousarray(rows, dtype=np.int64)))
+        found = taken @ torch.from_numpy(np.asarray(vector, dtype=np.float16))
         rough: npt.NDArray[np.float32] = found.numpy().astype(np.float32)
         return rough
 

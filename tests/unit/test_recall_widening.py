@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.fast_network import ROUGH_MIN_ROWS
 from engine.recall import (
     EXACT_DIRECT,
     FILTERED_US,
@@ -85,15 +86,25 @@ def test_a_filter_that_lets_nearly_all_through_is_searched_plainly() -> None:
 
 
 def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
-    # 1M rows, one namespace of 5,000 with no filter: 4,000 neighbours would be needed,
-    # far dearer than scanning the 5,000 with rough cosines first, so they are scanned at
-    # once (without rough cosines the two cost about the same)
-    plan = _plan(1_000_000, 5_000, masked=5_000, rough=True)
+    # 1M rows, one namespace of 7,000 with no filter: 2,858 neighbours would be needed,
+    # far dearer than scanning the 7,000 with rough cosines first, so they are scanned at
+    # once (without rough cosines the scan costs twice the search)
+    plan = _plan(1_000_000, 7_000, masked=7_000, rough=True)
     assert plan.how is _How.SCAN
-    # the same namespace at 100k rows: a search of 400 is cheaper still
+    assert _plan(1_000_000, 7_000, masked=7_000).how is _How.SEARCH
+    # a namespace of 7,000 at 100k rows: a search of 286 is cheaper still
     for rough in (False, True):
-        plan = _plan(100_000, 5_000, masked=5_000, rough=rough)
-        assert (plan.how, plan.k) == (_How.SEARCH, 400)
+        plan = _plan(100_000, 7_000, masked=7_000, rough=rough)
+        assert (plan.how, plan.k) == (_How.SEARCH, 286)
+
+
+def test_rough_cosines_are_priced_only_past_their_minimum() -> None:
+    # below ROUGH_MIN_ROWS the scan widens in numpy (torch's pool may be asleep)
+    small = ROUGH_MIN_ROWS - 1
+    assert _scan_cost(small, small, rough=True) == _scan_cost(small, small, rough=False)
+    assert _scan_cost(ROUGH_MIN_ROWS, ROUGH_MIN_ROWS, rough=True) < _scan_cost(
+        ROUGH_MIN_ROWS, ROUGH_MIN_ROWS, rough=False
+    )
 
 
 def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_filtered_one() -> None:
