@@ -286,12 +286,18 @@ def _wait_for(done: Callable[[], bool]) -> None:
         time.sleep(0.005)
 
 
-def test_a_small_namespace_is_built_ahead_once_its_writes_pause() -> None:
-    rng = random.Random(8)
+def _notes(seed: int, **network: Any) -> tuple[FastNetwork, _CountingBuild, random.Random]:
+    """A network (``FastNetwork(**network)``) of 40 coffee notes, its counted build, and
+    the random source for more memories."""
+    rng = random.Random(seed)
     build = _CountingBuild()
-    net = FastNetwork(build, warm_after=0.01)
-    memories = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)]
-    net.apply(memories, (), [])
+    net = FastNetwork(build, **network)
+    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)], (), [])
+    return net, build, rng
+
+
+def test_a_small_namespace_is_built_ahead_once_its_writes_pause() -> None:
+    net, build, rng = _notes(8, warm_after=0.01)
     late = _memory(rng, "fact").evolve(content="hiking boots")
     _wait_for(lambda: build.built == [40])  # built ahead, before any query
     net.apply([late], (), [])
@@ -303,11 +309,7 @@ def test_a_small_namespace_is_built_ahead_once_its_writes_pause() -> None:
 
 
 def test_a_query_during_the_build_ahead_waits_for_it_instead_of_building_again() -> None:
-    rng = random.Random(9)
-    build = _CountingBuild()
-    net = FastNetwork(build, warm_after=0.01)
-    memories = [_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)]
-    net.apply(memories, (), [])
+    net, build, rng = _notes(9, warm_after=0.01)
     _wait_for(lambda: build.built == [40])
     build.started.clear()
     build.gate.clear()  # the next build is held
@@ -322,11 +324,9 @@ def test_a_query_during_the_build_ahead_waits_for_it_instead_of_building_again()
 
 
 def test_a_namespace_that_answers_from_its_last_build_is_not_built_ahead() -> None:
-    rng = random.Random(10)
-    build = _CountingBuild()
-    net = FastNetwork(build, sync_rebuild_docs=5, warm_after=0.01)
-    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)], (), [])
-    _wait_for(lambda: build.built == [40])  # never built: a query would build it first
+    net, build, rng = _notes(10, sync_rebuild_docs=5, warm_after=0.01)
+    # built ahead once: with no build at all, a query would have built it first
+    _wait_for(lambda: build.built == [40])
     net.apply([_memory(rng, "fact").evolve(content="hiking boots")], (), [])
     time.sleep(0.2)
     net.settle()
@@ -334,10 +334,7 @@ def test_a_namespace_that_answers_from_its_last_build_is_not_built_ahead() -> No
 
 
 def test_nothing_is_built_ahead_once_warming_stops() -> None:
-    rng = random.Random(11)
-    build = _CountingBuild()
-    net = FastNetwork(build, warm_after=0.05)
-    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(40)], (), [])
+    net, build, rng = _notes(11, warm_after=0.05)
     net.stop_warming()  # as a closing service does, before its last save
     net.apply([_memory(rng, "fact").evolve(content="hiking boots")], (), [])
     time.sleep(0.2)
