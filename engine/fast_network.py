@@ -33,12 +33,14 @@ recall, so a recall never sees a half-applied change.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import json
 import os
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -51,7 +53,7 @@ import numpy.typing as npt
 from engine import text
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
-from engine.files import sha256_of
+from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
 from engine.ports import Edge, LexicalBuild, LexicalScorer, RoughCosines, VectorIndex
 from engine.records import (
     JsonScalar,
@@ -190,6 +192,58 @@ class Link:
     dst: int
     kind: str
     created: int
+
+
+class _DigestRows:
+    """Rows by content digest. Nearly every digest is one row's, so a row is kept as an
+    int and only a digest held twice or more gets a list: at a million memories, making
+    a list for each took 1.1 s of the start, the dict of ints 0.3 s."""
+
+    def __init__(self) -> None:
+        self._one: dict[bytes, int] = {}
+        self._many: dict[bytes, list[int]] = {}
+
+    @classmethod
+    def of(cls, digests: Sequence[bytes], rows: list[int]) -> _DigestRows:
+        """``rows`` filed under their ``digests[row]``, in the order given."""
+        held = cls()
+        keys = list(map(digests.__getitem__, rows))
+        held._one = dict(zip(keys, rows, strict=True))
+        if len(held._one) < len(keys):
+            twice = {key for key, count in collections.Counter(keys).items() if count > 1}
+            for key, row in zip(keys, rows, strict=True):
+                if key in twice:
+                    held._many.setdefault(key, []).append(row)
+            for key in twice:
+                del held._one[key]
+        return held
+
+    def get(self, digest: bytes) -> list[int]:
+        many = self._many.get(digest)
+        if many is not None:
+            return list(many)
+        row = self._one.get(digest)
+        return [] if row is None else [row]
+
+    def add(self, digest: bytes, row: int) -> None:
+        if digest in self._many:
+            self._many[digest].append(row)
+        elif digest in self._one:
+            self._many[digest] = [self._one.pop(digest), row]
+        else:
+            self._one[digest] = row
+
+    def remove(self, digest: bytes, row: int) -> None:
+        many = self._many.get(digest)
+        if many is None:
+            if self._one.get(digest) == row:
+                del self._one[digest]
+            return
+        if row in many:
+            many.remove(row)
+        if len(many) == 1:
+            self._one[digest] = many[0]
+            del self._many[digest]
 
 
 class _Lexicon:
@@ -371,7 +425,7 @@ class FastNetwork:
         # Per row, the first 16 bytes of its ``content_digest``: a changed text re-feeds the
         # lexicon, and ``same_text`` finds an exact repeat without the store.
         self._digests: list[bytes] = []
-        self._by_digest: dict[bytes, list[int]] = {}
+        self._by_digest = _DigestRows()
         self._key_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, key) -> rows
         self._session_rows: dict[tuple[int, int], set[int]] = {}  # (namespace, session) -> rows
         self.namespaces = Interner()
@@ -518,14 +572,10 @@ class FastNetwork:
     def _set_digest(self, row: int, digest: bytes) -> None:
         old = self._digests[row]
         if old != _NO_DIGEST:
-            held = self._by_digest.get(old, [])
-            if row in held:
-                held.remove(row)
-            if not held:
-                self._by_digest.pop(old, None)
+            self._by_digest.remove(old, row)
         self._digests[row] = digest
         if digest != _NO_DIGEST:
-            self._by_digest.setdefault(digest, []).append(row)
+            self._by_digest.add(digest, row)
 
     def _set_key(self, row: int, key: int) -> None:
         """File ``row`` under ``key`` (``NONE``: under none) in its namespace's key postings."""
@@ -894,7 +944,7 @@ class FastNetwork:
     def same_text(self, namespace: str, digest: str) -> Rows:
         """Live rows of ``namespace`` whose ``content_digest`` is ``digest`` (any status),
         oldest first, ties by memory id (the order of ``Store.find_by_digest``)."""
-        held = self._by_digest.get(bytes.fromhex(digest[:32]), ())
+        held = self._by_digest.get(bytes.fromhex(digest[:32]))
         code = self.namespaces.find(namespace)
         rows = [row for row in held if self._cols.namespace[row] == code and self._cols.live[row]]
         rows.sort(key=lambda row: (int(self._cols.created[row]), self.ids[row]))
@@ -1058,7 +1108,7 @@ class FastNetwork:
             "model": model,
             "dim": dim,
             "bytes": (directory / _FILE).stat().st_size,
-            "sha256": sha256_of(directory / _FILE),
+            CHECKSUM: checksum_of(directory / _FILE),
         }
         tmp_meta = directory / (_META + ".tmp")
         with open(tmp_meta, "w", encoding="utf-8") as fh:
@@ -1087,28 +1137,33 @@ class FastNetwork:
                 return None
             if meta["model"] != model or meta["dim"] != dim:
                 return None
-            if sha256_of(path) != meta["sha256"]:
+            if not checksum_matches(path, meta):
                 return None
             with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
+                arrays = {name: data[name] for name in data.files if name != "vectors"}
             net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after)
-            net._restore(arrays)
+            net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])
             return net
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
             return None
 
-    def _restore(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
-        """Adopt the saved arrays. Postings are rebuilt a group at a time (numpy sorts,
-        then one dict or set per group), not row by row: start-up at a million
-        memories is bounded by reading the file, not by Python loops over rows."""
+    def _restore(
+        self, arrays: Mapping[str, npt.NDArray[Any]], read_vectors: Callable[[npt.NDArray[np.float16]], None]
+    ) -> None:
+        """Adopt the saved arrays; ``read_vectors`` fills the rows' vectors in place.
+        Postings are rebuilt a group at a time (numpy sorts, then one dict or set per
+        group), not row by row: start-up at a million memories is bounded by reading the
+        file, not by Python loops over rows."""
         net = self
         net.ids = arrays["ids"].tolist()
         size = len(net.ids)
         cols = {name[4:]: array for name, array in arrays.items() if name.startswith("col_")}
         net._cols = _Columns.from_arrays(cols, size)
-        net._grow_vectors(max(size, _MIN_CAPACITY))
-        net._vectors[:size] = arrays["vectors"]
+        # Room for a quarter more, so the first saves after a start do not copy every
+        # vector into a larger array (pages not yet written take no memory).
+        net._grow_vectors(max(size + size // 4, _MIN_CAPACITY))
+        read_vectors(net._vectors[:size])
         net._has_vector[:size] = arrays["has_vector"]
         if "widest" in arrays:
             net._widest = max(1.0, float(arrays["widest"][0]))
@@ -1123,9 +1178,7 @@ class FastNetwork:
         net._digests = [digests[at : at + 16] for at in range(0, 16 * size, 16)]
         live = net._cols.live[:size]
         held = live & arrays["digests"].reshape(size, 16).any(axis=1)
-        by_digest = net._by_digest
-        for row in np.flatnonzero(held).tolist():
-            by_digest.setdefault(net._digests[row], []).append(row)
+        net._by_digest = _DigestRows.of(net._digests, np.flatnonzero(held).tolist())
         keyed = np.flatnonzero(live & (net._cols.key[:size] != NONE))
         for (namespace, key), rows in _groups(net._cols.namespace[keyed], net._cols.key[keyed], keyed):
             net._key_rows[(namespace, key)] = set(rows)

@@ -3,7 +3,6 @@ the service starts, notices, rebuilds from the store, and recall answers as befo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -14,6 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
+from engine.files import CHECKSUM, checksum_of
 from tests.api.conftest import LiveServer, start_server
 from tests.conftest import HashingEmbedder
 
@@ -95,7 +95,7 @@ def test_a_shuffled_labels_file_is_caught_by_the_self_check(tmp_path: Path, logg
     labels = np.load(labels_path, allow_pickle=False)
     np.save(labels_path, np.random.default_rng(7).permutation(labels), allow_pickle=False)
     meta = json.loads((index_dir / "hnsw.meta.json").read_text(encoding="utf-8"))
-    meta["sha256"]["hnsw.labels.npy"] = hashlib.sha256(labels_path.read_bytes()).hexdigest()
+    meta[CHECKSUM]["hnsw.labels.npy"] = checksum_of(labels_path)
     (index_dir / "hnsw.meta.json").write_text(json.dumps(meta), encoding="utf-8")
     live = _restarted(data_dir)
     try:

@@ -342,3 +342,26 @@ def test_nothing_is_built_ahead_once_warming_stops() -> None:
     assert build.built == []
     assert len(net.lexical(["ns"], ["hike"])[0]) == 1  # a query still builds what it needs
     assert build.built == [41]
+
+
+def test_digest_rows_agree_with_a_dict_of_lists_through_restores_adds_and_removals() -> None:
+    rng = random.Random(5)
+    digests = [bytes([rng.randrange(6)]) * 16 for _ in range(300)]  # six digests, many rows each
+    digests[:40] = [row.to_bytes(16, "big") for row in range(40)]  # and forty held once
+    rows = sorted(rng.sample(range(300), 200))
+    held = fast_network._DigestRows.of(digests, rows)
+    model: dict[bytes, list[int]] = {}
+    for row in rows:
+        model.setdefault(digests[row], []).append(row)
+    for _ in range(600):
+        digest = rng.choice(digests)
+        row = rng.randrange(300)
+        if rng.random() < 0.5 and row not in model.get(digest, []):
+            held.add(digest, row)
+            model.setdefault(digest, []).append(row)
+        elif row in model.get(digest, []):
+            held.remove(digest, row)
+            model[digest].remove(row)
+        for key in {digest, *digests[:3]}:
+            assert sorted(held.get(key)) == sorted(model.get(key, [])), key
+    assert all(sorted(held.get(key)) == sorted(model.get(key, [])) for key in set(digests))
