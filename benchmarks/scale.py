@@ -11,7 +11,9 @@ carry over):
    what is measured here is the engine. The write path is not used (see
    ``engine_costs.py`` for its cost).
 2. **Start-up**: ``open_service`` on the built directory, index and fast network loaded
-   from disk; RSS before and after, the fast network's own size estimate.
+   from disk, their files read once beforehand (so both engines start from the page
+   cache, not from whatever an earlier step left there); RSS before and after, the fast
+   network's own size estimate.
 3. **Recall**: warm-up, then ``--queries`` recalls (top 10, production defaults,
    reinforcement on) with the query vectors computed beforehand, so the times are the
    engine's alone. Spread: each query asks one namespace, chosen at random. Then the
@@ -26,7 +28,10 @@ carry over):
 With ``--baseline-ref REV`` each start-up and recall measurement is taken twice on the
 same data, one after the other: first with the engine of that git revision (``git
 archive`` into a scratch tree; this script's measuring code either way), then with
-this tree's. The table then holds both, side by side.
+this tree's. The table then holds both, side by side. The baseline runs on a copy of the
+built directory of its own (``…-baseline``, made once and kept beside it): each engine
+saves its index files when it closes, and one whose files are in another's format would
+rebuild them at its start.
 
 Prints a Markdown table, writes JSON. Never asserts a time.
 """
@@ -118,6 +123,7 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
     plain = HashingEmbedder()
     embedder = KnownQueries({text: plain.embed_query(text) for text in texts})
     process = psutil.Process()
+    _read_through(data_dir / "index")
     rss_before = process.memory_info().rss
     started = time.perf_counter()
     service = _open(data_dir, embedder)
@@ -164,6 +170,25 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
     row["hnsw_recall_at_10"] = round(hits / asked, 3) if asked else None
     service.close()
     return row
+
+
+def _read_through(directory: Path) -> None:
+    """Read every file in ``directory`` once, into the page cache."""
+    block = bytearray(8 * MB)
+    for path in sorted(directory.rglob("*")):
+        if path.is_file():
+            with open(path, "rb", buffering=0) as fh:
+                while fh.readinto(block):
+                    pass
+
+
+def _baseline_copy(data_dir: Path) -> Path:
+    """The baseline engine's own copy of a built directory, made when absent."""
+    copy = data_dir.with_name(data_dir.name + "-baseline")
+    if not (copy / "built.json").exists():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+    return copy
 
 
 def _timed(service: Any, asked: list[tuple[str, str, Any]], warmup: int) -> dict[str, float]:
@@ -226,6 +251,7 @@ def run_child(args: argparse.Namespace) -> None:
     data_dir = _data_dir(args, layout, size)
     if args.engine_tree:  # the baseline's engine, before anything imports one
         sys.path.insert(0, args.engine_tree)
+        data_dir = _baseline_copy(data_dir)
     if args.child == "build":
         shutil.rmtree(data_dir, ignore_errors=True)
         result = build(layout, size, data_dir, args.seed)
