@@ -41,7 +41,7 @@ import os
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -104,6 +104,7 @@ SYNC_REBUILD_DOCS = 5000
 # of a core instead of following one another back to back.
 REBUILD_PAUSE_FACTOR = 4.0
 _monotonic = time.monotonic  # the lexicons' clock (a test replaces it)
+_NO_ROWS = np.zeros(0, np.int64)
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
 
 
@@ -194,6 +195,126 @@ class Link:
     created: int
 
 
+class _RowTuples(MutableMapping[int, tuple[int, ...]]):
+    """Tuples of codes by row: a lexicon's terms, the memories' entity keys. Those
+    restored from a saved network stay in its flat arrays until asked for (at a million
+    memories, a tuple made for each took 1.4 s of the start and some 300 MB); what is
+    set since lives in a dict beside them."""
+
+    def __init__(
+        self,
+        rows: Rows | None = None,
+        ends: npt.NDArray[np.int64] | None = None,
+        values: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        # Ascending rows; the codes of rows[i] are values[ends[i - 1] : ends[i]], while
+        # kept[i] (a row removed or set anew since is not).
+        self._rows = _NO_ROWS if rows is None else rows
+        self._ends = _NO_ROWS if ends is None else ends
+        self._values = _NO_ROWS if values is None else values
+        self._kept = np.ones(len(self._rows), np.bool_)
+        self._dropped = 0
+        self._new: dict[int, tuple[int, ...]] = {}
+
+    @classmethod
+    def of_flat(
+        cls,
+        rows: Rows,
+        lengths: npt.NDArray[np.int64],
+        values: npt.NDArray[np.int64],
+        picked: Rows | None = None,
+        starts: npt.NDArray[np.int64] | None = None,
+    ) -> _RowTuples:
+        """The rows ``rows[picked]`` (each once, any order; all when None), where the
+        codes of ``rows[i]`` are the ``lengths[i]`` values after those of ``rows[:i]``
+        (``starts``: where each begins, when the caller has them already)."""
+        starts = np.cumsum(lengths) - lengths if starts is None else starts
+        chosen = np.arange(len(rows)) if picked is None else picked
+        order = chosen[np.argsort(rows[chosen], kind="stable")]
+        taken = lengths[order]
+        ends = np.cumsum(taken)
+        total = int(ends[-1]) if len(ends) else 0
+        gather = np.repeat(starts[order] - (ends - taken), taken) + np.arange(total)
+        return cls(rows[order], ends, values[gather])
+
+    def _at(self, row: int) -> int:
+        """The index of ``row`` among the flat rows, where they still hold it; else -1."""
+        at = int(np.searchsorted(self._rows, row))
+        return at if at < len(self._rows) and self._rows[at] == row and self._kept[at] else -1
+
+    def __getitem__(self, row: int) -> tuple[int, ...]:
+        found = self._new.get(row)
+        if found is not None:
+            return found
+        at = self._at(row)
+        if at < 0:
+            raise KeyError(row)
+        start = int(self._ends[at - 1]) if at else 0
+        codes: list[int] = self._values[start : int(self._ends[at])].tolist()
+        return tuple(codes)
+
+    def __contains__(self, row: object) -> bool:
+        if not isinstance(row, int | np.integer):
+            return False
+        return int(row) in self._new or self._at(int(row)) >= 0
+
+    def __setitem__(self, row: int, codes: tuple[int, ...]) -> None:
+        self._drop_flat(row)
+        self._new[row] = codes
+
+    def __delitem__(self, row: int) -> None:
+        if self._new.pop(row, None) is None and not self._drop_flat(row):
+            raise KeyError(row)
+
+    def _drop_flat(self, row: int) -> bool:
+        at = self._at(row)
+        if at < 0:
+            return False
+        self._kept[at] = False
+        self._dropped += 1
+        return True
+
+    def __len__(self) -> int:
+        return len(self._rows) - self._dropped + len(self._new)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._flat_held().tolist()
+        yield from list(self._new)
+
+    def _flat_held(self) -> Rows:
+        held: Rows = self._rows[self._kept] if self._dropped else self._rows
+        return held
+
+    def held(self) -> Rows:
+        """Every row held, in no particular order."""
+        if not self._new:
+            return self._flat_held()
+        return np.concatenate([self._flat_held(), np.fromiter(self._new, np.int64, len(self._new))])
+
+    def rows(self) -> Rows:
+        """Every row held, ascending."""
+        return self._flat_held() if not self._new else np.sort(self.held())
+
+    def flat(self) -> tuple[Rows, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every row held (ascending), its count of codes, and the codes one row after another."""
+        lengths = np.diff(self._ends, prepend=0)
+        if not self._dropped and not self._new:
+            return self._rows, lengths, self._values
+        new = list(self._new.items())
+        rows = np.concatenate([self._rows[self._kept], np.asarray([row for row, _ in new], np.int64)])
+        counts = np.concatenate([lengths[self._kept], np.asarray([len(codes) for _, codes in new], np.int64)])
+        values = np.concatenate(
+            [self._values[np.repeat(self._kept, lengths)], np.asarray([c for _, codes in new for c in codes], np.int64)]
+        )
+        merged = _RowTuples.of_flat(rows, counts, values)
+        return merged._rows, np.diff(merged._ends, prepend=0), merged._values
+
+    def nbytes(self) -> int:
+        """An estimate of the memory held."""
+        flat = self._rows.nbytes + self._ends.nbytes + self._values.nbytes + self._kept.nbytes
+        return flat + sum(8 * len(codes) + 120 for codes in self._new.values())
+
+
 class _DigestRows:
     """Rows by content digest. Nearly every digest is one row's, so a row is kept as an
     int and only a digest held twice or more gets a list: at a million memories, making
@@ -268,7 +389,7 @@ class _Lexicon:
     def __init__(self, lock: threading.RLock, sync_docs: int) -> None:
         self._lock = lock
         self._sync_docs = sync_docs
-        self.docs: dict[int, tuple[int, ...]] = {}
+        self.docs = _RowTuples()
         self.rows: Rows = np.zeros(0, np.int64)
         self.scorer: LexicalScorer | None = None
         self.version = 0  # counts changes
@@ -282,7 +403,7 @@ class _Lexicon:
     def members(self) -> Rows:
         """The namespace's rows (every memory it holds), cached until one comes or goes."""
         if self._members is None:
-            self._members = np.fromiter(self.docs, dtype=np.int64, count=len(self.docs))
+            self._members = self.docs.held()
         return self._members
 
     def put(self, row: int, terms: tuple[int, ...]) -> None:
@@ -329,8 +450,8 @@ class _Lexicon:
             pending.done.wait()
             if pending.result is not None:
                 return (*pending.result, pending.version)
-        rows = sorted(self.docs)
-        return np.asarray(rows, np.int64), build([self.docs[row] for row in rows]) if rows else None, self.version
+        rows = self.docs.rows()
+        return rows, build([self.docs[row] for row in rows.tolist()]) if len(rows) else None, self.version
 
     def due(self) -> bool:
         """Whether a background build may start now: stale, none under way, not too soon."""
@@ -345,12 +466,12 @@ class _Lexicon:
         with self._lock:
             if self.built >= self.version:
                 return  # a query built it between this build's start and now
-            rows = sorted(self.docs)
-            docs = [self.docs[row] for row in rows]
+            rows = self.docs.rows()
+            docs = [self.docs[row] for row in rows.tolist()]
             pending = self._pending = _Build(self.version)
         started = _monotonic()
         try:
-            pending.result = np.asarray(rows, np.int64), build(docs) if rows else None
+            pending.result = rows, build(docs) if docs else None
         finally:
             pending.done.set()  # before taking the lock, which a recall waiting for it holds
         finished = _monotonic()
@@ -435,7 +556,7 @@ class FastNetwork:
         self.entities = Interner()  # entity keys
         self.terms = Interner()  # lexical terms
         self._entity_rows: dict[tuple[int, int], set[int]] = {}
-        self._row_entities: dict[int, tuple[int, ...]] = {}
+        self._row_entities = _RowTuples()
         self._links: dict[int, list[Link]] = {}
         self._metadata: dict[int, Mapping[str, Any]] = {}
         self._lexicons: dict[int, _Lexicon] = {}
@@ -1067,23 +1188,26 @@ class FastNetwork:
         directory.mkdir(parents=True, exist_ok=True)
         with self._lock:
             arrays = {f"col_{name}": array for name, array in self._cols.arrays().items()}
-            entity_rows = sorted(self._row_entities)
+            entity_rows, entity_lengths, entity_values = self._row_entities.flat()
             links = [link for row in sorted(self._links) for link in self._links[row] if link.src == row]
-            doc_rows = sorted((row, namespace) for namespace, lex in self._lexicons.items() for row in lex.docs)
+            docs = [lexicon.docs.flat() for _, lexicon in sorted(self._lexicons.items())] or [(_NO_ROWS,) * 3]
             arrays |= {
                 "vectors": self._vectors[: self._cols.size],
                 "has_vector": self._has_vector[: self._cols.size],
                 "widest": np.asarray([self._widest], dtype=np.float64),
                 "ids": np.asarray(self.ids, dtype=np.str_),
                 "digests": np.frombuffer(b"".join(self._digests), dtype=np.uint8),
-                "entity_rows": np.asarray(entity_rows, dtype=np.int64),
-                **_flat("entity", [self._row_entities[row] for row in entity_rows]),
+                "entity_rows": entity_rows,
+                "entity_lengths": entity_lengths,
+                "entity_values": entity_values,
                 "link_src": np.asarray([x.src for x in links], dtype=np.int64),
                 "link_dst": np.asarray([x.dst for x in links], dtype=np.int64),
                 "link_created": np.asarray([x.created for x in links], dtype=np.int64),
                 "link_kind": np.asarray([x.kind for x in links], dtype=np.str_),
-                "doc_rows": np.asarray([row for row, _ in doc_rows], dtype=np.int64),
-                **_flat("doc", [self._lexicons[ns].docs[row] for row, ns in doc_rows]),
+                # A namespace's documents after another's (restored a namespace at a time).
+                "doc_rows": np.concatenate([rows for rows, _, _ in docs]),
+                "doc_lengths": np.concatenate([lengths for _, lengths, _ in docs]),
+                "doc_values": np.concatenate([values for _, _, values in docs]),
             }
             for name, interner in self._interners().items():
                 arrays[f"names_{name}"] = np.asarray(interner.names, dtype=np.str_)
@@ -1192,9 +1316,9 @@ class FastNetwork:
                 interner.code(value)
         entity_rows = arrays["entity_rows"]
         entity_lengths = arrays["entity_lengths"]
-        net._row_entities = {
-            row: keys for row, keys in zip(entity_rows.tolist(), _unflat("entity", arrays), strict=True) if keys
-        }
+        net._row_entities = _RowTuples.of_flat(
+            entity_rows, entity_lengths, arrays["entity_values"], picked=np.flatnonzero(entity_lengths)
+        )
         mentions = np.repeat(entity_rows, entity_lengths)
         for (namespace, key), rows in _groups(net._cols.namespace[mentions], arrays["entity_values"], mentions):
             net._entity_rows[(namespace, key)] = set(rows)
@@ -1208,14 +1332,14 @@ class FastNetwork:
             link = Link(src, dst, kind, created)
             for end in {link.src, link.dst}:
                 net._links.setdefault(end, []).append(link)
-        doc_rows = arrays["doc_rows"]
-        terms = list(_unflat("doc", arrays))
+        doc_rows, doc_lengths, doc_values = arrays["doc_rows"], arrays["doc_lengths"], arrays["doc_values"]
+        doc_starts = np.cumsum(doc_lengths) - doc_lengths
         spaces = net._cols.namespace[doc_rows]
         order = np.argsort(spaces, kind="stable")
         bounds = np.flatnonzero(np.diff(spaces[order])) + 1
         for group in np.split(order, bounds) if len(order) else []:
             lexicon = _Lexicon(net._lock, net._sync_docs)
-            lexicon.docs = {row: terms[at] for row, at in zip(doc_rows[group].tolist(), group.tolist(), strict=True)}
+            lexicon.docs = _RowTuples.of_flat(doc_rows, doc_lengths, doc_values, picked=group, starts=doc_starts)
             lexicon.version = 1  # built = -1: built when first asked, unless its saved build is adopted
             net._lexicons[int(spaces[group[0]])] = lexicon
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
@@ -1226,7 +1350,7 @@ class FastNetwork:
         """Adopt the saved build of a lexicon when it is of exactly the documents restored;
         otherwise leave it to be built when first asked."""
         rows = arrays.get(prefix + "rows")
-        if rows is None or not np.array_equal(rows, np.asarray(sorted(lexicon.docs), dtype=np.int64)):
+        if rows is None or not np.array_equal(rows, lexicon.docs.rows()):
             return
         state = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
         try:
@@ -1249,7 +1373,7 @@ class FastNetwork:
         """An estimate of the memory held, vectors excluded (for the benchmark's report)."""
         with self._lock:
             columns = sum(array.nbytes for array in self._cols.arrays().values())
-            docs = sum(8 * len(terms) + 120 for lex in self._lexicons.values() for terms in lex.docs.values())
+            docs = sum(lex.docs.nbytes() for lex in self._lexicons.values()) + self._row_entities.nbytes()
             vectors = self._vectors.nbytes + self._has_vector.nbytes
             return columns + docs + vectors + 200 * len(self.ids)
 
@@ -1285,18 +1409,6 @@ def metadata_matches(metadata: Mapping[str, Any], key: str, value: JsonScalar) -
     if isinstance(value, str):
         return isinstance(node, str) and node == value
     return isinstance(node, int | float) and not isinstance(node, bool) and node == value
-
-
-def _flat(name: str, lists: Sequence[Sequence[int]]) -> dict[str, npt.NDArray[np.int64]]:
-    lengths = np.asarray([len(x) for x in lists], dtype=np.int64)
-    values = [v for x in lists for v in x]
-    return {f"{name}_values": np.asarray(values, dtype=np.int64), f"{name}_lengths": lengths}
-
-
-def _unflat(name: str, arrays: Mapping[str, npt.NDArray[Any]]) -> Iterator[tuple[int, ...]]:
-    values = arrays[f"{name}_values"].tolist()
-    ends = np.cumsum(arrays[f"{name}_lengths"]).tolist()
-    return (tuple(values[start:end]) for start, end in zip([0, *ends], ends, strict=False))
 
 
 def _groups(

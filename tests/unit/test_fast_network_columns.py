@@ -365,3 +365,34 @@ def test_digest_rows_agree_with_a_dict_of_lists_through_restores_adds_and_remova
         for key in {digest, *digests[:3]}:
             assert sorted(held.get(key)) == sorted(model.get(key, [])), key
     assert all(sorted(held.get(key)) == sorted(model.get(key, [])) for key in set(digests))
+
+
+def test_row_tuples_restored_flat_agree_with_a_dict_through_sets_and_removals() -> None:
+    rng = random.Random(9)
+    model = {row: tuple(rng.randrange(50) for _ in range(rng.randrange(4))) for row in rng.sample(range(400), 150)}
+    saved = list(model.items())
+    rng.shuffle(saved)  # saved in any order
+    rows = np.asarray([row for row, _ in saved], np.int64)
+    lengths = np.asarray([len(codes) for _, codes in saved], np.int64)
+    values = np.asarray([c for _, codes in saved for c in codes], np.int64)
+    picked = np.flatnonzero(rows % 3 != 0)  # a namespace's share of the saved rows
+    model = {int(rows[at]): model[int(rows[at])] for at in picked}
+    held = fast_network._RowTuples.of_flat(rows, lengths, values, picked=picked)
+    for step in range(500):
+        row = rng.randrange(400)
+        if rng.random() < 0.5:
+            codes = tuple(rng.randrange(50) for _ in range(rng.randrange(4)))
+            held[row], model[row] = codes, codes
+        elif row in model:
+            del held[row], model[row]
+        else:
+            assert row not in held
+            with pytest.raises(KeyError):
+                del held[row]
+        assert (row in held) == (row in model) and held.get(row) == model.get(row), step
+        assert len(held) == len(model)
+    assert dict(held.items()) == model and sorted(held) == sorted(model)
+    assert held.rows().tolist() == sorted(model)
+    flat_rows, flat_lengths, flat_values = held.flat()
+    again = fast_network._RowTuples.of_flat(flat_rows, flat_lengths, flat_values)
+    assert flat_rows.tolist() == sorted(model) and dict(again.items()) == model
