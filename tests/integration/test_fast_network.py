@@ -23,7 +23,17 @@ from engine.conflicts import CONTRADICTS, SUPERSEDES
 from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Store
-from engine.records import JsonScalar, Memory, MemoryFilter, Scope, Source, Status, Visibility, new_memory_id
+from engine.records import (
+    JsonScalar,
+    Memory,
+    MemoryFilter,
+    Scope,
+    Source,
+    Status,
+    Visibility,
+    entity_keys,
+    new_memory_id,
+)
 from tests.conftest import HashingEmbedder
 from tests.contract.test_store_contract import StoreFactory
 from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
@@ -268,6 +278,9 @@ def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_pa
     rows, scores = again.network.lexical(NAMESPACES, ["coffe"])
     before_rows, before_scores = keeper.network.lexical(NAMESPACES, ["coffe"])
     assert rows.tolist() == before_rows.tolist() and scores.tolist() == before_scores.tolist()
+    for key in entity_keys(["Berlin", "coffee", "Blue", "蓝色", "Acme"]):
+        found = sorted(loaded.by_entity(NAMESPACES, key).tolist())
+        assert found and found == sorted(keeper.network.by_entity(NAMESPACES, key).tolist()), key
 
     # A save from long ago is caught up from the change sequence on load.
     later = [_memory(rng, 100).evolve(namespace="ns-a", status=Status.ACTIVE, expire_at=None)]

@@ -396,3 +396,25 @@ def test_row_tuples_restored_flat_agree_with_a_dict_through_sets_and_removals() 
     flat_rows, flat_lengths, flat_values = held.flat()
     again = fast_network._RowTuples.of_flat(flat_rows, flat_lengths, flat_values)
     assert flat_rows.tolist() == sorted(model) and dict(again.items()) == model
+
+
+def test_entity_postings_restored_flat_agree_with_sets_through_additions_and_removals() -> None:
+    rng = random.Random(13)
+    mentions = [(rng.randrange(4), rng.randrange(30), row) for row in range(500) for _ in range(rng.randrange(3))]
+    spaces, codes, rows = (np.asarray(column, np.int64) for column in zip(*mentions, strict=True))
+    held = fast_network._Postings.of(spaces.astype(np.int32), codes, rows)
+    model: dict[tuple[int, int], set[int]] = {}
+    for space, code, row in mentions:
+        model.setdefault((space, code), set()).add(row)
+    for _ in range(800):
+        space, code, row = rng.randrange(4), rng.randrange(30), rng.randrange(500)
+        if rng.random() < 0.5:
+            held.add(space, code, row)
+            model.setdefault((space, code), set()).add(row)
+        else:
+            held.discard(space, code, row)
+            model.get((space, code), set()).discard(row)
+        assert set(held.get(space, code)) == model.get((space, code), set())
+    for space in range(-1, 4):  # -1: a namespace the network does not know
+        for code in range(31):
+            assert sorted(held.get(space, code)) == sorted(model.get((space, code), set())), (space, code)
