@@ -46,6 +46,7 @@ model). Nothing is timed there, so the systems run side by side.
     .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --no-quality
     .venv/bin/python benchmarks/peers.py --sizes --per-type 5     # quality only, 30 questions
     .venv/bin/python benchmarks/peers.py --systems twinmem chroma --sizes 2000
+    .venv/bin/python benchmarks/peers.py --redraw benchmarks/results/peers-1k-10k.json   # the PNGs again
 
 Writes benchmarks/results/peers-<sizes>.json (``--out``), prints a Markdown table, and draws PNGs
 into ``--plots`` (default benchmarks/results/plots/).
@@ -545,6 +546,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--venv", type=Path, default=WORK / "peers-venv")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--plots", type=Path, default=HERE / "results" / "plots")
+    parser.add_argument("--redraw", type=Path, metavar="JSON", help="only draw the PNGs of an earlier run's JSON")
     parser.add_argument("--child", nargs=2, metavar=("SYSTEM", "JOB"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -553,6 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         return child(args.child[0], Path(args.child[1]))
+    if args.redraw:
+        from peers_plots import draw
+
+        for path in draw(json.loads(args.redraw.read_text()), args.plots):
+            log(f"wrote {path}")
+        return 0
     name = "-".join(f"{s // 1000}k" if s >= 1000 else str(s) for s in args.sizes) or "quality"
     out_file = args.out or HERE / "results" / f"peers-{name}.json"
     runs_dir = WORK / "peers-run"

@@ -85,22 +85,33 @@ def latency_bars(runs: list[dict[str, Any]], size: int, path: Path) -> Path:
 
 
 def latency_by_size(runs: list[dict[str, Any]], path: Path) -> Path:
+    """Recall p50 and p95 against N per system, with the query embedded and with its vector given."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for system in dict.fromkeys(r["system"] for r in runs):
-        points = sorted(
-            (r["size"], r["recall_with_embedding"]["p50_ms"])
-            for r in runs
-            if r["system"] == system and "error" not in r and r["recall_with_embedding"].get("n")
-        )
-        if points:
-            ax.plot(*zip(*points, strict=True), marker="o", label=LABELS.get(system, system).replace("\n", " "))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("memories in the namespace")
-    ax.set_ylabel("recall p50, ms (query embedded)")
-    ax.set_title("Recall latency against memory count")
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    systems = list(dict.fromkeys(r["system"] for r in runs))
+    colours = dict(zip(systems, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    for ax, key, title in (
+        (axes[0], "recall_with_embedding", "query embedded by the system"),
+        (axes[1], "recall_given_vector", "query vector given"),
+    ):
+        for system in systems:
+            done = sorted(
+                (r["size"], r[key]) for r in runs if r["system"] == system and "error" not in r and r[key].get("n")
+            )
+            if not done:
+                continue
+            label = LABELS.get(system, system).replace("\n", " ")
+            sizes = [size for size, _ in done]
+            ax.plot(sizes, [t["p50_ms"] for _, t in done], marker="o", color=colours[system], label=f"{label} p50")
+            ax.plot(sizes, [t["p95_ms"] for _, t in done], marker="x", linestyle="--", color=colours[system])
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("memories in the namespace")
+        ax.set_title(f"{title} (solid p50, dashed p95)", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("recall latency, ms (log scale)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Recall latency against memory count (lower is better)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
