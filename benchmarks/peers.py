@@ -30,7 +30,11 @@ recall latency (top 10, ``--queries`` after ``--warmup``) with the query embedde
 with the query's vector given; RSS of the process that holds the data (the server's for HTTP) and
 the data's size on disk. Memory vectors are computed once per text and cached in
 benchmarks/.work/peers-vectors; every system is given them except twinmem over HTTP, whose server
-embeds (its save routes take no vector). Systems are measured one after the other, each process
+embeds (its save routes take no vector). With ``--http-ingest M``, twinmem over HTTP saves only
+the last M memories of a larger size through the server (its ingest rates are over those); the
+ones before are saved into its data directory in process first, through the same write path
+with their vectors given, untimed, so that 100,000 server-side embeddings (over half an hour on
+two cores) are not needed to measure recall over HTTP at 100,000. Systems are measured one after the other, each process
 with ``--torch-threads`` torch threads (default 1: two OpenMP threads on two shared cores can make a
 single query embedding take seconds).
 
@@ -44,6 +48,7 @@ model). Nothing is timed there, so the systems run side by side.
     .venv/bin/python benchmarks/peers.py                      # 10,000 memories, quality, plots
     .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --per-type 10   # the README's run
     .venv/bin/python benchmarks/peers.py --sizes 1000 10000 --no-quality
+    .venv/bin/python benchmarks/peers.py --sizes 1000 10000 100000 --no-quality --http-ingest 10000
     .venv/bin/python benchmarks/peers.py --sizes --per-type 5     # quality only, 30 questions
     .venv/bin/python benchmarks/peers.py --systems twinmem chroma --sizes 2000
     .venv/bin/python benchmarks/peers.py --redraw benchmarks/results/peers-1k-10k.json   # the PNGs again
@@ -203,6 +208,7 @@ def prepare_size(size: int, args: argparse.Namespace, embedder: Any, folder: Pat
         "warmup": args.warmup,
         "top_k": args.top_k,
         "ingest_budget_s": args.ingest_budget_s,
+        "http_ingest": args.http_ingest,
         "model_path": "",
     }
 
@@ -390,6 +396,10 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
     memories = json.loads(Path(job["memories"]).read_text())
     queries = json.loads(Path(job["queries"]).read_text())
     shutdown: dict[str, Any] = {}
+    preloaded = max(0, len(memories) - job["http_ingest"]) if job.get("http_ingest") is not None else 0
+    if preloaded:
+        preload_seconds = _preload(work, memories[:preloaded], np.load(job["vectors"])[:preloaded], job["batch"])
+        memories = memories[preloaded:]
 
     def fields(m: dict[str, Any]) -> dict[str, Any]:
         return {"category": m["category"], "entities": m["entities"], "created_at": m["created_at"]}
@@ -418,8 +428,9 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
         "system": "twinmem-http",
         "embedding_model": model,
         "server_ready_s": round(ready, 2),
-        "stored": stored,
-        "submitted": len(memories),
+        "preloaded": {"count": preloaded, "seconds": preload_seconds} if preloaded else None,
+        "stored": stored + preloaded,
+        "submitted": len(memories) + preloaded,
         **phases,
         "recall_with_embedding": with_embedding,
         "recall_given_vector": [],
@@ -428,6 +439,25 @@ def twinmem_http(job: dict[str, Any]) -> dict[str, Any]:
         "disk_mb": dir_size_mb(work),
         "shutdown": shutdown,
     }
+
+
+def _preload(work: Path, memories: list[dict[str, Any]], vectors: np.ndarray, batch: int) -> float:
+    """Save ``memories`` into ``work`` in process with their vectors given, before ``twinmem
+    serve`` opens it (``--http-ingest``): the same engine, model and write path as the server's,
+    without the server embedding each one. Untimed in the table; its seconds are kept."""
+    from engine.adapters import load_embedder, open_service
+
+    config = twinmem_config(data_dir=str(work))
+    started = time.perf_counter()
+    service = open_service(config, embedder=GivenVectors(load_embedder(config), [m["text"] for m in memories], vectors))
+    try:
+        drafts = _drafts(memories)
+        for at in range(0, len(drafts), batch):
+            service.save_batch(drafts[at : at + batch])
+        service.flush()
+    finally:
+        service.close()
+    return round(time.perf_counter() - started, 1)
 
 
 def child(system: str, job_file: Path) -> int:
@@ -540,6 +570,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="OMP_NUM_THREADS of every system's process (torch's threads)"
+    )
+    parser.add_argument(
+        "--http-ingest",
+        type=int,
+        default=None,
+        help="memories twinmem-http saves over HTTP, the server embedding each (default: all); "
+        "the rest of a larger size are saved in process first, with their vectors given",
     )
     parser.add_argument("--no-quality", dest="quality", action="store_false")
     parser.add_argument("--per-type", type=int, default=10, help="LongMemEval questions per type (10 = dev60)")
