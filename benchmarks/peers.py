@@ -582,7 +582,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--per-type", type=int, default=10, help="LongMemEval questions per type (10 = dev60)")
     parser.add_argument("--venv", type=Path, default=WORK / "peers-venv")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--plots", type=Path, default=HERE / "results" / "plots")
+    parser.add_argument("--plots", default=str(HERE / "results" / "plots"), help="folder of the PNGs ('' for none)")
     parser.add_argument("--redraw", type=Path, metavar="JSON", help="only draw the PNGs of an earlier run's JSON")
     parser.add_argument("--child", nargs=2, metavar=("SYSTEM", "JOB"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -595,7 +595,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.redraw:
         from peers_plots import draw
 
-        for path in draw(json.loads(args.redraw.read_text()), args.plots):
+        for path in draw(json.loads(args.redraw.read_text()), Path(args.plots or ".")):
             log(f"wrote {path}")
         return 0
     name = "-".join(f"{s // 1000}k" if s >= 1000 else str(s) for s in args.sizes) or "quality"
@@ -661,7 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plots:
         from peers_plots import draw
 
-        for path in draw(report, args.plots):
+        for path in draw(report, Path(args.plots)):
             log(f"wrote {path}")
     log(f"wrote {out_file}")
     return 0
