@@ -24,6 +24,18 @@ carry over):
    namespace's vectors (the fast network's float16 copies).
 5. **Rebuild** (sizes up to ``--rebuild-max``): the index directory removed and
    ``open_service`` rebuilding the index and fast network from the store.
+6. **Ingest** (``--ingest-batches`` batches of 256, 0 to leave out): on a scratch copy of the
+   built directory (index files included, so nothing is rebuilt), new synthetic memories of
+   another seed, content and category only, through ``save_batch``: the whole write path
+   (write guard, entity extraction, exact and near-duplicate check, conflict rules, one
+   store transaction, index and fast-network upkeep), with the hashing embedder, so the
+   engine's cost alone. One untimed batch first; spread: each batch to one namespace, at
+   random. Wall and CPU time (``time.process_time``) per saved memory.
+
+Memory beyond the vectors: the RSS a start-up added, less the vectors' own bytes (the
+HNSW index's float32 copy and the fast network's float16 one), per memory. It holds
+everything else of both (HNSW's graph links, the columns, lexicon, postings, ids and
+digests) and SQLite's page cache.
 
 With ``--baseline-ref REV`` each start-up and recall measurement is taken twice on the
 same data, one after the other: first with the engine of that git revision (``git
@@ -33,7 +45,8 @@ built directory of its own (``…-baseline``, made once and kept beside it): eac
 saves its index files when it closes, and one whose files are in another's format would
 rebuild them at its start.
 
-Prints a Markdown table, writes JSON. Never asserts a time.
+Prints a Markdown table, writes JSON and draws recall latency against N per layout
+(``--plots``; this tree's p50 and p95, the baseline's beside them). Never asserts a time.
 """
 
 from __future__ import annotations
@@ -65,6 +78,7 @@ from hashing import HashingEmbedder, KnownQueries  # noqa: E402
 
 SPREAD_NAMESPACES = 1_000
 BATCH = 5_000
+INGEST_BATCH = 256
 MB = 2**20
 
 
@@ -131,10 +145,13 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
     rss_after = process.memory_info().rss
     _await_rough_cosines()
     net = service.keeper.network
+    vector_bytes = len(service.keeper.index) * plain.dim * 4 + len(net) * plain.dim * 2
     row: dict[str, Any] = {
         "startup_s": round(startup, 2),
         "rss_mb": round(rss_after / MB, 1),
         "rss_added_mb": round((rss_after - rss_before) / MB, 1),
+        "vectors_mb": round(vector_bytes / MB, 1),
+        "beyond_vectors_kb_per_memory": round((rss_after - rss_before - vector_bytes) / 1024 / size, 2),
         "fast_network_estimate_mb": round(net.nbytes() / MB, 1),
         "disk_mb": _disk_mb(data_dir),
     }
@@ -227,12 +244,52 @@ def rebuild(data_dir: Path, scratch: Path) -> dict[str, Any]:
     return {"rebuild_s": round(seconds, 1), "rebuild_rss_mb": round(rss / MB, 1)}
 
 
+def ingest(layout: str, size: int, data_dir: Path, scratch: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``--ingest-batches`` batches of new memories through the write path, on a copy."""
+    from engine.records import MemoryDraft
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(data_dir, scratch, ignore=shutil.ignore_patterns(".lock"))
+    rng = random.Random(args.seed + 1)
+    fresh = synthetic.memories(args.seed + 1)
+    service = _open(scratch, HashingEmbedder())
+    try:
+
+        def batch() -> list[Any]:
+            space = namespace_of(layout, rng.randrange(size))
+            items = itertools.islice(fresh, INGEST_BATCH)
+            return [MemoryDraft(item.content, namespace=space, category=item.category) for item in items]
+
+        service.save_batch(batch())  # untimed: the first batch's one-off costs
+        results = []
+        wall = cpu = 0.0
+        for _ in range(args.ingest_batches):
+            drafts = batch()
+            began, began_cpu = time.perf_counter(), time.process_time()
+            results += service.save_batch(drafts)
+            wall += time.perf_counter() - began
+            cpu += time.process_time() - began_cpu
+        service.flush()
+    finally:
+        service.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    saved = len(results)
+    return {
+        "ingest_saved": saved,
+        "ingest_created": sum(r.created for r in results),
+        "ingest_per_s": round(saved / wall, 1),
+        "ingest_ms_per_memory": round(wall * 1000 / saved, 3),
+        "ingest_cpu_ms_per_memory": round(cpu * 1000 / saved, 3),
+    }
+
+
 def _child(
     step: str, layout: str, size: int, args: argparse.Namespace, engine_tree: Path | None = None
 ) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", step, "--layouts", layout, "--sizes", str(size)]
     command += ["--workdir", args.workdir, "--seed", str(args.seed), "--queries", str(args.queries)]
     command += ["--warmup", str(args.warmup), "--exact-queries", str(args.exact_queries)]
+    command += ["--ingest-batches", str(args.ingest_batches)]
     if engine_tree is not None:
         command += ["--engine-tree", str(engine_tree)]
     done = subprocess.run(command, check=True, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
@@ -258,6 +315,8 @@ def run_child(args: argparse.Namespace) -> None:
         (data_dir / "built.json").write_text(json.dumps(result), encoding="utf-8")
     elif args.child == "measure":
         result = measure(layout, size, data_dir, args)
+    elif args.child == "ingest":
+        result = ingest(layout, size, data_dir, Path(args.workdir) / "ingest-scratch", args)
     else:
         result = rebuild(data_dir, Path(args.workdir) / "rebuild-scratch")
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -275,9 +334,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--workdir", default=str(HERE / ".work" / "scale"), help="built data directories (kept)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
+    parser.add_argument("--plots", default=str(HERE / "results" / "plots"), help="folder of the PNG ('' for none)")
     parser.add_argument("--cached-only", action="store_true", help="measure only what an earlier run built")
     parser.add_argument("--baseline-ref", help="git revision whose engine is measured first, on the same data")
-    parser.add_argument("--child", choices=["build", "measure", "rebuild"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--ingest-batches", type=int, default=10, help=f"timed batches of {INGEST_BATCH} saves per size (0: none)"
+    )
+    parser.add_argument("--child", choices=["build", "measure", "rebuild", "ingest"], help=argparse.SUPPRESS)
     parser.add_argument("--engine-tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -320,13 +383,23 @@ def _measure_all(args: argparse.Namespace, baseline_tree: Path | None) -> list[d
             row["build"] = json.loads((data_dir / "built.json").read_text(encoding="utf-8"))
             if baseline_tree is not None:
                 row["baseline"] = _child("measure", layout, size, args, baseline_tree)
+                if args.ingest_batches:
+                    row["baseline"] |= _ingested(_child("ingest", layout, size, args, baseline_tree))
             row |= _child("measure", layout, size, args)
+            if args.ingest_batches:
+                row |= _ingested(_child("ingest", layout, size, args))
             if size <= args.rebuild_max:
                 rebuilt = _child("rebuild", layout, size, args)
                 row |= {"rebuild_s": rebuilt["rebuild_s"], "rebuild_peak_rss_mb": rebuilt["peak_rss_mb"]}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
+
+
+def _ingested(result: dict[str, Any]) -> dict[str, Any]:
+    """An ingest child's answer, its peak RSS renamed (the row's own is the measuring child's)."""
+    peak = result.pop("peak_rss_mb")
+    return result | {"ingest_peak_rss_mb": peak}
 
 
 def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict[str, str] | None) -> None:
@@ -341,13 +414,16 @@ def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.plots and rows:
+        print(f"wrote {_plot(rows, baseline, Path(args.plots) / (args.out.stem + '-recall.png'))}")
     print()
     print(
         "| layout | N | engine | recall p50 / p95 / p99 ms | one category p50 / p95 / p99 ms | "
         "asked again p50 / p95 / p99 ms | HNSW recall@10 | "
-        "start-up s | rebuild s | RSS MB (loaded / peak) | fast network MB | disk MB |"
+        "start-up s | rebuild s | RSS MB (loaded / peak) | KB a memory beyond the vectors | fast network MB | "
+        "disk MB | ingest saves/s (CPU ms a memory) |"
     )
-    print("|---|---:|---|---|---|---|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|")
     for row in rows:
         measured = [(baseline["revision"], row["baseline"])] if baseline is not None else []
         for engine, one in [*measured, ("this tree", row)]:
@@ -356,8 +432,48 @@ def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict
             print(
                 f"| {row['layout']} | {row['size']:,} | {engine} | {_three(ms)} | {filtered} | {again} | "
                 f"{one['hnsw_recall_at_10']} | {one['startup_s']} | {row.get('rebuild_s', '—')} | "
-                f"{one['rss_mb']} / {one['peak_rss_mb']} | {one['fast_network_estimate_mb']} | {one['disk_mb']} |"
+                f"{one['rss_mb']} / {one['peak_rss_mb']} | {one.get('beyond_vectors_kb_per_memory', '—')} | "
+                f"{one['fast_network_estimate_mb']} | {one['disk_mb']} | {_ingest(one)} |"
             )
+
+
+def _plot(rows: list[dict[str, Any]], baseline: dict[str, str] | None, path: Path) -> Path:
+    """Recall p50 (solid) and p95 (dashed) against N, a panel per layout."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layouts = list(dict.fromkeys(row["layout"] for row in rows))
+    fig, axes = plt.subplots(1, len(layouts), figsize=(5.5 * len(layouts), 4.2), sharey=True, squeeze=False)
+    engines = [("this tree", None, "tab:blue")]
+    if baseline is not None:
+        engines.insert(0, (baseline["revision"], "baseline", "tab:gray"))
+    for ax, layout in zip(axes[0], layouts, strict=True):
+        mine = sorted((row for row in rows if row["layout"] == layout), key=lambda row: row["size"])
+        for label, key, colour in engines:
+            done = [(row["size"], (row[key] if key else row)["recall_ms"]) for row in mine if not key or key in row]
+            sizes = [size for size, _ in done]
+            for percentile, style in (("p50", "-"), ("p95", "--")):
+                times = [ms[percentile] for _, ms in done]
+                ax.plot(sizes, times, marker="o", linestyle=style, color=colour, label=f"{label} {percentile}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("memories")
+        ax.set_title("all in one namespace" if layout == "one" else f"spread over {SPREAD_NAMESPACES:,} namespaces")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("engine recall, ms (query vector given, log scale)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("twinmem recall latency against memory count (lower is better)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _ingest(one: dict[str, Any]) -> str:
+    return f"{one['ingest_per_s']} ({one['ingest_cpu_ms_per_memory']})" if "ingest_per_s" in one else "—"
 
 
 def _three(ms: dict[str, float] | None) -> str:
