@@ -20,7 +20,7 @@ from engine.adapters import neo4j_migrations
 from engine.adapters.neo4j_store import Neo4jStore, _translate
 from engine.errors import Conflict, StoreError, TwinmemError
 from engine.ports import Edge
-from engine.records import Memory, Scope, Source, Status, new_memory_id
+from engine.records import Memory, MemoryFilter, Scope, Source, Status, new_memory_id
 from tests.bolt import BoltTarget, free_port
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -321,4 +321,107 @@ def test_a_write_runs_the_same_statements_whatever_its_size(arcadedb: BoltTarget
         stored = store.get(Scope.whole(["ns"]), store.changes_since(store.last_seq() - 1, 1)[0].memory_id)
         assert stored is not None and (stored.version, stored.content) == (3, "edited")
     finally:
+        store.close()
+
+
+def test_a_read_of_one_statement_is_one_round_trip(arcadedb: BoltTarget) -> None:
+    """The freshness check and the final read of a recall run as auto-commit statements:
+    no BEGIN and COMMIT around them."""
+    store = arcadedb.store(arcadedb.new_database())
+    store.open()
+    try:
+        stored = memory(new_memory_id())
+        store.insert([stored], [np.ones(4, dtype=np.float32)], changed_by=None)
+        assert _statements(store, store.last_seq) == (1, 0)
+        found: list[Memory] = []
+
+        def read() -> None:
+            found.extend(store.get_many(Scope.whole(["ns"]), [stored.memory_id], MemoryFilter(), T0))
+
+        assert _statements(store, read) == (1, 0)
+        assert [m.memory_id for m in found] == [stored.memory_id]
+    finally:
+        store.close()
+
+
+class _Failing:
+    """A driver whose first ``failures`` sessions fail to run with ``error`` (the rest are the real one's)."""
+
+    def __init__(self, driver: neo4j.Driver, error: Exception, failures: int) -> None:
+        self._driver = driver
+        self._error = error
+        self.failures = failures
+        self.sessions = 0
+
+    def session(self, **config: object) -> object:
+        self.sessions += 1
+        if self.failures <= 0:
+            return self._driver.session(**config)  # type: ignore[arg-type]
+        self.failures -= 1
+        error = self._error
+
+        class Broken:
+            def __enter__(self) -> Broken:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+            def run(self, *args: object, **kwargs: object) -> None:
+                raise error
+
+        return Broken()
+
+
+def _with_failing_driver(store: Neo4jStore, error: Exception, failures: int) -> _Failing:
+    failing = _Failing(store.driver, error, failures)
+    store._driver = failing  # type: ignore[assignment]
+    return failing
+
+
+def test_a_read_that_fails_retryably_is_tried_again(arcadedb: BoltTarget) -> None:
+    store = arcadedb.store(arcadedb.new_database())
+    store.open()
+    real = store.driver
+    try:
+        expected = store.last_seq()
+        failing = _with_failing_driver(store, neo4j_errors.ServiceUnavailable("the leader moved"), failures=2)
+        assert store.last_seq() == expected
+        assert failing.sessions == 3
+    finally:
+        store._driver = real
+        store.close()
+
+
+def test_a_read_that_fails_for_good_is_not_repeated(arcadedb: BoltTarget) -> None:
+    store = arcadedb.store(arcadedb.new_database())
+    store.open()
+    real = store.driver
+    try:
+        failing = _with_failing_driver(store, neo4j_errors.ClientError("bad statement"), failures=5)
+        with pytest.raises(StoreError, match="last_seq"):
+            store.last_seq()
+        assert failing.sessions == 1
+    finally:
+        store._driver = real
+        store.close()
+
+
+def test_retrying_a_read_stops_at_the_retry_time(arcadedb: BoltTarget) -> None:
+    store = Neo4jStore(
+        arcadedb.uri,
+        user=arcadedb.user,
+        password=arcadedb.password,
+        database=arcadedb.new_database(),
+        max_transaction_retry_time=0.5,
+    )
+    store.open()
+    real = store.driver
+    try:
+        failing = _with_failing_driver(store, neo4j_errors.TransientError("busy"), failures=100)
+        with pytest.raises(StoreError, match="last_seq failed"):
+            store.last_seq()
+        assert 2 <= failing.sessions <= 4  # pauses of 0.1, 0.2 (and no 0.4: past the 0.5 s)
+    finally:
+        store._driver = real
         store.close()
