@@ -6,8 +6,9 @@ import subprocess
 import sys
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -373,38 +374,37 @@ class _Failing:
         return Broken()
 
 
-def _with_failing_driver(store: Neo4jStore, error: Exception, failures: int) -> _Failing:
-    failing = _Failing(store.driver, error, failures)
+@contextmanager
+def _failing_reads(store: Neo4jStore, error: Exception) -> Iterator[_Failing]:
+    """``store`` opened, its driver's sessions failing with ``error`` as often as the
+    yielded ``_Failing``'s ``failures`` says (none at first); closed after."""
+    store.open()
+    real = store.driver
+    failing = _Failing(real, error, failures=0)
     store._driver = failing  # type: ignore[assignment]
-    return failing
+    try:
+        yield failing
+    finally:
+        store._driver = real
+        store.close()
 
 
 def test_a_read_that_fails_retryably_is_tried_again(arcadedb: BoltTarget) -> None:
     store = arcadedb.store(arcadedb.new_database())
-    store.open()
-    real = store.driver
-    try:
+    with _failing_reads(store, neo4j_errors.ServiceUnavailable("the leader moved")) as failing:
         expected = store.last_seq()
-        failing = _with_failing_driver(store, neo4j_errors.ServiceUnavailable("the leader moved"), failures=2)
+        failing.failures, failing.sessions = 2, 0
         assert store.last_seq() == expected
         assert failing.sessions == 3
-    finally:
-        store._driver = real
-        store.close()
 
 
 def test_a_read_that_fails_for_good_is_not_repeated(arcadedb: BoltTarget) -> None:
     store = arcadedb.store(arcadedb.new_database())
-    store.open()
-    real = store.driver
-    try:
-        failing = _with_failing_driver(store, neo4j_errors.ClientError("bad statement"), failures=5)
+    with _failing_reads(store, neo4j_errors.ClientError("bad statement")) as failing:
+        failing.failures = 5
         with pytest.raises(StoreError, match="last_seq"):
             store.last_seq()
         assert failing.sessions == 1
-    finally:
-        store._driver = real
-        store.close()
 
 
 def test_retrying_a_read_stops_at_the_retry_time(arcadedb: BoltTarget) -> None:
@@ -415,13 +415,8 @@ def test_retrying_a_read_stops_at_the_retry_time(arcadedb: BoltTarget) -> None:
         database=arcadedb.new_database(),
         max_transaction_retry_time=0.5,
     )
-    store.open()
-    real = store.driver
-    try:
-        failing = _with_failing_driver(store, neo4j_errors.TransientError("busy"), failures=100)
+    with _failing_reads(store, neo4j_errors.TransientError("busy")) as failing:
+        failing.failures = 100
         with pytest.raises(StoreError, match="last_seq failed"):
             store.last_seq()
         assert 2 <= failing.sessions <= 4  # pauses of 0.1, 0.2 (and no 0.4: past the 0.5 s)
-    finally:
-        store._driver = real
-        store.close()
