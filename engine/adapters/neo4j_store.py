@@ -684,9 +684,9 @@ class Neo4jStore:
 
     def _one_read(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
         """A read of one statement, as an auto-commit transaction: one round trip (RUN and
-        PULL go together), where a managed one adds BEGIN and COMMIT (about 1 ms of a
-        recall's 2 ms of store reads on the Bolt test tier). The bookmarks go with it as
-        with any transaction of the session. A read can be repeated, so what the driver
+        PULL go together), where a managed one adds BEGIN and COMMIT (about 1 ms a read on
+        the Bolt test tier; a recall makes two). The bookmarks go with it as with any
+        transaction of the session. A read can be repeated, so what the driver
         calls retryable (a leader change, a lost connection) is tried again, as a managed
         transaction would be, with a doubling pause from 0.1 s, until
         ``max_transaction_retry_time``."""
