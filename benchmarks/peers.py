@@ -34,9 +34,9 @@ embeds (its save routes take no vector). With ``--http-ingest M``, twinmem over 
 the last M memories of a larger size through the server (its ingest rates are over those); the
 ones before are saved into its data directory in process first, through the same write path
 with their vectors given, untimed, so that 100,000 server-side embeddings (over half an hour on
-two cores) are not needed to measure recall over HTTP at 100,000. Systems are measured one after the other, each process
-with ``--torch-threads`` torch threads (default 1: two OpenMP threads on two shared cores can make a
-single query embedding take seconds).
+two cores) are not needed to measure recall over HTTP at 100,000. Systems are measured one
+after the other, each process with ``--torch-threads`` torch threads (default 1: two OpenMP
+threads on two shared cores can make a single query embedding take seconds).
 
 Then retrieval quality on ../shared/data: LongMemEval dev60 turn recall@5/@10 (``--per-type``
 questions of each of its six types) and MADial-Bench recall@5, with benchmarks/quality.py's
