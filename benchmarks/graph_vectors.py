@@ -106,7 +106,7 @@ def vector_bytes_on_disk(server: ArcadeDBServer, database: str) -> int:
     """Bytes of the files that hold the (:Embedding) records: ArcadeDB keeps each
     vertex type in bucket files of its own, named after the type."""
     return sum(
-        f.stat().st_size for d in server._root.rglob(database) if d.is_dir() for f in d.glob("Embedding_0.*.bucket")
+        f.stat().st_size for d in server.root.rglob(database) if d.is_dir() for f in d.glob("Embedding_0.*.bucket")
     )
 
 

