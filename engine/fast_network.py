@@ -529,8 +529,9 @@ class _Lexicon:
     def build_ahead(self, build: LexicalBuild) -> None:
         """Start a background build (the caller holds the lock and found it ``due``); the
         queries meanwhile answer as ``scores`` says."""
-        self._builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
-        self._builder.start()
+        builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
+        builder.start()
+        self._builder = builder  # only once started: ``settle`` joins it without the lock
 
     def settle(self) -> None:
         """Wait for a background build to finish."""

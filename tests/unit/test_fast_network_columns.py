@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -217,6 +218,29 @@ def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() ->
     more = [_memory(rng, "fact").evolve(content=f"piano lesson {n}") for n in range(5)]
     net.apply(more, (), [])
     assert len(net.lexical(["ns"], ["piano"])[0]) == 5
+
+
+def test_a_settle_while_a_background_build_is_being_started_waits_only_for_started_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``settle`` joins the builder without the lock; a builder seen before its
+    ``start`` would raise "cannot join thread before it is started" (a reopened
+    service's save, racing a recall's build ahead)."""
+    rng = random.Random(12)
+    net = FastNetwork(build_scorer, sync_rebuild_docs=5)
+    net.apply([_memory(rng, "fact").evolve(content=f"coffee note {n}") for n in range(20)], (), [])
+    net.lexical(["ns"], ["coffe"])  # the first build, before answering
+
+    class SettledFirst(threading.Thread):
+        def start(self) -> None:
+            net.settle()  # what another thread may do at this very moment
+            super().start()
+
+    monkeypatch.setattr(fast_network, "threading", SimpleNamespace(**{**vars(threading), "Thread": SettledFirst}))
+    net.apply([_memory(rng, "fact").evolve(content="coffee again")], (), [])
+    net.lexical(["ns"], ["coffe"])  # starts a background build
+    net.settle()
+    assert len(net.lexical(["ns"], ["coffe"])[0]) == 21
 
 
 def test_background_rebuilds_under_steady_writes_are_spaced(monkeypatch: pytest.MonkeyPatch) -> None:
