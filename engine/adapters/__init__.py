@@ -128,13 +128,16 @@ def open_service(
     lock = _DirLock(data_dir / LOCK_FILE)
     lock.acquire()
     owned: SecurityStore | None = None
+    store: Store | None = None
+    keeper: IndexKeeper | None = None
     try:
         if security is None:
             security = owned = open_security(config, clock=clock)
         loaded_embedder = embedder is None
         embedder = embedder or load_embedder(config)
-        store = new_store(config)
-        store.open()
+        opening = new_store(config)
+        opening.open()
+        store = opening
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
@@ -199,7 +202,13 @@ def open_service(
         half_cosines.ready()
         return service
     except BaseException:
-        _closing(owned, lock)()
+        try:  # what was opened here, closed again: no driver or build thread left behind
+            if keeper is not None:
+                keeper.stop()
+            if store is not None:
+                store.close()
+        finally:
+            _closing(owned, lock)()
         raise
 
 
