@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+# Two workers, a test file to each at a time (module fixtures are not made twice).
+exec .venv/bin/python -m pytest -n "${TWINMEM_TEST_WORKERS:-2}" --dist loadfile "$@"
