@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -249,9 +250,11 @@ def test_a_re_embedding_on_one_replica_reaches_the_others_index(
     finally:
         first.close()
     # Two replicas of the new model; the memories have only the old model's vectors.
-    a = replica(arcadedb, database, tmp_path / "a", new, previous_embedder=old)
-    b = replica(arcadedb, database, tmp_path / "b", new, previous_embedder=old)
-    try:
+    # closing(): a replica opened is closed even when the next one fails to open
+    with (
+        closing(replica(arcadedb, database, tmp_path / "a", new, previous_embedder=old)) as a,
+        closing(replica(arcadedb, database, tmp_path / "b", new, previous_embedder=old)) as b,
+    ):
         assert a.keeper.legacy_size == b.keeper.legacy_size == len(texts)
         assert a.reembedder.run().state == "done"
         b.keeper.catch_up()  # what every read on b does first
@@ -262,9 +265,6 @@ def test_a_re_embedding_on_one_replica_reaches_the_others_index(
             ((_, cosine),) = b.keeper.index.similarities(vector, [memory_id])
             assert cosine == pytest.approx(1.0, abs=1e-5)
         assert b.reembedder.remaining() == 0
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_second_replica_waits_while_the_lease_is_held_then_finds_the_work_done(
@@ -276,9 +276,10 @@ def test_a_second_replica_waits_while_the_lease_is_held_then_finds_the_work_done
         first.save(MemoryDraft("the user keeps bees", namespace="ns"))
     finally:
         first.close()
-    a = replica(arcadedb, database, tmp_path / "a", new, previous_embedder=old)
-    b = replica(arcadedb, database, tmp_path / "b", new, previous_embedder=old)
-    try:
+    with (
+        closing(replica(arcadedb, database, tmp_path / "a", new, previous_embedder=old)) as a,
+        closing(replica(arcadedb, database, tmp_path / "b", new, previous_embedder=old)) as b,
+    ):
         shared = b.store
         assert isinstance(shared, Neo4jStore)
         # Replica a's re-embedder holds the lease (as an operator sees it: a holder name).
@@ -299,6 +300,3 @@ def test_a_second_replica_waits_while_the_lease_is_held_then_finds_the_work_done
         assert not runner.is_alive()
         finished = waiting.progress()
         assert (finished.state, finished.done, finished.remaining) == ("done", 0, 0)
-    finally:
-        a.close()
-        b.close()
