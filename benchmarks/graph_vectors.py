@@ -1,6 +1,6 @@
 """Vectors on the Bolt graph store: float32 bytes against lists of 64-bit floats.
 
-Two graph databases on one in-process ArcadeDB server (as the test suite starts
+Two graph databases on one ArcadeDB server, a child process (as the test suite starts
 it), each filled through ``Neo4jStore.insert`` with the same N memories and the
 same random float32 vectors (``--dim``, 384 as MiniLM's): in one as the store
 writes them now (float32 bytes), in the other as lists of 64-bit floats, the

@@ -62,7 +62,7 @@ def _ms(samples: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls of each kind per store")
-    parser.add_argument("--bolt-uri", help="a Bolt server to use instead of an in-process ArcadeDB")
+    parser.add_argument("--bolt-uri", help="a Bolt server to use instead of an ArcadeDB child process")
     parser.add_argument("--bolt-user", default="neo4j")
     parser.add_argument("--bolt-password", default=os.environ.get("NEO4J_PASSWORD", ""))
     parser.add_argument("--bolt-database", default=None)
@@ -79,7 +79,7 @@ def main() -> None:
 
         arcade = start_arcadedb()
         uri, user, password, database = arcade.uri, arcade.user, arcade.password, arcade.new_database()
-        server = "ArcadeDB over Bolt (in process)"
+        server = "ArcadeDB over Bolt (child process)"
 
     def graph(cache: float) -> SecurityStore:
         return Neo4jSecurityStore(uri, user=user, password=password, database=database, cache_seconds=cache)

@@ -18,7 +18,7 @@ fresh graph database), with the same embedder:
   is a network round trip and every transaction one more (its commit).
 
 The graph store is ArcadeDB's Bolt endpoint from the ``arcadedb-embedded``
-package, started in this process (as the test suite does), or any Bolt server
+package, run as a child process (as the test suite does), or any Bolt server
 given with ``--bolt-uri`` (a real Neo4j). Run::
 
     .venv/bin/python benchmarks/store_latency.py --size 2000 --queries 300
@@ -197,7 +197,7 @@ def open_store(
             target = arcadedb.target()
             graph = {"uri": target.uri, "user": target.user, "password": target.password}
             graph["database"] = target.new_database()
-            label = "arcadedb (Bolt, in process)"
+            label = "arcadedb (Bolt, child process)"
         overrides.update(store="neo4j", neo4j=graph)
     else:
         label = "sqlite"
