@@ -177,20 +177,47 @@ class Recaller:
         self._embedder = embedder
         self._is_blocked = is_blocked  # the blocked-sources hook of the read guard
 
-    def recall(self, query: RecallQuery) -> RecallResult:
+    def recall(self, query: RecallQuery, *, first_category: str | None = None) -> RecallResult:
+        """``first_category``: where ``query``'s namespaces hold a memory of it, the
+        query's best of that category come first, then its other hits ("how do I …":
+        procedures first). Both rankings are the fast network's, and the store is read
+        once for the two."""
         ranking = self.rank(query)
-        hits = self._final(query, ranking)
         net = self._keeper.network
+        if first_category is None or not net.holds_category(query.sight.namespaces, first_category):
+            hits = self._final(query, ranking)
+        else:
+            hits = self._first_of(query, ranking, first_category)
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
         return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, query.windows, query.read_by_model)
+
+    def _first_of(self, query: RecallQuery, ranking: Ranking, category: str) -> list[scoring.Hit]:
+        """The hits of ``query`` narrowed to ``category``, then its own others, to ``top_k``."""
+        if query.flt.categories:
+            raise ValueError("a query with a category filter has no category to put first")
+        only = replace(query, flt=replace(query.flt, categories=(category,)))
+        ahead = self._ranking(self._keeper.network, only)
+        # The top of both rankings in one read, under the wider filter; the narrower one
+        # is checked again on what comes back (the store checked everything else).
+        wanted = list(dict.fromkeys([*ahead.ids[: only.top_k], *ranking.ids[: query.top_k]]))
+        read = {m.memory_id: m for m in self._store.get_many(query.sight, wanted, query.flt, query.now)}
+        first = self._final(
+            only, ahead, {memory_id: m for memory_id, m in read.items() if m.category == category}, set(wanted)
+        )
+        taken = {hit.memory.memory_id for hit in first}
+        rest = [hit for hit in self._final(query, ranking, read, set(wanted)) if hit.memory.memory_id not in taken]
+        return (first + rest)[: query.top_k]
 
     def rank(self, query: RecallQuery) -> Ranking:
         """Every candidate, best first, from the fast network alone (no store read but
         the change-sequence check): what the final read then confirms."""
         keeper = self._keeper
         keeper.ensure_current()
-        net = keeper.network
+        return self._ranking(keeper.network, query)
+
+    def _ranking(self, net: FastNetwork, query: RecallQuery) -> Ranking:
+        """``rank`` on the network as it is (the caller made it current)."""
         with net.reading():
             pool = self._semantic(net, query)
             self._legacy(net, query, pool)
@@ -426,10 +453,19 @@ class Recaller:
         weights = self._config.fusion
         return weights if query.read_by_model else replace(weights, semantic=0.0)
 
-    def _final(self, query: RecallQuery, ranking: Ranking) -> list[scoring.Hit]:
+    def _final(
+        self,
+        query: RecallQuery,
+        ranking: Ranking,
+        read: dict[str, Memory] | None = None,
+        asked: set[str] | None = None,
+    ) -> list[scoring.Hit]:
         """Read the best ``top_k`` from the store (scope and filter applied again there),
-        guard and explain them; read the next slice only if some were turned away."""
+        guard and explain them; read the next slice only if some were turned away.
+        ``read``: what a read made already returned of the ids ``asked`` of it (those
+        it lacks, the store refused), so only the others are read."""
         ranked, pool = ranking.rows, ranking.pool
+        read, asked = dict(read or {}), set(asked or ())
         hits: list[scoring.Hit] = []
         start = 0
         while start < len(ranked) and len(hits) < query.top_k:
@@ -437,7 +473,10 @@ class Recaller:
             rows = ranked[start : start + want]
             chunk = [ranking.names[row] for row in rows]
             start += want
-            read = {m.memory_id: m for m in self._store.get_many(query.sight, chunk, query.flt, query.now)}
+            unread = [memory_id for memory_id in chunk if memory_id not in asked]
+            if unread:
+                read.update((m.memory_id, m) for m in self._store.get_many(query.sight, unread, query.flt, query.now))
+                asked.update(unread)
             candidates = [
                 scoring.Candidate(
                     read[memory_id],

@@ -579,9 +579,9 @@ class MemoryService:
             windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
             read_by_model=self._reads(query),
         )
-        result = self.recaller.recall(asked)
-        if not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query):
-            result = self._procedures_first(asked, result)
+        # "How do I …": the matching procedures first, then the other hits.
+        how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)
+        result = self.recaller.recall(asked, first_category=procedures.PROCEDURE if how else None)
         if reinforce:
             self.reinforcer.submit(
                 [
@@ -595,21 +595,6 @@ class MemoryService:
         """Whether the embedder reads ``query`` (``ports.ReadsText``; one that cannot tell does)."""
         share = self.config.recall.unread_query_share
         return share >= 1 or not isinstance(self.embedder, ReadsText) or self.embedder.unread_share(query) <= share
-
-    def _procedures_first(self, asked: RecallQuery, result: RecallResult) -> RecallResult:
-        """A "how do I …" question: the matching procedures first, then the other hits
-        (when the namespaces hold no procedure at all, the hits as they are: no second recall)."""
-        if not self.keeper.network.holds_category(asked.sight.namespaces, procedures.PROCEDURE):
-            return result
-        only = replace(asked, flt=replace(asked.flt, categories=(procedures.PROCEDURE,)))
-        found = self.recaller.recall(only)
-        first = [hit.memory.memory_id for hit in found.hits]
-        rest = [hit for hit in result.hits if hit.memory.memory_id not in set(first)]
-        return replace(
-            result,
-            hits=(found.hits + rest)[: asked.top_k],
-            contradicts={**result.contradicts, **found.contradicts},
-        )
 
     # --- the association network: neighbourhoods, entities, supersession chains -----
 

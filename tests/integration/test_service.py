@@ -392,18 +392,26 @@ def test_a_how_question_recalls_procedures_first_only_where_a_procedure_is_held(
 ) -> None:
     service.save(draft("the release checklist lives in the wiki"))
     service.save(draft("publish a release: tag it, build it, upload it", category="procedure", namespace=OTHER_NS))
-    recalls: list[tuple[str, ...]] = []
-    recall = service.recaller.recall
-    monkeypatch.setattr(service.recaller, "recall", lambda q: recalls.append(q.flt.categories) or recall(q))
+    rankings: list[tuple[str, ...]] = []
+    reads: list[list[str]] = []
+    ranking, get_many = service.recaller._ranking, service.store.get_many
+    monkeypatch.setattr(service.recaller, "_ranking", lambda n, q: rankings.append(q.flt.categories) or ranking(n, q))
+    monkeypatch.setattr(
+        service.store, "get_many", lambda sight, ids, *a: reads.append(list(ids)) or get_many(sight, ids, *a)
+    )
 
     plain = service.recall("how do I publish a release", namespaces=[NS], reinforce=False)
-    assert recalls == [()]  # no procedure in NS: one recall, its hits as they are
+    assert rankings == [()]  # no procedure in NS: one ranking, its hits as they are
     assert [h.memory.category for h in plain.hits] == ["fact"]
+    assert len(reads) == 1
 
-    recalls.clear()
+    rankings.clear()
+    reads.clear()
     both = service.recall("how do I publish a release", namespaces=[NS, OTHER_NS], reinforce=False)
-    assert recalls == [(), ("procedure",)]
+    assert rankings == [(), ("procedure",)]
     assert [h.memory.category for h in both.hits] == ["procedure", "fact"]
+    assert len(reads) == 1  # the two rankings' hits in one read of the store
+    assert sorted(reads[0]) == sorted(h.memory.memory_id for h in both.hits)
 
 
 def test_recall_reinforces_the_top_five_by_rank(service: MemoryService) -> None:
