@@ -281,7 +281,7 @@ def main() -> None:
         "--round-trip-runs", type=int, default=50, help="recalls and saves whose statements are counted"
     )
     parser.add_argument("--stores", default="sqlite,graph", help="comma-separated: sqlite, graph")
-    parser.add_argument("--bolt-uri", default="", help="a Bolt server to use instead of in-process ArcadeDB")
+    parser.add_argument("--bolt-uri", default="", help="a Bolt server to use instead of an ArcadeDB child process")
     parser.add_argument("--bolt-user", default="neo4j")
     parser.add_argument("--bolt-password", default="")
     parser.add_argument("--out", type=Path, default=HERE / ".work" / "store_latency.json")
