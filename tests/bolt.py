@@ -171,10 +171,20 @@ class ArcadeDBServer:
         return BoltTarget("arcadedb", self.uri, self.user, self.password, self.new_database)
 
 
-def start_arcadedb() -> ArcadeDBServer:
-    server = ArcadeDBServer(Path(tempfile.mkdtemp(prefix="twinmem-arcadedb-")))
-    server.start()
-    return server
+def start_arcadedb(attempts: int = 3) -> ArcadeDBServer:
+    """A started server; tried again on fresh ports when one fails to start (another
+    process, a second test worker among them, may take a port between ``free_port``
+    and the server binding it)."""
+    while True:
+        server = ArcadeDBServer(Path(tempfile.mkdtemp(prefix="twinmem-arcadedb-")))
+        try:
+            server.start()
+        except RuntimeError:
+            attempts -= 1
+            if attempts <= 0:
+                raise
+        else:
+            return server
 
 
 # --- Neo4j ----------------------------------------------------------------------------
