@@ -30,6 +30,7 @@ import httpx
 import neo4j
 
 from engine.adapters.neo4j_store import Neo4jStore
+from tests import serving
 
 
 @dataclass
@@ -158,13 +159,8 @@ class ArcadeDBServer:
     def stop(self) -> None:
         """SIGTERM (the server's shutdown hook closes the databases), SIGKILL after 30 s."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            serving.stop(process, 30)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def target(self) -> BoltTarget:

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests import serving
+
 REDIS_MISSING = "redis-server is not installed (scripts/bootstrap.sh installs Debian's redis-server)"
 
 
@@ -56,12 +58,7 @@ class RedisServer:
             conn.recv(16)
 
     def stop(self) -> None:
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        serving.stop(self._process, 10)
 
 
 def available() -> bool:

@@ -1,4 +1,4 @@
-"""Waiting for a twinmem server started as a subprocess by a test."""
+"""The tests' subprocesses: a twinmem server started, waited for; any child stopped."""
 
 from __future__ import annotations
 
@@ -45,3 +45,14 @@ def wait_until_serving(process: subprocess.Popen[bytes], port: int, log: Path, w
             time.sleep(0.1)
     process.kill()
     raise AssertionError(f"{what} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def stop(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM, then SIGKILL where ``process`` has not exited within ``timeout_s``
+    (nothing where it has exited already)."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

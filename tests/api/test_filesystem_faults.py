@@ -20,7 +20,6 @@ import contextlib
 import errno
 import resource
 import shutil
-import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import pytest
 
 from engine.adapters import DB_FILE
 from tests.api.conftest import free_port, saves_until_refused
-from tests.serving import spawn, wait_until_serving
+from tests.serving import spawn, stop, wait_until_serving
 
 pytestmark = pytest.mark.slow
 
@@ -142,12 +141,7 @@ def _serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop(process, 60)
 
 
 def _contents(http: httpx.Client) -> set[str]:
