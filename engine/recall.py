@@ -202,11 +202,10 @@ class Recaller:
         # is checked again on what comes back (the store checked everything else).
         wanted = list(dict.fromkeys([*ahead.ids[: only.top_k], *ranking.ids[: query.top_k]]))
         read = {m.memory_id: m for m in self._store.get_many(query.sight, wanted, query.flt, query.now)}
-        first = self._final(
-            only, ahead, {memory_id: m for memory_id, m in read.items() if m.category == category}, set(wanted)
-        )
+        asked = set(wanted)
+        first = self._final(only, ahead, {mid: m for mid, m in read.items() if m.category == category}, asked)
         taken = {hit.memory.memory_id for hit in first}
-        rest = [hit for hit in self._final(query, ranking, read, set(wanted)) if hit.memory.memory_id not in taken]
+        rest = [hit for hit in self._final(query, ranking, read, asked) if hit.memory.memory_id not in taken]
         return (first + rest)[: query.top_k]
 
     def rank(self, query: RecallQuery) -> Ranking:
