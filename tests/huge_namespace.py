@@ -90,6 +90,11 @@ def recall_peak(service: MemoryService, top_k: int = 10) -> tuple[int, bool]:
     """Bytes a filtered recall allocates at its peak, and whether it scanned exactly."""
     flt = FAR
     service.recall(QUERY, namespaces=[NAMESPACE], top_k=top_k, flt=flt, reinforce=False)  # warm caches
+    # tracemalloc counts every thread: no lexicon may be built in the background meanwhile
+    # (one due after the fill's writes, or one the recall above started).
+    network = service.keeper.network
+    network.stop_warming()
+    network.settle()
     tracemalloc.start()
     try:
         result = service.recall(QUERY, namespaces=[NAMESPACE], top_k=top_k, flt=flt, reinforce=False)
