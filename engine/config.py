@@ -108,10 +108,10 @@ class FusionWeights:
     # (benchmarks/quality.py, README): the best mean of LongMemEval recall@10 and
     # MADial-Bench English and Chinese recall@5 among the weights whose fused ranking
     # beats both single channels on each of the three.
-    semantic: float = 0.5
+    semantic: float = 0.4
     lexical: float = 0.3
     graph: float = 0.1
-    decay: float = 0.2
+    decay: float = 0.3
     # Conversation context: linked NEXT (the same session, written one after the other)
     # to one of the strongest candidates (engine/episodes.py). Off: with USE and the
     # scaled semantic signal it changed no tune-part recall@10 and cost recall@5.
@@ -119,6 +119,12 @@ class FusionWeights:
     # The time a query names ("last week", "上周"): 1 inside the window, decaying outside.
     # No development query's recall moves with it either way; on by judgement (README).
     time: float = 0.1
+    # Not a weight: the lexical signal is a match's BM25 over the larger of the best
+    # candidate's and this share of the query's ceiling (the sum of its terms' idf,
+    # which no match reaches). A query whose best match shares only a common word or
+    # two then lends a weak lexical signal, not a full one. 0: over the best alone.
+    # Swept with the weights above, under the same rule.
+    lexical_reference: float = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -656,6 +662,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"store must be one of {', '.join(map(repr, STORE_NAMES))}, got {config.store!r}")
     if config.neo4j.migrations not in ("apply", "check"):
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
+    if not 0 <= config.fusion.lexical_reference <= 1:
+        raise ConfigError(f"fusion.lexical_reference must be within 0..1, got {config.fusion.lexical_reference}")
     if config.index.search_threads < 1:
         raise ConfigError(f"index.search_threads must be at least 1, got {config.index.search_threads}")
     if config.index.lexicon_build_ahead_ms < 0:

@@ -477,7 +477,9 @@ class _Lexicon:
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         hit, scores = self.scorer.matches(query)
-        rows, found = self.rows[hit], scores.astype(np.float64)
+        if not len(hit):
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        rows, found = self.rows[hit], scores.astype(np.float64) / self.scorer.ceiling(query)
         if self.built < self.version:  # leave out what changed since the build
             since = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
             fresh = ~np.isin(rows, since)
@@ -1026,7 +1028,9 @@ class FastNetwork:
 
     def lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
         """Rows whose content shares a term with the query and their BM25 score, each
-        scored within its own namespace's statistics (any status; filter with ``passes``)."""
+        scored within its own namespace's statistics and given as a share of the query's
+        ceiling there (``LexicalScorer.ceiling``), in 0..1 (any status; filter with
+        ``passes``)."""
         with self._lock:  # a lexicon may be rebuilt here
             return self._lexical(namespaces, query_terms)
 

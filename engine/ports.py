@@ -203,6 +203,12 @@ class LexicalScorer(Protocol):
         Its cost follows the query terms' postings, not the number of documents."""
         ...
 
+    def ceiling(self, query_terms: Sequence[int]) -> float:
+        """The score no document reaches for this query, though one that holds every
+        query term many times comes close: how much the query's terms weigh in this
+        corpus, what a match's score is read against (0 when it holds none of them)."""
+        ...
+
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """Arrays (no objects) from which ``LexicalBuild.restore`` makes an equal scorer:
         a saved fast network starts without building its lexicons again."""

@@ -327,7 +327,8 @@ class Recaller:
         rows, scores = self._best_passing(net, query, rows, scores)
         if not len(rows):
             return
-        best = float(scores.max())
+        # Scores are shares of the query's ceiling (``FastNetwork.lexical``).
+        best = max(float(scores.max()), self._config.fusion.lexical_reference)
         pool.lexical = {int(row): max(0.0, float(score) / best) for row, score in zip(rows, scores, strict=True)}
         self._join(net, query, pool, pool.lexical)
 

@@ -21,6 +21,7 @@ from typing import Any
 import bm25s
 import numpy as np
 import numpy.typing as npt
+from bm25s.scoring import _score_idf_lucene
 
 # Postings summed on their own (sorted, then added) while they number under a
 # SPARSE_SHARE-th of the corpus; above that, a dense array over the corpus is cheaper
@@ -70,6 +71,18 @@ class Bm25Scorer:
             offset += end - start
         held = scores > 0
         return docs[held].astype(np.int64, copy=False), scores[held]
+
+    def ceiling(self, query_terms: Sequence[int]) -> float:
+        """The sum of the query terms' idf. In Lucene's BM25 a term adds
+        ``idf · tf / (tf + k1 · (1 - b + b · length / average))``, which stays below its
+        idf and tends to it as the term's frequency grows. Document frequencies are the
+        lengths of the terms' columns in bm25s's matrix, so a restored scorer agrees."""
+        if self._model is None:
+            return 0.0
+        indptr = self._model.scores["indptr"]
+        known = [self._vocab[str(code)] for code in dict.fromkeys(query_terms) if str(code) in self._vocab]
+        frequencies = [int(indptr[term + 1]) - int(indptr[term]) for term in known if term + 1 < len(indptr)]
+        return float(sum(_score_idf_lucene(df, self._size) for df in frequencies if df))
 
     def state(self) -> dict[str, npt.NDArray[Any]]:
         """The corpus size, the term codes in local-id order and bm25s's score matrix

@@ -196,7 +196,38 @@ def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
             assert len(pool.lexical) == len(best) > 0
             kept = net.passes(sight, query.flt, query.now, np.asarray(list(pool.lexical), dtype=np.int64))
             assert kept.all()
-            assert sorted(pool.lexical.values(), reverse=True) == pytest.approx((best / best[0]).tolist())
+            reference = max(best[0], service.config.fusion.lexical_reference)
+            assert sorted(pool.lexical.values(), reverse=True) == pytest.approx((best / reference).tolist())
+
+
+def test_a_query_no_memory_matches_well_lends_a_weak_lexical_signal(
+    make_service: Callable[[], tuple[MemoryService, Any]],
+) -> None:
+    """The lexical signal reads a match against the query's ceiling (the sum of its terms'
+    idf), not only against the best match: where no memory holds more than one of the
+    query's words, even the best of them lends little; a memory that holds them all
+    gets the signal whole."""
+    service, _ = make_service()
+    reference = service.config.fusion.lexical_reference
+    assert reference > 0
+    others = ["the lighthouse keeper", "a zebra at the zoo", "piano lessons on monday"]
+    service.save_batch([MemoryDraft(f"note {n} from the garden", namespace=NS) for n in range(40)])
+    service.save_batch([MemoryDraft(text, namespace=NS) for text in others])
+    net = service.keeper.network
+
+    def lexical(text: str) -> tuple[float, float]:
+        """The best share of the query's ceiling, and the best hit's lexical signal."""
+        with net.reading():
+            _, shares = net.lexical([NS], tuple(terms(text)))
+        hits = service.recall(text, namespaces=[NS], top_k=10, reinforce=False).hits
+        return float(shares.max()), max(hit.breakdown.lexical.value for hit in hits)
+
+    share, signal = lexical("lighthouse zebra piano garden")  # each memory holds one of them
+    assert 0 < share < reference
+    assert signal == pytest.approx(share / reference) and signal < 1
+    share, signal = lexical("piano lessons on monday")
+    assert reference < share < 1
+    assert signal == 1.0
 
 
 def test_reinforcement_reaches_the_fast_network(

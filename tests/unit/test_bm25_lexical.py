@@ -50,3 +50,22 @@ def test_a_restored_scorer_matches_as_the_built_one() -> None:
         query = [rng.randrange(30) * 7 + 3 for _ in range(3)]
         a, b = built.matches(query), restored.matches(query)
         assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
+
+
+def test_no_match_reaches_the_ceiling_and_one_holding_the_terms_often_comes_close() -> None:
+    rng = random.Random(4)
+    query = [10, 20, 30]
+    # The first document holds each query term 2,000 times: each term's part of its score
+    # nears that term's idf, so its score nears the ceiling.
+    others = [[rng.choice([10, 20, 30, 40, 50, 60, 70]) for _ in range(4)] for _ in range(49)]
+    documents = [[10, 20, 30] * 2000, *others]
+    scorer = Bm25Scorer(documents)
+    ceiling = scorer.ceiling(query)
+    docs, scores = scorer.matches(query)
+    assert len(docs) > 1 and float(scores.max()) < ceiling
+    assert docs[int(np.argmax(scores))] == 0 and float(scores.max()) > 0.95 * ceiling
+    assert scorer.ceiling([*query, 10, 12345]) == pytest.approx(ceiling)  # repeats and unknown terms add nothing
+    assert scorer.ceiling([12345]) == 0.0 and Bm25Scorer([]).ceiling(query) == 0.0
+    assert Bm25Scorer.restore(scorer.state()).ceiling(query) == ceiling
+    assert scorer.ceiling([99]) == 0.0  # not in the corpus
+    assert scorer.ceiling([70]) > scorer.ceiling([10])  # a rarer term weighs more

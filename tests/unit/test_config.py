@@ -237,3 +237,10 @@ def test_bad_conflict_settings_are_refused(tmp_path: Path, toml: str, message: s
     path.write_text(toml)
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(path, env={})
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_a_lexical_reference_outside_0_to_1_is_refused(value: float) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"fusion.lexical_reference must be within 0..1, got {value}")):
+        load_config(env={"TWINMEM_FUSION__LEXICAL_REFERENCE": str(value)})
+    assert load_config(env={"TWINMEM_FUSION__LEXICAL_REFERENCE": "0"}).fusion.lexical_reference == 0.0
