@@ -94,8 +94,11 @@ def _lme_date(text: str) -> datetime:
     return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-Weights = tuple[float, float, float, float, float, float]  # semantic, lexical, graph, decay, context, time
+# semantic, lexical, graph, decay, context, time, and optionally lexical_reference (not a
+# weight, see engine/config.py; left out, the engine's default)
+Weights = tuple[float, ...]
 SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
+SETTINGS = (*SIGNALS, "lexical_reference")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
@@ -105,7 +108,7 @@ def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
         data_dir=str(data_dir),
         durable_commits=False,
         embedding={"provider": provider},
-        fusion=dict(zip(SIGNALS, weights, strict=True)),
+        fusion=dict(zip(SETTINGS, weights, strict=False)),
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
         # The variants without the lexical channel ("semantic only", "semantic + decay") show
         # the semantic channel whatever the model reads: the service would otherwise rank a
@@ -436,7 +439,9 @@ def main() -> int:
     parser.add_argument(
         "--embedder", default=DEFAULT_EMBEDDING_PROVIDER, choices=EMBEDDING_PROVIDERS, help="default: the service's"
     )
-    parser.add_argument("--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time")
+    parser.add_argument(
+        "--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time[,lexical_reference]"
+    )
     parser.add_argument(
         "--grid",
         help="tune one signal: NAME=v1,v2,... (context or time) on the default weights with the other new "
@@ -464,8 +469,16 @@ def main() -> int:
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
-    fused: Weights = (default.semantic, default.lexical, default.graph, default.decay, default.context, default.time)
-    before = (*fused[:4], 0.0, 0.0)
+    fused: Weights = (
+        default.semantic,
+        default.lexical,
+        default.graph,
+        default.decay,
+        default.context,
+        default.time,
+        default.lexical_reference,
+    )
+    before = (*fused[:4], 0.0, 0.0, *fused[6:])
     variants: dict[str, Weights] = {
         "semantic only": (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         "lexical only": (0.0, 1.0, 0.0, 0.0, 0.0, 0.0),
@@ -488,8 +501,8 @@ def main() -> int:
             (name, [float(v) for v in values.split(",")])
             for name, _, values in map(lambda axis: axis.partition("="), args.sweep.split())
         ]
-        if not axes or any(name not in SIGNALS or not values for name, values in axes):
-            parser.error(f"--sweep takes NAME=v1,v2,... for NAME in {', '.join(SIGNALS)}")
+        if not axes or any(name not in SETTINGS or not values for name, values in axes):
+            parser.error(f"--sweep takes NAME=v1,v2,... for NAME in {', '.join(SETTINGS)}")
         variants = {name: variants[name] for name in SINGLE}
         for point in itertools.product(*(values for _, values in axes)):
             weights = fused
@@ -498,7 +511,7 @@ def main() -> int:
             label = " ".join(f"{name}={value:g}" for (name, _), value in zip(axes, point, strict=True))
             variants[label] = weights
     if args.weights:
-        variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))  # type: ignore[assignment]
+        variants[f"fused ({args.weights})"] = tuple(float(w) for w in args.weights.split(","))
 
     embedder = load_embedder(_config(WORK / "unused", args.embedder, (1, 0, 0, 0, 0, 0)))
     clock = Clock()
@@ -583,8 +596,8 @@ def swept(results: dict[str, dict[str, dict[str, float]]], candidates: list[str]
 
 def _with(weights: Weights, name: str, value: float) -> Weights:
     changed = list(weights)
-    changed[SIGNALS.index(name)] = value
-    return tuple(changed)  # type: ignore[return-value]
+    changed[SETTINGS.index(name)] = value
+    return tuple(changed)
 
 
 def _table(results: dict[str, dict[str, dict[str, float]]], variants: list[str], shown: Callable[[str], bool]) -> None:
