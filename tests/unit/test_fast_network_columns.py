@@ -126,6 +126,44 @@ def test_a_purged_memory_leaves_every_structure() -> None:
     assert len(net.rows_of([memory.memory_id])) == 0
 
 
+def test_a_namespaces_rows_of_a_category_follow_edits_and_purges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rows_in`` with categories keeps a list per (namespace, categories) until the next
+    change: each answer must be the mask of the columns as they are now."""
+    monkeypatch.setattr(fast_network, "CATEGORY_LISTS_KEPT", 2)  # evicted and made again
+    rng = random.Random(11)
+    net = FastNetwork(build_scorer)
+    memories = [_memory(rng, rng.choice(["fact", "procedure", "event"])) for _ in range(60)]
+    memories += [_memory(rng, "procedure").evolve(namespace="elsewhere") for _ in range(5)]
+    net.apply(memories, (), [])
+
+    def expected(namespaces: list[str], categories: tuple[str, ...]) -> list[str]:
+        live = [m for m in memories if m.namespace in namespaces and m.category in categories]
+        return sorted(m.memory_id for m in live)
+
+    def check() -> None:
+        for namespaces in (["ns"], ["elsewhere"], ["ns", "elsewhere"]):
+            for categories in (("procedure",), ("fact", "event"), ("unknown",)):
+                found = sorted(net.id_of(int(row)) for row in net.rows_in(namespaces, categories))
+                assert found == expected(namespaces, categories), (namespaces, categories)
+            assert net.holds_category(namespaces, "procedure") == bool(expected(namespaces, ("procedure",)))
+
+    check()
+    # A fact becomes a procedure, a procedure an event; then a namespace is purged.
+    fact = next(n for n, m in enumerate(memories) if m.namespace == "ns" and m.category == "fact")
+    memories[fact] = memories[fact].evolve(category="procedure", version=2)
+    procedure = next(
+        n for n, m in enumerate(memories) if n != fact and m.namespace == "ns" and m.category == "procedure"
+    )
+    memories[procedure] = memories[procedure].evolve(category="event", version=2)
+    net.apply([memories[fact], memories[procedure]], (), [])
+    check()
+    purged = [m for m in memories if m.namespace == "elsewhere"]
+    net.apply([], [m.memory_id for m in purged], [])
+    memories = [m for m in memories if m.namespace != "elsewhere"]
+    check()
+    assert not net.holds_category(["elsewhere"], "procedure")
+
+
 def test_digest_and_key_postings_follow_edits_purges_and_a_reload(tmp_path: Path) -> None:
     rng = random.Random(5)
     net = FastNetwork(build_scorer)
