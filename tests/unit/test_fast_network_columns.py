@@ -148,6 +148,12 @@ def test_a_namespaces_rows_of_a_category_follow_edits_and_purges(monkeypatch: py
             assert net.holds_category(namespaces, "procedure") == bool(expected(namespaces, ("procedure",)))
 
     check()
+    # However many lists are asked for, those kept hold no more rows than the network.
+    monkeypatch.setattr(fast_network, "CATEGORY_LISTS_KEPT", 100)
+    for categories in (("fact", "procedure", "event"), ("fact", "event"), ("procedure",), ("fact",)):
+        assert len(net.rows_in(["ns"], categories)) == len(expected(["ns"], categories))
+        assert sum(len(rows) for rows in net._category_rows.values()) <= len(net)
+    monkeypatch.setattr(fast_network, "CATEGORY_LISTS_KEPT", 2)
     # A fact becomes a procedure, a procedure an event; then a namespace is purged.
     fact = next(n for n, m in enumerate(memories) if m.namespace == "ns" and m.category == "fact")
     memories[fact] = memories[fact].evolve(category="procedure", version=2)
