@@ -75,7 +75,10 @@ class ContextIn(_Request):
     budget_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     split: SplitIn | None = Field(default=None, description="Shares of the budget; default from [sessions].")
     query: str | None = Field(
-        default=None, min_length=1, max_length=4000, description="Default: the latest user message."
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="Default: the latest user messages ([sessions] context_query_messages), joined.",
     )
 
 

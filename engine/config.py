@@ -212,6 +212,11 @@ class SessionsConfig:
     context_procedures_share: float = 0.15
     context_memories: int = 20
     context_procedures: int = 5
+    # The prompt context recalls with the session's latest user messages, this many,
+    # joined (the newest kept where they run past [limits] max_query_chars). On
+    # MADial-Bench's tune parts fused recall@5 rose from the latest alone to the latest
+    # five (English 0.468 -> 0.581, Chinese 0.416 -> 0.563); more changed nothing there.
+    context_query_messages: int = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -735,7 +740,7 @@ def _validate(config: Config) -> None:
 def _validate_sessions(sessions: SessionsConfig) -> None:
     if sessions.backend not in SESSION_BACKENDS:
         raise ConfigError(f"sessions.backend must be one of {', '.join(SESSION_BACKENDS)}, got {sessions.backend!r}")
-    for name in ("max_tokens", "max_messages_per_append", "context_budget_tokens"):
+    for name in ("max_tokens", "max_messages_per_append", "context_budget_tokens", "context_query_messages"):
         if getattr(sessions, name) < 1:
             raise ConfigError(f"sessions.{name} must be at least 1, got {getattr(sessions, name)}")
     for name in ("context_memories", "context_procedures"):

@@ -257,8 +257,9 @@ class Sessions:
         query: str | None = None,
     ) -> PromptContext:
         """What to put in the prompt for the next turn: the window, the long-term memories
-        most relevant to ``query`` (default: the latest user message) and the procedures
-        that match it, within ``budget`` tokens split by ``shares`` (``engine/prompt_context.py``).
+        most relevant to ``query`` (default: the latest ``context_query_messages`` user
+        messages, joined) and the procedures that match it, within ``budget`` tokens split
+        by ``shares`` (``engine/prompt_context.py``); "how" is read in the latest alone.
         Long-term memories are recalled with the caller's ``scope``, so the context holds
         nothing the caller could not recall itself."""
         self._check_ref(ref)
@@ -276,13 +277,18 @@ class Sessions:
         if found is None:
             raise SessionNotFound(ref)
         messages = found[1]
+        limit = self.service.config.limits.max_query_chars
         if query is None:
             said = [m for m in messages if m.role is Role.USER] or messages
-            query = said[-1].content if said else None
-        query = query[: self.service.config.limits.max_query_chars] if query and query.strip() else None
+            latest = said[-1].content if said else None
+            joined = " ".join(m.content for m in said[-cfg.context_query_messages :])
+            query = joined[-limit:]  # the newest text, where the messages run past the limit
+        else:
+            latest = query
+        query = query[:limit] if query and query.strip() else None
         memories: list[Memory] = []
         steps: list[Memory] = []
-        how = query is not None and procedures.asks_how(query)
+        how = query is not None and latest is not None and procedures.asks_how(latest)
         if query is not None:
             namespaces = [ref.namespace]
             vector = self.service.embedder.embed_query(query)  # once, for both recalls

@@ -198,3 +198,36 @@ def test_prompt_context_within_budget_with_ids_dates_and_categories(
     assert tight.tokens <= 30 and tight.sections["window"].messages
     for budget in (5, 12, 25, 60):
         assert sessions.context(REF, scope=Scope.whole(["user:42"]), budget=budget).tokens <= budget
+
+
+def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_in_the_latest(
+    open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    sessions = open_sess()
+    service = sessions.service
+    count = service.config.sessions.context_query_messages
+    assert count == 5
+    service.save_batch(
+        [
+            MemoryDraft("User's favourite colour is blue", namespace="user:42", category="preference"),
+            MemoryDraft("Deploy the web app to staging", namespace="user:42", category="procedure"),
+        ]
+    )
+    said = ["How do I deploy the web app?", *(f"message {n} about my week" for n in range(6)), "What colour do I like?"]
+    for text in said:
+        clock.advance(seconds=5)
+        sessions.append(REF, say(text), reach=Reach.FULL)
+        sessions.append(REF, say("Noted.", role=Role.ASSISTANT), reach=Reach.FULL)
+    context = sessions.context(REF, scope=Scope.whole(["user:42"]))
+    assert context.query == " ".join(said[-count:])  # user messages only, oldest first
+    assert "Noted." not in (context.query or "")
+    assert not context.procedures_first  # an older message asked how; the latest does not
+    assert "User's favourite colour is blue" in context.text
+    # Past the query limit, the newest text is kept.
+    limit = service.config.limits.max_query_chars
+    sessions.append(REF, say("x" * limit, "What colour again?"), reach=Reach.FULL)
+    long = sessions.context(REF, scope=Scope.whole(["user:42"]))
+    assert long.query is not None and len(long.query) == limit and long.query.endswith(" What colour again?")
+    # A query given is used as it is.
+    asked = sessions.context(REF, scope=Scope.whole(["user:42"]), query="How do I deploy the web app?")
+    assert asked.query == "How do I deploy the web app?" and asked.procedures_first

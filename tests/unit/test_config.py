@@ -244,3 +244,9 @@ def test_a_lexical_reference_outside_0_to_1_is_refused(value: float) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"fusion.lexical_reference must be within 0..1, got {value}")):
         load_config(env={"TWINMEM_FUSION__LEXICAL_REFERENCE": str(value)})
     assert load_config(env={"TWINMEM_FUSION__LEXICAL_REFERENCE": "0"}).fusion.lexical_reference == 0.0
+
+
+def test_the_prompt_context_recalls_with_at_least_one_message() -> None:
+    assert load_config(env={}).sessions.context_query_messages == 5
+    with pytest.raises(ConfigError, match=re.escape("sessions.context_query_messages must be at least 1, got 0")):
+        load_config(env={"TWINMEM_SESSIONS__CONTEXT_QUERY_MESSAGES": "0"})
