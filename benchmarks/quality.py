@@ -8,8 +8,10 @@ embedder) over:
   session's date; recall happens at the question's date. Turn recall@k is the
   share of the question's evidence turns (``has_answer``) among the top k.
 * MADial-Bench English and Chinese (../shared/data/madial_bench/en, zh): each
-  language's memories in one namespace, created at their date; the query is the
-  dialogue's last two user turns before the test turn. Recall@5 is the share of the
+  language's memories in one namespace, created at their date; the query is what the
+  service's prompt context would recall with before the test turn: the dialogue's
+  latest user turns, as many as ``[sessions] context_query_messages`` (5; runs before
+  it took the latest two: ``--madial-turns 2``). Recall@5 is the share of the
   labelled relevant memories among the top 5. Its dialogues are split in two parts
   too (alternating), for the same purpose.
 
@@ -302,9 +304,11 @@ def _take(counts: dict[str, int], key: str) -> bool:
     return True
 
 
-def madial_corpus(lang: str = "en") -> Corpus:
+def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     """All of one language's memories (160 English, 171 Chinese) in one namespace
-    (relevant ids are global across the two users)."""
+    (relevant ids are global across the two users); each query is the latest ``turns``
+    user turns (default: the prompt context's ``context_query_messages``)."""
+    turns = turns or load_config(None, {}).sessions.context_query_messages
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
     folder = MADIAL / lang
@@ -331,7 +335,7 @@ def madial_corpus(lang: str = "en") -> Corpus:
         users = [line.split(":", 1)[1].strip().strip('"') for line in before if ":" in line]
         relevant = {positions[key] for key in dialogue["relevant-id"] if key in positions}
         if users and relevant:
-            corpus.questions.append(Question("madial", " ".join(users[-2:]), at, relevant))
+            corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant))
     return corpus
 
 
@@ -350,12 +354,12 @@ def ingest(service: MemoryService, clock: Clock, corpus: Corpus) -> Dataset:
     return dataset
 
 
-def ingest_madial(service: MemoryService, clock: Clock) -> Dataset:
-    return ingest(service, clock, madial_corpus())
+def ingest_madial(service: MemoryService, clock: Clock, turns: int | None = None) -> Dataset:
+    return ingest(service, clock, madial_corpus("en", turns))
 
 
-def ingest_madial_zh(service: MemoryService, clock: Clock) -> Dataset:
-    return ingest(service, clock, madial_corpus("zh"))
+def ingest_madial_zh(service: MemoryService, clock: Clock, turns: int | None = None) -> Dataset:
+    return ingest(service, clock, madial_corpus("zh", turns))
 
 
 @functools.cache
@@ -466,6 +470,11 @@ def main() -> int:
         default=0.0,
         help="stop ingesting LongMemEval after this long (0: never); the questions stored by then are the dataset",
     )
+    parser.add_argument(
+        "--madial-turns",
+        type=int,
+        help="MADial-Bench queries: the latest N user turns (default: [sessions] context_query_messages)",
+    )
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
@@ -518,14 +527,16 @@ def main() -> int:
     results: dict[str, dict[str, dict[str, float]]] = {}
     ingests: dict[str, dict[str, float]] = {}
     chosen = set(args.datasets.split(","))
+    turns = args.madial_turns or load_config(None, {}).sessions.context_query_messages
     runs: list[tuple[str, Callable[[MemoryService, Clock], Dataset], tuple[int, ...]]] = [
         (
             f"longmemeval{args.per_type}",
             lambda svc, clk: ingest_longmemeval(svc, clk, args.per_type, args.ingest_minutes),
             (5, 10, 20),
         ),
-        ("madial", ingest_madial, (5,)),
-        ("madial-zh", ingest_madial_zh, (5,)),
+        # The turns in the name: each formulation of the queries has its own stored cases.
+        (f"madial{turns}", lambda svc, clk: ingest_madial(svc, clk, turns), (5,)),
+        (f"madial-zh{turns}", lambda svc, clk: ingest_madial_zh(svc, clk, turns), (5,)),
     ]
     for name, ingest, ks in runs:
         if name.rstrip("0123456789") not in chosen:
