@@ -109,9 +109,9 @@ class FusionWeights:
     # MADial-Bench English and Chinese recall@5 among the weights whose fused ranking
     # beats both single channels on each of the three.
     semantic: float = 0.4
-    lexical: float = 0.3
+    lexical: float = 0.2
     graph: float = 0.1
-    decay: float = 0.3
+    decay: float = 0.2
     # Conversation context: linked NEXT (the same session, written one after the other)
     # to one of the strongest candidates (engine/episodes.py). Off: with USE and the
     # scaled semantic signal it changed no tune-part recall@10 and cost recall@5.
@@ -123,8 +123,9 @@ class FusionWeights:
     # candidate's and this share of the query's ceiling (the sum of its terms' idf,
     # which no match reaches). A query whose best match shares only a common word or
     # two then lends a weak lexical signal, not a full one. 0: over the best alone.
-    # Swept with the weights above, under the same rule.
-    lexical_reference: float = 0.2
+    # Swept with the weights above, under the same rule: 0.2 with MADial-Bench's queries
+    # of two turns, 0 with the prompt context's five (README).
+    lexical_reference: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +216,8 @@ class SessionsConfig:
     # The prompt context recalls with the session's latest user messages, this many,
     # joined (the newest kept where they run past [limits] max_query_chars). On
     # MADial-Bench's tune parts fused recall@5 rose from the latest alone to the latest
-    # five (English 0.468 -> 0.581, Chinese 0.416 -> 0.563); more changed nothing there.
+    # five (English 0.468 -> 0.581, Chinese 0.416 -> 0.563, the weights of the time);
+    # more changed nothing there.
     context_query_messages: int = 5
 
 

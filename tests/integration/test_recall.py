@@ -62,10 +62,11 @@ class CountingStore:
 @pytest.fixture
 def make_service(
     store_factory: StoreFactory, tmp_path: Path, clock: FrozenClock
-) -> Iterator[Callable[[], tuple[MemoryService, CountingStore]]]:
+) -> Iterator[Callable[..., tuple[MemoryService, CountingStore]]]:
     opened: list[MemoryService] = []
 
-    def make() -> tuple[MemoryService, CountingStore]:
+    def make(**sections: Any) -> tuple[MemoryService, CountingStore]:
+        """``sections``: configuration tables over the defaults (``fusion={...}``)."""
         store = CountingStore(store_factory())
         store.open()
         embedder = HashingEmbedder()
@@ -77,7 +78,7 @@ def make_service(
             directory=tmp_path,
         )
         keeper.start(None)
-        config = load_config(env={}, data_dir=tmp_path)
+        config = load_config(env={}, data_dir=tmp_path, **sections)
         service = MemoryService(config, store, keeper, embedder, clock=clock)  # type: ignore[arg-type]
         service.start()
         opened.append(service)
@@ -201,15 +202,15 @@ def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
 
 
 def test_a_query_no_memory_matches_well_lends_a_weak_lexical_signal(
-    make_service: Callable[[], tuple[MemoryService, Any]],
+    make_service: Callable[..., tuple[MemoryService, Any]],
 ) -> None:
     """The lexical signal reads a match against the query's ceiling (the sum of its terms'
     idf), not only against the best match: where no memory holds more than one of the
     query's words, even the best of them lends little; a memory that holds them all
     gets the signal whole."""
-    service, _ = make_service()
-    reference = service.config.fusion.lexical_reference
-    assert reference > 0
+    reference = 0.2
+    service, _ = make_service(fusion={"lexical_reference": reference})
+    assert service.config.fusion.lexical_reference == reference
     others = ["the lighthouse keeper", "a zebra at the zoo", "piano lessons on monday"]
     service.save_batch([MemoryDraft(f"note {n} from the garden", namespace=NS) for n in range(40)])
     service.save_batch([MemoryDraft(text, namespace=NS) for text in others])
