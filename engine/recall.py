@@ -268,9 +268,8 @@ class Recaller:
         index = self._keeper.index
         size = len(index)
         pool = _Pool()
-        held = net.rows_in(query.sight.namespaces)
         # A category filter narrows the rows looked into first (kept lists, no mask).
-        inside = net.rows_in(query.sight.namespaces, query.flt.categories) if query.flt.categories else held
+        inside = net.rows_in(query.sight.namespaces, query.flt.categories)
         plan = self._plan(net, query, inside, size)
         how = plan.how
         k = plan.k
@@ -284,7 +283,7 @@ class Recaller:
         if how is _How.FILTERED:
             rows, cosines = self._filtered(net, query, inside)
         elif how is _How.SCAN:
-            pool.exact = len(held) > EXACT_DIRECT
+            pool.exact = len(net.rows_in(query.sight.namespaces)) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
