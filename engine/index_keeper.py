@@ -40,6 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,9 @@ class IndexKeeper:
         self._new_legacy_index = new_legacy_index
         self._legacy: VectorIndex | None = None
         self._gap: tuple[int, float] | None = None  # (seq missing, since) for GAP_PATIENCE_S
+        # One thread for ``index_ahead``: insertions stay in the order the writes made them.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twinmem-index-ahead")
+        self._stopped = False
 
     @property
     def index(self) -> VectorIndex:
@@ -406,8 +410,43 @@ class IndexKeeper:
             for memory_id, cosine in hits
         ]
 
+    def index_ahead(self, ids: Sequence[str], vectors: Matrix) -> IndexAhead:
+        """Start putting the vectors of new memories into the index before the store
+        transaction that writes them commits, on the keeper's worker thread: HNSW's
+        insertion (hnswlib lets go of the GIL) runs while the store writes and syncs, and
+        the catch-up after the commit finds them indexed already (``_indexed_as``) and
+        inserts nothing again. Ids the index holds already are left alone.
+
+        The caller holds the service's write lock from here to ``IndexAhead.wait`` (the
+        transaction committed) or ``IndexAhead.undo`` (it failed: the ids come out of the
+        index again). Until the commit, a search may meet these ids; the fast network does
+        not know them yet, so recall drops them (``FastNetwork.rows_with``)."""
+        index = self.index
+        new = [n for n, memory_id in enumerate(ids) if memory_id not in index]
+        if not new or self._stopped:
+            return IndexAhead(index, [], None)
+        put = [ids[n] for n in new]
+        data = np.asarray(vectors)[new]
+        try:
+            future = self._worker.submit(self._put_ahead, index, put, data)
+        except RuntimeError:  # the worker was shut down (closing): the catch-up indexes them
+            return IndexAhead(index, [], None)
+        return IndexAhead(index, put, future)
+
+    def _put_ahead(self, index: VectorIndex, ids: list[str], vectors: Matrix) -> list[str]:
+        with self._lock:
+            if index is not self._index:
+                return []  # rebuilt meanwhile: the catch-up indexes them in the new one
+            keep = [n for n, memory_id in enumerate(ids) if memory_id not in index]
+            if keep:
+                index.upsert([ids[n] for n in keep], vectors[keep])
+            return [ids[n] for n in keep]
+
     def stop(self) -> None:
         """No more background work on the fast network (closing; ``save`` follows)."""
+        with self._lock:
+            self._stopped = True
+        self._worker.shutdown(wait=True)  # outside the lock: a queued insertion takes it
         with self._lock:
             if self._network is not None:
                 self._network.stop_warming()
@@ -457,6 +496,34 @@ class IndexKeeper:
         if self._network is not None:  # a stored vector writes no change to catch up from
             self._network.put_vectors(ordered, vectors)
         return ordered, vectors
+
+
+class IndexAhead:
+    """New memories' vectors on their way into the index (``IndexKeeper.index_ahead``)."""
+
+    def __init__(self, index: VectorIndex, ids: list[str], future: Future[list[str]] | None) -> None:
+        self._index = index
+        self._ids = ids
+        self._future = future
+
+    def wait(self) -> list[str]:
+        """Wait for the insertion; the ids it put in. A failed insertion is logged and
+        put in nothing: the catch-up inserts those vectors itself, and raises if it fails."""
+        if self._future is None:
+            return []
+        try:
+            return self._future.result()
+        except Exception as exc:  # noqa: BLE001 (the catch-up meets and reports it)
+            log.warning("indexing %d new memories ahead of their commit failed: %s", len(self._ids), exc)
+            return []
+        finally:
+            self._future = None
+
+    def undo(self) -> None:
+        """The transaction failed: take out of the index what was put in for it."""
+        put = self.wait()
+        if put:
+            self._index.remove(put)
 
 
 def _indexed_as(index: VectorIndex, memory_id: str, vector: Vector) -> bool:

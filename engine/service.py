@@ -288,13 +288,21 @@ class MemoryService:
                             result = replace(result, follows=follows[memory.memory_id])
                         results[position] = result
                     edges += chained
-                    self.store.insert_linked(
-                        [memory for _, memory, _ in fresh],
-                        [vector for _, _, vector in fresh],
-                        updates=updates,
-                        edges=edges,
-                        changed_by=actor,
-                    )
+                    stored = [memory for _, memory, _ in fresh]
+                    # HNSW's insertion of the new vectors runs while the store commits.
+                    ahead = self.keeper.index_ahead([m.memory_id for m in stored], vectors[[p for p, _, _ in fresh]])
+                    try:
+                        self.store.insert_linked(
+                            stored,
+                            [vector for _, _, vector in fresh],
+                            updates=updates,
+                            edges=edges,
+                            changed_by=actor,
+                        )
+                    except BaseException:
+                        ahead.undo()
+                        raise
+                    ahead.wait()
                     self.keeper.catch_up()
             if repeats:
                 self._reinforce(repeats)

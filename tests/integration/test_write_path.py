@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -13,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
 from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
 from engine.config import load_config
 from engine.conflicts import CANDIDATES_PER_CHANNEL
+from engine.errors import StoreError
 from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
 from engine.recall import EXACT_DIRECT
@@ -266,3 +269,58 @@ def test_a_batch_finds_the_neighbours_one_search_each_would(tmp_path: Path) -> N
             assert len(batch[-1][0]) and not set(batch[-1][0].tolist()) & hidden_rows
     finally:
         service.close()
+
+
+def test_a_batch_is_indexed_while_its_transaction_commits_and_only_once(make_service: MakeService) -> None:
+    """HNSW's insertion of a batch runs on the keeper's worker thread beside the store
+    transaction; the catch-up after the commit finds the vectors there and inserts none
+    again (a second insertion would leave a dead label for each)."""
+    service, _ = make_service()
+    _fill(service, random.Random(5), 40)
+    index = service.keeper.index
+    assert isinstance(index, HnswIndex)
+    threads: list[str] = []
+    upsert = index.upsert
+
+    def spied(ids: Any, vectors: Any) -> None:
+        threads.append(threading.current_thread().name)
+        upsert(ids, vectors)
+
+    index.upsert = spied  # type: ignore[method-assign]
+    dead = index.dead_labels
+    results = service.save_batch(_plain(25, 1))
+    assert all(result.created for result in results)
+    assert len(threads) == 1 and threads[0].startswith("twinmem-index-ahead")
+    assert index.dead_labels == dead
+    assert all(result.memory.memory_id in index for result in results)
+    found = service.recall(results[7].memory.content, namespaces=[NS], top_k=1).hits
+    assert [hit.memory.memory_id for hit in found] == [results[7].memory.memory_id]
+
+
+def test_a_batch_whose_transaction_fails_leaves_nothing_in_the_index(make_service: MakeService) -> None:
+    """The vectors indexed ahead of a transaction that then fails come out again: the
+    index holds what the store holds, and the same batch saves once the store works."""
+    service, store = make_service()
+    _fill(service, random.Random(6), 40)
+    index = service.keeper.index
+    before = len(index)
+    tried: list[str] = []
+
+    def failing(memories: Any, *args: Any, **kwargs: Any) -> None:
+        tried.extend(memory.memory_id for memory in memories)
+        raise StoreError("insert_linked failed in SQLite: database or disk is full")
+
+    store.insert_linked = failing  # the store refuses this one call
+    drafts = _plain(12, 2)
+    with pytest.raises(StoreError):
+        service.save_batch(drafts)
+    del store.insert_linked
+    assert len(tried) == 12
+    assert len(index) == before
+    assert not any(memory_id in index for memory_id in tried)
+    vector = service.embedder.embed_query(drafts[3].content)
+    assert not {memory_id for memory_id, _ in index.search(vector, 20)} & set(tried)
+    results = service.save_batch(drafts)
+    assert all(result.created for result in results)
+    assert len(index) == before + 12
+    assert service.keeper.is_current()
