@@ -2,8 +2,10 @@
 
 Write path: validate, guard and embed (outside any lock) → under the write lock:
 ``engine.writing`` finds what each new memory repeats, supersedes or contradicts
-(candidates from the fast network) → one store transaction → catch the index and the
-fast network up from the change sequence.
+(candidates from the fast network) → one store transaction, with HNSW's insertion of
+the new vectors running beside it on the keeper's worker thread
+(``IndexKeeper.index_ahead``) → catch the index and the fast network up from the change
+sequence.
 
 Recall path: validate, embed the query, then ``engine.recall`` answers it from the
 fast network and reads the store once for the hits. Rank bonuses go to the
