@@ -10,19 +10,21 @@ upkeep on a save; channels, fusion, the read guard and the final read on a recal
    N synthetic memories (``Store.insert``, one transaction per 1,000, then the index and
    fast network catch up) and saves its index; a copy goes to this tree, which opens it
    as an upgrade would (schema steps, fast network rebuilt where its format changed).
-2. Both engines run as child processes on their own copy, and take the same work in turn,
+2. Both engines run as child processes on their own copy, each first recalls once and waits
+   for the BM25 build that makes (the fill never built one: a build left to run in the
+   background would take a core from the timed requests), and take the same work in turn,
    batch by batch and query by query, so load from elsewhere falls on both alike:
    ``--batches`` × ``--batch`` new memories through ``save_batch`` (the full write path),
    then ``--queries`` recalls (top 10, reinforcement on, as in production). Each save
    reports its wall time and the CPU time of the engine's process (on a machine shared
    with other work the CPU time moves less than the wall time).
 
-``--embedder default`` puts the configured model (all-MiniLM-L6-v2) in place of the
+``--embedder default`` puts the configured model (USE by default) in place of the
 hashing one for the saves and recalls: each batch is then also embedded alone by the
 model, in the same child, just before the saves, and the table sets the model's own
 batched throughput beside the service's. The N memories filled beforehand keep the
-hashing embedder's vectors, stored under the model's name (embedding 100k texts with the
-model would take an hour here): the neighbours a save finds are then not the model's,
+hashing embedder's vectors, made in the model's dimension and stored under its name
+(embedding 100k texts with MiniLM would take an hour here): the neighbours a save finds are then not the model's,
 but a save's work (one HNSW search and insert per memory, its rules and transaction) is
 the same.
 
@@ -68,6 +70,7 @@ from engine.records import Memory, MemoryDraft, Source
 config = load_config(env={}, data_dir=sys.argv[2])
 filler = HashingEmbedder()
 embedder = filler if sys.argv[4] == "hashing" else load_embedder(config)
+filler.dim = embedder.dim  # the filled vectors stand in for the model's: its dimension (USE: 512)
 service = open_service(config, embedder=embedder, background_reembed=False)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
@@ -98,6 +101,11 @@ for line in sys.stdin:
         service.recall(request["query"], namespaces=[request["namespace"]], top_k=10)
     elif kind == "embed":
         embedder.embed_documents([item["content"] for item in request["items"]])
+    elif kind == "settle":
+        # The namespace's first recall builds its BM25 index (never built by the fill);
+        # then no background build is left running into the timed requests.
+        service.recall("settle", namespaces=[request["namespace"]], top_k=1, reinforce=False)
+        service.keeper.network.settle()
     elif kind == "save_index":
         service.flush()
         service.keeper.save()
@@ -201,6 +209,8 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
         "after": Engine("after", HERE.parent, after_data, args.embedder),
     }
     try:
+        for engine in engines.values():
+            engine.ask({"kind": "settle", "namespace": NAMESPACE})
         saves: dict[str, list[float]] = {label: [] for label in engines}
         cpu: dict[str, list[float]] = {label: [] for label in engines}
         model_alone: list[float] = []
