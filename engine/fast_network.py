@@ -611,6 +611,10 @@ class FastNetwork:
         self._links: dict[int, list[Link]] = {}
         self._metadata: dict[int, Mapping[str, Any]] = {}
         self._lexicons: dict[int, _Lexicon] = {}
+        # The last lexical answer, with what it was asked and each lexicon's state then
+        # (``_lexical``): a "how" question's second ranking, and the prompt context's
+        # second recall, ask the same again.
+        self._last_lexical: tuple[tuple[Any, ...], tuple[Rows, Floats]] | None = None
 
     # --- size and identity ---------------------------------------------------------
 
@@ -1071,17 +1075,23 @@ class FastNetwork:
         codes = list(dict.fromkeys(self.terms.codes[t] for t in query_terms if t in self.terms.codes))
         if not codes:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        lexicons = [lexicon for name in namespaces if (lexicon := self._lexicons.get(self.namespaces.find(name)))]
+        last = self._last_lexical
+        if last is not None and last[0] == _asked(lexicons, codes):
+            return last[1]  # nothing either answer depends on has changed since
         rows: list[Rows] = []
         scores: list[Floats] = []
-        for name in namespaces:
-            lexicon = self._lexicons.get(self.namespaces.find(name))
-            if lexicon is not None:
-                found, score = lexicon.scores(self._build, codes)
-                rows.append(found)
-                scores.append(score)
+        for lexicon in lexicons:
+            found, score = lexicon.scores(self._build, codes)
+            rows.append(found)
+            scores.append(score)
         if not rows:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        return np.concatenate(rows), np.concatenate(scores)
+        answer = np.concatenate(rows), np.concatenate(scores)
+        for array in answer:
+            array.flags.writeable = False  # handed out again
+        self._last_lexical = _asked(lexicons, codes), answer
+        return answer
 
     def settle(self) -> None:
         """Wait until no lexicon is being rebuilt in the background (tests, shutdown); one
@@ -1456,6 +1466,13 @@ class FastNetwork:
             docs = sum(lex.docs.nbytes() for lex in self._lexicons.values()) + self._row_entities.nbytes()
             vectors = self._vectors.nbytes + self._has_vector.nbytes
             return columns + docs + vectors + 200 * len(self.ids)
+
+
+def _asked(lexicons: Sequence[_Lexicon], codes: Sequence[int]) -> tuple[Any, ...]:
+    """What a lexical answer depends on: the query's term codes and each lexicon asked,
+    with the version of its documents and of its build (a lexicon answers from its build,
+    leaving out what changed since, so equal states give equal answers)."""
+    return tuple(codes), tuple((lexicon, lexicon.version, lexicon.built) for lexicon in lexicons)
 
 
 def _codes_in(values: npt.NDArray[Any], codes: Sequence[int], size: int) -> Mask:

@@ -249,6 +249,32 @@ def test_lexical_statistics_stay_within_a_namespace(store: Store, tmp_path: Path
     np.testing.assert_array_equal(alone, after)
 
 
+def test_a_lexical_answer_asked_again_is_given_again_until_a_change(store: Store, tmp_path: Path) -> None:
+    """The same query over the same lexicons gets the answer already made (a "how"
+    question's second ranking asks it again); a write to a namespace asked, or another
+    set of terms or namespaces, is scored anew."""
+    rng = random.Random(4)
+    base = _memory(rng, 0).evolve(status=Status.ACTIVE, expire_at=None)
+    first = [base.evolve(memory_id=new_memory_id(), namespace="ns-a", content=f"coffee note {n}") for n in range(6)]
+    first.append(base.evolve(memory_id=new_memory_id(), namespace="ns-b", content="coffee elsewhere"))
+    store.insert(first, _vectors(first), changed_by=None)
+    keeper = _keeper(store, tmp_path)
+    keeper.start(None)
+    net = keeper.network
+    rows, scores = net.lexical(["ns-a"], ["coffe"])
+    again = net.lexical(["ns-a"], ["coffe"])
+    assert again[0] is rows and again[1] is scores
+    assert not rows.flags.writeable and not scores.flags.writeable  # shared: nobody may change them
+    assert net.lexical(["ns-a", "ns-b"], ["coffe"])[0] is not rows
+    assert net.lexical(["ns-a"], ["coffe", "note"])[0] is not rows
+    # A new matching memory in the namespace: its row is in the next answer.
+    more = [base.evolve(memory_id=new_memory_id(), namespace="ns-a", content="coffee beans")]
+    store.insert(more, _vectors(more), changed_by=None)
+    keeper.ensure_current()
+    after, _ = net.lexical(["ns-a"], ["coffe"])
+    assert net.row_of(more[0].memory_id) in after.tolist() and len(after) == len(rows) + 1
+
+
 def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_path: Path) -> None:
     rng = random.Random(11)
     memories = [_memory(rng, n) for n in range(50)]
