@@ -470,12 +470,18 @@ class _Lexicon:
         stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
         return self.scorer is None or len(self.docs) <= self._sync_docs or stale * 10 >= len(self.docs)
 
-    def scores(self, build: LexicalBuild, query: Sequence[int]) -> tuple[Rows, Floats]:
+    def refresh(self, build: LexicalBuild) -> None:
+        """What a query does first: rebuild now where the lexicon answers only when built,
+        else start a background rebuild where one is due."""
         if self.built < self.version:
             if self.answers_built():
                 self._swap(*self._built_for_now(build))
             elif self.due():
                 self.build_ahead(build)
+
+    def answer(self, query: Sequence[int]) -> tuple[Rows, Floats]:
+        """The query's matches from the current build (``refresh`` first), without what
+        changed since it."""
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         hit, scores = self.scorer.matches(query)
@@ -532,7 +538,7 @@ class _Lexicon:
 
     def build_ahead(self, build: LexicalBuild) -> None:
         """Start a background build (the caller holds the lock and found it ``due``); the
-        queries meanwhile answer as ``scores`` says."""
+        queries meanwhile answer as ``answer`` says."""
         builder = threading.Thread(target=self._build_later, args=(build,), daemon=True)
         builder.start()
         self._builder = builder  # only once started: ``settle`` joins it without the lock
@@ -1076,13 +1082,15 @@ class FastNetwork:
         if not codes:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         lexicons = [lexicon for name in namespaces if (lexicon := self._lexicons.get(self.namespaces.find(name)))]
+        for lexicon in lexicons:
+            lexicon.refresh(self._build)  # also when the answer is kept: a due rebuild starts
         last = self._last_lexical
         if last is not None and last[0] == _asked(lexicons, codes):
             return last[1]  # nothing either answer depends on has changed since
         rows: list[Rows] = []
         scores: list[Floats] = []
         for lexicon in lexicons:
-            found, score = lexicon.scores(self._build, codes)
+            found, score = lexicon.answer(codes)
             rows.append(found)
             scores.append(score)
         if not rows:
