@@ -1081,11 +1081,14 @@ class FastNetwork:
         codes = list(dict.fromkeys(self.terms.codes[t] for t in query_terms if t in self.terms.codes))
         if not codes:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        lexicons = [lexicon for name in namespaces if (lexicon := self._lexicons.get(self.namespaces.find(name)))]
+        lexicons = [
+            lexicon for name in namespaces if (lexicon := self._lexicons.get(self.namespaces.find(name))) is not None
+        ]
         for lexicon in lexicons:
             lexicon.refresh(self._build)  # also when the answer is kept: a due rebuild starts
+        asked = _asked(lexicons, codes)  # ``answer`` changes none of it
         last = self._last_lexical
-        if last is not None and last[0] == _asked(lexicons, codes):
+        if last is not None and last[0] == asked:
             return last[1]  # nothing either answer depends on has changed since
         rows: list[Rows] = []
         scores: list[Floats] = []
@@ -1098,7 +1101,7 @@ class FastNetwork:
         answer = np.concatenate(rows), np.concatenate(scores)
         for array in answer:
             array.flags.writeable = False  # handed out again
-        self._last_lexical = _asked(lexicons, codes), answer
+        self._last_lexical = asked, answer
         return answer
 
     def settle(self) -> None:
