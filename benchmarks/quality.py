@@ -103,7 +103,13 @@ SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
 SETTINGS = (*SIGNALS, "lexical_reference")
 
 
-def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
+def _config(data_dir: Path, provider: str, weights: Weights, min_candidates: int | None = None) -> Config:
+    recall: dict[str, float] = {} if min_candidates is None else {"min_candidates": min_candidates}
+    if weights[1] == 0:
+        # The variants without the lexical channel ("semantic only", "semantic + decay") show
+        # the semantic channel whatever the model reads: the service would otherwise rank a
+        # query its model cannot read without it (README, Embedders).
+        recall["unread_query_share"] = 1.0
     return load_config(
         None,
         {},
@@ -112,10 +118,7 @@ def _config(data_dir: Path, provider: str, weights: Weights) -> Config:
         embedding={"provider": provider},
         fusion=dict(zip(SETTINGS, weights, strict=False)),
         limits={"max_content_chars": 1_000_000, "max_batch": 1000},
-        # The variants without the lexical channel ("semantic only", "semantic + decay") show
-        # the semantic channel whatever the model reads: the service would otherwise rank a
-        # query its model cannot read without it (README, Embedders).
-        recall={"unread_query_share": 1.0} if weights[1] == 0 else {},
+        recall=recall,
     )
 
 
@@ -414,12 +417,13 @@ def open_prepared(
     weights: Weights,
     clock: Clock,
     ingest: Callable[[MemoryService, Clock], Dataset],
+    min_candidates: int | None = None,
 ) -> tuple[MemoryService, Dataset]:
     data_dir = WORK / f"quality-{name}-{provider}"
     cases_file = data_dir / "cases.json"
     if not cases_file.exists() and not (data_dir / "cases.partial.jsonl").exists():
         shutil.rmtree(data_dir, ignore_errors=True)  # an ingest that stopped halfway starts over
-    service = open_service(_config(data_dir, provider, weights), embedder=embedder, clock=clock)
+    service = open_service(_config(data_dir, provider, weights, min_candidates), embedder=embedder, clock=clock)
     if cases_file.exists():
         raw = json.loads(cases_file.read_text())
         dataset = Dataset(raw["name"], [_case(c) for c in raw["cases"]], raw.get("ingest"))
@@ -474,6 +478,11 @@ def main() -> int:
         "--madial-turns",
         type=int,
         help="MADial-Bench queries: the latest N user turns (default: [sessions] context_query_messages)",
+    )
+    parser.add_argument(
+        "--min-candidates",
+        type=int,
+        help="[recall] min_candidates for the recalls (default: the engine's): how many candidates each channel gives",
     )
     args = parser.parse_args()
 
@@ -547,7 +556,7 @@ def main() -> int:
         if dataset.ingest is not None:
             ingests[dataset.name] = dataset.ingest
         for variant, weights in variants.items():
-            service, _ = open_prepared(name, args.embedder, embedder, weights, clock, ingest)
+            service, _ = open_prepared(name, args.embedder, embedder, weights, clock, ingest, args.min_candidates)
             try:
                 results[dataset.name][variant] = evaluate(service, clock, dataset, ks)
             finally:
