@@ -1229,6 +1229,12 @@ class FastNetwork:
         ordered = sorted(rows.tolist(), key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
         return np.asarray(ordered[:limit], dtype=np.int64)
 
+    def holds_chinese(self) -> bool:
+        """Whether a memory it holds, or held, has a Chinese search term."""
+        with self._lock:
+            names = list(self.terms.names)
+        return any(text.is_chinese(name) for name in names)
+
     def entity_keys_of(self, row: int) -> frozenset[str]:
         return frozenset(self.entities.names[code] for code in self._row_entities.get(row, ()))
 

@@ -61,6 +61,11 @@ DEDUP_MIN_OVERLAP = 0.6
 MERGE_MIN_OVERLAP = 0.4
 
 
+def is_chinese(text: str) -> bool:
+    """Whether ``text`` holds a CJK character (a Chinese search term does)."""
+    return _CJK.search(text) is not None
+
+
 def word_overlap(a: str, b: str) -> float:
     """The Jaccard similarity of the two texts' search terms (0 when either has none)."""
     left, right = set(terms(a)), set(terms(b))

@@ -31,8 +31,11 @@ Quirks absorbed:
   the root logger for a span it gives up on (a filter on the root logger drops the
   records whose source is JioNLP's own files; nothing else is filtered);
 * JioNLP's extractor is a lazily built global: calls are serialised;
-* both libraries load their data on first use (about a second for JioNLP): they are
-  imported then, not at start-up, and only the parser a text needs is loaded;
+* both libraries load their data on first use (about 0.3 s each here, import and first
+  parse): not at start-up, which would wait for them, but in the background after it
+  (``load``, which ``open_service`` calls: JioNLP only for a store that holds Chinese),
+  so the first query that names a time does not wait either; without ``load``, only the
+  parser a text needs is loaded;
 * dateparser wants a naive ``RELATIVE_BASE``; ``now`` is given as naive UTC and every
   window comes back in UTC.
 
@@ -112,6 +115,15 @@ class LibraryTimeExpressions:
         self._lock = threading.Lock()
         self._jionlp: Any = None
         self._dateparser: Any = None
+
+    def load(self, *, chinese: bool = True) -> None:
+        """Load dateparser now, and JioNLP unless ``chinese`` is false, each through a
+        first parse, so that no query waits for its library (``open_service`` calls this
+        in the background)."""
+        at = datetime.now(UTC)
+        self.windows("yesterday", at)
+        if chinese:
+            self.windows("昨天", at)
 
     def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]:
         text = text[:MAX_CHARS]

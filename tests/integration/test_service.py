@@ -7,6 +7,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -712,3 +713,31 @@ def test_an_edit_re_extracts_entities_it_extracted_and_keeps_the_clients_own(ser
     given = service.save(MemoryDraft("The launch slipped a week", namespace=NS, entities=("Project Kite",))).memory
     kept = service.update(NS, given.memory_id, MemoryPatch(content="The launch slipped two weeks"))
     assert kept.entities == ("Project Kite",)
+
+
+def _loaded(service: MemoryService, *, chinese: bool, deadline_s: float = 120.0) -> bool:
+    """Whether the background load of ``open_service`` loaded dateparser, and JioNLP when
+    ``chinese`` (waiting up to ``deadline_s`` for the "language-data" thread)."""
+    for loader in [t for t in threading.enumerate() if t.name == "language-data"]:
+        loader.join(timeout=deadline_s)
+    times: Any = service.times
+    return times._dateparser is not None and (times._jionlp is not None) == chinese
+
+
+def test_the_text_libraries_load_in_the_background_once_the_service_is_open(open_svc: OpenService) -> None:
+    english = open_svc()
+    # No query asked: open_service started the load; no Chinese in the store, no JioNLP.
+    assert _loaded(english, chinese=False)
+    english.save(MemoryDraft("我喜欢喝绿茶", namespace="n"))
+    english.close()
+    chinese = open_svc()  # the same store, now holding Chinese
+    assert chinese.keeper.network.holds_chinese()
+    assert _loaded(chinese, chinese=True)
+
+
+def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenService, config: Any) -> None:
+    service = open_svc(config=replace(config, fusion=replace(config.fusion, time=0.0)))
+    service.recall("what did I say last week", namespaces=["n"])
+    for loader in [t for t in threading.enumerate() if t.name == "language-data"]:
+        loader.join(timeout=120)
+    assert service.times._dateparser is None and service.times._jionlp is None  # type: ignore[attr-defined]

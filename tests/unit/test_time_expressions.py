@@ -171,3 +171,15 @@ def test_the_window_follows_now(times: LibraryTimeExpressions) -> None:
     later = NOW + timedelta(days=30)
     (window,) = times.windows("what did I say yesterday", later)
     assert (window.start, window.end) == (day(7, 11), day(7, 12))
+
+
+def test_load_loads_dateparser_and_jionlp_unless_told_chinese_is_not_needed() -> None:
+    english = LibraryTimeExpressions()
+    english.load(chinese=False)
+    assert english._dateparser is not None and english._jionlp is None
+    both = LibraryTimeExpressions()
+    both.load()
+    assert both._dateparser is not None and both._jionlp is not None
+    # and they read as before
+    assert [w.start for w in both.windows("what did I say last week", NOW)] == [day(6, 3)]
+    assert [w.start for w in both.windows("上周我说了什么", NOW)] == [day(6, 3)]
