@@ -13,7 +13,11 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    that pass, the filtered set is searched in HNSW keeping only what passes
    (``VectorIndex.search_among``, priced by the share seen among those neighbours), or
    scanned where that is estimated to cost less; where none passed, one search as wide
-   as allowed comes first when it costs less than the scan (``_after_short_search``);
+   as allowed comes first when it costs less than the scan (``_after_short_search``).
+   A "how" query ranks twice, the second time narrowed to procedures (``_first_of``):
+   where too few of the whole ranking's search neighbours are procedures for the
+   narrowed search planned to find ``top_k``, that search is skipped, as if it had come
+   back short;
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -139,6 +143,9 @@ class _Pool:
     context: dict[int, float] = field(default_factory=dict)
     next_to: dict[int, int] = field(default_factory=dict)  # row -> the seed its context came from
     exact: bool = False
+    # The plain HNSW search the semantic channel made first, if any: how many neighbours it
+    # asked for, and the rows among them that passed (``_Pool.searched``).
+    searched: tuple[int, Rows] | None = None
     # Cosines to the semantic signal (``scoring.semantic_scale``), set once the semantic,
     # lexical and graph channels are in (before the context channel ranks its seeds).
     scale: scoring.SemanticScale = scoring.UNSCALED
@@ -197,7 +204,8 @@ class Recaller:
         if query.flt.categories:
             raise ValueError("a query with a category filter has no category to put first")
         only = replace(query, flt=replace(query.flt, categories=(category,)))
-        ahead = self._ranking(self._keeper.network, only)
+        # The narrower ranking's search plan starts from what the wider one's search saw.
+        ahead = self._ranking(self._keeper.network, only, seen=ranking.pool.searched)
         # The top of both rankings in one read, under the wider filter; the narrower one
         # is checked again on what comes back (the store checked everything else).
         wanted = list(dict.fromkeys([*ahead.ids[: only.top_k], *ranking.ids[: query.top_k]]))
@@ -215,10 +223,11 @@ class Recaller:
         keeper.ensure_current()
         return self._ranking(keeper.network, query)
 
-    def _ranking(self, net: FastNetwork, query: RecallQuery) -> Ranking:
-        """``rank`` on the network as it is (the caller made it current)."""
+    def _ranking(self, net: FastNetwork, query: RecallQuery, *, seen: tuple[int, Rows] | None = None) -> Ranking:
+        """``rank`` on the network as it is (the caller made it current). ``seen``: a plain
+        search of the same vector, under a wider filter (``_semantic``)."""
         with net.reading():
-            pool = self._semantic(net, query)
+            pool = self._semantic(net, query, seen=seen)
             self._legacy(net, query, pool)
             self._lexical(net, query, pool)
             self._graph(net, query, pool)
@@ -264,7 +273,13 @@ class Recaller:
 
     # --- channels --------------------------------------------------------------------
 
-    def _semantic(self, net: FastNetwork, query: RecallQuery) -> _Pool:
+    def _semantic(self, net: FastNetwork, query: RecallQuery, *, seen: tuple[int, Rows] | None = None) -> _Pool:
+        """``seen``: (k, rows) of a plain search of ``query.vector`` for k neighbours, of
+        which ``rows`` passed a filter wider than ``query``'s (a "how" query's whole
+        ranking, before the one narrowed to procedures). Where the share of those that pass
+        ``query``'s filter says the planned search would find fewer than ``top_k``, that
+        search is not made: what follows a short search follows at once
+        (``_after_short_search``)."""
         index = self._keeper.index
         size = len(index)
         pool = _Pool()
@@ -273,9 +288,16 @@ class Recaller:
         plan = self._plan(net, query, inside, size)
         how = plan.how
         k = plan.k
+        if how is _How.SEARCH and seen is not None:
+            searched, rows = seen
+            passed = int(net.passes(query.sight, query.flt, query.now, rows).sum())
+            if passed * k < query.top_k * searched and searched < size:
+                how, k = _after_short_search(plan, searched, passed)
         while how is _How.SEARCH:
             similar = index.search(query.vector, k)
             rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+            if pool.searched is None:
+                pool.searched = (k, rows)
             if len(rows) >= query.top_k or k >= size:
                 break
             # The filter went against the query's neighbours: one wider search at most.

@@ -35,8 +35,9 @@ BATCH = 5000
 INDEX = {"m": 8, "ef_construction": 32}
 
 
-def fill(service: MemoryService, size: int, seed: int = 0) -> None:
-    """``size`` memories in one namespace: half ``near`` the query, half ``far`` from it."""
+def fill(service: MemoryService, size: int, seed: int = 0, *, far: str = "far") -> None:
+    """``size`` memories in one namespace: half ``near`` the query, half of category
+    ``far`` far from it."""
     rng = np.random.default_rng(seed)
     query = service.embedder.embed_query(QUERY)
     at = datetime(2026, 1, 1, tzinfo=UTC)
@@ -51,7 +52,7 @@ def fill(service: MemoryService, size: int, seed: int = 0) -> None:
                 memory_id=str(uuid.UUID(int=start + n + 1)),
                 namespace=NAMESPACE,
                 content=f"note {start + n} on the meeting about item k{start + n}",
-                category="near" if near[n] else "far",
+                category="near" if near[n] else far,
                 base_score=0.5,
                 importance=0.5,
                 source=Source.USER_INPUT,
@@ -67,19 +68,20 @@ def fill(service: MemoryService, size: int, seed: int = 0) -> None:
         service.keeper.catch_up()
 
 
-def open_filled(data_dir: Path, size: int, *, widest: int = 256) -> MemoryService:
+def open_filled(data_dir: Path, size: int, *, widest: int = 256, far: str = "far") -> MemoryService:
     """``widest``: ``[recall] max_widened_candidates``. Below the pool (100), no plain search
-    is made for the filter: the recall goes to the filtered search or the scan at once."""
+    is made for the filter: the recall goes to the filtered search or the scan at once.
+    ``far``: the category of the half far from the query."""
     config = load_config(
         env={},
         data_dir=data_dir,
         durable_commits=False,
         index=INDEX,
         recall={"max_widened_candidates": widest},
-        categories=["near", "far"],
+        categories=["near", far],
     )
     service = open_service(config, embedder=HashingEmbedder(dim=DIM), background_reembed=False)
-    fill(service, size)
+    fill(service, size, far=far)
     return service
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engine.procedures import PROCEDURE
 from engine.records import Reach, Scope, Visibility
 from engine.service import MemoryService
 from tests.huge_namespace import FAR, NAMESPACE, QUERY, open_filled
@@ -140,5 +141,25 @@ def test_a_filter_none_of_a_plain_search_passes_is_scanned_not_searched_among(
         result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
         assert [k for _, k in plain] == [100, 256] and among == []  # the pool, then as wide as allowed
         assert result.exact_scan and {hit.memory.category for hit in result.hits} == {"far"}
+    finally:
+        service.close()
+
+
+def test_a_how_query_whose_whole_ranking_met_no_procedure_does_not_search_its_pool_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Half the namespace is procedures, all far from the query. "How …" ranks twice: the
+    # whole ranking, then the one narrowed to procedures (recall._first_of). The whole one's
+    # search met no procedure among its neighbours, so the narrowed one does not search
+    # that many again: it goes on as after a short search, to the one wide search allowed
+    # (256), then the scan.
+    service = open_filled(tmp_path, SIZE, far=PROCEDURE)
+    try:
+        plain = _calls(monkeypatch, service.keeper.index, "search")
+        vector = service.embedder.embed_query(QUERY)  # the vector the near half lies next to
+        question = "how do we plan the quarterly meeting"
+        result = service.recall(question, namespaces=[NAMESPACE], vector=vector, reinforce=False)
+        assert [k for _, k in plain] == [service.config.recall.min_candidates, 256]
+        assert result.hits[0].memory.category == PROCEDURE  # procedures first, found by the scan
     finally:
         service.close()

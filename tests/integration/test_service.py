@@ -396,7 +396,9 @@ def test_a_how_question_recalls_procedures_first_only_where_a_procedure_is_held(
     rankings: list[tuple[str, ...]] = []
     reads: list[list[str]] = []
     ranking, get_many = service.recaller._ranking, service.store.get_many
-    monkeypatch.setattr(service.recaller, "_ranking", lambda n, q: rankings.append(q.flt.categories) or ranking(n, q))
+    monkeypatch.setattr(
+        service.recaller, "_ranking", lambda n, q, **kw: rankings.append(q.flt.categories) or ranking(n, q, **kw)
+    )
     monkeypatch.setattr(
         service.store, "get_many", lambda sight, ids, *a: reads.append(list(ids)) or get_many(sight, ids, *a)
     )
