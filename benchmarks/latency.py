@@ -67,6 +67,7 @@ from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
 from engine.config import Config, load_config  # noqa: E402
 from engine.fast_network import FastNetwork  # noqa: E402
 from engine.ports import Embedder, Matrix, Vector  # noqa: E402
+from engine.procedures import asks_how  # noqa: E402
 from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Source, Status  # noqa: E402
 from engine.service import MemoryService  # noqa: E402
 
@@ -320,6 +321,8 @@ def recall_in_process(
             theirs.append(baseline.recall(query))
     service.flush()
     engine_only = [total - embed for total, embed in zip(totals, embeds, strict=True)]
+    # "How …" queries rank twice, the second time narrowed to procedures.
+    how = [asks_how(query) for query in queries]
     compared = {}
     if baseline is not None:
         compared = {
@@ -328,6 +331,7 @@ def recall_in_process(
                 "revision": baseline.revision,
                 "total": summarize([total for total, _ in theirs]),
                 "without_embedding": summarize([engine for _, engine in theirs]),
+                "how_without_embedding": summarize([e for (_, e), h in zip(theirs, how, strict=True) if h]),
             }
         }
     return compared | {
@@ -335,6 +339,7 @@ def recall_in_process(
         "total": summarize(totals),
         "query_embedding": summarize(embeds),
         "without_embedding": summarize(engine_only),
+        "how_without_embedding": summarize([e for e, h in zip(engine_only, how, strict=True) if h]),
         "exact_scan_fallbacks": exact_scans,
         "empty_results": empty,
     }

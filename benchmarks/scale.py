@@ -157,7 +157,8 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
     }
     spaces = [namespace_of(layout, rng.randrange(size)) for _ in texts]
     plain_asked = [(text, space, MemoryFilter()) for text, space in zip(texts, spaces, strict=True)]
-    row["recall_ms"] = _timed(service, plain_asked, args.warmup)
+    row["how_recall_ms"] = {}
+    row["recall_ms"] = _timed(service, plain_asked, args.warmup, row["how_recall_ms"])
     categories = list(synthetic.CATEGORIES)
     filtered = [(text, space, MemoryFilter(categories=(rng.choice(categories),))) for text, space, _ in plain_asked]
     row["filtered_recall_ms"] = _timed(service, filtered, args.warmup)
@@ -208,15 +209,25 @@ def _baseline_copy(data_dir: Path) -> Path:
     return copy
 
 
-def _timed(service: Any, asked: list[tuple[str, str, Any]], warmup: int) -> dict[str, float]:
+def _timed(
+    service: Any, asked: list[tuple[str, str, Any]], warmup: int, how: dict[str, float] | None = None
+) -> dict[str, float]:
     """Percentiles of the recalls of ``asked`` (query, namespace, filter), the first
-    ``warmup`` untimed."""
+    ``warmup`` untimed; into ``how``, those of the "how …" queries among them (ranked
+    twice, the second time narrowed to procedures) and how many there were."""
+    from engine.procedures import asks_how
+
     timed: list[float] = []
+    asked_how: list[float] = []
     for n, (text, space, flt) in enumerate(asked):
         began = time.perf_counter()
         service.recall(text, namespaces=[space], top_k=10, flt=flt)
         if n >= warmup:
             timed.append(time.perf_counter() - began)
+            if not flt.categories and asks_how(text):
+                asked_how.append(timed[-1])
+    if how is not None and asked_how:
+        how.update(_percentiles(asked_how), n=len(asked_how))
     return _percentiles(timed)
 
 
@@ -418,19 +429,22 @@ def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict
         print(f"wrote {_plot(rows, baseline, Path(args.plots) / (args.out.stem + '-recall.png'))}")
     print()
     print(
-        "| layout | N | engine | recall p50 / p95 / p99 ms | one category p50 / p95 / p99 ms | "
+        '| layout | N | engine | recall p50 / p95 / p99 ms | of which "how …" p50 / p95 / p99 ms (n) | '
+        "one category p50 / p95 / p99 ms | "
         "asked again p50 / p95 / p99 ms | HNSW recall@10 | "
         "start-up s | rebuild s | RSS MB (loaded / peak) | KB a memory beyond the vectors | fast network MB | "
         "disk MB | ingest saves/s (CPU ms a memory) |"
     )
-    print("|---|---:|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|")
+    print("|---|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|")
     for row in rows:
         measured = [(baseline["revision"], row["baseline"])] if baseline is not None else []
         for engine, one in [*measured, ("this tree", row)]:
             ms = one["recall_ms"]
             filtered, again = (_three(one.get(name)) for name in ("filtered_recall_ms", "recall_again_ms"))
+            how = one.get("how_recall_ms")
+            hows = f"{_three(how)} ({how['n']:.0f})" if how else "—"
             print(
-                f"| {row['layout']} | {row['size']:,} | {engine} | {_three(ms)} | {filtered} | {again} | "
+                f"| {row['layout']} | {row['size']:,} | {engine} | {_three(ms)} | {hows} | {filtered} | {again} | "
                 f"{one['hnsw_recall_at_10']} | {one['startup_s']} | {row.get('rebuild_s', '—')} | "
                 f"{one['rss_mb']} / {one['peak_rss_mb']} | {one.get('beyond_vectors_kb_per_memory', '—')} | "
                 f"{one['fast_network_estimate_mb']} | {one['disk_mb']} | {_ingest(one)} |"
