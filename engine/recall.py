@@ -144,7 +144,8 @@ class _Pool:
     next_to: dict[int, int] = field(default_factory=dict)  # row -> the seed its context came from
     exact: bool = False
     # The plain HNSW search the semantic channel made first, if any: how many neighbours it
-    # asked for, and the rows among them that passed (``_Pool.searched``).
+    # asked for, and the rows among them that passed (what a narrower ranking of the same
+    # vector plans from: ``_first_of``).
     searched: tuple[int, Rows] | None = None
     # Cosines to the semantic signal (``scoring.semantic_scale``), set once the semantic,
     # lexical and graph channels are in (before the context channel ranks its seeds).
