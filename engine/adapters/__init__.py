@@ -220,7 +220,7 @@ def open_service(
         raise
 
 
-def _load_language_data(service: MemoryService, times: LibraryTimeExpressions) -> threading.Thread:
+def _load_language_data(service: MemoryService, times: LibraryTimeExpressions) -> None:
     """The libraries that read text, loaded in a background thread once the service is
     open, so that the first request needing one does not wait for it: dateparser (about
     0.3 s and 12 MB here) when the time signal is on; for a store that holds Chinese, also
@@ -239,9 +239,7 @@ def _load_language_data(service: MemoryService, times: LibraryTimeExpressions) -
         except Exception:  # a library that fails here fails again, and is reported, where it is used
             log.warning("loading the text libraries in the background failed", exc_info=True)
 
-    loader = threading.Thread(target=load, name="language-data", daemon=True)
-    loader.start()
-    return loader
+    threading.Thread(target=load, name="language-data", daemon=True).start()
 
 
 def _closing(owned: SecurityStore | None, lock: _DirLock) -> Callable[[], None]:

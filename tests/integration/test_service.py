@@ -717,11 +717,16 @@ def test_an_edit_re_extracts_entities_it_extracted_and_keeps_the_clients_own(ser
     assert kept.entities == ("Project Kite",)
 
 
-def _loaded(service: MemoryService, *, chinese: bool, deadline_s: float = 120.0) -> bool:
-    """Whether the background load of ``open_service`` loaded dateparser, and JioNLP when
-    ``chinese`` (waiting up to ``deadline_s`` for the "language-data" thread)."""
+def _await_language_data(deadline_s: float = 120.0) -> None:
+    """Wait for the background loads ``open_service`` started (its "language-data" threads)."""
     for loader in [t for t in threading.enumerate() if t.name == "language-data"]:
         loader.join(timeout=deadline_s)
+
+
+def _loaded(service: MemoryService, *, chinese: bool) -> bool:
+    """Whether the background load of ``open_service`` loaded dateparser, and JioNLP when
+    ``chinese``."""
+    _await_language_data()
     times: Any = service.times
     return times._dateparser is not None and (times._jionlp is not None) == chinese
 
@@ -740,6 +745,5 @@ def test_the_text_libraries_load_in_the_background_once_the_service_is_open(open
 def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenService, config: Any) -> None:
     service = open_svc(config=replace(config, fusion=replace(config.fusion, time=0.0)))
     service.recall("what did I say last week", namespaces=["n"])
-    for loader in [t for t in threading.enumerate() if t.name == "language-data"]:
-        loader.join(timeout=120)
+    _await_language_data()
     assert service.times._dateparser is None and service.times._jionlp is None  # type: ignore[attr-defined]
