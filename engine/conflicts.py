@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from engine.entities import ALIASES, canonical_key
-from engine.text import terms
+from engine.text import is_chinese, terms, without_chinese
 
 # Edge kinds (DESIGN.md): newer → older for SUPERSEDES; CONTRADICTS is read in both directions.
 SUPERSEDES = "SUPERSEDES"
@@ -777,18 +777,22 @@ _LABELS = """deadline due appointment meeting standup sync schedule language bud
     电话 手机号 邮箱 状态 家 居住地"""
 
 
-@lru_cache(maxsize=2)
-def _stems(words: str) -> frozenset[str]:
-    return frozenset(terms(words))
+@lru_cache(maxsize=4)
+def _stems(words: str, chinese: bool) -> frozenset[str]:
+    """The search terms of ``words``; of their Latin-script part alone unless ``chinese``.
+    A text without Chinese has no Chinese term to meet, and segmenting the Chinese words
+    would load jieba's dictionary (about 1.7 s) at the first English claim."""
+    return frozenset(terms(words if chinese else without_chinese(words)))
 
 
 def _known_attribute(attr: str) -> bool:
-    return bool(set(terms(attr)) & _stems(_SINGLE_ATTRS))
+    return bool(set(terms(attr)) & _stems(_SINGLE_ATTRS, is_chinese(attr)))
 
 
 def _names_attribute(label: str) -> bool:
     """Whether a ``Label:`` prefix names an attribute rather than a speaker."""
-    return bool(set(terms(label)) & (_stems(_SINGLE_ATTRS) | _stems(_LABELS)))
+    chinese = is_chinese(label)
+    return bool(set(terms(label)) & (_stems(_SINGLE_ATTRS, chinese) | _stems(_LABELS, chinese)))
 
 
 _RESIDENCE_ATTRS = frozenset({"home", "home city", "city", "residence", "address", "住址", "家", "居住地"})

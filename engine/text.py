@@ -66,6 +66,12 @@ def is_chinese(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+def without_chinese(text: str) -> str:
+    """``text`` with its runs of CJK characters replaced by spaces: what is left has the
+    same Latin-script terms, and segmenting it never needs jieba."""
+    return _CJK.sub(" ", text)
+
+
 def word_overlap(a: str, b: str) -> float:
     """The Jaccard similarity of the two texts' search terms (0 when either has none)."""
     left, right = set(terms(a)), set(terms(b))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from benchmarks.chatlogs import load_labels
 from benchmarks.conflicts import load, predict, scores
 from engine.conflicts import Judgement, Statement, Verdict, detect, judge
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def verdict(old: str, new: str, **keys: str) -> Verdict:
@@ -218,3 +224,19 @@ def test_no_hand_labelled_pair_of_real_dialogue_lines_is_a_replacement() -> None
     replaced = [(old, new) for (old, new), label in pairs.items() if verdict(old, new) is Verdict.REPLACE]
     assert all(label == "not_replace" for label in pairs.values())
     assert replaced == []
+
+
+def test_english_claims_are_read_without_loading_the_chinese_segmenter() -> None:
+    """The attribute vocabularies hold Chinese words too; an English claim must not segment
+    them: that loads jieba's dictionary (about 1.7 s) at the first English save. A fresh
+    interpreter, since another test may have loaded it already."""
+    script = """
+import jieba
+from engine.conflicts import Statement, claims, detect
+assert claims("My favourite colour is blue") and claims("Deadline: Friday")
+assert detect(Statement("My favourite colour is now green"), [Statement("My favourite colour is blue", None, "a")])
+assert not jieba.dt.initialized, "English claims loaded jieba"
+assert claims("我最喜欢的颜色是蓝色") and jieba.dt.initialized
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
