@@ -503,8 +503,8 @@ class _Lexicon:
             pending.done.wait()
             if pending.result is not None:
                 return (*pending.result, pending.version)
-        rows = self.docs.rows()
-        return rows, build([self.docs[row] for row in rows.tolist()]) if len(rows) else None, self.version
+        rows, lengths, codes = self.docs.flat()
+        return rows, build(lengths, codes) if len(rows) else None, self.version
 
     def due(self) -> bool:
         """Whether a background build may start now: stale, none under way, not too soon."""
@@ -519,12 +519,11 @@ class _Lexicon:
         with self._lock:
             if self.built >= self.version:
                 return  # a query built it between this build's start and now
-            rows = self.docs.rows()
-            docs = [self.docs[row] for row in rows.tolist()]
+            rows, lengths, codes = self.docs.flat()
             pending = self._pending = _Build(self.version)
         started = _monotonic()
         try:
-            pending.result = rows, build(docs) if docs else None
+            pending.result = rows, build(lengths, codes) if len(rows) else None
         finally:
             pending.done.set()  # before taking the lock, which a recall waiting for it holds
         finished = _monotonic()

@@ -216,10 +216,11 @@ class LexicalScorer(Protocol):
 
 
 class LexicalBuild(Protocol):
-    """Builds a scorer over documents given as term-code lists (an empty list is an
-    empty document), or restores one from its ``state``."""
+    """Builds a scorer over documents given flat: ``lengths[i]`` term codes for document
+    ``i`` (0: an empty document), the codes one document after another in ``codes``;
+    or restores one from its ``state``."""
 
-    def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer: ...
+    def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> LexicalScorer: ...
 
     def restore(self, state: Mapping[str, npt.NDArray[Any]]) -> LexicalScorer:
         """The scorer ``state`` came from; ``ValueError`` when it is not one."""

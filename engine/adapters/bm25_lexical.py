@@ -4,6 +4,12 @@ bm25s's quirks stay in here:
 
 * it indexes a fixed corpus: there is no add or remove, so a changed namespace is a
   new scorer (``engine.fast_network`` builds one when first needed after a change);
+* its ``BM25.index`` loops over the documents in Python (about 50 µs a document: 6 s
+  at 100,000, holding the interpreter's lock throughout). ``build_index_from_ids`` is
+  the step bm25s names for overriding; here it is done over the whole corpus at once
+  (numpy), with bm25s's own idf and term-frequency functions applied in the
+  same order and types, so the matrix is bit for bit the one bm25s builds
+  (tests/unit/test_bm25_lexical.py);
 * its vocabulary must be dense ids ``0..V-1`` with string names: the engine's term
   codes (global, sparse) are renumbered per corpus, and a query term the corpus
   lacks is dropped before scoring (bm25s would look it up and fail);
@@ -21,7 +27,7 @@ from typing import Any
 import bm25s
 import numpy as np
 import numpy.typing as npt
-from bm25s.scoring import _score_idf_lucene
+from bm25s.scoring import _score_idf_lucene, _score_tfc_lucene
 
 # Postings summed on their own (sorted, then added) while they number under a
 # SPARSE_SHARE-th of the corpus; above that, a dense array over the corpus is cheaper
@@ -32,16 +38,30 @@ SPARSE_SHARE = 64
 class Bm25Scorer:
     """``LexicalScorer`` over one corpus of term-code lists (see ``engine.ports``)."""
 
-    def __init__(self, documents: Sequence[Sequence[int]]) -> None:
-        local: dict[int, int] = {}
-        ids = [[local.setdefault(code, len(local)) for code in doc] for doc in documents]
-        self._size = len(documents)
-        self._vocab = {str(code): n for code, n in local.items()}
-        self._model: bm25s.BM25 | None = None
-        if local:
-            model = bm25s.BM25()
-            model.index(bm25s.tokenization.Tokenized(ids=ids, vocab=self._vocab), show_progress=False)
-            self._model = model
+    def __init__(self, size: int, vocab: dict[str, int], model: bm25s.BM25 | None) -> None:
+        self._size = size
+        self._vocab = vocab  # the term codes, as strings, to bm25s's dense ids
+        self._model = model
+
+    @classmethod
+    def build(cls, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> Bm25Scorer:
+        """Over the documents whose code counts are ``lengths``, their codes one document
+        after another in ``codes``."""
+        lengths, codes = np.asarray(lengths, np.int64), np.asarray(codes, np.int64)
+        if not len(codes):
+            return cls(len(lengths), {}, None)
+        known, local = _dense(codes)
+        vocab = {str(code): n for n, code in enumerate(known.tolist())}
+        model = bm25s.BM25()
+        model.scores = _index(model, lengths, local, len(known))
+        _fit(model, vocab)
+        return cls(len(lengths), vocab, model)
+
+    @classmethod
+    def of_documents(cls, documents: Sequence[Sequence[int]]) -> Bm25Scorer:
+        lengths = np.fromiter((len(doc) for doc in documents), np.int64, len(documents))
+        codes = np.fromiter((code for doc in documents for code in doc), np.int64, int(lengths.sum()))
+        return cls.build(lengths, codes)
 
     def matches(self, query_terms: Sequence[int]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The documents that hold a query term, ascending, and their scores: what bm25s's
@@ -100,30 +120,77 @@ class Bm25Scorer:
 
     @classmethod
     def restore(cls, state: Mapping[str, npt.NDArray[Any]]) -> Bm25Scorer:
-        scorer = cls(())
-        scorer._size = int(state["size"][0])
+        size = int(state["size"][0])
         codes = state["codes"].tolist()
-        scorer._vocab = {str(code) if code >= 0 else "": n for n, code in enumerate(codes)}
-        if codes:
-            indptr, data, indices = state["indptr"], state["data"], state["indices"]
-            # One column per term (the empty token bm25s adds has none), in compressed form.
-            if len(indptr) > len(codes) + 1 or int(indptr[-1]) != len(data) or len(data) != len(indices):
-                raise ValueError("the BM25 state's arrays do not fit together")
-            model = bm25s.BM25()
-            # What ``BM25.index`` leaves behind (bm25s 0.3), set from the saved arrays.
-            model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": scorer._size}
-            model.vocab_dict = scorer._vocab
-            model.unique_token_ids_set = set(scorer._vocab.values())
-            model.nonoccurrence_array = None  # the Lucene variant has none
-            scorer._model = model
-        return scorer
+        vocab = {str(code) if code >= 0 else "": n for n, code in enumerate(codes)}
+        if not codes:
+            return cls(size, vocab, None)
+        indptr, data, indices = state["indptr"], state["data"], state["indices"]
+        # One column per term (the empty token bm25s adds has none), in compressed form.
+        if len(indptr) > len(codes) + 1 or int(indptr[-1]) != len(data) or len(data) != len(indices):
+            raise ValueError("the BM25 state's arrays do not fit together")
+        model = bm25s.BM25()
+        model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": size}
+        _fit(model, vocab)
+        return cls(size, vocab, model)
+
+
+def _dense(codes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct codes, ascending, and each code's position among them (``np.unique``
+    with ``return_inverse``). The engine's codes are small non-negative integers (an
+    interner's), so a table over them does it without sorting every code."""
+    low, high = int(codes.min()), int(codes.max())
+    if low < 0 or high > 8 * len(codes) + (1 << 16):
+        known, local = np.unique(codes, return_inverse=True)
+        return known, local.astype(np.int64, copy=False)
+    present = np.zeros(high + 1, np.bool_)
+    present[codes] = True
+    return np.flatnonzero(present), (np.cumsum(present, dtype=np.int64) - 1)[codes]
+
+
+def _fit(model: bm25s.BM25, vocab: dict[str, int]) -> None:
+    """What ``BM25.index`` leaves behind (bm25s 0.3) besides the score matrix."""
+    model.vocab_dict = vocab
+    model.unique_token_ids_set = set(vocab.values())
+    model.nonoccurrence_array = None  # the Lucene variant has none
+
+
+def _index(
+    model: bm25s.BM25, lengths: npt.NDArray[np.int64], local: npt.NDArray[np.int64], vocabulary: int
+) -> dict[str, Any]:
+    """``BM25.build_index_from_ids`` for ``model``'s method (Lucene) over the documents
+    whose dense term ids are ``local``, ``lengths[i]`` of them for document ``i``: per
+    (document, term) its frequency, per term its document frequency and idf (bm25s's
+    ``_score_idf_lucene``, once per distinct frequency), the weights from bm25s's
+    ``_score_tfc_lucene`` in float64, stored in float32, then bm25s's own ``_np_csc``."""
+    if model.method != "lucene" or model.idf_method not in (None, "lucene"):
+        raise ValueError(f"the whole-corpus build is bm25s's Lucene variant, not {model.method!r}")
+    documents = len(lengths)
+    doc = np.repeat(np.arange(documents, dtype=np.int64), lengths)
+    # By term, then document: the order of the compressed columns, which ``_np_csc``
+    # then finds already sorted.
+    pairs, tf = np.unique(local * documents + doc, return_counts=True)
+    pair_term, pair_doc = np.divmod(pairs, documents)
+    frequencies, which = np.unique(np.bincount(pair_term, minlength=vocabulary), return_inverse=True)
+    idf = np.asarray([_score_idf_lucene(int(df), N=documents) for df in frequencies.tolist()], model.dtype)[which]
+    tfc = _score_tfc_lucene(
+        tf_array=tf.astype(model.dtype), l_d=lengths[pair_doc], l_avg=lengths.mean(), k1=model.k1, b=model.b
+    )
+    scores = (idf[pair_term] * tfc).astype(model.dtype)
+    data, indices, indptr = model._np_csc(
+        data=scores,
+        rows=pair_doc.astype(model.int_dtype),
+        cols=pair_term.astype(model.int_dtype),
+        shape=(documents, vocabulary),
+    )
+    return {"data": data.astype(model.dtype), "indices": indices, "indptr": indptr, "num_docs": documents}
 
 
 class Bm25Build:
     """``LexicalBuild``: a new ``Bm25Scorer``, or one restored from its ``state``."""
 
-    def __call__(self, documents: Sequence[Sequence[int]]) -> Bm25Scorer:
-        return Bm25Scorer(documents)
+    def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> Bm25Scorer:
+        return Bm25Scorer.build(lengths, codes)
 
     def restore(self, state: Mapping[str, npt.NDArray[Any]]) -> Bm25Scorer:
         return Bm25Scorer.restore(state)

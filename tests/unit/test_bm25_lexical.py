@@ -1,9 +1,10 @@
-"""The BM25 scorer's sparse matches against bm25s's own dense scores."""
+"""The BM25 scorer: its build against bm25s's own index, its sparse matches against bm25s's own dense scores."""
 
 from __future__ import annotations
 
 import random
 
+import bm25s
 import numpy as np
 import pytest
 
@@ -16,6 +17,36 @@ def _corpus(rng: random.Random, size: int, vocabulary: int) -> list[list[int]]:
     return [[rng.randrange(vocabulary) * 7 + 3 for _ in range(rng.randrange(0, 12))] for _ in range(size)]
 
 
+@pytest.mark.parametrize(
+    "documents",
+    [
+        _corpus(random.Random(5), 2000, 300),
+        _corpus(random.Random(6), 3, 5),
+        [[5, 5, 5], [], [], [9]],  # repeats and empty documents
+        [[42]],
+        [[10**12, 3, 10**12], [3], [7 * 10**11]],  # codes too sparse for a table
+    ],
+    ids=["2000-documents", "3-documents", "repeats-and-empty", "one-term", "sparse-codes"],
+)
+def test_the_build_is_bm25s_own_index_bit_for_bit(documents: list[list[int]]) -> None:
+    """The whole-corpus build against ``BM25.index`` over the same dense ids: every
+    weight, index and pointer, and their types."""
+    scorer = Bm25Scorer.of_documents(documents)
+    assert scorer._model is not None
+    ids = [[scorer._vocab[str(code)] for code in doc] for doc in documents]
+    reference = bm25s.BM25()
+    reference.index(bm25s.tokenization.Tokenized(ids=ids, vocab=dict(scorer._vocab)), show_progress=False)
+    for name in ("data", "indices", "indptr"):
+        ours, theirs = np.asarray(scorer._model.scores[name]), np.asarray(reference.scores[name])
+        assert ours.dtype == theirs.dtype and ours.tobytes() == theirs.tobytes(), name
+    assert scorer._model.scores["num_docs"] == reference.scores["num_docs"] == len(documents)
+
+
+def test_a_corpus_of_empty_documents_has_no_matrix() -> None:
+    scorer = Bm25Scorer.of_documents([[], []])
+    assert scorer._model is None and scorer.matches([1])[0].tolist() == [] and scorer.ceiling([1]) == 0.0
+
+
 @pytest.mark.parametrize("share", [0, 16, 10**9], ids=["postings-only", "either", "dense-only"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
@@ -23,7 +54,7 @@ def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
 ) -> None:
     monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
     rng = random.Random(seed)
-    scorer = Bm25Scorer(_corpus(rng, 500, 60))
+    scorer = Bm25Scorer.of_documents(_corpus(rng, 500, 60))
     model = scorer._model
     assert model is not None
     for _ in range(50):
@@ -36,15 +67,15 @@ def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
 
 
 def test_a_query_without_a_known_term_matches_nothing() -> None:
-    scorer = Bm25Scorer([[1, 2], [2, 3]])
+    scorer = Bm25Scorer.of_documents([[1, 2], [2, 3]])
     docs, scores = scorer.matches([99])
     assert len(docs) == 0 and len(scores) == 0
-    assert Bm25Scorer([]).matches([1])[0].tolist() == []
+    assert Bm25Scorer.of_documents([]).matches([1])[0].tolist() == []
 
 
 def test_a_restored_scorer_matches_as_the_built_one() -> None:
     rng = random.Random(9)
-    built = Bm25Scorer(_corpus(rng, 200, 30))
+    built = Bm25Scorer.of_documents(_corpus(rng, 200, 30))
     restored = Bm25Scorer.restore(built.state())
     for _ in range(20):
         query = [rng.randrange(30) * 7 + 3 for _ in range(3)]
@@ -59,13 +90,13 @@ def test_no_match_reaches_the_ceiling_and_one_holding_the_terms_often_comes_clos
     # nears that term's idf, so its score nears the ceiling.
     others = [[rng.choice([10, 20, 30, 40, 50, 60, 70]) for _ in range(4)] for _ in range(49)]
     documents = [[10, 20, 30] * 2000, *others]
-    scorer = Bm25Scorer(documents)
+    scorer = Bm25Scorer.of_documents(documents)
     ceiling = scorer.ceiling(query)
     docs, scores = scorer.matches(query)
     assert len(docs) > 1 and float(scores.max()) < ceiling
     assert docs[int(np.argmax(scores))] == 0 and float(scores.max()) > 0.95 * ceiling
     assert scorer.ceiling([*query, 10, 12345]) == pytest.approx(ceiling)  # repeats and unknown terms add nothing
-    assert scorer.ceiling([12345]) == 0.0 and Bm25Scorer([]).ceiling(query) == 0.0
+    assert scorer.ceiling([12345]) == 0.0 and Bm25Scorer.of_documents([]).ceiling(query) == 0.0
     assert Bm25Scorer.restore(scorer.state()).ceiling(query) == ceiling
     assert scorer.ceiling([99]) == 0.0  # not in the corpus
     assert scorer.ceiling([70]) > scorer.ceiling([10])  # a rarer term weighs more

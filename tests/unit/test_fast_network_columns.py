@@ -6,13 +6,14 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from engine import fast_network, scoring
@@ -215,9 +216,9 @@ def test_a_saved_lexicon_answers_after_a_load_without_a_build(tmp_path: Path) ->
     built: list[int] = []
 
     class CountingBuild:
-        def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
-            built.append(len(documents))
-            return build_scorer(documents)
+        def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> LexicalScorer:
+            built.append(len(lengths))
+            return build_scorer(lengths, codes)
 
         def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
             return build_scorer.restore(state)
@@ -295,10 +296,10 @@ def test_background_rebuilds_under_steady_writes_are_spaced(monkeypatch: pytest.
     built: list[int] = []
 
     class SlowBuild:
-        def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
-            built.append(len(documents))
+        def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> LexicalScorer:
+            built.append(len(lengths))
             now[0] += 1.0  # the build takes a second
-            return build_scorer(documents)
+            return build_scorer(lengths, codes)
 
         def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
             return build_scorer.restore(state)
@@ -337,11 +338,11 @@ class _CountingBuild:
         self.gate = threading.Event()
         self.gate.set()
 
-    def __call__(self, documents: Sequence[Sequence[int]]) -> LexicalScorer:
+    def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> LexicalScorer:
         self.started.set()
         self.gate.wait()
-        self.built.append(len(documents))
-        return build_scorer(documents)
+        self.built.append(len(lengths))
+        return build_scorer(lengths, codes)
 
     def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
         return build_scorer.restore(state)
