@@ -780,19 +780,21 @@ _LABELS = """deadline due appointment meeting standup sync schedule language bud
 @lru_cache(maxsize=4)
 def _stems(words: str, chinese: bool) -> frozenset[str]:
     """The search terms of ``words``; of their Latin-script part alone unless ``chinese``.
-    A text without Chinese has no Chinese term to meet, and segmenting the Chinese words
+    Terms without a Chinese one meet no Chinese term, and segmenting the Chinese words
     would load jieba's dictionary (about 1.7 s) at the first English claim."""
     return frozenset(terms(words if chinese else without_chinese(words)))
 
 
 def _known_attribute(attr: str) -> bool:
-    return bool(set(terms(attr)) & _stems(_SINGLE_ATTRS, is_chinese(attr)))
+    words = set(terms(attr))
+    return bool(words & _stems(_SINGLE_ATTRS, any(map(is_chinese, words))))
 
 
 def _names_attribute(label: str) -> bool:
     """Whether a ``Label:`` prefix names an attribute rather than a speaker."""
-    chinese = is_chinese(label)
-    return bool(set(terms(label)) & (_stems(_SINGLE_ATTRS, chinese) | _stems(_LABELS, chinese)))
+    words = set(terms(label))
+    chinese = any(map(is_chinese, words))
+    return bool(words & (_stems(_SINGLE_ATTRS, chinese) | _stems(_LABELS, chinese)))
 
 
 _RESIDENCE_ATTRS = frozenset({"home", "home city", "city", "residence", "address", "住址", "家", "居住地"})
