@@ -30,7 +30,8 @@ carry over):
    (write guard, entity extraction, exact and near-duplicate check, conflict rules, one
    store transaction, index and fast-network upkeep), with the hashing embedder, so the
    engine's cost alone. One untimed batch first; spread: each batch to one namespace, at
-   random. Wall and CPU time (``time.process_time``) per saved memory.
+   random. Wall and CPU time (``time.process_time``) per saved memory, and the bytes the
+   saves had written to storage per saved memory (Linux's ``write_bytes``).
 
 Memory beyond the vectors: the RSS a start-up added, less the vectors' own bytes (the
 HNSW index's float32 copy and the fast network's float16 one), per memory. It holds
@@ -274,12 +275,14 @@ def ingest(layout: str, size: int, data_dir: Path, scratch: Path, args: argparse
         service.save_batch(batch())  # untimed: the first batch's one-off costs
         results = []
         wall = cpu = 0.0
+        written = _written()
         for _ in range(args.ingest_batches):
             drafts = batch()
             began, began_cpu = time.perf_counter(), time.process_time()
             results += service.save_batch(drafts)
             wall += time.perf_counter() - began
             cpu += time.process_time() - began_cpu
+        written = _written() - written  # the saves' own: before the flush's index files
         service.flush()
     finally:
         service.close()
@@ -291,7 +294,17 @@ def ingest(layout: str, size: int, data_dir: Path, scratch: Path, args: argparse
         "ingest_per_s": round(saved / wall, 1),
         "ingest_ms_per_memory": round(wall * 1000 / saved, 3),
         "ingest_cpu_ms_per_memory": round(cpu * 1000 / saved, 3),
+        "ingest_written_kb_per_memory": round(written / 1024 / saved, 1),
     }
+
+
+def _written() -> int:
+    """Bytes this process has had written to storage (Linux's write_bytes: the store's
+    log and checkpoints, the index files), 0 where the platform does not count them."""
+    try:
+        return int(psutil.Process().io_counters().write_bytes)
+    except (AttributeError, psutil.Error):
+        return 0
 
 
 def _child(
@@ -433,7 +446,7 @@ def _report(args: argparse.Namespace, rows: list[dict[str, Any]], baseline: dict
         "one category p50 / p95 / p99 ms | "
         "asked again p50 / p95 / p99 ms | HNSW recall@10 | "
         "start-up s | rebuild s | RSS MB (loaded / peak) | KB a memory beyond the vectors | fast network MB | "
-        "disk MB | ingest saves/s (CPU ms a memory) |"
+        "disk MB | ingest saves/s (CPU ms, KB written a memory) |"
     )
     print("|---|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|")
     for row in rows:
@@ -487,7 +500,11 @@ def _plot(rows: list[dict[str, Any]], baseline: dict[str, str] | None, path: Pat
 
 
 def _ingest(one: dict[str, Any]) -> str:
-    return f"{one['ingest_per_s']} ({one['ingest_cpu_ms_per_memory']})" if "ingest_per_s" in one else "—"
+    if "ingest_per_s" not in one:
+        return "—"
+    written = one.get("ingest_written_kb_per_memory")  # absent from results of before it was measured
+    kb = f", {written} KB" if written is not None else ""
+    return f"{one['ingest_per_s']} ({one['ingest_cpu_ms_per_memory']}{kb})"
 
 
 def _three(ms: dict[str, float] | None) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -16,6 +18,7 @@ from engine.records import (
     Visibility,
     content_digest,
     entity_keys,
+    new_memory_id,
     normalize_entities,
 )
 
@@ -166,3 +169,19 @@ def test_naive_timestamps_are_refused_on_write_and_read_as_utc() -> None:
     with pytest.raises(ValueError, match="naive"):
         to_iso(datetime(2025, 1, 1))
     assert from_iso("2025-01-01T00:00:00") == datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_memory_ids_are_version_7_uuids_in_the_order_they_were_made() -> None:
+    made = []
+    for _ in range(3):
+        made += [new_memory_id() for _ in range(200)]
+        time.sleep(0.002)  # the next ones fall in a later millisecond
+    assert len(set(made)) == len(made)
+    parsed = [uuid.UUID(memory_id) for memory_id in made]
+    assert all(str(u) == memory_id for u, memory_id in zip(parsed, made, strict=True))
+    assert {u.version for u in parsed} == {7} and {u.variant for u in parsed} == {uuid.RFC_4122}
+    # The first 48 bits are the millisecond: within a few seconds of now, never going back.
+    stamps = [u.int >> 80 for u in parsed]
+    assert abs(stamps[-1] - time.time_ns() // 1_000_000) < 5_000 and stamps == sorted(stamps)
+    # As strings too: each millisecond's ids sort after every earlier one's.
+    assert max(made[:200]) < min(made[200:400]) and max(made[200:400]) < min(made[400:])
