@@ -14,6 +14,8 @@ store once, for its final hits (DESIGN.md, "The dual network"). One row per memo
 * entity postings (namespace, entity key) → rows, and the typed links
   (``SUPERSEDES``, ``CONTRADICTS``, ``NEXT``, …) of every memory;
 * the metadata of memories that have any, for the rare metadata filter;
+* what the read guard's rules found in each text (``findings``), saved with the
+  fingerprint of those rules (``read_rules``) and dropped on load under other ones;
 * each memory's vector of the current model as float16 (half the bytes; cosines
   within ~1e-3 of float32), for the exact cosine of candidates that the lexical or
   graph channel brings and for the exact scan of a selective filter: hnswlib's
@@ -570,9 +572,13 @@ class FastNetwork:
         sync_rebuild_docs: int = SYNC_REBUILD_DOCS,
         rough: RoughCosines | None = None,
         warm_after: float | None = None,
+        read_rules: str = "",
     ) -> None:
         self._build = lexical
         self._rough = rough
+        # The fingerprint of the read rules whose findings the ``findings`` column keeps
+        # (``engine.guard.read_rules``): saved with them, and checked on load.
+        self.read_rules = read_rules
         # Seconds a namespace's writes must pause before its lexicon, where a query would
         # rebuild it first, is rebuilt ahead in the background (None: only when asked).
         self._warm_after = warm_after
@@ -1326,7 +1332,7 @@ class FastNetwork:
                         arrays[f"lexicon_{namespace}_{part}"] = array
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
-            seq, model, dim = self.applied_seq, self.model, self.dim
+            seq, model, dim, rules = self.applied_seq, self.model, self.dim, self.read_rules
         tmp = directory / (_FILE + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, allow_pickle=False, **arrays)
@@ -1338,6 +1344,7 @@ class FastNetwork:
             "applied_seq": seq,
             "model": model,
             "dim": dim,
+            "read_rules": rules,
             "bytes": (directory / _FILE).stat().st_size,
             CHECKSUM: checksum_of(directory / _FILE),
         }
@@ -1358,9 +1365,12 @@ class FastNetwork:
         dim: int,
         rough: RoughCosines | None = None,
         warm_after: float | None = None,
+        read_rules: str = "",
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
-        another format or holds another model's vectors (the caller rebuilds it)."""
+        another format or holds another model's vectors (the caller rebuilds it). The
+        read guard's findings it kept are dropped where other rules made them (another
+        ``read_rules``, or none named): recall looks for them again, by the rules of now."""
         try:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
             path = directory / _FILE
@@ -1372,9 +1382,11 @@ class FastNetwork:
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files if name != "vectors"}
-            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after)
+            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after, read_rules=read_rules)
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])
+            if meta.get("read_rules") != read_rules:
+                net._cols.findings[:] = 0
             return net
         except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
             return None

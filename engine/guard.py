@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from engine.config import GuardPolicy
@@ -703,9 +706,19 @@ def check_read(memory: Memory, *, is_blocked: Callable[[Memory], bool] = never_b
     return read_refusal(memory, read_findings(memory.content), is_blocked=is_blocked)
 
 
-# What the read rules find in a text, as bits. They depend on the text alone, so recall
-# keeps them per memory (``FastNetwork.findings``); 0 means not looked at yet.
+# What the read rules find in a text, as bits. They depend on the text and on the rules
+# alone, so recall keeps them per memory (``FastNetwork.findings``, saved with it under
+# ``read_rules``); 0 means not looked at yet.
 READ_CHECKED, READ_INJECTION, READ_STEERING, READ_SENSITIVE = 1, 2, 4, 8
+
+
+@functools.cache
+def read_rules() -> str:
+    """A fingerprint of the rules ``read_findings`` applies: this module as installed.
+    Findings kept under another fingerprint were made by other rules, and are looked for
+    again (``FastNetwork.load``). Any change to this file voids them, also one that leaves
+    the rules as they were; that costs one ``read_findings`` a memory, on its next recall."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def read_findings(text: str) -> int:

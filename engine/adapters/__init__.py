@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from engine import text
+from engine import guard, text
 from engine.adapters import registry
 from engine.adapters.registry import DB_FILE as DB_FILE  # where callers have always found it
 from engine.config import Config
@@ -147,6 +147,7 @@ def open_service(
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
+        rules = guard.read_rules()  # whose read findings the fast network keeps
 
         def new_index() -> HnswIndex:
             return HnswIndex(
@@ -170,7 +171,9 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
-            new_network=lambda: FastNetwork(build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead),
+            new_network=lambda: FastNetwork(
+                build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead, read_rules=rules
+            ),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
@@ -187,7 +190,7 @@ def open_service(
                 search_threads=idx.search_threads,
             )
             network = FastNetwork.load(
-                index_dir, build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead
+                index_dir, build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead, read_rules=rules
             )
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:

@@ -3,6 +3,7 @@ over columns exactly as ``engine.scoring`` computes them over records."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -20,6 +21,7 @@ from engine import fast_network, scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
+from engine.guard import READ_CHECKED, READ_INJECTION
 from engine.ports import LexicalScorer
 from engine.records import Memory, Source, Status, content_digest, new_memory_id
 from engine.text import terms
@@ -487,3 +489,27 @@ def test_entity_postings_restored_flat_agree_with_sets_through_additions_and_rem
     for space in range(-1, 4):  # -1: a namespace the network does not know
         for code in range(31):
             assert sorted(held.get(space, code)) == sorted(model.get((space, code), set())), (space, code)
+
+
+def test_kept_read_findings_are_loaded_only_under_the_rules_that_made_them(tmp_path: Path) -> None:
+    rng = random.Random(12)
+    net = FastNetwork(build_scorer, read_rules="rules-a")
+    memory = _memory(rng, "fact")
+    net.apply([memory], (), [])
+    row = int(net.rows_of([memory.memory_id])[0])
+    net.keep_findings(row, memory.digest, READ_CHECKED | READ_INJECTION)
+    net.save(tmp_path)
+
+    def findings(rules: str) -> int:
+        loaded = FastNetwork.load(tmp_path, build_scorer, model="", dim=0, read_rules=rules)
+        assert loaded is not None and loaded.read_rules == rules
+        return loaded.findings(row, memory.digest)
+
+    assert findings("rules-a") == READ_CHECKED | READ_INJECTION
+    assert findings("rules-b") == 0
+    # A network saved before the rules were named: none of its findings is trusted.
+    meta_path = tmp_path / fast_network._META
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    del meta["read_rules"]
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    assert findings("rules-a") == 0
