@@ -183,3 +183,19 @@ def test_load_loads_dateparser_and_jionlp_unless_told_chinese_is_not_needed() ->
     # and they read as before
     assert [w.start for w in both.windows("what did I say last week", NOW)] == [day(6, 3)]
     assert [w.start for w in both.windows("上周我说了什么", NOW)] == [day(6, 3)]
+
+
+def test_dateparser_reads_the_sentences_that_name_a_date_one_at_a_time(times: LibraryTimeExpressions) -> None:
+    # A prompt context's query: several user turns joined. Read whole, dateparser took
+    # "one we" for a date too (a LongMemEval turn); read a sentence at a time, only July is.
+    turns = (
+        "That sounds great! I'll check out those parks and see which one we like best. "
+        "By the way, I was thinking of asking my siblings to come over in July."
+    )
+    (window,) = times.windows(turns, NOW)
+    assert (window.start, window.end, window.text) == (day(7, 1, 2023), day(8, 1, 2023), "in July")
+    # What ends no sentence keeps a date whole: a dotted date, a decimal before a date.
+    (window,) = times.windows("What did I buy on 2023.05.03? Tell me.", NOW)
+    assert (window.start, window.end) == (day(5, 3, 2023), day(5, 4, 2023))
+    (window,) = times.windows("I ran 3.5 km on 3 May 2023. Nice.", NOW)
+    assert (window.start, window.end) == (day(5, 3, 2023), day(5, 4, 2023))
