@@ -39,6 +39,7 @@ import collections
 import contextlib
 import itertools
 import json
+import logging
 import os
 import threading
 import time
@@ -68,6 +69,8 @@ from engine.records import (
     entity_keys,
     micros,
 )
+
+log = logging.getLogger(__name__)
 
 Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -573,9 +576,12 @@ class FastNetwork:
         rough: RoughCosines | None = None,
         warm_after: float | None = None,
         read_rules: str = "",
+        analysis: str = "",
     ) -> None:
         self._build = lexical
         self._rough = rough
+        # The fingerprint of the text analysis that made its terms (``engine.text.analysis``).
+        self.analysis = analysis
         # The fingerprint of the read rules whose findings the ``findings`` column keeps
         # (``engine.guard.read_rules``): saved with them, and checked on load.
         self.read_rules = read_rules
@@ -1332,7 +1338,7 @@ class FastNetwork:
                         arrays[f"lexicon_{namespace}_{part}"] = array
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
-            seq, model, dim, rules = self.applied_seq, self.model, self.dim, self.read_rules
+            seq, model, dim, rules, analysis = self.applied_seq, self.model, self.dim, self.read_rules, self.analysis
         tmp = directory / (_FILE + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, allow_pickle=False, **arrays)
@@ -1345,6 +1351,7 @@ class FastNetwork:
             "model": model,
             "dim": dim,
             "read_rules": rules,
+            "analysis": analysis,
             "bytes": (directory / _FILE).stat().st_size,
             CHECKSUM: checksum_of(directory / _FILE),
         }
@@ -1366,9 +1373,11 @@ class FastNetwork:
         rough: RoughCosines | None = None,
         warm_after: float | None = None,
         read_rules: str = "",
+        analysis: str = "",
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
-        another format or holds another model's vectors (the caller rebuilds it). The
+        another format, holds another model's vectors, or terms another text analysis made
+        (another ``analysis``, or none named: the caller rebuilds it). The
         read guard's findings it kept are dropped where other rules made them (another
         ``read_rules``, or none named): recall looks for them again, by the rules of now."""
         try:
@@ -1378,11 +1387,15 @@ class FastNetwork:
                 return None
             if meta["model"] != model or meta["dim"] != dim:
                 return None
+            if meta.get("analysis") != analysis:
+                log.warning("saved fast network holds the terms of another text analysis: rebuilding it")
+                return None
             if not checksum_matches(path, meta):
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files if name != "vectors"}
-            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after, read_rules=read_rules)
+            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after)
+            net.read_rules, net.analysis = read_rules, analysis
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])
             if meta.get("read_rules") != read_rules:

@@ -9,11 +9,13 @@ turns stored content and queries into terms, so both sides always agree.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
 import unicodedata
 from functools import lru_cache
+from importlib.metadata import version
 
 import jieba
 import snowballstemmer
@@ -50,6 +52,27 @@ def terms(text: str) -> list[str]:
         position = match.end()
     found += _latin_terms(normal[position:])
     return found
+
+
+# Raised whenever ``terms`` reads a text differently (what it finds, not how fast): the
+# fast network keeps the terms of every memory, and one saved under another ``analysis``
+# is rebuilt from the store.
+TERMS_REVISION = 1
+
+
+def analysis() -> str:
+    """A fingerprint of what ``terms`` depends on: ``TERMS_REVISION``, the stop words and
+    patterns, and the installed jieba and Snowball (a new dictionary segments otherwise)."""
+    parts = [
+        str(TERMS_REVISION),
+        _WORD.pattern,
+        _CJK.pattern,
+        " ".join(sorted(ENGLISH_STOP_WORDS)),
+        " ".join(sorted(CHINESE_STOP_WORDS)),
+        f"jieba {version('jieba')}",
+        f"snowballstemmer {version('snowballstemmer')}",
+    ]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 # Near-duplicates say the same thing in mostly the same words. The embedder alone cannot

@@ -148,6 +148,7 @@ def open_service(
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
         rules = guard.read_rules()  # whose read findings the fast network keeps
+        analysis = text.analysis()  # whose terms it keeps
 
         def new_index() -> HnswIndex:
             return HnswIndex(
@@ -172,7 +173,13 @@ def open_service(
             embedder,
             new_index=new_index,
             new_network=lambda: FastNetwork(
-                build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead, read_rules=rules
+                build_scorer,
+                model=model,
+                dim=dim,
+                rough=half_cosines,
+                warm_after=ahead,
+                read_rules=rules,
+                analysis=analysis,
             ),
             directory=index_dir,
             previous=previous_embedder,
@@ -190,7 +197,14 @@ def open_service(
                 search_threads=idx.search_threads,
             )
             network = FastNetwork.load(
-                index_dir, build_scorer, model=model, dim=dim, rough=half_cosines, warm_after=ahead, read_rules=rules
+                index_dir,
+                build_scorer,
+                model=model,
+                dim=dim,
+                rough=half_cosines,
+                warm_after=ahead,
+                read_rules=rules,
+                analysis=analysis,
             )
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engine import text
 from engine.adapters import DB_FILE, INDEX_DIR
 from engine.config import load_config
 from engine.errors import InvalidInput, MemoryNotFound, StoreError
@@ -747,3 +748,23 @@ def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenS
     service.recall("what did I say last week", namespaces=["n"])
     _await_language_data()
     assert service.times._dateparser is None and service.times._jionlp is None  # type: ignore[attr-defined]
+
+
+def test_a_fast_network_saved_under_another_text_analysis_is_rebuilt(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release whose terms were the words unstemmed saved its fast network.
+    monkeypatch.setattr(text, "analysis", lambda: "words unstemmed")
+    monkeypatch.setattr(text, "_stem", lambda word: word)
+    older = open_svc()
+    saved = older.save(MemoryDraft("The user keeps running shoes by the door", namespace="u1"))
+    older.close()
+    # This release stems ("running" is "run"): the saved terms would never meet a query's.
+    monkeypatch.undo()
+    now = open_svc()
+    assert now.keeper.network_rebuilt_at_start
+    (hit,) = now.recall("running", namespaces=["u1"], top_k=1).hits
+    assert hit.memory.memory_id == saved.memory.memory_id and hit.breakdown.lexical.value > 0
+    now.close()
+    again = open_svc()
+    assert not again.keeper.network_rebuilt_at_start  # saved under this analysis: loaded

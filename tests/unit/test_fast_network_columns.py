@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine import fast_network, scoring
+from engine import fast_network, scoring, text
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
@@ -513,3 +513,34 @@ def test_kept_read_findings_are_loaded_only_under_the_rules_that_made_them(tmp_p
     del meta["read_rules"]
     meta_path.write_text(json.dumps(meta), encoding="utf-8")
     assert findings("rules-a") == 0
+
+
+def test_a_network_saved_under_another_text_analysis_is_not_loaded(tmp_path: Path) -> None:
+    rng = random.Random(13)
+    net = FastNetwork(build_scorer, analysis="analysis-a")
+    net.apply([_memory(rng, "fact")], (), [])
+    net.save(tmp_path)
+    loaded = FastNetwork.load(tmp_path, build_scorer, model="", dim=0, analysis="analysis-a")
+    assert loaded is not None and loaded.analysis == "analysis-a" and len(loaded) == 1
+    assert FastNetwork.load(tmp_path, build_scorer, model="", dim=0, analysis="analysis-b") is None
+    # Saved before the analysis was named: its terms may be any analysis's.
+    meta_path = tmp_path / fast_network._META
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    del meta["analysis"]
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    assert FastNetwork.load(tmp_path, build_scorer, model="", dim=0, analysis="analysis-a") is None
+
+
+def test_the_text_analysis_fingerprint_follows_what_terms_depend_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = text.analysis()
+    assert now == text.analysis() and len(now) == 16
+    monkeypatch.setattr(text, "ENGLISH_STOP_WORDS", text.ENGLISH_STOP_WORDS - {"the"})
+    fewer_stop_words = text.analysis()
+    monkeypatch.undo()
+    monkeypatch.setattr(text, "TERMS_REVISION", text.TERMS_REVISION + 1)
+    revised = text.analysis()
+    monkeypatch.undo()
+    real = text.version
+    monkeypatch.setattr(text, "version", lambda name: "0.0" if name == "jieba" else real(name))
+    other_jieba = text.analysis()
+    assert len({now, fewer_stop_words, revised, other_jieba}) == 4
