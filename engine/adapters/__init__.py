@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from engine import guard, text
 from engine.adapters import registry
@@ -147,8 +147,16 @@ def open_service(
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
-        rules = guard.read_rules()  # whose read findings the fast network keeps
-        analysis = text.analysis()  # whose terms it keeps
+        # The fast network's, made new or loaded; it keeps the read findings of these rules
+        # and the terms of this text analysis.
+        network_options: dict[str, Any] = {
+            "model": model,
+            "dim": dim,
+            "rough": half_cosines,
+            "warm_after": ahead,
+            "read_rules": guard.read_rules(),
+            "analysis": text.analysis(),
+        }
 
         def new_index() -> HnswIndex:
             return HnswIndex(
@@ -172,15 +180,7 @@ def open_service(
             store,
             embedder,
             new_index=new_index,
-            new_network=lambda: FastNetwork(
-                build_scorer,
-                model=model,
-                dim=dim,
-                rough=half_cosines,
-                warm_after=ahead,
-                read_rules=rules,
-                analysis=analysis,
-            ),
+            new_network=lambda: FastNetwork(build_scorer, **network_options),
             directory=index_dir,
             previous=previous_embedder,
             new_legacy_index=new_legacy_index,
@@ -196,16 +196,7 @@ def open_service(
                 ef_search=idx.ef_search,
                 search_threads=idx.search_threads,
             )
-            network = FastNetwork.load(
-                index_dir,
-                build_scorer,
-                model=model,
-                dim=dim,
-                rough=half_cosines,
-                warm_after=ahead,
-                read_rules=rules,
-                analysis=analysis,
-            )
+            network = FastNetwork.load(index_dir, build_scorer, **network_options)
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
