@@ -1394,8 +1394,15 @@ class FastNetwork:
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files if name != "vectors"}
-            net = cls(lexical, model=model, dim=dim, rough=rough, warm_after=warm_after)
-            net.read_rules, net.analysis = read_rules, analysis
+            net = cls(
+                lexical,
+                model=model,
+                dim=dim,
+                rough=rough,
+                warm_after=warm_after,
+                read_rules=read_rules,
+                analysis=analysis,
+            )
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])
             if meta.get("read_rules") != read_rules:
