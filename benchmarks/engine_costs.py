@@ -9,7 +9,8 @@ upkeep on a save; channels, fusion, the read guard and the final read on a recal
 1. The revision given by ``--baseline-ref`` (``git archive``) fills a data directory with
    N synthetic memories (``Store.insert``, one transaction per 1,000, then the index and
    fast network catch up) and saves its index; a copy goes to this tree, which opens it
-   as an upgrade would (schema steps, fast network rebuilt where its format changed).
+   as an upgrade would (schema steps, fast network rebuilt where its format changed), or,
+   with ``--rebuild-after``, builds its fast network from the store.
 2. Both engines run as child processes on their own copy, each first recalls once and waits
    for the BM25 build that makes (the fill never built one: a build left to run in the
    background would take a core from the timed requests), and take the same work in turn,
@@ -204,6 +205,9 @@ def run_size(size: int, args: argparse.Namespace, baseline_tree: Path, workdir: 
     for copy in (after_data, before_data):
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(base, copy, ignore=shutil.ignore_patterns(".lock"))
+    if args.rebuild_after:
+        for saved in (after_data / "index").glob("fastnet*"):
+            saved.unlink()
     engines = {
         "before": Engine("before", baseline_tree, before_data, args.embedder),
         "after": Engine("after", HERE.parent, after_data, args.embedder),
@@ -282,6 +286,12 @@ def main() -> None:
         choices=("hashing", "default"),
         default="hashing",
         help="hashing: the near-free embedder (the engine alone); default: the configured model for saves and recalls",
+    )
+    parser.add_argument(
+        "--rebuild-after",
+        action="store_true",
+        help="this tree builds its fast network from the store instead of opening the baseline's "
+        "(what it keeps of each memory is then all its own, as where this release wrote every memory)",
     )
     parser.add_argument("--workdir", default=str(HERE / ".work" / "engine-costs"))
     parser.add_argument("--keep", action="store_true", help="keep the data directories")

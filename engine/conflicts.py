@@ -32,14 +32,17 @@ pairs the rules leave unrelated. No judge is required.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
+from engine import entities
 from engine.entities import ALIASES, canonical_key
 from engine.text import is_chinese, terms, without_chinese
 
@@ -834,6 +837,7 @@ def _same_value(a: str, b: str) -> bool:
 
 
 def _same_slot(old: Claim, new: Claim) -> bool:
+    # Keep ``slots_of`` in step: it must meet wherever this holds.
     if old.holder != new.holder:
         return False
     if old.slot == new.slot:
@@ -843,6 +847,23 @@ def _same_slot(old: Claim, new: Claim) -> bool:
     if pair == {"switch", "like"}:
         return True
     return False
+
+
+def slots_of(text: str) -> frozenset[str]:
+    """What the claims of ``text`` are about, one key per claim: its holder and slot
+    ("switch" filed with "like", as ``_same_slot`` pairs them). Two memories without keys
+    are judged other than unrelated only where their keys meet, so a candidate whose keys
+    miss the new memory's needs no reading (``FastNetwork.may_conflict``)."""
+    return frozenset(f"{claim.holder}\x1f{'like' if claim.slot == 'switch' else claim.slot}" for claim in claims(text))
+
+
+def rules() -> str:
+    """A fingerprint of the rules that read claims: this module and the entity keys it
+    uses, as installed. The fast network keeps ``slots_of`` each memory under it; slots
+    kept under another fingerprint are read again (``FastNetwork.load``)."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(entities.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _compare(old: Claim, new: Claim) -> Verdict:

@@ -16,6 +16,9 @@ store once, for its final hits (DESIGN.md, "The dual network"). One row per memo
 * the metadata of memories that have any, for the rare metadata filter;
 * what the read guard's rules found in each text (``findings``), saved with the
   fingerprint of those rules (``read_rules``) and dropped on load under other ones;
+* what the claims of each text are about (``conflicts.slots_of``), so that a save's
+  conflict rules read only the candidates that can clash (``may_conflict``); kept,
+  like the findings, under the fingerprint of the rules (``claim_rules``);
 * each memory's vector of the current model as float16 (half the bytes; cosines
   within ~1e-3 of float32), for the exact cosine of candidates that the lexical or
   graph channel brings and for the exact scan of a selective filter: hnswlib's
@@ -53,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine import text
+from engine import conflicts, text
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
@@ -140,7 +143,10 @@ class Interner:
 
 
 _INT_COLUMNS = ("namespace", "category", "actor", "session", "key", "created", "expire", "accessed", "access_count")
-_SMALL_COLUMNS = ("status", "source", "visibility", "live", "findings")
+_SMALL_COLUMNS = ("status", "source", "visibility", "live", "findings", "claims")
+# Columns a network saved before they were kept may lack: restored as zeros (not known).
+_LATER_COLUMNS = frozenset({"claims"})
+_LATER_INTERNERS = frozenset({"slots"})
 _FLOAT_COLUMNS = ("base", "importance")
 
 
@@ -163,6 +169,8 @@ class _Columns:
         self.visibility = np.zeros(capacity, np.int8)
         self.live = np.zeros(capacity, np.bool_)
         self.findings = np.zeros(capacity, np.int8)  # the read guard's, kept (engine.guard.READ_*)
+        # 1 where the row's claim slots are known (``FastNetwork._row_slots``), 0 where not yet.
+        self.claims = np.zeros(capacity, np.int8)
         self.base = np.zeros(capacity, np.float64)
         self.importance = np.zeros(capacity, np.float32)
 
@@ -187,7 +195,8 @@ class _Columns:
     def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], size: int) -> _Columns:
         columns = cls(max(_MIN_CAPACITY, size))
         for name in columns.names:
-            getattr(columns, name)[:size] = arrays[name]
+            if name in arrays or name not in _LATER_COLUMNS:
+                getattr(columns, name)[:size] = arrays[name]
         columns.size = size
         return columns
 
@@ -577,6 +586,7 @@ class FastNetwork:
         warm_after: float | None = None,
         read_rules: str = "",
         analysis: str = "",
+        claim_rules: str = "",
     ) -> None:
         self._build = lexical
         self._rough = rough
@@ -585,6 +595,9 @@ class FastNetwork:
         # The fingerprint of the read rules whose findings the ``findings`` column keeps
         # (``engine.guard.read_rules``): saved with them, and checked on load.
         self.read_rules = read_rules
+        # The same for the rules that read the claims ``claims``/``_row_slots`` keep
+        # (``engine.conflicts.rules``).
+        self.claim_rules = claim_rules
         # Seconds a namespace's writes must pause before its lexicon, where a query would
         # rebuild it first, is rebuilt ahead in the background (None: only when asked).
         self._warm_after = warm_after
@@ -623,8 +636,10 @@ class FastNetwork:
         self.keys = Interner()  # explicit record keys
         self.entities = Interner()  # entity keys
         self.terms = Interner()  # lexical terms
+        self.slots = Interner()  # what claims are about (``conflicts.slots_of``)
         self._entity_rows = _Postings()
         self._row_entities = _RowTuples()
+        self._row_slots = _RowTuples()  # rows whose text holds a claim -> its slots
         self._links: dict[int, list[Link]] = {}
         self._metadata: dict[int, Mapping[str, Any]] = {}
         self._lexicons: dict[int, _Lexicon] = {}
@@ -762,7 +777,16 @@ class FastNetwork:
             self._set_digest(row, digest)
             cols.findings[row] = 0
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
+            self._set_slots(row, conflicts.slots_of(memory.content))
         return row
+
+    def _set_slots(self, row: int, slots: Iterable[str]) -> None:
+        codes = tuple(sorted(self.slots.code(slot) for slot in slots))
+        if codes:
+            self._row_slots[row] = codes
+        else:
+            self._row_slots.pop(row, None)
+        self._cols.claims[row] = 1
 
     def _set_digest(self, row: int, digest: bytes) -> None:
         old = self._digests[row]
@@ -868,6 +892,8 @@ class FastNetwork:
         self._has_vector[row] = False
         self._set_entities(row, namespace, ())
         self._row_entities.pop(row, None)
+        self._row_slots.pop(row, None)
+        cols.claims[row] = 0
         self._metadata.pop(row, None)
         lexicon = self._lexicons.get(namespace)
         if lexicon is not None:
@@ -1204,6 +1230,26 @@ class FastNetwork:
             if self._digests[row] == bytes.fromhex(digest[:32]):
                 self._cols.findings[row] = findings
 
+    def may_conflict(self, rows: Rows, slots: frozenset[str]) -> Mask:
+        """Which of ``rows`` may hold a claim about one of ``slots`` (``conflicts.slots_of``):
+        those whose slots meet them, and those whose slots are not known yet."""
+        codes = {self.slots.find(slot) for slot in slots}
+        unknown: Mask = self._cols.claims[rows] == 0
+        meets = [not codes.isdisjoint(self._row_slots.get(row, ())) for row in rows.tolist()]
+        return unknown | np.asarray(meets, dtype=np.bool_)
+
+    def slots_unknown(self, rows: Rows) -> Mask:
+        """Which of ``rows`` have slots not known yet (``keep_slots`` files them)."""
+        found: Mask = self._cols.claims[rows] == 0
+        return found
+
+    def keep_slots(self, row: int, digest: str, slots: frozenset[str]) -> None:
+        """Keep the claim ``slots`` read in ``row``'s text, unless its content changed
+        since they were read from the content with this ``digest``."""
+        with self._lock:
+            if self._cols.live[row] and self._digests[row] == bytes.fromhex(digest[:32]):
+                self._set_slots(row, slots)
+
     def keyed(self, rows: Rows, key: str | None) -> Mask:
         """Which of ``rows`` carry this explicit ``key`` (none when ``key`` is None)."""
         code = self.keys.find(key)
@@ -1308,6 +1354,7 @@ class FastNetwork:
         with self._lock:
             arrays = {f"col_{name}": array for name, array in self._cols.arrays().items()}
             entity_rows, entity_lengths, entity_values = self._row_entities.flat()
+            slot_rows, slot_lengths, slot_values = self._row_slots.flat()
             links = [link for row in sorted(self._links) for link in self._links[row] if link.src == row]
             docs = [lexicon.docs.flat() for _, lexicon in sorted(self._lexicons.items())] or [(_NO_ROWS,) * 3]
             arrays |= {
@@ -1319,6 +1366,9 @@ class FastNetwork:
                 "entity_rows": entity_rows,
                 "entity_lengths": entity_lengths,
                 "entity_values": entity_values,
+                "slot_rows": slot_rows,
+                "slot_lengths": slot_lengths,
+                "slot_values": slot_values,
                 "link_src": np.asarray([x.src for x in links], dtype=np.int64),
                 "link_dst": np.asarray([x.dst for x in links], dtype=np.int64),
                 "link_created": np.asarray([x.created for x in links], dtype=np.int64),
@@ -1339,6 +1389,7 @@ class FastNetwork:
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
             seq, model, dim, rules, analysis = self.applied_seq, self.model, self.dim, self.read_rules, self.analysis
+            claim_rules = self.claim_rules
         tmp = directory / (_FILE + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, allow_pickle=False, **arrays)
@@ -1351,6 +1402,7 @@ class FastNetwork:
             "model": model,
             "dim": dim,
             "read_rules": rules,
+            "claim_rules": claim_rules,
             "analysis": analysis,
             "bytes": (directory / _FILE).stat().st_size,
             CHECKSUM: checksum_of(directory / _FILE),
@@ -1374,12 +1426,15 @@ class FastNetwork:
         warm_after: float | None = None,
         read_rules: str = "",
         analysis: str = "",
+        claim_rules: str = "",
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
         another format, holds another model's vectors, or terms another text analysis made
         (another ``analysis``, or none named: the caller rebuilds it). The
         read guard's findings it kept are dropped where other rules made them (another
-        ``read_rules``, or none named): recall looks for them again, by the rules of now."""
+        ``read_rules``, or none named): recall looks for them again, by the rules of now.
+        So are the claim slots it kept under other ``claim_rules``: read again as the
+        conflict rules meet them (``keep_slots``)."""
         try:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
             path = directory / _FILE
@@ -1402,11 +1457,15 @@ class FastNetwork:
                 warm_after=warm_after,
                 read_rules=read_rules,
                 analysis=analysis,
+                claim_rules=claim_rules,
             )
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])
             if meta.get("read_rules") != read_rules:
                 net._cols.findings[:] = 0
+            if meta.get("claim_rules") != claim_rules:
+                net._cols.claims[:] = 0
+                net._row_slots = _RowTuples()
             return net
         except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
             return None
@@ -1451,13 +1510,16 @@ class FastNetwork:
         ):
             net._session_rows[(namespace, session)] = set(rows)
         for name, interner in net._interners().items():
-            for value in arrays[f"names_{name}"].tolist():
-                interner.code(value)
+            if f"names_{name}" in arrays or name not in _LATER_INTERNERS:
+                for value in arrays[f"names_{name}"].tolist():
+                    interner.code(value)
         entity_rows = arrays["entity_rows"]
         entity_lengths = arrays["entity_lengths"]
         net._row_entities = _RowTuples.of_flat(
             entity_rows, entity_lengths, arrays["entity_values"], picked=np.flatnonzero(entity_lengths)
         )
+        if "slot_rows" in arrays:  # else saved before they were kept: none known (``claims`` 0)
+            net._row_slots = _RowTuples.of_flat(arrays["slot_rows"], arrays["slot_lengths"], arrays["slot_values"])
         mentions = np.repeat(entity_rows, entity_lengths)
         net._entity_rows = _Postings.of(net._cols.namespace[mentions], arrays["entity_values"], mentions)
         for src, dst, kind, created in zip(
@@ -1505,6 +1567,7 @@ class FastNetwork:
             "keys": self.keys,
             "entities": self.entities,
             "terms": self.terms,
+            "slots": self.slots,
         }
 
     def nbytes(self) -> int:
@@ -1512,6 +1575,7 @@ class FastNetwork:
         with self._lock:
             columns = sum(array.nbytes for array in self._cols.arrays().values())
             docs = sum(lex.docs.nbytes() for lex in self._lexicons.values()) + self._row_entities.nbytes()
+            docs += self._row_slots.nbytes()
             vectors = self._vectors.nbytes + self._has_vector.nbytes
             return columns + docs + vectors + 200 * len(self.ids)
 

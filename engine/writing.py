@@ -187,6 +187,7 @@ class SaveJudge:
             if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
                 continue  # a verdict needs a claim the rules read on both sides, or a key on both
             olds = self._conflict_candidates(memory, vector, now, scope)
+            self._learn_slots(olds)
             olds += _related_earlier(memory, vector, fresh[:number])
             by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
             statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
@@ -223,6 +224,19 @@ class SaveJudge:
             )
         return updates, edges, found
 
+    def _learn_slots(self, stored: Sequence[Memory]) -> None:
+        """File the claim slots of those of ``stored`` whose slots the fast network does not
+        know yet (kept under other rules, or saved before it kept them): read once here,
+        as the rules judge them, they spare the next save that meets them a read."""
+        net = self.keeper.network
+        with net.reading():
+            rows = [net.row_of(memory.memory_id) for memory in stored]
+            held = [(memory, row) for memory, row in zip(stored, rows, strict=True) if row is not None]
+            unknown = net.slots_unknown(np.asarray([row for _, row in held], dtype=np.int64))
+            for (memory, row), new in zip(held, unknown.tolist(), strict=True):
+                if new:
+                    net.keep_slots(row, memory.digest, conflicts.slots_of(memory.content))
+
     def _similarities(
         self, vector: Vector, ids: Sequence[str], earlier: Sequence[tuple[int, Memory, Vector]]
     ) -> dict[str, float]:
@@ -240,7 +254,9 @@ class SaveJudge:
         contradict: those carrying its ``key`` and, when the rules read a claim in it, the
         most similar ones and those mentioning one of its entities, kept only when close
         enough to count (``[conflicts] min_similarity``, with a margin for the float16
-        copies) or keyed. Found in the fast network; the store reads the survivors once.
+        copies) and holding a claim about what its claims are about
+        (``FastNetwork.may_conflict``), or keyed. Found in the fast network; the store
+        reads the survivors once.
         Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
         ids = self._plan("conflicts", memory, lambda: self._conflict_ids(memory, vector, now, scope, None))
         return self._read_in_order(memory.namespace, ids, now)
@@ -271,6 +287,7 @@ class SaveJudge:
             keyed = net.keyed(rows, memory.key)
             floor = self.embedder.similarity_floor
             close = (net.cosines(vector, rows) - floor) / (1.0 - floor) >= self.config.conflicts.min_similarity - 0.01
+            close &= net.may_conflict(rows, conflicts.slots_of(memory.content))
             return [net.id_of(row) for row in rows[keyed | close].tolist()]
 
     def neighbours(self, namespaces: Sequence[str], vectors: Matrix, now: datetime, pool: int) -> list[Neighbours]:

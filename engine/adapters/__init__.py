@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from engine import guard, text
+from engine import conflicts, guard, text
 from engine.adapters import registry
 from engine.adapters.registry import DB_FILE as DB_FILE  # where callers have always found it
 from engine.config import Config
@@ -147,14 +147,15 @@ def open_service(
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
-        # The fast network's, made new or loaded; it keeps the read findings of these rules
-        # and the terms of this text analysis.
+        # The fast network's, made new or loaded; it keeps the read findings and claim
+        # slots of these rules and the terms of this text analysis.
         network_options: dict[str, Any] = {
             "model": model,
             "dim": dim,
             "rough": half_cosines,
             "warm_after": ahead,
             "read_rules": guard.read_rules(),
+            "claim_rules": conflicts.rules(),
             "analysis": text.analysis(),
         }
 

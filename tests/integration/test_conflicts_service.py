@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pytest
+
+from engine import conflicts
 from engine.records import MemoryDraft, MemoryFilter, Status
 from engine.service import MemoryService
 from tests.integration.conftest import OpenService
@@ -48,6 +52,30 @@ def test_one_batch_supersedes_in_order_and_the_store_agrees_after_reopening(
     assert [v.reason for v in reopened.history(NS, lisbon)] == ["created", f"superseded by {porto}"]
     hits = reopened.recall("where do I live", namespaces=[NS], reinforce=False).hits
     assert berlin not in {hit.memory.memory_id for hit in hits}
+
+
+def test_claim_slots_kept_under_other_rules_are_read_again(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release whose rules read no claim in this text kept that with its fast network.
+    monkeypatch.setattr(conflicts, "rules", lambda: "older rules")
+    monkeypatch.setattr(conflicts, "slots_of", lambda text: frozenset())
+    older = open_svc()
+    lyon = older.save(draft("I live in Lyon")).memory.memory_id
+    older.close()
+    # This release reads one, and so must judge the memory against a move.
+    monkeypatch.undo()
+    now = open_svc()
+    net = now.keeper.network
+    row = net.row_of(lyon)
+    assert row is not None and net.slots_unknown(np.asarray([row])).tolist() == [True]
+    assert now.save(draft("I moved to Paris")).superseded == (lyon,)
+    assert net.slots_unknown(np.asarray([row])).tolist() == [False]  # read once, as it was judged
+    now.close()
+    # Kept under the same rules, they survive a restart.
+    again = open_svc()
+    assert again.keeper.network.slots_unknown(np.asarray([row])).tolist() == [False]
+    again.close()
 
 
 def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from engine import scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
 from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
@@ -69,9 +70,13 @@ def test_a_batch_that_repeats_and_claims_nothing_reads_no_record(make_service: M
 def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: MakeService) -> None:
     service, store = make_service()
     counts = []
-    for size, claim in ((50, "My favourite colour is blue"), (600, "My favourite season is winter")):
+    for size, (held, claim) in (
+        (50, ("My favourite colour is green", "My favourite colour is blue")),
+        (600, ("My favourite season is summer", "My favourite season is winter")),
+    ):
         while len(service.keeper.network) < size:
             _fill(service, random.Random(len(service.keeper.network)), 50)
+        service.save(MemoryDraft(held, namespace=NS))  # what the claim is judged against
         store.clear()
         service.save_batch(_plain(10, size))
         service.save_batch([MemoryDraft(claim, namespace=NS)])
@@ -79,10 +84,28 @@ def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: 
     assert counts[0] == counts[1] == (Counter({"get_many": 3}), 2)
 
 
+def test_a_claim_reads_no_candidate_whose_claims_are_about_something_else(make_service: MakeService) -> None:
+    service, store = make_service()
+    _fill(service, random.Random(5), 100)
+    season = service.save(MemoryDraft("My favourite season is summer", namespace=NS)).memory
+    claim = "My favourite colour is blue"
+    # Close enough for the rules' verdict to count, were they about the same thing.
+    embedder = service.embedder
+    cosine = float(np.dot(*embedder.embed_documents([season.content, claim])))
+    assert scoring.calibrated_similarity(cosine, embedder.similarity_floor) >= service.config.conflicts.min_similarity
+    store.clear()
+    result = service.save(MemoryDraft(claim, namespace=NS))
+    assert result.superseded == result.contradicted == ()
+    assert _reads(store.calls) == Counter({"get_many": 1})  # the catch-up only
+    assert season.memory_id not in store.read
+
+
 def test_the_store_calls_of_a_batch_do_not_grow_with_the_batch(make_service: MakeService) -> None:
     """Every candidate the batch's dedup and conflict judgments read comes from one read."""
     service, store = make_service()
     _fill(service, random.Random(9), 200)
+    # What the claims are judged against (a claim about nothing stored reads nothing).
+    service.save_batch([MemoryDraft(f"My favourite {word} is number 0", namespace=NS) for word in VOCABULARY])
     counts = []
     for size in (2, 40):
         claims = [

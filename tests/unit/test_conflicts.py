@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.chatlogs import load_labels
 from benchmarks.conflicts import load, predict, scores
-from engine.conflicts import Judgement, Statement, Verdict, detect, judge
+from engine.conflicts import Judgement, Statement, Verdict, detect, judge, slots_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,6 +224,27 @@ def test_no_hand_labelled_pair_of_real_dialogue_lines_is_a_replacement() -> None
     replaced = [(old, new) for (old, new), label in pairs.items() if verdict(old, new) is Verdict.REPLACE]
     assert all(label == "not_replace" for label in pairs.values())
     assert replaced == []
+
+
+def test_texts_judged_other_than_unrelated_share_a_claim_slot() -> None:
+    """The fast network leaves out of a save's conflict candidates those whose claim slots
+    miss the new memory's (``slots_of``): that must never drop a pair the rules would
+    judge. Every pair of the labelled texts and the chat lines, both ways, without keys."""
+    labelled = [text for pair in load() for text in (pair.old.text, pair.new.text)]
+    texts = list(dict.fromkeys(labelled + ENGLISH_CHAT + CHINESE_CHAT))
+    related = missed = spared = 0
+    for old in texts:
+        for new in texts:
+            if old == new:
+                continue
+            meets = bool(slots_of(old) & slots_of(new))
+            if verdict(old, new) is not Verdict.UNRELATED:
+                related += 1
+                missed += not meets
+            elif slots_of(old) and slots_of(new) and not meets:
+                spared += 1  # both hold claims, about different things: not read
+    assert missed == 0
+    assert related > 2_000 and spared > 100_000  # the check has pairs of both kinds to hold
 
 
 def test_english_claims_are_read_without_loading_the_chinese_segmenter() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine import fast_network, scoring, text
+from engine import conflicts, fast_network, scoring, text
 from engine.adapters.bm25_lexical import build_scorer
 from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
@@ -544,3 +544,55 @@ def test_the_text_analysis_fingerprint_follows_what_terms_depend_on(monkeypatch:
     monkeypatch.setattr(text, "version", lambda name: "0.0" if name == "jieba" else real(name))
     other_jieba = text.analysis()
     assert len({now, fewer_stop_words, revised, other_jieba}) == 4
+
+
+def _rewrite_saved(directory: Path, drop: tuple[str, ...]) -> None:
+    """Rewrite a saved network without the arrays ``drop`` names, as an earlier release saved it."""
+    path = directory / fast_network._FILE
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files if name not in drop}
+    with open(path, "wb") as fh:
+        np.savez(fh, allow_pickle=False, **arrays)
+    meta_path = directory / fast_network._META
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["bytes"] = path.stat().st_size
+    meta[fast_network.CHECKSUM] = fast_network.checksum_of(path)
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+
+
+def test_claim_slots_are_kept_per_text_and_loaded_only_under_the_rules_that_read_them(tmp_path: Path) -> None:
+    rng = random.Random(14)
+    colour, plain = _memory(rng, "fact"), _memory(rng, "fact")
+    colour = colour.evolve(content="My favourite colour is blue")
+    net = FastNetwork(build_scorer, claim_rules="rules-a")
+    net.apply([colour, plain], (), [])
+    rows = net.rows_of([colour.memory_id, plain.memory_id])
+    about_colour = conflicts.slots_of("My favourite colour is green")
+    about_home = conflicts.slots_of("I live in Rome")
+    assert about_colour and about_home
+    assert net.may_conflict(rows, about_colour).tolist() == [True, False]
+    assert net.may_conflict(rows, about_home).tolist() == [False, False]
+    net.save(tmp_path)
+
+    def loaded(rules: str) -> FastNetwork:
+        found = FastNetwork.load(tmp_path, build_scorer, model="", dim=0, claim_rules=rules)
+        assert found is not None and found.claim_rules == rules
+        return found
+
+    assert loaded("rules-a").may_conflict(rows, about_home).tolist() == [False, False]
+    # Read by other rules: not known, so every row may conflict until its text is read again.
+    other = loaded("rules-b")
+    assert other.slots_unknown(rows).tolist() == [True, True]
+    assert other.may_conflict(rows, about_home).tolist() == [True, True]
+    other.keep_slots(int(rows[0]), plain.digest, conflicts.slots_of(colour.content))  # of another text: ignored
+    other.keep_slots(int(rows[1]), plain.digest, conflicts.slots_of(plain.content))
+    assert other.may_conflict(rows, about_colour).tolist() == [True, False]
+    other.keep_slots(int(rows[0]), colour.digest, conflicts.slots_of(colour.content))
+    assert other.may_conflict(rows, about_home).tolist() == [False, False]
+    # A text changed since: read again when held.
+    moved = colour.evolve(content="I live in Rome now")
+    other.apply([moved], (), [])
+    assert other.may_conflict(rows, about_home).tolist() == [True, False]
+    # Saved before slots were kept: loaded (no rebuild), none known.
+    _rewrite_saved(tmp_path, ("col_claims", "slot_rows", "slot_lengths", "slot_values", "names_slots"))
+    assert loaded("rules-a").slots_unknown(rows).tolist() == [True, True]
