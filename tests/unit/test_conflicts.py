@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.chatlogs import load_labels
 from benchmarks.conflicts import load, predict, scores
-from engine.conflicts import Judgement, Statement, Verdict, detect, judge, slots_of
+from engine.conflicts import Judgement, Statement, Verdict, claims, detect, judge, slots_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,6 +224,22 @@ def test_no_hand_labelled_pair_of_real_dialogue_lines_is_a_replacement() -> None
     replaced = [(old, new) for (old, new), label in pairs.items() if verdict(old, new) is Verdict.REPLACE]
     assert all(label == "not_replace" for label in pairs.values())
     assert replaced == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "To clean the espresso machine, Hugo Rossi first tags the commit and then reads the checklist",
+        "Sounds like a plan!",
+        "Just use the app every morning.",
+        "user: I think I'll try another restaurant, but still has the Dragon Roll on the menu.",
+    ],
+)
+def test_a_word_that_names_no_one_holds_no_claim(text: str) -> None:
+    """A clause opened by an adverb or a verb ("then reads", "sounds like") is about whoever the
+    sentence is about; read as the claim of someone called "then", it would meet every other
+    "… then reads …" line of the namespace."""
+    assert [claim.holder for claim in claims(text) if claim.holder not in ("user", "hugo rossi")] == []
 
 
 def test_texts_judged_other_than_unrelated_share_a_claim_slot() -> None:
