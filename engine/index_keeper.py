@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -201,11 +201,8 @@ class IndexKeeper:
         """Sampled ids whose indexed vector is not the store's vector for them."""
         ids = index.sample(SELF_CHECK_SAMPLE)
         stored = self._store.vectors(ids, self._embedder.name)
-        return [
-            memory_id
-            for memory_id in ids
-            if memory_id not in stored or not _indexed_as(index, memory_id, stored[memory_id])
-        ]
+        wrong = set(_not_indexed_as(index, [memory_id for memory_id in ids if memory_id in stored], stored))
+        return [memory_id for memory_id in ids if memory_id not in stored or memory_id in wrong]
 
     def is_current(self) -> bool:
         last = self._store.last_seq()
@@ -414,7 +411,7 @@ class IndexKeeper:
         """Start putting the vectors of new memories into the index before the store
         transaction that writes them commits, on the keeper's worker thread: HNSW's
         insertion (hnswlib lets go of the GIL) runs while the store writes and syncs, and
-        the catch-up after the commit finds them indexed already (``_indexed_as``) and
+        the catch-up after the commit finds them indexed already (``_not_indexed_as``) and
         inserts nothing again. Ids the index holds already are left alone.
 
         The caller holds the service's write lock from here to ``IndexAhead.wait`` (the
@@ -481,7 +478,7 @@ class IndexKeeper:
         missing = [mid for mid in keep if mid not in vectors]
         # A change that kept the vector (a status or field edit, an archive) needs no
         # index write: re-inserting into HNSW costs a graph search per id.
-        present = [mid for mid in keep if mid in vectors and not _indexed_as(index, mid, vectors[mid])]
+        present = _not_indexed_as(index, [mid for mid in keep if mid in vectors], vectors)
         if present:
             index.upsert(present, np.vstack([vectors[mid] for mid in present]))
         if missing:
@@ -526,9 +523,11 @@ class IndexAhead:
             self._index.remove(put)
 
 
-def _indexed_as(index: VectorIndex, memory_id: str, vector: Vector) -> bool:
-    """Whether the index already holds ``vector`` (to float precision) for ``memory_id``."""
-    if memory_id not in index:
-        return False
-    found = index.similarities(vector, [memory_id])
-    return bool(found) and found[0][1] >= UNCHANGED_COSINE
+def _not_indexed_as(index: VectorIndex, ids: list[str], vectors: Mapping[str, Vector]) -> list[str]:
+    """Those of ``ids`` for which the index does not hold ``vectors[id]`` (to float
+    precision) already, in one read of the index."""
+    if not ids:
+        return []
+    similar = index.paired_similarities(ids, np.vstack([vectors[mid] for mid in ids]))
+    held = similar >= UNCHANGED_COSINE  # NaN (not held) is not
+    return [mid for mid, same in zip(ids, held.tolist(), strict=True) if not same]

@@ -178,6 +178,11 @@ class VectorIndex(Protocol):
         """Exact cosine similarity of ``vector`` to each present id (absent ids skipped)."""
         ...
 
+    def paired_similarities(self, ids: Sequence[str], vectors: Matrix) -> npt.NDArray[np.float64]:
+        """The exact cosine similarity of each of ``ids`` to the row of ``vectors`` beside
+        it, in one call; NaN for an id the index does not hold."""
+        ...
+
     def sample(self, n: int) -> list[str]:
         """Up to ``n`` present ids, spread over the index (the start-up self-check reads
         their vectors back from the store)."""

@@ -307,6 +307,20 @@ class HnswIndex:
             found.extend((memory_id, float(sim)) for (memory_id, _), sim in zip(chunk, sims, strict=True))
         return found
 
+    def paired_similarities(self, ids: Sequence[str], vectors: Matrix) -> npt.NDArray[np.float64]:
+        given = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
+        found = np.full(len(ids), np.nan)
+        with self._lock:
+            at = [(n, label) for n, memory_id in enumerate(ids) if (label := self._by_id.get(memory_id)) is not None]
+            if not at:
+                return found
+            stored = np.asarray(self._index.get_items([label for _, label in at]), dtype=np.float32)
+        rows = np.asarray([n for n, _ in at], dtype=np.int64)
+        mine = given[rows]
+        norms = np.linalg.norm(stored, axis=1) * np.linalg.norm(mine, axis=1)
+        found[rows] = np.einsum("ij,ij->i", stored, mine) / np.maximum(norms, 1e-12)
+        return found
+
     # --- persistence -------------------------------------------------------------
 
     def save(self, directory: Path) -> None:

@@ -90,6 +90,17 @@ def test_upsert_of_a_present_id_replaces_its_vector(index: VectorIndex) -> None:
     assert sim == pytest.approx(1.0, abs=1e-5)
 
 
+def test_paired_similarities_compare_each_id_with_its_own_row(index: VectorIndex) -> None:
+    vectors = unit_rows(4, seed=3)
+    index.upsert(names(4), vectors)
+    asked = ["m-2", "absent", "m-0", "m-3"]
+    given = np.stack([vectors[2], vectors[1], vectors[1] * 3.0, -vectors[3]])
+    found = index.paired_similarities(asked, given)
+    expected = [1.0, np.nan, float(vectors[0] @ vectors[1]), -1.0]
+    np.testing.assert_allclose(found, expected, atol=1e-5)
+    assert index.paired_similarities([], np.zeros((0, DIM), np.float32)).shape == (0,)
+
+
 def test_remove_forgets_ids_and_ignores_absent_ones(index: VectorIndex) -> None:
     vectors = unit_rows(10)
     index.upsert(names(10), vectors)
