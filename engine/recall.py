@@ -264,8 +264,8 @@ class Recaller:
         if len(vectors) < 2 or plan.how is not _How.SEARCH or k <= 0:
             return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
         found: list[tuple[Rows, Floats]] = []
-        for vector, similar in zip(vectors, self._keeper.index.search_many(vectors, k), strict=True):
-            rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+        passing = self._passing_each(net, query, self._keeper.index.search_many(vectors, k))
+        for vector, (rows, cosines) in zip(vectors, passing, strict=True):
             if len(rows) or k >= size:
                 found.append((rows, cosines))  # where ``_semantic``'s first search stops
             else:
@@ -335,6 +335,23 @@ class Recaller:
         rows, sims = net.rows_with(ids, similarities)
         keep = net.passes(query.sight, query.flt, query.now, rows)
         return rows[keep], sims[keep]
+
+    def _passing_each(
+        self, net: FastNetwork, query: RecallQuery, answers: Sequence[Sequence[tuple[str, float]]]
+    ) -> list[tuple[Rows, Floats]]:
+        """``_passing`` of each of ``answers`` (one search's (id, similarity) pairs per
+        vector), with the rows and masks of all of them taken at once."""
+        ids = [memory_id for similar in answers for memory_id, _ in similar]
+        sims = np.fromiter((sim for similar in answers for _, sim in similar), dtype=np.float64, count=len(ids))
+        rows = net.live_rows(ids)
+        ok = rows >= 0
+        ok[ok] = net.passes(query.sight, query.flt, query.now, rows[ok])
+        ends = np.cumsum([len(similar) for similar in answers])
+        starts = ends - [len(similar) for similar in answers]
+        return [
+            (rows[start:end][ok[start:end]], sims[start:end][ok[start:end]])
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
 
     def _legacy(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
         found = self._keeper.legacy_similar(query.text, query.pool)
