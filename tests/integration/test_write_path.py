@@ -251,6 +251,41 @@ def test_a_vector_sits_in_its_row_and_a_file_made_before_keeps_its_vectors(tmp_p
         reopened.close()
 
 
+def test_entity_lookups_use_the_newest_first_index_alone(tmp_path: Path) -> None:
+    """Schema step 7: the (namespace, entity) index goes, also from a file made before the
+    step; the entity lookup reads the newest-first index that step 3 made."""
+    path = tmp_path / "memories.db"
+    store = SqliteStore(path)
+    store.open()
+    lisbon = put(store, mem("The user lives in Lisbon", entities=("Lisbon",)))[0]
+    store.close()
+    with sqlite3.connect(path) as db:  # as a file made before step 7
+        db.executescript(
+            "CREATE INDEX entities_by_name ON memory_entities (namespace, entity); PRAGMA user_version = 6;"
+        )
+    reopened = SqliteStore(path)
+    reopened.open()
+    try:
+        with sqlite3.connect(path) as db:
+            indexes = {
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'memory_entities'")
+            }
+            plan = " ".join(
+                str(row[3])
+                for row in db.execute(
+                    "EXPLAIN QUERY PLAN SELECT memory_id FROM memory_entities WHERE namespace IN (?) AND entity = ? "
+                    "ORDER BY created_at DESC, memory_id DESC LIMIT 20",
+                    (CONTRACT_NS, "lisbon"),
+                )
+            )
+        assert "entities_by_name" not in indexes and "entities_by_time" in indexes
+        assert "USING COVERING INDEX entities_by_time" in plan
+        found = reopened.memories_by_entity(Scope.whole([CONTRACT_NS]), "lisbon", MemoryFilter(), lisbon.created_at, 5)
+        assert [memory.memory_id for memory in found] == [lisbon.memory_id]
+    finally:
+        reopened.close()
+
+
 def test_a_batch_finds_the_neighbours_one_search_each_would(tmp_path: Path) -> None:
     """``SaveJudge.neighbours`` searches the whole batch at once (past ``EXACT_DIRECT``,
     where the semantic channel is HNSW): the same rows and cosines as one
