@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import itertools
 import json
 import logging
@@ -142,10 +143,21 @@ class Interner:
         return NONE if name is None else self.code(name)
 
 
-_INT_COLUMNS = ("namespace", "category", "actor", "session", "key", "created", "expire", "accessed", "access_count")
-_SMALL_COLUMNS = ("status", "source", "visibility", "live", "findings", "claims")
+_INT_COLUMNS = (
+    "namespace",
+    "category",
+    "actor",
+    "session",
+    "key",
+    "created",
+    "expire",
+    "accessed",
+    "access_count",
+    "claim_text",
+)
+_SMALL_COLUMNS = ("status", "source", "visibility", "live", "findings")
 # Columns a network saved before they were kept may lack: restored as zeros (not known).
-_LATER_COLUMNS = frozenset({"claims"})
+_LATER_COLUMNS = frozenset({"claim_text"})
 _LATER_INTERNERS = frozenset({"slots"})
 _FLOAT_COLUMNS = ("base", "importance")
 
@@ -169,8 +181,9 @@ class _Columns:
         self.visibility = np.zeros(capacity, np.int8)
         self.live = np.zeros(capacity, np.bool_)
         self.findings = np.zeros(capacity, np.int8)  # the read guard's, kept (engine.guard.READ_*)
-        # 1 where the row's claim slots are known (``FastNetwork._row_slots``), 0 where not yet.
-        self.claims = np.zeros(capacity, np.int8)
+        # ``_text_key`` of the exact text whose claim slots ``FastNetwork._row_slots`` holds for
+        # the row; 0 where they are not known.
+        self.claim_text = np.zeros(capacity, np.int64)
         self.base = np.zeros(capacity, np.float64)
         self.importance = np.zeros(capacity, np.float32)
 
@@ -595,7 +608,7 @@ class FastNetwork:
         # The fingerprint of the read rules whose findings the ``findings`` column keeps
         # (``engine.guard.read_rules``): saved with them, and checked on load.
         self.read_rules = read_rules
-        # The same for the rules that read the claims ``claims``/``_row_slots`` keep
+        # The same for the rules that read the claims ``claim_text``/``_row_slots`` keep
         # (``engine.conflicts.rules``).
         self.claim_rules = claim_rules
         # Seconds a namespace's writes must pause before its lexicon, where a query would
@@ -785,16 +798,20 @@ class FastNetwork:
             self._set_digest(row, digest)
             cols.findings[row] = 0
             lexicon.put(row, tuple(self.terms.code(term) for term in text.terms(memory.content)))
-            self._set_slots(row, conflicts.slots_of(memory.content))
+        # By the exact text, not the digest: the rules read case and line breaks, which the
+        # digest folds ("marco: I live in Rome" is the user's, "Marco: …" Marco's).
+        key = _text_key(memory.content)
+        if cols.claim_text[row] != key:
+            self._set_slots(row, conflicts.slots_of(memory.content), key)
         return row
 
-    def _set_slots(self, row: int, slots: Iterable[str]) -> None:
+    def _set_slots(self, row: int, slots: Iterable[str], key: int) -> None:
         codes = tuple(sorted(self.slots.code(slot) for slot in slots))
         if codes:
             self._row_slots[row] = codes
         else:
             self._row_slots.pop(row, None)
-        self._cols.claims[row] = 1
+        self._cols.claim_text[row] = key
 
     def _set_digest(self, row: int, digest: bytes) -> None:
         old = self._digests[row]
@@ -901,7 +918,7 @@ class FastNetwork:
         self._set_entities(row, namespace, ())
         self._row_entities.pop(row, None)
         self._row_slots.pop(row, None)
-        cols.claims[row] = 0
+        cols.claim_text[row] = 0
         self._metadata.pop(row, None)
         lexicon = self._lexicons.get(namespace)
         if lexicon is not None:
@@ -1242,21 +1259,22 @@ class FastNetwork:
         """Which of ``rows`` may hold a claim about one of ``slots`` (``conflicts.slots_of``):
         those whose slots meet them, and those whose slots are not known yet."""
         codes = {self.slots.find(slot) for slot in slots}
-        unknown: Mask = self._cols.claims[rows] == 0
+        unknown: Mask = self._cols.claim_text[rows] == 0
         meets = [not codes.isdisjoint(self._row_slots.get(row, ())) for row in rows.tolist()]
         return unknown | np.asarray(meets, dtype=np.bool_)
 
     def slots_unknown(self, rows: Rows) -> Mask:
         """Which of ``rows`` have slots not known yet (``keep_slots`` files them)."""
-        found: Mask = self._cols.claims[rows] == 0
+        found: Mask = self._cols.claim_text[rows] == 0
         return found
 
-    def keep_slots(self, row: int, digest: str, slots: frozenset[str]) -> None:
-        """Keep the claim ``slots`` read in ``row``'s text, unless its content changed
-        since they were read from the content with this ``digest``."""
+    def keep_slots(self, row: int, memory: Memory, slots: frozenset[str]) -> None:
+        """Keep the claim ``slots`` read in ``memory`` (as the store holds it) for its row,
+        where they are not known yet and the row holds that content still."""
         with self._lock:
-            if self._cols.live[row] and self._digests[row] == bytes.fromhex(digest[:32]):
-                self._set_slots(row, slots)
+            cols = self._cols
+            if cols.live[row] and cols.claim_text[row] == 0 and self._digests[row] == bytes.fromhex(memory.digest[:32]):
+                self._set_slots(row, slots, _text_key(memory.content))
 
     def keyed(self, rows: Rows, key: str | None) -> Mask:
         """Which of ``rows`` carry this explicit ``key`` (none when ``key`` is None)."""
@@ -1472,7 +1490,7 @@ class FastNetwork:
             if meta.get("read_rules") != read_rules:
                 net._cols.findings[:] = 0
             if meta.get("claim_rules") != claim_rules:
-                net._cols.claims[:] = 0
+                net._cols.claim_text[:] = 0
                 net._row_slots = _RowTuples()
             return net
         except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
@@ -1526,7 +1544,7 @@ class FastNetwork:
         net._row_entities = _RowTuples.of_flat(
             entity_rows, entity_lengths, arrays["entity_values"], picked=np.flatnonzero(entity_lengths)
         )
-        if "slot_rows" in arrays:  # else saved before they were kept: none known (``claims`` 0)
+        if "slot_rows" in arrays:  # else saved before they were kept: none known (``claim_text`` 0)
             net._row_slots = _RowTuples.of_flat(arrays["slot_rows"], arrays["slot_lengths"], arrays["slot_values"])
         mentions = np.repeat(entity_rows, entity_lengths)
         net._entity_rows = _Postings.of(net._cols.namespace[mentions], arrays["entity_values"], mentions)
@@ -1586,6 +1604,12 @@ class FastNetwork:
             docs += self._row_slots.nbytes()
             vectors = self._vectors.nbytes + self._has_vector.nbytes
             return columns + docs + vectors + 200 * len(self.ids)
+
+
+def _text_key(content: str) -> int:
+    """A nonzero 64-bit key of exactly this text (``_Columns.claim_text``)."""
+    key = int.from_bytes(hashlib.blake2b(content.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+    return key or 1
 
 
 def _asked(lexicons: Sequence[_Lexicon], codes: Sequence[int]) -> tuple[Any, ...]:

@@ -235,7 +235,7 @@ class SaveJudge:
             unknown = net.slots_unknown(np.asarray([row for _, row in held], dtype=np.int64))
             for (memory, row), new in zip(held, unknown.tolist(), strict=True):
                 if new:
-                    net.keep_slots(row, memory.digest, conflicts.slots_of(memory.content))
+                    net.keep_slots(row, memory, conflicts.slots_of(memory.content))
 
     def _similarities(
         self, vector: Vector, ids: Sequence[str], earlier: Sequence[tuple[int, Memory, Vector]]
@@ -256,7 +256,9 @@ class SaveJudge:
         enough to count (``[conflicts] min_similarity``, with a margin for the float16
         copies) and holding a claim about what its claims are about
         (``FastNetwork.may_conflict``), or keyed. Found in the fast network; the store
-        reads the survivors once.
+        reads the survivors once. (A second-opinion judge for pairs the rules call
+        unrelated, ``conflicts.detect``'s ``fallback``, would need the others too; the
+        service asks none.)
         Asked only for a memory with a claim or a key (``resolve_conflicts``)."""
         ids = self._plan("conflicts", memory, lambda: self._conflict_ids(memory, vector, now, scope, None))
         return self._read_in_order(memory.namespace, ids, now)

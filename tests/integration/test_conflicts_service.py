@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine import conflicts
-from engine.records import MemoryDraft, MemoryFilter, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status
 from engine.service import MemoryService
 from tests.integration.conftest import OpenService
 
@@ -76,6 +76,18 @@ def test_claim_slots_kept_under_other_rules_are_read_again(
     again = open_svc()
     assert again.keeper.network.slots_unknown(np.asarray([row])).tolist() == [False]
     again.close()
+
+
+def test_an_edit_the_content_digest_folds_is_read_again_by_the_claim_rules(service: MemoryService) -> None:
+    """The digest folds case and line breaks; the rules read both ("marco:" is no speaker,
+    "Marco:" is), so what the fast network keeps of a text's claims follows the exact text."""
+    marco = service.save(draft("marco: I live in Rome")).memory
+    edited = service.update(NS, marco.memory_id, MemoryPatch(content="Marco: I live in Rome"))
+    assert edited.digest == marco.digest
+    assert service.save(draft("Marco: I moved to Berlin")).superseded == (marco.memory_id,)
+    lines = service.save(draft("I live in Lisbon I work at Acme")).memory
+    service.update(NS, lines.memory_id, MemoryPatch(content="I live in Lisbon\nI work at Acme"))
+    assert service.save(draft("I joined Globex")).superseded == (lines.memory_id,)
 
 
 def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService) -> None:

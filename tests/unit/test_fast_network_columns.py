@@ -584,15 +584,15 @@ def test_claim_slots_are_kept_per_text_and_loaded_only_under_the_rules_that_read
     other = loaded("rules-b")
     assert other.slots_unknown(rows).tolist() == [True, True]
     assert other.may_conflict(rows, about_home).tolist() == [True, True]
-    other.keep_slots(int(rows[0]), plain.digest, conflicts.slots_of(colour.content))  # of another text: ignored
-    other.keep_slots(int(rows[1]), plain.digest, conflicts.slots_of(plain.content))
+    other.keep_slots(int(rows[0]), plain, conflicts.slots_of(colour.content))  # of another text: ignored
+    other.keep_slots(int(rows[1]), plain, conflicts.slots_of(plain.content))
     assert other.may_conflict(rows, about_colour).tolist() == [True, False]
-    other.keep_slots(int(rows[0]), colour.digest, conflicts.slots_of(colour.content))
+    other.keep_slots(int(rows[0]), colour, conflicts.slots_of(colour.content))
     assert other.may_conflict(rows, about_home).tolist() == [False, False]
     # A text changed since: read again when held.
     moved = colour.evolve(content="I live in Rome now")
     other.apply([moved], (), [])
     assert other.may_conflict(rows, about_home).tolist() == [True, False]
     # Saved before slots were kept: loaded (no rebuild), none known.
-    _rewrite_saved(tmp_path, ("col_claims", "slot_rows", "slot_lengths", "slot_values", "names_slots"))
+    _rewrite_saved(tmp_path, ("col_claim_text", "slot_rows", "slot_lengths", "slot_values", "names_slots"))
     assert loaded("rules-a").slots_unknown(rows).tolist() == [True, True]
