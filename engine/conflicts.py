@@ -450,8 +450,9 @@ _NOT_A_HOLDER = frozenset(
     """it its that this these those there here you your what which who everything everyone everybody something
     someone somebody nothing nobody anything anyone""".split()
     # Words that open a clause without naming who it is about ("… and then reads the
-    # checklist", "sounds like a plan", "just use the app", "to use it daily").
-    + """then also just only still even so and but or as if to too one would could should might must may let
+    # checklist", "sounds like a plan", "just use the app", "to use it daily"); none a
+    # name ("may" is left out: May is someone).
+    + """then also just only still even so and but or as if to too one would could should might must let
     sounds seems looks today tonight tomorrow yesterday now later soon first next finally afterwards maybe
     perhaps really actually""".split()
 )

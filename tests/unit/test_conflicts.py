@@ -242,6 +242,11 @@ def test_a_word_that_names_no_one_holds_no_claim(text: str) -> None:
     assert [claim.holder for claim in claims(text) if claim.holder not in ("user", "hugo rossi")] == []
 
 
+def test_a_name_that_is_also_a_word_still_holds_claims() -> None:
+    assert verdict("May lives in Paris", "May moved to London") is Verdict.REPLACE
+    assert verdict("Will lives in Paris", "Will moved to London") is Verdict.REPLACE
+
+
 def test_texts_judged_other_than_unrelated_share_a_claim_slot() -> None:
     """The fast network leaves out of a save's conflict candidates those whose claim slots
     miss the new memory's (``slots_of``): that must never drop a pair the rules would
