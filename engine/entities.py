@@ -26,6 +26,7 @@ from text to names); the service uses ``extract_entities`` unless told otherwise
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
@@ -110,6 +111,18 @@ ALIASES: Mapping[str, str] = MappingProxyType(
     {_fold(alias): key for key, aliases in _CONCEPTS.items() for alias in (key, *aliases)}
 )
 _ARTICLE = re.compile(r"^(?:the|a|an) ")
+
+
+# Raise when ``_fold`` or ``canonical_key`` reads names otherwise (``key_rules``).
+KEYS_REVISION = 1
+
+
+def key_rules() -> str:
+    """A fingerprint of what ``canonical_key`` makes of a name: ``KEYS_REVISION``, the
+    article it drops and the alias table. Keys the fast network holds under another are
+    made again from the stored names (``FastNetwork.load``)."""
+    parts = [str(KEYS_REVISION), _ARTICLE.pattern, *(f"{alias}\t{key}" for alias, key in sorted(ALIASES.items()))]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 @lru_cache(maxsize=65536)

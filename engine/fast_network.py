@@ -600,11 +600,14 @@ class FastNetwork:
         read_rules: str = "",
         analysis: str = "",
         claim_rules: str = "",
+        entity_keys: str = "",
     ) -> None:
         self._build = lexical
         self._rough = rough
         # The fingerprint of the text analysis that made its terms (``engine.text.analysis``).
         self.analysis = analysis
+        # The fingerprint of what made its entity keys (``engine.entities.key_rules``).
+        self.entity_keys = entity_keys
         # The fingerprint of the read rules whose findings the ``findings`` column keeps
         # (``engine.guard.read_rules``): saved with them, and checked on load.
         self.read_rules = read_rules
@@ -1415,7 +1418,7 @@ class FastNetwork:
             metadata = json.dumps({str(row): dict(meta) for row, meta in self._metadata.items()}, ensure_ascii=False)
             arrays["metadata"] = np.frombuffer(metadata.encode("utf-8"), dtype=np.uint8)
             seq, model, dim, rules, analysis = self.applied_seq, self.model, self.dim, self.read_rules, self.analysis
-            claim_rules = self.claim_rules
+            claim_rules, entity_keys = self.claim_rules, self.entity_keys
         tmp = directory / (_FILE + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(fh, allow_pickle=False, **arrays)
@@ -1430,6 +1433,7 @@ class FastNetwork:
             "read_rules": rules,
             "claim_rules": claim_rules,
             "analysis": analysis,
+            "entity_keys": entity_keys,
             "bytes": (directory / _FILE).stat().st_size,
             CHECKSUM: checksum_of(directory / _FILE),
         }
@@ -1453,10 +1457,12 @@ class FastNetwork:
         read_rules: str = "",
         analysis: str = "",
         claim_rules: str = "",
+        entity_keys: str = "",
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
         another format, holds another model's vectors, or terms another text analysis made
-        (another ``analysis``, or none named: the caller rebuilds it). The
+        (another ``analysis``, or none named: the caller rebuilds it), or entity keys other
+        rules made (another ``entity_keys``, or none named). The
         read guard's findings it kept are dropped where other rules made them (another
         ``read_rules``, or none named): recall looks for them again, by the rules of now.
         So are the claim slots it kept under other ``claim_rules``: read again as the
@@ -1471,6 +1477,9 @@ class FastNetwork:
             if meta.get("analysis") != analysis:
                 log.warning("saved fast network holds the terms of another text analysis: rebuilding it")
                 return None
+            if meta.get("entity_keys") != entity_keys:
+                log.warning("saved fast network holds entity keys made by other rules: rebuilding it")
+                return None
             if not checksum_matches(path, meta):
                 return None
             with np.load(path, allow_pickle=False) as data:
@@ -1484,6 +1493,7 @@ class FastNetwork:
                 read_rules=read_rules,
                 analysis=analysis,
                 claim_rules=claim_rules,
+                entity_keys=entity_keys,
             )
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])

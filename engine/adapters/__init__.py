@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from engine import conflicts, guard, text
+from engine import conflicts, entities, guard, text
 from engine.adapters import registry
 from engine.adapters.registry import DB_FILE as DB_FILE  # where callers have always found it
 from engine.config import Config
@@ -148,7 +148,7 @@ def open_service(
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
         # The fast network's, made new or loaded; it keeps the read findings and claim
-        # slots of these rules and the terms of this text analysis.
+        # slots of these rules, and the terms and entity keys of this text analysis.
         network_options: dict[str, Any] = {
             "model": model,
             "dim": dim,
@@ -157,6 +157,7 @@ def open_service(
             "read_rules": guard.read_rules(),
             "claim_rules": conflicts.rules(),
             "analysis": text.analysis(),
+            "entity_keys": entities.key_rules(),
         }
 
         def new_index() -> HnswIndex:

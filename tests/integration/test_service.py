@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine import text
+from engine import entities, records, text
 from engine.adapters import DB_FILE, INDEX_DIR
 from engine.config import load_config
 from engine.errors import InvalidInput, MemoryNotFound, StoreError
@@ -768,3 +768,21 @@ def test_a_fast_network_saved_under_another_text_analysis_is_rebuilt(
     now.close()
     again = open_svc()
     assert not again.keeper.network_rebuilt_at_start  # saved under this analysis: loaded
+
+
+def test_entity_keys_made_by_other_rules_are_made_again(open_svc: OpenService, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A release whose alias table did not know "咖啡" as coffee keyed it as itself.
+    monkeypatch.setattr(entities, "key_rules", lambda: "no coffee alias")
+    monkeypatch.setattr(records, "canonical_key", lambda name: name.casefold())
+    older = open_svc()
+    saved = older.save(MemoryDraft("用户每天早上喝咖啡", namespace="u1", entities=("咖啡",)))
+    assert older.entity_memories("u1", "coffee") == []
+    older.close()
+    # This release links it to "coffee": the keys the saved network holds are made again.
+    monkeypatch.undo()
+    now = open_svc()
+    assert now.keeper.network_rebuilt_at_start
+    assert [m.memory_id for m in now.entity_memories("u1", "coffee")] == [saved.memory.memory_id]
+    assert [m.memory_id for m in now.entity_memories("u1", "咖啡")] == [saved.memory.memory_id]
+    now.close()
+    assert not open_svc().keeper.network_rebuilt_at_start  # saved under these rules: loaded
