@@ -633,6 +633,8 @@ class MemoryService:
         self._check_namespaces([namespace])
         if not name.strip() or len(name) > 200:
             raise InvalidInput("an entity name holds 1-200 characters", field="name")
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}", field="limit")
         statuses = (Status.ACTIVE, Status.SUPERSEDED) if include_superseded else (Status.ACTIVE,)
         (key,) = entity_keys([name])
         flt, sight, now = MemoryFilter(statuses=statuses), sight_of([namespace], scope), self._clock()

@@ -786,3 +786,10 @@ def test_entity_keys_made_by_other_rules_are_made_again(open_svc: OpenService, m
     assert [m.memory_id for m in now.entity_memories("u1", "咖啡")] == [saved.memory.memory_id]
     now.close()
     assert not open_svc().keeper.network_rebuilt_at_start  # saved under these rules: loaded
+
+
+def test_entity_memories_refuses_a_limit_below_one(service: MemoryService) -> None:
+    service.save(MemoryDraft("The user lives in Lisbon", namespace=NS, entities=("Lisbon",)))
+    with pytest.raises(InvalidInput, match="limit must be at least 1"):
+        service.entity_memories(NS, "Lisbon", limit=0)
+    assert len(service.entity_memories(NS, "Lisbon", limit=1)) == 1
