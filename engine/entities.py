@@ -27,6 +27,7 @@ from text to names); the service uses ``extract_entities`` unless told otherwise
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 import threading
 import unicodedata
@@ -113,15 +114,18 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 _ARTICLE = re.compile(r"^(?:the|a|an) ")
 
 
-# Raise when ``_fold`` or ``canonical_key`` reads names otherwise (``key_rules``).
-KEYS_REVISION = 1
-
-
 def key_rules() -> str:
-    """A fingerprint of what ``canonical_key`` makes of a name: ``KEYS_REVISION``, the
-    article it drops and the alias table. Keys the fast network holds under another are
-    made again from the stored names (``FastNetwork.load``)."""
-    parts = [str(KEYS_REVISION), _ARTICLE.pattern, *(f"{alias}\t{key}" for alias, key in sorted(ALIASES.items()))]
+    """A fingerprint of what ``canonical_key`` makes of a name: its code and ``_fold``'s,
+    the article it drops, the alias table, and the Unicode version NFKC and case folding
+    follow. Keys the fast network holds under another are made again from the stored
+    names (``FastNetwork.load``)."""
+    parts = [
+        inspect.getsource(_fold),
+        inspect.getsource(canonical_key),
+        _ARTICLE.pattern,
+        unicodedata.unidata_version,
+        *(f"{alias}\t{key}" for alias, key in sorted(ALIASES.items())),
+    ]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
 
 

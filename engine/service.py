@@ -640,11 +640,17 @@ class MemoryService:
         flt, sight, now = MemoryFilter(statuses=statuses), sight_of([namespace], scope), self._clock()
         self.keeper.ensure_current()
         net = self.keeper.network
-        with net.reading():
-            rows = net.by_entity([namespace], key)
-            ids = net.ids_of(net.newest(rows[net.passes(sight, flt, now, rows)], limit))
-        read = {memory.memory_id: memory for memory in self.store.get_many(sight, ids, flt, now)}
-        return [read[memory_id] for memory_id in ids if memory_id in read]
+        asked = limit
+        while True:
+            with net.reading():
+                rows = net.by_entity([namespace], key)
+                ids = net.ids_of(net.newest(rows[net.passes(sight, flt, now, rows)], asked))
+            read = {memory.memory_id: memory for memory in self.store.get_many(sight, ids, flt, now)}
+            found = [read[memory_id] for memory_id in ids if memory_id in read][:limit]
+            # A memory changed since the network was read is left out by the store: read wider.
+            if len(found) == limit or len(ids) < asked:
+                return found
+            asked *= 2
 
     def by_key(self, namespace: str, key: str, *, scope: Scope | None = None) -> list[Memory]:
         """The active, unexpired memories of ``namespace`` that carry the explicit ``key``, newest

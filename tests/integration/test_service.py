@@ -788,6 +788,24 @@ def test_entity_keys_made_by_other_rules_are_made_again(open_svc: OpenService, m
     assert not open_svc().keeper.network_rebuilt_at_start  # saved under these rules: loaded
 
 
+def test_entity_memories_fills_its_limit_when_a_hit_goes_before_it_is_read(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = [
+        service.save(MemoryDraft(f"Trip {n} to Lisbon", namespace=NS, entities=("Lisbon",))).memory for n in range(4)
+    ]
+    newest_first = [m.memory_id for m in sorted(saved, key=lambda m: (m.created_at, m.memory_id), reverse=True)]
+    read = service.store.get_many
+
+    def deleting_first(*args: Any, **kwargs: Any) -> list[Memory]:
+        monkeypatch.setattr(service.store, "get_many", read)
+        service.delete(NS, newest_first[0])  # another writer, between the network and the read
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(service.store, "get_many", deleting_first)
+    assert [m.memory_id for m in service.entity_memories(NS, "Lisbon", limit=2)] == newest_first[1:3]
+
+
 def test_entity_memories_refuses_a_limit_below_one(service: MemoryService) -> None:
     service.save(MemoryDraft("The user lives in Lisbon", namespace=NS, entities=("Lisbon",)))
     with pytest.raises(InvalidInput, match="limit must be at least 1"):
