@@ -1262,9 +1262,8 @@ class FastNetwork:
         """Which of ``rows`` may hold a claim about one of ``slots`` (``conflicts.slots_of``):
         those whose slots meet them, and those whose slots are not known yet."""
         codes = {self.slots.find(slot) for slot in slots}
-        unknown: Mask = self._cols.claim_text[rows] == 0
         meets = [not codes.isdisjoint(self._row_slots.get(row, ())) for row in rows.tolist()]
-        return unknown | np.asarray(meets, dtype=np.bool_)
+        return self.slots_unknown(rows) | np.asarray(meets, dtype=np.bool_)
 
     def slots_unknown(self, rows: Rows) -> Mask:
         """Which of ``rows`` have slots not known yet (``keep_slots`` files them)."""

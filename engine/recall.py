@@ -346,8 +346,9 @@ class Recaller:
         rows = net.live_rows(ids)
         ok = rows >= 0
         ok[ok] = net.passes(query.sight, query.flt, query.now, rows[ok])
-        ends = np.cumsum([len(similar) for similar in answers])
-        starts = ends - [len(similar) for similar in answers]
+        sizes = np.fromiter(map(len, answers), dtype=np.int64, count=len(answers))
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
         return [
             (rows[start:end][ok[start:end]], sims[start:end][ok[start:end]])
             for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
