@@ -73,25 +73,25 @@ CONTEXT_SEEDS = 5
 EXACT_DIRECT = 2048
 # Where a plain search's neighbours hold too few that pass the filter, the semantic
 # channel either scans what passes or searches HNSW keeping only that
-# (``VectorIndex.search_among``), whichever is estimated to cost less. Measured at 100k
-# memories of 384 dimensions on two cores: both mask sight and filter over the rows of
-# the namespaces looked into, about MASK_US_PER_ROW a row; the scan then takes about
-# SCAN_US_PER_ROW a passing row (float16 vectors widened by numpy, one product), or
-# ROUGH_SCAN_US_PER_ROW where the network has rough cosines (``RoughCosines``: torch's
-# half-precision product, the kept rows computed again exactly); the filtered search
-# about LOOKUP_US_PER_ROW a passing row (its handle, kept by ``FastNetwork.handles``,
-# gathered and masked), and a plain search's time (below) plus FILTERED_US divided by the
-# share of the index that passes (it walks past the rest: 1.1 ms at a half, 5 ms at 8%,
-# 27 ms at 1%). A plain search of k neighbours takes about SEARCH_US +
-# SEARCH_US_PER_NEIGHBOUR × k (0.56 ms for 100, 7.7 ms for 2,500): it is made first only
-# where it costs less than going to one of those at once.
-MASK_US_PER_ROW = 0.025
-SCAN_US_PER_ROW = 2.2
-ROUGH_SCAN_US_PER_ROW = 0.3
+# (``VectorIndex.search_among``), whichever is estimated to cost less. Measured by
+# benchmarks/plan_costs.py at 100k memories of 512 dimensions (USE) on two cores: both
+# mask sight and filter over the rows of the namespaces looked into, about
+# MASK_US_PER_ROW a row; the scan then takes about SCAN_US_PER_ROW a passing row (float16
+# vectors widened by numpy, one product), or ROUGH_SCAN_US_PER_ROW where the network has
+# rough cosines (``RoughCosines``: torch's half-precision product on one thread, the kept
+# rows computed again exactly); the filtered search about LOOKUP_US_PER_ROW a passing
+# row (its handle, kept by ``FastNetwork.handles``, gathered and masked), and a plain
+# search's time (below) plus FILTERED_US divided by the share of the index that passes
+# (it walks past the rest: 4 ms at 30%, 6 ms at 8%, 30 ms at 1%). A plain search of k
+# neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k (0.44 ms for 100, 6.1 ms
+# for 2,500): it is made first only where it costs less than going to one of those at once.
+MASK_US_PER_ROW = 0.012
+SCAN_US_PER_ROW = 0.9
+ROUGH_SCAN_US_PER_ROW = 0.35
 LOOKUP_US_PER_ROW = 0.05
 FILTERED_US = 260.0
-SEARCH_US = 250.0
-SEARCH_US_PER_NEIGHBOUR = 2.7
+SEARCH_US = 200.0
+SEARCH_US_PER_NEIGHBOUR = 2.5
 # How many rows of the namespaces looked into a semantic search samples to estimate how
 # many pass the caller's sight and filter (about 40 µs).
 PASSING_SAMPLE = 1024

@@ -3,6 +3,7 @@ within the bound it states, and a scan that uses it returns what the exact scan 
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -126,3 +127,39 @@ def test_the_scans_margin_follows_the_longest_vector_held_and_is_saved(tmp_path:
     net.save(tmp_path)
     loaded = FastNetwork.load(tmp_path, build_scorer, model="", dim=DIM, rough=half_cosines)
     assert loaded is not None and loaded._widest == pytest.approx(8.0, rel=1e-6)
+
+
+def test_the_product_leaves_torchs_thread_count_as_it_found_it_also_when_scans_race() -> None:
+    """The product runs on one thread and puts torch's count back; two scans on two
+    threads must not interleave their set and restore and leave the process on one."""
+    assert half_cosines.load()
+    import torch
+
+    rng = np.random.default_rng(3)
+    vectors = _unit(rng.standard_normal((3000, DIM))).astype(np.float16)
+    rows = np.arange(len(vectors))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        errors: list[BaseException] = []
+
+        def scan(seed: int) -> None:
+            own = np.random.default_rng(seed)
+            try:
+                for n in range(50):
+                    half_cosines(
+                        vectors, rows, _unit(own.standard_normal(DIM)) if n % 2 else vectors[n].astype(np.float32)
+                    )
+            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=scan, args=(seed,)) for seed in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        half_cosines(vectors, rows, vectors[0].astype(np.float32))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -87,11 +87,14 @@ def test_a_filter_that_lets_nearly_all_through_is_searched_plainly() -> None:
 
 def test_a_search_dearer_than_what_would_follow_it_is_not_made() -> None:
     # 1M rows, one namespace of 7,000 with no filter: 2,858 neighbours would be needed,
-    # far dearer than scanning the 7,000 with rough cosines first, so they are scanned at
-    # once (without rough cosines the scan costs twice the search)
-    plan = _plan(1_000_000, 7_000, masked=7_000, rough=True)
-    assert plan.how is _How.SCAN
-    assert _plan(1_000_000, 7_000, masked=7_000).how is _How.SEARCH
+    # dearer than scanning the 7,000, with rough cosines first or without, so they are
+    # scanned at once
+    for rough in (False, True):
+        assert _plan(1_000_000, 7_000, masked=7_000, rough=rough).how is _How.SCAN
+    # one of 20,000: a search of 1,000 costs less than either scan
+    for rough in (False, True):
+        plan = _plan(1_000_000, 20_000, masked=20_000, rough=rough)
+        assert (plan.how, plan.k) == (_How.SEARCH, 1_000)
     # a namespace of 7,000 at 100k rows: a search of 286 is cheaper still
     for rough in (False, True):
         plan = _plan(100_000, 7_000, masked=7_000, rough=rough)
@@ -110,12 +113,16 @@ def test_rough_cosines_are_priced_only_past_their_minimum() -> None:
 def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_filtered_one() -> None:
     plan = _plan(100_000, 8_000)  # a search of 250 first
     assert plan.how is _How.SEARCH and _filtered_cost(100_000, 8_000, 100, 100_000) < plan.scan_us
-    assert _after_short_search(plan, 250, 8) == (_How.FILTERED, 0)  # about the share overall
+    assert _after_short_search(plan, 250, 16) == (_How.FILTERED, 0)  # twice the share overall
+    assert _after_short_search(plan, 250, 8) == (_How.SCAN, 0)  # the share overall: the scan costs less
     assert _after_short_search(plan, 250, 1) == (_How.SCAN, 0)  # 1 in 250: the filtered search would walk far
-    # none: the filter goes against the query; one search of 4,096 still costs less than
-    # scanning the 8,000, and after it the scan
-    assert _after_short_search(plan, 250, 0) == (_How.SEARCH, 4096)
-    assert _after_short_search(plan, 4096, 0) == (_How.SCAN, 0)
+    # none: the filter goes against the query; scanning the 8,000 costs less than one
+    # search of 4,096
+    assert _after_short_search(plan, 250, 0) == (_How.SCAN, 0)
+    # 22,000 passing: that search costs less than the scan, and comes first; after it the scan
+    wide = _plan(100_000, 22_000)
+    assert _after_short_search(wide, wide.k, 0) == (_How.SEARCH, 4096)
+    assert _after_short_search(wide, 4096, 0) == (_How.SCAN, 0)
 
 
 def test_a_common_category_none_of_a_first_search_holds_is_searched_wider_before_any_scan() -> None:
@@ -131,10 +138,11 @@ def test_the_scan_is_priced_by_the_rows_masked_and_those_that_pass() -> None:
 
 
 def test_with_rough_cosines_a_category_the_first_search_missed_is_scanned_not_searched_wider() -> None:
-    # 100k rows, 8% and 22% pass, none among the first search's neighbours: scanning
-    # them with rough cosines first costs less than a search of 4,096 (without, the wider
-    # search comes first, as above)
-    for passing in (8_000, 22_000):
+    # 100k rows, 8% and 16% pass, none among the first search's neighbours: scanning
+    # them with rough cosines first costs less than a search of 4,096 (without, at 16%,
+    # the wider search comes first)
+    assert _after_short_search(_plan(100_000, 16_000), _plan(100_000, 16_000).k, 0) == (_How.SEARCH, 4096)
+    for passing in (8_000, 16_000):
         plan = _plan(100_000, passing, rough=True)
         assert plan.how is _How.SEARCH
         assert _after_short_search(plan, plan.k, 0) == (_How.SCAN, 0)
