@@ -15,24 +15,30 @@ adds next to nothing, and the result is rounded to float16 (within 2^-11 of a va
 under 1). ``error`` is twice their sum. The scan (``FastNetwork.nearest``) computes
 the cosines it keeps exactly, so only which rows are kept reads these.
 
-torch would run the product on its thread pool, which wakes slowly after a pause: 4,096
-rows of 512 took 1.0 ms back to back on two threads, 2.7 ms after 50 ms idle (12.8 at
-worst) and 11.4 after 0.3 s, against 1.5, 2.8 (3.7 at worst) and 4.2 on one thread. A
-recall's scan always comes after a pause of that kind (the search, the masks), and a
-tail of 10 ms is worth more than the second core's help, so the product runs on the
-calling thread alone: torch's thread count is set to 1 around it and put back. The
-setting is the calling thread's for torch's own kernels, but MKL's is the process's, so
-a model's inference on another thread in those few milliseconds runs on one MKL
-thread: slower, never wrong (USE, the default model, is numpy and not touched).
+torch runs the product on its thread pool, which sleeps between scans and wakes slowly,
+most of all when the other core is busy: after 50 ms idle, a scan of 1,000-30,000 rows
+of 512 took 6-13 ms at the median and up to 50 ms at p95 on two threads, against 3-12
+and at most 13 on one (benchmarks/plan_costs.py). So where torch is the product's
+alone (the default model, USE, is numpy; so are e5 and the test embedders), ``load``
+gives torch one thread for the whole process. Where a model already runs on torch
+(MiniLM), its inference wants both cores, and the thread count is left as it is.
 
-Importing torch takes about 2 s and 190 MB. The default embedder imports it anyway;
-for the others (and the engine's own tests and benchmarks) it is imported on a
+The count is not set around each product instead. torch keeps it both process-wide and
+per thread: each thread takes the process's count when it first runs a torch operation
+and keeps it. A product on one thread, set and put back, left any thread that started
+its first operation meanwhile on one thread for good (measured: a matrix product of
+2,048 stayed at 113 ms against 60). An earlier attempt at the set-and-put-back also
+ended one full test run with a segmentation fault at exit.
+
+Importing torch takes about 2 s and 190 MB. A model that runs on torch imports it anyway;
+for the others (and the engine's own benchmarks) it is imported on a
 background thread the first time ``ready`` is asked, and the scan runs without rough
 cosines until it is there, or for good where torch is not installed.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from types import ModuleType
 
@@ -41,10 +47,6 @@ import numpy.typing as npt
 
 # Which rows a scan keeps is decided on these; the answer's cosines are exact.
 ERROR = 2 * (2.0**-11 + 2.0**-11)
-# The product runs on the calling thread alone (see the module's docstring). torch's
-# thread count is set and put back under this lock, so two scans cannot interleave their
-# set and restore and leave the process on one thread.
-_ONE_THREAD = threading.Lock()
 
 
 class HalfCosines:
@@ -56,6 +58,7 @@ class HalfCosines:
         self._lock = threading.Lock()
         self._torch: ModuleType | None = None
         self._loader: threading.Thread | None = None
+        self.one_thread = False  # whether torch was given one thread for the product (``load``)
 
     def ready(self) -> bool:
         """Whether torch is imported; the first call starts importing it (not waiting)."""
@@ -68,12 +71,20 @@ class HalfCosines:
         return False
 
     def load(self) -> bool:
-        """Import torch now (waiting for it); False where it is not installed."""
+        """Import torch now (waiting for it); False where it is not installed. Where
+        nothing in the process had imported torch before (no model runs on it), the
+        product is torch's only work and it is given one thread (see above)."""
+        alone = "torch" not in sys.modules
         try:
             import torch
         except ImportError:
             return False
-        self._torch = torch
+        with self._lock:
+            if self._torch is None:
+                if alone:
+                    torch.set_num_threads(1)
+                self.one_thread = alone
+                self._torch = torch
         return True
 
     def __call__(
@@ -81,16 +92,10 @@ class HalfCosines:
     ) -> npt.NDArray[np.float32]:
         import torch
 
-        with _ONE_THREAD:
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                matrix = torch.from_numpy(vectors)
-                taken = matrix.index_select(0, torch.from_numpy(np.ascontiguousarray(rows, dtype=np.int64)))
-                query = torch.from_numpy(np.asarray(vector, dtype=np.float16)).reshape(1, -1)
-                found = torch.nn.functional.linear(query, taken).reshape(-1)  # a matrix product: see above
-            finally:
-                torch.set_num_threads(threads)
+        matrix = torch.from_numpy(vectors)
+        taken = matrix.index_select(0, torch.from_numpy(np.ascontiguousarray(rows, dtype=np.int64)))
+        query = torch.from_numpy(np.asarray(vector, dtype=np.float16)).reshape(1, -1)
+        found = torch.nn.functional.linear(query, taken).reshape(-1)  # a matrix product: see above
         rough: npt.NDArray[np.float32] = found.numpy().astype(np.float32)
         return rough
 

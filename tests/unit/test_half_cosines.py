@@ -3,7 +3,8 @@ within the bound it states, and a scan that uses it returns what the exact scan 
 
 from __future__ import annotations
 
-import threading
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -129,37 +130,29 @@ def test_the_scans_margin_follows_the_longest_vector_held_and_is_saved(tmp_path:
     assert loaded is not None and loaded._widest == pytest.approx(8.0, rel=1e-6)
 
 
-def test_the_product_leaves_torchs_thread_count_as_it_found_it_also_when_scans_race() -> None:
-    """The product runs on one thread and puts torch's count back; two scans on two
-    threads must not interleave their set and restore and leave the process on one."""
-    assert half_cosines.load()
-    import torch
+def _in_a_fresh_interpreter(code: str) -> list[str]:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    return out.stdout.split()
 
-    rng = np.random.default_rng(3)
-    vectors = _unit(rng.standard_normal((3000, DIM))).astype(np.float16)
-    rows = np.arange(len(vectors))
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        errors: list[BaseException] = []
 
-        def scan(seed: int) -> None:
-            own = np.random.default_rng(seed)
-            try:
-                for n in range(50):
-                    half_cosines(
-                        vectors, rows, _unit(own.standard_normal(DIM)) if n % 2 else vectors[n].astype(np.float32)
-                    )
-            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-                errors.append(exc)
+def _after_load(*, import_torch_first: bool) -> tuple[int, bool]:
+    """torch's thread count after ``load`` in a fresh interpreter, and whether ``load``
+    gave the product one thread."""
+    threads, alone = _in_a_fresh_interpreter(
+        ("import torch\n" if import_torch_first else "")
+        + "from engine.adapters.half_cosines import half_cosines\n"
+        + "assert half_cosines.load()\n"
+        + "import torch\n"
+        + "print(torch.get_num_threads(), half_cosines.one_thread)\n"
+    )
+    return int(threads), alone == "True"
 
-        threads = [threading.Thread(target=scan, args=(seed,)) for seed in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert not errors
-        half_cosines(vectors, rows, vectors[0].astype(np.float32))
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+
+def test_where_torch_is_the_products_alone_it_gets_one_thread() -> None:
+    assert _after_load(import_torch_first=False) == (1, True)
+
+
+def test_where_a_model_imported_torch_first_its_thread_count_is_left_as_it_is() -> None:
+    (default,) = _in_a_fresh_interpreter("import torch\nprint(torch.get_num_threads())\n")
+    assert _after_load(import_torch_first=True) == (int(default), False)
