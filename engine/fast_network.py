@@ -100,11 +100,12 @@ _MIN_CAPACITY = 1024
 SCAN_CHUNK = 4096
 MASK_CHUNK = 65536
 # The exact scan ranks by rough cosines first only past this many passing rows: numpy
-# widens and multiplies about 0.9 µs a row of 512, torch's product on one thread about
-# 0.35 (engine/adapters/half_cosines.py), plus a fixed cost and the kept rows computed
-# again, so below this numpy alone is as fast (benchmarks/plan_costs.py: 1.6 ms for
-# 500 rows either way, 2.1 against 1.8 for 1,000).
-ROUGH_MIN_ROWS = 1000
+# widens and multiplies about 0.9 µs a row of 512, torch's product about 0.3
+# (engine/adapters/half_cosines.py), but after a pause, as a recall's scan comes, torch
+# adds about 1.4 ms (benchmarks/plan_costs.py: 3.1 ms for 1,000 rows, 4.4 for 4,000,
+# against numpy's 2.0 and 4.5 back to back; numpy after a pause is not measured), so
+# below this numpy alone is as fast.
+ROUGH_MIN_ROWS = 4000
 # ``passes`` over more rows than this, for a filter naming a category or a session, takes
 # that mask first and the others over what it lets through.
 NARROW_FIRST = 512

@@ -82,9 +82,10 @@ EXACT_DIRECT = 2048
 # rows computed again exactly); the filtered search about LOOKUP_US_PER_ROW a passing
 # row (its handle, kept by ``FastNetwork.handles``, gathered and masked), and a plain
 # search's time (below) plus FILTERED_US divided by the share of the index that passes
-# (it walks past the rest: 4 ms at 30%, 6 ms at 8%, 30 ms at 1%). A plain search of k
-# neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k (0.44 ms for 100, 6.1 ms
-# for 2,500): it is made first only where it costs less than going to one of those at once.
+# (it walks past the rest: 4 ms at 30%, 7 ms at 8%, 30 ms at 1%). A plain search of k
+# neighbours takes about SEARCH_US + SEARCH_US_PER_NEIGHBOUR × k (about 0.5 ms for 100,
+# 6.5 ms for 2,500): it is made first only where it costs less than going to one of those
+# at once.
 MASK_US_PER_ROW = 0.012
 SCAN_US_PER_ROW = 0.9
 ROUGH_SCAN_US_PER_ROW = 0.35

@@ -3,6 +3,7 @@ and the Bolt servers of the graph-store tiers (see ``tests/bolt.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -74,7 +75,10 @@ def _rough_cosines_loaded() -> None:
     """torch imported before any test, so a service's exact scan ranks by rough cosines
     from its first recall (a service imports torch in the background:
     engine/adapters/half_cosines.py), and which plan the semantic channel makes does not
-    hang on how fast that import was."""
+    hang on how fast that import was. torch is imported first, as a model on it would
+    have: the tests' models run on torch's usual threads."""
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401
     half_cosines.load()
 
 

@@ -17,11 +17,15 @@ the cosines it keeps exactly, so only which rows are kept reads these.
 
 torch runs the product on its thread pool, which sleeps between scans and wakes slowly,
 most of all when the other core is busy: after 50 ms idle, a scan of 1,000-30,000 rows
-of 512 took 6-13 ms at the median and up to 50 ms at p95 on two threads, against 3-12
-and at most 13 on one (benchmarks/plan_costs.py). So where torch is the product's
-alone (the default model, USE, is numpy; so are e5 and the test embedders), ``load``
-gives torch one thread for the whole process. Where a model already runs on torch
-(MiniLM), its inference wants both cores, and the thread count is left as it is.
+of 512 took 13-15 ms at the median on two threads, 4-15 on one, growing with the rows,
+and at p95 up to 22 ms on two threads in one pair of runs and 50 in another, against at
+most 17 on one (benchmarks/plan_costs.py). So where torch is the
+product's alone (the default model, USE, is numpy; so are e5 and the test embedders),
+``load`` gives torch one thread for the whole process. Where a model already runs on
+torch (MiniLM), its inference wants both cores, and the thread count is left as it is.
+Which of the two is decided by whether torch was imported before the first ``load``
+(``open_service`` loads the model first): a torch model loaded later in the same process
+runs on one thread.
 
 The count is not set around each product instead. torch keeps it both process-wide and
 per thread: each thread takes the process's count when it first runs a torch operation
@@ -38,12 +42,15 @@ cosines until it is there, or for good where torch is not installed.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
+
+log = logging.getLogger(__name__)
 
 # Which rows a scan keeps is decided on these; the answer's cosines are exact.
 ERROR = 2 * (2.0**-11 + 2.0**-11)
@@ -58,6 +65,7 @@ class HalfCosines:
         self._lock = threading.Lock()
         self._torch: ModuleType | None = None
         self._loader: threading.Thread | None = None
+        self._alone: bool | None = None  # whether nothing had imported torch before ``load``
         self.one_thread = False  # whether torch was given one thread for the product (``load``)
 
     def ready(self) -> bool:
@@ -74,16 +82,21 @@ class HalfCosines:
         """Import torch now (waiting for it); False where it is not installed. Where
         nothing in the process had imported torch before (no model runs on it), the
         product is torch's only work and it is given one thread (see above)."""
-        alone = "torch" not in sys.modules
+        with self._lock:
+            # Decided once, by the first caller, before any caller imports: a second one
+            # arriving while the first imports would see torch half imported.
+            if self._alone is None:
+                self._alone = "torch" not in sys.modules
         try:
             import torch
         except ImportError:
             return False
         with self._lock:
             if self._torch is None:
-                if alone:
+                if self._alone:
                     torch.set_num_threads(1)
-                self.one_thread = alone
+                    log.info("torch runs the exact scan's rough cosines alone here: given one thread")
+                self.one_thread = bool(self._alone)
                 self._torch = torch
         return True
 

@@ -30,9 +30,10 @@ def _exact(vectors: np.ndarray, rows: np.ndarray, vector: np.ndarray) -> np.ndar
     return exact
 
 
-def test_the_rough_cosines_stay_within_their_stated_error() -> None:
+@pytest.mark.parametrize(("dim", "count"), [(DIM, 6000), (512, 1000), (768, 3000)])
+def test_the_rough_cosines_stay_within_their_stated_error(dim: int, count: int) -> None:
     rng = np.random.default_rng(7)
-    stored = _unit(rng.standard_normal((6000, DIM)))
+    stored = _unit(rng.standard_normal((count, dim)))
     vectors = stored.astype(np.float16)
     rows = np.arange(len(vectors))
     worst = 0.0
@@ -40,7 +41,7 @@ def test_the_rough_cosines_stay_within_their_stated_error() -> None:
         # Queries at every distance: the stored vector itself, a near copy, a far one, its opposite.
         noise = [0.0, 0.01, 0.1, 1.0, 10.0][n % 5]
         sign = -1.0 if n % 7 == 0 else 1.0
-        vector = _unit(sign * stored[n] + noise * rng.standard_normal(DIM))
+        vector = _unit(sign * stored[n] + noise * rng.standard_normal(dim))
         rough = half_cosines(vectors, rows, vector)
         assert rough.dtype == np.float32 and rough.shape == (len(rows),)
         worst = max(worst, float(np.abs(rough - _exact(vectors, rows, vector)).max()))
@@ -132,27 +133,37 @@ def test_the_scans_margin_follows_the_longest_vector_held_and_is_saved(tmp_path:
 
 def _in_a_fresh_interpreter(code: str) -> list[str]:
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
 
-def _after_load(*, import_torch_first: bool) -> tuple[int, bool]:
-    """torch's thread count after ``load`` in a fresh interpreter, and whether ``load``
-    gave the product one thread."""
+def _after_start(*, import_torch_first: bool) -> tuple[int, bool]:
+    """As a service starts the scan's torch, in a fresh interpreter: ``ready`` imports it
+    on a background thread; then the thread count a request thread's first torch operation
+    takes, and whether the product was given one thread."""
     threads, alone = _in_a_fresh_interpreter(
         ("import torch\n" if import_torch_first else "")
+        + "import threading\n"
         + "from engine.adapters.half_cosines import half_cosines\n"
-        + "assert half_cosines.load()\n"
+        + "half_cosines.ready()\n"
+        + "half_cosines._loader.join()\n"
         + "import torch\n"
-        + "print(torch.get_num_threads(), half_cosines.one_thread)\n"
+        + "seen = []\n"
+        + "def request():\n"
+        + "    torch.ones(4) @ torch.ones(4)\n"
+        + "    seen.append(torch.get_num_threads())\n"
+        + "worker = threading.Thread(target=request)\n"
+        + "worker.start(); worker.join()\n"
+        + "print(seen[0], half_cosines.one_thread)\n"
     )
     return int(threads), alone == "True"
 
 
 def test_where_torch_is_the_products_alone_it_gets_one_thread() -> None:
-    assert _after_load(import_torch_first=False) == (1, True)
+    assert _after_start(import_torch_first=False) == (1, True)
 
 
 def test_where_a_model_imported_torch_first_its_thread_count_is_left_as_it_is() -> None:
     (default,) = _in_a_fresh_interpreter("import torch\nprint(torch.get_num_threads())\n")
-    assert _after_load(import_torch_first=True) == (int(default), False)
+    assert _after_start(import_torch_first=True) == (int(default), False)
