@@ -27,7 +27,9 @@ that sleeps between scans shows there). Run::
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
+import os
 import platform
 import sys
 import time
@@ -85,6 +87,21 @@ def after_pause_us(call: Callable[[np.ndarray], Any], vectors: list[np.ndarray])
     return float(np.median(times) * 1e6), float(np.percentile(times, 95) * 1e6)
 
 
+def torch_version() -> str | None:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def torch_threads() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, required=True, help="a directory latency.py --keep left")
@@ -105,6 +122,8 @@ def main() -> None:
         sight = sight_of([NAMESPACE], None)
         inside = net.rows_in(sight.namespaces)
         size = len(inside)
+        if size != len(index):  # the implied FILTERED_US divides by the index's size
+            raise SystemExit(f"{args.data_dir} holds other namespaces than {NAMESPACE!r}")
         created = np.sort(net.created_of(inside))
         searches = {k: median_us(lambda v, k=k: index.search(v, k), vectors) for k in SEARCH_KS}
         per_neighbour = (searches[1000] - searches[100]) / 900
@@ -118,7 +137,17 @@ def main() -> None:
                 passing = int(net.passes(sight, flt, now, inside).sum())
 
                 def filtered(vector: np.ndarray, flt: MemoryFilter = flt) -> object:
-                    query = recall.RecallQuery("", vector, sight, flt, 10, 100, now, (), frozenset())
+                    query = recall.RecallQuery(
+                        text="",
+                        vector=vector,
+                        sight=sight,
+                        flt=flt,
+                        top_k=10,
+                        pool=100,
+                        now=now,
+                        terms=(),
+                        entity_keys=frozenset(),
+                    )
                     return recaller._filtered(net, query, inside)
 
                 mask = median_us(lambda v, flt=flt: net.passes(sight, flt, now, inside), vectors)
@@ -163,7 +192,14 @@ def main() -> None:
     result = {
         "memories": size,
         "dim": int(vectors[0].shape[0]),
-        "machine": {"python": platform.python_version(), "cpus": platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "architecture": platform.machine(),
+            "cpus": os.cpu_count(),
+            "torch": torch_version(),
+            "torch_threads": torch_threads(),
+            "rough_one_thread": getattr(half_cosines, "one_thread", None),  # None: an engine before it
+        },
         "search_us": searches,
         "implied_search": {"SEARCH_US": search_us, "SEARCH_US_PER_NEIGHBOUR": per_neighbour},
         "filters": rows,
