@@ -61,6 +61,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import synthetic  # noqa: E402
+from scale import await_rough_cosines  # noqa: E402
 
 from engine.adapters import INDEX_DIR, load_embedder, open_service  # noqa: E402
 from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
@@ -857,14 +858,6 @@ class Baseline:
 
 
 # --- one size --------------------------------------------------------------------------------
-
-
-def await_rough_cosines() -> None:
-    """Wait for the torch import a service starts in the background for its exact scan
-    (engine/adapters/half_cosines.py)."""
-    from engine.adapters.half_cosines import half_cosines
-
-    half_cosines.load()
 
 
 def open_timed(config: Config, embedder: TimedEmbedder) -> tuple[MemoryService, float]:

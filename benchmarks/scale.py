@@ -144,7 +144,7 @@ def measure(layout: str, size: int, data_dir: Path, args: argparse.Namespace) ->
     service = _open(data_dir, embedder)
     startup = time.perf_counter() - started
     rss_after = process.memory_info().rss
-    _await_rough_cosines()
+    await_rough_cosines()
     net = service.keeper.network
     vector_bytes = len(service.keeper.index) * plain.dim * 4 + len(net) * plain.dim * 2
     row: dict[str, Any] = {
@@ -232,7 +232,7 @@ def _timed(
     return _percentiles(timed)
 
 
-def _await_rough_cosines() -> None:
+def await_rough_cosines() -> None:
     """Wait for the torch import a service starts in the background for its exact scan
     (engine/adapters/half_cosines.py), so the timed recalls are those of a warm service;
     an engine without it (a baseline) has nothing to wait for."""

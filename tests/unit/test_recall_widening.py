@@ -141,7 +141,8 @@ def test_with_rough_cosines_a_category_the_first_search_missed_is_scanned_not_se
     # 100k rows, 8%, 16% and 22% pass, none among the first search's neighbours: scanning
     # them with rough cosines first costs less than a search of 4,096 (without, at 16%,
     # the wider search comes first)
-    assert _after_short_search(_plan(100_000, 16_000), _plan(100_000, 16_000).k, 0) == (_How.SEARCH, 4096)
+    plain = _plan(100_000, 16_000)
+    assert _after_short_search(plain, plain.k, 0) == (_How.SEARCH, 4096)
     for passing in (8_000, 16_000, 22_000):
         plan = _plan(100_000, passing, rough=True)
         assert plan.how is _How.SEARCH
