@@ -158,6 +158,10 @@ class IndexConfig:
     # query asks). Longer than the gaps of a bulk import of single saves, shorter than an
     # agent's turn.
     lexicon_build_ahead_ms: int = 50
+    # At most this many categories get an HNSW index of their own memories, built in the
+    # background when a recall narrowed to one (a "how" question's procedures, a category
+    # filter) had to scan or search past the rest (engine/category_indexes.py; 0: none).
+    category_indexes: int = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -677,6 +681,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"index.lexicon_build_ahead_ms must not be negative, got {config.index.lexicon_build_ahead_ms}"
         )
+    if config.index.category_indexes < 0:
+        raise ConfigError(f"index.category_indexes must not be negative, got {config.index.category_indexes}")
     if config.neo4j.retry_seconds < 0:
         raise ConfigError(f"neo4j.retry_seconds must not be negative, got {config.neo4j.retry_seconds}")
     if config.neo4j.security_cache_seconds < 0:

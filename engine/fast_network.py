@@ -58,10 +58,11 @@ import numpy as np
 import numpy.typing as npt
 
 from engine import conflicts, text
+from engine.category_indexes import CategoryIndexes, IndexFactory
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
-from engine.ports import Edge, LexicalBuild, LexicalScorer, RoughCosines, VectorIndex
+from engine.ports import Edge, LexicalBuild, LexicalScorer, Matrix, RoughCosines, VectorIndex
 from engine.records import (
     JsonScalar,
     Memory,
@@ -111,6 +112,8 @@ ROUGH_MIN_ROWS = 4000
 NARROW_FIRST = 512
 # The most (namespace, categories) row lists kept between changes (``_of_categories``).
 CATEGORY_LISTS_KEPT = 256
+# The most categories given their own HNSW index (engine/category_indexes.py) by default.
+CATEGORY_INDEXES = 8
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
 # After a background rebuild, the next waits this many times as long as the last took:
@@ -604,6 +607,8 @@ class FastNetwork:
         analysis: str = "",
         claim_rules: str = "",
         entity_keys: str = "",
+        category_index: IndexFactory | None = None,
+        category_indexes: int = CATEGORY_INDEXES,
     ) -> None:
         self._build = lexical
         self._rough = rough
@@ -666,6 +671,12 @@ class FastNetwork:
         # (``_lexical``): a "how" question's second ranking, and the prompt context's
         # second recall, ask the same again.
         self._last_lexical: tuple[tuple[Any, ...], tuple[Rows, Floats]] | None = None
+        # The categories' own HNSW indexes (engine/category_indexes.py), built when a recall asks.
+        self._category_indexes = (
+            CategoryIndexes(category_index, self._category_members, self._lock, kept=category_indexes)
+            if category_index is not None and category_indexes > 0
+            else None
+        )
 
     # --- size and identity ---------------------------------------------------------
 
@@ -743,9 +754,14 @@ class FastNetwork:
                     self._forget(row)
                     touched.add(row)
             for memory in memories:
+                row = self._row.get(memory.memory_id)
+                if row is not None:  # its category may change: the old one's index hears of it
+                    self._touched_in_category(row)
                 touched.add(self._hold(memory))
             if touched:
                 self._category_rows.clear()
+                for row in touched:
+                    self._touched_in_category(row)
             if self._warm_after is not None and touched:
                 self._warm_later({int(ns) for ns in self._cols.namespace[list(touched)].tolist()})
             for row in touched:
@@ -872,6 +888,7 @@ class FastNetwork:
                 if row is not None and len(vector) == self.dim:
                     self._vectors[row] = vector
                     self._has_vector[row] = True
+                    self._touched_in_category(row)
 
     def cosines(self, vector: npt.NDArray[np.float32], rows: Rows) -> Floats:
         """The cosine of ``vector`` (unit length) to each row's vector; 0 where a row has none."""
@@ -902,6 +919,50 @@ class FastNetwork:
                 again = rows[stale]
                 found[stale] = self._handles[again] = index.handles(self.ids_of(again))
             return found
+
+    def category_index(self, category: str) -> VectorIndex | None:
+        """The HNSW index of ``category``'s memories alone (every namespace's), in step
+        with the network; None where it has none (yet). The caller holds ``reading()``."""
+        code = self.categories.find(category)
+        if self._category_indexes is None or code == NONE:
+            return None
+        return self._category_indexes.get(code)
+
+    def ask_category_index(self, category: str) -> None:
+        """Have ``category``'s own index built in the background (``engine.category_indexes``)."""
+        code = self.categories.find(category)
+        if self._category_indexes is not None and code != NONE:
+            with self._lock:
+                self._category_indexes.ask(code)
+
+    def category_indexes_held(self) -> dict[str, int]:
+        """The categories with their own index, and the memories each holds."""
+        if self._category_indexes is None:
+            return {}
+        with self._lock:
+            return {self.categories.names[code]: n for code, n in self._category_indexes.holds().items()}
+
+    def _touched_in_category(self, row: int) -> None:
+        if self._category_indexes is not None:
+            self._category_indexes.touched(int(self._cols.category[row]), (self.ids[row],))
+
+    def _category_members(self, code: int, ids: Sequence[str] | None) -> tuple[list[str], Matrix]:
+        """The memories of category ``code`` that hold a vector and are not deleted (all
+        of them, or those among ``ids``), and their vectors widened to float32."""
+        cols, size = self._cols, self._cols.size
+        if ids is None:
+            rows = np.arange(size, dtype=np.int64)
+        else:
+            rows = np.fromiter((self._row.get(mid, NONE) for mid in ids), dtype=np.int64, count=len(ids))
+            rows = rows[rows >= 0]
+        keep = (
+            cols.live[rows]
+            & self._has_vector[rows]
+            & (cols.category[rows] == code)
+            & (cols.status[rows] != _STATUS[Status.DELETED])
+        )
+        rows = rows[keep]
+        return self.ids_of(rows), self._vectors[rows].astype(np.float32)
 
     def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
         old = self._row_entities.get(row, ())
@@ -1173,18 +1234,24 @@ class FastNetwork:
         return answer
 
     def settle(self) -> None:
-        """Wait until no lexicon is being rebuilt in the background (tests, shutdown); one
-        due to be built ahead (``warm_after``) may still start later."""
+        """Wait until no lexicon or category index is being built in the background
+        (tests, shutdown); one due to be built ahead (``warm_after``), or asked for
+        later, may still start later."""
         for lexicon in list(self._lexicons.values()):
             lexicon.settle()
+        if self._category_indexes is not None:
+            self._category_indexes.settle()
 
     def stop_warming(self) -> None:
         """Build nothing more ahead (closing): what is due is dropped, the thread ends; a
-        build under way finishes (``settle`` waits for it)."""
+        lexicon build under way finishes (``settle`` waits for it), a category index's
+        stops at its next chunk."""
         with self._lock:
             self._warm_after = None
             self._warm_due.clear()
             self._warm_wake.notify()
+            if self._category_indexes is not None:
+                self._category_indexes.stop()
 
     def _warm_later(self, namespaces: set[int]) -> None:
         """Build these namespaces' lexicons ahead once their writes pause (the caller holds
@@ -1460,6 +1527,8 @@ class FastNetwork:
         analysis: str = "",
         claim_rules: str = "",
         entity_keys: str = "",
+        category_index: IndexFactory | None = None,
+        category_indexes: int = CATEGORY_INDEXES,
     ) -> FastNetwork | None:
         """The network saved in ``directory``, or None when it is absent, torn, of
         another format, holds another model's vectors, or terms another text analysis made
@@ -1496,6 +1565,8 @@ class FastNetwork:
                 analysis=analysis,
                 claim_rules=claim_rules,
                 entity_keys=entity_keys,
+                category_index=category_index,
+                category_indexes=category_indexes,
             )
             net._restore(arrays, lambda out: read_npz_array_into(path, "vectors", out))
             net.applied_seq = int(meta["applied_seq"])

@@ -156,6 +156,8 @@ class IndexKeeper:
                     if len(page) < REBUILD_BATCH:
                         break
             fresh.applied_seq = seq
+            if self._network is not None:
+                self._network.stop_warming()  # nothing more built for the network replaced
             self._network = fresh
             self._catch_up_network()
             log.info("fast network rebuilt: %d memories", len(fresh))

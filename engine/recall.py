@@ -17,7 +17,12 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    A "how" query ranks twice, the second time narrowed to procedures (``_first_of``):
    where too few of the whole ranking's search neighbours are procedures for the
    narrowed search planned to find ``top_k``, that search is skipped, as if it had come
-   back short;
+   back short. A query narrowed to one category whose plan ended in the filtered search
+   or the scan, over more than ``EXACT_DIRECT`` rows, has that category's own HNSW index
+   built in the background (engine/category_indexes.py); once it is there, such a query
+   searches it first, where that is priced no higher than the plan
+   (``_category_search``), and goes on with the plan only where its neighbours held
+   fewer than ``top_k`` that pass;
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -288,6 +293,10 @@ class Recaller:
         # A category filter narrows the rows looked into first (kept lists, no mask).
         inside = net.rows_in(query.sight.namespaces, query.flt.categories)
         plan = self._plan(net, query, inside, size)
+        found = self._in_category_index(net, query, plan)
+        if found is not None:
+            pool.cosine = dict(zip(found[0].tolist(), found[1].tolist(), strict=True))
+            return pool
         how = plan.how
         k = plan.k
         if how is _How.SEARCH and seen is not None:
@@ -309,8 +318,30 @@ class Recaller:
         elif how is _How.SCAN:
             pool.exact = len(net.rows_in(query.sight.namespaces)) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
+        if how is not _How.SEARCH and len(query.flt.categories) == 1 and plan.passing > EXACT_DIRECT:
+            net.ask_category_index(query.flt.categories[0])  # the next such recall searches it
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
+
+    def _in_category_index(self, net: FastNetwork, query: RecallQuery, plan: _Plan) -> tuple[Rows, Floats] | None:
+        """The semantic candidates of a query narrowed to one category, from that
+        category's own index (``FastNetwork.category_index``), where it has one and a
+        search of it is estimated to cost less than the plan; None where it has none,
+        or its neighbours held fewer than ``top_k`` that pass (the plan goes on)."""
+        if len(query.flt.categories) != 1 or plan.passing <= EXACT_DIRECT:
+            return None
+        index = net.category_index(query.flt.categories[0])
+        if index is None:
+            return None
+        limit = min(self._config.recall.max_widened_candidates, len(index))
+        k = _category_search(len(index), plan.passing, query.pool, query.top_k, limit, plan.cost_us)
+        if k == 0:
+            return None
+        similar = index.search(query.vector, k)
+        rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+        if len(rows) < query.top_k and k < len(index):
+            return None
+        return rows, cosines
 
     def _plan(self, net: FastNetwork, query: RecallQuery, inside: Rows, size: int) -> _Plan:
         """How the semantic channel of ``query`` looks among ``inside`` (``_plan_search``)."""
@@ -610,6 +641,8 @@ class _Plan:
     pool: int = 0  # SEARCH: the pool a filtered search would ask for
     limit: int = 0  # SEARCH: the widest plain search
     mask_us: float = 0.0  # SEARCH: what masking the rows looked into costs a filtered search
+    passing: int = 0  # about how many rows pass
+    cost_us: float = 0.0  # what the plan is estimated to cost, if its first step finds enough
 
 
 def _plan_search(size: int, passing: int, pool: int, want: int, limit: int, scan_us: float, masked: int) -> _Plan:
@@ -628,12 +661,24 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int, scan
       that pass, ``_after_short_search`` decides.
     """
     if passing <= EXACT_DIRECT:
-        return _Plan(_How.SCAN)
+        return _Plan(_How.SCAN, passing=passing, cost_us=scan_us)
     scan, filtered = scan_us, _filtered_cost(size, passing, pool, masked)
     first = max(pool, _enough(size, passing, want))
     if first <= limit and _search_cost(first) < min(scan, filtered):
-        return _Plan(_How.SEARCH, first, scan, pool, limit, MASK_US_PER_ROW * masked)
-    return _Plan(_How.FILTERED if filtered < scan else _How.SCAN)
+        mask = MASK_US_PER_ROW * masked
+        return _Plan(_How.SEARCH, first, scan, pool, limit, mask, passing, _search_cost(first))
+    return _Plan(_How.FILTERED if filtered < scan else _How.SCAN, passing=passing, cost_us=min(scan, filtered))
+
+
+def _category_search(indexed: int, passing: int, pool: int, want: int, limit: int, planned_us: float) -> int:
+    """How many neighbours to ask of a category's own index of ``indexed`` memories
+    (every namespace's), about ``passing`` of which pass, for ``want`` of them: at least
+    ``pool``, as many as that share says (``_enough``); 0 where that is wider than
+    ``limit`` or costs more than the plan (``planned_us``). Priced as a plain search of
+    the whole index (an upper bound: its graph is smaller, and every neighbour it returns
+    is of the category, where the whole index's may all be of others)."""
+    k = max(min(pool, indexed), _enough(indexed, passing, want))
+    return k if k <= limit and _search_cost(k) <= planned_us else 0
 
 
 def _after_short_search(plan: _Plan, searched: int, passed: int) -> tuple[_How, int]:

@@ -68,15 +68,19 @@ def fill(service: MemoryService, size: int, seed: int = 0, *, far: str = "far") 
         service.keeper.catch_up()
 
 
-def open_filled(data_dir: Path, size: int, *, widest: int = 256, far: str = "far") -> MemoryService:
+def open_filled(
+    data_dir: Path, size: int, *, widest: int = 256, far: str = "far", category_indexes: int = 0
+) -> MemoryService:
     """``widest``: ``[recall] max_widened_candidates``. Below the pool (100), no plain search
     is made for the filter: the recall goes to the filtered search or the scan at once.
-    ``far``: the category of the half far from the query."""
+    ``far``: the category of the half far from the query. ``category_indexes``: ``[index]
+    category_indexes``; none by default, so that every recall plans as the first did (a
+    category's own index, built in the background, would answer the later ones)."""
     config = load_config(
         env={},
         data_dir=data_dir,
         durable_commits=False,
-        index=INDEX,
+        index={**INDEX, "category_indexes": category_indexes},
         recall={"max_widened_candidates": widest},
         categories=["near", far],
     )

@@ -147,18 +147,6 @@ def open_service(
         index_dir = data_dir / INDEX_DIR
         dim, model, idx = embedder.dim, embedder.name, config.index
         ahead = idx.lexicon_build_ahead_ms / 1000 if idx.lexicon_build_ahead_ms > 0 else None
-        # The fast network's, made new or loaded; it keeps the read findings and claim
-        # slots of these rules, and the terms and entity keys of this text analysis.
-        network_options: dict[str, Any] = {
-            "model": model,
-            "dim": dim,
-            "rough": half_cosines,
-            "warm_after": ahead,
-            "read_rules": guard.read_rules(),
-            "claim_rules": conflicts.rules(),
-            "analysis": text.analysis(),
-            "entity_keys": entities.key_rules(),
-        }
 
         def new_index() -> HnswIndex:
             return HnswIndex(
@@ -169,6 +157,21 @@ def open_service(
                 ef_search=idx.ef_search,
                 search_threads=idx.search_threads,
             )
+
+        # The fast network's, made new or loaded; it keeps the read findings and claim
+        # slots of these rules, and the terms and entity keys of this text analysis.
+        network_options: dict[str, Any] = {
+            "category_index": new_index,
+            "category_indexes": idx.category_indexes,
+            "model": model,
+            "dim": dim,
+            "rough": half_cosines,
+            "warm_after": ahead,
+            "read_rules": guard.read_rules(),
+            "claim_rules": conflicts.rules(),
+            "analysis": text.analysis(),
+            "entity_keys": entities.key_rules(),
+        }
 
         if previous_embedder is None and loaded_embedder:
             previous_embedder = _previous_embedder(store, embedder, config)

@@ -176,6 +176,7 @@ def test_unknown_keys_are_refused(tmp_path: Path, toml: str, env: dict[str, str]
         "[lifecycle]\nchange_log_prune_seconds = -1",
         "[index]\nsearch_threads = 0",
         "[index]\nlexicon_build_ahead_ms = -1",
+        "[index]\ncategory_indexes = -1",
     ],
 )
 def test_bad_values_are_refused_with_config_error(tmp_path: Path, toml: str) -> None:

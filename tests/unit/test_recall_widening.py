@@ -11,6 +11,7 @@ from engine.recall import (
     ROUGH_SCAN_US_PER_ROW,
     SCAN_US_PER_ROW,
     _after_short_search,
+    _category_search,
     _enough,
     _filtered_cost,
     _How,
@@ -150,3 +151,23 @@ def test_with_rough_cosines_a_category_the_first_search_missed_is_scanned_not_se
     # at 1M, 22% is 220,000 rows: the wider search still comes first
     plan = _plan(1_000_000, 220_000, rough=True)
     assert _after_short_search(plan, plan.k, 0) == (_How.SEARCH, 4096)
+
+
+def test_a_category_index_is_searched_for_the_pool_where_the_namespaces_hold_the_category() -> None:
+    # 8,000 of 8,082 procedures pass (one namespace): the pool, cheaper than the 250 a
+    # plain search of the whole index would need
+    assert _category_search(8_082, 8_000, 100, 10, 4096, _search_cost(250)) == 100
+    # as dear as the plan's own search: the category's index still (its neighbours are all
+    # of the category)
+    assert _category_search(8_082, 8_000, 100, 10, 4096, _search_cost(100)) == 100
+
+
+def test_a_category_index_is_searched_wider_for_a_small_share_and_not_past_the_limit() -> None:
+    # a namespace holds 3,000 of 80,000: 10 wanted needs 267, twice that
+    assert _category_search(80_000, 3_000, 100, 10, 4096, _scan_cost(3_000, 3_000, rough=False)) == 534
+    # dearer than the plan: not searched
+    assert _category_search(80_000, 3_000, 100, 10, 4096, _search_cost(533)) == 0
+    # 100 of 80,000: wider than the limit
+    assert _category_search(80_000, 100, 100, 10, 4096, 1e9) == 0
+    # a category index smaller than the pool is asked for all it holds
+    assert _category_search(60, 60, 100, 10, 4096, 1e9) == 60
