@@ -10,7 +10,10 @@ an index that holds only them.
 Where a recall had to do that over more than ``EXACT_DIRECT`` memories of one category,
 it asks for that category's own index (``ask``). One background thread builds it from
 the fast network's vectors (float16, widened), outside the network's lock, at most one
-build at a time and at most ``kept`` categories. From the moment a build takes its
+build at a time and at most ``kept`` categories, which together hold no more than
+``room()`` memories (a quarter of the network's: each member costs its vector again, in
+float32, and its links, about 2.3 KB at 512 dimensions; a category past that room is
+not built until the next start). From the moment a build takes its
 snapshot, the network reports every memory whose category, vector, status or
 existence changes (``touched``); those are brought in step the next time a recall asks
 for the index (``get``, under the network's lock), so a write pays nothing for it and a
@@ -28,6 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -41,57 +45,73 @@ BUILD_CHUNK = 1024
 UNCHANGED_COSINE = 1.0 - 1e-5
 
 IndexFactory = Callable[[], VectorIndex]
-# (category code, ids or None for all) -> the members among them, and their vectors;
-# called under the network's lock.
-Members = Callable[[int, Sequence[str] | None], tuple[list[str], Matrix]]
+
+
+class Members(Protocol):
+    """The network's members of ``category`` (all of them, or those among ``ids``) and,
+    unless ``vectors`` is False, their vectors; called under the network's lock."""
+
+    def __call__(
+        self, category: str, ids: Sequence[str] | None, *, vectors: bool = True
+    ) -> tuple[list[str], Matrix]: ...
 
 
 class CategoryIndexes:
     """The categories' own indexes of one fast network (see the module docstring).
     Every method but the build thread's runs under ``lock``, the network's."""
 
-    def __init__(self, new_index: IndexFactory, members: Members, lock: threading.RLock, *, kept: int) -> None:
+    def __init__(
+        self,
+        new_index: IndexFactory,
+        members: Members,
+        lock: threading.RLock,
+        *,
+        kept: int,
+        room: Callable[[], int],
+    ) -> None:
         self._new_index = new_index
         self._members = members
         self._lock = lock
         self._kept = kept
-        self._ready: dict[int, VectorIndex] = {}
-        self._queued: list[int] = []
-        self._building: set[int] = set()  # asked for and not ready yet (queued or under way)
+        self._room = room  # the most members the indexes may hold together (under the lock)
+        self._ready: dict[str, VectorIndex] = {}
+        self._queued: list[str] = []
+        self._building: set[str] = set()  # asked for and not ready yet (queued or under way)
+        self._refused: set[str] = set()  # past the room when built: not asked again
         # Per category with an index or a build, the ids touched since its snapshot.
-        self._dirty: dict[int, set[str]] = {}
+        self._dirty: dict[str, set[str]] = {}
         self._thread: threading.Thread | None = None
         self._stopped = False
 
-    def get(self, code: int) -> VectorIndex | None:
+    def get(self, category: str) -> VectorIndex | None:
         """The category's index brought in step with the network, or None where it has none yet."""
-        index = self._ready.get(code)
-        if index is not None and self._dirty.get(code):
-            self._sync(index, code, self._dirty.pop(code))
+        index = self._ready.get(category)
+        if index is not None and self._dirty.get(category):
+            self._sync(index, category, self._dirty.pop(category))
         return index
 
-    def ask(self, code: int) -> None:
+    def ask(self, category: str) -> None:
         """Build the category's index in the background, unless it has or awaits one, or
         ``kept`` categories already do."""
-        if self._stopped or code in self._ready or code in self._building:
+        if self._stopped or category in self._ready or category in self._building or category in self._refused:
             return
         if len(self._ready) + len(self._building) >= self._kept:
             return
-        self._building.add(code)
-        self._queued.append(code)
+        self._building.add(category)
+        self._queued.append(category)
         if self._thread is None:
             self._thread = threading.Thread(target=self._build_queued, name="category-index", daemon=True)
             self._thread.start()
 
-    def touched(self, code: int, ids: Iterable[str]) -> None:
+    def touched(self, category: str, ids: Iterable[str]) -> None:
         """These memories' membership of the category, or their vectors, may have changed."""
-        dirty = self._dirty.get(code)
+        dirty = self._dirty.get(category)
         if dirty is not None:
             dirty.update(ids)
 
-    def holds(self) -> dict[int, int]:
+    def holds(self) -> dict[str, int]:
         """Members held by each category's index (tests, the benchmark's report)."""
-        return {code: len(index) for code, index in self._ready.items()}
+        return {category: len(index) for category, index in self._ready.items()}
 
     def stop(self) -> None:
         """Build nothing more (closing, or the network replaced); a build under way stops
@@ -112,17 +132,23 @@ class CategoryIndexes:
                     self._building.clear()
                     self._thread = None
                     return
-                code = self._queued.pop(0)
-                ids, vectors = self._members(code, None)
-                self._dirty[code] = set()  # what changes from here on is brought in at ``get``
+                category = self._queued.pop(0)
+                count = len(self._members(category, None, vectors=False)[0])
+                if sum(map(len, self._ready.values())) + count > self._room():
+                    self._building.discard(category)
+                    self._refused.add(category)
+                    log.info("category %r gets no index of its own: %d memories, past the room", category, count)
+                    continue
+                ids, vectors = self._members(category, None)
+                self._dirty[category] = set()  # what changes from here on is brought in at ``get``
             index = self._build(ids, vectors)
             with self._lock:
-                self._building.discard(code)
+                self._building.discard(category)
                 if index is None:
-                    self._dirty.pop(code, None)
+                    self._dirty.pop(category, None)
                     continue
-                self._ready[code] = index
-            log.info("category %d has its own index: %d memories", code, len(ids))
+                self._ready[category] = index
+            log.info("category %r has its own index: %d memories", category, len(ids))
 
     def _build(self, ids: list[str], vectors: Matrix) -> VectorIndex | None:
         """A fresh index of these vectors, or None where the network stopped meanwhile."""
@@ -133,9 +159,9 @@ class CategoryIndexes:
             index.upsert(ids[start : start + BUILD_CHUNK], vectors[start : start + BUILD_CHUNK])
         return index
 
-    def _sync(self, index: VectorIndex, code: int, touched: set[str]) -> None:
+    def _sync(self, index: VectorIndex, category: str, touched: set[str]) -> None:
         asked = sorted(touched)
-        members, vectors = self._members(code, asked)
+        members, vectors = self._members(category, asked)
         index.remove(set(asked).difference(members))
         if not members:
             return

@@ -112,8 +112,10 @@ ROUGH_MIN_ROWS = 4000
 NARROW_FIRST = 512
 # The most (namespace, categories) row lists kept between changes (``_of_categories``).
 CATEGORY_LISTS_KEPT = 256
-# The most categories given their own HNSW index (engine/category_indexes.py) by default.
+# The most categories given their own HNSW index (engine/category_indexes.py) by default,
+# and the share of the network's memories those indexes may hold together.
 CATEGORY_INDEXES = 8
+CATEGORY_INDEXES_ROOM = 0.25
 # A namespace's lexicon up to this size is rebuilt before it answers (see _Lexicon).
 SYNC_REBUILD_DOCS = 5000
 # After a background rebuild, the next waits this many times as long as the last took:
@@ -673,7 +675,13 @@ class FastNetwork:
         self._last_lexical: tuple[tuple[Any, ...], tuple[Rows, Floats]] | None = None
         # The categories' own HNSW indexes (engine/category_indexes.py), built when a recall asks.
         self._category_indexes = (
-            CategoryIndexes(category_index, self._category_members, self._lock, kept=category_indexes)
+            CategoryIndexes(
+                category_index,
+                self._category_members,
+                self._lock,
+                kept=category_indexes,
+                room=lambda: int(len(self) * CATEGORY_INDEXES_ROOM),
+            )
             if category_index is not None and category_indexes > 0
             else None
         )
@@ -923,33 +931,34 @@ class FastNetwork:
     def category_index(self, category: str) -> VectorIndex | None:
         """The HNSW index of ``category``'s memories alone (every namespace's), in step
         with the network; None where it has none (yet). The caller holds ``reading()``."""
-        code = self.categories.find(category)
-        if self._category_indexes is None or code == NONE:
+        if self._category_indexes is None:
             return None
-        return self._category_indexes.get(code)
+        return self._category_indexes.get(category)
 
     def ask_category_index(self, category: str) -> None:
         """Have ``category``'s own index built in the background (``engine.category_indexes``)."""
-        code = self.categories.find(category)
-        if self._category_indexes is not None and code != NONE:
+        if self._category_indexes is not None:
             with self._lock:
-                self._category_indexes.ask(code)
+                self._category_indexes.ask(category)
 
     def category_indexes_held(self) -> dict[str, int]:
         """The categories with their own index, and the memories each holds."""
         if self._category_indexes is None:
             return {}
         with self._lock:
-            return {self.categories.names[code]: n for code, n in self._category_indexes.holds().items()}
+            return self._category_indexes.holds()
 
     def _touched_in_category(self, row: int) -> None:
         if self._category_indexes is not None:
-            self._category_indexes.touched(int(self._cols.category[row]), (self.ids[row],))
+            self._category_indexes.touched(self.categories.names[int(self._cols.category[row])], (self.ids[row],))
 
-    def _category_members(self, code: int, ids: Sequence[str] | None) -> tuple[list[str], Matrix]:
-        """The memories of category ``code`` that hold a vector and are not deleted (all
-        of them, or those among ``ids``), and their vectors widened to float32."""
-        cols, size = self._cols, self._cols.size
+    def _category_members(
+        self, category: str, ids: Sequence[str] | None, *, vectors: bool = True
+    ) -> tuple[list[str], Matrix]:
+        """The memories of ``category`` that hold a vector and are not deleted (all of
+        them, or those among ``ids``), and, unless ``vectors`` is False, their vectors
+        widened to float32."""
+        cols, size, code = self._cols, self._cols.size, self.categories.find(category)
         if ids is None:
             rows = np.arange(size, dtype=np.int64)
         else:
@@ -962,7 +971,7 @@ class FastNetwork:
             & (cols.status[rows] != _STATUS[Status.DELETED])
         )
         rows = rows[keep]
-        return self.ids_of(rows), self._vectors[rows].astype(np.float32)
+        return self.ids_of(rows), self._vectors[rows if vectors else rows[:0]].astype(np.float32)
 
     def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
         old = self._row_entities.get(row, ())

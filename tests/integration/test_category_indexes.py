@@ -3,7 +3,8 @@ to that category that had to scan it, built in the background, kept in step with
 fast network, searched by the next such recall, never a way around the caller's sight.
 Real SQLite, real HNSW. Half of one namespace lies next to the query (``near``), the other
 half (``far``, the filter's category) elsewhere (``tests/huge_namespace.py``);
-``EXACT_DIRECT`` is lowered so that a small namespace plans as a large one would."""
+``EXACT_DIRECT`` is lowered so that a small namespace plans as a large one would, and the
+indexes' room raised to the whole network (by default a quarter: not the half "far" is)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,19 @@ from typing import Any
 
 import pytest
 
-from engine import recall
+from engine import fast_network, recall
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Reach, Scope, Status, Visibility
 from engine.service import MemoryService
 from tests.huge_namespace import FAR, NAMESPACE, QUERY, open_filled
 
 SIZE = 1200  # 600 of category "far"
+DEFAULT_ROOM = fast_network.CATEGORY_INDEXES_ROOM
 
 
 @pytest.fixture(autouse=True)
 def _small_counts_as_large(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recall, "EXACT_DIRECT", 100)
+    monkeypatch.setattr(fast_network, "CATEGORY_INDEXES_ROOM", 1.0)
 
 
 @pytest.fixture
@@ -137,6 +140,16 @@ def test_no_index_is_built_where_none_is_configured(tmp_path: Path) -> None:
         assert service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False).exact_scan
     finally:
         service.close()
+
+
+def test_a_category_of_more_than_a_quarter_of_the_network_gets_no_index(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert DEFAULT_ROOM < 0.5
+    monkeypatch.setattr(fast_network, "CATEGORY_INDEXES_ROOM", DEFAULT_ROOM)
+    _far_recall(service)
+    assert _built(service) == {}
+    assert service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False).exact_scan
 
 
 def test_a_how_question_searches_the_procedures_own_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
