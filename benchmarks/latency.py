@@ -314,11 +314,13 @@ def recall_in_process(
     embeds: list[float] = []
     theirs: list[tuple[float, float]] = []
     exact_scans = empty = 0
+    timed: list[bool] = []  # whether the query named a time (its recall read a window)
     for query in queries:
         start = time.perf_counter()
         result = service.recall(query, namespaces=[NAMESPACE], top_k=top_k)
         totals.append(time.perf_counter() - start)
         embeds.append(embedder.last)
+        timed.append(bool(result.windows))
         exact_scans += result.exact_scan
         empty += not result.hits
         if baseline is not None:
@@ -344,6 +346,13 @@ def recall_in_process(
         "query_embedding": summarize(embeds),
         "without_embedding": summarize(engine_only),
         "how_without_embedding": summarize([e for e, h in zip(engine_only, how, strict=True) if h]),
+        # Other questions that name a time (dateparser or JioNLP read them), and the rest.
+        "time_without_embedding": summarize(
+            [e for e, h, t in zip(engine_only, how, timed, strict=True) if t and not h]
+        ),
+        "plain_without_embedding": summarize(
+            [e for e, h, t in zip(engine_only, how, timed, strict=True) if not t and not h]
+        ),
         "exact_scan_fallbacks": exact_scans,
         "empty_results": empty,
         "category_indexes": service.keeper.network.category_indexes_held(),  # memories each holds

@@ -695,6 +695,7 @@ def _after_short_search(plan: _Plan, searched: int, passed: int) -> tuple[_How, 
             return _How.SEARCH, plan.limit
         return _How.SCAN, 0
     filtered = _search_cost(plan.pool) + FILTERED_US * searched / passed + plan.mask_us
+    filtered += LOOKUP_US_PER_ROW * plan.passing  # the passing rows' handles (as ``_filtered_cost``)
     return (_How.FILTERED if filtered < plan.scan_us else _How.SCAN), 0
 
 

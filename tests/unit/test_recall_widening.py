@@ -115,6 +115,9 @@ def test_after_a_short_search_the_share_seen_among_its_neighbours_prices_the_fil
     plan = _plan(100_000, 8_000)  # a search of 250 first
     assert plan.how is _How.SEARCH and _filtered_cost(100_000, 8_000, 100, 100_000) < plan.scan_us
     assert _after_short_search(plan, 250, 20) == (_How.FILTERED, 0)  # the share overall (8%)
+    # 1 in 25: the search, its walk and the mask alone (8,150 µs) would come under the scan
+    # (8,400), but looking up the 8,000 passing rows' handles (400) does not
+    assert _after_short_search(plan, 250, 10) == (_How.SCAN, 0)
     assert _after_short_search(plan, 250, 8) == (_How.SCAN, 0)  # under half of it: the scan costs less
     assert _after_short_search(plan, 250, 1) == (_How.SCAN, 0)  # 1 in 250: the filtered search would walk far
     # none: the filter goes against the query; scanning the 8,000 costs less than one
