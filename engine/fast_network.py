@@ -62,7 +62,7 @@ from engine.category_indexes import CategoryIndexes, IndexFactory
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
-from engine.ports import Edge, LexicalBuild, LexicalScorer, Matrix, RoughCosines, VectorIndex
+from engine.ports import Edge, LexicalBuild, LexicalScorer, RoughCosines, VectorIndex
 from engine.records import (
     JsonScalar,
     Memory,
@@ -954,10 +954,10 @@ class FastNetwork:
 
     def _category_members(
         self, category: str, ids: Sequence[str] | None, *, vectors: bool = True
-    ) -> tuple[list[str], Matrix]:
+    ) -> tuple[list[str], npt.NDArray[np.float16]]:
         """The memories of ``category`` that hold a vector and are not deleted (all of
-        them, or those among ``ids``), and, unless ``vectors`` is False, their vectors
-        widened to float32."""
+        them, or those among ``ids``), and, unless ``vectors`` is False, a copy of their
+        vectors."""
         cols, size, code = self._cols, self._cols.size, self.categories.find(category)
         if ids is None:
             rows = np.arange(size, dtype=np.int64)
@@ -971,7 +971,7 @@ class FastNetwork:
             & (cols.status[rows] != _STATUS[Status.DELETED])
         )
         rows = rows[keep]
-        return self.ids_of(rows), self._vectors[rows if vectors else rows[:0]].astype(np.float32)
+        return self.ids_of(rows), self._vectors[rows if vectors else rows[:0]]
 
     def _set_entities(self, row: int, namespace: int, keys: tuple[int, ...]) -> None:
         old = self._row_entities.get(row, ())

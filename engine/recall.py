@@ -326,8 +326,11 @@ class Recaller:
     def _in_category_index(self, net: FastNetwork, query: RecallQuery, plan: _Plan) -> tuple[Rows, Floats] | None:
         """The semantic candidates of a query narrowed to one category, from that
         category's own index (``FastNetwork.category_index``), where it has one and a
-        search of it is estimated to cost less than the plan; None where it has none,
-        or its neighbours held fewer than ``top_k`` that pass (the plan goes on)."""
+        search of it is estimated to cost no more than the plan; None where it has none,
+        or its neighbours held fewer than ``top_k`` that pass (the plan goes on). As with
+        the plain search, the candidates are those of its neighbours that pass: the pool,
+        where the namespaces looked into hold the category, or about twice ``top_k``
+        where they hold a small share of it (the scan would have kept the pool)."""
         if len(query.flt.categories) != 1 or plan.passing <= EXACT_DIRECT:
             return None
         index = net.category_index(query.flt.categories[0])
@@ -673,8 +676,9 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int, scan
 def _category_search(indexed: int, passing: int, pool: int, want: int, limit: int, planned_us: float) -> int:
     """How many neighbours to ask of a category's own index of ``indexed`` memories
     (every namespace's), about ``passing`` of which pass, for ``want`` of them: at least
-    ``pool``, as many as that share says (``_enough``); 0 where that is wider than
-    ``limit`` or costs more than the plan (``planned_us``). Priced as a plain search of
+    ``pool`` (all it holds, where fewer), as many as that share says (``_enough``); 0
+    where that is wider than ``limit`` or costs more than the plan (``planned_us``).
+    Priced as a plain search of
     the whole index (an upper bound: its graph is smaller, and every neighbour it returns
     is of the category, where the whole index's may all be of others)."""
     k = max(min(pool, indexed), _enough(indexed, passing, want))

@@ -125,8 +125,10 @@ def test_the_index_never_lets_through_what_the_caller_does_not_see(
     monkeypatch.setattr(
         service.store, "get_many", lambda sight, ids, *rest: fetched.extend(ids) or get_many(sight, ids, *rest)
     )
+    asked = _searches(monkeypatch, index)
     sight = Scope.of({NAMESPACE: Reach.MEMBER}, "a")  # a member: shared memories and its own
     result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, scope=sight, reinforce=False)
+    assert asked == [100]  # the far index answered, and returned them (above)
     found = {hit.memory.memory_id for hit in result.hits}
     assert len(found) == 10 and not found & {elsewhere, private}
     assert fetched and not set(fetched) & {elsewhere, private}  # not even offered to the store's check
