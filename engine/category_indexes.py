@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.errors import VectorIndexError
-from engine.ports import VectorIndex
+from engine.ports import VectorIndex, held_as
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +52,6 @@ BUILD_CHUNK = 1024
 # At most this many touched memories are brought into an index by the recall that asks
 # for it (an insertion costs up to about 0.3 ms); more are a rebuild in the background.
 SYNC_IN_RECALL = 64
-# Stored and indexed vectors this close are the same vector (as ``index_keeper``'s).
-UNCHANGED_COSINE = 1.0 - 1e-5
 
 IndexFactory = Callable[[], VectorIndex]
 HalfMatrix = npt.NDArray[np.float16]
@@ -219,7 +217,6 @@ class CategoryIndexes:
         if not members:
             return
         vectors = np.asarray(half, dtype=np.float32)
-        held = index.paired_similarities(members, vectors) >= UNCHANGED_COSINE  # NaN: not held
-        stale = np.flatnonzero(~held)
+        stale = np.flatnonzero(~held_as(index, members, vectors))
         if len(stale):
             index.upsert([members[n] for n in stale.tolist()], vectors[stale])

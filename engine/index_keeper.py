@@ -47,15 +47,13 @@ import numpy as np
 
 from engine import scoring
 from engine.fast_network import FastNetwork, NetworkFactory
-from engine.ports import Embedder, Matrix, Store, Vector, VectorIndex
+from engine.ports import Embedder, Matrix, Store, Vector, VectorIndex, held_as
 from engine.records import Change, Memory, MemoryFilter, Scope, Status, utcnow
 
 log = logging.getLogger(__name__)
 
 CHANGE_PAGE = 2000
 REBUILD_BATCH = 2048
-# Stored and indexed vectors this close are the same vector (float32 round-off).
-UNCHANGED_COSINE = 1.0 - 1e-5
 # Ids whose indexed vector is compared with the stored one when a saved index is loaded.
 SELF_CHECK_SAMPLE = 64
 # Every record the store holds, whatever its status or expiry (the fast network mirrors them all).
@@ -530,6 +528,5 @@ def _not_indexed_as(index: VectorIndex, ids: list[str], vectors: Mapping[str, Ve
     precision) already, in one read of the index."""
     if not ids:
         return []
-    similar = index.paired_similarities(ids, np.vstack([vectors[mid] for mid in ids]))
-    held = similar >= UNCHANGED_COSINE  # NaN (not held) is not
+    held = held_as(index, ids, np.vstack([vectors[mid] for mid in ids]))
     return [mid for mid, same in zip(ids, held.tolist(), strict=True) if not same]

@@ -193,6 +193,17 @@ class VectorIndex(Protocol):
         ...
 
 
+# Stored and indexed vectors this close are the same vector (float32 round-off).
+UNCHANGED_COSINE = 1.0 - 1e-5
+
+
+def held_as(index: VectorIndex, ids: Sequence[str], vectors: Matrix) -> npt.NDArray[np.bool_]:
+    """Whether ``index`` holds each of ``ids`` with the row of ``vectors`` beside it
+    already (to float precision), in one read of the index."""
+    held: npt.NDArray[np.bool_] = index.paired_similarities(ids, vectors) >= UNCHANGED_COSINE  # NaN: not held
+    return held
+
+
 class LexicalScorer(Protocol):
     """BM25 over one fixed set of documents (one namespace's), given at build time as
     lists of term codes (``engine.text.terms`` of each content, interned).

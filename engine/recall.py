@@ -306,7 +306,7 @@ class Recaller:
                 how, k = _after_short_search(plan, searched, passed)
         while how is _How.SEARCH:
             similar = index.search(query.vector, k)
-            rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+            rows, cosines = self._passing(net, query, similar)
             if pool.searched is None:
                 pool.searched = (k, rows)
             if len(rows) >= query.top_k or k >= size:
@@ -318,8 +318,9 @@ class Recaller:
         elif how is _How.SCAN:
             pool.exact = len(net.rows_in(query.sight.namespaces)) > EXACT_DIRECT
             rows, cosines = net.nearest(query.vector, query.sight, query.flt, query.now, query.pool)
-        if how is not _How.SEARCH and len(query.flt.categories) == 1 and plan.passing > EXACT_DIRECT:
-            net.ask_category_index(query.flt.categories[0])  # the next such recall searches it
+        category = _narrowed_to(query, plan)
+        if how is not _How.SEARCH and category is not None:
+            net.ask_category_index(category)  # the next such recall searches it
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
 
@@ -331,9 +332,8 @@ class Recaller:
         the plain search, the candidates are those of its neighbours that pass: the pool,
         where the namespaces looked into hold the category, or about twice ``top_k``
         where they hold a small share of it (the scan would have kept the pool)."""
-        if len(query.flt.categories) != 1 or plan.passing <= EXACT_DIRECT:
-            return None
-        index = net.category_index(query.flt.categories[0])
+        category = _narrowed_to(query, plan)
+        index = None if category is None else net.category_index(category)
         if index is None:
             return None
         limit = min(self._config.recall.max_widened_candidates, len(index))
@@ -341,7 +341,7 @@ class Recaller:
         if k == 0:
             return None
         similar = index.search(query.vector, k)
-        rows, cosines = self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+        rows, cosines = self._passing(net, query, similar)
         if len(rows) < query.top_k and k < len(index):
             return None
         return rows, cosines
@@ -361,13 +361,14 @@ class Recaller:
         allowed = inside[net.passes(query.sight, query.flt, query.now, inside)]
         index = self._keeper.index
         similar = index.search_among(query.vector, query.pool, net.handles(index, allowed))
-        return self._passing(net, query, [mid for mid, _ in similar], [sim for _, sim in similar])
+        return self._passing(net, query, similar)
 
     def _passing(
-        self, net: FastNetwork, query: RecallQuery, ids: Sequence[str], similarities: Sequence[float]
+        self, net: FastNetwork, query: RecallQuery, similar: Sequence[tuple[str, float]]
     ) -> tuple[Rows, Floats]:
-        """Rows of ``ids`` that the caller sees and the filter passes, with their similarities."""
-        rows, sims = net.rows_with(ids, similarities)
+        """The rows of a search's (id, similarity) pairs that the caller sees and the
+        filter passes, with their similarities."""
+        rows, sims = net.rows_with([mid for mid, _ in similar], [sim for _, sim in similar])
         keep = net.passes(query.sight, query.flt, query.now, rows)
         return rows[keep], sims[keep]
 
@@ -393,7 +394,7 @@ class Recaller:
         found = self._keeper.legacy_similar(query.text, query.pool)
         if not found:
             return
-        rows, cosines = self._passing(net, query, [mid for mid, _ in found], [sim for _, sim in found])
+        rows, cosines = self._passing(net, query, found)
         for row, cosine in zip(rows.tolist(), cosines.tolist(), strict=True):
             pool.cosine.setdefault(row, cosine)
 
@@ -673,14 +674,22 @@ def _plan_search(size: int, passing: int, pool: int, want: int, limit: int, scan
     return _Plan(_How.FILTERED if filtered < scan else _How.SCAN, passing=passing, cost_us=min(scan, filtered))
 
 
+def _narrowed_to(query: RecallQuery, plan: _Plan) -> str | None:
+    """The one category ``query`` is narrowed to, where more than ``EXACT_DIRECT`` of its
+    rows pass (a category's own index could serve it); else None."""
+    if len(query.flt.categories) != 1 or plan.passing <= EXACT_DIRECT:
+        return None
+    return query.flt.categories[0]
+
+
 def _category_search(indexed: int, passing: int, pool: int, want: int, limit: int, planned_us: float) -> int:
     """How many neighbours to ask of a category's own index of ``indexed`` memories
     (every namespace's), about ``passing`` of which pass, for ``want`` of them: at least
     ``pool`` (all it holds, where fewer), as many as that share says (``_enough``); 0
     where that is wider than ``limit`` or costs more than the plan (``planned_us``).
-    Priced as a plain search of
-    the whole index (an upper bound: its graph is smaller, and every neighbour it returns
-    is of the category, where the whole index's may all be of others)."""
+    Priced as a plain search of the whole index (an upper bound: its graph is smaller,
+    and every neighbour it returns is of the category, where the whole index's may all
+    be of others)."""
     k = max(min(pool, indexed), _enough(indexed, passing, want))
     return k if k <= limit and _search_cost(k) <= planned_us else 0
 
