@@ -157,6 +157,8 @@ def counted(service: MemoryService, calls: Sequence[Callable[[], Any]]) -> dict[
     reinforcement a call led to included)."""
     counts = service.store.round_trips  # type: ignore[attr-defined]
     service.flush()
+    if hasattr(service.store, "count_round_trips"):
+        service.store.count_round_trips()  # SQLite counts only when asked
     statements, transactions = counts.totals()
     for call in calls:
         call()

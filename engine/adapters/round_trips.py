@@ -4,7 +4,8 @@ Each store adapter keeps one ``RoundTrips`` as its ``round_trips`` attribute and
 counts every statement it sends (``benchmarks/store_latency.py`` reports them per
 recall and per save). Over Bolt each statement is at least one network round trip
 and each transaction one more (its commit); in SQLite they are calls into the
-library, counted the same way so the two stores can be compared.
+library, counted the same way so the two stores can be compared (once the SQLite
+store's ``count_round_trips()`` has turned its counting on).
 """
 
 from __future__ import annotations

@@ -215,10 +215,8 @@ class SqliteStore:
             conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             self._conn = conn
             self._migrate(conn)
-            conn.set_trace_callback(self._count_writer)
             reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             reader.execute("PRAGMA busy_timeout=10000")
-            reader.set_trace_callback(self._count_reader)
             self._reader = reader
             self._checking = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._integrity = "checking"
@@ -275,6 +273,19 @@ class SqliteStore:
                 if conn is not None:
                     conn.close()
             self._conn = self._reader = None
+
+    def count_round_trips(self) -> None:
+        """Count every statement and transaction from now on in ``round_trips``.
+
+        Off until asked (``benchmarks/store_latency.py`` asks): SQLite reports each
+        statement it runs through a trace callback, which gets the statement's SQL with
+        its parameters written in (every vector as hex), once per row of a batch; on a
+        batch save of new memories that cost 5-10% of the save.
+        """
+        with self._lock, self._read_lock:
+            self._db.set_trace_callback(self._count_writer)
+            if self._reader is not None:
+                self._reader.set_trace_callback(self._count_reader)
 
     def _count_writer(self, statement: str) -> None:
         if statement.startswith("BEGIN"):

@@ -382,3 +382,26 @@ def test_a_batch_whose_transaction_fails_leaves_nothing_in_the_index(make_servic
     assert all(result.created for result in results)
     assert len(index) == before + 12
     assert service.keeper.is_current()
+
+
+def test_the_sqlite_store_counts_its_statements_only_when_asked(tmp_path: Path) -> None:
+    """The count (for benchmarks/store_latency.py) costs a trace call per row written, so
+    a store counts nothing until ``count_round_trips()``; then each row of a batch is a
+    statement, the batch one transaction, and each read one of each."""
+    store = SqliteStore(tmp_path / "memories.db")
+    store.open()
+    try:
+        put(store, mem("not counted"))
+        assert store.round_trips.totals() == (0, 0)
+        store.count_round_trips()
+        put(store, *(mem(f"three {n}") for n in range(3)))
+        three = store.round_trips.totals()
+        put(store, *(mem(f"six {n}") for n in range(6)))
+        six = store.round_trips.totals()
+        # Four tables take a row per memory (memories, vectors, versions, changes).
+        assert (six[0] - three[0]) - three[0] == 3 * 4
+        assert three[1] == 1 and six[1] == 2
+        store.get(Scope.whole([CONTRACT_NS]), "no such memory")
+        assert store.round_trips.totals() == (six[0] + 1, six[1] + 1)
+    finally:
+        store.close()
