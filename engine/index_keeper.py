@@ -213,33 +213,47 @@ class IndexKeeper:
         if not self.is_current():
             self.catch_up()
 
-    def catch_up(self) -> int:
+    def catch_up(self, ahead: IndexAhead | None = None) -> int:
         """Apply every change after ``applied_seq`` to the index and the fast network;
-        return how many were applied to the index."""
-        with self._lock:
-            index = self.index
-            applied = 0
-            while True:
-                changes = self._next_changes(index.applied_seq, "vector index")
-                if changes is None:
-                    self.rebuild()
-                    return applied
-                if not changes:
-                    break
-                network = self._network
-                if network is not None and network.applied_seq == index.applied_seq:
-                    self._apply_both(index, network, changes)
-                else:
-                    self._apply(index, list(dict.fromkeys(change.memory_id for change in changes)))
-                index.applied_seq = changes[-1].seq
-                applied += len(changes)
-                if len(changes) < CHANGE_PAGE:
-                    break  # the end of the sequence (or a gap): no need to ask again
-            if self._network is not None and self._network.applied_seq != index.applied_seq:
-                self._catch_up_network()
-            return applied
+        return how many were applied to the index.
 
-    def _apply_both(self, index: VectorIndex, network: FastNetwork, changes: Sequence[Change]) -> None:
+        ``ahead``: the insertion of the memories a save just committed
+        (``index_ahead``), still running. The changed records are read and applied to
+        the fast network while it runs; the index waits for it, and the vectors it put
+        are not read back from the index to see whether they are there."""
+        with self._lock:
+            try:
+                return self._catch_up(ahead)
+            finally:
+                if ahead is not None:
+                    ahead.wait()  # done before the save returns, whatever the catch-up met
+
+    def _catch_up(self, ahead: IndexAhead | None) -> int:
+        index = self.index
+        applied = 0
+        while True:
+            changes = self._next_changes(index.applied_seq, "vector index")
+            if changes is None:
+                self.rebuild()
+                return applied
+            if not changes:
+                break
+            network = self._network
+            if network is not None and network.applied_seq == index.applied_seq:
+                self._apply_both(index, network, changes, ahead)
+            else:
+                self._apply(index, list(dict.fromkeys(change.memory_id for change in changes)), ahead=ahead)
+            index.applied_seq = changes[-1].seq
+            applied += len(changes)
+            if len(changes) < CHANGE_PAGE:
+                break  # the end of the sequence (or a gap): no need to ask again
+        if self._network is not None and self._network.applied_seq != index.applied_seq:
+            self._catch_up_network()
+        return applied
+
+    def _apply_both(
+        self, index: VectorIndex, network: FastNetwork, changes: Sequence[Change], ahead: IndexAhead | None
+    ) -> None:
         """Apply a page of changes to the index and the fast network (both at the change
         before it) from one read of the changed records, their vectors and links."""
         records = self._records(changes)
@@ -251,7 +265,7 @@ class IndexKeeper:
             network.put_vectors(list(vectors), np.vstack(list(vectors.values())))
         network.applied_seq = changes[-1].seq
         # After the network has the records: a vector embedded here goes to both.
-        self._apply(index, ids, {memory_id: memory.status for memory_id, memory in records.items()}, vectors)
+        self._apply(index, ids, {memory_id: memory.status for memory_id, memory in records.items()}, vectors, ahead)
 
     def _catch_up_network(self) -> None:
         network = self._network
@@ -421,29 +435,26 @@ class IndexKeeper:
         index = self.index
         new = [n for n, memory_id in enumerate(ids) if memory_id not in index]
         if not new or self._stopped:
-            return IndexAhead(index, [], None)
+            return IndexAhead(index, [], None, None)
         put = [ids[n] for n in new]
-        data = np.asarray(vectors)[new]
+        data = np.ascontiguousarray(np.asarray(vectors)[new], dtype=np.float32)
         try:
             future = self._worker.submit(self._put_ahead, index, put, data)
         except RuntimeError:  # the worker was shut down (closing): the catch-up indexes them
-            return IndexAhead(index, [], None)
-        return IndexAhead(index, put, future)
+            return IndexAhead(index, [], None, None)
+        return IndexAhead(index, put, data, future)
 
     def _put_ahead(self, index: VectorIndex, ids: list[str], vectors: Matrix) -> list[str]:
-        with self._lock:
-            if index is not self._index:
-                return []  # rebuilt meanwhile: the catch-up indexes them in the new one
-            keep = [n for n, memory_id in enumerate(ids) if memory_id not in index]
-            if keep:
-                index.upsert([ids[n] for n in keep], vectors[keep])
-            return [ids[n] for n in keep]
+        # Not under the keeper's lock: the catch-up holds it while it waits for this.
+        if index is not self._index:
+            return []  # rebuilt meanwhile: the catch-up indexes them in the new one
+        return index.insert_absent(ids, vectors)
 
     def stop(self) -> None:
         """No more background work on the fast network (closing; ``save`` follows)."""
         with self._lock:
             self._stopped = True
-        self._worker.shutdown(wait=True)  # outside the lock: a queued insertion takes it
+        self._worker.shutdown(wait=True)
         with self._lock:
             if self._network is not None:
                 self._network.stop_warming()
@@ -462,9 +473,11 @@ class IndexKeeper:
         ids: list[str],
         statuses: dict[str, Status] | None = None,
         stored: dict[str, Vector] | None = None,
+        ahead: IndexAhead | None = None,
     ) -> None:
         """Bring ``ids`` in the index in step with the store; ``statuses`` (of those that
-        exist) and ``stored`` (their vectors) when already read."""
+        exist) and ``stored`` (their vectors) when already read; ``ahead``: an insertion
+        into the index that these ids may be part of (waited for first)."""
         if statuses is None:
             statuses = self._store.index_status(ids)
         keep = [mid for mid in ids if statuses.get(mid, Status.DELETED) is not Status.DELETED]
@@ -476,9 +489,12 @@ class IndexKeeper:
             return
         vectors = self._store.vectors(keep, self._embedder.name) if stored is None else stored
         missing = [mid for mid in keep if mid not in vectors]
+        # Vectors put ahead are there, as the store holds them: no need to read them back.
+        put = ahead.put_into(index) if ahead is not None else {}
+        unsure = [mid for mid in keep if mid in vectors and not _same(put.get(mid), vectors[mid])]
         # A change that kept the vector (a status or field edit, an archive) needs no
         # index write: re-inserting into HNSW costs a graph search per id.
-        present = _not_indexed_as(index, [mid for mid in keep if mid in vectors], vectors)
+        present = _not_indexed_as(index, unsure, vectors)
         if present:
             index.upsert(present, np.vstack([vectors[mid] for mid in present]))
         if missing:
@@ -498,29 +514,46 @@ class IndexKeeper:
 class IndexAhead:
     """New memories' vectors on their way into the index (``IndexKeeper.index_ahead``)."""
 
-    def __init__(self, index: VectorIndex, ids: list[str], future: Future[list[str]] | None) -> None:
+    def __init__(
+        self, index: VectorIndex, ids: list[str], vectors: Matrix | None, future: Future[list[str]] | None
+    ) -> None:
         self._index = index
         self._ids = ids
+        self._vectors = vectors
         self._future = future
+        self._put: list[str] = []
 
     def wait(self) -> list[str]:
-        """Wait for the insertion; the ids it put in. A failed insertion is logged and
-        put in nothing: the catch-up inserts those vectors itself, and raises if it fails."""
+        """Wait for the insertion; the ids it put in (the same on every call). A failed
+        insertion is logged and put in nothing: the catch-up inserts those vectors
+        itself, and raises if it fails."""
         if self._future is None:
-            return []
+            return self._put
         try:
-            return self._future.result()
+            self._put = self._future.result()
         except Exception as exc:  # noqa: BLE001 (the catch-up meets and reports it)
             log.warning("indexing %d new memories ahead of their commit failed: %s", len(self._ids), exc)
-            return []
         finally:
             self._future = None
+        return self._put
+
+    def put_into(self, index: VectorIndex) -> dict[str, Vector]:
+        """Once the insertion is done: the vector it put into ``index`` for each id."""
+        put = set(self.wait())
+        if index is not self._index or not put or self._vectors is None:
+            return {}
+        return {memory_id: self._vectors[n] for n, memory_id in enumerate(self._ids) if memory_id in put}
 
     def undo(self) -> None:
         """The transaction failed: take out of the index what was put in for it."""
         put = self.wait()
         if put:
             self._index.remove(put)
+
+
+def _same(put: Vector | None, stored: Vector) -> bool:
+    """Whether a vector put into the index is the one the store holds (float32 bits)."""
+    return put is not None and put.shape == stored.shape and np.array_equal(put, stored.astype(np.float32, copy=False))
 
 
 def _not_indexed_as(index: VectorIndex, ids: list[str], vectors: Mapping[str, Vector]) -> list[str]:

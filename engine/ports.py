@@ -137,6 +137,12 @@ class VectorIndex(Protocol):
         """Add ids, replacing the vector of any id already present."""
         ...
 
+    def insert_absent(self, ids: Sequence[str], vectors: Matrix) -> list[str]:
+        """Add those of ``ids`` the index does not hold, leaving the others as they are;
+        the ids added. The check and the insertion are one step: a concurrent ``upsert``
+        of the same id lands before or after it, never in between."""
+        ...
+
     def remove(self, ids: Iterable[str]) -> None:
         """Forget ids; ids that are not present are ignored."""
         ...

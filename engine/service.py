@@ -5,7 +5,7 @@ Write path: validate, guard and embed (outside any lock) → under the write loc
 (candidates from the fast network) → one store transaction, with HNSW's insertion of
 the new vectors running beside it on the keeper's worker thread
 (``IndexKeeper.index_ahead``) → catch the index and the fast network up from the change
-sequence.
+sequence (the fast network's part while that insertion is still running).
 
 Recall path: validate, embed the query, then ``engine.recall`` answers it from the
 fast network and reads the store once for the hits. Rank bonuses go to the
@@ -304,8 +304,7 @@ class MemoryService:
                     except BaseException:
                         ahead.undo()
                         raise
-                    ahead.wait()
-                    self.keeper.catch_up()
+                    self.keeper.catch_up(ahead)  # reads the changes while the insertion runs
             if repeats:
                 self._reinforce(repeats)
         return [replace(result, guard=verdicts[n]) for n, result in enumerate(results) if result is not None]

@@ -110,33 +110,52 @@ class HnswIndex:
     def upsert(self, ids: Sequence[str], vectors: Matrix) -> None:
         if len(ids) == 0:
             return
+        data = self._checked(ids, vectors)
+        with self._lock:
+            self._add(list(ids), data)
+
+    def insert_absent(self, ids: Sequence[str], vectors: Matrix) -> list[str]:
+        if len(ids) == 0:
+            return []
+        data = self._checked(ids, vectors)
+        with self._lock:
+            new = [n for n, memory_id in enumerate(ids) if memory_id not in self._by_id]
+            added = [ids[n] for n in new]
+            if added:
+                self._add(added, data if len(new) == len(ids) else data[new])
+            return added
+
+    def _checked(self, ids: Sequence[str], vectors: Matrix) -> Matrix:
         data = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         if data.shape[1] != self.dim:
             raise VectorIndexError(f"vectors have dimension {data.shape[1]}, the index {self.dim}")
         if len(set(ids)) != len(ids):
             raise ValueError("upsert got the same id twice")
-        with self._lock:
-            try:
-                for memory_id in ids:
-                    old = self._by_id.pop(memory_id, None)
-                    if old is not None:
-                        self._index.mark_deleted(old)
-                        self._labels[old] = None
-                        self._live[old] = False
-                start = len(self._labels)
-                needed = start + len(ids)
-                capacity = self._index.get_max_elements()
-                if needed > capacity:
-                    self._index.resize_index(max(needed, capacity * 2))
-                labels = np.arange(start, needed, dtype=np.int64)
-                self._index.add_items(data, labels, num_threads=self._threads)
-            except RuntimeError as exc:
-                raise VectorIndexError(f"hnswlib refused the vectors: {exc}") from exc
-            for offset, memory_id in enumerate(ids):
-                self._labels.append(memory_id)
-                self._by_id[memory_id] = start + offset
-            self._grow_live(needed)
-            self._live[start:needed] = True
+        return data
+
+    def _add(self, ids: list[str], data: Matrix) -> None:
+        """Put ``ids`` in (replacing any vector they have); the caller holds ``_lock``."""
+        try:
+            for memory_id in ids:
+                old = self._by_id.pop(memory_id, None)
+                if old is not None:
+                    self._index.mark_deleted(old)
+                    self._labels[old] = None
+                    self._live[old] = False
+            start = len(self._labels)
+            needed = start + len(ids)
+            capacity = self._index.get_max_elements()
+            if needed > capacity:
+                self._index.resize_index(max(needed, capacity * 2))
+            labels = np.arange(start, needed, dtype=np.int64)
+            self._index.add_items(data, labels, num_threads=self._threads)
+        except RuntimeError as exc:
+            raise VectorIndexError(f"hnswlib refused the vectors: {exc}") from exc
+        for offset, memory_id in enumerate(ids):
+            self._labels.append(memory_id)
+            self._by_id[memory_id] = start + offset
+        self._grow_live(needed)
+        self._live[start:needed] = True
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._lock:

@@ -90,6 +90,20 @@ def test_upsert_of_a_present_id_replaces_its_vector(index: VectorIndex) -> None:
     assert sim == pytest.approx(1.0, abs=1e-5)
 
 
+def test_insert_absent_adds_only_the_ids_not_held_and_says_which(index: VectorIndex) -> None:
+    held, other = unit_rows(2, seed=4)
+    index.upsert(["a"], held.reshape(1, -1))
+    fresh = unit_rows(2, seed=5)
+    added = index.insert_absent(["b", "a", "c"], np.vstack([fresh[0], other, fresh[1]]))
+    assert added == ["b", "c"]
+    assert len(index) == 3
+    ((_, kept),) = index.similarities(held, ["a"])
+    assert kept == pytest.approx(1.0, abs=1e-5)  # "a" keeps its vector
+    np.testing.assert_allclose(index.paired_similarities(["b", "c"], fresh), [1.0, 1.0], atol=1e-5)
+    assert index.insert_absent(["a", "b"], np.vstack([other, other])) == []
+    assert index.insert_absent([], np.zeros((0, DIM), np.float32)) == []
+
+
 def test_paired_similarities_compare_each_id_with_its_own_row(index: VectorIndex) -> None:
     vectors = unit_rows(4, seed=3)
     index.upsert(names(4), vectors)

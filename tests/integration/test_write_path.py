@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
@@ -338,21 +339,61 @@ def test_a_batch_is_indexed_while_its_transaction_commits_and_only_once(make_ser
     index = service.keeper.index
     assert isinstance(index, HnswIndex)
     threads: list[str] = []
-    upsert = index.upsert
+    add = index._add
 
     def spied(ids: Any, vectors: Any) -> None:
         threads.append(threading.current_thread().name)
-        upsert(ids, vectors)
+        add(ids, vectors)
 
-    index.upsert = spied  # type: ignore[method-assign]
+    index._add = spied  # type: ignore[method-assign]
+    asked: list[str] = []
+    paired = index.paired_similarities
+
+    def reading(ids: Any, vectors: Any) -> Any:
+        asked.extend(ids)
+        return paired(ids, vectors)
+
+    index.paired_similarities = reading  # type: ignore[method-assign]
     dead = index.dead_labels
     results = service.save_batch(_plain(25, 1))
     assert all(result.created for result in results)
     assert len(threads) == 1 and threads[0].startswith("twinmem-index-ahead")
     assert index.dead_labels == dead
+    # The catch-up knows what it put there: no vector of the batch is read back.
+    assert not set(asked) & {result.memory.memory_id for result in results}
     assert all(result.memory.memory_id in index for result in results)
     found = service.recall(results[7].memory.content, namespaces=[NS], top_k=1).hits
     assert [hit.memory.memory_id for hit in found] == [results[7].memory.memory_id]
+
+
+def test_the_fast_network_takes_a_batch_while_its_vectors_are_still_going_into_the_index(
+    make_service: MakeService,
+) -> None:
+    """The catch-up after a batch's commit reads the changed records and applies them to
+    the fast network without waiting for HNSW's insertion; the index waits for it."""
+    service, _ = make_service()
+    _fill(service, random.Random(7), 40)
+    index = service.keeper.index
+    network = service.keeper.network
+    assert isinstance(index, HnswIndex)
+    known_before_inserted: list[bool] = []
+    add = index._add
+
+    def slow(ids: Any, vectors: Any) -> None:
+        if threading.current_thread().name.startswith("twinmem-index-ahead"):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not all(network.row_of(i) is not None for i in ids):
+                time.sleep(0.005)
+            known_before_inserted.append(all(network.row_of(i) is not None for i in ids))
+        add(ids, vectors)
+
+    index._add = slow  # type: ignore[method-assign]
+    results = service.save_batch(_plain(20, 3))
+    assert known_before_inserted == [True]
+    assert all(result.memory.memory_id in index for result in results)
+    assert index.applied_seq == network.applied_seq == service.store.last_seq()
+    found = service.recall(results[4].memory.content, namespaces=[NS], top_k=1).hits
+    assert [hit.memory.memory_id for hit in found] == [results[4].memory.memory_id]
 
 
 def test_a_batch_whose_transaction_fails_leaves_nothing_in_the_index(make_service: MakeService) -> None:
