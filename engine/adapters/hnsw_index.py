@@ -136,12 +136,7 @@ class HnswIndex:
     def _add(self, ids: list[str], data: Matrix) -> None:
         """Put ``ids`` in (replacing any vector they have); the caller holds ``_lock``."""
         try:
-            for memory_id in ids:
-                old = self._by_id.pop(memory_id, None)
-                if old is not None:
-                    self._index.mark_deleted(old)
-                    self._labels[old] = None
-                    self._live[old] = False
+            self._forget(ids)
             start = len(self._labels)
             needed = start + len(ids)
             capacity = self._index.get_max_elements()
@@ -159,12 +154,16 @@ class HnswIndex:
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._lock:
-            for memory_id in ids:
-                label = self._by_id.pop(memory_id, None)
-                if label is not None:
-                    self._index.mark_deleted(label)
-                    self._labels[label] = None
-                    self._live[label] = False
+            self._forget(ids)
+
+    def _forget(self, ids: Iterable[str]) -> None:
+        """Mark the vectors of ``ids`` deleted; the caller holds ``_lock``."""
+        for memory_id in ids:
+            label = self._by_id.pop(memory_id, None)
+            if label is not None:
+                self._index.mark_deleted(label)
+                self._labels[label] = None
+                self._live[label] = False
 
     def search(self, vector: Vector, k: int) -> list[tuple[str, float]]:
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
