@@ -77,11 +77,18 @@ class MemoryController(Controller):
     def recall(self, state: State, access: Caller, data: JSONBody[schemas.RecallIn]) -> dict[str, Any]:
         """The memories most relevant to a query, ranked by similarity and decayed score."""
         limits.check_query(data.query, _service(state).config.limits)
+        if data.focus is not None:
+            limits.check_query(data.focus, _service(state).config.limits, field="focus")
         scope = access.read_scope(data.scope())
         access.note(content=data.query)
         service = _service(state)
         result = service.recall(
-            data.query, namespaces=data.scope(), top_k=data.top_k, flt=data.recall_filter(), scope=scope
+            data.query,
+            namespaces=data.scope(),
+            top_k=data.top_k,
+            flt=data.recall_filter(),
+            scope=scope,
+            focus=data.focus,
         )
         access.note(memory_ids=[hit.memory.memory_id for hit in result.hits])
         graphs = None

@@ -235,6 +235,12 @@ class RecallIn(_Request):
     namespace: Namespace | None = None
     namespaces: list[Namespace] | None = Field(default=None, description="Several namespaces at once.")
     filter: FilterIn = Field(default_factory=FilterIn)
+    focus: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A part of the query to weigh more (e.g. the latest message, the query being the latest "
+        "few joined): each candidate's cosine blends its cosines to both ([fusion] focus).",
+    )
     explain: bool = Field(default=False, description="Include each hit's score breakdown.")
     expand: list[Literal["graph"]] = Field(
         default_factory=list, description='["graph"]: each hit with its entities and typed links.'

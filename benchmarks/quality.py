@@ -11,7 +11,9 @@ embedder) over:
   language's memories in one namespace, created at their date; the query is what the
   service's prompt context would recall with before the test turn: the dialogue's
   latest user turns, as many as ``[sessions] context_query_messages`` (5; runs before
-  it took the latest two: ``--madial-turns 2``). Recall@5 is the share of the
+  it took the latest two: ``--madial-turns 2``), with the latest of them as the
+  recall's focus, as the prompt context gives it (``[fusion] focus``; ``--sweep
+  focus=0,...`` to try without). Recall@5 is the share of the
   labelled relevant memories among the top 5. Its dialogues are split in two parts
   too (alternating), for the same purpose.
 
@@ -82,6 +84,7 @@ class Case:
     relevant: set[str]
     kind: str = ""  # LongMemEval's question type
     part: str = ""  # "tune" or "held-out": weights are chosen on the first only
+    focus: str | None = None  # the part of the query to weigh more (``service.recall``'s focus)
 
 
 @dataclass
@@ -100,7 +103,7 @@ def _lme_date(text: str) -> datetime:
 # weight, see engine/config.py; left out, the engine's default)
 Weights = tuple[float, ...]
 SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
-SETTINGS = (*SIGNALS, "lexical_reference")
+SETTINGS = (*SIGNALS, "lexical_reference", "focus")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights, min_candidates: int | None = None) -> Config:
@@ -141,6 +144,7 @@ class Question:
     query: str
     at: datetime
     relevant: set[int]  # positions in ``Corpus.drafts``
+    focus: str | None = None  # the latest user turn, where the query joins several
 
 
 @dataclass
@@ -288,6 +292,7 @@ def _case(raw: dict[str, Any]) -> Case:
         set(raw["relevant"]),
         raw.get("kind", ""),
         raw.get("part", ""),
+        raw.get("focus"),
     )
 
 
@@ -299,6 +304,7 @@ def _case_dict(case: Case) -> dict[str, Any]:
         "relevant": sorted(case.relevant),
         "kind": case.kind,
         "part": case.part,
+        "focus": case.focus,
     }
 
 
@@ -310,7 +316,8 @@ def _take(counts: dict[str, int], key: str) -> bool:
 def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     """All of one language's memories (160 English, 171 Chinese) in one namespace
     (relevant ids are global across the two users); each query is the latest ``turns``
-    user turns (default: the prompt context's ``context_query_messages``)."""
+    user turns (default: the prompt context's ``context_query_messages``), and its focus
+    the latest of them, as the prompt context's (``engine/sessions.py``)."""
     turns = turns or load_config(None, {}).sessions.context_query_messages
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
@@ -338,7 +345,8 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
         users = [line.split(":", 1)[1].strip().strip('"') for line in before if ":" in line]
         relevant = {positions[key] for key in dialogue["relevant-id"] if key in positions}
         if users and relevant:
-            corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant))
+            focus = users[-1] if len(users[-turns:]) > 1 else None
+            corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant, focus))
     return corpus
 
 
@@ -353,7 +361,9 @@ def ingest(service: MemoryService, clock: Clock, corpus: Corpus) -> Dataset:
     for n, question in enumerate(corpus.questions):
         relevant = {ids[i] for i in question.relevant}
         part = "held-out" if n % 2 else "tune"
-        dataset.cases.append(Case(question.namespace, question.query, question.at, relevant, part=part))
+        dataset.cases.append(
+            Case(question.namespace, question.query, question.at, relevant, part=part, focus=question.focus)
+        )
     return dataset
 
 
@@ -387,7 +397,9 @@ def evaluate(service: MemoryService, clock: Clock, dataset: Dataset, ks: tuple[i
     for case in dataset.cases:
         clock.now = case.at
         started = time.perf_counter()
-        result = service.recall(case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False)
+        result = service.recall(
+            case.query, namespaces=[case.namespace], top_k=max(ks), reinforce=False, focus=case.focus
+        )
         latencies.append(time.perf_counter() - started)
         timed += bool(result.windows)
         found = [hit.memory.memory_id for hit in result.hits]
@@ -495,6 +507,7 @@ def main() -> int:
         default.context,
         default.time,
         default.lexical_reference,
+        default.focus,
     )
     before = (*fused[:4], 0.0, 0.0, *fused[6:])
     variants: dict[str, Weights] = {

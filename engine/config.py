@@ -126,6 +126,13 @@ class FusionWeights:
     # Swept with the weights above, under the same rule: 0.2 with MADial-Bench's queries
     # of two turns, 0 with the prompt context's five (README).
     lexical_reference: float = 0.0
+    # Not a weight either: a recall may name a focus beside its query (the prompt
+    # context's query is the latest user messages joined, its focus the latest alone).
+    # A candidate's cosine is then (its cosine to the query + focus × its cosine to the
+    # focus) / (1 + focus), and the focus's own nearest memories are candidates too.
+    # 0: the focus is ignored. Swept with the weights under their rule (README, "The
+    # latest message as the focus"): 0.25, by a hair over 0.
+    focus: float = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -673,6 +680,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"store must be one of {', '.join(map(repr, STORE_NAMES))}, got {config.store!r}")
     if config.neo4j.migrations not in ("apply", "check"):
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
+    if not 0 <= config.fusion.focus <= 10:
+        raise ConfigError(f"fusion.focus must be within 0..10, got {config.fusion.focus}")
     if not 0 <= config.fusion.lexical_reference <= 1:
         raise ConfigError(f"fusion.lexical_reference must be within 0..1, got {config.fusion.lexical_reference}")
     if config.index.search_threads < 1:

@@ -51,10 +51,10 @@ def metadata_problem(metadata: object, config: LimitsConfig) -> str | None:
     return None
 
 
-def check_query(query: str, config: LimitsConfig) -> None:
-    """Refuse a recall query longer than ``max_query_chars`` (``InvalidInput``, 422)."""
+def check_query(query: str, config: LimitsConfig, *, field: str = "query") -> None:
+    """Refuse a recall query (or its ``focus``) longer than ``max_query_chars`` (``InvalidInput``, 422)."""
     if len(query) > config.max_query_chars:
         raise InvalidInput(
-            f"query holds {len(query)} characters, at most {config.max_query_chars} are allowed",
-            field="query",
+            f"{field} holds {len(query)} characters, at most {config.max_query_chars} are allowed",
+            field=field,
         )

@@ -66,6 +66,7 @@ class PromptContext:
     query: str | None
     sections: dict[str, Section]
     procedures_first: bool
+    focus: str | None = None  # the part of the query weighed more in the recall (the latest message)
 
     @property
     def memory_ids(self) -> list[str]:
@@ -102,6 +103,7 @@ def assemble(
     procedures: Sequence[Memory],
     query: str | None,
     procedures_first: bool,
+    focus: str | None = None,
 ) -> PromptContext:
     budgets = shares.budgets(budget)
     sections = {name: Section(name, budgets[name]) for name in (WINDOW, MEMORIES, PROCEDURES)}
@@ -150,7 +152,7 @@ def assemble(
         section.left_out = len(items[name]) - len(section.lines)
         if name == WINDOW:
             section.messages.reverse()  # oldest first, as the conversation ran
-    return PromptContext(text, counter.count(text), budget, query, sections, procedures_first)
+    return PromptContext(text, counter.count(text), budget, query, sections, procedures_first, focus)
 
 
 def _render(sections: dict[str, Section], order: Sequence[str]) -> str:
@@ -205,6 +207,7 @@ def context_out(context: PromptContext) -> dict[str, Any]:
         "tokens": context.tokens,
         "budget": context.budget,
         "query": context.query,
+        "focus": context.focus,
         "procedures_first": context.procedures_first,
         "memory_ids": context.memory_ids,
         "sections": sections,

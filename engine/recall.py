@@ -22,7 +22,10 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    built in the background (engine/category_indexes.py); once it is there, such a query
    searches it first, where that is priced no higher than the plan
    (``_category_search``), and goes on with the plan only where its neighbours held
-   fewer than ``top_k`` that pass;
+   fewer than ``top_k`` that pass. A query with a focus (the prompt context's latest
+   message: ``RecallQuery.focus``) searches the focus's vector the same way; its
+   neighbours join, and every candidate's cosine becomes the weighted mean of its
+   cosines to the two (``[fusion] focus``), here and for what the other channels add;
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -126,6 +129,10 @@ class RecallQuery:
     # and the semantic signal gets weight 0 (its neighbours still fill the candidates, so
     # top_k is filled, ranked by the other signals).
     read_by_model: bool = True
+    # A part of the query to weigh more (the prompt context's latest message), embedded,
+    # and its weight beside the whole query's vector (``[fusion] focus``).
+    focus: Vector | None = None
+    focus_weight: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +242,8 @@ class Recaller:
         search of the same vector, under a wider filter (``_semantic``)."""
         with net.reading():
             pool = self._semantic(net, query, seen=seen)
+            if query.focus is not None:
+                self._focused(net, query, pool)
             self._legacy(net, query, pool)
             self._lexical(net, query, pool)
             self._graph(net, query, pool)
@@ -323,6 +332,30 @@ class Recaller:
             net.ask_category_index(category)  # the next such recall searches it
         pool.cosine = dict(zip(rows.tolist(), cosines.tolist(), strict=True))
         return pool
+
+    def _focused(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
+        """The focus's own nearest memories join the candidates, and every candidate's
+        cosine becomes its similarity to query and focus together (``_similarities``)."""
+        assert query.focus is not None
+        near = self._semantic(net, replace(query, vector=query.focus, focus=None))
+        rows = np.asarray(list(dict.fromkeys([*pool.cosine, *near.cosine])), dtype=np.int64)
+        whole = np.asarray([pool.cosine.get(row, np.nan) for row in rows.tolist()], np.float64)
+        focus = np.asarray([near.cosine.get(row, np.nan) for row in rows.tolist()], np.float64)
+        if np.isnan(whole).any():
+            lacking = np.flatnonzero(np.isnan(whole))
+            whole[lacking] = net.cosines(query.vector, rows[lacking])
+        if np.isnan(focus).any():
+            lacking = np.flatnonzero(np.isnan(focus))
+            focus[lacking] = net.cosines(query.focus, rows[lacking])
+        pool.cosine = dict(zip(rows.tolist(), _blend(whole, focus, query.focus_weight).tolist(), strict=True))
+
+    def _similarities(self, net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
+        """Each row's cosine to the query, blended with its cosine to the focus where the
+        query has one."""
+        cosines = net.cosines(query.vector, rows)
+        if query.focus is None:
+            return cosines
+        return _blend(cosines, net.cosines(query.focus, rows), query.focus_weight)
 
     def _in_category_index(self, net: FastNetwork, query: RecallQuery, plan: _Plan) -> tuple[Rows, Floats] | None:
         """The semantic candidates of a query narrowed to one category, from that
@@ -488,7 +521,7 @@ class Recaller:
         (0 for a memory without a vector of the current model)."""
         extra = [row for row in rows if row not in pool.cosine]
         if extra:
-            cosines = net.cosines(query.vector, np.asarray(extra, dtype=np.int64))
+            cosines = self._similarities(net, query, np.asarray(extra, dtype=np.int64))
             pool.cosine.update(zip(extra, cosines.tolist(), strict=True))
 
     # --- ranking and the one read -----------------------------------------------------
@@ -611,6 +644,12 @@ class Recaller:
             if kept:
                 flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
         return flagged
+
+
+def _blend(whole: Floats, focus: Floats, weight: float) -> Floats:
+    """Similarity to a query and its focus together: a weighted mean of the two cosines."""
+    blended: Floats = (whole + weight * focus) / (1.0 + weight)
+    return blended
 
 
 def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:

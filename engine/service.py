@@ -564,16 +564,31 @@ class MemoryService:
         reinforce: bool = True,
         scope: Scope | None = None,
         vector: Vector | None = None,
+        focus: str | None = None,
+        focus_vector: Vector | None = None,
     ) -> RecallResult:
-        """``vector``: the query's embedding when the caller has it already (several recalls of one query)."""
+        """``vector``: the query's embedding when the caller has it already (several recalls of one query).
+
+        ``focus``: a part of the query to weigh more (the prompt context's latest user
+        message, its query being the latest few joined): each candidate's similarity
+        blends its cosines to both, by ``[fusion] focus``, and the focus's own
+        nearest memories are candidates too. ``focus_vector``: its embedding, when the
+        caller has it already."""
         flt = flt or MemoryFilter()
         if not query.strip():
             raise InvalidInput("query must not be empty", field="query")
+        if focus is not None and not focus.strip():
+            raise InvalidInput("focus must not be empty", field="focus")
         if not 1 <= top_k <= self.config.recall.max_top_k:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
         vector = self.embedder.embed_query(query) if vector is None else vector
+        weight = self.config.fusion.focus
+        if focus is None or weight <= 0 or focus.strip() == query.strip():
+            focus_vector = None  # nothing to weigh more than the query itself
+        elif focus_vector is None:
+            focus_vector = self.embedder.embed_query(focus)
         now = self._clock()
         asked = RecallQuery(
             text=query,
@@ -587,6 +602,8 @@ class MemoryService:
             entity_keys=entity_keys(extract_entities(query)),
             windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
             read_by_model=self._reads(query),
+            focus=focus_vector,
+            focus_weight=weight,
         )
         # "How do I …": the matching procedures first, then the other hits.
         how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)

@@ -24,6 +24,7 @@ backend leaves the claim for the next sweep, so nothing is lost silently.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
@@ -281,27 +282,34 @@ class Sessions:
         if query is None:
             said = [m for m in messages if m.role is Role.USER] or messages
             latest = said[-1].content if said else None
-            joined = " ".join(m.content for m in said[-cfg.context_query_messages :])
-            query = joined[-limit:]  # the newest text, where the messages run past the limit
+            joined = said[-cfg.context_query_messages :]
+            query = " ".join(m.content for m in joined)[-limit:]  # the newest text, where they run past the limit
+            # The latest message weighs more than the ones before it ([fusion] focus).
+            focus = latest[-limit:] if latest and latest.strip() and len(joined) > 1 else None
         else:
-            latest = query
+            latest, focus = query, None
         query = query[:limit] if query and query.strip() else None
         memories: list[Memory] = []
         steps: list[Memory] = []
         how = query is not None and latest is not None and procedures.asks_how(latest)
+        if query is None or self.service.config.fusion.focus <= 0 or (focus or "").strip() == query.strip():
+            focus = None  # nothing to weigh more than the query itself
         if query is not None:
-            namespaces = [ref.namespace]
-            vector = self.service.embedder.embed_query(query)  # once, for both recalls
+            # Query and focus embedded once, for both recalls.
+            recall = functools.partial(
+                self.service.recall,
+                query,
+                namespaces=[ref.namespace],
+                scope=scope,
+                vector=self.service.embedder.embed_query(query),
+                focus=focus,
+                focus_vector=self.service.embedder.embed_query(focus) if focus is not None else None,
+            )
             if cfg.context_procedures and shares.procedures > 0 and PROCEDURE in self.service.config.categories:
-                flt = MemoryFilter(categories=(PROCEDURE,))
-                found_steps = self.service.recall(
-                    query, namespaces=namespaces, top_k=cfg.context_procedures, flt=flt, scope=scope, vector=vector
-                )
+                found_steps = recall(top_k=cfg.context_procedures, flt=MemoryFilter(categories=(PROCEDURE,)))
                 steps = [hit.memory for hit in found_steps.hits]
             if cfg.context_memories and shares.memories > 0:
-                hits = self.service.recall(
-                    query, namespaces=namespaces, top_k=cfg.context_memories, scope=scope, vector=vector
-                )
+                hits = recall(top_k=cfg.context_memories)
                 memories = [hit.memory for hit in hits.hits if hit.memory.category != PROCEDURE]
         return assemble(
             self.counter,
@@ -312,6 +320,7 @@ class Sessions:
             procedures=steps,
             query=query,
             procedures_first=how,
+            focus=focus,
         )
 
     # --- promotion -------------------------------------------------------------------

@@ -107,10 +107,12 @@ class AsyncTwinmemClient(ClientBase):
         explain: bool = False,
         expand: Sequence[str] = (),
         include_superseded: bool = False,
+        focus: str | None = None,
     ) -> list[Hit]:
+        """``focus``: a part of ``query`` to weigh more (the latest message of several joined)."""
         scope = list(namespaces) if namespaces else [self._ns(namespace)]
-        fields = {"top_k": top_k, "filter": filter, "explain": explain or None, "expand": list(expand)}
-        fields["include_superseded"] = include_superseded or None
+        fields: dict[str, Any] = {"top_k": top_k, "filter": filter, "explain": explain or None}
+        fields |= {"expand": list(expand), "include_superseded": include_superseded or None, "focus": focus}
         return await self.send(calls.recall(scope, query, fields))
 
     async def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
@@ -241,7 +243,6 @@ class AsyncTwinmemClient(ClientBase):
     async def audit(self, **filters: Any) -> builtins.list[JsonDict]:
         """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
         return await self.send(calls.audit(filters))
-
 
     # --- short-term sessions and the prompt context ------------------------------------
 

@@ -106,10 +106,12 @@ class TwinmemClient(ClientBase):
         explain: bool = False,
         expand: Sequence[str] = (),
         include_superseded: bool = False,
+        focus: str | None = None,
     ) -> list[Hit]:
+        """``focus``: a part of ``query`` to weigh more (the latest message of several joined)."""
         scope = list(namespaces) if namespaces else [self._ns(namespace)]
-        fields = {"top_k": top_k, "filter": filter, "explain": explain or None, "expand": list(expand)}
-        fields["include_superseded"] = include_superseded or None
+        fields: dict[str, Any] = {"top_k": top_k, "filter": filter, "explain": explain or None}
+        fields |= {"expand": list(expand), "include_superseded": include_superseded or None, "focus": focus}
         return self.send(calls.recall(scope, query, fields))
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
@@ -233,7 +235,6 @@ class TwinmemClient(ClientBase):
     def audit(self, **filters: Any) -> builtins.list[JsonDict]:
         """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
         return self.send(calls.audit(filters))
-
 
     # --- short-term sessions and the prompt context ------------------------------------
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from api.client import ClientError, TwinmemClient
+from engine.config import FusionWeights
 from engine.ports import Embedder
 from tests.api.conftest import LiveServer
 
@@ -217,6 +218,32 @@ def test_explain_says_whether_the_model_read_the_query(server: LiveServer) -> No
         assert english["memories"][0]["explanation"]["signals"]["semantic"]["weight"] > 0
         plain = http.post("/v1/memory/recall", json={"query": "我对什么过敏"}).json()
         assert "query_read_by_model" not in plain  # explain only
+
+
+def test_recall_weighs_a_focus_and_refuses_an_empty_or_overlong_one(server: LiveServer, client: TwinmemClient) -> None:
+    """Over HTTP, each hit's cosine with a focus is the blend of its cosines to the query
+    and to the focus alone ([fusion] focus, the default here), as each recall reports them."""
+    weight = FusionWeights().focus
+    client.save("The user's sister lives in Porto and teaches piano")
+    client.save("The quarterly tax return is due at the end of March")
+    client.save("The user walks the dog every morning before work")
+    query = "I still have to sort out the tax return paperwork this month. Did my sister ever move?"
+    focus = "Did my sister ever move?"
+
+    def cosines(asked: str, **fields: Any) -> dict[str, float]:
+        hits = client.recall(asked, top_k=3, explain=True, **fields)
+        assert all(hit.explanation is not None for hit in hits)
+        return {hit.content: float(hit.explanation["cosine"]) for hit in hits if hit.explanation}
+
+    whole, alone, blended = cosines(query), cosines(focus), cosines(query, focus=focus)
+    assert set(blended) == set(whole) == set(alone)
+    for content, cosine in blended.items():
+        assert cosine == pytest.approx((whole[content] + weight * alone[content]) / (1 + weight), abs=2e-3)
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        empty = http.post("/v1/memory/recall", json={"query": query, "focus": ""})
+        assert empty.status_code == 422 and "focus" in empty.text
+        long = http.post("/v1/memory/recall", json={"query": query, "focus": "x" * 100_000})
+        assert long.status_code == 422 and "focus holds 100000 characters" in long.text
 
 
 def test_recall_reinforces_by_rank(server: LiveServer, client: TwinmemClient) -> None:

@@ -49,6 +49,8 @@ def test_a_conversation_through_the_client(live: LiveServer) -> None:
         api.append_messages("chat-1", [{"role": "user", "content": "How do I deploy the app?"}])
         context = api.prompt_context("chat-1", budget_tokens=120)
         assert context["tokens"] <= 120 and context["procedures_first"]
+        # The latest of the user messages joined is the recall's focus.
+        assert context["focus"] == "How do I deploy the app?" and context["query"].endswith(context["focus"])
         (procedure,) = context["sections"]["procedures"]["memories"]
         build = {"description": "Build the image", "tool": "docker", "arguments": {"tag": "app"}}
         assert procedure["steps"][0] == build and procedure["memory_id"] in context["memory_ids"]

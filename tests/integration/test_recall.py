@@ -18,6 +18,7 @@ from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
 from engine.config import load_config
 from engine.conflicts import CONTRADICTS
+from engine.errors import InvalidInput
 from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge
@@ -286,3 +287,56 @@ def test_the_read_guard_judges_a_changed_text_anew(make_service: Callable[[], tu
     hits = service.recall("quarterly numbers previous instructions system prompt", namespaces=[NS], top_k=20).hits
     assert saved.memory_id not in {hit.memory.memory_id for hit in hits}
     assert hits  # the others still answer
+
+
+def _blended(embedder: HashingEmbedder, content: str, query: str, focus: str, weight: float) -> float:
+    memory = embedder.embed_documents([content])[0]
+    whole, near = float(memory @ embedder.embed_query(query)), float(memory @ embedder.embed_query(focus))
+    return (whole + weight * near) / (1 + weight)
+
+
+def test_a_focus_brings_its_own_nearest_memories_and_blends_every_cosine(
+    make_service: Callable[..., tuple[MemoryService, Any]],
+) -> None:
+    """The focus's nearest memories are candidates beside the query's, and each
+    candidate's cosine is the weighted mean of its cosines to query and focus."""
+    weights = {"focus": 3.0, "lexical": 0.0, "graph": 0.0, "decay": 0.0}  # ranked by the blend alone
+    service, _ = make_service(recall={"min_candidates": 3, "candidate_factor": 1}, fusion=weights)
+    _fill(service, random.Random(11), 40)
+    (roses,) = service.save_batch([MemoryDraft("roses bloom by the old fence", namespace=NS)])
+    query, focus = "coffee tea berlin", "roses bloom"
+    plain = service.recall(query, namespaces=[NS], top_k=3, reinforce=False)
+    assert roses.memory.memory_id not in [hit.memory.memory_id for hit in plain.hits]
+    focused = service.recall(query, namespaces=[NS], top_k=3, reinforce=False, focus=focus)
+    assert focused.hits[0].memory.memory_id == roses.memory.memory_id
+    assert focused.candidates > plain.candidates  # the focus's neighbours joined
+    embedder = service.embedder
+    assert isinstance(embedder, HashingEmbedder)
+    for hit in focused.hits:
+        expected = _blended(embedder, hit.memory.content, query, focus, 3.0)
+        assert hit.breakdown.cosine == pytest.approx(expected, abs=2e-3)
+
+
+def test_a_focus_that_is_the_query_or_weighs_nothing_changes_no_ranking(
+    make_service: Callable[..., tuple[MemoryService, Any]],
+) -> None:
+    service, _ = make_service()
+    off, _ = make_service(fusion={"focus": 0.0})
+    rng = random.Random(12)
+    drafts = [MemoryDraft(" ".join(rng.sample(WORDS, 3)) + f" note {n}", namespace=NS) for n in range(30)]
+    service.save_batch(drafts)
+    off.save_batch(drafts)
+
+    def ranked(svc: MemoryService, focus: str | None) -> list[tuple[str, float]]:
+        hits = svc.recall("coffee in berlin", namespaces=[NS], top_k=8, reinforce=False, focus=focus).hits
+        return [(hit.memory.content, hit.score) for hit in hits]
+
+    assert ranked(service, "coffee in berlin") == ranked(service, None)
+    assert ranked(off, "garden piano") == ranked(off, None)
+    assert ranked(service, "garden piano") != ranked(service, None)
+
+
+def test_an_empty_focus_is_refused(make_service: Callable[..., tuple[MemoryService, Any]]) -> None:
+    service, _ = make_service()
+    with pytest.raises(InvalidInput, match="focus"):
+        service.recall("coffee", namespaces=[NS], focus="  ")

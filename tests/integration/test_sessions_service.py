@@ -220,6 +220,7 @@ def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_
         sessions.append(REF, say("Noted.", role=Role.ASSISTANT), reach=Reach.FULL)
     context = sessions.context(REF, scope=Scope.whole(["user:42"]))
     assert context.query == " ".join(said[-count:])  # user messages only, oldest first
+    assert context.focus == said[-1]  # the latest weighs more in the recall ([fusion] focus)
     assert "Noted." not in (context.query or "")
     assert not context.procedures_first  # an older message asked how; the latest does not
     assert "User's favourite colour is blue" in context.text
@@ -231,3 +232,4 @@ def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_
     # A query given is used as it is.
     asked = sessions.context(REF, scope=Scope.whole(["user:42"]), query="How do I deploy the web app?")
     assert asked.query == "How do I deploy the web app?" and asked.procedures_first
+    assert asked.focus is None  # nothing in it to weigh more
