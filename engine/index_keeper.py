@@ -425,10 +425,12 @@ class IndexKeeper:
         """Start putting the vectors of new memories into the index before the store
         transaction that writes them commits, on the keeper's worker thread: HNSW's
         insertion (hnswlib lets go of the GIL) runs while the store writes and syncs, and
-        the catch-up after the commit finds them indexed already (``_not_indexed_as``) and
-        inserts nothing again. Ids the index holds already are left alone.
+        on while the catch-up after the commit (``catch_up(ahead)``) reads the changes and
+        applies them to the fast network; the catch-up waits for it before it touches the
+        index, and inserts nothing again for the vectors it put (``IndexAhead.put_into``).
+        Ids the index holds already are left alone (``VectorIndex.insert_absent``).
 
-        The caller holds the service's write lock from here to ``IndexAhead.wait`` (the
+        The caller holds the service's write lock from here to ``catch_up(ahead)`` (the
         transaction committed) or ``IndexAhead.undo`` (it failed: the ids come out of the
         index again). Until the commit, a search may meet these ids; the fast network does
         not know them yet, so recall drops them (``FastNetwork.rows_with``)."""
@@ -480,6 +482,9 @@ class IndexKeeper:
         into the index that these ids may be part of (waited for first)."""
         if statuses is None:
             statuses = self._store.index_status(ids)
+        # First the insertion ahead: a memory it put that is gone by now (deleted by
+        # another replica since the commit) is removed below, not put back after.
+        put = ahead.put_into(index) if ahead is not None else {}
         keep = [mid for mid in ids if statuses.get(mid, Status.DELETED) is not Status.DELETED]
         kept = set(keep)
         index.remove(mid for mid in ids if mid not in kept)
@@ -490,7 +495,6 @@ class IndexKeeper:
         vectors = self._store.vectors(keep, self._embedder.name) if stored is None else stored
         missing = [mid for mid in keep if mid not in vectors]
         # Vectors put ahead are there, as the store holds them: no need to read them back.
-        put = ahead.put_into(index) if ahead is not None else {}
         unsure = [mid for mid in keep if mid in vectors and not _same(put.get(mid), vectors[mid])]
         # A change that kept the vector (a status or field edit, an archive) needs no
         # index write: re-inserting into HNSW costs a graph search per id.

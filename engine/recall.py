@@ -25,7 +25,9 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    fewer than ``top_k`` that pass. A query with a focus (the prompt context's latest
    message: ``RecallQuery.focus``) searches the focus's vector the same way; its
    neighbours join, and every candidate's cosine becomes the weighted mean of its
-   cosines to the two (``[fusion] focus``), here and for what the other channels add;
+   cosines to the two (``[fusion] focus``), here and for what the other channels add
+   (not for the legacy index's candidates during a model change: the focus has no
+   vector of the previous model, so theirs stay their cosine to the query);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;

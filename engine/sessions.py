@@ -261,6 +261,8 @@ class Sessions:
         most relevant to ``query`` (default: the latest ``context_query_messages`` user
         messages, joined) and the procedures that match it, within ``budget`` tokens split
         by ``shares`` (``engine/prompt_context.py``); "how" is read in the latest alone.
+        Where the default query joins several messages, the latest is also the recalls'
+        focus (``[fusion] focus``, unless 0), weighed more than the ones before it.
         Long-term memories are recalled with the caller's ``scope``, so the context holds
         nothing the caller could not recall itself."""
         self._check_ref(ref)

@@ -396,6 +396,39 @@ def test_the_fast_network_takes_a_batch_while_its_vectors_are_still_going_into_t
     assert [hit.memory.memory_id for hit in found] == [results[4].memory.memory_id]
 
 
+def test_a_memory_purged_right_after_its_batch_commits_does_not_stay_in_the_index(
+    make_service: MakeService,
+) -> None:
+    """Another replica purges a memory of the batch between the commit and the catch-up,
+    while HNSW is still inserting the batch: the catch-up waits for the insertion before
+    it removes what the store no longer holds, so the purged vector does not come back."""
+    service, store = make_service()
+    _fill(service, random.Random(8), 40)
+    keeper, index = service.keeper, service.keeper.index
+    put_ahead = keeper._put_ahead
+
+    def late(*args: Any) -> list[str]:
+        time.sleep(0.3)  # not inserting yet when the catch-up starts
+        return put_ahead(*args)
+
+    keeper._put_ahead = late  # type: ignore[method-assign]
+    inserted = store.insert_linked
+    purged: list[str] = []
+
+    def then_purged(memories: Any, *args: Any, **kwargs: Any) -> None:
+        inserted(memories, *args, **kwargs)
+        purged.append(memories[0].memory_id)
+        store.purge(NS, memories[0].memory_id)  # as another replica sharing the store would
+
+    store.insert_linked = then_purged
+    results = service.save_batch(_plain(10, 4))
+    assert purged and purged[0] == results[0].memory.memory_id
+    assert purged[0] not in index
+    assert all(result.memory.memory_id in index for result in results[1:])
+    assert len(index) == store.count_indexable()
+    assert index.applied_seq == store.last_seq()
+
+
 def test_a_batch_whose_transaction_fails_leaves_nothing_in_the_index(make_service: MakeService) -> None:
     """The vectors indexed ahead of a transaction that then fails come out again: the
     index holds what the store holds, and the same batch saves once the store works."""
