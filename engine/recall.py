@@ -341,15 +341,17 @@ class Recaller:
         assert query.focus is not None
         near = self._semantic(net, replace(query, vector=query.focus, focus=None))
         rows = np.asarray(list(dict.fromkeys([*pool.cosine, *near.cosine])), dtype=np.int64)
-        whole = np.asarray([pool.cosine.get(row, np.nan) for row in rows.tolist()], np.float64)
-        focus = np.asarray([near.cosine.get(row, np.nan) for row in rows.tolist()], np.float64)
-        if np.isnan(whole).any():
-            lacking = np.flatnonzero(np.isnan(whole))
-            whole[lacking] = net.cosines(query.vector, rows[lacking])
-        if np.isnan(focus).any():
-            lacking = np.flatnonzero(np.isnan(focus))
-            focus[lacking] = net.cosines(query.focus, rows[lacking])
-        pool.cosine = dict(zip(rows.tolist(), _blend(whole, focus, query.focus_weight).tolist(), strict=True))
+
+        def cosines(found: dict[int, float], vector: Vector) -> Floats:
+            """The cosines a search found, the rest computed (rows the other search found)."""
+            known = np.asarray([found.get(row, np.nan) for row in rows.tolist()], np.float64)
+            lacking = np.flatnonzero(np.isnan(known))
+            if len(lacking):
+                known[lacking] = net.cosines(vector, rows[lacking])
+            return known
+
+        blended = _blend(cosines(pool.cosine, query.vector), cosines(near.cosine, query.focus), query.focus_weight)
+        pool.cosine = dict(zip(rows.tolist(), blended.tolist(), strict=True))
 
     def _similarities(self, net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
         """Each row's cosine to the query, blended with its cosine to the focus where the

@@ -584,9 +584,8 @@ class MemoryService:
         self._check_namespaces(namespaces)
         self._check_filter(flt)
         vector = self.embedder.embed_query(query) if vector is None else vector
-        weight = self.config.fusion.focus
-        if focus is None or weight <= 0 or focus.strip() == query.strip():
-            focus_vector = None  # nothing to weigh more than the query itself
+        if focus is None or not self.weighs_focus(query, focus):
+            focus_vector = None
         elif focus_vector is None:
             focus_vector = self.embedder.embed_query(focus)
         now = self._clock()
@@ -603,7 +602,7 @@ class MemoryService:
             windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
             read_by_model=self._reads(query),
             focus=focus_vector,
-            focus_weight=weight,
+            focus_weight=self.config.fusion.focus,
         )
         # "How do I …": the matching procedures first, then the other hits.
         how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)
@@ -616,6 +615,11 @@ class MemoryService:
                 ]
             )
         return result
+
+    def weighs_focus(self, query: str, focus: str) -> bool:
+        """Whether a recall of ``query`` weighs ``focus`` (``[fusion] focus`` above 0, and
+        a focus other than the query itself, which would weigh nothing more)."""
+        return self.config.fusion.focus > 0 and focus.strip() != query.strip()
 
     def _reads(self, query: str) -> bool:
         """Whether the embedder reads ``query`` (``ports.ReadsText``; one that cannot tell does)."""

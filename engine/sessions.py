@@ -294,8 +294,8 @@ class Sessions:
         memories: list[Memory] = []
         steps: list[Memory] = []
         how = query is not None and latest is not None and procedures.asks_how(latest)
-        if query is None or self.service.config.fusion.focus <= 0 or (focus or "").strip() == query.strip():
-            focus = None  # nothing to weigh more than the query itself
+        if focus is not None and (query is None or not self.service.weighs_focus(query, focus)):
+            focus = None  # the recall would not weigh it
         if query is not None:
             # Query and focus embedded once, for both recalls.
             recall = functools.partial(
