@@ -45,10 +45,12 @@ Choices, and why:
 
 Every logical write is one ``session.execute_write`` transaction function: the
 driver retries it whole on transient errors (deadlocks, leader switches,
-ArcadeDB's concurrent-modification conflicts), so the function holds no state
-between tries. Read-modify-write (``reinforce``, ``update``) first takes the
-node's write lock with ``SET m._lock = true``, so concurrent calls serialise
-instead of losing an increment. Cypher is literal text with ``$parameters``
+ArcadeDB's concurrent-modification conflicts), and ``_write`` retries it whole when
+a record it reached was deleted by a transaction that committed meanwhile
+(ArcadeDB's ``EntityNotFound``), so the function holds no state between tries.
+Read-modify-write (``reinforce``, ``update``) first takes the node's write lock
+with ``SET m._lock = true``, so concurrent calls serialise instead of losing an
+increment. Cypher is literal text with ``$parameters``
 only; where a filter is optional, the clause is written ``($p IS NULL OR ...)``.
 Driver errors become ``Conflict`` (constraint violations) or ``StoreError`` at
 this boundary.
@@ -94,6 +96,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 # The first pause before a one-statement read that failed retryably is tried again (doubling).
 _FIRST_RETRY_DELAY_S = 0.1
+# What ArcadeDB reports when a statement reaches a record another transaction deleted.
+_VANISHED = "Neo.ClientError.Statement.EntityNotFound"
 # Stored vectors: float32, little-endian, whatever the machine.
 _VECTOR_BYTES = np.dtype("<f4")
 
@@ -658,8 +662,26 @@ class Neo4jStore:
         return self.driver.session(database=self._database, bookmark_manager=self._bookmarks)
 
     def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
-        with _translate(what), self._session() as session:
-            return session.execute_write(self._counted(work))
+        """``work`` as one managed write transaction, retried whole by the driver on a
+        transient error. A record that a transaction committed since this one matched
+        it is a conflict too: ArcadeDB's optimistic transactions report it as
+        ``EntityNotFound`` when a statement reaches it, a client error the driver does
+        not retry, where Neo4j's locks would have made the writer wait. That is tried
+        again here in the same way, with a doubling pause until
+        ``max_transaction_retry_time``; every transaction function can be run again."""
+        deadline = time.monotonic() + self._retry_time
+        delay = _FIRST_RETRY_DELAY_S
+        with _translate(what):
+            while True:
+                try:
+                    with self._session() as session:
+                        return session.execute_write(self._counted(work))
+                except Neo4jError as exc:
+                    if exc.code != _VANISHED or time.monotonic() + delay > deadline:
+                        raise
+                    log.info("%s: %s; trying again in %.2f s", what, exc.message, delay)
+                    time.sleep(delay)
+                    delay *= 2
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         with _translate(what), self._session() as session:
