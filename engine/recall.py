@@ -39,7 +39,10 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 6. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``), with
    the semantic signal scaled over the candidates' cosines (``scoring.semantic_scale``,
    taken before the context channel) and the time signal (``[fusion] time``) when the
-   query names a time (``TimeWindow``s).
+   query names a time (``TimeWindow``s). A query's times are read here, after the
+   channels above and before the context channel (whose seeds are ranked by the fused
+   score): nothing before needs them, and a parse leaves the CPU's caches cold for
+   what runs after it (``_windows``).
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many``, which applies the caller's scope and the filter again (defence in
@@ -68,7 +71,7 @@ from engine.conflicts import CONTRADICTS
 from engine.episodes import NEXT
 from engine.fast_network import ROUGH_MIN_ROWS, FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Matrix, Store, Vector
+from engine.ports import Embedder, Matrix, Store, TimeExpressions, Vector
 from engine.records import Memory, MemoryFilter, Scope, TimeWindow
 
 # The graph channel's bounds.
@@ -126,7 +129,9 @@ class RecallQuery:
     now: datetime
     terms: tuple[str, ...]  # engine.text.terms of the query
     entity_keys: frozenset[str]  # keys of the entities the query names
-    windows: tuple[TimeWindow, ...] = ()  # the times the query names (engine/adapters/time_expressions.py)
+    # The times the query names (engine/adapters/time_expressions.py). None: not read yet;
+    # the recaller reads them from ``text`` once the candidate channels have run (``Recaller._windows``).
+    windows: tuple[TimeWindow, ...] | None = ()
     # Whether the model reads the query (``ReadsText``): when not, its vector says nothing,
     # and the semantic signal gets weight 0 (its neighbours still fill the candidates, so
     # top_k is filled, ranked by the other signals).
@@ -177,6 +182,7 @@ class Ranking:
     rows: list[int]
     pool: _Pool
     names: Sequence[str]  # the network's memory id of each row (rows are never reused)
+    query: RecallQuery  # what was ranked, its windows read
 
     @property
     def ids(self) -> list[str]:
@@ -193,12 +199,14 @@ class Recaller:
         keeper: IndexKeeper,
         embedder: Embedder,
         is_blocked: IsBlocked,
+        times: TimeExpressions | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._keeper = keeper
         self._embedder = embedder
         self._is_blocked = is_blocked  # the blocked-sources hook of the read guard
+        self._times = times  # reads a query's windows where it leaves them unread (None)
 
     def recall(self, query: RecallQuery, *, first_category: str | None = None) -> RecallResult:
         """``first_category``: where ``query``'s namespaces hold a memory of it, the
@@ -206,6 +214,7 @@ class Recaller:
         procedures first). Both rankings are the fast network's, and the store is read
         once for the two."""
         ranking = self.rank(query)
+        query = ranking.query
         net = self._keeper.network
         if first_category is None or not net.holds_category(query.sight.namespaces, first_category):
             hits = self._final(query, ranking)
@@ -213,7 +222,8 @@ class Recaller:
             hits = self._first_of(query, ranking, first_category)
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
-        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, query.windows, query.read_by_model)
+        windows = query.windows or ()
+        return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, windows, query.read_by_model)
 
     def _first_of(self, query: RecallQuery, ranking: Ranking, category: str) -> list[scoring.Hit]:
         """The hits of ``query`` narrowed to ``category``, then its own others, to ``top_k``."""
@@ -249,12 +259,21 @@ class Recaller:
             self._legacy(net, query, pool)
             self._lexical(net, query, pool)
             self._graph(net, query, pool)
+            if query.windows is None:
+                query = replace(query, windows=self._windows(query))
             cosines = np.fromiter(pool.cosine.values(), dtype=np.float64, count=len(pool.cosine))
             pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
             self._context(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
             order = self._ranked(net, query, pool, rows)
-            return Ranking(rows[order].tolist(), pool, net.ids)
+            return Ranking(rows[order].tolist(), pool, net.ids, query)
+
+    def _windows(self, query: RecallQuery) -> tuple[TimeWindow, ...]:
+        """The times ``query`` names, read after its candidates are found: the parsers
+        (dateparser above all) leave the CPU's caches cold for what runs after them (README,
+        "A time-naming question costs more than its parse"). Only the fused scores read
+        the windows."""
+        return () if self._times is None else self._times.windows(query.text, query.now)
 
     def nearest(
         self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
@@ -610,7 +629,7 @@ class Recaller:
                 weights=self._weights(query),
                 scoring=self._config.scoring,
                 scale=pool.scale,
-                windows=query.windows,
+                windows=query.windows or (),
             )
             hits += self._guarded(fused, want, dict(zip(chunk, rows, strict=True)))
         return hits

@@ -135,7 +135,7 @@ class MemoryService:
         # store the engine blocks nobody.
         self.blocks: BlockList = security if security is not None else NOBODY_BLOCKED
         self.reinforcer = Reinforcer(self._reinforce_in_background)
-        self.recaller = Recaller(config, store, keeper, embedder, self._writer_blocked)
+        self.recaller = Recaller(config, store, keeper, embedder, self._writer_blocked, times)
         self.judge = SaveJudge(config, store, keeper, embedder, self.recaller)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
@@ -599,7 +599,8 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
-            windows=self.times.windows(query, now) if self.times is not None and self.config.fusion.time > 0 else (),
+            # Read by the recaller once the candidates are found (``Recaller._windows``).
+            windows=None if self.times is not None and self.config.fusion.time > 0 else (),
             read_by_model=self._reads(query),
             focus=focus_vector,
             focus_weight=self.config.fusion.focus,

@@ -13,6 +13,7 @@ import itertools
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from engine.config import Config, load_config
 from engine.episodes import NEXT
 from engine.importers import run_import
 from engine.portability import open_export
+from engine.procedures import PROCEDURE
 from engine.records import MemoryDraft, MemoryFilter, Scope, Status
 from engine.service import MemoryService
 from tests.conftest import FrozenClock
@@ -228,6 +230,41 @@ def test_a_time_named_lifts_what_was_written_then(
     fits = {h.memory.memory_id: h.breakdown.time for h in result.hits}
     assert fits[ids["yesterday"]] is not None and fits[ids["yesterday"]].value == 1.0  # type: ignore[union-attr]
     assert 0.0 < fits[ids["last year"]].value < fits[ids["last month"]].value < 1.0  # type: ignore[union-attr]
+
+
+def test_the_times_are_read_once_after_the_candidate_channels(
+    open_svc: OpenService, data_dir: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parse leaves the CPU's caches cold for what runs after it, so a recall reads its
+    query's times once the channels have found the candidates, and only once for a "how"
+    question, which ranks twice (the second time over procedures)."""
+    service = open_svc(config=with_weights(data_dir, time=0.5, decay=0.0))
+    ids = _dated(service, clock)
+    steps = service.save(
+        MemoryDraft("how we fixed the garden fence: sand it, then paint two coats", namespace=NS, category=PROCEDURE)
+    ).memory.memory_id
+    net, times = service.keeper.network, service.times
+    assert times is not None
+    calls: list[str] = []
+    lexical, windows = net.lexical, times.windows
+
+    def scored(*args: Any) -> Any:
+        calls.append("lexical")
+        return lexical(*args)
+
+    def read(*args: Any) -> Any:
+        calls.append("times")
+        return windows(*args)
+
+    monkeypatch.setattr(net, "lexical", scored)
+    monkeypatch.setattr(times, "windows", read)
+    result = service.recall("how did we fix the garden fence yesterday", namespaces=[NS], top_k=4, reinforce=False)
+    assert calls == ["lexical", "times", "lexical"]  # the whole ranking, its times, the procedures' ranking
+    (window,) = result.windows
+    assert window.start == (clock() - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    found = [h.memory.memory_id for h in result.hits]
+    assert found[0] == steps and found[1] == ids["yesterday"]  # the procedure first, then the time's fit
+    assert result.hits[1].breakdown.time is not None and result.hits[1].breakdown.time.value == 1.0
 
 
 def test_a_time_off_by_config_is_not_read(open_svc: OpenService, data_dir: Path) -> None:
