@@ -206,7 +206,7 @@ class Recaller:
         self._keeper = keeper
         self._embedder = embedder
         self._is_blocked = is_blocked  # the blocked-sources hook of the read guard
-        self._times = times  # reads a query's windows where it leaves them unread (None)
+        self._times = times  # reads a query's windows where it leaves them unread (None), for the time signal
 
     def recall(self, query: RecallQuery, *, first_category: str | None = None) -> RecallResult:
         """``first_category``: where ``query``'s namespaces hold a memory of it, the
@@ -272,8 +272,11 @@ class Recaller:
         """The times ``query`` names, read after its candidates are found: the parsers
         (dateparser above all) leave the CPU's caches cold for what runs after them (README,
         "A time-naming question costs more than its parse"). Only the fused scores read
-        the windows."""
-        return () if self._times is None else self._times.windows(query.text, query.now)
+        the windows: none are read without a time signal (``[fusion] time`` 0, or no
+        parser)."""
+        if self._times is None or self._config.fusion.time <= 0:
+            return ()
+        return self._times.windows(query.text, query.now)
 
     def nearest(
         self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int

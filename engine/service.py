@@ -599,8 +599,7 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
-            # Read by the recaller once the candidates are found (``Recaller._windows``).
-            windows=None if self.times is not None and self.config.fusion.time > 0 else (),
+            windows=None,  # read by the recaller once the candidates are found (``Recaller._windows``)
             read_by_model=self._reads(query),
             focus=focus_vector,
             focus_weight=self.config.fusion.focus,
