@@ -105,7 +105,7 @@ class FusionWeights:
     """Weights of the fusion ranker's signals; they need not sum to one."""
 
     # Swept on the tune half of the development data with the default model
-    # (benchmarks/quality.py, README): the best mean of LongMemEval recall@10 and
+    # (benchmarks/quality.py, benchmarks/RESULTS.md): the best mean of LongMemEval recall@10 and
     # MADial-Bench English and Chinese recall@5 among the weights whose fused ranking
     # beats both single channels on each of the three.
     semantic: float = 0.4
@@ -124,14 +124,14 @@ class FusionWeights:
     # which no match reaches). A query whose best match shares only a common word or
     # two then lends a weak lexical signal, not a full one. 0: over the best alone.
     # Swept with the weights above, under the same rule: 0.2 with MADial-Bench's queries
-    # of two turns, 0 with the prompt context's five (README).
+    # of two turns, 0 with the prompt context's five (benchmarks/RESULTS.md).
     lexical_reference: float = 0.0
     # Not a weight either: a recall may name a focus beside its query (the prompt
     # context's query is the latest user messages joined, its focus the latest alone).
     # A candidate's cosine is then (its cosine to the query + focus × its cosine to the
     # focus) / (1 + focus), and the focus's own nearest memories are candidates too.
-    # 0: the focus is ignored. Swept with the weights under their rule (README, "The
-    # latest message as the focus"): 0.25, by a hair over 0.
+    # 0: the focus is ignored. Swept with the weights under their rule (benchmarks/RESULTS.md,
+    # "The latest message as the focus"): 0.25, by a hair over 0.
     focus: float = 0.25
 
 

@@ -270,7 +270,7 @@ class Recaller:
 
     def _windows(self, query: RecallQuery) -> tuple[TimeWindow, ...]:
         """The times ``query`` names, read after its candidates are found: the parsers
-        (dateparser above all) leave the CPU's caches cold for what runs after them (README,
+        (dateparser above all) leave the CPU's caches cold for what runs after them (benchmarks/RESULTS.md,
         "A time-naming question costs more than its parse"). Only the fused scores read
         the windows: none are read without a time signal (``[fusion] time`` 0, or no
         parser)."""

