@@ -130,14 +130,19 @@ def _describe(item: Any) -> str:
 
 
 class TwinmemRequest(Request[Any, Any, Any]):
-    """Litestar's request, with a JSON body nested too deeply to decode refused with 400
-    (msgspec raises ``RecursionError`` for it, which would otherwise be a 500)."""
+    """Litestar's request, with a JSON body that cannot be decoded refused with 400 where
+    the decoder raises what would otherwise be a 500: ``RecursionError`` for one nested
+    too deeply, ``UnicodeDecodeError`` for one with bytes that are not UTF-8 in a string."""
 
     async def json(self) -> Any:
         try:
             return await super().json()
         except RecursionError as exc:
             raise ClientException("the JSON body is nested too deeply to read") from exc
+        except UnicodeDecodeError as exc:
+            raise ClientException(
+                f"the JSON body is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+            ) from exc
 
 
 EXCEPTION_HANDLERS = {

@@ -253,9 +253,19 @@ class RecallIn(_Request):
         return self.filter.to_filter(include_superseded=self.include_superseded)
 
     def scope(self) -> list[str]:
-        if self.namespaces:
-            return list(dict.fromkeys(self.namespaces))
-        return [self.namespace or DEFAULT_NAMESPACE]
+        """``namespaces``, else ``namespace``, else the default; a ``namespace`` beside
+        ``namespaces`` must be one of them (two scopes that disagree are refused, not
+        settled by a rule the caller cannot see)."""
+        if self.namespaces is None:
+            return [self.namespace or DEFAULT_NAMESPACE]
+        if not self.namespaces:
+            raise InvalidInput("namespaces must name at least one namespace", field="namespaces")
+        if self.namespace is not None and self.namespace not in self.namespaces:
+            raise InvalidInput(
+                f"namespace {self.namespace!r} is not among namespaces {self.namespaces!r}: give one of the two",
+                field="namespace",
+            )
+        return list(dict.fromkeys(self.namespaces))
 
 
 # --- responses -------------------------------------------------------------------

@@ -6,9 +6,13 @@ every field of DESIGN.md's record, timestamps as UTC ISO 8601 strings.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.errors import InvalidInput
 from engine.records import Memory, Source, Status, Visibility
 
 
@@ -92,3 +96,22 @@ def memory_from_dict(data: dict[str, Any]) -> Memory:
         key=data.get("key"),
         metadata=dict(data.get("metadata") or {}),
     )
+
+
+def encode_cursor(created_at: str, memory_id: str) -> str:
+    """A list page's cursor: the (created_at, memory_id) of its last memory, opaque to clients."""
+    return base64.urlsafe_b64encode(json.dumps([created_at, memory_id]).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """``encode_cursor``'s pair back; ``InvalidInput`` for anything else a client sends
+    (not base64, not JSON, JSON nested past the decoder's depth, another shape)."""
+    try:
+        pair = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)):
+            raise ValueError("not a (created_at, memory_id) pair")
+        created_at, memory_id = pair
+        from_iso(created_at)
+    except (ValueError, TypeError, RecursionError, binascii.Error) as exc:
+        raise InvalidInput(f"cursor {cursor!r} is not one this service issued", field="cursor") from exc
+    return created_at, memory_id

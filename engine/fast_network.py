@@ -62,6 +62,7 @@ from engine.category_indexes import CategoryIndexes, IndexFactory
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
 from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
+from engine.limits import MAX_COUNTER
 from engine.ports import Edge, LexicalBuild, LexicalScorer, RoughCosines, VectorIndex
 from engine.records import (
     JsonScalar,
@@ -1015,7 +1016,7 @@ class FastNetwork:
                 elapsed = max(0.0, (when - int(cols.accessed[row])) / MICROS_PER_DAY)
                 decayed = float(cols.base[row]) * 0.5 ** (elapsed / half_life)
                 cols.base[row] = min(1.0, decayed + bonus)
-                cols.access_count[row] += 1
+                cols.access_count[row] = min(int(cols.access_count[row]) + 1, MAX_COUNTER)
                 cols.accessed[row] = max(int(cols.accessed[row]), when)
 
     # --- masks ---------------------------------------------------------------------

@@ -15,6 +15,12 @@ from engine.errors import InvalidInput
 # SQLite and Bolt both keep integers in 64 bits; a larger one cannot be compared there.
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# The most a counter of a record (``access_count``, ``version``) may hold: the largest
+# integer every JSON reader keeps exactly (a JavaScript number's), so an export reads the
+# same anywhere, and far enough below INT64_MAX that counting on never leaves 64 bits.
+MAX_COUNTER = 2**53 - 1
+# The longest entity name or key a record holds.
+MAX_NAME_CHARS = 200
 
 
 def nesting_depth(value: Any, *, stop_after: int) -> int:

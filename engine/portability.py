@@ -335,7 +335,12 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
     memories = 0
     number = 0
     for number, raw in enumerate(lines, start=1):
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            memories += header_seen  # a damaged memory line, as below
+            yield Entry(number, error=f"not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start})")
+            continue
         if not text.strip():
             continue
         if end_seen:
@@ -581,6 +586,10 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
             raise ValueError(f"{where}.{name} must be a string or null")
     if not isinstance(data["entities"], list) or not all(isinstance(e, str) for e in data["entities"]):
         raise ValueError(f"{where}.entities must be a list of strings")
+    if any(len(name) > limits.MAX_NAME_CHARS for name in data["entities"]):
+        raise ValueError(f"{where}.entities: a name holds at most {limits.MAX_NAME_CHARS} characters")
+    if data["key"] is not None and not 0 < len(data["key"]) <= limits.MAX_NAME_CHARS:
+        raise ValueError(f"{where}.key holds 1-{limits.MAX_NAME_CHARS} characters, got {len(data['key'])}")
     if not isinstance(data["metadata"], dict):
         raise ValueError(f"{where}.metadata must be an object")
     for name in ("importance", "base_score"):
@@ -589,8 +598,8 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
             raise ValueError(f"{where}.{name} must be a number within 0..1, got {value!r}")
     for name, least in (("access_count", 0), ("version", 1)):
         value = data[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{where}.{name} must be an integer ≥ {least}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= limits.MAX_COUNTER:
+            raise ValueError(f"{where}.{name} must be an integer within {least}..{limits.MAX_COUNTER}, got {value!r}")
     try:
         memory = memory_from_dict(data)
     except (KeyError, TypeError, ValueError, OverflowError) as exc:

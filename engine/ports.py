@@ -334,7 +334,8 @@ class Store(Protocol):
 
     def reinforce(self, events: Sequence[Reinforcement], rescore: Rescore) -> None:
         """Apply each (id, bonus, at) in order: base_score = rescore(record, bonus, at),
-        access_count += 1, last_accessed_at = max(last_accessed_at, at); all in one
+        access_count += 1 (up to ``limits.MAX_COUNTER``, where it stays),
+        last_accessed_at = max(last_accessed_at, at); all in one
         transaction, read-modify-write under the store's write lock, so that
         concurrent calls never lose an increment. An id may appear several times;
         ids that no longer exist are skipped. Creates no version and no change:

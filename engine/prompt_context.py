@@ -41,9 +41,9 @@ class Shares:
     def budgets(self, total: int) -> dict[str, int]:
         whole = self.window + self.memories + self.procedures
         return {
-            WINDOW: int(total * self.window / whole),
-            MEMORIES: int(total * self.memories / whole),
-            PROCEDURES: int(total * self.procedures / whole),
+            WINDOW: int(total * (self.window / whole)),
+            MEMORIES: int(total * (self.memories / whole)),
+            PROCEDURES: int(total * (self.procedures / whole)),
         }
 
 

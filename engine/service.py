@@ -651,8 +651,8 @@ class MemoryService:
         rules of now (``entities.key_rules``), then read from the store in one call that
         applies sight and filter again."""
         self._check_namespaces([namespace])
-        if not name.strip() or len(name) > 200:
-            raise InvalidInput("an entity name holds 1-200 characters", field="name")
+        if not name.strip() or len(name) > limits.MAX_NAME_CHARS:
+            raise InvalidInput(f"an entity name holds 1-{limits.MAX_NAME_CHARS} characters", field="name")
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}", field="limit")
         statuses = (Status.ACTIVE, Status.SUPERSEDED) if include_superseded else (Status.ACTIVE,)
@@ -676,8 +676,8 @@ class MemoryService:
         """The active, unexpired memories of ``namespace`` that carry the explicit ``key``, newest
         first (a key names one thing: more than one means writers raced, or conflicts were off)."""
         self._check_namespaces([namespace])
-        if not key or len(key) > 200:
-            raise InvalidInput("a key holds 1-200 characters", field="key")
+        if not key or len(key) > limits.MAX_NAME_CHARS:
+            raise InvalidInput(f"a key holds 1-{limits.MAX_NAME_CHARS} characters", field="key")
         now = self._clock()
         found = self.store.find_by_key(sight_of([namespace], scope), key)
         return [m for m in found if m.expire_at is None or m.expire_at > now]
@@ -921,8 +921,8 @@ class MemoryService:
     def _check_entities(self, entities: Sequence[str], field: str) -> None:
         if len(entities) > self.config.limits.max_entities:
             raise InvalidInput(f"at most {self.config.limits.max_entities} entities are allowed", field=field)
-        if any(len(name) > 200 for name in entities):
-            raise InvalidInput("an entity name holds at most 200 characters", field=field)
+        if any(len(name) > limits.MAX_NAME_CHARS for name in entities):
+            raise InvalidInput(f"an entity name holds at most {limits.MAX_NAME_CHARS} characters", field=field)
 
     def _check_metadata(self, metadata: object, field: str) -> None:
         problem = limits.metadata_problem(metadata, self.config.limits)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -271,11 +272,9 @@ class Sessions:
             raise InvalidInput("budget_tokens must be at least 1", field="budget_tokens")
         cfg = self.config
         shares = shares or Shares(cfg.context_window_share, cfg.context_memories_share, cfg.context_procedures_share)
-        if (
-            min(shares.window, shares.memories, shares.procedures) < 0
-            or (shares.window + shares.memories + shares.procedures) <= 0
-        ):
-            raise InvalidInput("shares must not be negative and must not all be 0", field="split")
+        parts = (shares.window, shares.memories, shares.procedures)
+        if min(parts) < 0 or not 0 < sum(parts) < math.inf:
+            raise InvalidInput("shares must be finite, not negative and not all 0", field="split")
         found = self.store.window(ref, self._clock())
         if found is None:
             raise SessionNotFound(ref)

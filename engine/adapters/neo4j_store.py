@@ -71,8 +71,6 @@ in ``open()``; see ``engine.adapters.neo4j_migrations``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 import time
@@ -85,9 +83,10 @@ import neo4j
 import numpy as np
 from neo4j.exceptions import ConstraintError, DriverError, Neo4jError
 
+from engine import limits
 from engine.adapters import neo4j_migrations
 from engine.adapters.round_trips import RoundTrips
-from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys, utcnow
@@ -813,7 +812,7 @@ class Neo4jStore:
                     continue
                 current[memory_id] = memory.evolve(
                     base_score=rescore(memory, bonus, at),
-                    access_count=memory.access_count + 1,
+                    access_count=min(memory.access_count + 1, limits.MAX_COUNTER),
                     last_accessed_at=max(memory.last_accessed_at, at),
                 )
             rows = [
@@ -990,7 +989,7 @@ class Neo4jStore:
         cursor: str | None = None,
     ) -> Page:
         wanted = _metadata_filter(flt)
-        after = _decode_cursor(cursor) if cursor is not None else None
+        after = decode_cursor(cursor) if cursor is not None else None
         if not scope.namespaces:
             return Page((), None)
         params = _filter_params(scope, flt, now)
@@ -999,7 +998,7 @@ class Neo4jStore:
         next_cursor = None
         if len(found) > limit:
             last = items[-1]
-            next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
+            next_cursor = encode_cursor(to_iso(last.created_at), last.memory_id)
         return Page(items, next_cursor)
 
     def filtered_ids(self, scope: Scope, flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
@@ -1479,16 +1478,3 @@ def _metadata_matches_dict(metadata: Mapping[str, Any], wanted: Mapping[str, Any
 
 def _metadata_matches_json(metadata: str | None, wanted: Mapping[str, Any]) -> bool:
     return _metadata_matches_dict(json.loads(metadata or "{}"), wanted)
-
-
-def _encode_cursor(created_at: str, memory_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([created_at, memory_id]).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        created_at, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        from_iso(created_at)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidInput(f"cursor {cursor!r} is not one this service issued", field="cursor") from exc
-    return str(created_at), str(memory_id)

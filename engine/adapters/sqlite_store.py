@@ -11,8 +11,6 @@ Schema changes are numbered, append-only steps in ``_MIGRATIONS``; the file's
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import itertools
 import json
@@ -28,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from engine import limits
 from engine.adapters.round_trips import RoundTrips
-from engine.codec import from_iso, memory_from_dict, memory_to_dict, to_iso
+from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
@@ -481,9 +480,9 @@ class SqliteStore:
                 memory = _memory(row)
                 last = max(memory.last_accessed_at, at)
                 db.execute(
-                    "UPDATE memories SET base_score = ?, access_count = access_count + 1, "
+                    "UPDATE memories SET base_score = ?, access_count = MIN(access_count + 1, ?), "
                     "last_accessed_at = ? WHERE memory_id = ?",
-                    (rescore(memory, bonus, at), to_iso(last), memory_id),
+                    (rescore(memory, bonus, at), limits.MAX_COUNTER, to_iso(last), memory_id),
                 )
 
     def put_vectors(self, vectors: Mapping[str, Vector], model: str, *, embedding_version: str | None = None) -> None:
@@ -647,7 +646,7 @@ class SqliteStore:
             return Page((), None)
         where, params = _where(scope, flt, now)
         if cursor is not None:
-            created_at, memory_id = _decode_cursor(cursor)
+            created_at, memory_id = decode_cursor(cursor)
             where += " AND (created_at < ? OR (created_at = ? AND memory_id < ?))"
             params += [created_at, created_at, memory_id]
         with self._read("list") as db:
@@ -659,7 +658,7 @@ class SqliteStore:
         next_cursor = None
         if len(rows) > limit:
             last = items[-1]
-            next_cursor = _encode_cursor(to_iso(last.created_at), last.memory_id)
+            next_cursor = encode_cursor(to_iso(last.created_at), last.memory_id)
         return Page(items, next_cursor)
 
     def filtered_ids(self, scope: Scope, flt: MemoryFilter, now: datetime, limit: int) -> list[str]:
@@ -1093,16 +1092,3 @@ def _where(scope: Scope, flt: MemoryFilter, now: datetime, *, by_id: bool = Fals
             clauses.append(f"json_type(metadata, ?) IN {kinds} AND json_extract(metadata, ?) = ?")
             params += [path, path, value]
     return " AND ".join(clauses), params
-
-
-def _encode_cursor(created_at: str, memory_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([created_at, memory_id]).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        created_at, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        from_iso(created_at)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidInput(f"cursor {cursor!r} is not one this service issued", field="cursor") from exc
-    return str(created_at), str(memory_id)

@@ -184,7 +184,11 @@ class LibraryTimeExpressions:
                     continue
                 start = _floor(moment, "day")
             assert start is not None
-            windows.append(TimeWindow(_utc(start), _utc(_step(start, period)), span.strip(), "dateparser"))
+            try:
+                end = _step(start, period)
+            except (ValueError, OverflowError):  # ends past the year 9999: starts after now, so dropped anyway
+                continue
+            windows.append(TimeWindow(_utc(start), _utc(end), span.strip(), "dateparser"))
         return windows
 
     def _load_dateparser(self) -> tuple[Any, Any, frozenset[str], frozenset[str]]:
@@ -224,17 +228,17 @@ class LibraryTimeExpressions:
             times = detail.get("time")
             if detail.get("type") not in ("time_point", "time_span") or not isinstance(times, list) or len(times) != 2:
                 continue
+            said = str(item.get("text", ""))
             try:
                 start = datetime.fromisoformat(times[0])
                 end = datetime.fromisoformat(times[1]) + timedelta(seconds=1)  # inclusive -> half-open
-            except (TypeError, ValueError):
+                if end - start < DAY:
+                    if _AGO_ZH not in said:
+                        continue
+                    start = start.replace(hour=0, minute=0, second=0, microsecond=0)
+                    end = start + DAY
+            except (TypeError, ValueError, OverflowError):  # not a time, or one past the year 9999
                 continue
-            said = str(item.get("text", ""))
-            if end - start < DAY:
-                if _AGO_ZH not in said:
-                    continue
-                start = start.replace(hour=0, minute=0, second=0, microsecond=0)
-                end = start + DAY
             windows.append(TimeWindow(_utc(start), _utc(end), said, "jionlp"))
         return windows
 

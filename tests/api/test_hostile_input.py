@@ -5,8 +5,10 @@ under test)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -280,3 +282,126 @@ def test_an_import_entities_object_is_refused_in_the_report(http: httpx.Client) 
     response = http.post("/v1/import", params={"format": "jsonl", "namespace": "imports"}, content=data)
     report = _refused(response, 422, "nothing was imported")["report"]
     assert [e["line"] for e in report["errors"]] == [1] and "entities" in report["errors"][0]["error"]
+
+
+# --- found by a hostile probe: each of these answered 500 ----------------------------------
+
+
+@pytest.mark.parametrize("query", ["my PIN ends in 9999", "what happened on 9999-12-31", "in December 9999"])
+def test_a_query_naming_the_year_9999_is_recalled_everywhere(http: httpx.Client, kept: str, query: str) -> None:
+    # Its time's period would end past the last date Python holds; it names no window.
+    recalled = http.post("/v1/memory/recall", json={"query": query, "explain": True})
+    assert recalled.status_code == 200, recalled.text
+    searched = http.post("/mem0/search", json={"query": query, "user_id": "probe"})
+    assert searched.status_code == 200, searched.text
+    said = http.post("/v1/sessions/s9999/messages", json={"messages": [{"role": "user", "content": query}]})
+    assert said.status_code in (200, 201), said.text
+    context = http.post("/v1/sessions/s9999/context", json={})
+    assert context.status_code == 200, context.text
+    _still_there(http, kept)
+
+
+@pytest.mark.parametrize("path", ["/v1/memory/save", "/v1/memory/recall", "/v1/memory/save_batch"])
+def test_a_json_body_with_bytes_that_are_not_utf8_is_a_400(http: httpx.Client, kept: str, path: str) -> None:
+    body = b'{"content": "caf\xe9 au lait", "query": "caf\xe9", "memories": [{"content": "caf\xe9"}]}'
+    response = http.post(path, content=body, headers={"content-type": "application/json"})
+    _refused(response, 400, "not valid UTF-8", "0xe9")
+    _still_there(http, kept)
+
+
+def test_a_list_cursor_nested_too_deeply_is_a_422(http: httpx.Client, kept: str) -> None:
+    for payload in [b"[" * 1000, b'{"a": 1, "b": 2}', b'["2026-01-01T00:00:00+00:00", 7]']:
+        cursor = base64.urlsafe_b64encode(payload).decode()
+        response = http.get("/v1/memories", params={"namespace": "default", "cursor": cursor})
+        _refused(response, 422, "is not one this service issued")
+    _still_there(http, kept)
+
+
+@pytest.mark.parametrize(
+    ("split", "status", "words"),
+    [
+        ('{"window": 1e308, "memories": 1e308, "procedures": 0}', 422, "shares must be finite"),  # their sum
+        ('{"window": 1, "memories": 0, "procedures": 1e999}', 400, "Number out of range"),  # the decoder's
+        ('{"window": 1e308, "memories": 0, "procedures": 0}', 200, ""),  # shares of a whole a float holds
+    ],
+)
+def test_context_shares_past_what_a_number_holds_are_refused(
+    http: httpx.Client, split: str, status: int, words: str
+) -> None:
+    said = http.post("/v1/sessions/shares/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+    assert said.status_code in (200, 201), said.text
+    body = f'{{"split": {split}}}'.encode()
+    response = http.post("/v1/sessions/shares/context", content=body, headers={"content-type": "application/json"})
+    if status == 200:
+        assert response.status_code == 200, response.text
+        assert response.json()["sections"]["window"]["budget"] == response.json()["budget"]
+    else:
+        _refused(response, status, words)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("access_count", 2**63, "access_count must be an integer within 0..9007199254740991"),
+        ("access_count", 10**30, "access_count must be an integer within"),
+        ("version", 2**53, "version must be an integer within 1..9007199254740991"),
+        ("key", "k" * 201, "key holds 1-200 characters"),
+        ("entities", ["e" * 201], "a name holds at most 200 characters"),
+    ],
+)
+def test_a_twinmem_export_past_the_record_limits_is_reported_on_its_line(
+    http: httpx.Client, kept: str, field: str, value: Any, words: str
+) -> None:
+    exported = http.get("/v1/export", params={"namespace": "default"}).content.splitlines()
+    memory = json.loads(exported[1])
+    memory["memory"][field] = value
+    lines = [exported[0], json.dumps(memory).encode(), *exported[2:]]
+    response = http.post("/v1/import", params={"namespace": "limits"}, content=b"\n".join(lines))
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [e["line"] for e in report["errors"]] == [2]
+    assert words in report["errors"][0]["error"], report
+    _still_there(http, kept)
+
+
+def test_the_largest_counters_an_import_takes_round_trip_after_a_recall(http: httpx.Client) -> None:
+    saved = http.post("/v1/memory/save", json={"namespace": "counters", "content": "The user counts sheep"})
+    assert saved.status_code == 201, saved.text
+    exported = http.get("/v1/export", params={"namespace": "counters"}).content.splitlines()
+    memory = json.loads(exported[1])
+    memory["memory"]["access_count"] = 2**53 - 1
+    lines = [exported[0], json.dumps(memory).encode(), *exported[2:]]
+    imported = http.post("/v1/import", params={"namespace": "counted"}, content=b"\n".join(lines))
+    assert imported.status_code == 200, imported.text
+    for _ in range(2):  # reinforced twice past the largest count: it stays there
+        recalled = http.post("/v1/memory/recall", json={"namespace": "counted", "query": "sheep"})
+        assert recalled.status_code == 200 and recalled.json()["memories"], recalled.text
+    memory_id = recalled.json()["memories"][0]["memory_id"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the recalls' reinforcement is written in the background
+        got = http.get(f"/v1/memory/{memory_id}", params={"namespace": "counted"}).json()
+        if got["last_accessed_at"] != memory["memory"]["last_accessed_at"]:
+            break
+        time.sleep(0.05)
+    assert got["access_count"] == 2**53 - 1 and isinstance(got["access_count"], int), got
+    again = http.get("/v1/export", params={"namespace": "counted"})
+    back = http.post("/v1/import", params={"namespace": "counted-again"}, content=again.content)
+    assert back.status_code == 200, back.text
+
+
+def test_a_twinmem_export_line_that_is_not_utf8_is_reported_on_its_line(http: httpx.Client, kept: str) -> None:
+    exported = http.get("/v1/export", params={"namespace": "default"}).content.splitlines()
+    (at,) = [n for n, line in enumerate(exported) if b"The user keeps bees" in line]
+    exported[at] = exported[at].replace(b"The user keeps bees", b"The user keeps b\xe9es")
+    response = http.post("/v1/import", params={"namespace": "latin"}, content=b"\n".join(exported))
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [e["line"] for e in report["errors"]] == [at + 1]
+    assert report["errors"][0]["error"].startswith("not valid UTF-8 (byte 0xe9 at offset "), report
+    assert http.get("/v1/memories", params={"namespace": "latin"}).json()["memories"] == []
+    _still_there(http, kept)
+
+
+def test_a_namespace_beside_namespaces_must_be_one_of_them(http: httpx.Client) -> None:
+    _refused(http.post("/v1/memory/recall", json={"query": "bees", "namespace": "a", "namespaces": ["b"]}), 422, "'a'")
+    _refused(http.post("/v1/memory/recall", json={"query": "bees", "namespaces": []}), 422, "at least one")
+    both = http.post("/v1/memory/recall", json={"query": "bees", "namespace": "default", "namespaces": ["default"]})
+    assert both.status_code == 200 and both.json()["memories"], both.text

@@ -150,6 +150,23 @@ def test_odd_text_is_no_error(times: LibraryTimeExpressions, query: str) -> None
     assert all(isinstance(window, TimeWindow) and window.end > window.start for window in found)
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "my PIN ends in 9999",
+        "what did I do after 9999 steps",
+        "in December 9999",
+        "what happened on 9999-12-31",
+        "on 12/31/9999",
+        "9999年12月31日",
+        "9999年",
+    ],
+)
+def test_a_time_in_the_last_year_a_date_can_hold_names_no_window(times: LibraryTimeExpressions, query: str) -> None:
+    # Its period would end past 9999-12-31 (a date's last year); it starts after now anyway.
+    assert times.windows(query, NOW) == ()
+
+
 def test_every_window_is_at_least_a_day_and_starts_by_now(times: LibraryTimeExpressions) -> None:
     queries = [
         "what did I say today",
