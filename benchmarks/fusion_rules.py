@@ -7,7 +7,8 @@ fusion) reads each channel by rank instead, which is robust by construction to h
 model spreads its cosines. This asks whether it ranks better here.
 
 Each development case (``quality.py``'s stored data sets: LongMemEval dev60, MADial-Bench
-English and Chinese) is recalled once by the real service with the default weights, and
+English and Chinese, and with ``--datasets`` the two sets of MADial-Bench among chat-log
+lines) is recalled once by the real service with the default weights, and
 every candidate's signals are recorded as the ranker saw them (a wrapper on the
 recaller's scoring, which returns what it computed). Each rule then ranks those
 candidates again, offline:
@@ -22,7 +23,12 @@ candidates again, offline:
   other signals and every weight as the engine has them. ``A = B = 1`` is plain
   weighted RRF over the two channels;
 * ``power a=A b=B``: the semantic signal raised to the power A and the lexical one to
-  B (how sharply each channel's best stand out), the rest as the engine has it.
+  B (how sharply each channel's best stand out), the rest as the engine has it (the
+  engine's own powers are ``[fusion] semantic_power`` and ``lexical_power``; ``a=1 b=1``
+  is the signals as read);
+* ``spread z=Z a=A b=B``: each channel's signal blended (shares A and B) with how far
+  the candidate stands above the mean of the channel's candidates, in standard
+  deviations, read as 1 at Z of them (``standing``).
 
 A rule of each family is chosen on the tune parts alone (the best mean of the three data sets'
 headline metric: LongMemEval recall@10, MADial-Bench recall@5) and reported on the
@@ -62,7 +68,10 @@ SINGLE = ("semantic alone", "lexical alone")
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 SEMANTIC_POWERS = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 LEXICAL_POWERS = (0.5, 0.75, 1.0, 1.5, 2.0)
-FAMILIES = ("rank", "power")
+FAMILIES = ("rank", "power", "spread")
+# How many standard deviations above the candidates' mean a signal must stand to read 1
+# in the ``spread`` family.
+SPREADS = (1.5, 2.0, 3.0, 4.0)
 
 
 def recorded(service: quality.MemoryService, sink: list[Signals]) -> None:
@@ -96,7 +105,8 @@ def recorded(service: quality.MemoryService, sink: list[Signals]) -> None:
 
 
 def weighted(weights: FusionWeights, semantic: np.ndarray, lexical: np.ndarray, c: Signals) -> np.ndarray:
-    """The engine's sum, in its order, with these semantic and lexical signals."""
+    """The engine's sum, in its order, with these semantic and lexical signals (as weighed:
+    any power already applied)."""
     score: np.ndarray = (
         weights.semantic * semantic
         + weights.lexical * lexical
@@ -117,7 +127,8 @@ def reciprocal(values: np.ndarray, k0: float, found: np.ndarray) -> np.ndarray:
 
 def rules(weights: FusionWeights) -> dict[str, Rule]:
     def score(c: Signals) -> np.ndarray:
-        return weighted(weights, c["semantic"], c["lexical"], c)
+        semantic = scoring.shaped(c["semantic"], weights.semantic_power)
+        return weighted(weights, semantic, scoring.shaped(c["lexical"], weights.lexical_power), c)
 
     def by_rank(k0: float, a: float, b: float) -> Rule:
         def rule(c: Signals) -> np.ndarray:
@@ -134,6 +145,15 @@ def rules(weights: FusionWeights) -> dict[str, Rule]:
 
         return rule
 
+    def by_spread(z: float, a: float, b: float) -> Rule:
+        def rule(c: Signals) -> np.ndarray:
+            read = c["semantic"].any()
+            semantic = a * standing(c["cosine"], z, np.full(len(c["ids"]), read)) + (1 - a) * c["semantic"]
+            lexical = b * standing(c["lexical"], z, c["lexical"] > 0) + (1 - b) * c["lexical"]
+            return weighted(weights, semantic, lexical, c)
+
+        return rule
+
     found: dict[str, Rule] = {
         "score": score,
         SINGLE[0]: lambda c: c["cosine"] if c["semantic"].any() else np.zeros(len(c["ids"])),
@@ -143,9 +163,25 @@ def rules(weights: FusionWeights) -> dict[str, Rule]:
         if a or b:
             found[f"rank k0={k0} a={a:g} b={b:g}"] = by_rank(k0, a, b)
     for a, b in itertools.product(SEMANTIC_POWERS, LEXICAL_POWERS):
-        if (a, b) != (1.0, 1.0):  # that is ``score``
-            found[f"power a={a:g} b={b:g}"] = by_power(a, b)
+        found[f"power a={a:g} b={b:g}"] = by_power(a, b)  # "a=1 b=1": the signals as read
+    for z, a, b in itertools.product(SPREADS, SHARES, SHARES):
+        if a or b:
+            found[f"spread z={z:g} a={a:g} b={b:g}"] = by_spread(z, a, b)
     return found
+
+
+def standing(values: np.ndarray, z: float, found: np.ndarray) -> np.ndarray:
+    """How far each value stands above the mean of the ``found`` ones, in standard
+    deviations, read as 0 at the mean and 1 at ``z`` of them or more; 0 where not found.
+    A channel whose best stand out from the rest (a rare word matched, a close paraphrase)
+    then speaks louder than one whose candidates are all about alike (near-template
+    chatter that every query resembles a little)."""
+    if found.sum() < 2:
+        return np.where(found, 1.0, 0.0)
+    seen = values[found]
+    spread = float(seen.std()) or 1.0
+    out: np.ndarray = np.where(found, np.clip((values - float(seen.mean())) / (z * spread), 0.0, 1.0), 0.0)
+    return out
 
 
 def top(c: Signals, score: np.ndarray, k: int) -> list[str]:
@@ -157,6 +193,11 @@ def top(c: Signals, score: np.ndarray, k: int) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--datasets",
+        default="longmemeval,madial,madial-zh",
+        help="comma-separated, of quality.py's: longmemeval, madial, madial-zh, madial-chat, madial-chat-zh",
+    )
     args = parser.parse_args()
 
     provider = DEFAULT_EMBEDDING_PROVIDER
@@ -169,7 +210,11 @@ def main() -> int:
         ("longmemeval10", lambda s, c: quality.ingest_longmemeval(s, c, 10), 10),
         (f"madial{turns}", lambda s, c: quality.ingest_madial(s, c, turns), 5),
         (f"madial-zh{turns}", lambda s, c: quality.ingest_madial_zh(s, c, turns), 5),
+        (f"madial-chat{turns}", lambda s, c: quality.ingest_madial_chat(s, c, "en", turns), 5),
+        (f"madial-chat-zh{turns}", lambda s, c: quality.ingest_madial_chat(s, c, "zh", turns), 5),
     ]
+    chosen = set(args.datasets.split(","))
+    sets = [entry for entry in sets if entry[0].rstrip("0123456789") in chosen]
     candidates = rules(defaults)
     results: dict[str, dict[str, dict[str, float]]] = {}
     coverage: dict[str, dict[str, int]] = {}  # labelled memories among the candidates

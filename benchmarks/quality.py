@@ -16,6 +16,11 @@ embedder) over:
   focus=0,...`` to try without). Recall@5 is the share of the
   labelled relevant memories among the top 5. Its dialogues are split in two parts
   too (alternating), for the same purpose.
+* MADial-Bench in a chat log (``--datasets madial-chat,madial-chat-zh``): the same
+  memories and questions, each namespace also holding the lines of the other part's
+  dialogues, one memory a line, as a new user who saves every message has them
+  (``madial_chat_corpus``). Only the curated memories are labelled, so a line about the
+  same event counts as a miss: read its numbers against the single channels beside them.
 
 LongMemEval turns are saved with their session ids, so each session's turns are
 linked NEXT in order (the context channel's chains). The questions are split in two
@@ -46,7 +51,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -99,11 +104,12 @@ def _lme_date(text: str) -> datetime:
     return datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[1], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-# semantic, lexical, graph, decay, context, time, and optionally lexical_reference (not a
-# weight, see engine/config.py; left out, the engine's default)
+# semantic, lexical, graph, decay, context, time, and optionally lexical_reference, focus,
+# semantic_power and lexical_power (not weights, see engine/config.py; left out, the
+# engine's defaults)
 Weights = tuple[float, ...]
 SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
-SETTINGS = (*SIGNALS, "lexical_reference", "focus")
+SETTINGS = (*SIGNALS, "lexical_reference", "focus", "semantic_power", "lexical_power")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights, min_candidates: int | None = None) -> Config:
@@ -321,9 +327,8 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     turns = turns or load_config(None, {}).sessions.context_query_messages
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
-    folder = MADIAL / lang
-    memories = [json.loads(line) for line in (folder / f"MADial-Bench-{lang}-memory.jsonl").open()]
-    dialogues = [json.loads(line) for line in (folder / f"MADial-Bench-{lang}-dialogue.jsonl").open()]
+    memories = _madial_memories(lang)
+    dialogues = _madial_dialogues(lang)
     positions: dict[int, int] = {}
     drafts: list[MemoryDraft] = []
     for row in memories:
@@ -339,14 +344,82 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
             )
         )
     corpus.groups.append(Group(at, drafts))
+    for _, users, relevant in _madial_asked(dialogues, positions):
+        focus = users[-1] if len(users[-turns:]) > 1 else None
+        corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant, focus))
+    return corpus
+
+
+QUOTES = '"“”'  # around each line of a MADial-Bench dialogue
+
+
+def _madial_memories(lang: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (MADIAL / lang / f"MADial-Bench-{lang}-memory.jsonl").open()]
+
+
+def _madial_dialogues(lang: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (MADIAL / lang / f"MADial-Bench-{lang}-dialogue.jsonl").open()]
+
+
+def _madial_asked(
+    dialogues: list[dict[str, Any]], positions: dict[int, int]
+) -> Iterator[tuple[dict[str, Any], list[str], set[int]]]:
+    """The dialogues that make a question, in order, with their user turns before the test
+    turn and the positions of their labelled memories (``positions``: memory key ->
+    position): those with both."""
     for dialogue in dialogues:
         turn = dialogue["test-turn"][0]
         before = [line for line in dialogue["dialogue"][1:turn] if not line.startswith("<Assistant>")]
         users = [line.split(":", 1)[1].strip().strip('"') for line in before if ":" in line]
         relevant = {positions[key] for key in dialogue["relevant-id"] if key in positions}
         if users and relevant:
-            focus = users[-1] if len(users[-turns:]) > 1 else None
-            corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant, focus))
+            yield dialogue, users, relevant
+
+
+def madial_chat_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
+    """MADial-Bench's memories among a chat log, as a new user who saves every message
+    would have them: two namespaces, each holding all of the language's memories and,
+    one memory a line (``Speaker: what they said``), every line of the dialogues of one
+    part (about 1,000 memories a namespace). A question is asked in the namespace that
+    holds the other part's lines, so its own dialogue is never among the messages, and
+    judged as in ``madial_corpus``: the share of its labelled memories in the top 5.
+    The lines are daily-life small talk around the same children and events as the
+    memories, much of it near-template ("That's amazing! …"), and each is dated like a
+    memory of the same position in the file, so the decay signal favours neither."""
+    plain = madial_corpus(lang, turns)
+    memories = plain.drafts
+    keys = [int(key) for row in _madial_memories(lang) for key in row]
+    asked = [dialogue for dialogue, _, _ in _madial_asked(_madial_dialogues(lang), {k: n for n, k in enumerate(keys)})]
+    corpus = Corpus(f"MADial-Bench {lang} in a chat log")
+    parts = ("tune", "held-out")  # as ``ingest`` names the questions: alternating
+    offsets: dict[str, int] = {}
+    for part in parts:
+        lines = [
+            line.strip()
+            for n, dialogue in enumerate(asked)
+            if parts[n % 2] != part  # the other part's dialogues
+            for line in dialogue["dialogue"]
+            if line.strip() not in ("<BOD>", "<EOD>")
+        ]
+        namespace = f"madial-chat-{part}"
+        drafts = [replace(draft, namespace=namespace) for draft in memories]
+        for n, line in enumerate(lines):
+            speaker, _, said = line.partition(":")
+            said = said.strip().strip(QUOTES)
+            drafts.append(
+                MemoryDraft(
+                    content=f"{speaker.strip('<> ')}: {said}",
+                    namespace=namespace,
+                    category="event",
+                    created_at=memories[n % len(memories)].created_at,
+                )
+            )
+        offsets[part] = sum(len(group.drafts) for group in corpus.groups)
+        corpus.groups.append(Group(plain.questions[0].at, drafts))
+    for n, question in enumerate(plain.questions):
+        part = parts[n % 2]
+        relevant = {offsets[part] + position for position in question.relevant}
+        corpus.questions.append(replace(question, namespace=f"madial-chat-{part}", relevant=relevant))
     return corpus
 
 
@@ -376,6 +449,10 @@ def ingest_madial_zh(service: MemoryService, clock: Clock, turns: int | None = N
 
 
 @functools.cache
+def ingest_madial_chat(service: MemoryService, clock: Clock, lang: str, turns: int | None = None) -> Dataset:
+    return ingest(service, clock, madial_chat_corpus(lang, turns))
+
+
 def _answer_sessions() -> dict[str, frozenset[str]]:
     """LongMemEval's evidence sessions (``answer_session_ids``) by the question's namespace."""
     questions = json.loads(gzip.open(LME).read())
@@ -460,7 +537,9 @@ def main() -> int:
         "--embedder", default=DEFAULT_EMBEDDING_PROVIDER, choices=EMBEDDING_PROVIDERS, help="default: the service's"
     )
     parser.add_argument(
-        "--weights", help="extra fused variant: semantic,lexical,graph,decay,context,time[,lexical_reference]"
+        "--weights",
+        help="extra fused variant: semantic,lexical,graph,decay,context,time"
+        "[,lexical_reference[,focus[,semantic_power,lexical_power]]]",
     )
     parser.add_argument(
         "--grid",
@@ -478,7 +557,10 @@ def main() -> int:
         "--per-type", type=int, default=10, help="LongMemEval questions per question type (10 = all 60)"
     )
     parser.add_argument(
-        "--datasets", default="longmemeval,madial,madial-zh", help="comma-separated: longmemeval, madial, madial-zh"
+        "--datasets",
+        default="longmemeval,madial,madial-zh",
+        help="comma-separated: longmemeval, madial, madial-zh, madial-chat, madial-chat-zh (MADial-Bench's "
+        "memories among a chat log's lines, about 1,000 a namespace: madial_chat_corpus)",
     )
     parser.add_argument(
         "--ingest-minutes",
@@ -508,6 +590,8 @@ def main() -> int:
         default.time,
         default.lexical_reference,
         default.focus,
+        default.semantic_power,
+        default.lexical_power,
     )
     before = (*fused[:4], 0.0, 0.0, *fused[6:])
     variants: dict[str, Weights] = {
@@ -518,6 +602,7 @@ def main() -> int:
         "fused, no context or time (before)": before,
         "fused + context": (*fused[:4], default.context, 0.0),
         "fused + time": (*fused[:4], 0.0, default.time),
+        "fused, the signals as read (semantic_power, lexical_power 1)": (*fused[:8], 1.0, 1.0),
         "fused (default: + context + time)": fused,
     }
     grid: list[tuple[str, float]] = []
@@ -559,6 +644,8 @@ def main() -> int:
         # The turns in the name: each formulation of the queries has its own stored cases.
         (f"madial{turns}", lambda svc, clk: ingest_madial(svc, clk, turns), (5,)),
         (f"madial-zh{turns}", lambda svc, clk: ingest_madial_zh(svc, clk, turns), (5,)),
+        (f"madial-chat{turns}", lambda svc, clk: ingest_madial_chat(svc, clk, "en", turns), (5,)),
+        (f"madial-chat-zh{turns}", lambda svc, clk: ingest_madial_chat(svc, clk, "zh", turns), (5,)),
     ]
     for name, ingest, ks in runs:
         if name.rstrip("0123456789") not in chosen:

@@ -133,6 +133,15 @@ class FusionWeights:
     # 0: the focus is ignored. Swept with the weights under their rule (benchmarks/RESULTS.md,
     # "The latest message as the focus"): 0.25, by a hair over 0.
     focus: float = 0.25
+    # Not weights: the semantic and lexical signals (each 0..1) are raised to these powers
+    # before they are weighed. The semantic signal's square root tells its strongest
+    # candidates apart less, so that where a model finds many about alike (chatter that
+    # every query resembles, near-template text) the other signals decide among them; the
+    # lexical signal squared lends much only to a close match. Chosen by the weights' rule
+    # on the tune parts, with MADial-Bench among chat-log lines added to the development
+    # sets (benchmarks/fusion_rules.py; README, "Scores and ranking"). 1 and 1: as read.
+    semantic_power: float = 0.5
+    lexical_power: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -682,6 +691,10 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
     if not 0 <= config.fusion.focus <= 10:
         raise ConfigError(f"fusion.focus must be within 0..10, got {config.fusion.focus}")
+    for name in ("semantic_power", "lexical_power"):
+        power = getattr(config.fusion, name)
+        if not 0 < power <= 10:
+            raise ConfigError(f"fusion.{name} must be above 0 and at most 10, got {power}")
     if not 0 <= config.fusion.lexical_reference <= 1:
         raise ConfigError(f"fusion.lexical_reference must be within 0..1, got {config.fusion.lexical_reference}")
     if config.index.search_threads < 1:

@@ -573,9 +573,11 @@ class Recaller:
         weights = self._weights(query)
         listed = rows.tolist()
         cosine = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
-        lexical = np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64)
+        lexical = scoring.shaped(
+            np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64), weights.lexical_power
+        )
         graph = np.asarray([pool.graph.get(row, 0.0) for row in listed], dtype=np.float64)
-        semantic = pool.scale.values(cosine)
+        semantic = scoring.shaped(pool.scale.values(cosine), weights.semantic_power)
         decay = net.decayed(rows, query.now, self._config.scoring)
         score: Floats = (
             weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay

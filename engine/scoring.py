@@ -98,6 +98,17 @@ class SemanticScale:
 
 UNSCALED = SemanticScale(0.0, 1.0)  # the cosine itself (clipped at 0)
 
+
+def shaped(values: npt.NDArray[np.float64], power: float) -> npt.NDArray[np.float64]:
+    """A channel's signal (0..1) raised to its ``[fusion]`` power before it is weighed
+    (``semantic_power``, ``lexical_power``): the same numpy operation wherever a fused
+    score is summed, so that the ranking and its explanation agree to the bit."""
+    if power == 1.0:
+        return values
+    out: npt.NDArray[np.float64] = np.power(values, power)
+    return out
+
+
 # The narrowest band of cosines a recall's scale stretches to 0..1, as a share of the
 # model's range above its floor. Recomputed over the development data's candidates, up
 # to 0.2 it changes no result with USE or e5; 0.3 already costs e5 on MADial-Bench Chinese.
@@ -229,10 +240,13 @@ def fuse(
     """
     hits = []
     fits = time_fit(np.asarray([micros(c.memory.created_at) for c in candidates], np.int64), windows)
-    semantics = scale.values(np.asarray([c.cosine for c in candidates], np.float64))
-    for cand, fit, value in zip(candidates, fits.tolist(), semantics.tolist(), strict=True):
+    semantics = shaped(scale.values(np.asarray([c.cosine for c in candidates], np.float64)), weights.semantic_power)
+    lexicals = shaped(np.asarray([c.lexical for c in candidates], np.float64), weights.lexical_power)
+    for cand, fit, value, lexical_value in zip(
+        candidates, fits.tolist(), semantics.tolist(), lexicals.tolist(), strict=True
+    ):
         semantic = Signal(value, weights.semantic)
-        lexical = Signal(cand.lexical, weights.lexical)
+        lexical = Signal(lexical_value, weights.lexical)
         graph = Signal(cand.graph, weights.graph)
         decay = Signal(current_score(cand.memory, now, scoring), weights.decay)
         context = Signal(cand.context, weights.context)

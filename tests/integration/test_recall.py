@@ -224,9 +224,10 @@ def test_a_query_no_memory_matches_well_lends_a_weak_lexical_signal(
         hits = service.recall(text, namespaces=[NS], top_k=10, reinforce=False).hits
         return float(shares.max()), max(hit.breakdown.lexical.value for hit in hits)
 
+    power = service.config.fusion.lexical_power  # the signal is weighed raised to it
     share, signal = lexical("lighthouse zebra piano garden")  # each memory holds one of them
     assert 0 < share < reference
-    assert signal == pytest.approx(share / reference) and signal < 1
+    assert signal == pytest.approx((share / reference) ** power) and signal < 1
     share, signal = lexical("piano lessons on monday")
     assert reference < share < 1
     assert signal == 1.0

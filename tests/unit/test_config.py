@@ -247,6 +247,14 @@ def test_a_lexical_reference_outside_0_to_1_is_refused(value: float) -> None:
     assert load_config(env={"TWINMEM_FUSION__LEXICAL_REFERENCE": "0"}).fusion.lexical_reference == 0.0
 
 
+@pytest.mark.parametrize("name", ["semantic_power", "lexical_power"])
+@pytest.mark.parametrize("value", [0.0, -1.0, 10.5])
+def test_a_signal_power_outside_0_to_10_is_refused(name: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"fusion.{name} must be above 0 and at most 10, got {value}")):
+        load_config(env={f"TWINMEM_FUSION__{name.upper()}": str(value)})
+    assert getattr(load_config(env={f"TWINMEM_FUSION__{name.upper()}": "1"}).fusion, name) == 1.0
+
+
 def test_the_prompt_context_recalls_with_at_least_one_message() -> None:
     assert load_config(env={}).sessions.context_query_messages == 5
     with pytest.raises(ConfigError, match=re.escape("sessions.context_query_messages must be at least 1, got 0")):

@@ -172,7 +172,7 @@ def test_fuse_ranks_by_weighted_semantic_lexical_and_decay_signals() -> None:
     close_weak = Candidate(memory(memory_id="a", base=0.1), cosine=0.9)
     far_strong = Candidate(memory(memory_id="b", base=1.0), cosine=0.5)
     middling = Candidate(memory(memory_id="c", base=0.5), cosine=0.7, lexical=1.0)
-    weights = FusionWeights(semantic=0.6, lexical=0.2, decay=0.2)
+    weights = FusionWeights(semantic=0.6, lexical=0.2, decay=0.2, semantic_power=1.0, lexical_power=1.0)
     hits = _fuse([far_strong, middling, close_weak], weights=weights)
     # c: 0.6*0.7 + 0.2*1.0 + 0.2*0.5 = 0.72; a: 0.54 + 0 + 0.02 = 0.56; b: 0.30 + 0 + 0.2 = 0.50
     assert [h.memory.memory_id for h in hits] == ["c", "a", "b"]
@@ -187,7 +187,7 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
     for hit in fuse(
         cands,
         now=T0 + timedelta(days=3),
-        weights=FusionWeights(semantic=0.5, lexical=0.2, decay=0.3),
+        weights=FusionWeights(semantic=0.5, lexical=0.2, decay=0.3, semantic_power=1.0, lexical_power=1.0),
         scoring=POLICY,
         scale=SemanticScale(0.2, 1.0),
     ):
@@ -206,6 +206,25 @@ def test_fuse_breakdown_contributions_sum_to_the_score() -> None:
         assert explained["semantic_scale"] == {"low": 0.2, "high": 1.0}
         total = sum(sig["contribution"] for sig in signals.values())
         assert total == pytest.approx(hit.score, abs=1e-5)
+
+
+def test_fuse_raises_the_semantic_and_lexical_signals_to_their_powers() -> None:
+    # Chatter the model finds closest, beside a memory a little less close that shares
+    # the query's words: read as they are, the chatter wins by a hair; with the default
+    # powers (the semantic signal's square root, the lexical one squared) the memory does.
+    chatter = Candidate(memory(memory_id="a", base=0.5), cosine=1.0)
+    fact = Candidate(memory(memory_id="b", base=0.5), cosine=0.5, lexical=0.95)
+    linear = FusionWeights(semantic=0.4, lexical=0.2, decay=0.0, semantic_power=1.0, lexical_power=1.0)
+    assert [h.memory.memory_id for h in _fuse([chatter, fact], weights=linear)] == ["a", "b"]
+    weights = FusionWeights(semantic=0.4, lexical=0.2, decay=0.0)
+    assert (weights.semantic_power, weights.lexical_power) == (0.5, 2.0)
+    hits = _fuse([chatter, fact], weights=weights)
+    assert [h.memory.memory_id for h in hits] == ["b", "a"]
+    memory_b = hits[0].breakdown
+    assert memory_b.semantic.value == pytest.approx(0.5**0.5)
+    assert memory_b.lexical.value == pytest.approx(0.95**2)
+    assert hits[0].score == pytest.approx(0.4 * 0.5**0.5 + 0.2 * 0.95**2)
+    assert hits[1].score == pytest.approx(0.4)
 
 
 def test_fuse_breaks_ties_by_memory_id() -> None:
