@@ -123,6 +123,8 @@ def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[
 
 
 def _describe(item: Any) -> str:
+    if item == {"message": "'data'", "key": "data", "source": "body"}:
+        return "the request has no body: send a JSON object"  # Litestar's report of a missing body
     if isinstance(item, dict):
         key = item.get("key") or item.get("loc") or ""
         return f"{key}: {item.get('message', '')}".strip(": ")

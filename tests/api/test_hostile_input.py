@@ -405,3 +405,8 @@ def test_a_namespace_beside_namespaces_must_be_one_of_them(http: httpx.Client) -
     _refused(http.post("/v1/memory/recall", json={"query": "bees", "namespaces": []}), 422, "at least one")
     both = http.post("/v1/memory/recall", json={"query": "bees", "namespace": "default", "namespaces": ["default"]})
     assert both.status_code == 200 and both.json()["memories"], both.text
+
+
+@pytest.mark.parametrize("path", ["/v1/memory/save", "/v1/memory/recall", "/v1/memory/save_batch"])
+def test_a_request_without_its_body_says_so(http: httpx.Client, path: str) -> None:
+    _refused(http.post(path, headers={"content-type": "application/json"}), 422, "the request has no body")
