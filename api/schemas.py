@@ -120,7 +120,7 @@ class MemoryIn(_Request):
     session_id: str | None = Field(default=None, max_length=200)
     visibility: VisibilityIn = Visibility.SHARED
     expire_at: UtcDatetime | None = None
-    key: str | None = Field(default=None, max_length=200)
+    key: str | None = Field(default=None, min_length=1, max_length=200)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: UtcDatetime | None = Field(default=None, description="When it happened; defaults to now.")
     steps: list[StepIn] | None = Field(
@@ -170,7 +170,7 @@ class MemoryPatchIn(_Request):
     visibility: VisibilityIn | None = None
     expire_at: UtcDatetime | None = None
     clear_expire_at: bool = False
-    key: str | None = None
+    key: str | None = Field(default=None, min_length=1, max_length=200)
     metadata: dict[str, Any] | None = None
     steps: list[StepIn] | None = Field(default=None, min_length=1, description="Replace a procedure's steps.")
     status: StatusIn | None = None

@@ -879,6 +879,7 @@ class MemoryService:
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"{name} must be within 0..1, got {value}", field=where + name)
         self._check_entities(draft.entities, where + "entities")
+        self._check_key(draft.key, where + "key")
         self._check_metadata(draft.metadata, where + "metadata")
         problem = procedures.steps_problem(draft.category, draft.metadata)
         if problem:
@@ -897,6 +898,7 @@ class MemoryService:
                 raise InvalidInput(f"{name} must be within 0..1, got {value}", field=name)
         if patch.entities is not None:
             self._check_entities(patch.entities, "entities")
+        self._check_key(patch.key, "key")
         if patch.metadata is not None:
             self._check_metadata(patch.metadata, "metadata")
             problem = procedures.steps_problem(patch.category, patch.metadata)
@@ -923,6 +925,12 @@ class MemoryService:
             raise InvalidInput(f"at most {self.config.limits.max_entities} entities are allowed", field=field)
         if any(len(name) > limits.MAX_NAME_CHARS for name in entities):
             raise InvalidInput(f"an entity name holds at most {limits.MAX_NAME_CHARS} characters", field=field)
+
+    def _check_key(self, key: str | None, field: str) -> None:
+        """A key names one subject (a newer memory with it supersedes the older): an empty
+        one would tie every memory that gave it together, and import takes none longer."""
+        if key is not None and not 0 < len(key) <= limits.MAX_NAME_CHARS:
+            raise InvalidInput(f"a key holds 1-{limits.MAX_NAME_CHARS} characters, got {len(key)}", field=field)
 
     def _check_metadata(self, metadata: object, field: str) -> None:
         problem = limits.metadata_problem(metadata, self.config.limits)

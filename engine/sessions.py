@@ -339,13 +339,22 @@ class Sessions:
 
     def sweep(self) -> list[Promotion]:
         """Promote every generation that is due: expired, closed but not promoted, or
-        claimed by a promotion that never finished."""
+        claimed by a promotion that never finished. A generation whose promotion fails
+        for any reason but the backend's (a bug) is logged and left claimed, to be tried
+        again once its claim is stale; the others are promoted all the same, and a start
+        never fails on one of them. A backend error ends the sweep (the next one retries)."""
         done: list[Promotion] = []
         while True:
             due = self.store.due(self._clock(), SWEEP_BATCH)
             progressed = False
             for generation in due:
-                promotion = self._promote(generation, "expired")
+                try:
+                    promotion = self._promote(generation, "expired")
+                except BackendError:
+                    raise
+                except Exception:
+                    log.exception("promoting session generation %s failed; it is tried again later", generation)
+                    continue
                 if promotion is not None:
                     done.append(promotion)
                     progressed = True
@@ -383,7 +392,13 @@ class Sessions:
                 promotion.already_promoted.append(stored.memory_id)
                 continue
             drafts.append((candidate, self._draft(ref, info, candidate, now)))
-        results = self._save(drafts, ref, scope, promotion) if drafts else []
+        # In batches the service takes (``[limits] max_batch``): a session's candidates are
+        # not bounded, and a promotion cut short by a crash finds what it saved already
+        # (``_already_stored``).
+        size = self.service.config.limits.max_batch
+        results: list[SaveResult] = []
+        for start in range(0, len(drafts), size):
+            results += self._save(drafts[start : start + size], ref, scope, promotion)
         for result in results:
             (promotion.created if result.created else promotion.deduplicated).append(result.memory.memory_id)
             promotion.superseded.extend(result.superseded)

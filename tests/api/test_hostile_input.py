@@ -410,3 +410,14 @@ def test_a_namespace_beside_namespaces_must_be_one_of_them(http: httpx.Client) -
 @pytest.mark.parametrize("path", ["/v1/memory/save", "/v1/memory/recall", "/v1/memory/save_batch"])
 def test_a_request_without_its_body_says_so(http: httpx.Client, path: str) -> None:
     _refused(http.post(path, headers={"content-type": "application/json"}), 422, "the request has no body")
+
+
+@pytest.mark.parametrize("key", ["", "k" * 201])
+def test_a_key_holds_1_to_200_characters_on_save_batch_and_patch(http: httpx.Client, kept: str, key: str) -> None:
+    # An empty key tied unrelated memories together (the second superseded the first), and
+    # a long one set by PATCH made the namespace's export fail to import.
+    _refused(http.post("/v1/memory/save", json={"content": "The office wifi rotates", "key": key}), 422, "key")
+    batch = {"memories": [{"content": "Bob likes cats", "key": key}]}
+    _refused(http.post("/v1/memory/save_batch", json=batch), 422, "key")
+    _refused(http.patch(f"/v1/memory/{kept}", json={"key": key}), 422, "key")
+    _still_there(http, kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from engine.prompt_context import Shares
 from engine.records import MemoryDraft, MemoryFilter, Reach, Scope, Source, Status
 from engine.service import MemoryService
 from engine.session_records import Role, SessionRef
-from engine.sessions import MessageDraft, SessionNotFound, Sessions
+from engine.sessions import CLAIM_STALE_SECONDS, MessageDraft, SessionNotFound, Sessions
 from tests.conftest import FrozenClock
 from tests.integration.conftest import OpenService
 
@@ -233,3 +234,43 @@ def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_
     asked = sessions.context(REF, scope=Scope.whole(["user:42"]), query="How do I deploy the web app?")
     assert asked.query == "How do I deploy the web app?" and asked.procedures_first
     assert asked.focus is None  # nothing in it to weigh more
+
+
+def test_a_session_with_more_candidates_than_a_batch_holds_is_promoted_whole(
+    open_svc: OpenService, open_sess: OpenSessions, config: Config
+) -> None:
+    # A session's candidates are not bounded by anything, a save_batch by [limits] max_batch.
+    small = replace(config, limits=replace(config.limits, max_batch=4))
+    sessions = open_sess(open_svc(config=small))
+    things = ["tea", "chess", "rowing", "jazz", "basil", "snow", "maps", "kites", "figs", "opera"]
+    sessions.append(REF, say(*(f"Remember that I like {thing}." for thing in things)), reach=Reach.FULL)
+    promotion = sessions.close(REF)
+    assert promotion.candidates == 10 and len(promotion.created) == 10 and promotion.dropped == []
+    assert len(session_memories(sessions.service)) == 10
+    assert promotion.linked == 9  # one chain across the batches
+
+
+def test_a_promotion_that_fails_leaves_the_others_to_the_sweep(
+    open_sess: OpenSessions, clock: FrozenClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    sessions = open_sess()
+    other = SessionRef("user:7", "local", "chat-2")
+    sessions.append(REF, say("I live in Berlin."), reach=Reach.FULL, expire_after_seconds=60)
+    sessions.append(other, say("I live in Oslo."), reach=Reach.FULL, expire_after_seconds=60)
+    clock.advance(seconds=61)
+    write = sessions._write
+
+    def failing(claimed: Any, reason: str) -> Any:
+        if claimed.info.ref == REF:
+            raise RuntimeError("a bug in one promotion")
+        return write(claimed, reason)
+
+    sessions._write = failing  # type: ignore[method-assign]
+    (promoted,) = sessions.sweep()  # no exception: the other session is promoted
+    assert promoted.ref == other
+    assert "a bug in one promotion" in caplog.text
+    sessions._write = write  # type: ignore[method-assign]
+    assert sessions.sweep() == []  # the failed one's claim is not stale yet
+    clock.advance(seconds=CLAIM_STALE_SECONDS)
+    (again,) = sessions.sweep()
+    assert again.ref == REF and len(again.created) == 1

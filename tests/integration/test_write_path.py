@@ -23,11 +23,11 @@ from engine.adapters.hnsw_index import HnswIndex
 from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
 from engine.config import load_config
 from engine.conflicts import CANDIDATES_PER_CHANNEL
-from engine.errors import StoreError
+from engine.errors import InvalidInput, StoreError
 from engine.fast_network import FastNetwork
 from engine.index_keeper import IndexKeeper
 from engine.recall import EXACT_DIRECT
-from engine.records import MemoryDraft, MemoryFilter, Scope, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService, SaveResult
 from engine.writing import DEDUP_NEIGHBOURS
 from tests.conftest import FrozenClock, HashingEmbedder
@@ -156,6 +156,18 @@ def test_a_key_finds_the_memory_it_replaces_without_a_claim(make_service: MakeSe
     new = service.save(MemoryDraft("light", namespace=NS, key="ui.theme"))
     assert new.superseded == (old.memory.memory_id,)
     assert service.get("elsewhere", elsewhere.memory.memory_id).status is Status.ACTIVE
+
+
+@pytest.mark.parametrize("key", ["", "k" * 201])
+def test_a_key_holds_1_to_200_characters_in_the_engine(make_service: MakeService, key: str) -> None:
+    """Every entry point's saves and patches (mem0 routes, importers, sessions, in process)."""
+    service, _ = make_service()
+    kept = service.save(MemoryDraft("The office wifi rotates monthly", namespace=NS, key="wifi"))
+    with pytest.raises(InvalidInput, match="a key holds 1-200 characters"):
+        service.save(MemoryDraft("Bob likes cats", namespace=NS, key=key))
+    with pytest.raises(InvalidInput, match="a key holds 1-200 characters"):
+        service.update(NS, kept.memory.memory_id, MemoryPatch(key=key))
+    assert service.get(NS, kept.memory.memory_id).status is Status.ACTIVE
 
 
 def test_a_repeat_of_an_expired_memory_is_saved_anew(make_service: MakeService, clock: FrozenClock) -> None:
