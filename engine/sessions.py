@@ -274,7 +274,9 @@ class Sessions:
         shares = shares or Shares(cfg.context_window_share, cfg.context_memories_share, cfg.context_procedures_share)
         parts = (shares.window, shares.memories, shares.procedures)
         if min(parts) < 0 or not 0 < sum(parts) < math.inf:
-            raise InvalidInput("shares must be finite, not negative and not all 0", field="split")
+            raise InvalidInput(
+                "shares must not be negative nor all 0, and their sum must be a finite number", field="split"
+            )
         found = self.store.window(ref, self._clock())
         if found is None:
             raise SessionNotFound(ref)

@@ -320,7 +320,7 @@ def test_a_list_cursor_nested_too_deeply_is_a_422(http: httpx.Client, kept: str)
 @pytest.mark.parametrize(
     ("split", "status", "words"),
     [
-        ('{"window": 1e308, "memories": 1e308, "procedures": 0}', 422, "shares must be finite"),  # their sum
+        ('{"window": 1e308, "memories": 1e308, "procedures": 0}', 422, "their sum must be a finite"),
         ('{"window": 1, "memories": 0, "procedures": 1e999}', 400, "Number out of range"),  # the decoder's
         ('{"window": 1e308, "memories": 0, "procedures": 0}', 200, ""),  # shares of a whole a float holds
     ],
