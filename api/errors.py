@@ -107,13 +107,16 @@ def unexpected_error(request: Request[Any, Any, Any], exc: Exception) -> Respons
 
 
 def validation_error(request: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
-    """Litestar reports invalid bodies and parameters as 400; invalid fields are 422 here."""
+    """Litestar reports invalid bodies and parameters as 400; invalid fields are 422 here,
+    with ``field`` naming the first of them, as the engine's own refusals do."""
     extra = exc.extra if isinstance(exc.extra, list) else None
     detail = exc.detail
+    field = None
     if extra:
         detail = "; ".join(_describe(item) for item in extra) or detail
+        field = next((_field_of(item) for item in extra if _field_of(item)), None)
     status = 422 if extra or "validation" in exc.detail.lower() else 400
-    return Response(_body(status, detail, extra=extra), status_code=status)
+    return Response(_body(status, detail, extra=extra, field=field), status_code=status)
 
 
 def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
@@ -122,9 +125,21 @@ def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[
     return Response(_body(exc.status_code, exc.detail), status_code=exc.status_code, headers=exc.headers)
 
 
+# How Litestar reports a request without the body its route takes.
+_NO_BODY = {"message": "'data'", "key": "data", "source": "body"}
+
+
+def _field_of(item: Any) -> str | None:
+    """The field an item of Litestar's report names (``body`` for a missing body)."""
+    if item == _NO_BODY:
+        return "body"
+    key = item.get("key") if isinstance(item, dict) else None
+    return str(key) if key else None
+
+
 def _describe(item: Any) -> str:
-    if item == {"message": "'data'", "key": "data", "source": "body"}:
-        return "the request has no body: send a JSON object"  # Litestar's report of a missing body
+    if item == _NO_BODY:
+        return "the request has no body: send a JSON object"
     if isinstance(item, dict):
         key = item.get("key") or item.get("loc") or ""
         return f"{key}: {item.get('message', '')}".strip(": ")

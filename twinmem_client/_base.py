@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import httpx
 
 from twinmem_client import calls
-from twinmem_client.errors import TransportError, error_for
+from twinmem_client.errors import APIError, TransportError, error_for
 
 T = TypeVar("T")
 
@@ -26,8 +26,9 @@ BACKOFF_S = 0.2  # before retry n (0-based): BACKOFF_S * 2**n
 class ClientBase:
     """Settings of a client. ``base_url`` defaults to ``$TWINMEM_URL`` (else the local service),
     ``token`` to ``$TWINMEM_TOKEN``; ``namespace`` is the one every call uses unless it names
-    another. ``retries``: how many more times an idempotent call is sent after a connection
-    error or time-out (never a POST or PATCH, which could apply twice)."""
+    another. ``retries``: how many more times an idempotent call is sent after a transport
+    failure (never a POST or PATCH, which could apply twice): a read (GET) after any, a PUT
+    or DELETE only where the request never reached the service (``_sent_again``)."""
 
     def __init__(
         self,
@@ -53,6 +54,15 @@ class ClientBase:
         return 1 + (self.retries if call.idempotent else 0)
 
     @staticmethod
+    def _sent_again(method: str, exc: httpx.TransportError) -> bool:
+        """Whether an idempotent request that failed with ``exc`` is sent again. A read is;
+        a change (PUT, DELETE) only where the connection was never made: one that timed out
+        waiting for its answer may have been applied, and its second try would then report
+        its own outcome (a DELETE's 404, a conditional write's 412) for a change that was
+        made."""
+        return method == "GET" or isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+
+    @staticmethod
     def _request_args(call: calls.Call[Any]) -> dict[str, Any]:
         args: dict[str, Any] = {"params": call.params}
         if call.json is not None:
@@ -68,4 +78,11 @@ class ClientBase:
     def _answer(call: calls.Call[T], response: httpx.Response) -> T:
         if response.is_error:
             raise error_for(response)
-        return call.read(response.json())
+        try:
+            body = response.json()
+        except ValueError as exc:  # something between the client and the service answered
+            raise APIError(response.status_code, f"the answer is not JSON: {response.text[:200]!r}") from exc
+        return call.read(body)
+
+    def _export_failed(self, exc: httpx.TransportError) -> TransportError:
+        return TransportError(f"{type(exc).__name__}: {exc}", method="GET", url=self.base_url + "/v1/export")

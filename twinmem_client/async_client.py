@@ -74,7 +74,7 @@ class AsyncTwinmemClient(ClientBase):
             try:
                 response = await self._http.request(call.method, call.path, **self._request_args(call))
             except httpx.TransportError as exc:
-                if attempt + 1 == attempts:
+                if attempt + 1 == attempts or not self._sent_again(call.method, exc):
                     raise self._failed(call, exc) from exc
                 await asyncio.sleep(BACKOFF_S * 2**attempt)
                 continue
@@ -196,12 +196,22 @@ class AsyncTwinmemClient(ClientBase):
     ) -> AsyncIterator[bytes]:
         """The namespace as JSON Lines, streamed: one line (bytes, with its newline) at a time."""
         params = calls.export_params(self._ns(namespace), versions, vectors)
-        async with self._http.stream("GET", "/v1/export", params=params) as response:
-            if response.is_error:
-                await response.aread()
-                raise error_for(response)
-            async for line in response.aiter_lines():
-                yield (line + "\n").encode()
+        attempts = 1 + self.retries
+        for attempt in range(attempts):
+            started = False  # once a line is handed out, a failure is not retried
+            try:
+                async with self._http.stream("GET", "/v1/export", params=params) as response:
+                    if response.is_error:
+                        await response.aread()
+                        raise error_for(response)
+                    async for line in response.aiter_lines():
+                        started = True
+                        yield (line + "\n").encode()
+                return
+            except httpx.TransportError as exc:
+                if started or attempt + 1 == attempts:
+                    raise self._export_failed(exc) from exc
+                await asyncio.sleep(BACKOFF_S * 2**attempt)
 
     async def import_file(
         self,

@@ -73,7 +73,7 @@ class TwinmemClient(ClientBase):
             try:
                 response = self._http.request(call.method, call.path, **self._request_args(call))
             except httpx.TransportError as exc:
-                if attempt + 1 == attempts:
+                if attempt + 1 == attempts or not self._sent_again(call.method, exc):
                     raise self._failed(call, exc) from exc
                 time.sleep(BACKOFF_S * 2**attempt)
                 continue
@@ -188,12 +188,22 @@ class TwinmemClient(ClientBase):
     def export(self, *, namespace: str | None = None, versions: bool = False, vectors: bool = False) -> Iterator[bytes]:
         """The namespace as JSON Lines, streamed: one line (bytes, with its newline) at a time."""
         params = calls.export_params(self._ns(namespace), versions, vectors)
-        with self._http.stream("GET", "/v1/export", params=params) as response:
-            if response.is_error:
-                response.read()
-                raise error_for(response)
-            for line in response.iter_lines():
-                yield (line + "\n").encode()
+        attempts = 1 + self.retries
+        for attempt in range(attempts):
+            started = False  # once a line is handed out, a failure is not retried
+            try:
+                with self._http.stream("GET", "/v1/export", params=params) as response:
+                    if response.is_error:
+                        response.read()
+                        raise error_for(response)
+                    for line in response.iter_lines():
+                        started = True
+                        yield (line + "\n").encode()
+                return
+            except httpx.TransportError as exc:
+                if started or attempt + 1 == attempts:
+                    raise self._export_failed(exc) from exc
+                time.sleep(BACKOFF_S * 2**attempt)
 
     def import_file(
         self,

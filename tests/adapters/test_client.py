@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.api.conftest import LiveServer
 from twinmem_client import (
+    APIError,
     AsyncTwinmemClient,
     NotFound,
     PreconditionFailed,
@@ -91,5 +94,123 @@ def test_async_client(live: LiveServer, tag: str) -> None:
             lines = [line async for line in client.export()]
             assert len(lines) == 3  # header, the memory, the end line
             assert [m.memory_id async for m in client.iter_memories()] == [saved.memory_id]
+
+    asyncio.run(scenario())
+
+
+class OneWayServer:
+    """A loopback socket that accepts connections and answers each request with ``reply``
+    (bytes), or never answers when it is None, counting the requests it read."""
+
+    def __init__(self, reply: bytes | None) -> None:
+        self.reply = reply
+        self.requests: list[str] = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen()
+        self._sock.settimeout(0.2)
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(2)
+            try:
+                head = conn.recv(65536).decode("latin-1")
+            except OSError:
+                conn.close()
+                continue
+            self.requests.append(head.split(" ", 1)[0])
+            if self.reply is None:
+                self._held.append(conn)  # read, never answered
+            else:
+                conn.sendall(self.reply)
+                conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[OneWayServer]:
+    server = OneWayServer(None)
+    yield server
+    server.close()
+
+
+def test_a_change_that_timed_out_waiting_for_its_answer_is_not_sent_again(silent: OneWayServer) -> None:
+    # The first DELETE may have been applied: a second would report its own 404 for it.
+    with TwinmemClient(silent.url, retries=2, timeout=0.3) as client:
+        with pytest.raises(TransportError, match="ReadTimeout"):
+            client.delete("some-id")
+        assert silent.requests == ["DELETE"]
+        with pytest.raises(TransportError, match="ReadTimeout"):
+            client.get("some-id")  # a read is
+        assert silent.requests == ["DELETE", "GET", "GET", "GET"]
+
+
+def test_a_change_that_never_reached_the_service_is_sent_again() -> None:
+    transport = CountingTransport()
+    with TwinmemClient(f"http://127.0.0.1:{closed_port()}", retries=2, transport=transport) as client:
+        with pytest.raises(TransportError):
+            client.delete("some-id")
+    assert transport.attempts == ["DELETE", "DELETE", "DELETE"]
+
+
+def test_an_export_that_cannot_be_read_raises_the_clients_error_after_its_retries() -> None:
+    transport = CountingTransport()
+    with TwinmemClient(f"http://127.0.0.1:{closed_port()}", retries=2, transport=transport) as client:
+        with pytest.raises(TransportError, match="ConnectError") as failed:
+            list(client.export())
+    assert transport.attempts == ["GET", "GET", "GET"]
+    assert failed.value.url.endswith("/v1/export")
+
+    async def scenario() -> None:
+        async with AsyncTwinmemClient(f"http://127.0.0.1:{closed_port()}", retries=1) as client:
+            with pytest.raises(TransportError, match="ConnectError"):
+                [line async for line in client.export()]
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_that_is_not_json_is_the_clients_error() -> None:
+    server = OneWayServer(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 9\r\n\r\n<p>hi</p>")
+    try:
+        with TwinmemClient(server.url) as client, pytest.raises(APIError, match="not JSON"):
+            client.health()
+    finally:
+        server.close()
+
+
+def test_a_field_the_schema_refuses_is_named(live: LiveServer, tag: str) -> None:
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        for call, field in [
+            (lambda: client.recall("x", top_k=0), "top_k"),
+            (lambda: client.save("x", key="k" * 201), "key"),
+            (lambda: client.save("x", base_score="high"), "base_score"),
+        ]:
+            with pytest.raises(ValidationFailed) as refused:
+                call()
+            assert refused.value.field == field, refused.value.body
+
+    async def scenario() -> None:
+        async with AsyncTwinmemClient(live.url, namespace=f"user:{tag}") as client:
+            with pytest.raises(ValidationFailed) as refused:
+                await client.recall("x", top_k=101)
+            assert refused.value.field == "top_k"
 
     asyncio.run(scenario())
