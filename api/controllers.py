@@ -234,6 +234,14 @@ class HealthController(Controller):
             return {"status": "ok"}
         service = _service(state)
         stats = service.stats()
-        # A damaged store still serves what it can read, but says so.
-        status = "ok" if stats["store_integrity"] in ("ok", "checking", "unchecked") else "degraded"
-        return {"status": status, "index_current": stats["index_seq"] == stats["store_seq"], **stats}
+        # A damaged store still serves what it can read, but says so; so does a session
+        # backend that is away (long-term memory goes on without it).
+        sessions = getattr(state, "sessions", None)
+        if sessions is not None:
+            stats["sessions"] = sessions.store.health()
+        healthy = stats["store_integrity"] in ("ok", "checking", "unchecked") and stats.get("sessions", "ok") == "ok"
+        return {
+            "status": "ok" if healthy else "degraded",
+            "index_current": stats["index_seq"] == stats["store_seq"],
+            **stats,
+        }

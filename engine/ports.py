@@ -664,6 +664,11 @@ class SessionStore(Protocol):
 
     def close(self) -> None: ...
 
+    def health(self) -> str:
+        """ "ok" when the backend answers a trivial request now, else what is wrong
+        ("unreachable: …"), for ``/health``; never raises."""
+        ...
+
     def append(
         self,
         ref: SessionRef,

@@ -205,6 +205,18 @@ class RedisSessionStore:
             self._client.close()
             self._client = None
 
+    def health(self) -> str:
+        import redis
+
+        client = self._client
+        if client is None:
+            return "closed"
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            return f"unreachable: {exc}"
+        return "ok"
+
     def _run(self, name: str, *args: object) -> Any:
         import redis
 

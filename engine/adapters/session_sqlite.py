@@ -125,6 +125,16 @@ class SqliteSessionStore:
                 self._conn.close()
                 self._conn = None
 
+    def health(self) -> str:
+        with self._lock:
+            if self._conn is None:
+                return "closed"
+            try:
+                self._conn.execute("SELECT 1 FROM generations LIMIT 1").fetchall()
+            except sqlite3.Error as exc:
+                return f"failing: {exc}"
+        return "ok"
+
     @contextmanager
     def _tx(self, what: str) -> Iterator[sqlite3.Connection]:
         with self._lock:

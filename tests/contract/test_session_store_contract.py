@@ -64,6 +64,14 @@ def append(
     return info.generation
 
 
+def test_health_is_ok_while_the_backend_answers_and_says_when_closed(store: SessionStore) -> None:
+    assert store.health() == "ok"
+    store.close()
+    assert store.health() == "closed"
+    store.open()
+    assert store.health() == "ok"
+
+
 def test_append_then_read_the_window_in_order(store: SessionStore) -> None:
     gen = append(store, [msg("a", 3), msg("b", 4)])
     again = append(store, [msg("c", 5, role=Role.ASSISTANT)], now=EPOCH + timedelta(seconds=1))

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import redis_server as redis_server_module
 from tests.api.conftest import free_port
 from tests.redis_server import RedisServer
 from tests.serving import wait_until_serving
@@ -99,3 +100,36 @@ def test_an_expired_session_is_promoted_by_exactly_one_process(two_servers: tupl
     found = _memories(a) + _memories(b)
     assert sorted(m["content"] for m in found) == ["I have two cats.", "I work at Acme Corp as a nurse."]
     assert sorted([len(_memories(a)), len(_memories(b))]) == [0, 2]  # one process promoted it, once
+
+
+def test_health_says_when_the_session_backend_is_away(tmp_path: Path) -> None:
+    """Redis gone: /health is degraded and names it, and long-term memory goes on."""
+    if not redis_server_module.available():
+        pytest.skip(redis_server_module.REDIS_MISSING)
+    (tmp_path / "redis").mkdir()
+    redis = RedisServer(tmp_path / "redis")
+    env = {
+        **os.environ,
+        "TWINMEM_SESSIONS__BACKEND": "redis",
+        "TWINMEM_SESSIONS__REDIS_URL": redis.url,
+        "TWINMEM_EMBEDDING__PROVIDER": "use",
+    }
+    twinmem = Path(sys.executable).with_name("twinmem")
+    port, log = free_port(), tmp_path / "serve.log"
+    command = [str(twinmem), "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_until_serving(process, port, log, "twinmem serve")
+        url = f"http://127.0.0.1:{port}"
+        health = httpx.get(f"{url}/health").json()
+        assert (health["status"], health["sessions"]) == ("ok", "ok")
+        redis.stop()
+        health = httpx.get(f"{url}/health", timeout=30).json()
+        assert health["status"] == "degraded" and health["sessions"].startswith("unreachable: "), health
+        saved = httpx.post(f"{url}/v1/memory/save", json={"content": "The user keeps bees"}, timeout=30)
+        assert saved.status_code == 201, saved.text
+    finally:
+        redis.stop()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
