@@ -114,7 +114,7 @@ def validation_error(request: Request[Any, Any, Any], exc: ValidationException) 
     field = None
     if extra:
         detail = "; ".join(_describe(item) for item in extra) or detail
-        field = next((_field_of(item) for item in extra if _field_of(item)), None)
+        field = next(filter(None, map(_field_of, extra)), None)
     status = 422 if extra or "validation" in exc.detail.lower() else 400
     return Response(_body(status, detail, extra=extra, field=field), status_code=status)
 

@@ -328,12 +328,9 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
     memories = _madial_memories(lang)
-    dialogues = _madial_dialogues(lang)
-    positions: dict[int, int] = {}
     drafts: list[MemoryDraft] = []
     for row in memories:
-        ((key, memory),) = row.items()
-        positions[int(key)] = len(drafts)
+        ((_, memory),) = row.items()
         drafts.append(
             MemoryDraft(
                 content=memory["event"],
@@ -344,7 +341,7 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
             )
         )
     corpus.groups.append(Group(at, drafts))
-    for _, users, relevant in _madial_asked(dialogues, positions):
+    for _, users, relevant in _madial_asked(_madial_dialogues(lang), _madial_positions(memories)):
         focus = users[-1] if len(users[-turns:]) > 1 else None
         corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant, focus))
     return corpus
@@ -355,6 +352,11 @@ QUOTES = '"“”'  # around each line of a MADial-Bench dialogue
 
 def _madial_memories(lang: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (MADIAL / lang / f"MADial-Bench-{lang}-memory.jsonl").open()]
+
+
+def _madial_positions(memories: list[dict[str, Any]]) -> dict[int, int]:
+    """Each memory's key (the dialogues' ``relevant-id``) -> its position in the file."""
+    return {int(key): n for n, row in enumerate(memories) for key in row}
 
 
 def _madial_dialogues(lang: str) -> list[dict[str, Any]]:
@@ -388,8 +390,8 @@ def madial_chat_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     memory of the same position in the file, so the decay signal favours neither."""
     plain = madial_corpus(lang, turns)
     memories = plain.drafts
-    keys = [int(key) for row in _madial_memories(lang) for key in row]
-    asked = [dialogue for dialogue, _, _ in _madial_asked(_madial_dialogues(lang), {k: n for n, k in enumerate(keys)})]
+    positions = _madial_positions(_madial_memories(lang))
+    asked = [dialogue for dialogue, _, _ in _madial_asked(_madial_dialogues(lang), positions)]
     corpus = Corpus(f"MADial-Bench {lang} in a chat log")
     parts = ("tune", "held-out")  # as ``ingest`` names the questions: alternating
     offsets: dict[str, int] = {}
@@ -581,18 +583,7 @@ def main() -> int:
     args = parser.parse_args()
 
     default = load_config(None, {}).fusion
-    fused: Weights = (
-        default.semantic,
-        default.lexical,
-        default.graph,
-        default.decay,
-        default.context,
-        default.time,
-        default.lexical_reference,
-        default.focus,
-        default.semantic_power,
-        default.lexical_power,
-    )
+    fused: Weights = tuple(getattr(default, name) for name in SETTINGS)
     before = (*fused[:4], 0.0, 0.0, *fused[6:])
     variants: dict[str, Weights] = {
         "semantic only": (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
