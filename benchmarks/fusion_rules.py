@@ -84,7 +84,7 @@ def recorded(service: quality.MemoryService, sink: list[Signals]) -> None:
         fused: np.ndarray = score(net, query, pool, rows, context=context)
         if context:
             listed = rows.tolist()
-            cosine = np.asarray([pool.cosine[row] for row in listed], np.float64)
+            cosine = recaller._read_cosines(net, query, pool, rows)  # less the centring, as the signal reads them
             times = query.windows
             sink.append(
                 {

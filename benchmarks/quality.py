@@ -105,11 +105,11 @@ def _lme_date(text: str) -> datetime:
 
 
 # semantic, lexical, graph, decay, context, time, and optionally lexical_reference, focus,
-# semantic_power and lexical_power (not weights, see engine/config.py; left out, the
-# engine's defaults)
+# semantic_power, lexical_power and centring (not weights, see engine/config.py; left
+# out, the engine's defaults)
 Weights = tuple[float, ...]
 SIGNALS = ("semantic", "lexical", "graph", "decay", "context", "time")
-SETTINGS = (*SIGNALS, "lexical_reference", "focus", "semantic_power", "lexical_power")
+SETTINGS = (*SIGNALS, "lexical_reference", "focus", "semantic_power", "lexical_power", "centring")
 
 
 def _config(data_dir: Path, provider: str, weights: Weights, min_candidates: int | None = None) -> Config:
@@ -541,7 +541,7 @@ def main() -> int:
     parser.add_argument(
         "--weights",
         help="extra fused variant: semantic,lexical,graph,decay,context,time"
-        "[,lexical_reference[,focus[,semantic_power,lexical_power]]]",
+        "[,lexical_reference[,focus[,semantic_power,lexical_power[,centring]]]]",
     )
     parser.add_argument(
         "--grid",

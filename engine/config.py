@@ -142,6 +142,13 @@ class FusionWeights:
     # sets (benchmarks/fusion_rules.py; README, "Scores and ranking"). 1 and 1: as read.
     semantic_power: float = 0.5
     lexical_power: float = 2.0
+    # Not a weight: the semantic signal reads each candidate's cosine less this share of
+    # its typicality, how much more its vector leans toward the mean vector of its
+    # namespace than the namespace's average memory does (centring, the remedy for
+    # "hubs": a memory near the middle of everything, such as chatter or near-template
+    # text, is every query's near neighbour). Swept under the weights' rule on the five
+    # development sets (README, "Scores and ranking"): 0.75. 0: the cosine as it is.
+    centring: float = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -691,6 +698,8 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"neo4j.migrations must be 'apply' or 'check', got {config.neo4j.migrations!r}")
     if not 0 <= config.fusion.focus <= 10:
         raise ConfigError(f"fusion.focus must be within 0..10, got {config.fusion.focus}")
+    if not 0 <= config.fusion.centring <= 10:
+        raise ConfigError(f"fusion.centring must be within 0..10, got {config.fusion.centring}")
     for name in ("semantic_power", "lexical_power"):
         power = getattr(config.fusion, name)
         if not 0 < power <= 10:

@@ -24,7 +24,10 @@ store once, for its final hits (DESIGN.md, "The dual network"). One row per memo
   graph channel brings and for the exact scan of a selective filter: hnswlib's
   ``get_items`` copies element by element and costs milliseconds per recall. Given a
   ``RoughCosines``, the scan picks what it keeps by those first and computes only
-  those exactly (``nearest``).
+  those exactly (``nearest``);
+* the sum of each large namespace's vectors, kept with every change (``centre``), so
+  a recall reads how typical of its namespace each candidate is (``typicality``)
+  without a pass over the namespace.
 
 It is derived data: ``apply`` takes the records (and links) of changed memories as
 the store holds them now, and ``IndexKeeper`` calls it from the store's change
@@ -125,6 +128,10 @@ SYNC_REBUILD_DOCS = 5000
 REBUILD_PAUSE_FACTOR = 4.0
 _monotonic = time.monotonic  # the lexicons' clock (a test replaces it)
 _NO_ROWS = np.zeros(0, np.int64)
+# A namespace of at least this many memories keeps the sum of its vectors, brought up
+# to date with every change (``centre``, at most 8 bytes a dimension per this many
+# memories); a smaller one's is summed when a recall asks.
+CENTRE_KEPT_ROWS = 256
 _NO_DIGEST = bytes(16)  # the digest of a row whose memory was purged
 
 
@@ -448,6 +455,16 @@ class _DigestRows:
             del self._many[digest]
 
 
+@dataclass(slots=True)
+class _Sum:
+    """The sum of some float16 vectors, in float64: exact (every float16 is a float64,
+    and their sums stay within float64's 53 bits), so one kept up to date change by
+    change equals one summed again."""
+
+    total: npt.NDArray[np.float64]
+    count: int
+
+
 class _Lexicon:
     """One namespace's documents (term codes per row) and its BM25 scorer.
 
@@ -645,6 +662,7 @@ class FastNetwork:
         # looked up yet), kept so a filtered search need not look every id up (``handles``).
         self._handles = np.full(_MIN_CAPACITY, NONE, np.int64)
         self._handle_space = ""
+        self._centres: dict[int, _Sum] = {}  # namespace -> its vectors' sum (CENTRE_KEPT_ROWS)
         self._cols = _Columns()
         self.ids: list[str] = []
         self._row: dict[str, int] = {}
@@ -803,7 +821,12 @@ class FastNetwork:
             self._set_key(row, NONE)
             self._set_session(row, NONE)
         namespace = self.namespaces.code(memory.namespace)
+        moved = int(cols.namespace[row]) != namespace
+        if moved:
+            self._uncentre(row)
         cols.namespace[row] = namespace
+        if moved:
+            self._centre_in(row)
         cols.category[row] = self.categories.code(memory.category)
         cols.actor[row] = self.people.optional(memory.actor)
         self._set_session(row, self.people.optional(memory.session_id))
@@ -895,15 +918,88 @@ class FastNetwork:
             for memory_id, vector in zip(ids, vectors, strict=True):
                 row = self._row.get(memory_id)
                 if row is not None and len(vector) == self.dim:
+                    self._uncentre(row)
                     self._vectors[row] = vector
                     self._has_vector[row] = True
+                    self._centre_in(row)
                     self._touched_in_category(row)
 
     def cosines(self, vector: npt.NDArray[np.float32], rows: Rows) -> Floats:
         """The cosine of ``vector`` (unit length) to each row's vector; 0 where a row has none."""
-        found = self._vectors[rows].astype(np.float32) @ np.asarray(vector, np.float32)
+        found = self._widened(rows) @ np.asarray(vector, np.float32)
         cosines: Floats = np.where(self._has_vector[rows], found, 0.0).astype(np.float64)
         return cosines
+
+    def centre(self, namespace: str) -> tuple[npt.NDArray[np.float32], float] | None:
+        """The mean of the vectors that the memories of ``namespace`` hold (every status
+        but purged), and its squared length: where a typical memory there points
+        (``typicality``). None where none holds a vector."""
+        with self._lock:
+            return self._centre(self.namespaces.find(namespace))
+
+    def _centre(self, namespace: int) -> tuple[npt.NDArray[np.float32], float] | None:
+        lexicon = self._lexicons.get(namespace)
+        if lexicon is None:
+            return None
+        kept = self._centres.get(namespace)
+        if kept is None:
+            members = lexicon.members()
+            kept = self._summed(members[self._has_vector[members]])
+            if len(members) >= CENTRE_KEPT_ROWS:
+                self._centres[namespace] = kept
+        if kept.count == 0:
+            return None
+        mean = kept.total / kept.count
+        return mean.astype(np.float32), float(mean @ mean)
+
+    def typicality(self, rows: Rows) -> Floats:
+        """How much more each row's vector leans toward the centre of its own namespace
+        (``centre``) than that namespace's average memory does: v·μ − μ·μ; 0 where a
+        row has no vector. Near-template text (greetings, chatter that every query
+        resembles a little) reads high, a memory about something particular low; what
+        other namespaces hold changes nothing."""
+        typical = np.zeros(len(rows), np.float64)
+        with self._lock:
+            namespaces = self._cols.namespace[rows]
+            for namespace in np.unique(namespaces).tolist():
+                centre = self._centre(namespace)
+                if centre is None:
+                    continue
+                mean, square = centre
+                at = np.flatnonzero(namespaces == namespace)
+                here = rows[at]
+                leaning = self._widened(here) @ mean
+                typical[at] = np.where(self._has_vector[here], leaning.astype(np.float64) - square, 0.0)
+        return typical
+
+    def _summed(self, rows: Rows) -> _Sum:
+        total = np.zeros(self.dim, np.float64)
+        for start in range(0, len(rows), MASK_CHUNK):
+            total += self._vectors[rows[start : start + MASK_CHUNK]].sum(axis=0, dtype=np.float64)
+        return _Sum(total, len(rows))
+
+    def _uncentre(self, row: int) -> None:
+        """Take ``row``'s vector out of its namespace's kept sum (where it has both)."""
+        kept = self._centres.get(int(self._cols.namespace[row]))
+        if kept is not None and self._has_vector[row]:
+            kept.total -= self._vectors[row]
+            kept.count -= 1
+
+    def _centre_in(self, row: int) -> None:
+        """Add ``row``'s vector to its namespace's kept sum (where it has both)."""
+        kept = self._centres.get(int(self._cols.namespace[row]))
+        if kept is not None and self._has_vector[row]:
+            kept.total += self._vectors[row]
+            kept.count += 1
+
+    def _widened(self, rows: Rows) -> npt.NDArray[np.float32]:
+        """The vectors of ``rows`` as float32 (exactly their float16 values): through the
+        rough cosines' library where it is loaded (``RoughCosines.widen``, torch's
+        vectorised conversion, about 7× numpy's, which widens one value at a time)."""
+        rough = self._rough
+        if rough is not None and rough.ready():
+            return rough.widen(self._vectors, rows)
+        return self._vectors[rows].astype(np.float32)
 
     @property
     def scans_rough(self) -> bool:
@@ -991,6 +1087,7 @@ class FastNetwork:
         self._set_key(row, NONE)
         self._set_session(row, NONE)
         self._set_digest(row, _NO_DIGEST)
+        self._uncentre(row)
         self._has_vector[row] = False
         self._set_entities(row, namespace, ())
         self._row_entities.pop(row, None)
@@ -1465,6 +1562,7 @@ class FastNetwork:
             slot_rows, slot_lengths, slot_values = self._row_slots.flat()
             links = [link for row in sorted(self._links) for link in self._links[row] if link.src == row]
             docs = [lexicon.docs.flat() for _, lexicon in sorted(self._lexicons.items())] or [(_NO_ROWS,) * 3]
+            centres = sorted(self._centres.items())
             arrays |= {
                 "vectors": self._vectors[: self._cols.size],
                 "has_vector": self._has_vector[: self._cols.size],
@@ -1485,6 +1583,10 @@ class FastNetwork:
                 "doc_rows": np.concatenate([rows for rows, _, _ in docs]),
                 "doc_lengths": np.concatenate([lengths for _, lengths, _ in docs]),
                 "doc_values": np.concatenate([values for _, _, values in docs]),
+                # The kept sums of the namespaces' vectors (``centre``), so a start need not sum them again.
+                "centre_namespaces": np.asarray([namespace for namespace, _ in centres], dtype=np.int64),
+                "centre_totals": np.asarray([kept.total for _, kept in centres], np.float64).reshape(-1, self.dim),
+                "centre_counts": np.asarray([kept.count for _, kept in centres], dtype=np.int64),
             }
             for name, interner in self._interners().items():
                 arrays[f"names_{name}"] = np.asarray(interner.names, dtype=np.str_)
@@ -1662,6 +1764,14 @@ class FastNetwork:
             lexicon.version = 1  # built = -1: built when first asked, unless its saved build is adopted
             net._lexicons[int(spaces[group[0]])] = lexicon
         net._metadata = {int(row): meta for row, meta in json.loads(arrays["metadata"].tobytes()).items()}
+        if "centre_namespaces" in arrays:  # else saved before they were kept: summed when first asked
+            for namespace, total, count in zip(
+                arrays["centre_namespaces"].tolist(),
+                arrays["centre_totals"],
+                arrays["centre_counts"].tolist(),
+                strict=True,
+            ):
+                net._centres[namespace] = _Sum(np.array(total, np.float64), count)
         for namespace, lexicon in net._lexicons.items():
             net._restore_lexicon(lexicon, f"lexicon_{namespace}_", arrays)
 

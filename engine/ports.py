@@ -266,6 +266,11 @@ class RoughCosines(Protocol):
         self, vectors: npt.NDArray[np.float16], rows: npt.NDArray[np.int64], vector: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]: ...
 
+    def widen(self, vectors: npt.NDArray[np.float16], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """``vectors[rows]`` as float32: exactly numpy's ``astype`` (every float16 is a
+        float32), only faster; asked only when ``ready``."""
+        ...
+
 
 @runtime_checkable
 class Store(Protocol):

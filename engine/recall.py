@@ -38,7 +38,9 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    candidates by the other signals join with the seed's score relative to the best;
 6. fusion, vectorised over the candidates (the same sum as ``scoring.fuse``), with
    the semantic signal scaled over the candidates' cosines (``scoring.semantic_scale``,
-   taken before the context channel) and the time signal (``[fusion] time``) when the
+   taken before the context channel), each cosine read less ``[fusion] centring``
+   times how typical of its namespace the memory is (``FastNetwork.typicality``:
+   chatter near the middle of everything is every query's neighbour), and the time signal (``[fusion] time``) when the
    query names a time (``TimeWindow``s). A query's times are read here, after the
    channels above and before the context channel (whose seeds are ranked by the fused
    score): nothing before needs them, and a parse leaves the CPU's caches cold for
@@ -170,6 +172,9 @@ class _Pool:
     # Cosines to the semantic signal (``scoring.semantic_scale``), set once the semantic,
     # lexical and graph channels are in (before the context channel ranks its seeds).
     scale: scoring.SemanticScale = scoring.UNSCALED
+    # Each row's typicality (``FastNetwork.typicality``), taken once where ``[fusion]
+    # centring`` is above 0, as the scores read it (``Recaller._read_cosines``).
+    typicality: dict[int, float] = field(default_factory=dict)
 
     def rows(self) -> list[int]:
         return list(self.cosine)
@@ -261,7 +266,7 @@ class Recaller:
             self._graph(net, query, pool)
             if query.windows is None:
                 query = replace(query, windows=self._windows(query))
-            cosines = np.fromiter(pool.cosine.values(), dtype=np.float64, count=len(pool.cosine))
+            cosines = self._read_cosines(net, query, pool, np.asarray(pool.rows(), dtype=np.int64))
             pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
             self._context(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
@@ -572,7 +577,7 @@ class Recaller:
         to the bit); without the context signal when ``context`` is false."""
         weights = self._weights(query)
         listed = rows.tolist()
-        cosine = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
+        cosine = self._read_cosines(net, query, pool, rows)
         lexical = scoring.shaped(
             np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64), weights.lexical_power
         )
@@ -587,6 +592,23 @@ class Recaller:
         if query.windows:
             score = score + weights.time * scoring.time_fit(net.created_of(rows), query.windows)
         return score
+
+    def _read_cosines(self, net: FastNetwork, query: RecallQuery, pool: _Pool, rows: Rows) -> Floats:
+        """The cosines of ``rows`` as the semantic signal reads them (``scoring.read_cosines``):
+        less ``[fusion] centring`` times their typicality, which is kept in ``pool`` (for
+        the explanation of the hits)."""
+        listed = rows.tolist()
+        cosines = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
+        centring = self._weights(query).centring
+        if centring <= 0:
+            return cosines
+        known = pool.typicality
+        missing = [row for row in listed if row not in known]
+        if missing:  # each row's typicality taken once, so every reading of it agrees to the bit
+            found = net.typicality(np.asarray(missing, dtype=np.int64))
+            known.update(zip(missing, found.tolist(), strict=True))
+        typicality = np.asarray([known[row] for row in listed], dtype=np.float64)
+        return scoring.read_cosines(cosines, typicality, centring)
 
     def _weights(self, query: RecallQuery) -> FusionWeights:
         weights = self._config.fusion
@@ -624,6 +646,7 @@ class Recaller:
                     pool.graph.get(row, 0.0),
                     pool.context.get(row, 0.0),
                     ranking.names[pool.next_to[row]] if row in pool.next_to else None,
+                    pool.typicality.get(row, 0.0),
                 )
                 for memory_id, row in zip(chunk, rows, strict=True)
                 if memory_id in read

@@ -246,6 +246,36 @@ def test_recall_weighs_a_focus_and_refuses_an_empty_or_overlong_one(server: Live
         assert long.status_code == 422 and "focus holds 100000 characters" in long.text
 
 
+def test_recall_explains_each_hits_typicality_and_reads_its_cosine_less_it(client: TwinmemClient) -> None:
+    """Over HTTP, each hit's semantic signal is read from its cosine less ``[fusion]
+    centring`` times its typicality (how typical of its namespace it is), on the recall's
+    semantic_scale and raised to the semantic power, as its explanation says; the chatter
+    reads more typical than the memories about something particular."""
+    weights = FusionWeights()
+    chatter = [
+        "That's great! How do you feel about it?",
+        "That's wonderful! How did that make you feel?",
+        "Sounds like fun! How do you feel now?",
+    ]
+    particular = ["The user's sister lives in Porto and teaches piano", "The user walks the dog every morning"]
+    for text in [*chatter, *particular]:
+        client.save(text)
+    hits = client.recall("how do you feel about your sister", top_k=5, explain=True)
+    assert len(hits) == 5
+    typicality: dict[str, float] = {}
+    for hit in hits:
+        explained = hit.explanation
+        assert explained is not None
+        low, high = explained["semantic_scale"]["low"], explained["semantic_scale"]["high"]
+        read = explained["cosine"] - weights.centring * explained["typicality"]
+        expected = min(1.0, max(0.0, (read - low) / (high - low))) if high > low else 0.0
+        # compared before the power (a root would magnify the explanation's rounding near 0)
+        value = explained["signals"]["semantic"]["value"] ** (1 / weights.semantic_power)
+        assert value == pytest.approx(expected, abs=1e-4)
+        typicality[hit.content] = explained["typicality"]
+    assert min(typicality[text] for text in chatter) > max(typicality[text] for text in particular)
+
+
 def test_recall_reinforces_by_rank(server: LiveServer, client: TwinmemClient) -> None:
     first = client.save("The user's favourite fruit is mango", base_score=0.5)
     second = client.save("The user dislikes bananas", base_score=0.5)

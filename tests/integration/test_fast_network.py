@@ -275,6 +275,80 @@ def test_a_lexical_answer_asked_again_is_given_again_until_a_change(store: Store
     assert net.row_of(more[0].memory_id) in after.tolist() and len(after) == len(rows) + 1
 
 
+def _centre_of(store: Store, namespace: str) -> np.ndarray:
+    """The mean of the float16 vectors the store holds for a namespace's memories (every
+    status but purged), summed in float64."""
+    ids = store.filtered_ids(Scope.whole([namespace]), EVERYTHING, NOW, 10_000)
+    held = store.vectors(ids, MODEL)
+    vectors = np.vstack([np.asarray(held[mid], np.float16) for mid in ids if mid in held])
+    mean: np.ndarray = vectors.astype(np.float64).sum(axis=0) / len(vectors)
+    return mean
+
+
+@pytest.mark.parametrize("kept_from", [1, 10**9])
+def test_a_namespaces_centre_follows_every_change_to_the_bit(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept_from: int
+) -> None:
+    """Kept change by change (``kept_from`` 1: every namespace keeps its sum) or summed
+    when asked, a namespace's centre is the mean of its memories' vectors, exactly,
+    after saves, an edit, a deletion and a purge; and so is a restarted network's."""
+    monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    rng = random.Random(23)
+    first = [_memory(rng, n).evolve(namespace=("ns-a", "ns-b")[n % 2]) for n in range(60)]
+    store.insert(first, _vectors(first), changed_by=None)
+    keeper = _keeper(store, tmp_path)
+    keeper.start(None)
+    net = keeper.network
+    for namespace in ("ns-a", "ns-b"):
+        centre = net.centre(namespace)
+        assert centre is not None
+        np.testing.assert_array_equal(centre[0], _centre_of(store, namespace).astype(np.float32))
+
+    a, b, c = [m for m in first if m.namespace == "ns-a" and m.status is not Status.DELETED][:3]
+    more = [_memory(rng, 100 + n).evolve(namespace="ns-a") for n in range(5)]
+    store.insert(more, _vectors(more), changed_by=None)
+    edited = a.evolve(content="hiking boots for lisbon", version=a.version + 1)
+    store.update(edited, _vectors([edited])[0], changed_by=None, reason="edit")
+    store.update(b.evolve(status=Status.DELETED, version=b.version + 1), None, changed_by=None, reason="deleted")
+    store.purge("ns-a", c.memory_id)
+    keeper.ensure_current()
+    expected = _centre_of(store, "ns-a")
+    centre = net.centre("ns-a")
+    assert centre is not None
+    np.testing.assert_array_equal(centre[0], expected.astype(np.float32))
+    assert centre[1] == pytest.approx(float(expected @ expected), rel=1e-12)
+    assert net.centre("nowhere") is None
+
+    # Typicality: each vector's lean toward its own namespace's centre beyond the average
+    # memory's there, whatever other namespaces are asked beside it.
+    rows = np.concatenate([net.rows_in(["ns-a"]), net.rows_in(["ns-b"])])
+    ids = [net.id_of(int(row)) for row in rows]
+    held = store.vectors(ids, MODEL)
+    typical = net.typicality(rows)
+    for namespace in ("ns-a", "ns-b"):
+        here = np.flatnonzero([net.namespace_of(mid) == namespace for mid in ids])
+        own = net.centre(namespace)
+        assert own is not None and len(here)
+        vectors = np.asarray([held[ids[n]] for n in here], np.float16).astype(np.float32)
+        np.testing.assert_allclose(typical[here], vectors @ own[0] - own[1], atol=1e-6)
+        np.testing.assert_array_equal(net.typicality(rows[here]), typical[here])
+        assert abs(float(typical[here].mean())) < 1e-3  # about 0 over the namespace itself
+
+    keeper.save()
+    loaded = FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM)
+    assert loaded is not None
+    if kept_from == 1:  # the kept sums come back with the network, not summed again
+        assert loaded._centres.keys() == net._centres.keys()
+    restarted = _keeper(store, tmp_path)
+    restarted.start(None, loaded)
+    later = [_memory(rng, 200 + n).evolve(namespace="ns-a") for n in range(3)]
+    store.insert(later, _vectors(later), changed_by=None)
+    restarted.ensure_current()
+    again = restarted.network.centre("ns-a")
+    assert again is not None
+    np.testing.assert_array_equal(again[0], _centre_of(store, "ns-a").astype(np.float32))
+
+
 def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_path: Path) -> None:
     rng = random.Random(11)
     memories = [_memory(rng, n) for n in range(50)]

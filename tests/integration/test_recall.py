@@ -337,6 +337,36 @@ def test_a_focus_that_is_the_query_or_weighs_nothing_changes_no_ranking(
     assert ranked(service, "garden piano") != ranked(service, None)
 
 
+def test_centring_lets_a_particular_memory_outrank_chatter_near_the_middle(
+    make_service: Callable[..., tuple[MemoryService, Any]],
+) -> None:
+    """Among near-template chatter that the query resembles, a memory about something
+    particular is ranked first once each cosine is read less its typicality; the hits
+    explain it, and their order is their explained scores'."""
+    semantic_only = {"lexical": 0.0, "graph": 0.0, "decay": 0.0, "semantic_power": 1.0}
+    plain, _ = make_service(fusion=semantic_only | {"centring": 0.0})
+    centred, _ = make_service(fusion=semantic_only | {"centring": 1.0})
+    chatter = [MemoryDraft(f"that is great how do you feel about it {word}", namespace=NS) for word in WORDS * 3]
+    particular = MemoryDraft("the garden roses bloom late this year", namespace=NS)
+    for service in (plain, centred):
+        service.save_batch([*chatter, particular])
+    query = "how do you feel about the garden"
+
+    def hits(service: MemoryService) -> list[scoring.Hit]:
+        return service.recall(query, namespaces=[NS], top_k=5, reinforce=False).hits
+
+    assert hits(plain)[0].memory.content != particular.content
+    assert all(hit.breakdown.typicality is None for hit in hits(plain))
+    found = hits(centred)
+    assert found[0].memory.content == particular.content
+    assert found[0].breakdown.cosine < max(hit.breakdown.cosine for hit in found[1:])  # not the closest
+    typicality = [hit.breakdown.typicality for hit in found]
+    assert all(value is not None for value in typicality)
+    assert typicality[0] < min(typicality[1:])  # type: ignore[type-var]
+    scores = [hit.score for hit in found]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_an_empty_focus_is_refused(make_service: Callable[..., tuple[MemoryService, Any]]) -> None:
     service, _ = make_service()
     with pytest.raises(InvalidInput, match="focus"):

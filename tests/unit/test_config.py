@@ -255,6 +255,14 @@ def test_a_signal_power_outside_0_to_10_is_refused(name: str, value: float) -> N
     assert getattr(load_config(env={f"TWINMEM_FUSION__{name.upper()}": "1"}).fusion, name) == 1.0
 
 
+@pytest.mark.parametrize("value", [-0.5, 10.5])
+def test_a_centring_outside_0_to_10_is_refused(value: float) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"fusion.centring must be within 0..10, got {value}")):
+        load_config(env={"TWINMEM_FUSION__CENTRING": str(value)})
+    assert load_config(env={"TWINMEM_FUSION__CENTRING": "0"}).fusion.centring == 0.0
+    assert load_config(env={}).fusion.centring == 0.75
+
+
 def test_the_prompt_context_recalls_with_at_least_one_message() -> None:
     assert load_config(env={}).sessions.context_query_messages == 5
     with pytest.raises(ConfigError, match=re.escape("sessions.context_query_messages must be at least 1, got 0")):

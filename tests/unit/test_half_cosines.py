@@ -118,6 +118,29 @@ def test_a_scan_with_rough_cosines_returns_the_exact_scans_answer() -> None:
             np.testing.assert_allclose(got, rough.cosines(vector, got_rows), rtol=0, atol=1e-6)
 
 
+def test_widening_gives_numpys_float32_values_to_the_bit() -> None:
+    """torch's conversion of float16 rows to float32 (``widen``) is numpy's ``astype``
+    exactly, for every float16 there is (subnormals, both zeros, the largest) as for
+    embeddings; and the network's cosines and typicality read the same with it or without."""
+    assert half_cosines.load()
+    every = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]
+    finite = np.concatenate([finite, np.zeros((-len(finite)) % 64, np.float16)]).reshape(-1, 64)
+    rows = np.random.default_rng(3).permutation(len(finite))[:500]
+    wide = half_cosines.widen(finite, rows)
+    assert wide.dtype == np.float32
+    np.testing.assert_array_equal(wide.view(np.uint32), finite[rows].astype(np.float32).view(np.uint32))
+
+    rng = np.random.default_rng(4)
+    vectors = _unit(rng.standard_normal((300, DIM)))
+    exact, rough = _network(vectors, rough=False), _network(vectors, rough=True)
+    assert rough.scans_rough
+    taken = rng.permutation(300)[:120].astype(np.int64)
+    query = _unit(rng.standard_normal(DIM))
+    np.testing.assert_array_equal(rough.cosines(query, taken), exact.cosines(query, taken))
+    np.testing.assert_array_equal(rough.typicality(taken), exact.typicality(taken))
+
+
 def test_the_scans_margin_follows_the_longest_vector_held_and_is_saved(tmp_path: Path) -> None:
     """The rough error is stated for unit vectors; an imported vector may be longer, and
     the margin widens with the longest one the network ever held, also after a reload."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -20,6 +21,7 @@ from engine.scoring import (
     decayed_base,
     fuse,
     rank_bonus,
+    read_cosines,
     reinforced_base,
     semantic_scale,
     time_fit,
@@ -225,6 +227,28 @@ def test_fuse_raises_the_semantic_and_lexical_signals_to_their_powers() -> None:
     assert memory_b.lexical.value == pytest.approx(0.95**2)
     assert hits[0].score == pytest.approx(0.4 * 0.5**0.5 + 0.2 * 0.95**2)
     assert hits[1].score == pytest.approx(0.4)
+
+
+def test_fuse_reads_each_cosine_less_its_typicality_by_the_centring() -> None:
+    # Chatter close to the middle of its namespace (typicality 0.3), beside a particular
+    # memory a little less close to the query (typicality -0.1): with centring 1 the
+    # semantic signal reads 0.9 - 0.3 = 0.6 against 0.8 + 0.1 = 0.9, and the memory wins.
+    chatter = Candidate(memory(memory_id="a", base=0.5), cosine=0.9, typicality=0.3)
+    particular = Candidate(memory(memory_id="b", base=0.5), cosine=0.8, typicality=-0.1)
+    plain = FusionWeights(semantic=1.0, lexical=0.0, decay=0.0, semantic_power=1.0, centring=0.0)
+    off = _fuse([chatter, particular], weights=plain)
+    assert [h.memory.memory_id for h in off] == ["a", "b"]
+    assert all(h.breakdown.typicality is None and "typicality" not in h.breakdown.as_dict() for h in off)
+    centred = _fuse([chatter, particular], weights=replace(plain, centring=1.0))
+    assert [h.memory.memory_id for h in centred] == ["b", "a"]
+    assert [h.score for h in centred] == pytest.approx([0.9, 0.6])
+    best = centred[0].breakdown
+    assert best.cosine == 0.8  # the cosine is explained as it is, its typicality beside it
+    assert best.as_dict()["typicality"] == -0.1
+    np.testing.assert_array_equal(
+        read_cosines(np.array([0.9, 0.8]), np.array([0.3, -0.1]), 0.5),
+        np.array([0.9, 0.8]) - 0.5 * np.array([0.3, -0.1]),
+    )
 
 
 def test_fuse_breaks_ties_by_memory_id() -> None:
