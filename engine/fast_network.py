@@ -1585,7 +1585,7 @@ class FastNetwork:
                 "doc_values": np.concatenate([values for _, _, values in docs]),
                 # The kept sums of the namespaces' vectors (``centre``), so a start need not sum them again.
                 "centre_namespaces": np.asarray([namespace for namespace, _ in centres], dtype=np.int64),
-                "centre_totals": np.asarray([kept.total for _, kept in centres], np.float64).reshape(-1, self.dim),
+                "centre_totals": np.asarray([kept.total for _, kept in centres] or np.zeros((0, self.dim)), np.float64),
                 "centre_counts": np.asarray([kept.count for _, kept in centres], dtype=np.int64),
             }
             for name, interner in self._interners().items():
