@@ -40,11 +40,11 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    the semantic signal scaled over the candidates' cosines (``scoring.semantic_scale``,
    taken before the context channel), each cosine read less ``[fusion] centring``
    times how typical of its namespace the memory is (``FastNetwork.typicality``:
-   chatter near the middle of everything is every query's neighbour), and the time signal (``[fusion] time``) when the
-   query names a time (``TimeWindow``s). A query's times are read here, after the
-   channels above and before the context channel (whose seeds are ranked by the fused
-   score): nothing before needs them, and a parse leaves the CPU's caches cold for
-   what runs after it (``_windows``).
+   chatter near the middle of everything is every query's neighbour), and the time
+   signal (``[fusion] time``) when the query names a time (``TimeWindow``s). A
+   query's times are read here, after the channels above and before the context
+   channel (whose seeds are ranked by the fused score): nothing before needs them, and
+   a parse leaves the CPU's caches cold for what runs after it (``_windows``).
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many``, which applies the caller's scope and the filter again (defence in

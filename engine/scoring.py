@@ -173,9 +173,8 @@ class Candidate:
     # strongest one's fused score relative to the best); ``next_to`` names that one.
     context: float = 0.0
     next_to: str | None = None
-    # How typical of the namespaces looked into the memory's vector is
-    # (``FastNetwork.typicality``); the semantic signal reads the cosine less
-    # ``[fusion] centring`` times it.
+    # How typical of its namespace the memory's vector is (``FastNetwork.typicality``);
+    # the semantic signal reads the cosine less ``[fusion] centring`` times it.
     typicality: float = 0.0
 
 
