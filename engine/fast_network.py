@@ -457,9 +457,11 @@ class _DigestRows:
 
 @dataclass(slots=True)
 class _Sum:
-    """The sum of some float16 vectors, in float64: exact (every float16 is a float64,
-    and their sums stay within float64's 53 bits), so one kept up to date change by
-    change equals one summed again."""
+    """The sum of some float16 vectors, in float64. Every float16 is a multiple of 2^-24,
+    so for vectors of unit length (every part under 1) the sum is exact up to 2^29 of
+    them: one kept up to date change by change equals one summed again. Vectors with a
+    part that is not finite (an imported vector beyond float16's range) are left out of
+    every sum (``_summable``), so one such vector cannot make its namespace's NaN."""
 
     total: npt.NDArray[np.float64]
     count: int
@@ -821,11 +823,9 @@ class FastNetwork:
             self._set_key(row, NONE)
             self._set_session(row, NONE)
         namespace = self.namespaces.code(memory.namespace)
-        moved = int(cols.namespace[row]) != namespace
-        if moved:
-            self._uncentre(row)
-        cols.namespace[row] = namespace
-        if moved:
+        if int(cols.namespace[row]) != namespace:
+            self._leave_namespace(row)  # a row held before, in another namespace (a new row holds nothing)
+            cols.namespace[row] = namespace
             self._centre_in(row)
         cols.category[row] = self.categories.code(memory.category)
         cols.actor[row] = self.people.optional(memory.actor)
@@ -858,6 +858,17 @@ class FastNetwork:
         if cols.claim_text[row] != key:
             self._set_slots(row, conflicts.slots_of(memory.content), key)
         return row
+
+    def _leave_namespace(self, row: int) -> None:
+        """Take ``row`` out of what its namespace holds of it (its lexicon, entity
+        postings and kept vector sum) before it moves to another; ``_hold`` files it there.
+        Its key and session postings it has left already."""
+        old = int(self._cols.namespace[row])
+        self._uncentre(row)
+        self._set_entities(row, old, ())
+        lexicon = self._lexicons.get(old)
+        if lexicon is not None:
+            lexicon.drop(row)
 
     def _set_slots(self, row: int, slots: Iterable[str], key: int) -> None:
         codes = tuple(sorted(self.slots.code(slot) for slot in slots))
@@ -919,7 +930,8 @@ class FastNetwork:
                 row = self._row.get(memory_id)
                 if row is not None and len(vector) == self.dim:
                     self._uncentre(row)
-                    self._vectors[row] = vector
+                    with np.errstate(over="ignore"):  # a part past float16's range is held as inf (``_Sum``)
+                        self._vectors[row] = vector
                     self._has_vector[row] = True
                     self._centre_in(row)
                     self._touched_in_category(row)
@@ -968,27 +980,35 @@ class FastNetwork:
                 mean, square = centre
                 at = np.flatnonzero(namespaces == namespace)
                 here = rows[at]
-                leaning = self._widened(here) @ mean
-                typical[at] = np.where(self._has_vector[here], leaning.astype(np.float64) - square, 0.0)
+                leaning = (self._widened(here) @ mean).astype(np.float64)
+                known = self._has_vector[here] & np.isfinite(leaning)
+                typical[at] = np.where(known, leaning - square, 0.0)
         return typical
 
     def _summed(self, rows: Rows) -> _Sum:
         total = np.zeros(self.dim, np.float64)
+        count = 0
         for start in range(0, len(rows), MASK_CHUNK):
-            total += self._vectors[rows[start : start + MASK_CHUNK]].sum(axis=0, dtype=np.float64)
-        return _Sum(total, len(rows))
+            part = self._vectors[rows[start : start + MASK_CHUNK]]
+            part = part[np.isfinite(part).all(axis=1)]
+            total += part.sum(axis=0, dtype=np.float64)
+            count += len(part)
+        return _Sum(total, count)
+
+    def _summable(self, row: int) -> bool:
+        return bool(self._has_vector[row]) and bool(np.isfinite(self._vectors[row]).all())
 
     def _uncentre(self, row: int) -> None:
         """Take ``row``'s vector out of its namespace's kept sum (where it has both)."""
         kept = self._centres.get(int(self._cols.namespace[row]))
-        if kept is not None and self._has_vector[row]:
+        if kept is not None and self._summable(row):
             kept.total -= self._vectors[row]
             kept.count -= 1
 
     def _centre_in(self, row: int) -> None:
         """Add ``row``'s vector to its namespace's kept sum (where it has both)."""
         kept = self._centres.get(int(self._cols.namespace[row]))
-        if kept is not None and self._has_vector[row]:
+        if kept is not None and self._summable(row):
             kept.total += self._vectors[row]
             kept.count += 1
 
@@ -1554,7 +1574,11 @@ class FastNetwork:
     def save(self, directory: Path) -> None:
         """Write the network beside the vector index: one ``.npz`` (no pickle), then a
         meta file naming its size and checksum, written last, so a torn save is
-        detected on load and never served."""
+        detected on load and never served. The vectors are written from the network's
+        own arrays after its lock is let go (a copy would double their memory), so the
+        caller keeps changes out until it returns: ``IndexKeeper.save`` holds the lock
+        every change to the network takes, and the kept vector sums saved beside them
+        match them so."""
         directory.mkdir(parents=True, exist_ok=True)
         with self._lock:
             arrays = {f"col_{name}": array for name, array in self._cols.arrays().items()}

@@ -129,6 +129,70 @@ def test_a_purged_memory_leaves_every_structure() -> None:
     assert len(net.rows_of([memory.memory_id])) == 0
 
 
+@pytest.mark.parametrize("kept_from", [1, 10**9])
+def test_a_memory_moved_to_another_namespace_leaves_everything_the_first_held_of_it(
+    monkeypatch: pytest.MonkeyPatch, kept_from: int
+) -> None:
+    """Its lexicon, entity postings and vector sum go with it, as if it had been saved
+    there (``kept_from`` 1: each namespace keeps its sum change by change)."""
+    monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    rng = random.Random(8)
+    dim = 8
+    memories = [
+        _memory(rng, "fact").evolve(namespace=("a", "b")[n % 2], content=f"coffee in Berlin {n}", entities=("Berlin",))
+        for n in range(8)
+    ]
+    vectors = np.random.default_rng(8).standard_normal((8, dim)).astype(np.float32)
+    moved = memories[0].evolve(namespace="b")
+    net, fresh = FastNetwork(build_scorer, dim=dim), FastNetwork(build_scorer, dim=dim)
+    net.apply(memories, (), [])
+    net.put_vectors([m.memory_id for m in memories], vectors)
+    assert net.centre("a") is not None and net.centre("b") is not None  # kept from here (kept_from 1)
+    net.apply([moved], (), [])
+    fresh.apply([moved, *memories[1:]], (), [])
+    fresh.put_vectors([m.memory_id for m in memories], vectors)
+    for namespace in ("a", "b"):
+        assert sorted(net.ids_of(net.rows_in([namespace]))) == sorted(fresh.ids_of(fresh.rows_in([namespace])))
+        assert sorted(net.ids_of(net.by_entity([namespace], "berlin"))) == sorted(
+            fresh.ids_of(fresh.by_entity([namespace], "berlin"))
+        )
+        found, want = net.lexical([namespace], ["coffe"])[0], fresh.lexical([namespace], ["coffe"])[0]
+        assert sorted(net.ids_of(found)) == sorted(fresh.ids_of(want))
+        centre, expected = net.centre(namespace), fresh.centre(namespace)
+        assert centre is not None and expected is not None
+        np.testing.assert_array_equal(centre[0], expected[0])
+    assert moved.memory_id not in net.ids_of(net.rows_in(["a"]))
+
+
+@pytest.mark.parametrize("kept_from", [1, 10**9])
+def test_a_vector_beyond_float16s_range_leaves_its_namespaces_centre_finite(
+    monkeypatch: pytest.MonkeyPatch, kept_from: int
+) -> None:
+    """An imported vector with a part past float16's range (65504) is held as inf; it is
+    left out of the centre, kept or summed, through its purge too, and reads a
+    typicality of 0, so the others' typicality stays finite."""
+    monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    rng = random.Random(9)
+    dim = 8
+    memories = [_memory(rng, "fact") for _ in range(6)]
+    vectors = np.random.default_rng(9).standard_normal((6, dim)).astype(np.float32)
+    vectors[0, 3] = 1e6
+    net = FastNetwork(build_scorer, dim=dim)
+    net.apply(memories, (), [])
+    assert net.centre("ns") is None  # no vector yet; the (empty) sum is kept from here (kept_from 1)
+    net.put_vectors([m.memory_id for m in memories], vectors)
+    centre = net.centre("ns")
+    assert centre is not None and np.isfinite(centre[0]).all()
+    expected = vectors[1:].astype(np.float16).astype(np.float64).mean(axis=0).astype(np.float32)
+    np.testing.assert_array_equal(centre[0], expected)
+    typical = net.typicality(net.rows_of([m.memory_id for m in memories]))
+    assert np.isfinite(typical).all() and typical[0] == 0.0
+    net.apply([], [memories[0].memory_id], [])  # purged: the sum never held it
+    after = net.centre("ns")
+    assert after is not None
+    np.testing.assert_array_equal(after[0], expected)
+
+
 def test_a_namespaces_rows_of_a_category_follow_edits_and_purges(monkeypatch: pytest.MonkeyPatch) -> None:
     """``rows_in`` with categories keeps a list per (namespace, categories) until the next
     change: each answer must be the mask of the columns as they are now."""
