@@ -9,7 +9,9 @@ vectors), for varied query vectors:
 * for filters that let a share of the namespace through (a window of the newest
   memories, which lie all over the vector space, so a filtered search walks past the
   rest): the mask of sight and filter over the namespace's rows, the exact scan of
-  what passes with numpy alone and with rough cosines first, and the HNSW search that
+  what passes with numpy alone, with every cosine exact but the vectors widened
+  through torch (``RoughCosines.widen``, as below ``fast_network.ROUGH_MIN_ROWS``
+  where torch is loaded) and with rough cosines first, and the HNSW search that
   keeps only what passes;
 * the constant each of those implies, beside the planner's (the scan with rough cosines
   is timed at every share, below ``fast_network.ROUGH_MIN_ROWS`` too).
@@ -158,6 +160,11 @@ def main() -> None:
                     paused = after_pause_us(lambda v, flt=flt: net.nearest(v, sight, flt, now, 100), vectors)
                 finally:
                     fast_network.ROUGH_MIN_ROWS = least
+                least, fast_network.ROUGH_MIN_ROWS = fast_network.ROUGH_MIN_ROWS, 1 << 62  # exact at every size
+                try:  # every cosine exact, the vectors widened through torch (``RoughCosines.widen``)
+                    widened = median_us(lambda v, flt=flt: net.nearest(v, sight, flt, now, 100), vectors)
+                finally:
+                    fast_network.ROUGH_MIN_ROWS = least
                 kept, net._rough = net._rough, None  # the scan with numpy alone
                 try:
                     plain = median_us(lambda v, flt=flt: net.nearest(v, sight, flt, now, 100), vectors)
@@ -171,6 +178,7 @@ def main() -> None:
                     "mask_us": mask,
                     "filtered_us": found,
                     "scan_us": plain,
+                    "scan_widened_us": widened if rough_used else None,
                     "scan_rough_us": rough if rough_used else None,
                     "scan_rough_after_pause_us": {"p50": paused[0], "p95": paused[1]} if rough_used else None,
                     "implied": {
@@ -180,6 +188,7 @@ def main() -> None:
                         )
                         / (size / passing),
                         "SCAN_US_PER_ROW": (plain - mask) / passing,
+                        "WIDENED_SCAN_US_PER_ROW": (widened - mask) / passing if rough_used else None,
                         "ROUGH_SCAN_US_PER_ROW": (rough - mask) / passing if rough_used else None,
                     },
                 }
@@ -212,21 +221,24 @@ def main() -> None:
     print(f"implied SEARCH_US {search_us:.0f}, SEARCH_US_PER_NEIGHBOUR {per_neighbour:.2f}")
     print()
     print(
-        "| share passing | rows | mask µs | filtered search µs | scan, numpy µs | scan, rough first µs "
-        f"| the same after {PAUSE_S * 1000:.0f} ms idle, p50 / p95 µs "
-        "| implied FILTERED_US | SCAN_US_PER_ROW | ROUGH_SCAN_US_PER_ROW |"
+        "| share passing | rows | mask µs | filtered search µs | scan, numpy µs | scan, widened by torch µs "
+        f"| scan, rough first µs | the same after {PAUSE_S * 1000:.0f} ms idle, p50 / p95 µs "
+        "| implied FILTERED_US | SCAN_US_PER_ROW | WIDENED_SCAN_US_PER_ROW | ROUGH_SCAN_US_PER_ROW |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+
+    def shown(value: float | None, digits: int) -> str:
+        return "–" if value is None else f"{value:.{digits}f}"
+
     for row in rows:
         implied = row["implied"]
-        rough_us = f"{row['scan_rough_us']:.0f}" if row["scan_rough_us"] is not None else "–"
         pause = row["scan_rough_after_pause_us"]
         paused_us = f"{pause['p50']:.0f} / {pause['p95']:.0f}" if pause is not None else "–"
-        rough_row = f"{implied['ROUGH_SCAN_US_PER_ROW']:.2f}" if implied["ROUGH_SCAN_US_PER_ROW"] is not None else "–"
         print(
             f"| {row['share']:.3f} | {row['passing']:,} | {row['mask_us']:.0f} | {row['filtered_us']:.0f} "
-            f"| {row['scan_us']:.0f} | {rough_us} | {paused_us} | {implied['FILTERED_US']:.0f} "
-            f"| {implied['SCAN_US_PER_ROW']:.2f} | {rough_row} |"
+            f"| {row['scan_us']:.0f} | {shown(row['scan_widened_us'], 0)} | {shown(row['scan_rough_us'], 0)} "
+            f"| {paused_us} | {implied['FILTERED_US']:.0f} | {implied['SCAN_US_PER_ROW']:.2f} "
+            f"| {shown(implied['WIDENED_SCAN_US_PER_ROW'], 2)} | {shown(implied['ROUGH_SCAN_US_PER_ROW'], 2)} |"
         )
     print(f"\nresults: {args.out}")
 
