@@ -285,14 +285,16 @@ def _centre_of(store: Store, namespace: str) -> np.ndarray:
     return mean
 
 
-@pytest.mark.parametrize("kept_from", [1, 10**9])
+@pytest.mark.parametrize(("kept_from", "small_kept"), [(1, 4096), (10**9, 4096), (10**9, 1), (10**9, 0)])
 def test_a_namespaces_centre_follows_every_change_to_the_bit(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept_from: int
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept_from: int, small_kept: int
 ) -> None:
-    """Kept change by change (``kept_from`` 1: every namespace keeps its sum) or summed
-    when asked, a namespace's centre is the mean of its memories' vectors, exactly,
+    """Kept change by change (``kept_from`` 1: every namespace keeps its sum, as a large
+    one does; ``small_kept``: as many small ones asked last keep theirs, 1: each asked
+    puts the other out) or summed when asked (0), a namespace's centre is the mean of its memories' vectors, exactly,
     after saves, an edit, a deletion and a purge; and so is a restarted network's."""
     monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    monkeypatch.setattr(fast_network, "CENTRES_SMALL_KEPT", small_kept)
     rng = random.Random(23)
     first = [_memory(rng, n).evolve(namespace=("ns-a", "ns-b")[n % 2]) for n in range(60)]
     store.insert(first, _vectors(first), changed_by=None)

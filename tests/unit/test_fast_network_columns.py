@@ -129,13 +129,14 @@ def test_a_purged_memory_leaves_every_structure() -> None:
     assert len(net.rows_of([memory.memory_id])) == 0
 
 
-@pytest.mark.parametrize("kept_from", [1, 10**9])
+@pytest.mark.parametrize(("kept_from", "small_kept"), [(1, 4096), (10**9, 4096), (10**9, 0)])
 def test_a_memory_moved_to_another_namespace_leaves_everything_the_first_held_of_it(
-    monkeypatch: pytest.MonkeyPatch, kept_from: int
+    monkeypatch: pytest.MonkeyPatch, kept_from: int, small_kept: int
 ) -> None:
     """Its lexicon, entity postings and vector sum go with it, as if it had been saved
     there (``kept_from`` 1: each namespace keeps its sum change by change)."""
     monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    monkeypatch.setattr(fast_network, "CENTRES_SMALL_KEPT", small_kept)
     rng = random.Random(8)
     dim = 8
     memories = [
@@ -164,14 +165,15 @@ def test_a_memory_moved_to_another_namespace_leaves_everything_the_first_held_of
     assert moved.memory_id not in net.ids_of(net.rows_in(["a"]))
 
 
-@pytest.mark.parametrize("kept_from", [1, 10**9])
+@pytest.mark.parametrize(("kept_from", "small_kept"), [(1, 4096), (10**9, 4096), (10**9, 0)])
 def test_a_vector_beyond_float16s_range_leaves_its_namespaces_centre_finite(
-    monkeypatch: pytest.MonkeyPatch, kept_from: int
+    monkeypatch: pytest.MonkeyPatch, kept_from: int, small_kept: int
 ) -> None:
     """An imported vector with a part past float16's range (65504) is held as inf; it is
     left out of the centre, kept or summed, through its purge too, and reads a
     typicality of 0, so the others' typicality stays finite."""
     monkeypatch.setattr(fast_network, "CENTRE_KEPT_ROWS", kept_from)
+    monkeypatch.setattr(fast_network, "CENTRES_SMALL_KEPT", small_kept)
     rng = random.Random(9)
     dim = 8
     memories = [_memory(rng, "fact") for _ in range(6)]
