@@ -668,6 +668,11 @@ class FastNetwork:
         # looked up yet), kept so a filtered search need not look every id up (``handles``).
         self._handles = np.full(_MIN_CAPACITY, NONE, np.int64)
         self._handle_space = ""
+        # The other way: per handle of the index named by ``_handle_rows_space``, the row
+        # of the memory it names (NONE: not looked up yet), so a search's answer becomes
+        # rows without ids (``rows_of_handles``).
+        self._handle_rows = np.full(_MIN_CAPACITY, NONE, np.int64)
+        self._handle_rows_space = ""
         self._centres: dict[int, _Sum] = {}  # namespace -> its vectors' sum (CENTRE_KEPT_ROWS)
         # The small namespaces among those, least recently asked first (CENTRES_SMALL_KEPT).
         self._small_centres: collections.OrderedDict[int, None] = collections.OrderedDict()
@@ -1055,6 +1060,36 @@ class FastNetwork:
                 again = rows[stale]
                 found[stale] = self._handles[again] = index.handles(self.ids_of(again))
             return found
+
+    def rows_of_handles(self, index: VectorIndex, handles: Rows) -> Rows:
+        """The live row of the memory each of ``index``'s handles names
+        (``VectorIndex.search_handles``), NONE where the network holds none. A handle
+        names one memory for the life of its index, and a memory keeps its row, so each
+        handle is looked up once (``VectorIndex.ids_of``) and kept; whether the row is
+        live is asked every time."""
+        with self._lock:
+            if self._handle_rows_space != index.handle_space:
+                self._handle_rows[:] = NONE
+                self._handle_rows_space = index.handle_space
+            needed = int(handles.max(initial=NONE)) + 1
+            if needed > len(self._handle_rows):
+                grown = np.full(max(needed, 2 * len(self._handle_rows)), NONE, np.int64)
+                grown[: len(self._handle_rows)] = self._handle_rows
+                self._handle_rows = grown
+            known = handles >= 0
+            rows = np.full(len(handles), NONE, np.int64)
+            rows[known] = self._handle_rows[handles[known]]
+            unknown = np.flatnonzero(known & (rows == NONE))
+            if len(unknown):
+                ids = index.ids_of(handles[unknown])
+                found = np.fromiter((NONE if mid is None else self._row.get(mid, NONE) for mid in ids), np.int64)
+                rows[unknown] = found
+                held = found >= 0  # a memory the network does not hold yet is asked again next time
+                self._handle_rows[handles[unknown][held]] = found[held]
+            live = rows >= 0
+            live[live] = self._cols.live[rows[live]]
+            out: Rows = np.where(live, rows, NONE)
+            return out
 
     def category_index(self, category: str) -> VectorIndex | None:
         """The HNSW index of ``category``'s memories alone (every namespace's), in step

@@ -159,6 +159,17 @@ class VectorIndex(Protocol):
         in one call (the write path asks for a whole batch's neighbours at once)."""
         ...
 
+    def search_handles(self, vector: Vector, k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """``search``'s answer as the handles (``handles``) of the vectors found and
+        their similarities, two arrays in the same order: for a caller that keeps what
+        each handle names (``ids_of``) and need not turn every answer into ids."""
+        ...
+
+    def ids_of(self, handles: npt.NDArray[np.int64]) -> list[str | None]:
+        """The id each handle names, None where it names none (-1, unknown, or a
+        vector since replaced or removed)."""
+        ...
+
     def handles(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
         """A handle for each id's vector, -1 where the id is absent: a small integer that
         names that vector in this index. The index never gives a handle to another id;

@@ -343,8 +343,8 @@ class Recaller:
             if passed * k < query.top_k * searched and searched < size:
                 how, k = _after_short_search(plan, searched, passed)
         while how is _How.SEARCH:
-            similar = index.search(query.vector, k)
-            rows, cosines = self._passing(net, query, similar)
+            handles, similarities = index.search_handles(query.vector, k)
+            rows, cosines = self._passing_rows(net, query, net.rows_of_handles(index, handles), similarities)
             if pool.searched is None:
                 pool.searched = (k, rows)
             if len(rows) >= query.top_k or k >= size:
@@ -435,6 +435,15 @@ class Recaller:
         rows, sims = net.rows_with([mid for mid, _ in similar], [sim for _, sim in similar])
         keep = net.passes(query.sight, query.flt, query.now, rows)
         return rows[keep], sims[keep]
+
+    def _passing_rows(
+        self, net: FastNetwork, query: RecallQuery, rows: Rows, similarities: Floats
+    ) -> tuple[Rows, Floats]:
+        """``_passing`` of a search's answer already turned into rows (NONE: none held)."""
+        held = rows >= 0
+        rows, similarities = rows[held], similarities[held]
+        keep = net.passes(query.sight, query.flt, query.now, rows)
+        return rows[keep], similarities[keep]
 
     def _passing_each(
         self, net: FastNetwork, query: RecallQuery, answers: Sequence[Sequence[tuple[str, float]]]

@@ -189,6 +189,32 @@ class HnswIndex:
             )
             return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
 
+    def search_handles(self, vector: Vector, k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
+        with self._lock:
+            k = min(k, len(self._by_id))
+            if k <= 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.float64)
+            if k > self._ef:
+                self._index.set_ef(k)
+            try:
+                labels, distances = self._index.knn_query(query, k=k, num_threads=1)
+            except RuntimeError:
+                found = self._search_harder(query, k)
+                handles = np.fromiter((self._by_id[memory_id] for memory_id, _ in found), np.int64, len(found))
+                return handles, np.fromiter((sim for _, sim in found), np.float64, len(found))
+            finally:
+                if k > self._ef:
+                    self._index.set_ef(self._ef)
+            handles = labels[0].astype(np.int64)
+            live = self._live[handles]  # as ``search``, which drops what ``_forget`` unnamed
+            return handles[live], (1.0 - distances[0].astype(np.float64))[live]
+
+    def ids_of(self, handles: npt.NDArray[np.int64]) -> list[str | None]:
+        with self._lock:
+            names, size = self._labels, len(self._labels)
+            return [names[handle] if 0 <= handle < size else None for handle in handles.tolist()]
+
     def search_many(self, vectors: Matrix, k: int) -> list[list[tuple[str, float]]]:
         queries = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         if len(queries) == 0:

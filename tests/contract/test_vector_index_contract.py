@@ -404,6 +404,35 @@ def test_search_many_answers_each_row_as_search_does(index: VectorIndex) -> None
     assert small.search_many(vectors[:2], 10) == [small.search(vectors[0], 10), small.search(vectors[1], 10)]
 
 
+def test_search_handles_answers_as_search_does_and_ids_of_names_them(index: VectorIndex) -> None:
+    vectors = unit_rows(3000, seed=5)
+    index.upsert(names(3000), vectors)
+    index.remove(names(3000)[::7])  # removed labels stay in the graph: they must not be answered
+    index.upsert(names(3000)[1:50:7], unit_rows(7, seed=7))  # replaced: new handles, the old dead
+    for query in [*vectors[:20], *unit_rows(5, seed=6)]:
+        for k in (1, 10, 200):
+            handles, sims = index.search_handles(query, k)
+            assert handles.dtype == np.int64 and sims.dtype == np.float64
+            assert list(zip(index.ids_of(handles), sims.tolist(), strict=True)) == index.search(query, k)
+    dead = index.handles(names(3000)[:1])  # removed above (every seventh, from the first)
+    assert dead.tolist() == [-1]
+    live = index.handles(names(3000)[1:3])
+    assert index.ids_of(np.asarray([*live.tolist(), -1, 10**9], np.int64)) == [*names(3000)[1:3], None, None]
+    empty = INDEX_BACKENDS["hnsw"]()
+    handles, sims = empty.search_handles(vectors[0], 10)
+    assert len(handles) == len(sims) == 0
+
+
+def test_search_handles_never_fails_because_of_deleted_elements() -> None:
+    index = HnswIndex(16, model=MODEL, ef_search=10)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        index.upsert(["only"], rng.standard_normal((1, 16)).astype(np.float32))
+        handles, _ = index.search_handles(rng.standard_normal(16).astype(np.float32), 1)
+        assert index.ids_of(handles) == ["only"]
+    assert index.search_retries > 0  # the scenario did hit the quirk
+
+
 def test_search_among_answers_only_the_handles_given_most_similar_first(index: VectorIndex) -> None:
     vectors = unit_rows(3000, seed=8)
     index.upsert(names(3000), vectors)

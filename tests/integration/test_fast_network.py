@@ -275,6 +275,41 @@ def test_a_lexical_answer_asked_again_is_given_again_until_a_change(store: Store
     assert net.row_of(more[0].memory_id) in after.tolist() and len(after) == len(rows) + 1
 
 
+def test_a_search_answer_becomes_rows_through_handles_as_through_ids(store: Store, tmp_path: Path) -> None:
+    """``rows_of_handles`` gives for each handle of a search the row ``rows_of`` gives
+    for its id, purged and re-embedded memories and a new index included."""
+    rng = random.Random(31)
+    memories = [_memory(rng, n).evolve(namespace="ns-a", status=Status.ACTIVE, expire_at=None) for n in range(80)]
+    store.insert(memories, _vectors(memories), changed_by=None)
+    keeper = _keeper(store, tmp_path)
+    keeper.start(None)
+    net, index = keeper.network, keeper.index
+    queries = HashingEmbedder().embed_documents(["coffee berlin", "hiking boots", "quarterly report", "cat dog"])
+
+    def agree() -> None:
+        for query in queries:
+            handles, _ = index.search_handles(query, 40)
+            ids = index.ids_of(handles)
+            rows = net.rows_of_handles(index, handles)
+            expected = [net.row_of(mid) if mid is not None else None for mid in ids]
+            assert rows.tolist() == [fast_network.NONE if row is None else row for row in expected]
+            assert (rows >= 0).sum() > 0
+
+    agree()
+    agree()  # from the kept table
+    edited = memories[0].evolve(content="coffee in lisbon now", version=2)
+    store.update(edited, _vectors([edited])[0], changed_by=None, reason="edit")
+    store.purge("ns-a", memories[1].memory_id)
+    keeper.ensure_current()
+    agree()
+    assert net.row_of(memories[1].memory_id) is None  # purged: no row, and the index answers it no more
+    fresh = HnswIndex(DIM, model=MODEL)  # another handle space: the kept table is not read for it
+    ids = [m.memory_id for m in memories[2:]]
+    fresh.upsert(list(reversed(ids)), np.vstack(_vectors(list(reversed(memories[2:])))))
+    handles, _ = fresh.search_handles(queries[0], 20)
+    assert net.rows_of_handles(fresh, handles).tolist() == [net.row_of(mid) for mid in fresh.ids_of(handles)]
+
+
 def _centre_of(store: Store, namespace: str) -> np.ndarray:
     """The mean of the float16 vectors the store holds for a namespace's memories (every
     status but purged), summed in float64."""
