@@ -1877,7 +1877,9 @@ class FastNetwork:
             docs = sum(lex.docs.nbytes() for lex in self._lexicons.values()) + self._row_entities.nbytes()
             docs += self._row_slots.nbytes()
             vectors = self._vectors.nbytes + self._has_vector.nbytes
-            return columns + docs + vectors + 200 * len(self.ids)
+            handles = self._handles.nbytes + self._handle_rows.nbytes
+            centres = sum(kept.total.nbytes for kept in self._centres.values())
+            return columns + docs + vectors + handles + centres + 200 * len(self.ids)
 
 
 def _text_key(content: str) -> int:

@@ -43,7 +43,7 @@ def test_a_filter_too_narrow_for_a_plain_search_is_searched_once_among_what_pass
     filled: MemoryService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = filled.keeper.index
-    plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
+    plain, among = _calls(monkeypatch, index, "search_handles"), _calls(monkeypatch, index, "search_among")
     result = filled.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
     # no plain search, one filtered one among the 6,000 that pass
     assert plain == [] and [(k, len(h)) for _, k, h in among] == [(100, SIZE // 2)]
@@ -137,7 +137,7 @@ def test_a_filter_none_of_a_plain_search_passes_is_scanned_not_searched_among(
     service = open_filled(tmp_path, SIZE)
     try:
         index = service.keeper.index
-        plain, among = _calls(monkeypatch, index, "search"), _calls(monkeypatch, index, "search_among")
+        plain, among = _calls(monkeypatch, index, "search_handles"), _calls(monkeypatch, index, "search_among")
         result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, reinforce=False)
         assert [k for _, k in plain] == [100, 256] and among == []  # the pool, then as wide as allowed
         assert result.exact_scan and {hit.memory.category for hit in result.hits} == {"far"}
@@ -155,7 +155,7 @@ def test_a_how_query_whose_whole_ranking_met_no_procedure_does_not_search_its_po
     # (256), then the scan.
     service = open_filled(tmp_path, SIZE, far=PROCEDURE)
     try:
-        plain = _calls(monkeypatch, service.keeper.index, "search")
+        plain = _calls(monkeypatch, service.keeper.index, "search_handles")
         vector = service.embedder.embed_query(QUERY)  # the vector the near half lies next to
         question = "how do we plan the quarterly meeting"
         result = service.recall(question, namespaces=[NAMESPACE], vector=vector, reinforce=False)

@@ -376,8 +376,8 @@ def test_a_narrow_filter_is_scanned_without_a_search_and_a_wide_one_searched_onc
         service.save_batch(notes[start : start + 500])
     assert len(service.keeper.index) == 2700 > EXACT_DIRECT
     searched: list[int] = []
-    search = service.keeper.index.search
-    monkeypatch.setattr(service.keeper.index, "search", lambda v, k: searched.append(k) or search(v, k))
+    search = service.keeper.index.search_handles  # the semantic channel's plain search
+    monkeypatch.setattr(service.keeper.index, "search_handles", lambda v, k: searched.append(k) or search(v, k))
 
     narrow = service.recall("step w1", namespaces=[NS], flt=MemoryFilter(categories=("procedure",)), reinforce=False)
     assert searched == []  # about 100 pass: the filtered set is scanned, no search first
