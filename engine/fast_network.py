@@ -1069,7 +1069,7 @@ class FastNetwork:
         live is asked every time."""
         with self._lock:
             if self._handle_rows_space != index.handle_space:
-                self._handle_rows[:] = NONE
+                self._handle_rows = np.full(_MIN_CAPACITY, NONE, np.int64)  # sized anew for that index's handles
                 self._handle_rows_space = index.handle_space
             needed = int(handles.max(initial=NONE)) + 1
             if needed > len(self._handle_rows):

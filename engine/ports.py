@@ -166,8 +166,10 @@ class VectorIndex(Protocol):
         ...
 
     def ids_of(self, handles: npt.NDArray[np.int64]) -> list[str | None]:
-        """The id each handle names, None where it names none (-1, unknown, or a
-        vector since replaced or removed)."""
+        """The id each handle was given, also once its vector has been replaced or
+        removed (a handle names one id for the life of the index: a search's answer
+        still names its ids after a write that came between); None for -1 and unknown
+        handles."""
         ...
 
     def handles(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:

@@ -83,6 +83,9 @@ class HnswIndex:
         self._search_threads = search_threads
         self._lock = threading.Lock()
         self._labels: list[str | None] = []
+        # The id each label was given, kept once its vector is replaced or removed (None
+        # only for labels dead before a load): a label names one id for good (``ids_of``).
+        self._named: list[str | None] = []
         self._by_id: dict[str, int] = {}
         self._live = np.zeros(_MIN_CAPACITY, np.bool_)  # per label: it names a present vector
         self.handle_space = uuid.uuid4().hex  # handles are labels, never reused by this object
@@ -148,6 +151,7 @@ class HnswIndex:
             raise VectorIndexError(f"hnswlib refused the vectors: {exc}") from exc
         for offset, memory_id in enumerate(ids):
             self._labels.append(memory_id)
+            self._named.append(memory_id)
             self._by_id[memory_id] = start + offset
         self._grow_live(needed)
         self._live[start:needed] = True
@@ -212,7 +216,7 @@ class HnswIndex:
 
     def ids_of(self, handles: npt.NDArray[np.int64]) -> list[str | None]:
         with self._lock:
-            names, size = self._labels, len(self._labels)
+            names, size = self._named, len(self._named)
             return [names[handle] if 0 <= handle < size else None for handle in handles.tolist()]
 
     def search_many(self, vectors: Matrix, k: int) -> list[list[tuple[str, float]]]:
@@ -445,6 +449,7 @@ class HnswIndex:
         # took 0.6 s at a million. A dead label is "".
         names: list[str] = labels.tolist()
         index._labels = [name or None for name in names]
+        index._named = list(index._labels)
         index._by_id = dict(zip(names, range(len(names)), strict=True))
         index._by_id.pop("", None)
         index._grow_live(len(labels))

@@ -418,9 +418,28 @@ def test_search_handles_answers_as_search_does_and_ids_of_names_them(index: Vect
     assert dead.tolist() == [-1]
     live = index.handles(names(3000)[1:3])
     assert index.ids_of(np.asarray([*live.tolist(), -1, 10**9], np.int64)) == [*names(3000)[1:3], None, None]
+    # A handle names its id for good: after its vector is replaced, and after it is removed.
+    before = index.handles(names(3000)[2:4])
+    index.upsert(names(3000)[2:3], unit_rows(1, seed=8))
+    index.remove(names(3000)[3:4])
+    assert not index.live(before).any()
+    assert index.ids_of(before) == names(3000)[2:4]
     empty = INDEX_BACKENDS["hnsw"]()
     handles, sims = empty.search_handles(vectors[0], 10)
     assert len(handles) == len(sims) == 0
+
+
+def test_search_handles_answers_the_fallback_as_search_does() -> None:
+    # Three ids whose vectors are replaced again and again: the deleted elements soon hide
+    # the live ones from hnswlib, and the adapter's fallback answers (``search_retries``).
+    index = HnswIndex(16, model=MODEL, ef_search=10)
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        index.upsert(["a", "b", "c"], rng.standard_normal((3, 16)).astype(np.float32))
+        query = rng.standard_normal(16).astype(np.float32)
+        handles, sims = index.search_handles(query, 3)
+        assert list(zip(index.ids_of(handles), sims.tolist(), strict=True)) == index.search(query, 3)
+    assert index.search_retries > 0  # the scenario did hit the quirk
 
 
 def test_search_handles_never_fails_because_of_deleted_elements() -> None:

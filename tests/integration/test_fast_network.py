@@ -289,9 +289,8 @@ def test_a_search_answer_becomes_rows_through_handles_as_through_ids(store: Stor
     def agree() -> None:
         for query in queries:
             handles, _ = index.search_handles(query, 40)
-            ids = index.ids_of(handles)
             rows = net.rows_of_handles(index, handles)
-            expected = [net.row_of(mid) if mid is not None else None for mid in ids]
+            expected = [net.row_of(memory_id) for memory_id, _ in index.search(query, 40)]
             assert rows.tolist() == [fast_network.NONE if row is None else row for row in expected]
             assert (rows >= 0).sum() > 0
 
@@ -303,6 +302,13 @@ def test_a_search_answer_becomes_rows_through_handles_as_through_ids(store: Stor
     keeper.ensure_current()
     agree()
     assert net.row_of(memories[1].memory_id) is None  # purged: no row, and the index answers it no more
+    # Purged in the network alone (as between a write's two steps): its handle, still
+    # answered by the index, finds a row that is no longer live, and gives NONE.
+    gone = index.ids_of(index.search_handles(queries[0], 1)[0])[0]
+    assert gone is not None
+    net.apply([], [gone], [])
+    agree()
+    assert fast_network.NONE in net.rows_of_handles(index, index.search_handles(queries[0], 1)[0]).tolist()
     fresh = HnswIndex(DIM, model=MODEL)  # another handle space: the kept table is not read for it
     ids = [m.memory_id for m in memories[2:]]
     fresh.upsert(list(reversed(ids)), np.vstack(_vectors(list(reversed(memories[2:])))))
