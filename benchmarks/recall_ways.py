@@ -26,7 +26,6 @@ is one ``latency.py --keep`` left (its synthetic memories and queries)::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -47,7 +46,7 @@ from latency import NAMESPACE, summarize  # noqa: E402
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.adapters.half_cosines import half_cosines  # noqa: E402
 from engine.config import load_config  # noqa: E402
-from engine.fast_network import NONE, FastNetwork, Rows  # noqa: E402
+from engine.fast_network import FastNetwork, Rows  # noqa: E402
 from engine.ports import Vector, VectorIndex  # noqa: E402
 
 DEFAULT_WAYS = ("c0/numpy/ids", "c0.75/torch/handles", "c0/torch/ids", "c0.75/numpy/ids", "c0.75/torch/ids")
@@ -87,13 +86,8 @@ class Switches:
         return [memory_id for memory_id, _ in found], np.asarray([sim for _, sim in found], np.float64)
 
     def _ids_rows(self, index: VectorIndex, ids: Sequence[str]) -> Rows:
-        """Each id's live row looked up as ``FastNetwork.rows_with`` does (NONE where none)."""
-        net = self._net
-        found = np.fromiter(map(net._row.get, ids, itertools.repeat(NONE)), dtype=np.int64, count=len(ids))
-        live = found >= 0
-        live[live] = net._cols.live[found[live]]
-        rows: Rows = np.where(live, found, NONE)
-        return rows
+        """Each id's live row looked up one by one, as recall did (NONE where none)."""
+        return self._net.live_rows(ids)
 
 
 def main() -> int:

@@ -756,15 +756,6 @@ class FastNetwork:
         found = found[found >= 0]
         return found[self._cols.live[found]]
 
-    def rows_with(self, ids: Sequence[str], values: Sequence[float]) -> tuple[Rows, Floats]:
-        """``rows_of(ids)`` with the value given for each of those ids."""
-        found = np.fromiter(map(self._row.get, ids, itertools.repeat(NONE)), dtype=np.int64, count=len(ids))
-        held = np.asarray(values, dtype=np.float64)
-        known = found >= 0
-        found, held = found[known], held[known]
-        live = self._cols.live[found]
-        return found[live], held[live]
-
     def live_rows(self, ids: Sequence[str]) -> Rows:
         """The live row of each of ``ids``, in order; ``NONE`` where the network holds none."""
         found = np.fromiter(map(self._row.get, ids, itertools.repeat(NONE)), dtype=np.int64, count=len(ids))

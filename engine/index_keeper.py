@@ -433,7 +433,7 @@ class IndexKeeper:
         The caller holds the service's write lock from here to ``catch_up(ahead)`` (the
         transaction committed) or ``IndexAhead.undo`` (it failed: the ids come out of the
         index again). Until the commit, a search may meet these ids; the fast network does
-        not know them yet, so recall drops them (``FastNetwork.rows_with``)."""
+        not know them yet, so recall drops them (``FastNetwork.live_rows``)."""
         index = self.index
         new = [n for n, memory_id in enumerate(ids) if memory_id not in index]
         if not new or self._stopped:

@@ -432,9 +432,8 @@ class Recaller:
     ) -> tuple[Rows, Floats]:
         """The rows of a search's (id, similarity) pairs that the caller sees and the
         filter passes, with their similarities."""
-        rows, sims = net.rows_with([mid for mid, _ in similar], [sim for _, sim in similar])
-        keep = net.passes(query.sight, query.flt, query.now, rows)
-        return rows[keep], sims[keep]
+        rows = net.live_rows([memory_id for memory_id, _ in similar])
+        return self._passing_rows(net, query, rows, np.asarray([sim for _, sim in similar], np.float64))
 
     def _passing_rows(
         self, net: FastNetwork, query: RecallQuery, rows: Rows, similarities: Floats

@@ -170,28 +170,10 @@ class HnswIndex:
                 self._live[label] = False
 
     def search(self, vector: Vector, k: int) -> list[tuple[str, float]]:
-        query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
-        with self._lock:
-            k = min(k, len(self._by_id))
-            if k <= 0:
-                return []
-            if k > self._ef:
-                self._index.set_ef(k)
-            try:
-                labels, distances = self._index.knn_query(query, k=k, num_threads=1)
-            except RuntimeError:
-                # Deleted elements left fewer than k reachable results: look wider, then exactly.
-                return self._search_harder(query, k)
-            finally:
-                if k > self._ef:
-                    self._index.set_ef(self._ef)
-            names = self._labels
-            found = zip(
-                [names[label] for label in labels[0].tolist()],
-                (1.0 - distances[0].astype(np.float64)).tolist(),
-                strict=True,
-            )
-            return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
+        handles, sims = self.search_handles(vector, k)
+        names = self._named  # append-only: what the handles named when the search answered
+        found = zip([names[handle] for handle in handles.tolist()], sims.tolist(), strict=True)
+        return [(memory_id, sim) for memory_id, sim in found if memory_id is not None]
 
     def search_handles(self, vector: Vector, k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1)
@@ -204,6 +186,7 @@ class HnswIndex:
             try:
                 labels, distances = self._index.knn_query(query, k=k, num_threads=1)
             except RuntimeError:
+                # Deleted elements left fewer than k reachable results: look wider, then exactly.
                 found = self._search_harder(query, k)
                 handles = np.fromiter((self._by_id[memory_id] for memory_id, _ in found), np.int64, len(found))
                 return handles, np.fromiter((sim for _, sim in found), np.float64, len(found))
