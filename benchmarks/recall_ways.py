@@ -61,6 +61,7 @@ class Switches:
         self._config = service.recaller._config
         self._net: FastNetwork = service.keeper.network
         self._index: VectorIndex = service.keeper.index
+        self._search_handles = self._index.search_handles  # the index's own, before any switch
 
     def set(self, way: str) -> None:
         centring, widen, search = way.split("/")
@@ -81,9 +82,10 @@ class Switches:
             raise ValueError(f"search is ids or handles, not {search!r}")
 
     def _ids_search(self, vector: Vector, k: int) -> tuple[Any, np.ndarray]:
-        """The answer as ``search`` gives it, ids and similarities (``_ids_rows`` reads the ids)."""
-        found = self._index.search(vector, k)
-        return [memory_id for memory_id, _ in found], np.asarray([sim for _, sim in found], np.float64)
+        """The answer as ids and similarities, as ``search`` gives it (``_ids_rows`` reads the
+        ids). Not through ``search`` itself, which answers through the switched method."""
+        handles, sims = self._search_handles(vector, k)
+        return self._index.ids_of(handles), sims
 
     def _ids_rows(self, index: VectorIndex, ids: Sequence[str]) -> Rows:
         """Each id's live row looked up one by one, as recall did (NONE where none)."""
