@@ -10,17 +10,27 @@ and store, so before and after are timed under the same load and in the same cac
   (``torch``, ``RoughCosines.widen``) or by numpy's ``astype`` (``numpy``);
 * ``search``: the plain HNSW search answered as handles turned into rows by the fast
   network's table (``handles``, ``VectorIndex.search_handles``) or as ids looked up one
-  by one (``ids``, as ``VectorIndex.search`` answers).
+  by one (``ids``, as ``VectorIndex.search`` answers);
+* ``lexical`` (optional, ``top`` where left out): the lexical channel asks for the best
+  ``LEXICAL_LOOK`` × pool matches (``top``: ``FastNetwork.lexical(top=…)``, postings
+  summed alone up to a tenth of the namespace) or for every match, picking the best
+  from them (``all``: as before, postings summed alone up to a 64th of the namespace).
 
-A way is named ``centring/widen/search``, e.g. ``c0/numpy/ids`` (every part as it was)
-or ``c0.75/torch/handles`` (as it is now). The query vectors are given (the engine
+A way is named ``centring/widen/search[/lexical]``, e.g. ``c0/numpy/ids/all`` (every
+part as it was) or ``c0.75/torch/handles/top`` (as it is now). The query vectors are given (the engine
 alone), the order of the ways is reversed every other round, and the hits of ways that
-differ only in ``widen`` or ``search`` are compared (they must be the same). The store
+differ only in ``widen`` or ``search`` are compared (they must be the same); between the
+two lexical ways, the scores of the lexical channel's picks (the same scores; which of
+those tied at the last place are picked may differ, and with them the hits). The store
 is one ``latency.py --keep`` left (its synthetic memories and queries)::
 
     .venv/bin/python benchmarks/latency.py --sizes 100000 --bulk --no-http --baseline-budget-s 0 \\
         --seed-verbatim-queries 0 --hnsw-queries 10 --ef-sweep 128 --keep --workdir /tmp/lat
     .venv/bin/python benchmarks/recall_ways.py /tmp/lat/latency-100000-* --out benchmarks/results/recall-ways.json
+
+or, with ``--scale``, one ``scale.py`` built (hashing vectors; its queries are of seed 42)::
+
+    .venv/bin/python benchmarks/recall_ways.py --scale benchmarks/.work/scale/one-1000000-seed42 --seed 42
 """
 
 from __future__ import annotations
@@ -40,16 +50,19 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import scale  # noqa: E402
 import synthetic  # noqa: E402
+from hashing import HashingEmbedder  # noqa: E402
 from latency import NAMESPACE, summarize  # noqa: E402
 
-from engine.adapters import load_embedder, open_service  # noqa: E402
+from engine import recall  # noqa: E402
+from engine.adapters import bm25_lexical, load_embedder, open_service  # noqa: E402
 from engine.adapters.half_cosines import half_cosines  # noqa: E402
 from engine.config import load_config  # noqa: E402
 from engine.fast_network import FastNetwork, Rows  # noqa: E402
 from engine.ports import Vector, VectorIndex  # noqa: E402
 
-DEFAULT_WAYS = ("c0/numpy/ids", "c0.75/torch/handles", "c0/torch/ids", "c0.75/numpy/ids", "c0.75/torch/ids")
+DEFAULT_WAYS = ("c0.75/torch/handles/all", "c0.75/torch/handles/top")
 
 
 class Switches:
@@ -62,9 +75,14 @@ class Switches:
         self._net: FastNetwork = service.keeper.network
         self._index: VectorIndex = service.keeper.index
         self._search_handles = self._index.search_handles  # the index's own, before any switch
+        self._sparse_share = bm25_lexical.SPARSE_SHARE
+        self._best_passing = service.recaller._best_passing  # the recaller's own
+        # The scores of the lexical channel's picks since this was last emptied: the same
+        # for both lexical ways (which of the tied at the last place are picked may differ).
+        self.lexical_scores: list[tuple[float, ...]] = []
 
     def set(self, way: str) -> None:
-        centring, widen, search = way.split("/")
+        centring, widen, search, lexical = [*way.split("/"), "top"][:4]
         fusion = replace(self._config.fusion, centring=float(centring.removeprefix("c")))
         self._service.recaller._config = replace(self._config, fusion=fusion)
         net, index = self._net, self._index
@@ -80,6 +98,39 @@ class Switches:
             net.rows_of_handles = self._ids_rows  # type: ignore[method-assign,assignment]
         elif search != "handles":
             raise ValueError(f"search is ids or handles, not {search!r}")
+        if lexical not in ("top", "all"):
+            raise ValueError(f"lexical is top or all, not {lexical!r}")
+        pick = self._best_of_all if lexical == "all" else self._best_passing
+        bm25_lexical.SPARSE_SHARE = 64 if lexical == "all" else self._sparse_share
+
+        def picked(net: FastNetwork, query: Any) -> tuple[Rows, Any]:
+            rows, scores = pick(net, query)
+            self.lexical_scores.append(tuple(sorted(scores.tolist())))
+            return rows, scores
+
+        self._service.recaller._best_passing = picked
+
+    def _best_of_all(self, net: FastNetwork, query: Any) -> tuple[Rows, Any]:
+        """The lexical channel's pick as it was: every match asked for, the best
+        ``LEXICAL_LOOK`` × pool of them checked first, each pick a partition (which
+        breaks ties by where its pivots fell)."""
+
+        def best(rows: Rows, scores: Any, want: int) -> tuple[Rows, Any]:
+            if len(rows) <= want:
+                return rows, scores
+            top = np.argpartition(-scores, want - 1)[:want]
+            return rows[top], scores[top]
+
+        rows, scores = net.lexical(query.sight.namespaces, query.terms)
+        want = query.pool
+        look = recall.LEXICAL_LOOK * want
+        if len(rows) > look:
+            top = np.argpartition(-scores, look - 1)[:look]
+            keep = net.passes(query.sight, query.flt, query.now, rows[top])
+            if int(keep.sum()) >= want:
+                return best(rows[top[keep]], scores[top[keep]], want)
+        keep = net.passes(query.sight, query.flt, query.now, rows)
+        return best(rows[keep], scores[keep], want)
 
     def _ids_search(self, vector: Vector, k: int) -> tuple[Any, np.ndarray]:
         """The answer as ids and similarities, as ``search`` gives it (``_ids_rows`` reads the
@@ -94,7 +145,12 @@ class Switches:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data_dir", type=Path, help="a data directory latency.py --keep left")
+    parser.add_argument("data_dir", type=Path, help="a data directory latency.py --keep left (or scale.py built)")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="data_dir is one scale.py built: hashing vectors, its namespace of the 'one' layout",
+    )
     parser.add_argument("--ways", nargs="+", default=list(DEFAULT_WAYS), help="centring/widen/search each")
     parser.add_argument("--queries", type=int, default=300, help="queries per round (default 300)")
     parser.add_argument("--rounds", type=int, default=2)
@@ -103,9 +159,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
 
-    config = load_config(data_dir=str(args.data_dir))
-    embedder = load_embedder(config)
-    service = open_service(config, embedder=embedder)
+    if args.scale:  # opened as scale.py does: its vectors are the hashing embedder's
+        embedder: Any = HashingEmbedder()
+        service = scale._open(args.data_dir, embedder)
+        namespace = scale.namespace_of("one", 0)
+    else:
+        config = load_config(data_dir=str(args.data_dir))
+        embedder = load_embedder(config)
+        service = open_service(config, embedder=embedder)
+        namespace = NAMESPACE
     if not half_cosines.load():
         parser.error("torch is not installed: nothing to widen through")
     switches = Switches(service)
@@ -114,8 +176,12 @@ def main() -> int:
 
     def recall(way: str, query: str, vector: np.ndarray) -> tuple[str, ...]:
         switches.set(way)
-        result = service.recall(query, namespaces=[NAMESPACE], top_k=10, vector=vector, reinforce=False)
+        result = service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
         return tuple(hit.memory.memory_id for hit in result.hits)
+
+    def same_ways(way: str) -> str:
+        """Ways that must give the same hits: of one centring and one lexical way."""
+        return "/".join([*way.split("/"), "top"][0:4:3])
 
     queries = synthetic.queries(args.warmup + args.queries, seed=args.seed)
     vectors = [embedder.embed_query(query) for query in queries]
@@ -125,30 +191,37 @@ def main() -> int:
     service.flush()
     service.keeper.network.settle()  # what the warm-up had built in the background (a category's index)
     times: dict[str, list[float]] = {way: [] for way in args.ways}
-    differ = 0  # queries whose hits differed between ways of one centring (they must not)
+    differ = 0  # queries whose hits differed between ways that must agree
+    lexical_differ = 0  # queries whose lexical picks' scores differed between ways (they must not)
     for turn in range(args.rounds):
         for query, vector in zip(queries[args.warmup :], vectors[args.warmup :], strict=True):
             hits: dict[str, tuple[str, ...]] = {}
+            scores: set[tuple[tuple[float, ...], ...]] = set()
             for way in args.ways if turn % 2 == 0 else list(reversed(args.ways)):
+                switches.lexical_scores.clear()
                 start = time.perf_counter()
                 hits[way] = recall(way, query, vector)
                 times[way].append(time.perf_counter() - start)
-            by_centring: dict[str, set[tuple[str, ...]]] = {}
+                scores.add(tuple(switches.lexical_scores))
+            alike: dict[str, set[tuple[str, ...]]] = {}
             for way, found in hits.items():
-                by_centring.setdefault(way.split("/")[0], set()).add(found)
-            differ += any(len(answers) > 1 for answers in by_centring.values())
+                alike.setdefault(same_ways(way), set()).add(found)
+            differ += any(len(answers) > 1 for answers in alike.values())
+            lexical_differ += len(scores) > 1
     service.close()
     result: dict[str, Any] = {
         "benchmark": "recall_ways",
         "data_dir": str(args.data_dir),
         "queries": args.queries * args.rounds,
-        "queries_whose_hits_differed_within_a_centring": differ,
+        "queries_whose_hits_differed_within_a_centring_and_lexical_way": differ,
+        "queries_whose_lexical_picks_scored_differently": lexical_differ,
         "engine_ms": {way: summarize(seconds) for way, seconds in times.items()},
     }
     print("| way (centring/widen/search) | engine recall p50 / p95 / mean ms |\n|---|---|")
     for way, summary in result["engine_ms"].items():
         print(f"| {way} | {summary['p50_ms']:.2f} / {summary['p95_ms']:.2f} / {summary['mean_ms']:.2f} |")
-    print(f"queries whose hits differed between ways of one centring: {differ}")
+    print(f"queries whose hits differed between ways of one centring and lexical way: {differ}")
+    print(f"queries whose lexical picks scored differently between ways: {lexical_differ}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))

@@ -78,6 +78,7 @@ from engine.records import (
     entity_keys,
     micros,
 )
+from engine.scoring import best_positions
 
 log = logging.getLogger(__name__)
 
@@ -538,20 +539,22 @@ class _Lexicon:
             elif self.due():
                 self.build_ahead(build)
 
-    def answer(self, query: Sequence[int]) -> tuple[Rows, Floats]:
+    def answer(self, query: Sequence[int], top: int | None = None) -> tuple[Rows, Floats]:
         """The query's matches from the current build (``refresh`` first), without what
-        changed since it."""
+        changed since it; only the ``top`` best of them, in no order, where given."""
         if self.scorer is None or not query:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        hit, scores = self.scorer.matches(query)
+        stale = len(self.changed) if self.built < self.version else 0
+        # The top best that did not change are among the top + stale best of the build.
+        hit, scores = self.scorer.matches(query) if top is None else self.scorer.top(query, top + stale)
         if not len(hit):
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         rows, found = self.rows[hit], scores.astype(np.float64) / self.scorer.ceiling(query)
-        if self.built < self.version:  # leave out what changed since the build
-            since = np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))
+        if stale:  # leave out what changed since the build
+            since = np.fromiter(self.changed, dtype=np.int64, count=stale)
             fresh = ~np.isin(rows, since)
             rows, found = rows[fresh], found[fresh]
-        return rows, found
+        return (rows, found) if top is None else _top(rows, found, top)
 
     def _built_for_now(self, build: LexicalBuild) -> tuple[Rows, LexicalScorer | None, int]:
         """A build of the current documents: the background one under way, waited for,
@@ -704,7 +707,7 @@ class FastNetwork:
         # The last lexical answer, with what it was asked and each lexicon's state then
         # (``_lexical``): a "how" question's second ranking, and the prompt context's
         # second recall, ask the same again.
-        self._last_lexical: tuple[tuple[Any, ...], tuple[Rows, Floats]] | None = None
+        self._last_lexical: tuple[Any, tuple[Rows, Floats]] | None = None
         # The categories' own HNSW indexes (engine/category_indexes.py), built when a recall asks.
         self._category_indexes = (
             CategoryIndexes(
@@ -1362,15 +1365,18 @@ class FastNetwork:
         decayed: Floats = np.minimum(1.0, base + bonus)
         return decayed
 
-    def lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
+    def lexical(
+        self, namespaces: Iterable[str], query_terms: Sequence[str], top: int | None = None
+    ) -> tuple[Rows, Floats]:
         """Rows whose content shares a term with the query and their BM25 score, each
         scored within its own namespace's statistics and given as a share of the query's
         ceiling there (``LexicalScorer.ceiling``), in 0..1 (any status; filter with
-        ``passes``)."""
+        ``passes``). With ``top``, only the ``top`` best-scored of them (fewer than
+        ``top`` rows: every match), in no order."""
         with self._lock:  # a lexicon may be rebuilt here
-            return self._lexical(namespaces, query_terms)
+            return self._lexical(namespaces, query_terms, top)
 
-    def _lexical(self, namespaces: Iterable[str], query_terms: Sequence[str]) -> tuple[Rows, Floats]:
+    def _lexical(self, namespaces: Iterable[str], query_terms: Sequence[str], top: int | None) -> tuple[Rows, Floats]:
         codes = list(dict.fromkeys(self.terms.codes[t] for t in query_terms if t in self.terms.codes))
         if not codes:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
@@ -1379,19 +1385,21 @@ class FastNetwork:
         ]
         for lexicon in lexicons:
             lexicon.refresh(self._build)  # also when the answer is kept: a due rebuild starts
-        asked = _asked(lexicons, codes)  # ``answer`` changes none of it
+        asked = (_asked(lexicons, codes), top)  # ``answer`` changes none of it
         last = self._last_lexical
         if last is not None and last[0] == asked:
             return last[1]  # nothing either answer depends on has changed since
         rows: list[Rows] = []
         scores: list[Floats] = []
         for lexicon in lexicons:
-            found, score = lexicon.answer(codes)
+            found, score = lexicon.answer(codes, top)
             rows.append(found)
             scores.append(score)
         if not rows:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         answer = np.concatenate(rows), np.concatenate(scores)
+        if top is not None:  # each namespace's best, and the best of those
+            answer = _top(*answer, top)
         for array in answer:
             array.flags.writeable = False  # handed out again
         self._last_lexical = asked, answer
@@ -1884,6 +1892,12 @@ def _asked(lexicons: Sequence[_Lexicon], codes: Sequence[int]) -> tuple[Any, ...
     with the version of its documents and of its build (a lexicon answers from its build,
     leaving out what changed since, so equal states give equal answers)."""
     return tuple(codes), tuple((lexicon, lexicon.version, lexicon.built) for lexicon in lexicons)
+
+
+def _top(rows: Rows, scores: Floats, k: int) -> tuple[Rows, Floats]:
+    """The ``k`` highest-scored of ``rows`` (all where fewer), in no order."""
+    taken = best_positions(scores, k)
+    return rows[taken], scores[taken]
 
 
 def _codes_in(values: npt.NDArray[Any], codes: Sequence[int], size: int) -> Mask:

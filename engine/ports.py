@@ -238,6 +238,11 @@ class LexicalScorer(Protocol):
         Its cost follows the query terms' postings, not the number of documents."""
         ...
 
+    def top(self, query_terms: Sequence[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The ``k`` best-scored of ``matches`` (all of them where fewer match), in no
+        order, with the same scores; at the last place a tie may be broken either way."""
+        ...
+
     def ceiling(self, query_terms: Sequence[int]) -> float:
         """The score no document reaches for this query, though one that holds every
         query term many times comes close: how much the query's terms weigh in this

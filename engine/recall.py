@@ -471,10 +471,7 @@ class Recaller:
             pool.cosine.setdefault(row, cosine)
 
     def _lexical(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
-        rows, scores = net.lexical(query.sight.namespaces, query.terms)
-        if not len(rows):
-            return
-        rows, scores = self._best_passing(net, query, rows, scores)
+        rows, scores = self._best_passing(net, query)
         if not len(rows):
             return
         # Scores are shares of the query's ceiling (``FastNetwork.lexical``).
@@ -482,18 +479,21 @@ class Recaller:
         pool.lexical = {int(row): max(0.0, float(score) / best) for row, score in zip(rows, scores, strict=True)}
         self._join(net, query, pool, pool.lexical)
 
-    def _best_passing(self, net: FastNetwork, query: RecallQuery, rows: Rows, scores: Floats) -> tuple[Rows, Floats]:
-        """The ``pool`` best-scored of ``rows`` that the caller sees and the filter passes.
-        When at least ``pool`` of the ``LEXICAL_LOOK`` × ``pool`` best pass, no row
-        outside those can outscore the ones kept, so the other matches (most of a large
-        namespace, for a common word) are never checked."""
+    def _best_passing(self, net: FastNetwork, query: RecallQuery) -> tuple[Rows, Floats]:
+        """The ``pool`` best-scored lexical matches that the caller sees and the filter
+        passes. The ``LEXICAL_LOOK`` × ``pool`` best are asked for first: when at least
+        ``pool`` of them pass, no other match can outscore the ones kept, so the other
+        matches (most of a large namespace, for a common word) are never scored in
+        full or checked."""
         want = query.pool
         look = LEXICAL_LOOK * want
-        if len(rows) > look:
-            top = np.argpartition(-scores, look - 1)[:look]
-            keep = net.passes(query.sight, query.flt, query.now, rows[top])
+        namespaces = query.sight.namespaces
+        rows, scores = net.lexical(namespaces, query.terms, top=look)
+        if len(rows) == look:  # fewer would be every match
+            keep = net.passes(query.sight, query.flt, query.now, rows)
             if int(keep.sum()) >= want:
-                return _best(rows[top[keep]], scores[top[keep]], want)
+                return _best(rows[keep], scores[keep], want)
+            rows, scores = net.lexical(namespaces, query.terms)
         keep = net.passes(query.sight, query.flt, query.now, rows)
         return _best(rows[keep], scores[keep], want)
 
@@ -715,7 +715,7 @@ def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:
     """The ``want`` highest-scored of ``rows`` (all of them when fewer), in no order."""
     if len(rows) <= want:
         return rows, scores
-    top = np.argpartition(-scores, want - 1)[:want]
+    top = scoring.best_positions(scores, want)
     return rows[top], scores[top]
 
 

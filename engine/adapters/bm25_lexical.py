@@ -29,10 +29,16 @@ import numpy as np
 import numpy.typing as npt
 from bm25s.scoring import _score_idf_lucene, _score_tfc_lucene
 
-# Postings summed on their own (sorted, then added) while they number under a
-# SPARSE_SHARE-th of the corpus; above that, a dense array over the corpus is cheaper
-# (measured: even at about 1/64 of 100,000 and of 1,000,000 documents).
-SPARSE_SHARE = 64
+from engine.scoring import best_positions
+
+# Postings summed on their own (``_summed``) while they number at most a SPARSE_SHARE-th
+# of the corpus; above that, a dense array over the corpus is cheaper. Measured with the
+# caches cold, as a recall's other steps leave them, four query terms
+# (benchmarks/lexical_sums.py): at 100,000 documents the two ways cost the same up to a
+# tenth (0.3 ms), at 1,000,000 summing alone costs a quarter less at a tenth (2.5
+# against 3.2 ms) and a third at a hundredth; above an eighth, dense is cheaper at both
+# sizes, twice so at a quarter.
+SPARSE_SHARE = 10
 
 
 class Bm25Scorer:
@@ -69,28 +75,61 @@ class Bm25Scorer:
         (``np.add.at``); a term's column names each document once, so here a term's
         weights are added as one vectorised step, term after term, in float32: the same
         additions in the same order, so every score is bit-for-bit bm25s's. Where the
-        postings are few against the corpus they are summed on their own
-        (``SPARSE_SHARE``), so the cost follows the postings, not the corpus size."""
-        known = [self._vocab[str(code)] for code in dict.fromkeys(query_terms) if str(code) in self._vocab]
-        if self._model is None or not known:
+        postings are few against the corpus (at most a ``SPARSE_SHARE``-th) they are
+        summed on their own (``_summed``), so the cost follows the postings, not the
+        corpus size."""
+        spans = self._spans(query_terms)
+        if not spans:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if sum(end - start for start, end in spans) * SPARSE_SHARE <= self._size:
+            return self._summed(spans)
+        assert self._model is not None
         matrix = self._model.scores
-        indptr, data, indices = matrix["indptr"], matrix["data"], matrix["indices"]
-        spans = [(int(indptr[term]), int(indptr[term + 1])) for term in known]
-        if sum(end - start for start, end in spans) * SPARSE_SHARE > self._size:
-            dense = np.zeros(self._size, dtype=np.float32)
-            for start, end in spans:
-                dense[indices[start:end]] += data[start:end]
-            docs = np.flatnonzero(dense > 0)
-            return docs.astype(np.int64, copy=False), dense[docs]
-        docs, at = np.unique(np.concatenate([indices[start:end] for start, end in spans]), return_inverse=True)
-        scores = np.zeros(len(docs), dtype=np.float32)
+        data, indices = matrix["data"], matrix["indices"]
+        dense = np.zeros(self._size, dtype=np.float32)
+        for start, end in spans:
+            dense[indices[start:end]] += data[start:end]
+        docs = np.flatnonzero(dense > 0)
+        return docs.astype(np.int64, copy=False), dense[docs]
+
+    def top(self, query_terms: Sequence[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The ``k`` best of ``matches`` (every match where fewer), in no order, with the
+        same scores (a tie at the last place broken either way)."""
+        return _best(*self.matches(query_terms), k)
+
+    def _summed(self, spans: Sequence[tuple[int, int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The documents of these columns, ascending, and their weights summed term after
+        term in float32, as ``matches``'s dense sums are. Each column's documents are
+        ascending already, so a stable sort of the columns one after another merges
+        sorted runs (numpy's stable sort of these integers is timsort); the sums are made
+        in an array of the matches alone, not of the corpus."""
+        assert self._model is not None
+        matrix = self._model.scores
+        data, indices = matrix["data"], matrix["indices"]
+        every = np.concatenate([indices[start:end] for start, end in spans])
+        order = np.argsort(every, kind="stable")
+        ordered = every[order]
+        first = np.empty(len(ordered), np.bool_)  # where a document's postings begin
+        first[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        at = np.empty(len(every), np.int64)  # each posting's document, as a position among the matches
+        at[order] = np.cumsum(first) - 1
+        scores = np.zeros(int(first.sum()), dtype=np.float32)
         offset = 0
         for start, end in spans:
             scores[at[offset : offset + end - start]] += data[start:end]
             offset += end - start
+        docs = ordered[first].astype(np.int64)
         held = scores > 0
-        return docs[held].astype(np.int64, copy=False), scores[held]
+        return docs[held], scores[held]
+
+    def _spans(self, query_terms: Sequence[int]) -> list[tuple[int, int]]:
+        """Where each known query term's column lies in bm25s's matrix (none without a model)."""
+        if self._model is None:
+            return []
+        known = [self._vocab[str(code)] for code in dict.fromkeys(query_terms) if str(code) in self._vocab]
+        indptr = self._model.scores["indptr"]
+        return [(int(indptr[term]), int(indptr[term + 1])) for term in known]
 
     def ceiling(self, query_terms: Sequence[int]) -> float:
         """The sum of the query terms' idf. In Lucene's BM25 a term adds
@@ -133,6 +172,16 @@ class Bm25Scorer:
         model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": size}
         _fit(model, vocab)
         return cls(size, vocab, model)
+
+
+def _best(
+    docs: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], k: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The ``k`` highest-scored of ``docs`` (all where fewer), in no order."""
+    if len(docs) <= k:
+        return docs, scores
+    taken = best_positions(scores, k)
+    return docs[taken], scores[taken]
 
 
 def _dense(codes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

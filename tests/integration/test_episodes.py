@@ -248,9 +248,9 @@ def test_the_times_are_read_once_after_the_candidate_channels(
     calls: list[str] = []
     lexical, windows = net.lexical, times.windows
 
-    def scored(*args: Any) -> Any:
+    def scored(*args: Any, **kwargs: Any) -> Any:
         calls.append("lexical")
-        return lexical(*args)
+        return lexical(*args, **kwargs)
 
     def read(*args: Any) -> Any:
         calls.append("times")

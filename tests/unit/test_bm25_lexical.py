@@ -100,3 +100,33 @@ def test_no_match_reaches_the_ceiling_and_one_holding_the_terms_often_comes_clos
     assert Bm25Scorer.restore(scorer.state()).ceiling(query) == ceiling
     assert scorer.ceiling([99]) == 0.0  # not in the corpus
     assert scorer.ceiling([70]) > scorer.ceiling([10])  # a rarer term weighs more
+
+
+def _best_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[list[float], set[int]]:
+    """The k highest scores of ``matches`` (sorted) and the documents strictly above the k-th."""
+    ranked = sorted(zip(scores.tolist(), docs.tolist(), strict=True), reverse=True)[:k]
+    last = ranked[-1][0] if ranked else 0.0
+    return [score for score, _ in ranked], {doc for score, doc in ranked if score > last}
+
+
+@pytest.mark.parametrize("share", [0, 16, 10**9], ids=["matches-summed-alone", "either", "matches-dense"])
+@pytest.mark.parametrize("k", [1, 7, 40, 5000])
+def test_top_is_the_best_of_matches_with_their_scores(k: int, share: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``top`` against ``matches``: the same k best scores, bit for bit; every document
+    scored above the k-th is there (a tie at the k-th place may go either way)."""
+    monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
+    rng = random.Random(k)
+    scorer = Bm25Scorer.of_documents(_corpus(rng, 3000, 40))
+    for _ in range(40):
+        query = [rng.randrange(45) * 7 + 3 for _ in range(rng.randrange(1, 6))]
+        docs, scores = scorer.top(query, k)
+        want_scores, above = _best_k(*scorer.matches(query), k)
+        assert sorted(scores.tolist(), reverse=True) == want_scores
+        assert above <= set(docs.tolist()) and len(set(docs.tolist())) == len(docs)
+        assert scores.dtype == np.float32 and docs.dtype == np.int64
+
+
+def test_top_of_nothing() -> None:
+    scorer = Bm25Scorer.of_documents([[1, 2], [2, 3]])
+    assert scorer.top([99], 5)[0].tolist() == [] and scorer.top([2], 0)[0].tolist() == []
+    assert Bm25Scorer.of_documents([[], []]).top([1], 3)[0].tolist() == []

@@ -310,6 +310,54 @@ def test_a_saved_lexicon_answers_after_a_load_without_a_build(tmp_path: Path) ->
     assert built == [40, 40]  # a change means a new build, as before
 
 
+@pytest.mark.parametrize("k", [1, 3, 8, 50])
+def test_the_top_lexical_matches_are_the_best_of_every_match_also_with_changes_since_the_build(k: int) -> None:
+    """``lexical(top=k)`` against every match: the k best shares of the query's ceiling,
+    over two namespaces, and (from the previous build, while the next is made) without
+    the memories changed since it, even where those scored best."""
+    rng = random.Random(k)
+    builds_may_end = threading.Event()
+    builds_may_end.set()
+
+    class HeldBuild:  # a background build ends only when let (so the checks see one build)
+        def __call__(self, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> LexicalScorer:
+            builds_may_end.wait()
+            return build_scorer(lengths, codes)
+
+        def restore(self, state: Mapping[str, Any]) -> LexicalScorer:
+            return build_scorer.restore(state)
+
+    net = FastNetwork(HeldBuild(), sync_rebuild_docs=5)
+    words = "coffee coffee tea berlin lisbon boots hiking blue green report deadline".split()
+    memories = [
+        _memory(rng, "fact").evolve(namespace=("ns", "other")[n % 2], content=" ".join(rng.sample(words, 4)))
+        for n in range(120)
+    ]
+    net.apply(memories, (), [])
+    query = terms("coffee in Lisbon, hiking boots")
+
+    def check() -> None:
+        rows, scores = net.lexical(["ns", "other"], query)
+        top_rows, top_scores = net.lexical(["ns", "other"], query, top=k)
+        assert len(top_rows) == min(k, len(rows)) == len(set(top_rows.tolist()))
+        assert sorted(top_scores.tolist()) == sorted(scores.tolist())[max(len(rows) - k, 0) :]
+        share = dict(zip(rows.tolist(), scores.tolist(), strict=True))
+        assert all(share[row] == score for row, score in zip(top_rows.tolist(), top_scores.tolist(), strict=True))
+
+    check()
+    best, _ = net.lexical(["ns", "other"], query, top=3)
+    by_id = {m.memory_id: m for m in memories}
+    changed = [by_id[mid].evolve(content="coffee lisbon hiking boots coffee", version=2) for mid in net.ids_of(best)]
+    builds_may_end.clear()
+    net.apply(changed, (), [])  # the previous build answers, without these, while the next is made
+    assert not set(net.ids_of(net.lexical(["ns", "other"], query, top=k)[0])) & {m.memory_id for m in changed}
+    check()
+    builds_may_end.set()
+    net.settle()
+    assert set(net.ids_of(net.lexical(["ns", "other"], query, top=3)[0])) == {m.memory_id for m in changed}
+    check()
+
+
 def test_a_large_lexicon_answers_from_its_last_build_while_the_next_is_made() -> None:
     rng = random.Random(4)
     net = FastNetwork(build_scorer, sync_rebuild_docs=5)
