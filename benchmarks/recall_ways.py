@@ -110,6 +110,15 @@ class Switches:
 
         self._service.recaller._best_passing = picked
 
+    def forget_lexical(self) -> None:
+        """Drop the last lexical answers the network and its scorers keep, so that no way
+        is answered from what the way before it asked of the same query."""
+        net = self._net
+        net._last_lexical = None
+        for lexicon in net._lexicons.values():
+            if lexicon.scorer is not None:
+                lexicon.scorer._last = None  # type: ignore[attr-defined]
+
     def _best_of_all(self, net: FastNetwork, query: Any) -> tuple[Rows, Any]:
         """The lexical channel's pick as it was: every match asked for, the best
         ``LEXICAL_LOOK`` × pool of them checked first, each pick a partition (which
@@ -176,6 +185,7 @@ def main() -> int:
 
     def recall(way: str, query: str, vector: np.ndarray) -> tuple[str, ...]:
         switches.set(way)
+        switches.forget_lexical()
         result = service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
         return tuple(hit.memory.memory_id for hit in result.hits)
 

@@ -48,6 +48,9 @@ class Bm25Scorer:
         self._size = size
         self._vocab = vocab  # the term codes, as strings, to bm25s's dense ids
         self._model = model
+        # The last query's matches: a "how" question ranks twice, the second time (over
+        # procedures) asking for every match where few of the first's best pass.
+        self._last: tuple[tuple[int, ...], tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] | None = None
 
     @classmethod
     def build(cls, lengths: npt.NDArray[np.int64], codes: npt.NDArray[np.int64]) -> Bm25Scorer:
@@ -78,7 +81,17 @@ class Bm25Scorer:
         postings are few against the corpus (at most a ``SPARSE_SHARE``-th) they are
         summed on their own (``_summed``), so the cost follows the postings, not the
         corpus size."""
-        spans = self._spans(query_terms)
+        asked = tuple(query_terms)
+        last = self._last
+        if last is not None and last[0] == asked:
+            return last[1]
+        found = self._matches(self._spans(query_terms))
+        for array in found:
+            array.flags.writeable = False  # handed out again
+        self._last = asked, found
+        return found
+
+    def _matches(self, spans: Sequence[tuple[int, int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         if not spans:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if sum(end - start for start, end in spans) * SPARSE_SHARE <= self._size:

@@ -130,3 +130,20 @@ def test_top_of_nothing() -> None:
     scorer = Bm25Scorer.of_documents([[1, 2], [2, 3]])
     assert scorer.top([99], 5)[0].tolist() == [] and scorer.top([2], 0)[0].tolist() == []
     assert Bm25Scorer.of_documents([[], []]).top([1], 3)[0].tolist() == []
+
+
+def test_the_last_query_asked_again_is_answered_without_summing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A "how" question ranks twice and may ask for every match the second time: the
+    scorer keeps its last answer (read-only), and sums again for any other query."""
+    scorer = Bm25Scorer.of_documents(_corpus(random.Random(4), 300, 20))
+    summed: list[tuple[tuple[int, int], ...]] = []
+    inner = scorer._matches
+    monkeypatch.setattr(scorer, "_matches", lambda spans: summed.append(tuple(spans)) or inner(spans))
+    first = scorer.matches([3, 10])
+    assert scorer.matches([3, 10]) is first and len(summed) == 1
+    best = scorer.top([3, 10], 5)
+    assert sorted(best[1].tolist(), reverse=True) == sorted(first[1].tolist(), reverse=True)[:5]
+    assert len(summed) == 1  # the best, from the matches kept
+    other = scorer.matches([10])
+    assert len(summed) == 2 and other is not first
+    assert not first[0].flags.writeable and not first[1].flags.writeable
