@@ -483,8 +483,8 @@ class Recaller:
         """The ``pool`` best-scored lexical matches that the caller sees and the filter
         passes. The ``LEXICAL_LOOK`` × ``pool`` best are asked for first: when at least
         ``pool`` of them pass, no other match can outscore the ones kept, so the other
-        matches (most of a large namespace, for a common word) are never scored in
-        full or checked."""
+        matches (most of a large namespace, for a common word), though summed by the
+        scorer, are never gathered, scaled or checked."""
         want = query.pool
         look = LEXICAL_LOOK * want
         namespaces = query.sight.namespaces

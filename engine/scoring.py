@@ -45,7 +45,8 @@ def best_positions(scores: npt.NDArray[np.floating], k: int) -> npt.NDArray[np.i
     where its pivots fell). Over many scores a partition of them all costs about 10 ns
     a score; here a threshold read from a strided sample (about the ``2k``-th highest)
     keeps some ``2k`` of them first, and only those are partitioned, where at least
-    ``k`` reach it (else all are)."""
+    ``k`` reach it (else all are). The scores hold no NaN (none of the engine's do):
+    a NaN would be neither above nor tied, and fewer than ``k`` would come back."""
     n = len(scores)
     if n <= k:
         return np.arange(n, dtype=np.int64)

@@ -28,3 +28,13 @@ def test_the_k_highest_whatever_their_order(n: int, k: int, shape: str) -> None:
 
 def test_no_positions_for_k_zero() -> None:
     assert scoring.best_positions(np.ones(10, np.float32), 0).tolist() == []
+
+
+def test_a_threshold_only_the_sample_reaches_falls_back_to_a_partition_of_all() -> None:
+    """The strided sample holds the only high scores: its threshold keeps fewer than k,
+    and all the scores are partitioned instead."""
+    scores = np.random.default_rng(3).random(50_000).astype(np.float32) * 0.5
+    scores[: 5 * scoring.THRESHOLD_STRIDE : scoring.THRESHOLD_STRIDE] = 1.0  # five sampled positions
+    found = scoring.best_positions(scores, 10)
+    assert sorted(found.tolist()) == sorted(np.lexsort((np.arange(len(scores)), -scores))[:10].tolist())
+    assert set(range(0, 5 * scoring.THRESHOLD_STRIDE, scoring.THRESHOLD_STRIDE)) <= set(found.tolist())

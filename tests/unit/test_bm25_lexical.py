@@ -103,7 +103,7 @@ def test_no_match_reaches_the_ceiling_and_one_holding_the_terms_often_comes_clos
 
 
 def _best_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[list[float], set[int]]:
-    """The k highest scores of ``matches`` (sorted) and the documents strictly above the k-th."""
+    """The k highest of ``scores`` (sorted) and the documents strictly above the k-th."""
     ranked = sorted(zip(scores.tolist(), docs.tolist(), strict=True), reverse=True)[:k]
     last = ranked[-1][0] if ranked else 0.0
     return [score for score, _ in ranked], {doc for score, doc in ranked if score > last}
@@ -112,15 +112,21 @@ def _best_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[list[float], 
 @pytest.mark.parametrize("share", [0, 16, 10**9], ids=["matches-summed-alone", "either", "matches-dense"])
 @pytest.mark.parametrize("k", [1, 7, 40, 5000])
 def test_top_is_the_best_of_matches_with_their_scores(k: int, share: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``top`` against ``matches``: the same k best scores, bit for bit; every document
-    scored above the k-th is there (a tie at the k-th place may go either way)."""
+    """``top`` against bm25s's own dense scores: the same k best, bit for bit; every
+    document scored above the k-th is there (a tie at the k-th place may go either way).
+    ``share`` sends the sums the dense way, alone, or either."""
     monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
     rng = random.Random(k)
     scorer = Bm25Scorer.of_documents(_corpus(rng, 3000, 40))
+    model = scorer._model
+    assert model is not None
     for _ in range(40):
         query = [rng.randrange(45) * 7 + 3 for _ in range(rng.randrange(1, 6))]
         docs, scores = scorer.top(query, k)
-        want_scores, above = _best_k(*scorer.matches(query), k)
+        known = [str(code) for code in dict.fromkeys(query) if str(code) in scorer._vocab]
+        dense = np.asarray(model.get_scores(known), np.float32) if known else np.zeros(3000, np.float32)
+        matched = np.flatnonzero(dense > 0)
+        want_scores, above = _best_k(matched, dense[matched], k)
         assert sorted(scores.tolist(), reverse=True) == want_scores
         assert above <= set(docs.tolist()) and len(set(docs.tolist())) == len(docs)
         assert scores.dtype == np.float32 and docs.dtype == np.int64
