@@ -174,6 +174,14 @@ def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
     service, _ = make_service()
     _fill(service, random.Random(5), 200)
     net = service.keeper.network
+    asked: list[int | None] = []  # the ``top`` of each lexical call of the channel
+    lexical = net.lexical
+
+    def counted(namespaces: Any, query_terms: Any, top: int | None = None) -> Any:
+        asked.append(top)
+        return lexical(namespaces, query_terms, top)
+
+    ways: set[tuple[bool, ...]] = set()  # per query: which calls asked for every match
     scopes = [Scope.whole([NS, OTHER]), Scope(member=(NS,), agent="alice"), Scope(own=(NS,), agent="carol")]
     for scope in scopes:
         sight = scope.narrowed([NS, OTHER])
@@ -193,13 +201,21 @@ def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
                 rows, scores = net.lexical(sight.namespaces, query.terms)
                 passing = scores[net.passes(sight, query.flt, query.now, rows)]
                 pool = recall_module._Pool()
+                asked.clear()
+                monkeypatch.setattr(net, "lexical", counted)
                 service.recaller._lexical(net, query, pool)
+                monkeypatch.setattr(net, "lexical", lexical)
+            assert asked[0] == look * pool_size
+            ways.add(tuple(top is None for top in asked))
             best = np.sort(passing)[::-1][:pool_size]
             assert len(pool.lexical) == len(best) > 0
             kept = net.passes(sight, query.flt, query.now, np.asarray(list(pool.lexical), dtype=np.int64))
             assert kept.all()
             reference = max(best[0], service.config.fusion.lexical_reference)
             assert sorted(pool.lexical.values(), reverse=True) == pytest.approx((best / reference).tolist())
+    # The best alone answered; with a look of one, few of them passed for some queries
+    # and every match was asked for after (with four, enough passed every time).
+    assert ways == ({(False,), (False, True)} if look == 1 else {(False,)})
 
 
 def test_a_query_no_memory_matches_well_lends_a_weak_lexical_signal(
