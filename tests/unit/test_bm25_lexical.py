@@ -47,6 +47,15 @@ def test_a_corpus_of_empty_documents_has_no_matrix() -> None:
     assert scorer._model is None and scorer.matches([1])[0].tolist() == [] and scorer.ceiling([1]) == 0.0
 
 
+def _bm25s_scores(scorer: Bm25Scorer, query: list[int]) -> np.ndarray:
+    """bm25s's own dense scores of ``query`` over the scorer's documents (float32, zeros
+    where a document holds no query term)."""
+    model = scorer._model
+    assert model is not None
+    known = [str(code) for code in dict.fromkeys(query) if str(code) in scorer._vocab]
+    return np.asarray(model.get_scores(known), np.float32) if known else np.zeros(scorer._size, np.float32)
+
+
 @pytest.mark.parametrize("share", [0, 16, 10**9], ids=["postings-only", "either", "dense-only"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
@@ -55,12 +64,9 @@ def test_matches_are_the_dense_scores_above_zero_bit_for_bit(
     monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
     rng = random.Random(seed)
     scorer = Bm25Scorer.of_documents(_corpus(rng, 500, 60))
-    model = scorer._model
-    assert model is not None
     for _ in range(50):
         query = [rng.randrange(70) * 7 + 3 for _ in range(rng.randrange(1, 6))]
-        known = [str(code) for code in dict.fromkeys(query) if str(code) in scorer._vocab]
-        dense = np.asarray(model.get_scores(known), np.float32) if known else np.zeros(500, np.float32)
+        dense = _bm25s_scores(scorer, query)
         docs, scores = scorer.matches(query)
         assert docs.tolist() == np.flatnonzero(dense > 0).tolist()
         assert scores.tobytes() == dense[dense > 0].tobytes()
@@ -118,13 +124,10 @@ def test_top_is_the_best_of_matches_with_their_scores(k: int, share: int, monkey
     monkeypatch.setattr(bm25_lexical, "SPARSE_SHARE", share)
     rng = random.Random(k)
     scorer = Bm25Scorer.of_documents(_corpus(rng, 3000, 40))
-    model = scorer._model
-    assert model is not None
     for _ in range(40):
         query = [rng.randrange(45) * 7 + 3 for _ in range(rng.randrange(1, 6))]
         docs, scores = scorer.top(query, k)
-        known = [str(code) for code in dict.fromkeys(query) if str(code) in scorer._vocab]
-        dense = np.asarray(model.get_scores(known), np.float32) if known else np.zeros(3000, np.float32)
+        dense = _bm25s_scores(scorer, query)
         matched = np.flatnonzero(dense > 0)
         want_scores, above = _best_k(matched, dense[matched], k)
         assert sorted(scores.tolist(), reverse=True) == want_scores
@@ -144,7 +147,12 @@ def test_the_last_query_asked_again_is_answered_without_summing_again(monkeypatc
     scorer = Bm25Scorer.of_documents(_corpus(random.Random(4), 300, 20))
     summed: list[tuple[tuple[int, int], ...]] = []
     inner = scorer._matches
-    monkeypatch.setattr(scorer, "_matches", lambda spans: summed.append(tuple(spans)) or inner(spans))
+
+    def counted(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        summed.append(tuple(spans))
+        return inner(spans)
+
+    monkeypatch.setattr(scorer, "_matches", counted)
     first = scorer.matches([3, 10])
     assert scorer.matches([3, 10]) is first and len(summed) == 1
     best = scorer.top([3, 10], 5)
