@@ -78,7 +78,7 @@ from engine.records import (
     entity_keys,
     micros,
 )
-from engine.scoring import best_positions
+from engine.scoring import best_of
 
 log = logging.getLogger(__name__)
 
@@ -554,7 +554,7 @@ class _Lexicon:
             since = np.fromiter(self.changed, dtype=np.int64, count=stale)
             fresh = ~np.isin(rows, since)
             rows, found = rows[fresh], found[fresh]
-        return (rows, found) if top is None else _top(rows, found, top)
+        return (rows, found) if top is None else best_of(rows, found, top)
 
     def _built_for_now(self, build: LexicalBuild) -> tuple[Rows, LexicalScorer | None, int]:
         """A build of the current documents: the background one under way, waited for,
@@ -1399,7 +1399,7 @@ class FastNetwork:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         answer = np.concatenate(rows), np.concatenate(scores)
         if top is not None:  # each namespace's best, and the best of those
-            answer = _top(*answer, top)
+            answer = best_of(*answer, top)
         for array in answer:
             array.flags.writeable = False  # handed out again
         self._last_lexical = asked, answer
@@ -1892,12 +1892,6 @@ def _asked(lexicons: Sequence[_Lexicon], codes: Sequence[int]) -> tuple[Any, ...
     with the version of its documents and of its build (a lexicon answers from its build,
     leaving out what changed since, so equal states give equal answers)."""
     return tuple(codes), tuple((lexicon, lexicon.version, lexicon.built) for lexicon in lexicons)
-
-
-def _top(rows: Rows, scores: Floats, k: int) -> tuple[Rows, Floats]:
-    """The ``k`` highest-scored of ``rows`` (all where fewer), in no order."""
-    taken = best_positions(scores, k)
-    return rows[taken], scores[taken]
 
 
 def _codes_in(values: npt.NDArray[Any], codes: Sequence[int], size: int) -> Mask:

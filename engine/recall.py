@@ -492,10 +492,10 @@ class Recaller:
         if len(rows) == look:  # fewer would be every match
             keep = net.passes(query.sight, query.flt, query.now, rows)
             if int(keep.sum()) >= want:
-                return _best(rows[keep], scores[keep], want)
+                return scoring.best_of(rows[keep], scores[keep], want)
             rows, scores = net.lexical(namespaces, query.terms)
         keep = net.passes(query.sight, query.flt, query.now, rows)
-        return _best(rows[keep], scores[keep], want)
+        return scoring.best_of(rows[keep], scores[keep], want)
 
     def _graph(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
         """One or two hops, bounded: memories that mention an entity the query names
@@ -709,14 +709,6 @@ def _blend(whole: Floats, focus: Floats, weight: float) -> Floats:
     """Similarity to a query and its focus together: a weighted mean of the two cosines."""
     blended: Floats = (whole + weight * focus) / (1.0 + weight)
     return blended
-
-
-def _best(rows: Rows, scores: Floats, want: int) -> tuple[Rows, Floats]:
-    """The ``want`` highest-scored of ``rows`` (all of them when fewer), in no order."""
-    if len(rows) <= want:
-        return rows, scores
-    top = scoring.best_positions(scores, want)
-    return rows[top], scores[top]
 
 
 def _passing_estimate(net: FastNetwork, query: RecallQuery, inside: Rows) -> int:

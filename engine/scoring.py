@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +26,7 @@ import numpy.typing as npt
 from engine.config import FusionWeights, ScoringConfig
 from engine.records import Memory, TimeWindow, micros
 
+ScoreT = TypeVar("ScoreT", bound=np.floating)
 SECONDS_PER_DAY = 86_400.0
 MICROS_PER_DAY = 86_400_000_000
 GRAPH_QUERY_ENTITY = 1.0
@@ -65,6 +67,17 @@ def best_positions(scores: npt.NDArray[np.floating], k: int) -> npt.NDArray[np.i
     tied = np.flatnonzero(values == last)[: k - len(above)]
     found = np.concatenate([above, tied])
     return (found if kept is None else kept[found]).astype(np.int64, copy=False)
+
+
+def best_of(
+    rows: npt.NDArray[np.int64], scores: npt.NDArray[ScoreT], k: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[ScoreT]]:
+    """The ``k`` highest-scored of ``rows`` and their scores (all where fewer), in no
+    order (``best_positions``)."""
+    if len(rows) <= k:
+        return rows, scores
+    taken = best_positions(scores, k)
+    return rows[taken], scores[taken]
 
 
 def decayed_base(memory: Memory, now: datetime, scoring: ScoringConfig) -> float:

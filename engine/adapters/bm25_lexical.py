@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from bm25s.scoring import _score_idf_lucene, _score_tfc_lucene
 
-from engine.scoring import best_positions
+from engine.scoring import best_of
 
 # Postings summed on their own (``_summed``) while they number at most a SPARSE_SHARE-th
 # of the corpus; above that, a dense array over the corpus is cheaper. Measured with the
@@ -109,8 +109,8 @@ class Bm25Scorer:
 
     def top(self, query_terms: Sequence[int], k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The ``k`` best of ``matches`` (every match where fewer), in no order, with the
-        same scores (a tie at the last place broken either way)."""
-        return _best(*self.matches(query_terms), k)
+        same scores; of those tied at the last place, the first documents."""
+        return best_of(*self.matches(query_terms), k)
 
     def _summed(self, spans: Sequence[tuple[int, int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The documents of these columns, ascending, and their weights summed term after
@@ -187,16 +187,6 @@ class Bm25Scorer:
         model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": size}
         _fit(model, vocab)
         return cls(size, vocab, model)
-
-
-def _best(
-    docs: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], k: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """The ``k`` highest-scored of ``docs`` (all where fewer), in no order."""
-    if len(docs) <= k:
-        return docs, scores
-    taken = best_positions(scores, k)
-    return docs[taken], scores[taken]
 
 
 def _dense(codes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
