@@ -213,9 +213,12 @@ def test_the_lexical_channel_keeps_the_best_scored_rows_that_pass(
             assert kept.all()
             reference = max(best[0], service.config.fusion.lexical_reference)
             assert sorted(pool.lexical.values(), reverse=True) == pytest.approx((best / reference).tolist())
-    # The best alone answered; with a look of one, few of them passed for some queries
-    # and every match was asked for after (with four, enough passed every time).
-    assert ways == ({(False,), (False, True)} if look == 1 else {(False,)})
+    # The best alone answered some queries; with a look of one, few of them passed for
+    # others and every match was asked for after. (With four that may happen too, as the
+    # memory ids, random, decide which of the tied scores are among the best.)
+    assert (False,) in ways and ways <= {(False,), (False, True)}
+    if look == 1:
+        assert (False, True) in ways
 
 
 def test_a_query_no_memory_matches_well_lends_a_weak_lexical_signal(
