@@ -943,6 +943,13 @@ class FastNetwork:
 
     def cosines(self, vector: npt.NDArray[np.float32], rows: Rows) -> Floats:
         """The cosine of ``vector`` (unit length) to each row's vector; 0 where a row has none."""
+        found = _row_dots(self._widened(rows), np.asarray(vector, np.float32))
+        cosines: Floats = np.where(self._has_vector[rows], found, 0.0).astype(np.float64)
+        return cosines
+
+    def _scan_cosines(self, vector: npt.NDArray[np.float32], rows: Rows) -> Floats:
+        """``cosines`` for ranking a scan's chunk, by the matrix product (about twice as
+        fast as row by row at 4,096 rows), whose last bits may depend on where a row sits."""
         found = self._widened(rows) @ np.asarray(vector, np.float32)
         cosines: Floats = np.where(self._has_vector[rows], found, 0.0).astype(np.float64)
         return cosines
@@ -990,7 +997,7 @@ class FastNetwork:
                 mean, square = centre
                 at = np.flatnonzero(namespaces == namespace)
                 here = rows[at]
-                leaning = (self._widened(here) @ mean).astype(np.float64)
+                leaning = _row_dots(self._widened(here), mean).astype(np.float64)
                 known = self._has_vector[here] & np.isfinite(leaning)
                 typical[at] = np.where(known, leaning - square, 0.0)
         return typical
@@ -1257,7 +1264,7 @@ class FastNetwork:
                 chunk = passing[start : start + SCAN_CHUNK]
                 rows = np.concatenate((best_rows, chunk))
                 found: Floats = (
-                    self.cosines(vector, chunk)
+                    self._scan_cosines(vector, chunk)
                     if rough is None
                     else rough(self._vectors, chunk, vector).astype(np.float64)
                 )
@@ -1270,7 +1277,7 @@ class FastNetwork:
                         near = cosines >= cosines[top].min() - margin
                         rows, cosines = rows[near], cosines[near]
                 best_rows, best = rows, cosines
-            if rough is not None and len(best_rows):
+            if len(best_rows):  # what the scan returns read row by row, as ``cosines`` reads it
                 best = self.cosines(vector, best_rows)
                 if len(best_rows) > k:
                     top = np.argpartition(-best, k - 1)[:k]
@@ -1879,6 +1886,16 @@ class FastNetwork:
             handles = self._handles.nbytes + self._handle_rows.nbytes
             centres = sum(kept.total.nbytes for kept in self._centres.values())
             return columns + docs + vectors + handles + centres + 200 * len(self.ids)
+
+
+def _row_dots(matrix: npt.NDArray[np.float32], vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row of ``matrix`` times ``vector``, every row summed alike. The matrix
+    product sums a row in an order that depends on where it sits (OpenBLAS: the rows of
+    a block and those left over differ in the last bits), so two memories with one
+    vector could read different cosines, and replicas holding them in other orders
+    ranked near-ties differently. ``vecdot`` takes one dot product a row: about 1.5×
+    the matrix product's time, 35 against 23 µs for 600 rows of 512."""
+    return np.vecdot(matrix, vector)  # type: ignore[no-any-return]
 
 
 def _text_key(content: str) -> int:

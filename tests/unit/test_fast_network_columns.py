@@ -23,7 +23,7 @@ from engine.config import ScoringConfig
 from engine.fast_network import FastNetwork, metadata_matches, micros
 from engine.guard import READ_CHECKED, READ_INJECTION
 from engine.ports import LexicalScorer
-from engine.records import Memory, Source, Status, content_digest, new_memory_id
+from engine.records import Memory, MemoryFilter, Scope, Source, Status, content_digest, new_memory_id
 from engine.text import terms
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -193,6 +193,37 @@ def test_a_vector_beyond_float16s_range_leaves_its_namespaces_centre_finite(
     after = net.centre("ns")
     assert after is not None
     np.testing.assert_array_equal(after[0], expected)
+
+
+def test_memories_holding_one_vector_read_one_cosine_and_typicality_wherever_they_sit() -> None:
+    """Recall breaks ties by memory id, so two memories with one vector must tie exactly:
+    whichever rows are asked beside them, in whatever order, and in the exact scan. (The
+    matrix product read them a few float32 steps apart by their place in the matrix, and
+    two replicas holding them in other orders ranked them differently.)"""
+    rng, np_rng = random.Random(4), np.random.default_rng(4)
+    dim = 384
+    memories = [_memory(rng, "fact") for _ in range(90)]
+    vectors = np_rng.standard_normal((90, dim)).astype(np.float32)
+    twins = list(range(3, 90, 3))
+    vectors[twins] = vectors[3]
+    net = FastNetwork(build_scorer, dim=dim)
+    net.apply(memories, (), [])
+    net.put_vectors([m.memory_id for m in memories], vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+    query = np_rng.standard_normal(dim).astype(np.float32)
+    query /= np.linalg.norm(query)
+    all_rows = net.rows_of([m.memory_id for m in memories])
+    twin_rows = set(all_rows[twins].tolist())
+    alone_cosine = net.cosines(query, all_rows[twins[:1]])[0]
+    alone_typical = net.typicality(all_rows[twins[:1]])[0]
+    for size in (2, 5, 17, 33, 64, 90):
+        rows = np_rng.permutation(all_rows)[:size]
+        held = [n for n, row in enumerate(rows.tolist()) if row in twin_rows]
+        assert set(net.cosines(query, rows)[held].tolist()) <= {alone_cosine}
+        assert set(net.typicality(rows)[held].tolist()) <= {alone_typical}
+    rows, cosines = net.nearest(query, Scope.whole(["ns"]), MemoryFilter(), T0, 60)
+    assert {cosine for row, cosine in zip(rows.tolist(), cosines.tolist(), strict=True) if row in twin_rows} == {
+        alone_cosine
+    }
 
 
 def test_a_namespaces_rows_of_a_category_follow_edits_and_purges(monkeypatch: pytest.MonkeyPatch) -> None:
