@@ -189,9 +189,9 @@ class Ranking:
     names: Sequence[str]  # the network's memory id of each row (rows are never reused)
     query: RecallQuery  # what was ranked, its windows read
 
-    @property
-    def ids(self) -> list[str]:
-        return [self.names[row] for row in self.rows]
+    def first_ids(self, count: int) -> list[str]:
+        """The memory ids of the best ``count`` rows."""
+        return [self.names[row] for row in self.rows[:count]]
 
 
 class Recaller:
@@ -239,7 +239,7 @@ class Recaller:
         ahead = self._ranking(self._keeper.network, only, seen=ranking.pool.searched)
         # The top of both rankings in one read, under the wider filter; the narrower one
         # is checked again on what comes back (the store checked everything else).
-        wanted = list(dict.fromkeys([*ahead.ids[: only.top_k], *ranking.ids[: query.top_k]]))
+        wanted = list(dict.fromkeys([*ahead.first_ids(only.top_k), *ranking.first_ids(query.top_k)]))
         read = {m.memory_id: m for m in self._store.get_many(query.sight, wanted, query.flt, query.now)}
         asked = set(wanted)
         first = self._final(only, ahead, {mid: m for mid, m in read.items() if m.category == category}, asked)
