@@ -1,0 +1,154 @@
+"""Where a recall's engine time goes, stage by stage, by kind of question.
+
+Each stage of ``engine.recall.Recaller`` (its channels, the cosines' reading, the
+ranking, the read of the time a question names, the final read) is timed around every
+call, query by query, on a store that ``latency.py --keep`` left or ``scale.py`` built
+(``--scale``). The query vectors are given (the engine alone) and reinforcement is off,
+as in ``recall_ways.py``. Printed: the mean milliseconds of each stage for every
+question, for those that name a time (the recall read a window), for the "how"
+questions (ranked twice: once over everything, once over procedures), for the others,
+and for the slowest 5%, which set the p95.
+
+Stages nest: ``_first_of`` (a "how" question's second ranking and its read) holds the
+second ranking's own channel calls, which are counted in their stages too, and
+``_final`` holds ``get_many``::
+
+    .venv/bin/python benchmarks/recall_stages.py benchmarks/.work/latency/latency-100000-*
+    .venv/bin/python benchmarks/recall_stages.py --scale benchmarks/.work/scale/one-1000000-seed42 --seed 42
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import scale  # noqa: E402
+import synthetic  # noqa: E402
+from hashing import HashingEmbedder  # noqa: E402
+from latency import NAMESPACE, summarize  # noqa: E402
+
+from engine import procedures  # noqa: E402
+from engine.adapters import load_embedder, open_service  # noqa: E402
+from engine.config import load_config  # noqa: E402
+
+STAGES = (
+    "_semantic",
+    "_focused",
+    "_lexical",
+    "_graph",
+    "_context",
+    "_windows",
+    "_read_cosines",
+    "_ranked",
+    "_first_of",
+    "_final",
+    "_contradictions",
+)
+
+
+def timed(owner: Any, name: str, spent: dict[str, float]) -> None:
+    """Wrap ``owner.name`` (an instance attribute over the method) to add its seconds to ``spent[name]``."""
+    method: Callable[..., Any] = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", type=Path, help="a data directory latency.py --keep left (or scale.py built)")
+    parser.add_argument("--scale", action="store_true", help="data_dir is one scale.py built (hashing vectors)")
+    parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=43, help="seed of the synthetic queries")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    args = parser.parse_args()
+
+    if args.scale:
+        embedder: Any = HashingEmbedder()
+        service = scale._open(args.data_dir, embedder)
+        namespace = scale.namespace_of("one", 0)
+    else:
+        config = load_config(data_dir=str(args.data_dir))
+        embedder = load_embedder(config)
+        service = open_service(config, embedder=embedder)
+        namespace = NAMESPACE
+    spent: dict[str, float] = defaultdict(float)
+    for name in STAGES:
+        timed(service.recaller, name, spent)
+    timed(service.recaller._store, "get_many", spent)
+
+    queries = synthetic.queries(args.warmup + args.queries, seed=args.seed)
+    vectors = [embedder.embed_query(query) for query in queries]
+    for query, vector in zip(queries[: args.warmup], vectors[: args.warmup], strict=True):
+        service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
+    service.flush()
+    service.keeper.network.settle()  # what the warm-up left building in the background
+    measured: list[tuple[str, float, dict[str, float]]] = []
+    for query, vector in zip(queries[args.warmup :], vectors[args.warmup :], strict=True):
+        spent.clear()
+        start = time.perf_counter()
+        result = service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
+        seconds = time.perf_counter() - start
+        kind = "how" if procedures.asks_how(query) else "names a time" if result.windows else "other"
+        measured.append((kind, seconds, dict(spent)))
+    service.close()
+
+    cut = float(np.percentile([seconds for _, seconds, _ in measured], 95))
+    groups = {
+        "every question": measured,
+        "names a time": [m for m in measured if m[0] == "names a time"],
+        '"how"': [m for m in measured if m[0] == "how"],
+        "other": [m for m in measured if m[0] == "other"],
+        "slowest 5%": [m for m in measured if m[1] >= cut],
+    }
+    stages = [*STAGES, "get_many"]
+    table: dict[str, Any] = {}
+    for group, found in groups.items():
+        table[group] = {
+            "questions": len(found),
+            "total": summarize([seconds for _, seconds, _ in found]),
+            "stages_mean_ms": {
+                stage: round(float(np.mean([spent.get(stage, 0.0) for _, _, spent in found])) * 1000, 3)
+                for stage in stages
+            }
+            if found
+            else {},
+        }
+    print("| stage, mean ms | " + " | ".join(f"{group} ({table[group]['questions']})" for group in groups) + " |")
+    print("|---|" + "---:|" * len(groups))
+    row = " | ".join(f"{table[g]['total'].get('mean_ms', 0):.2f}" for g in groups)
+    print(f"| whole recall | {row} |")
+    for stage in stages:
+        print(f"| {stage} | " + " | ".join(f"{table[g]['stages_mean_ms'].get(stage, 0):.2f}" for g in groups) + " |")
+    every = table["every question"]["total"]
+    print(f"every question: p50 {every['p50_ms']:.2f}, p95 {every['p95_ms']:.2f}, mean {every['mean_ms']:.2f} ms")
+    share = {kind: sum(1 for m in groups["slowest 5%"] if m[0] == kind) for kind in ("names a time", "how", "other")}
+    print(f"the slowest 5% by kind: {share}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        result_json = {"benchmark": "recall_stages", "data_dir": str(args.data_dir), "slowest_by_kind": share, **table}
+        args.out.write_text(json.dumps(result_json, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
