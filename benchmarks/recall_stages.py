@@ -34,14 +34,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-import scale  # noqa: E402
 import synthetic  # noqa: E402
-from hashing import HashingEmbedder  # noqa: E402
-from latency import NAMESPACE, summarize  # noqa: E402
+from latency import summarize  # noqa: E402
+from recall_ways import open_kept  # noqa: E402
 
 from engine import procedures  # noqa: E402
-from engine.adapters import load_embedder, open_service  # noqa: E402
-from engine.config import load_config  # noqa: E402
 
 STAGES = (
     "_semantic",
@@ -82,15 +79,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
 
-    if args.scale:
-        embedder: Any = HashingEmbedder()
-        service = scale._open(args.data_dir, embedder)
-        namespace = scale.namespace_of("one", 0)
-    else:
-        config = load_config(data_dir=str(args.data_dir))
-        embedder = load_embedder(config)
-        service = open_service(config, embedder=embedder)
-        namespace = NAMESPACE
+    service, embedder, namespace = open_kept(args.data_dir, from_scale=args.scale)
     spent: dict[str, float] = defaultdict(float)
     for name in STAGES:
         timed(service.recaller, name, spent)

@@ -152,6 +152,18 @@ class Switches:
         return self._net.live_rows(ids)
 
 
+def open_kept(data_dir: Path, *, from_scale: bool) -> tuple[Any, Any, str]:
+    """The service over a store ``latency.py --keep`` left, with the default embedder and
+    its namespace, or (``from_scale``) over one ``scale.py`` built, opened as it opens
+    it (its vectors are the hashing embedder's), with the namespace of its "one" layout."""
+    if from_scale:
+        embedder: Any = HashingEmbedder()
+        return scale._open(data_dir, embedder), embedder, scale.namespace_of("one", 0)
+    config = load_config(data_dir=str(data_dir))
+    embedder = load_embedder(config)
+    return open_service(config, embedder=embedder), embedder, NAMESPACE
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path, help="a data directory latency.py --keep left (or scale.py built)")
@@ -168,15 +180,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
 
-    if args.scale:  # opened as scale.py does: its vectors are the hashing embedder's
-        embedder: Any = HashingEmbedder()
-        service = scale._open(args.data_dir, embedder)
-        namespace = scale.namespace_of("one", 0)
-    else:
-        config = load_config(data_dir=str(args.data_dir))
-        embedder = load_embedder(config)
-        service = open_service(config, embedder=embedder)
-        namespace = NAMESPACE
+    service, embedder, namespace = open_kept(args.data_dir, from_scale=args.scale)
     if not half_cosines.load():
         parser.error("torch is not installed: nothing to widen through")
     switches = Switches(service)
