@@ -14,8 +14,9 @@ item itself, so importing the same file twice changes nothing.
   of ``{"type": "human" | "ai" | "tool" | ..., "data": {"content": ...}}``), the
   on-disk format of ``FileChatMessageHistory``. Each message becomes an
   ``event`` of the session, its role in ``metadata.role``, consecutive messages
-  linked by ``NEXT`` edges. System messages are left out. Twinmem has no
-  short-term session rules yet, so messages are not distilled into facts.
+  linked by ``NEXT`` edges. System messages are left out. Messages are kept as
+  they were said, not distilled into facts: that is what a session does, once
+  the chat is appended to one and closed (the report's note says so).
 * ``csv`` / ``jsonl``: a table, one memory a row, with a mapping of twinmem
   fields to column names (``content=text,created_at=ts``). Columns that are not
   mapped go into ``metadata``.
@@ -238,7 +239,10 @@ def read_langchain(raw: bytes | str, *, config: Config, namespace: str, now: dat
     if not isinstance(messages, list):
         raise InvalidInput("a LangChain history is a list of messages as messages_to_dict writes them", field="body")
     build = _Builder(config, namespace, now)
-    notes = ["short-term session rules do not exist yet: each message is saved as an event, not distilled"]
+    notes = [
+        "each message is saved as an event, not distilled into facts: to distil a chat, append it to a session "
+        "(POST /v1/sessions/{id}/messages) and close it"
+    ]
     kept: list[tuple[int, str, str, dict[str, Any], dict[str, Any]]] = []
     entries: list[Entry] = []
     for position, message in enumerate(messages, start=1):

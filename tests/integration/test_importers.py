@@ -64,7 +64,7 @@ def test_langchain_message_history_becomes_events_of_a_session(service: MemorySe
     assert report.inserted == 4
     assert any("system message, left out" in note for note in report.notes)
     assert any("no text" in note for note in report.notes)
-    assert any("short-term session rules do not exist yet" in note for note in report.notes)
+    assert any("not distilled into facts" in note and "/v1/sessions/" in note for note in report.notes)
     events = sorted(stored(service, "alex"), key=lambda m: m.metadata["position"])
     assert [m.metadata["role"] for m in events] == ["user", "assistant", "tool", "user"]
     assert events[0].content == "I'm flying to Lisbon on May 3rd and I hate early departures."
