@@ -165,7 +165,8 @@ class MemoryController(Controller):
         prefix: Annotated[str, QueryParameter(max_length=128, description="Only namespaces starting so.")] = "",
         limit: Annotated[int, QueryParameter(ge=1, le=10000)] = 1000,
     ) -> dict[str, Any]:
-        """The namespaces that hold memories and that the caller may read, in order."""
+        """The namespaces that hold memories of any status (soft-deleted ones count until purged)
+        and that the caller may read, in order."""
         names = [ns for ns in _service(state).namespaces(prefix) if access.principal.may(ns, Permission.READ)]
         return {"namespaces": names[:limit]}
 
