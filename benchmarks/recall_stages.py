@@ -9,9 +9,11 @@ question, for those that name a time (the recall read a window), for the "how"
 questions (ranked twice: once over everything, once over procedures), for the others,
 and for the slowest 5%, which set the p95.
 
-Stages nest: ``_first_of`` (a "how" question's second ranking and its read) holds the
-second ranking's own channel calls, which are counted in their stages too, and
-``_final`` holds ``get_many``::
+Stages nest: ``_narrowed`` (a "how" question's second ranking) holds the second
+ranking's own channel calls, which are counted in their stages too; ``_first_of`` (its
+hits put before the others) holds the two rankings' ``_final``; and the one read of the
+hits is ``get_many_and_seq`` (``get_many`` only reads a further slice, where hits were
+turned away)::
 
     .venv/bin/python benchmarks/recall_stages.py benchmarks/.work/latency/latency-100000-*
     .venv/bin/python benchmarks/recall_stages.py --scale benchmarks/.work/scale/one-1000000-seed42 --seed 42
@@ -49,6 +51,7 @@ STAGES = (
     "_windows",
     "_read_cosines",
     "_ranked",
+    "_narrowed",
     "_first_of",
     "_final",
     "_contradictions",
@@ -83,7 +86,8 @@ def main() -> int:
     spent: dict[str, float] = defaultdict(float)
     for name in STAGES:
         timed(service.recaller, name, spent)
-    timed(service.recaller._store, "get_many", spent)
+    for read in ("get_many_and_seq", "get_many"):
+        timed(service.recaller._store, read, spent)
 
     queries = synthetic.queries(args.warmup + args.queries, seed=args.seed)
     vectors = [embedder.embed_query(query) for query in queries]
@@ -109,7 +113,7 @@ def main() -> int:
         "other": [m for m in measured if m[0] == "other"],
         "slowest 5%": [m for m in measured if m[1] >= cut],
     }
-    stages = [*STAGES, "get_many"]
+    stages = [*STAGES, "get_many_and_seq", "get_many"]
     table: dict[str, Any] = {}
     for group, found in groups.items():
         table[group] = {

@@ -9,9 +9,10 @@ fresh graph database), with the same embedder:
   warm-up, reinforcement on as in production: p50 / p95 / mean. The stores take
   turns query by query (the order alternating), so load from anything else on
   the machine falls on both alike;
-* time the store's share of a recall on its own: ``last_seq()`` (the freshness
-  check before every recall) and ``get_many`` of 100 candidate ids with the
-  default filter;
+* time the store's reads on their own: ``last_seq()`` (the freshness check a
+  recall made before it ranked, until the check came with its read of the hits:
+  ``get_many_and_seq``) and ``get_many`` of 100 candidate ids with the default
+  filter;
 * count the statements and transactions each store runs (its ``round_trips``
   counter) per recall (the reinforcement it leads to included), per save of one
   new memory and per batch save of 100 new memories. Over Bolt every statement

@@ -437,6 +437,20 @@ class Store(Protocol):
         """Those of ``ids`` that ``scope`` sees and that pass ``flt``, in no set order."""
         ...
 
+    def get_many_and_seq(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> tuple[list[Memory], int]:
+        """``get_many`` and then ``last_seq`` in one read (one round trip to a server),
+        the seq read after the records, so no change they show is newer than it. Recall
+        ranks on the fast network first and checks with this that nothing was written
+        since the network last caught up (``IndexKeeper.is_current_at``); also for no
+        ``ids``, where only the seq is read."""
+        ...
+
     def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
         """Active memories in ``scope`` with this content digest, oldest first."""
         ...

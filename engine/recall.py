@@ -47,12 +47,16 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    a parse leaves the CPU's caches cold for what runs after it (``_windows``).
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
-``get_many``, which applies the caller's scope and the filter again (defence in
-depth), the read guard drops what the current rules refuse (its findings kept per
-memory in the fast network), and ``scoring.fuse``
-ranks and explains the records as read. Only when the store or the guard turns
-hits away is the next slice of the ranking read. Contradiction flags come from the
-fast network's links, each kept only when the caller sees its other end.
+``get_many_and_seq``, which applies the caller's scope and the filter again (defence
+in depth) and brings the store's newest change seq with the records: where the
+network lacks a change up to it (another process wrote since it last caught up), the
+recall catches up and ranks again, once; so no store read comes before the ranking,
+and a recall is one round trip to a server store. The read guard drops what the
+current rules refuse (its findings kept per memory in the fast network), and
+``scoring.fuse`` ranks and explains the records as read. Only when the store or the
+guard turns hits away is the next slice of the ranking read (``get_many``).
+Contradiction flags come from the fast network's links, each kept only when the
+caller sees its other end.
 """
 
 from __future__ import annotations
@@ -217,39 +221,64 @@ class Recaller:
         """``first_category``: where ``query``'s namespaces hold a memory of it, the
         query's best of that category come first, then its other hits ("how do I …":
         procedures first). Both rankings are the fast network's, and the store is read
-        once for the two."""
-        ranking = self.rank(query)
-        query = ranking.query
-        net = self._keeper.network
-        if first_category is None or not net.holds_category(query.sight.namespaces, first_category):
-            hits = self._final(query, ranking)
+        once for the two.
+
+        The network is not checked against the store before it ranks: the read of the
+        hits brings the store's newest change seq with it (``Store.get_many_and_seq``,
+        one round trip to a server), and only where the network lacks a change up to
+        that seq (another process wrote) does the recall catch up and rank again, once."""
+        keeper = self._keeper
+        for attempt in range(2):
+            net = keeper.network
+            ranking = self._ranking(net, query)
+            query = ranking.query  # its windows read: a second ranking reads them again from here
+            ahead = None
+            if first_category is not None and net.holds_category(query.sight.namespaces, first_category):
+                ahead = self._narrowed(net, ranking, first_category)
+            # The top of both rankings in one read, under the wider filter; the narrower
+            # one is checked again on what comes back (the store checked everything else).
+            wanted = list(
+                dict.fromkeys([*(ahead.first_ids(query.top_k) if ahead else ()), *ranking.first_ids(query.top_k)])
+            )
+            memories, seq = self._store.get_many_and_seq(query.sight, wanted, query.flt, query.now)
+            if attempt or keeper.is_current_at(seq):
+                break
+            keeper.catch_up()
+        read = {memory.memory_id: memory for memory in memories}
+        if ahead is None:
+            hits = self._final(query, ranking, read, set(wanted))
         else:
-            hits = self._first_of(query, ranking, first_category)
+            hits = self._first_of(query, ranking, ahead, read, set(wanted))
+        net = keeper.network
         with net.reading():
             flagged = self._contradictions(net, query.sight, hits)
         windows = query.windows or ()
         return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, windows, query.read_by_model)
 
-    def _first_of(self, query: RecallQuery, ranking: Ranking, category: str) -> list[scoring.Hit]:
-        """The hits of ``query`` narrowed to ``category``, then its own others, to ``top_k``."""
+    def _narrowed(self, net: FastNetwork, ranking: Ranking, category: str) -> Ranking:
+        """``ranking``'s query ranked again, narrowed to ``category``."""
+        query = ranking.query
         if query.flt.categories:
             raise ValueError("a query with a category filter has no category to put first")
         only = replace(query, flt=replace(query.flt, categories=(category,)))
         # The narrower ranking's search plan starts from what the wider one's search saw.
-        ahead = self._ranking(self._keeper.network, only, seen=ranking.pool.searched)
-        # The top of both rankings in one read, under the wider filter; the narrower one
-        # is checked again on what comes back (the store checked everything else).
-        wanted = list(dict.fromkeys([*ahead.first_ids(only.top_k), *ranking.first_ids(query.top_k)]))
-        read = {m.memory_id: m for m in self._store.get_many(query.sight, wanted, query.flt, query.now)}
-        asked = set(wanted)
-        first = self._final(only, ahead, {mid: m for mid, m in read.items() if m.category == category}, asked)
+        return self._ranking(net, only, seen=ranking.pool.searched)
+
+    def _first_of(
+        self, query: RecallQuery, ranking: Ranking, ahead: Ranking, read: dict[str, Memory], asked: set[str]
+    ) -> list[scoring.Hit]:
+        """The hits of ``ahead`` (``query`` narrowed to a category), then ``query``'s own
+        others, to ``top_k``, from what one read of the top of both returned (``read``, of
+        the ids ``asked``)."""
+        category = ahead.query.flt.categories[0]
+        first = self._final(ahead.query, ahead, {mid: m for mid, m in read.items() if m.category == category}, asked)
         taken = {hit.memory.memory_id for hit in first}
         rest = [hit for hit in self._final(query, ranking, read, asked) if hit.memory.memory_id not in taken]
         return (first + rest)[: query.top_k]
 
     def rank(self, query: RecallQuery) -> Ranking:
-        """Every candidate, best first, from the fast network alone (no store read but
-        the change-sequence check): what the final read then confirms."""
+        """Every candidate, best first, from the fast network alone, made current first
+        (one store read: the change seq): what the final read then confirms."""
         keeper = self._keeper
         keeper.ensure_current()
         return self._ranking(keeper.network, query)

@@ -408,14 +408,29 @@ WITH DISTINCT m ORDER BY m.created_at DESC, m.memory_id DESC LIMIT $limit
 RETURN properties(m) AS m
 """
 
-_GET_MANY: LiteralString = (
+_BY_IDS: LiteralString = (
     """
 UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
 WHERE """
     + _FILTER
+)
+
+_GET_MANY: LiteralString = (
+    _BY_IDS
     + """
 RETURN properties(m) AS m
+"""
+)
+
+# The records first and the counter after them, so the seq is no older than any change
+# the records show; one row even for no ids (collect over none is the empty list).
+_GET_MANY_AND_SEQ: LiteralString = (
+    _BY_IDS
+    + """
+WITH collect(properties(m)) AS found
+MATCH (c:Counter {name: 'changes'})
+RETURN found, c.seq AS seq
 """
 )
 
@@ -972,6 +987,21 @@ class Neo4jStore:
             return []
         rows = self._rows("get_many", _GET_MANY, ids=list(ids), **_filter_params(scope, flt, now))
         return [m for m in (_memory(row["m"]) for row in rows) if _metadata_matches(m, wanted)]
+
+    def get_many_and_seq(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> tuple[list[Memory], int]:
+        wanted = _metadata_filter(flt)
+        asked = list(ids) if scope.namespaces else []
+        rows = self._rows("get_many_and_seq", _GET_MANY_AND_SEQ, ids=asked, **_filter_params(scope, flt, now))
+        if not rows:
+            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+        found = (_memory(record) for record in rows[0]["found"])
+        return [m for m in found if _metadata_matches(m, wanted)], int(rows[0]["seq"])
 
     def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
         if not scope.namespaces:

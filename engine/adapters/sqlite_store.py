@@ -619,15 +619,21 @@ class SqliteStore:
     ) -> list[Memory]:
         if not ids or not scope.namespaces:
             return []
-        where, params = _where(scope, flt, now, by_id=True)
-        rows: list[Any] = []
         with self._read("get_many") as db:
-            for chunk in _chunks(ids, 500):
-                rows += db.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})",
-                    (*params, *chunk),
-                ).fetchall()
+            rows = _rows_of(db, scope, ids, flt, now)
         return [_memory(row) for row in rows]
+
+    def get_many_and_seq(
+        self,
+        scope: Scope,
+        ids: Sequence[str],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> tuple[list[Memory], int]:
+        with self._read("get_many_and_seq") as db:
+            rows = _rows_of(db, scope, ids, flt, now) if ids and scope.namespaces else []
+            seq = db.execute("SELECT max(seq) FROM changes").fetchone()[0]
+        return [_memory(row) for row in rows], int(seq or 0)
 
     def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
         # "+" keeps the planner on memories_by_digest instead of walking the time index.
@@ -933,6 +939,18 @@ def _row(memory: Memory) -> tuple[Any, ...]:
         memory.key,
         json.dumps(dict(memory.metadata), ensure_ascii=False, sort_keys=True),
     )
+
+
+def _rows_of(db: sqlite3.Connection, scope: Scope, ids: Sequence[str], flt: MemoryFilter, now: datetime) -> list[Any]:
+    """The rows of ``get_many``: those of ``ids`` that ``scope`` sees and ``flt`` passes."""
+    where, params = _where(scope, flt, now, by_id=True)
+    rows: list[Any] = []
+    for chunk in _chunks(ids, _IN_CHUNK):
+        rows += db.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})",
+            (*params, *chunk),
+        ).fetchall()
+    return rows
 
 
 def _memory(row: Sequence[Any]) -> Memory:

@@ -178,6 +178,20 @@ def test_insert_of_an_existing_id_conflicts_and_writes_nothing(store: Store) -> 
     assert store.last_seq() == seq
 
 
+def test_get_many_and_seq_reads_what_get_many_does_and_the_newest_seq(store: Store) -> None:
+    assert store.get_many_and_seq(SCOPE, [], MemoryFilter(), NOW) == ([], store.last_seq())
+    kept, dropped, gone = put(store, mem(metadata={"n": 1}), mem(metadata={"n": 2}), mem())
+    asked = [kept.memory_id, dropped.memory_id, gone.memory_id, "never-stored"]
+    store.purge(NS, gone.memory_id)
+    flt = MemoryFilter(metadata={"n": 1})
+    found, seq = store.get_many_and_seq(SCOPE, asked, flt, NOW)
+    assert ids(found) == ids(store.get_many(SCOPE, asked, flt, NOW)) == {kept.memory_id}
+    assert seq == store.last_seq() > 0
+    assert store.get_many_and_seq(Scope.whole([]), asked, MemoryFilter(), NOW) == ([], seq)
+    (later,) = put(store, mem())
+    assert store.get_many_and_seq(SCOPE, [later.memory_id], MemoryFilter(), NOW) == ([later], seq + 1)
+
+
 # --- update ------------------------------------------------------------------------
 
 
@@ -239,6 +253,7 @@ def test_reads_from_another_namespace_see_nothing(store: Store) -> None:
     assert store.get(Scope.whole([OTHER_NS]), m.memory_id) is None
     assert store.get(Scope.whole([]), m.memory_id) is None
     assert store.get_many(Scope.whole([OTHER_NS]), [m.memory_id], MemoryFilter(), NOW) == []
+    assert store.get_many_and_seq(Scope.whole([OTHER_NS]), [m.memory_id], MemoryFilter(), NOW)[0] == []
     assert store.versions(Scope.whole([OTHER_NS]), m.memory_id) == []
     assert store.edges(Scope.whole([OTHER_NS]), m.memory_id) == []
     assert store.find_by_digest(Scope.whole([OTHER_NS]), m.digest) == []
@@ -304,6 +319,7 @@ def test_every_scoped_read_sees_what_the_scope_allows(store: Store, sight: str) 
     all_ids = [m.memory_id for m in made.values()]
     assert {name for name, m in made.items() if store.get(scope, m.memory_id) is not None} == expected
     assert _names(made, store.get_many(scope, all_ids, everything, NOW)) == expected
+    assert _names(made, store.get_many_and_seq(scope, all_ids, everything, NOW)[0]) == expected
     assert _names(made, store.list_page(scope, everything, NOW, limit=50).items) == expected
     assert set(store.filtered_ids(scope, everything, NOW, 50)) == {made[n].memory_id for n in expected}
     assert _names(made, store.memories_by_entity(scope, "boots", everything, NOW, 50)) == expected
@@ -465,6 +481,8 @@ def test_metadata_filter_keys_that_could_inject_are_refused(store: Store, key: s
         store.filtered_ids(SCOPE, flt, NOW, 10)
     with pytest.raises(InvalidInput):
         store.get_many(SCOPE, ["x"], flt, NOW)
+    with pytest.raises(InvalidInput):
+        store.get_many_and_seq(SCOPE, ["x"], flt, NOW)
     assert store.count_indexable() == 1
 
 

@@ -121,10 +121,8 @@ def test_the_index_never_lets_through_what_the_caller_does_not_see(
         nearest = [memory_id for memory_id, _ in index.search(service.embedder.embed_query(QUERY), 3)]
     assert {elsewhere, private} <= set(nearest)  # the index holds them, and they come first
     fetched: list[str] = []  # every id the final read asks the store for
-    get_many = service.store.get_many
-    monkeypatch.setattr(
-        service.store, "get_many", lambda sight, ids, *rest: fetched.extend(ids) or get_many(sight, ids, *rest)
-    )
+    for read in ("get_many_and_seq", "get_many"):
+        monkeypatch.setattr(service.store, read, _recording(getattr(service.store, read), fetched))
     asked = _searches(monkeypatch, index)
     sight = Scope.of({NAMESPACE: Reach.MEMBER}, "a")  # a member: shared memories and its own
     result = service.recall(QUERY, namespaces=[NAMESPACE], flt=FAR, scope=sight, reinforce=False)
@@ -132,6 +130,11 @@ def test_the_index_never_lets_through_what_the_caller_does_not_see(
     found = {hit.memory.memory_id for hit in result.hits}
     assert len(found) == 10 and not found & {elsewhere, private}
     assert fetched and not set(fetched) & {elsewhere, private}  # not even offered to the store's check
+
+
+def _recording(read: Any, fetched: list[str]) -> Any:
+    """``read`` (a store read by ids), adding the ids it is asked for to ``fetched``."""
+    return lambda sight, ids, *rest: fetched.extend(ids) or read(sight, ids, *rest)
 
 
 def test_no_index_is_built_where_none_is_configured(tmp_path: Path) -> None:

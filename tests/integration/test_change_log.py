@@ -82,6 +82,31 @@ def test_pruning_keeps_the_log_bounded(replicas: list[MemoryService]) -> None:
     assert len(a.store.changes_since(0, 100)) == 5
 
 
+def test_a_recall_that_reads_a_change_its_replica_lacks_catches_up_and_ranks_again(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    _save(a, "apple and basalt")
+    _recalled(a, "apple")
+    seqs: list[int] = []
+    read = a.store.get_many_and_seq
+
+    def counted(*args: Any) -> Any:
+        found = read(*args)
+        seqs.append(found[1])
+        return found
+
+    monkeypatch.setattr(a.store, "get_many_and_seq", counted)
+    (written,) = _save(b, "cello dingo ember")  # through the other replica: a's network lacks it
+    assert written in _recalled(a, "cello dingo")
+    # The first read came back with a seq a's network lacked; it caught up and read again.
+    assert seqs == [2, 2]
+    assert _mirror(a) == _mirror(b)
+    seqs.clear()
+    assert written in _recalled(a, "cello dingo")
+    assert seqs == [2]  # nothing written since: one read
+
+
 def test_a_replica_that_keeps_up_never_needs_what_was_pruned(
     replicas: list[MemoryService], caplog: pytest.LogCaptureFixture
 ) -> None:

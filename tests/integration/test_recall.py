@@ -113,8 +113,8 @@ def test_recall_reads_the_store_once_for_its_hits(make_service: Callable[[], tup
     store.calls.clear()
     result = service.recall("coffee in Berlin", namespaces=[NS], top_k=5, reinforce=False)
     assert len(result.hits) == 5
-    # One read of the hits, and the change-sequence check that keeps the network current.
-    assert store.calls == Counter({"get_many": 1, "last_seq": 1})
+    # One read: the hits, and with them the change seq that says the network was current.
+    assert store.calls == Counter({"get_many_and_seq": 1})
 
 
 def test_nothing_out_of_sight_is_ranked_even_before_the_final_read(

@@ -396,12 +396,12 @@ def test_a_how_question_recalls_procedures_first_only_where_a_procedure_is_held(
     service.save(draft("publish a release: tag it, build it, upload it", category="procedure", namespace=OTHER_NS))
     rankings: list[tuple[str, ...]] = []
     reads: list[list[str]] = []
-    ranking, get_many = service.recaller._ranking, service.store.get_many
+    ranking, get_many = service.recaller._ranking, service.store.get_many_and_seq
     monkeypatch.setattr(
         service.recaller, "_ranking", lambda n, q, **kw: rankings.append(q.flt.categories) or ranking(n, q, **kw)
     )
     monkeypatch.setattr(
-        service.store, "get_many", lambda sight, ids, *a: reads.append(list(ids)) or get_many(sight, ids, *a)
+        service.store, "get_many_and_seq", lambda sight, ids, *a: reads.append(list(ids)) or get_many(sight, ids, *a)
     )
 
     plain = service.recall("how do I publish a release", namespaces=[NS], reinforce=False)
