@@ -737,9 +737,10 @@ class SessionStore(Protocol):
         oldest first."""
         ...
 
-    def close_session(self, ref: SessionRef, now: datetime) -> str | None:
-        """Close the open, unexpired generation of ``ref`` (it is then due for promotion
-        and the next append starts a new one); return its id, or None if there is none."""
+    def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:
+        """Close the open, unexpired generation of ``ref`` and claim it for promotion (as
+        ``claim`` does), in one atomic step, so no sweep can claim it in between; the next
+        append starts a new one. None if there is none."""
         ...
 
     def due(self, now: datetime, limit: int) -> list[str]:

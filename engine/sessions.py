@@ -331,13 +331,11 @@ class Sessions:
     def close(self, ref: SessionRef) -> Promotion:
         """Close the session and promote it now."""
         self._check_ref(ref)
-        generation = self.store.close_session(ref, self._clock())
-        if generation is None:
+        # Closed and claimed at once: a sweep (here or in another process) cannot take it first.
+        claimed = self.store.close_session(ref, self._clock(), CLAIM_STALE_SECONDS)
+        if claimed is None:
             raise SessionNotFound(ref)
-        promotion = self._promote(generation, "closed")
-        if promotion is None:  # another process claimed it between our close and our claim
-            return Promotion(ref, generation, "closed", 0, 0)
-        return promotion
+        return self._promote_claimed(claimed, "closed")
 
     def sweep(self) -> list[Promotion]:
         """Promote every generation that is due: expired, closed but not promoted, or
@@ -367,8 +365,11 @@ class Sessions:
         claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)
         if claimed is None:
             return None
+        return self._promote_claimed(claimed, reason)
+
+    def _promote_claimed(self, claimed: Claimed, reason: str) -> Promotion:
         promotion = self._write(claimed, reason)
-        self.store.finish(generation)
+        self.store.finish(claimed.info.generation)
         log.info(
             "session %s of %s in %s promoted (%s): %d created, %d deduplicated, %d dropped",
             claimed.info.ref.session_id,

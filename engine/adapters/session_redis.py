@@ -97,17 +97,18 @@ return {gen, redis.call('HGETALL', g), redis.call('LRANGE', g .. ':m', 0, -1)}
 """
 
 _CLOSE = """
-local p, refname, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local p, refname, now, stale = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local refkey = p .. ':ref:' .. refname
 local gen = redis.call('GET', refkey)
 if not gen then return false end
 local g = p .. ':g:' .. gen
 local st = redis.call('HMGET', g, 'state', 'deadline', 'ns')
 if st[1] ~= 'open' or tonumber(st[2]) == nil or tonumber(st[2]) <= now then return false end
-redis.call('HSET', g, 'state', 'closed', 'updated', now)
-redis.call('ZADD', p .. ':due', 0, gen)
+redis.call('HSET', g, 'state', 'promoting', 'updated', now, 'deadline', now + stale)
+redis.call('ZADD', p .. ':due', now + stale, gen)
 redis.call('DEL', refkey)
-return gen
+redis.call('SREM', p .. ':ns:' .. st[3], gen)
+return {gen, redis.call('HGETALL', g), redis.call('LRANGE', g .. ':c', 0, -1), redis.call('LLEN', g .. ':m')}
 """
 
 _CLAIM = """
@@ -306,9 +307,13 @@ class RedisSessionStore:
             found.append(_info(generation, record, int(count)))
         return sorted(found, key=lambda info: (info.created_at, info.generation))
 
-    def close_session(self, ref: SessionRef, now: datetime) -> str | None:
-        found = self._run("close", _ref_name(ref), _ms(now))
-        return str(found) if found else None
+    def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:
+        found = self._run("close", _ref_name(ref), _ms(now), int(stale_after_seconds * 1000))
+        if not found:
+            return None
+        generation, record, bodies, count = found
+        info = _info(str(generation), _pairs(record), int(count))
+        return Claimed(info, tuple(candidate_from_json(body) for body in bodies))
 
     def due(self, now: datetime, limit: int) -> list[str]:
         import redis

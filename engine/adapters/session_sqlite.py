@@ -250,15 +250,19 @@ class SqliteSessionStore:
             ).fetchall()
             return [_info(row, self._count(db, str(row[0]))) for row in rows]
 
-    def close_session(self, ref: SessionRef, now: datetime) -> str | None:
+    def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:
+        now_ms = _ms(now)
         with self._tx("close") as db:
-            row = self._open_generation(db, ref, _ms(now))
+            row = self._open_generation(db, ref, now_ms)
             if row is None:
                 return None
+            generation = str(row[0])
             db.execute(
-                "UPDATE generations SET state = 'closed', updated_ms = ? WHERE generation = ?", (_ms(now), row[0])
+                "UPDATE generations SET state = 'promoting', updated_ms = ?, claimed_ms = ?, deadline_ms = ? "
+                "WHERE generation = ?",
+                (now_ms, now_ms, now_ms + int(stale_after_seconds * 1000), generation),
             )
-            return str(row[0])
+            return self._claimed(db, generation)
 
     def due(self, now: datetime, limit: int) -> list[str]:
         now_ms = _ms(now)
@@ -284,12 +288,13 @@ class SqliteSessionStore:
                 "UPDATE generations SET state = 'promoting', claimed_ms = ?, deadline_ms = ? WHERE generation = ?",
                 (now_ms, now_ms + int(stale_after_seconds * 1000), generation),
             )
-            bodies = db.execute(
-                "SELECT body FROM candidates WHERE generation = ? ORDER BY seq", (generation,)
-            ).fetchall()
-            claimed = db.execute(f"SELECT {_COLUMNS} FROM generations WHERE generation = ?", (generation,)).fetchone()
-            info = _info(claimed, self._count(db, generation))
-            return Claimed(info, tuple(candidate_from_json(body) for (body,) in bodies))
+            return self._claimed(db, generation)
+
+    def _claimed(self, db: sqlite3.Connection, generation: str) -> Claimed:
+        bodies = db.execute("SELECT body FROM candidates WHERE generation = ? ORDER BY seq", (generation,)).fetchall()
+        claimed = db.execute(f"SELECT {_COLUMNS} FROM generations WHERE generation = ?", (generation,)).fetchone()
+        info = _info(claimed, self._count(db, generation))
+        return Claimed(info, tuple(candidate_from_json(body) for (body,) in bodies))
 
     def finish(self, generation: str) -> None:
         with self._tx("finish") as db:

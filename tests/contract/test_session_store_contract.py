@@ -123,12 +123,16 @@ def test_an_append_after_expiry_starts_a_new_generation_and_keeps_the_old_for_pr
     assert claimed is not None and claimed.candidates == (cand,)
 
 
-def test_close_makes_it_due_and_the_next_append_opens_another(store: SessionStore) -> None:
-    gen = append(store, [msg("a", 1)])
-    assert store.close_session(REF, EPOCH) == gen
+def test_close_claims_it_at_once_and_the_next_append_opens_another(store: SessionStore) -> None:
+    cands = (Candidate("a", "fact", "self", EPOCH),)
+    gen = append(store, [msg("a", 1)], candidates=cands)
+    claimed = store.close_session(REF, EPOCH, 300)
+    assert claimed is not None and claimed.info.generation == gen and claimed.candidates == cands
+    assert claimed.info.state is SessionState.PROMOTING
     assert store.window(REF, EPOCH) is None
-    assert store.close_session(REF, EPOCH) is None
-    assert store.due(EPOCH, 10) == [gen]
+    assert store.close_session(REF, EPOCH, 300) is None
+    assert store.due(EPOCH, 10) == [] and store.claim(gen, EPOCH, 300) is None  # the closer holds it, no sweep
+    assert store.due(EPOCH + timedelta(seconds=300), 10) == [gen]  # a closer that died: swept once stale
     assert append(store, [msg("b", 1)]) != gen
 
 
