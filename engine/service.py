@@ -61,6 +61,7 @@ from engine.records import (
     Scope,
     Source,
     Status,
+    TimeWindow,
     Version,
     entity_keys,
     new_memory_id,
@@ -566,8 +567,11 @@ class MemoryService:
         vector: Vector | None = None,
         focus: str | None = None,
         focus_vector: Vector | None = None,
+        windows: tuple[TimeWindow, ...] | None = None,
     ) -> RecallResult:
         """``vector``: the query's embedding when the caller has it already (several recalls of one query).
+        ``windows``: likewise the times it names, as an earlier recall of it read them
+        (``RecallResult.windows``); None reads them from the text.
 
         ``focus``: a part of the query to weigh more (the prompt context's latest user
         message, its query being the latest few joined): each candidate's similarity
@@ -599,7 +603,7 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
-            windows=None,  # read by the recaller once the candidates are found (``Recaller._windows``)
+            windows=windows,  # None: read by the recaller once the candidates are found (``Recaller._windows``)
             read_by_model=self._reads(query),
             focus=focus_vector,
             focus_weight=self.config.fusion.focus,

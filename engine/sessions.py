@@ -311,6 +311,8 @@ class Sessions:
             if cfg.context_procedures and shares.procedures > 0 and PROCEDURE in self.service.config.categories:
                 found_steps = recall(top_k=cfg.context_procedures, flt=MemoryFilter(categories=(PROCEDURE,)))
                 steps = [hit.memory for hit in found_steps.hits]
+                # The times the query names, read once: the second recall takes them as read.
+                recall = functools.partial(recall, windows=found_steps.windows)
             if cfg.context_memories and shares.memories > 0:
                 hits = recall(top_k=cfg.context_memories)
                 memories = [hit.memory for hit in hits.hits if hit.memory.category != PROCEDURE]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from engine.adapters import open_sessions
 from engine.config import Config
 from engine.prompt_context import Shares
-from engine.records import MemoryDraft, MemoryFilter, Reach, Scope, Source, Status
+from engine.records import MemoryDraft, MemoryFilter, Reach, Scope, Source, Status, TimeWindow
 from engine.service import MemoryService
 from engine.session_records import Role, SessionRef
 from engine.sessions import CLAIM_STALE_SECONDS, MessageDraft, SessionNotFound, Sessions
@@ -138,13 +139,7 @@ def test_a_promotion_interrupted_midway_is_finished_once(open_sess: OpenSessions
 def test_promotion_goes_through_the_guard_dedup_and_conflicts(open_sess: OpenSessions, clock: FrozenClock) -> None:
     sessions = open_sess()
     service = sessions.service
-    older = service.save_batch(
-        [
-            MemoryDraft(
-                "I live in Berlin.", namespace="user:42", entities=("Berlin",)
-            )
-        ]
-    )[0]
+    older = service.save_batch([MemoryDraft("I live in Berlin.", namespace="user:42", entities=("Berlin",))])[0]
     sessions.append(
         REF,
         say(
@@ -234,6 +229,40 @@ def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_
     asked = sessions.context(REF, scope=Scope.whole(["user:42"]), query="How do I deploy the web app?")
     assert asked.query == "How do I deploy the web app?" and asked.procedures_first
     assert asked.focus is None  # nothing in it to weigh more
+
+
+def test_the_prompt_context_reads_the_times_its_query_names_once_for_both_recalls(
+    open_sess: OpenSessions, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = open_sess()
+    service = sessions.service
+    service.save_batch(
+        [
+            MemoryDraft("We planted tomatoes in the garden", namespace="user:42"),
+            MemoryDraft("Water the garden every second evening", namespace="user:42", category="procedure"),
+        ]
+    )
+    times = service.recaller._times
+    assert times is not None
+    read: list[str] = []
+    windows = times.windows
+    monkeypatch.setattr(times, "windows", lambda text, now: read.append(text) or windows(text, now))
+    recalled: list[tuple[TimeWindow, ...]] = []
+    recall = service.recaller.recall
+
+    def recording(query: Any, **kw: Any) -> Any:
+        result = recall(query, **kw)
+        recalled.append(result.windows)
+        return result
+
+    monkeypatch.setattr(service.recaller, "recall", recording)
+    sessions.append(REF, say("What did we do in the garden yesterday?"), reach=Reach.FULL)
+    sessions.context(REF, scope=Scope.whole(["user:42"]))
+    assert read == ["What did we do in the garden yesterday?"]  # one parse
+    day = clock.now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    assert len(recalled) == 2 and all(
+        [(w.start, w.end) for w in found] == [(day, day + timedelta(days=1))] for found in recalled
+    )
 
 
 def test_a_session_with_more_candidates_than_a_batch_holds_is_promoted_whole(
