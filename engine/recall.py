@@ -231,7 +231,7 @@ class Recaller:
         for attempt in range(2):
             net = keeper.network
             ranking = self._ranking(net, query)
-            query = ranking.query  # its windows read: a second ranking reads them again from here
+            query = ranking.query  # with its windows read: a second ranking takes them as read
             ahead = None
             if first_category is not None and net.holds_category(query.sight.namespaces, first_category):
                 ahead = self._narrowed(net, ranking, first_category)
