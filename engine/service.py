@@ -240,6 +240,11 @@ class MemoryService:
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
         with self._write_lock:
+            # Again under the lock: a block recorded while this batch was guarded and
+            # embedded is refused here, or its quarantine pass waits for this write
+            # (``quarantine_source``), so no write of a blocked source escapes both.
+            for draft in drafts:
+                self._refuse_blocked(draft.actor or actor, draft.session_id)
             self.keeper.ensure_current()
             now = self._clock()
             results: list[SaveResult | None] = [None] * len(drafts)
@@ -337,6 +342,7 @@ class MemoryService:
         patch, quarantine = self._guard_patch(namespace, self._live(namespace, memory_id, scope), patch)
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
         with self._write_lock:
+            self._refuse_blocked(actor, None)  # again under the lock, as a save does
             current = self._live(namespace, memory_id, scope)
             expect_version(memory_id, current.version, expected_version)
             if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
@@ -473,7 +479,11 @@ class MemoryService:
         namespace, each as a new version; return their ids. Deleted and already
         quarantined memories stay as they are. Runs a batch per hold of the write
         lock, so it is safe while serving; call it after the block is recorded, so
-        nothing the source writes meanwhile escapes."""
+        nothing the source writes meanwhile escapes: a write checks the blocks again
+        under the write lock, and the pass takes that lock once before it scans, so a
+        write that checked before the block was recorded has committed by then."""
+        with self._write_lock:
+            pass
         quarantined: list[str] = []
         for namespace in self.store.namespaces():
             after, whole = "", Scope.whole([namespace])
