@@ -46,7 +46,7 @@ import numpy as np
 
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
-from engine.errors import InvalidInput
+from engine.errors import Conflict, InvalidInput
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
 from engine.records import (
@@ -327,16 +327,22 @@ def apply(
 
     ``vectors`` holds the embedding of each merge's content, by merged memory id.
     An action whose memory changed since it was planned (another version, or the
-    rule no longer holds) is skipped, not forced. The caller holds the write lock.
+    rule no longer holds) is skipped, not forced, also where another process changed
+    it between the re-check and the write: the store refuses that write (``Conflict``:
+    each action's writes are one transaction, so none of them landed). The caller
+    holds the write lock, which keeps this process's own writers out, not another's.
     """
     outcomes = []
     for action in actions:
-        if isinstance(action, Archive):
-            outcomes.append(_archive(action, store, now, policy, changed_by))
-        elif isinstance(action, Purge):
-            outcomes.append(_purge(action, store, now, policy))
-        else:
-            outcomes.append(_merge(action, store, now, policy, embedder, vectors, changed_by))
+        try:
+            if isinstance(action, Archive):
+                outcomes.append(_archive(action, store, now, policy, changed_by))
+            elif isinstance(action, Purge):
+                outcomes.append(_purge(action, store, now, policy))
+            else:
+                outcomes.append(_merge(action, store, now, policy, embedder, vectors, changed_by))
+        except Conflict:
+            outcomes.append(Outcome(action, "skipped", "changed by another process since planned"))
     return outcomes
 
 
@@ -356,7 +362,7 @@ def _purge(action: Purge, store: Store, now: datetime, policy: Policy) -> Outcom
     current = store.get(Scope.whole([action.namespace]), action.memory_id)
     if current is None or current.version != action.version or purge_reason(current, now, policy) is None:
         return Outcome(action, "skipped", "changed since planned")
-    store.purge(action.namespace, action.memory_id)
+    store.purge(action.namespace, action.memory_id, version=current.version)
     log.info("purged memory %s of namespace %r: %s", action.memory_id, action.namespace, action.reason)
     return Outcome(action, "applied")
 

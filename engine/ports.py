@@ -377,9 +377,12 @@ class Store(Protocol):
         stored since the caller looked came with an edit and is of the newer text."""
         ...
 
-    def purge(self, namespace: str, memory_id: str) -> int:
+    def purge(self, namespace: str, memory_id: str, *, version: int | None = None) -> int:
         """Delete a memory, its versions, vectors and edges for good; return the seq.
-        Raises ``MemoryNotFound`` when absent."""
+        Raises ``MemoryNotFound`` when absent. With ``version``, only while the memory is
+        at that version, checked in the purge's own transaction (``VersionMismatch``
+        otherwise): a purge decided on a read must not erase what another process wrote
+        since (a restore, an edit)."""
         ...
 
     def add_edges(self, edges: Sequence[Edge]) -> None:

@@ -408,7 +408,9 @@ class MemoryService:
                 raise MemoryNotFound(memory_id, namespace)
             expect_version(memory_id, current.version, expected_version)
             if hard:
-                self.store.purge(namespace, memory_id)
+                # A condition holds to the end: checked again in the purge's transaction,
+                # where another process may have written the memory since it was read.
+                self.store.purge(namespace, memory_id, version=expected_version)
                 self.keeper.catch_up()
                 return current
             deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=self._clock())

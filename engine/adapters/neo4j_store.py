@@ -87,7 +87,7 @@ from engine import limits
 from engine.adapters import neo4j_migrations
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys, utcnow
 
@@ -899,12 +899,13 @@ class Neo4jStore:
 
         self._write("release_lease", work)
 
-    def purge(self, namespace: str, memory_id: str) -> int:
+    def purge(self, namespace: str, memory_id: str, *, version: int | None = None) -> int:
         def work(tx: neo4j.ManagedTransaction) -> int:
             row = tx.run(_LOCK_FOR_PURGE, memory_id=memory_id, namespace=namespace).single()
             if row is None:
                 raise MemoryNotFound(memory_id, namespace)
             memory = _memory(row["m"])
+            expect_version(memory_id, memory.version, version)
             unlinked = tx.run(_UNLINK_ENTITIES, ids=[memory_id]).data()
             tx.run(_PURGE_VERSIONS, memory_id=memory_id).consume()
             tx.run(_DROP_EMBEDDINGS, memory_id=memory_id).consume()

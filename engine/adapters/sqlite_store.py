@@ -29,7 +29,7 @@ import numpy as np
 from engine import limits
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
     Change,
@@ -511,7 +511,7 @@ class SqliteStore:
                         (memory_id, row[0], at),
                     )
 
-    def purge(self, namespace: str, memory_id: str) -> int:
+    def purge(self, namespace: str, memory_id: str, *, version: int | None = None) -> int:
         with self._write("purge") as db:
             row = db.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ? AND namespace = ?",
@@ -519,6 +519,7 @@ class SqliteStore:
             ).fetchone()
             if row is None:
                 raise MemoryNotFound(memory_id, namespace)
+            expect_version(memory_id, _memory(row).version, version)
             for table in ("memories", "memory_versions", "memory_entities", "vectors"):
                 db.execute(f"DELETE FROM {table} WHERE memory_id = ?", (memory_id,))
             db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id))

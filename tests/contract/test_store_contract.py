@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from engine.adapters.sqlite_store import SqliteStore
-from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, VersionMismatch
 from engine.ports import Edge, ImportedRecord, Store, Vector
 from engine.records import (
     Change,
@@ -718,6 +718,18 @@ def test_purge_removes_everything_about_the_memory(store: Store) -> None:
     assert store.find_by_digest(SCOPE, content_digest("forget me now")) == []
     assert store.get(SCOPE, kept.memory_id) == kept
     assert store.changes_since(before, 10)[-1].memory_id == gone.memory_id
+
+
+def test_a_purge_at_a_version_purges_only_that_version(store: Store) -> None:
+    (v1,) = put(store, mem("first words"))
+    store.update(v1.evolve(content="second words", version=2), None, changed_by=None, reason="edited")
+    seq = store.last_seq()
+    with pytest.raises(VersionMismatch) as refused:
+        store.purge(NS, v1.memory_id, version=1)
+    assert refused.value.current_version == 2
+    assert store.last_seq() == seq and len(store.versions(SCOPE, v1.memory_id)) == 2  # nothing written
+    store.purge(NS, v1.memory_id, version=2)
+    assert store.get(SCOPE, v1.memory_id) is None
 
 
 def test_purge_of_an_absent_memory_is_not_found(store: Store) -> None:

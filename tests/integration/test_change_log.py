@@ -1,4 +1,6 @@
-"""The bounded change log: pruning, and replicas that fell below its low-water mark.
+"""Replicas over one store: the bounded change log (pruning, replicas that fell below its
+low-water mark), a recall that reads a change its replica lacks, and a purge decided on a
+read that another replica writes over before it lands.
 
 Two services over one graph database stand for two replicas (each with a data
 directory, so a vector index and fast network, of its own). On SQLite, where one
@@ -18,6 +20,7 @@ import pytest
 from engine import change_log
 from engine.adapters import INDEX_DIR, open_service
 from engine.config import Config, load_config
+from engine.errors import VersionMismatch
 from engine.records import MemoryDraft, MemoryPatch, Scope
 from engine.service import MemoryService
 from tests.bolt import BoltTarget
@@ -202,3 +205,44 @@ def test_an_idle_replica_catches_up_on_the_pruning_schedule(
     finally:
         for service in opened:
             service.close()
+
+
+def test_consolidation_does_not_purge_a_memory_another_replica_restored_since_its_read(
+    replicas: list[MemoryService], clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    (gone,) = _save(a, "the old address was five elm street")
+    a.delete(NS, gone)
+    clock.advance(days=31)  # past the purge age of a deleted memory
+    purge = a.store.purge
+    restored: list[Any] = []
+
+    def restored_on_b_first(namespace: str, memory_id: str, **kwargs: Any) -> int:
+        # a's consolidation read the deleted record and planned its purge; b restores it now.
+        restored.append(b.rollbacks.restore(namespace, memory_id, actor="user"))
+        return purge(namespace, memory_id, **kwargs)
+
+    monkeypatch.setattr(a.store, "purge", restored_on_b_first)
+    report = a.consolidator.run(NS)
+    assert len(restored) == 1 and report.purged == 0
+    kept = a.store.get(Scope.whole([NS]), gone)
+    assert kept is not None and kept.version == restored[0].version == 3
+    assert len(a.store.versions(Scope.whole([NS]), gone)) == 3
+
+
+def test_a_conditional_hard_delete_does_not_purge_a_version_another_replica_wrote(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    (memory_id,) = _save(a, "the locker code is one two three four")
+    purge = a.store.purge
+
+    def edited_on_b_first(namespace: str, memory_id: str, **kwargs: Any) -> int:
+        b.update(namespace, memory_id, MemoryPatch(content="the locker code is nine eight seven six"))
+        return purge(namespace, memory_id, **kwargs)
+
+    monkeypatch.setattr(a.store, "purge", edited_on_b_first)
+    with pytest.raises(VersionMismatch):
+        a.delete(NS, memory_id, hard=True, expected_version=1)  # If-Match: "1": 412
+    kept = a.store.get(Scope.whole([NS]), memory_id)
+    assert kept is not None and kept.version == 2
