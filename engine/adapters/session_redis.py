@@ -83,7 +83,7 @@ redis.call('SET', refkey, gen, 'PX', math.max(ttl, 1))
 for _, key in ipairs({g, g .. ':m', g .. ':t', g .. ':c'}) do
   if keep > 0 then redis.call('PEXPIRE', key, ttl + keep) else redis.call('PERSIST', key) end
 end
-return gen
+return {gen, redis.call('HGETALL', g), len}
 """
 
 _WINDOW = """
@@ -259,22 +259,10 @@ class RedisSessionStore:
         for message in messages:
             args += [message_to_json(message), message.tokens]
         args += [candidate_to_json(candidate) for candidate in candidates]
-        generation = str(self._run("append", *args))
-        found = self.window(ref, now)
-        if found is None or found[0].generation != generation:
-            # Only a deadline already past (a zero time to live) gets here.
-            return self._stored(generation)
-        return found[0]
-
-    def _stored(self, generation: str) -> SessionInfo:
-        import redis
-
-        try:
-            record = self._client.hgetall(f"{self._prefix}:g:{generation}")
-            count = self._client.llen(f"{self._prefix}:g:{generation}:m")
-        except redis.RedisError as exc:
-            raise StoreError(f"Redis session read failed: {exc}") from exc
-        return _info(generation, record, int(count))
+        # The generation as the script left it, read in the script: a second read could
+        # find it closed and promoted by another process in between (and nothing there).
+        generation, record, count = self._run("append", *args)
+        return _info(str(generation), _pairs(record), int(count))
 
     def window(self, ref: SessionRef, now: datetime) -> tuple[SessionInfo, list[Message]] | None:
         found = self._run("window", _ref_name(ref), _ms(now))

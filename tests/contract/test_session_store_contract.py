@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,45 @@ def test_close_claims_it_at_once_and_the_next_append_opens_another(store: Sessio
     assert store.due(EPOCH, 10) == [] and store.claim(gen, EPOCH, 300) is None  # the closer holds it, no sweep
     assert store.due(EPOCH + timedelta(seconds=300), 10) == [gen]  # a closer that died: swept once stale
     assert append(store, [msg("b", 1)]) != gen
+
+
+def test_a_redis_append_answers_from_its_own_script_while_another_process_closes_the_session(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    redis_server.flush()
+    prefix = f"t{uuid.uuid4().hex[:6]}"
+    mine, other = (RedisSessionStore(redis_server.url, prefix=prefix, keep_seconds=86400) for _ in range(2))
+    mine.open()
+    other.open()
+    run = mine._run
+
+    def closed_and_promoted_elsewhere_after(script: str, *args: Any) -> Any:
+        found = run(script, *args)
+        if script == "append":  # another process closes the session and finishes its promotion now
+            claimed = other.close_session(REF, EPOCH, 300)
+            assert claimed is not None
+            other.finish(claimed.info.generation)
+        return found
+
+    monkeypatch.setattr(mine, "_run", closed_and_promoted_elsewhere_after)
+    try:
+        info = mine.append(
+            REF,
+            [msg("a", 1), msg("b", 2)],
+            (),
+            now=EPOCH,
+            expire_after_seconds=60,
+            max_tokens=100,
+            reach="member",
+            visibility="shared",
+            new_generation="g-1",
+        )
+        # The answer is what the append wrote, though the generation is gone by now.
+        assert (info.generation, info.messages, info.tokens, info.state) == ("g-1", 2, 3, SessionState.OPEN)
+        assert mine.sessions(REF.namespace, None, EPOCH) == []
+    finally:
+        mine.close()
+        other.close()
 
 
 def test_claim_is_taken_once_goes_stale_and_finish_forgets(store: SessionStore) -> None:
