@@ -34,6 +34,7 @@ from engine.errors import (
     MemoryNotFound,
     NotOwner,
     SourceBlocked,
+    VersionMismatch,
     expect_version,
 )
 from engine.index_keeper import IndexKeeper
@@ -82,6 +83,9 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
+# An unconditional edit that another process's write beat between its read and its own
+# write is read and applied again, at most this many times in all.
+EDIT_TRIES = 3
 # Namespaces per store read when a memory is looked for by id alone (a bound on query parameters).
 FIND_BATCH = 500
 
@@ -341,52 +345,79 @@ class MemoryService:
         self._refuse_blocked(actor, None)
         patch, quarantine = self._guard_patch(namespace, self._live(namespace, memory_id, scope), patch)
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
-        with self._write_lock:
-            self._refuse_blocked(actor, None)  # again under the lock, as a save does
-            current = self._live(namespace, memory_id, scope)
-            expect_version(memory_id, current.version, expected_version)
-            if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
-                raise NotOwner()
-            if (
-                current.status is Status.QUARANTINED
-                and patch.status not in (None, Status.QUARANTINED)
-                and scope is not None
-                and not scope.administers(namespace)
-            ):
-                raise Forbidden("only a namespace admin may release a quarantined memory")
-            if quarantine:
-                patch = replace(patch, status=Status.QUARANTINED)
-            now = self._clock()
-            changes: dict[str, object] = {"version": current.version + 1, "updated_at": now}
-            for name in ("content", "category", "importance", "base_score", "visibility", "key", "status"):
-                value = getattr(patch, name)
-                if value is not None:
-                    changes[name] = value.strip() if name == "content" else value
-            if patch.entities is not None:
-                changes["entities"] = normalize_entities(patch.entities)
-            elif patch.content is not None and current.entities == extract_entities(current.content):
-                # The entities were extracted, not given: they follow the new text. A
-                # client's own entities stay until the client changes them.
-                changes["entities"] = normalize_entities(extract_entities(patch.content))
-            metadata = current.metadata
-            if patch.metadata is not None:
-                metadata = {**current.metadata, **patch.metadata} if patch.merge_metadata else dict(patch.metadata)
-                changes["metadata"] = metadata
-            if patch.metadata is not None or patch.category is not None:
-                # Steps belong to procedures only, whichever of the two the patch changes.
-                problem = procedures.steps_problem(patch.category or current.category, metadata)
-                if problem:
-                    raise InvalidInput(problem, field="steps")
-            if patch.expire_at is not None or patch.clear_expire_at:
-                changes["expire_at"] = patch.expire_at
-            if vector is not None:
-                changes["embedding_model"] = self.embedder.name
-                changes["embedding_version"] = self.embedder.version
-            updated = current.evolve(**changes)
-            self.store.update(
-                updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
-            )
-            self.keeper.catch_up()
+        tries = 1
+        while True:
+            try:
+                with self._write_lock:
+                    return self._patched(
+                        namespace, memory_id, patch, quarantine, vector, actor, reason, scope, expected_version
+                    )
+            except VersionMismatch:
+                # Another process wrote the memory between the read under the lock and the
+                # store's write (which checks the version in its own transaction). A
+                # conditional edit answers that (412); an unconditional one reads again.
+                if expected_version is not None or tries == EDIT_TRIES:
+                    raise
+                tries += 1
+
+    def _patched(
+        self,
+        namespace: str,
+        memory_id: str,
+        patch: MemoryPatch,
+        quarantine: bool,
+        vector: Vector | None,
+        actor: str | None,
+        reason: str,
+        scope: Scope | None,
+        expected_version: int | None,
+    ) -> Memory:
+        """``update``'s write, under the write lock."""
+        self._refuse_blocked(actor, None)  # again under the lock, as a save does
+        current = self._live(namespace, memory_id, scope)
+        expect_version(memory_id, current.version, expected_version)
+        if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
+            raise NotOwner()
+        if (
+            current.status is Status.QUARANTINED
+            and patch.status not in (None, Status.QUARANTINED)
+            and scope is not None
+            and not scope.administers(namespace)
+        ):
+            raise Forbidden("only a namespace admin may release a quarantined memory")
+        if quarantine:
+            patch = replace(patch, status=Status.QUARANTINED)
+        now = self._clock()
+        changes: dict[str, object] = {"version": current.version + 1, "updated_at": now}
+        for name in ("content", "category", "importance", "base_score", "visibility", "key", "status"):
+            value = getattr(patch, name)
+            if value is not None:
+                changes[name] = value.strip() if name == "content" else value
+        if patch.entities is not None:
+            changes["entities"] = normalize_entities(patch.entities)
+        elif patch.content is not None and current.entities == extract_entities(current.content):
+            # The entities were extracted, not given: they follow the new text. A
+            # client's own entities stay until the client changes them.
+            changes["entities"] = normalize_entities(extract_entities(patch.content))
+        metadata = current.metadata
+        if patch.metadata is not None:
+            metadata = {**current.metadata, **patch.metadata} if patch.merge_metadata else dict(patch.metadata)
+            changes["metadata"] = metadata
+        if patch.metadata is not None or patch.category is not None:
+            # Steps belong to procedures only, whichever of the two the patch changes.
+            problem = procedures.steps_problem(patch.category or current.category, metadata)
+            if problem:
+                raise InvalidInput(problem, field="steps")
+        if patch.expire_at is not None or patch.clear_expire_at:
+            changes["expire_at"] = patch.expire_at
+        if vector is not None:
+            changes["embedding_model"] = self.embedder.name
+            changes["embedding_version"] = self.embedder.version
+        updated = current.evolve(**changes)
+        self.store.update(
+            updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
+        )
+        self.keeper.catch_up()
         return updated
 
     def delete(

@@ -246,3 +246,35 @@ def test_a_conditional_hard_delete_does_not_purge_a_version_another_replica_wrot
         a.delete(NS, memory_id, hard=True, expected_version=1)  # If-Match: "1": 412
     kept = a.store.get(Scope.whole([NS]), memory_id)
     assert kept is not None and kept.version == 2
+
+
+def _edited_on_first(a: MemoryService, b: MemoryService, monkeypatch: pytest.MonkeyPatch, content: str) -> None:
+    """Make a's next store update find that b edited the memory to ``content`` just before it."""
+    update = a.store.update
+    done: list[bool] = []
+
+    def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+        if not done:
+            done.append(True)
+            b.update(memory.namespace, memory.memory_id, MemoryPatch(content=content))
+        return update(memory, *args, **kwargs)
+
+    monkeypatch.setattr(a.store, "update", edited_on_b_first)
+
+
+def test_an_edit_another_replica_beat_is_412_when_conditional_and_applied_on_top_when_not(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    (memory_id,) = _save(a, "the meeting room is on floor two")
+    _edited_on_first(a, b, monkeypatch, "the meeting room is on floor three")
+    with pytest.raises(VersionMismatch) as refused:
+        a.update(NS, memory_id, MemoryPatch(content="the meeting room is on floor four"), expected_version=1)
+    assert refused.value.current_version == 2
+    _edited_on_first(a, b, monkeypatch, "the meeting room is on floor five")
+    edited = a.update(NS, memory_id, MemoryPatch(importance=0.9))  # unconditional: read again, applied
+    assert (edited.version, edited.content, edited.importance) == (4, "the meeting room is on floor five", 0.9)
+    assert [v.record.content for v in a.store.versions(Scope.whole([NS]), memory_id)][-2:] == [
+        "the meeting room is on floor five",
+        "the meeting room is on floor five",
+    ]
