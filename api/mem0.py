@@ -454,15 +454,14 @@ class Mem0Controller(Controller):
             raise InvalidInput("an update needs text (or data) or metadata", field="text")
         service = _service(state)
         memory, scope = _locate(service, access, memory_id, Permission.WRITE)
-        metadata = None
-        if data.metadata is not None:
-            given = {k: v for k, v in data.metadata.items() if k not in PROMOTED}
-            metadata = {**memory.metadata, **given}
+        # The given keys merged into the metadata under the write lock, on the record as
+        # it is then (not as read here: another replica may have changed it meanwhile).
+        given = None if data.metadata is None else {k: v for k, v in data.metadata.items() if k not in PROMOTED}
         access.note(content=text)
         service.update(
             memory.namespace,
             memory_id,
-            MemoryPatch(content=text, metadata=metadata),
+            MemoryPatch(content=text, metadata=given, merge_metadata=True),
             actor=access.actor,
             reason="updated through the mem0 API",
             scope=scope,

@@ -70,6 +70,19 @@ class Conflict(TwinmemError):
         self.memory_id = memory_id
 
 
+class StaleWrite(Conflict):
+    """The store refused a write decided on a version another writer has replaced since
+    (every write names the version it replaces, checked in its own transaction): within
+    one process the write lock keeps this from happening, across replicas it does not."""
+
+    def __init__(self, memory_id: str, *, replaces: int, current: int) -> None:
+        super().__init__(
+            f"memory {memory_id} is at version {current}, not {replaces}: another writer changed it first",
+            memory_id=memory_id,
+        )
+        self.current_version = current
+
+
 class VersionMismatch(Conflict):
     """The caller made its change conditional on a version the memory no longer has
     (optimistic concurrency: read, then write only if nobody wrote in between)."""

@@ -205,11 +205,8 @@ class IndexKeeper:
         return [memory_id for memory_id in ids if memory_id not in stored or memory_id in wrong]
 
     def is_current(self) -> bool:
-        return self.is_current_at(self._store.last_seq())
-
-    def is_current_at(self, seq: int) -> bool:
-        """Whether the index and the fast network reflect every change up to ``seq``."""
-        return self.index.applied_seq >= seq and self.network.applied_seq >= seq
+        last = self._store.last_seq()
+        return self.index.applied_seq >= last and self.network.applied_seq >= last
 
     def ensure_current(self) -> None:
         """Catch up unless the index already reflects the newest change (one cheap query)."""

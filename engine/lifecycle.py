@@ -46,7 +46,7 @@ import numpy as np
 
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
-from engine.errors import Conflict, InvalidInput
+from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
 from engine.records import (
@@ -327,9 +327,10 @@ def apply(
 
     ``vectors`` holds the embedding of each merge's content, by merged memory id.
     An action whose memory changed since it was planned (another version, or the
-    rule no longer holds) is skipped, not forced, also where another process changed
-    it between the re-check and the write: the store refuses that write (``Conflict``:
-    each action's writes are one transaction, so none of them landed). The caller
+    rule no longer holds) is skipped, not forced, also where another process changed,
+    merged or purged it between the re-check and the write: the store refuses that
+    write (``Conflict``, ``MemoryNotFound``: each action's writes are one transaction, so
+    none of them landed). The caller
     holds the write lock, which keeps this process's own writers out, not another's.
     """
     outcomes = []
@@ -341,7 +342,7 @@ def apply(
                 outcomes.append(_purge(action, store, now, policy))
             else:
                 outcomes.append(_merge(action, store, now, policy, embedder, vectors, changed_by))
-        except Conflict:
+        except (Conflict, MemoryNotFound):  # changed, merged or purged by another process
             outcomes.append(Outcome(action, "skipped", "changed by another process since planned"))
     return outcomes
 

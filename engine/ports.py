@@ -450,8 +450,8 @@ class Store(Protocol):
         """``get_many`` and then ``last_seq`` in one read (one round trip to a server),
         the seq read after the records, so no change they show is newer than it. Recall
         ranks on the fast network first and checks with this that nothing was written
-        since the network last caught up (``IndexKeeper.is_current_at``); also for no
-        ``ids``, where only the seq is read."""
+        that its ranking lacked (``Ranking.current_to``); also for no ``ids``, where only
+        the seq is read."""
         ...
 
     def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:

@@ -192,6 +192,7 @@ class Ranking:
     pool: _Pool
     names: Sequence[str]  # the network's memory id of each row (rows are never reused)
     query: RecallQuery  # what was ranked, its windows read
+    current_to: int  # the change seq the index and the network had both applied when it began
 
     def first_ids(self, count: int) -> list[str]:
         """The memory ids of the best ``count`` rows."""
@@ -225,8 +226,9 @@ class Recaller:
 
         The network is not checked against the store before it ranks: the read of the
         hits brings the store's newest change seq with it (``Store.get_many_and_seq``,
-        one round trip to a server), and only where the network lacks a change up to
-        that seq (another process wrote) does the recall catch up and rank again, once."""
+        one round trip to a server), and only where the ranking was made without a
+        change up to that seq (another process wrote) does the recall catch up and rank
+        again, once."""
         keeper = self._keeper
         for attempt in range(2):
             net = keeper.network
@@ -241,7 +243,9 @@ class Recaller:
                 dict.fromkeys([*(ahead.first_ids(query.top_k) if ahead else ()), *ranking.first_ids(query.top_k)])
             )
             memories, seq = self._store.get_many_and_seq(query.sight, wanted, query.flt, query.now)
-            if attempt or keeper.is_current_at(seq):
+            # Against what the network held when it ranked, not now: another thread may
+            # have caught it up since, after this ranking was made without the change.
+            if attempt or seq <= ranking.current_to:
                 break
             keeper.catch_up()
         read = {memory.memory_id: memory for memory in memories}
@@ -287,6 +291,7 @@ class Recaller:
         """``rank`` on the network as it is (the caller made it current). ``seen``: a plain
         search of the same vector, under a wider filter (``_semantic``)."""
         with net.reading():
+            current_to = min(self._keeper.index.applied_seq, net.applied_seq)
             pool = self._semantic(net, query, seen=seen)
             if query.focus is not None:
                 self._focused(net, query, pool)
@@ -300,7 +305,7 @@ class Recaller:
             self._context(net, query, pool)
             rows = np.asarray(pool.rows(), dtype=np.int64)
             order = self._ranked(net, query, pool, rows)
-            return Ranking(rows[order].tolist(), pool, net.ids, query)
+            return Ranking(rows[order].tolist(), pool, net.ids, query, current_to)
 
     def _windows(self, query: RecallQuery) -> tuple[TimeWindow, ...]:
         """The times ``query`` names, read after its candidates are found: the parsers

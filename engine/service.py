@@ -34,6 +34,7 @@ from engine.errors import (
     MemoryNotFound,
     NotOwner,
     SourceBlocked,
+    StaleWrite,
     VersionMismatch,
     expect_version,
 )
@@ -352,11 +353,15 @@ class MemoryService:
                     return self._patched(
                         namespace, memory_id, patch, quarantine, vector, actor, reason, scope, expected_version
                     )
-            except VersionMismatch:
+            except StaleWrite as stale:
                 # Another process wrote the memory between the read under the lock and the
-                # store's write (which checks the version in its own transaction). A
-                # conditional edit answers that (412); an unconditional one reads again.
-                if expected_version is not None or tries == EDIT_TRIES:
+                # store's write. A conditional edit answers that as a stale condition (412);
+                # an unconditional one reads again.
+                if expected_version is not None:
+                    raise VersionMismatch(
+                        memory_id, expected=expected_version, current=stale.current_version
+                    ) from stale
+                if tries == EDIT_TRIES:
                     raise
                 tries += 1
 
@@ -457,6 +462,7 @@ class MemoryService:
         first, under the lock, and re-reads what the plan assumed of the store; when it says
         no, nothing is written and None is returned."""
         with self._write_lock:
+            self._refuse_blocked(actor, None)  # again under the lock, as a save does
             self.keeper.ensure_current()
             if not still_valid():
                 return None

@@ -31,7 +31,9 @@ class Role(StrEnum):
 
 class SessionState(StrEnum):
     OPEN = "open"  # taking messages until its deadline
-    CLOSED = "closed"  # closed by its agent, waiting for promotion
+    # Closed by its agent, waiting for promotion: written by older releases only (a close
+    # now claims the generation at once, PROMOTING); still read and promoted where found.
+    CLOSED = "closed"
     PROMOTING = "promoting"  # claimed by a promotion; claimed again if that one never finishes
 
 

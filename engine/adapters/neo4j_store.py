@@ -87,7 +87,7 @@ from engine import limits
 from engine.adapters import neo4j_migrations
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError, VersionMismatch, expect_version
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys, utcnow
 
@@ -1398,7 +1398,7 @@ def _apply_updates(
         if stored is None or stored.namespace != memory.namespace:
             raise MemoryNotFound(memory.memory_id, memory.namespace)
         if memory.version != versions[memory.memory_id] + 1:  # another writer came first
-            raise VersionMismatch(memory.memory_id, expected=memory.version - 1, current=versions[memory.memory_id])
+            raise StaleWrite(memory.memory_id, replaces=memory.version - 1, current=versions[memory.memory_id])
         versions[memory.memory_id] = memory.version
         written.append(memory.over(stored, revectored=revectored, sets_base_score=sets_base_score))
     latest = {memory.memory_id: memory for memory in written}

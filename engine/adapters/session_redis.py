@@ -11,8 +11,9 @@ under ``[sessions] redis_prefix``:
   and their token counts, oldest first), ``P:g:<gen>:c`` (candidates for promotion);
   these outlive the deadline until the generation is promoted, or, with
   ``redis_keep_days`` above 0, until Redis drops them that long after it;
-* ``P:due`` (sorted set: generation → when it falls due: its deadline, 0 once closed,
-  the end of a promotion's claim) and ``P:ns:<namespace>`` (a set of its generations).
+* ``P:due`` (sorted set: generation → when it falls due: its deadline, or the end of a
+  promotion's claim, a close's included; 0 for a generation closed by an older release,
+  which left it ``closed`` and due at once) and ``P:ns:<namespace>`` (a set of its generations).
 
 Times are the caller's ``now`` in Unix milliseconds, not the server's clock, so a
 deadline means the same in every process and in tests with a frozen clock. The key

@@ -29,7 +29,7 @@ import numpy as np
 from engine import limits
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError, VersionMismatch, expect_version
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
     Change,
@@ -450,7 +450,7 @@ class SqliteStore:
         if stored is None or stored.namespace != memory.namespace:
             raise MemoryNotFound(memory.memory_id, memory.namespace)
         if memory.version != stored.version + 1:  # another writer came first
-            raise VersionMismatch(memory.memory_id, expected=memory.version - 1, current=stored.version)
+            raise StaleWrite(memory.memory_id, replaces=memory.version - 1, current=stored.version)
         # Use and vectors that landed after the edit's record was read are kept.
         memory = memory.over(stored, revectored=vector is not None, sets_base_score=sets_base_score)
         assignments = ", ".join(f"{col} = ?" for col in (name.strip() for name in _COLUMNS.split(",")[1:]))

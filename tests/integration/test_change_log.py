@@ -278,3 +278,49 @@ def test_an_edit_another_replica_beat_is_412_when_conditional_and_applied_on_top
         "the meeting room is on floor five",
         "the meeting room is on floor five",
     ]
+
+
+def test_a_recall_ranked_before_another_thread_caught_up_ranks_again(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    _save(a, "apple and basalt")
+    _recalled(a, "apple")
+    (written,) = _save(b, "cello dingo ember")  # a's network lacks it
+    read = a.store.get_many_and_seq
+    reads: list[int] = []
+
+    def caught_up_meanwhile(*args: Any) -> Any:
+        if not reads:  # another thread (a save, a recall) catches a up while this recall ranked without it
+            a.keeper.catch_up()
+        found = read(*args)
+        reads.append(found[1])
+        return found
+
+    monkeypatch.setattr(a.store, "get_many_and_seq", caught_up_meanwhile)
+    assert written in _recalled(a, "cello dingo")
+    assert reads == [2, 2]  # the first ranking lacked change 2, though the network had it by the read
+
+
+def test_consolidation_skips_a_memory_another_replica_purged_since_its_read_and_goes_on(
+    replicas: list[MemoryService], clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = replicas
+    first, second = _save(a, "the old phone was a nokia", "the old car was a saab")
+    a.delete(NS, first)
+    a.delete(NS, second)
+    clock.advance(days=31)
+    purge = a.store.purge
+    gone: list[str] = []
+
+    def purged_on_b_first(namespace: str, memory_id: str, **kwargs: Any) -> int:
+        if not gone:  # b purges the first of them for good just before a does
+            gone.append(memory_id)
+            b.delete(namespace, memory_id, hard=True)
+        return purge(namespace, memory_id, **kwargs)
+
+    monkeypatch.setattr(a.store, "purge", purged_on_b_first)
+    report = a.consolidator.run(NS)
+    assert report.purged == 1  # the other one: the run went on
+    assert [o.status for o in report.outcomes if o.action.memory_id in gone] == ["skipped"]
+    assert a.store.get(Scope.whole([NS]), first) is None and a.store.get(Scope.whole([NS]), second) is None

@@ -16,8 +16,9 @@ from engine.errors import GuardRejected, SourceBlocked
 from engine.guard import Action
 from engine.importers import run_import
 from engine.portability import open_export
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Source, Status
-from engine.security import BlockKind
+from engine.ports import ImportedRecord
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status, new_memory_id
+from engine.security import Block, BlockKind
 from engine.service import MemoryService
 from tests.integration.conftest import OpenService
 
@@ -216,6 +217,18 @@ def test_a_quarantine_pass_waits_for_a_write_that_checked_the_blocks_before_them
     admin[0].join(timeout=30)
     assert passes == [[late.memory_id]]
     assert service.get("u1", late.memory_id).status is Status.QUARANTINED
+
+
+def test_an_import_under_way_when_its_importer_is_blocked_is_refused(open_svc: OpenService) -> None:
+    service = open_svc()
+    assert service.security is not None
+    planned = service.save(MemoryDraft("The user likes oolong", namespace="u1", actor="bob")).memory
+    service.security.block(Block(BlockKind.AGENT, "mallory", "ops", planned.created_at, None))
+    record = ImportedRecord(planned.evolve(memory_id=new_memory_id(), actor="mallory"), (), None, ())
+    # The import planned and embedded before the block: its write, under the lock, is refused.
+    with pytest.raises(SourceBlocked):
+        service.write_imported([record], actor="mallory", still_valid=lambda: True)
+    assert service.store.get(Scope.whole(["u1"]), record.memory.memory_id) is None
 
 
 def test_entities_and_metadata_pass_the_write_guard(service: MemoryService, open_svc: OpenService) -> None:
