@@ -85,21 +85,30 @@ def test_pruning_keeps_the_log_bounded(replicas: list[MemoryService]) -> None:
     assert len(a.store.changes_since(0, 100)) == 5
 
 
+def _recall_reads(service: MemoryService, monkeypatch: pytest.MonkeyPatch, first: Any = None) -> list[int]:
+    """The change seq each of ``service``'s recall reads (``get_many_and_seq``) comes back
+    with, from now on; ``first`` runs just before the first of them."""
+    seqs: list[int] = []
+    read = service.store.get_many_and_seq
+
+    def recorded(*args: Any) -> Any:
+        if first is not None and not seqs:
+            first()
+        found = read(*args)
+        seqs.append(found[1])
+        return found
+
+    monkeypatch.setattr(service.store, "get_many_and_seq", recorded)
+    return seqs
+
+
 def test_a_recall_that_reads_a_change_its_replica_lacks_catches_up_and_ranks_again(
     replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = replicas
     _save(a, "apple and basalt")
     _recalled(a, "apple")
-    seqs: list[int] = []
-    read = a.store.get_many_and_seq
-
-    def counted(*args: Any) -> Any:
-        found = read(*args)
-        seqs.append(found[1])
-        return found
-
-    monkeypatch.setattr(a.store, "get_many_and_seq", counted)
+    seqs = _recall_reads(a, monkeypatch)
     (written,) = _save(b, "cello dingo ember")  # through the other replica: a's network lacks it
     assert written in _recalled(a, "cello dingo")
     # The first read came back with a seq a's network lacked; it caught up and read again.
@@ -287,17 +296,8 @@ def test_a_recall_ranked_before_another_thread_caught_up_ranks_again(
     _save(a, "apple and basalt")
     _recalled(a, "apple")
     (written,) = _save(b, "cello dingo ember")  # a's network lacks it
-    read = a.store.get_many_and_seq
-    reads: list[int] = []
-
-    def caught_up_meanwhile(*args: Any) -> Any:
-        if not reads:  # another thread (a save, a recall) catches a up while this recall ranked without it
-            a.keeper.catch_up()
-        found = read(*args)
-        reads.append(found[1])
-        return found
-
-    monkeypatch.setattr(a.store, "get_many_and_seq", caught_up_meanwhile)
+    # Another thread (a save, a recall) catches a up while this recall ranks without it.
+    reads = _recall_reads(a, monkeypatch, first=a.keeper.catch_up)
     assert written in _recalled(a, "cello dingo")
     assert reads == [2, 2]  # the first ranking lacked change 2, though the network had it by the read
 
