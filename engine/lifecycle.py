@@ -329,9 +329,9 @@ def apply(
     An action whose memory changed since it was planned (another version, or the
     rule no longer holds) is skipped, not forced, also where another process changed,
     merged or purged it between the re-check and the write: the store refuses that
-    write (``Conflict``, ``MemoryNotFound``: each action's writes are one transaction, so
-    none of them landed). The caller
-    holds the write lock, which keeps this process's own writers out, not another's.
+    write (``Conflict``, ``MemoryNotFound``: each action's writes are one transaction,
+    so none of them landed). The caller holds the write lock, which keeps this
+    process's own writers out, not another's.
     """
     outcomes = []
     for action in actions:
