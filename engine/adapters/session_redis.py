@@ -156,6 +156,12 @@ def _pairs(flat: Sequence[str]) -> dict[str, str]:
     return {flat[n]: flat[n + 1] for n in range(0, len(flat), 2)}
 
 
+def _claimed(generation: str, record: Sequence[str], bodies: Sequence[str], count: int) -> Claimed:
+    """A claim as a script returns it: the record (flat pairs), the candidates, the messages' count."""
+    info = _info(generation, _pairs(record), int(count))
+    return Claimed(info, tuple(candidate_from_json(body) for body in bodies))
+
+
 def _info(generation: str, record: dict[str, str], messages: int) -> SessionInfo:
     return SessionInfo(
         ref=SessionRef(record["ns"], record["agent"], record["sid"]),
@@ -300,9 +306,8 @@ class RedisSessionStore:
         found = self._run("close", _ref_name(ref), _ms(now), int(stale_after_seconds * 1000))
         if not found:
             return None
-        generation, record, bodies, count = found
-        info = _info(str(generation), _pairs(record), int(count))
-        return Claimed(info, tuple(candidate_from_json(body) for body in bodies))
+        generation, *claimed = found
+        return _claimed(str(generation), *claimed)
 
     def due(self, now: datetime, limit: int) -> list[str]:
         import redis
@@ -319,9 +324,7 @@ class RedisSessionStore:
         found = self._run("claim", generation, _ms(now), int(stale_after_seconds * 1000))
         if not found:
             return None
-        record, bodies, count = found
-        info = _info(generation, _pairs(record), int(count))
-        return Claimed(info, tuple(candidate_from_json(body) for body in bodies))
+        return _claimed(generation, *found)
 
     def finish(self, generation: str) -> None:
         self._run("finish", generation)
