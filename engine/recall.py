@@ -49,8 +49,8 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many_and_seq``, which applies the caller's scope and the filter again (defence
 in depth) and brings the store's newest change seq with the records: where the
-network lacks a change up to it (another process wrote since it last caught up), the
-recall catches up and ranks again, once; so no store read comes before the ranking,
+ranking was made without a change up to it (another process wrote since the network
+last caught up), the recall catches up and ranks again, once; so no store read comes before the ranking,
 and a recall is one round trip to a server store. The read guard drops what the
 current rules refuse (its findings kept per memory in the fast network), and
 ``scoring.fuse`` ranks and explains the records as read. Only when the store or the

@@ -520,6 +520,8 @@ MATCH (e:Embedding {memory_id: id, model: $model})
 RETURN e.memory_id AS memory_id, e.vector AS vector
 """
 
+_NO_COUNTER = "the change counter is missing: the graph schema migrations did not run"
+
 _LAST_SEQ: LiteralString = """
 MATCH (c:Counter {name: 'changes'})
 RETURN c.seq AS seq
@@ -1000,7 +1002,7 @@ class Neo4jStore:
         asked = list(ids) if scope.namespaces else []
         rows = self._rows("get_many_and_seq", _GET_MANY_AND_SEQ, ids=asked, **_filter_params(scope, flt, now))
         if not rows:
-            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+            raise StoreError(_NO_COUNTER)
         found = (_memory(record) for record in rows[0]["found"])
         return [m for m in found if _metadata_matches(m, wanted)], int(rows[0]["seq"])
 
@@ -1139,7 +1141,7 @@ class Neo4jStore:
     def last_seq(self) -> int:
         rows = self._rows("last_seq", _LAST_SEQ)
         if not rows:
-            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+            raise StoreError(_NO_COUNTER)
         return int(rows[0]["seq"])
 
     def changes_since(self, seq: int, limit: int) -> list[Change]:
@@ -1149,7 +1151,7 @@ class Neo4jStore:
     def low_water_seq(self) -> int:
         rows = self._rows("low_water_seq", _LOW_WATER)
         if not rows:
-            raise StoreError("the change counter is missing: the graph schema migrations did not run")
+            raise StoreError(_NO_COUNTER)
         return int(rows[0]["seq"])
 
     def prune_changes(self, keep: int, limit: int) -> int:
@@ -1159,7 +1161,7 @@ class Neo4jStore:
         def work(tx: neo4j.ManagedTransaction) -> int:
             bounds = tx.run(_PRUNE_BOUNDS).single()
             if bounds is None:
-                raise StoreError("the change counter is missing: the graph schema migrations did not run")
+                raise StoreError(_NO_COUNTER)
             low = int(bounds["low"])
             mark = min(int(bounds["newest"]) - keep, low + limit)
             if mark <= low:
@@ -1435,7 +1437,7 @@ def _change(memory: Memory, op: str) -> dict[str, str]:
 def _log(tx: neo4j.ManagedTransaction, changes: list[dict[str, str]]) -> int:
     record = tx.run(_LOG_CHANGES, changes=changes).single()
     if record is None or record["seq"] is None:
-        raise StoreError("the change counter is missing: the graph schema migrations did not run")
+        raise StoreError(_NO_COUNTER)
     return int(record["seq"])
 
 

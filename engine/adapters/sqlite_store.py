@@ -630,7 +630,7 @@ class SqliteStore:
     ) -> tuple[list[Memory], int]:
         with self._read("get_many_and_seq") as db:
             rows = _rows_of(db, scope, ids, flt, now) if ids and scope.namespaces else []
-            seq = db.execute("SELECT max(seq) FROM changes").fetchone()[0]
+            seq = db.execute(_NEWEST_SEQ).fetchone()[0]
         return [_memory(row) for row in rows], int(seq or 0)
 
     def find_by_digest(self, scope: Scope, digest: str) -> list[Memory]:
@@ -782,7 +782,7 @@ class SqliteStore:
 
     def last_seq(self) -> int:
         with self._read("last_seq") as db:
-            row = db.execute("SELECT max(seq) FROM changes").fetchone()
+            row = db.execute(_NEWEST_SEQ).fetchone()
         return int(row[0] or 0)
 
     def changes_since(self, seq: int, limit: int) -> list[Change]:
@@ -987,6 +987,7 @@ _INSERT_VERSION = (
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_CHANGE = "INSERT INTO changes (memory_id, namespace, op, at) VALUES (?, ?, ?, ?)"
+_NEWEST_SEQ = "SELECT max(seq) FROM changes"
 # Ids bound in one ``IN (...)`` (SQLite's default limit on variables is 32,766).
 _IN_CHUNK = 500
 
