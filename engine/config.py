@@ -163,6 +163,9 @@ class RecallConfig:
     # reads most Chinese characters as [UNK]), is ranked without the semantic signal:
     # its vector says nothing. 1 keeps the signal whatever the model reads.
     unread_query_share: float = 0.5
+    # Read the times a query names in a worker process, beside the recall's embedding and
+    # channels (engine/adapters/time_worker.py); false: in the request's thread.
+    time_worker: bool = True
 
 
 @dataclass(frozen=True, slots=True)

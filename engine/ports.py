@@ -112,6 +112,13 @@ class TimeExpressions(Protocol):
 
     def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]: ...
 
+    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+        """Start reading ``text``'s windows and return what answers them (``windows``'s
+        answer), waiting where they are not read yet: an adapter that reads elsewhere (a
+        worker process) reads them meanwhile; one that does not reads them when asked.
+        The answer is asked for exactly once."""
+        ...
+
 
 @runtime_checkable
 class VectorIndex(Protocol):

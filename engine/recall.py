@@ -42,9 +42,12 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    times how typical of its namespace the memory is (``FastNetwork.typicality``:
    chatter near the middle of everything is every query's neighbour), and the time
    signal (``[fusion] time``) when the query names a time (``TimeWindow``s). A
-   query's times are read here, after the channels above and before the context
-   channel (whose seeds are ranked by the fused score): nothing before needs them, and
-   a parse leaves the CPU's caches cold for what runs after it (``_windows``).
+   query's times are needed here, after the channels above and before the context
+   channel (whose seeds are ranked by the fused score): reading them is begun before
+   (``TimeExpressions.begin``; ``MemoryService.recall`` begins it before it embeds the
+   query), so that a worker process reads them while the channels run
+   (engine/adapters/time_worker.py); read in this thread they are read here, after the
+   channels, because a parse leaves the CPU's caches cold for what runs after it.
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many_and_seq``, which applies the caller's scope and the filter again (defence
@@ -122,6 +125,10 @@ LEXICAL_LOOK = 4
 IsBlocked = Callable[[Memory], bool]
 
 
+def _no_windows() -> tuple[TimeWindow, ...]:
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class RecallQuery:
     """One recall, decided before any candidate is looked at."""
@@ -136,8 +143,11 @@ class RecallQuery:
     terms: tuple[str, ...]  # engine.text.terms of the query
     entity_keys: frozenset[str]  # keys of the entities the query names
     # The times the query names (engine/adapters/time_expressions.py). None: not read yet;
-    # the recaller reads them from ``text`` once the candidate channels have run (``Recaller._windows``).
+    # the recaller takes them from ``reading`` (or begins reading them itself) and waits for
+    # them once the candidate channels have run (``Recaller._ranking``).
     windows: tuple[TimeWindow, ...] | None = ()
+    # Their reading, begun (``Recaller.begin_windows``), where ``windows`` is None.
+    reading: Callable[[], tuple[TimeWindow, ...]] | None = None
     # Whether the model reads the query (``ReadsText``): when not, its vector says nothing,
     # and the semantic signal gets weight 0 (its neighbours still fill the candidates, so
     # top_k is filled, ranked by the other signals).
@@ -292,14 +302,12 @@ class Recaller:
         search of the same vector, under a wider filter (``_semantic``)."""
         with net.reading():
             current_to = min(self._keeper.index.applied_seq, net.applied_seq)
-            pool = self._semantic(net, query, seen=seen)
-            if query.focus is not None:
-                self._focused(net, query, pool)
-            self._legacy(net, query, pool)
-            self._lexical(net, query, pool)
-            self._graph(net, query, pool)
-            if query.windows is None:
-                query = replace(query, windows=self._windows(query))
+            reading = None if query.windows is not None else query.reading or self.begin_windows(query.text, query.now)
+            try:
+                pool = self._candidates(net, query, seen)
+            finally:  # even where a channel failed: the answer is taken, so the reader is free
+                if reading is not None:
+                    query = replace(query, windows=reading(), reading=None)
             cosines = self._read_cosines(net, query, pool, np.asarray(pool.rows(), dtype=np.int64))
             pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
             self._context(net, query, pool)
@@ -307,15 +315,25 @@ class Recaller:
             order = self._ranked(net, query, pool, rows)
             return Ranking(rows[order].tolist(), pool, net.ids, query, current_to)
 
-    def _windows(self, query: RecallQuery) -> tuple[TimeWindow, ...]:
-        """The times ``query`` names, read after its candidates are found: the parsers
-        (dateparser above all) leave the CPU's caches cold for what runs after them (benchmarks/RESULTS.md,
-        "A time-naming question costs more than its parse"). Only the fused scores read
-        the windows: none are read without a time signal (``[fusion] time`` 0, or no
-        parser)."""
+    def _candidates(self, net: FastNetwork, query: RecallQuery, seen: tuple[int, Rows] | None) -> _Pool:
+        pool = self._semantic(net, query, seen=seen)
+        if query.focus is not None:
+            self._focused(net, query, pool)
+        self._legacy(net, query, pool)
+        self._lexical(net, query, pool)
+        self._graph(net, query, pool)
+        return pool
+
+    def begin_windows(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+        """Begin reading the times ``text`` names (``TimeExpressions.begin``); the answer
+        is taken once the candidates are found. Read in this thread, they are read only
+        then: the parsers (dateparser above all) leave the CPU's caches cold for what runs
+        after them (benchmarks/RESULTS.md, "A time-naming question costs more than its
+        parse"). Only the fused scores read the windows: none are read without a time
+        signal (``[fusion] time`` 0, or no parser)."""
         if self._times is None or self._config.fusion.time <= 0:
-            return ()
-        return self._times.windows(query.text, query.now)
+            return _no_windows
+        return self._times.begin(text, now)
 
     def nearest(
         self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int

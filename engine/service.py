@@ -636,12 +636,20 @@ class MemoryService:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
         self._check_namespaces(namespaces)
         self._check_filter(flt)
-        vector = self.embedder.embed_query(query) if vector is None else vector
-        if focus is None or not self.weighs_focus(query, focus):
-            focus_vector = None
-        elif focus_vector is None:
-            focus_vector = self.embedder.embed_query(focus)
         now = self._clock()
+        # The times it names, begun first: a worker process reads them while this thread
+        # embeds the query and runs the channels.
+        reading = self.recaller.begin_windows(query, now) if windows is None else None
+        try:
+            vector = self.embedder.embed_query(query) if vector is None else vector
+            if focus is None or not self.weighs_focus(query, focus):
+                focus_vector = None
+            elif focus_vector is None:
+                focus_vector = self.embedder.embed_query(focus)
+        except BaseException:
+            if reading is not None:
+                reading()  # taken, so the reader is free for the next
+            raise
         asked = RecallQuery(
             text=query,
             vector=vector,
@@ -652,7 +660,8 @@ class MemoryService:
             now=now,
             terms=tuple(text.terms(query)),
             entity_keys=entity_keys(extract_entities(query)),
-            windows=windows,  # None: read by the recaller once the candidates are found (``Recaller._windows``)
+            windows=windows,
+            reading=reading,  # where windows is None: taken once the candidates are found (``Recaller._ranking``)
             read_by_model=self._reads(query),
             focus=focus_vector,
             focus_weight=self.config.fusion.focus,

@@ -38,6 +38,7 @@ from engine.sessions import Sessions
 
 if TYPE_CHECKING:
     from engine.adapters.time_expressions import LibraryTimeExpressions
+    from engine.adapters.time_worker import WorkerTimeExpressions
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ def open_service(
     from engine.adapters.half_cosines import half_cosines
     from engine.adapters.hnsw_index import HnswIndex
     from engine.adapters.time_expressions import LibraryTimeExpressions
+    from engine.adapters.time_worker import WorkerTimeExpressions
 
     data_dir = Path(config.data_dir)
     lock = _DirLock(data_dir / LOCK_FILE)
@@ -205,14 +207,14 @@ def open_service(
             keeper.start(index.result(), network)
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
-        times = LibraryTimeExpressions()
+        times = WorkerTimeExpressions() if config.recall.time_worker else LibraryTimeExpressions()
         service = MemoryService(
             config,
             store,
             keeper,
             embedder,
             clock=clock,
-            on_close=_closing(owned, lock),
+            on_close=_closing(owned, lock, times),
             times=times,
             security=security,
         )
@@ -233,7 +235,7 @@ def open_service(
         raise
 
 
-def _load_language_data(service: MemoryService, times: LibraryTimeExpressions) -> None:
+def _load_language_data(service: MemoryService, times: LibraryTimeExpressions | WorkerTimeExpressions) -> None:
     """The libraries that read text, loaded in a background thread once the service is
     open, so that the first request needing one does not wait for it: dateparser (about
     0.3 s and 12 MB here) when the time signal is on; for a store that holds Chinese, also
@@ -255,11 +257,16 @@ def _load_language_data(service: MemoryService, times: LibraryTimeExpressions) -
     threading.Thread(target=load, name="language-data", daemon=True).start()
 
 
-def _closing(owned: SecurityStore | None, lock: _DirLock) -> Callable[[], None]:
-    """Close the security store ``open_service`` opened itself, then free the data directory."""
+def _closing(
+    owned: SecurityStore | None, lock: _DirLock, times: LibraryTimeExpressions | WorkerTimeExpressions | None = None
+) -> Callable[[], None]:
+    """Close the security store ``open_service`` opened itself and the time-parsing
+    worker, then free the data directory."""
 
     def close() -> None:
         try:
+            if times is not None:
+                times.close()
             if owned is not None:
                 owned.close()
         finally:

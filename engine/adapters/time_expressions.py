@@ -55,6 +55,7 @@ import io
 import logging
 import re
 import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,22 @@ class LibraryTimeExpressions:
         if chinese:
             self.windows("昨天", at)
 
+    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+        """Reads nothing ahead: the answer reads the windows when asked."""
+        return functools.partial(self.windows, text, now)
+
+    def close(self) -> None:
+        """Nothing to close: the libraries live in this process."""
+
+    def may_name_time(self, text: str) -> bool:
+        """Whether ``windows`` would hand ``text`` to a parser: Chinese characters, or an
+        English sentence with a digit or a date word (loads dateparser's vocabulary). A
+        text it would not hand over names no time."""
+        text = text[:MAX_CHARS]
+        if _CJK.search(text):
+            return True
+        return bool(_LATIN.search(text)) and any(True for _ in self._dated(_CJK_RUN.sub(" ", text)))
+
     def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]:
         text = text[:MAX_CHARS]
         base = now.astimezone(UTC).replace(tzinfo=None)
@@ -148,14 +165,19 @@ class LibraryTimeExpressions:
     # --- English ---------------------------------------------------------------------
 
     def _english(self, text: str, base: datetime) -> list[TimeWindow]:
-        _, _, _, vocabulary = self._load_dateparser()
         windows: list[TimeWindow] = []
+        for sentence in self._dated(text):
+            windows += self._english_sentence(sentence, base)
+        return windows
+
+    def _dated(self, text: str) -> Iterator[str]:
+        """The sentences of ``text`` that dateparser is given: those with a digit or a date
+        word. The others have none of the locale's date words, or only words of a time of
+        day ("in the morning", "an hour"): dateparser would find nothing kept there."""
+        _, _, _, vocabulary = self._load_dateparser()
         for sentence in _SENTENCE_END.split(text):
             if _DIGIT.search(sentence) or not vocabulary.intersection(_WORD.findall(sentence.lower())) <= _SUB_DAY:
-                windows += self._english_sentence(sentence, base)
-            # Else no digit, and none of the locale's date words, or only words of a time
-            # of day ("in the morning", "an hour"): dateparser would find nothing kept here.
-        return windows
+                yield sentence
 
     def _english_sentence(self, text: str, base: datetime) -> list[TimeWindow]:
         search_dates, periods, skip, _ = self._load_dateparser()

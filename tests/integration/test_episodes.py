@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -232,13 +233,17 @@ def test_a_time_named_lifts_what_was_written_then(
     assert 0.0 < fits[ids["last year"]].value < fits[ids["last month"]].value < 1.0  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("worker", [False, True], ids=["in the request", "in a worker"])
 def test_the_times_are_read_once_after_the_candidate_channels(
-    open_svc: OpenService, data_dir: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+    open_svc: OpenService, data_dir: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch, worker: bool
 ) -> None:
-    """A parse leaves the CPU's caches cold for what runs after it, so a recall reads its
-    query's times once the channels have found the candidates, and only once for a "how"
-    question, which ranks twice (the second time over procedures)."""
-    service = open_svc(config=with_weights(data_dir, time=0.5, decay=0.0))
+    """A parse leaves the CPU's caches cold for what runs after it, so a recall that reads
+    its query's times in its own thread reads them once the channels have found the
+    candidates; one that has a worker read them begins the reading before the channels
+    (before the query is embedded) and takes the answer after them. Either way only once
+    for a "how" question, which ranks twice (the second time over procedures)."""
+    config = with_weights(data_dir, time=0.5, decay=0.0)
+    service = open_svc(config=replace(config, recall=replace(config.recall, time_worker=worker)))
     ids = _dated(service, clock)
     steps = service.save(
         MemoryDraft("how we fixed the garden fence: sand it, then paint two coats", namespace=NS, category=PROCEDURE)
@@ -246,7 +251,7 @@ def test_the_times_are_read_once_after_the_candidate_channels(
     net, times = service.keeper.network, service.times
     assert times is not None
     calls: list[str] = []
-    lexical, windows = net.lexical, times.windows
+    lexical, windows, begin = net.lexical, times.windows, times.begin
 
     def scored(*args: Any, **kwargs: Any) -> Any:
         calls.append("lexical")
@@ -256,10 +261,21 @@ def test_the_times_are_read_once_after_the_candidate_channels(
         calls.append("times")
         return windows(*args)
 
+    def begun(text: str, now: Any) -> Any:
+        calls.append("begin")
+        answer = begin(text, now)
+
+        def taken() -> Any:
+            calls.append("answer")
+            return answer()
+
+        return taken
+
     monkeypatch.setattr(net, "lexical", scored)
-    monkeypatch.setattr(times, "windows", read)
+    monkeypatch.setattr(times, "begin" if worker else "windows", begun if worker else read)
     result = service.recall("how did we fix the garden fence yesterday", namespaces=[NS], top_k=4, reinforce=False)
-    assert calls == ["lexical", "times", "lexical"]  # the whole ranking, its times, the procedures' ranking
+    # The whole ranking, its times, the procedures' ranking.
+    assert calls == (["begin", "lexical", "answer", "lexical"] if worker else ["lexical", "times", "lexical"])
     (window,) = result.windows
     assert window.start == (clock() - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     found = [h.memory.memory_id for h in result.hits]

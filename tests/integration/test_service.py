@@ -17,6 +17,7 @@ import pytest
 
 from engine import entities, records, text
 from engine.adapters import DB_FILE, INDEX_DIR
+from engine.adapters.time_worker import WorkerTimeExpressions
 from engine.config import load_config
 from engine.errors import InvalidInput, MemoryNotFound, StoreError
 from engine.ports import Vector
@@ -726,9 +727,12 @@ def _await_language_data(deadline_s: float = 120.0) -> None:
 
 def _loaded(service: MemoryService, *, chinese: bool) -> bool:
     """Whether the background load of ``open_service`` loaded dateparser, and JioNLP when
-    ``chinese``."""
+    ``chinese``: here, or, where a worker process reads the times, dateparser here (for
+    which texts to send) and JioNLP in the worker it starts."""
     _await_language_data()
     times: Any = service.times
+    if isinstance(times, WorkerTimeExpressions):
+        return times._inline._dateparser is not None and times._inline._jionlp is None and times._chinese == chinese
     return times._dateparser is not None and (times._jionlp is not None) == chinese
 
 
@@ -747,7 +751,9 @@ def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenS
     service = open_svc(config=replace(config, fusion=replace(config.fusion, time=0.0)))
     service.recall("what did I say last week", namespaces=["n"])
     _await_language_data()
-    assert service.times._dateparser is None and service.times._jionlp is None  # type: ignore[attr-defined]
+    times: Any = service.times
+    assert isinstance(times, WorkerTimeExpressions)  # the default
+    assert times._inline._dateparser is None and times._inline._jionlp is None and times.worker_pid is None
 
 
 def test_a_fast_network_saved_under_another_text_analysis_is_rebuilt(

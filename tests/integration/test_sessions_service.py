@@ -245,8 +245,8 @@ def test_the_prompt_context_reads_the_times_its_query_names_once_for_both_recall
     times = service.recaller._times
     assert times is not None
     read: list[str] = []
-    windows = times.windows
-    monkeypatch.setattr(times, "windows", lambda text, now: read.append(text) or windows(text, now))
+    begin = times.begin  # where every reading starts, in this thread or a worker's
+    monkeypatch.setattr(times, "begin", lambda text, now: read.append(text) or begin(text, now))
     recalled: list[tuple[TimeWindow, ...]] = []
     recall = service.recaller.recall
 

@@ -1,0 +1,322 @@
+"""The times a query names, read in a worker process beside the recall that asked.
+
+dateparser reads an English sentence that names a date in 1–3 ms of pure Python, under
+the interpreter's lock: read in the request's own thread, that time is added to the
+recall (it set the p95 of the questions that name a time), and a thread beside the
+request would only take turns with it for the lock. A worker process reads it on another
+core while the request embeds the query and runs the candidate channels: ``begin``
+sends the text (about 45 µs there and back here) and its answer is taken once the
+candidates are found, by when it is usually read.
+
+* Its answers are the inline reader's: the worker runs ``LibraryTimeExpressions`` itself.
+* A text the inline reader would hand to no parser (``may_name_time``: most queries) is
+  answered ``()`` at once, without the worker.
+* One worker, started (in the background) at the first text that may name a time. That
+  text is read in the request's thread, as is every text that comes while the worker is
+  starting, busy with another request's, or gone.
+* A worker that does not answer within ``REPLY_WAIT_S``, or whose pipe breaks, is
+  killed and the text read in the thread; another starts at the next text, at most
+  one start per ``RESTART_PAUSE_S``. An answer not taken for ``STUCK_S`` (its request
+  is gone without it) frees the worker the same way.
+* The worker exits when its input closes: at ``close``, or when this process dies. It
+  runs in a session of its own, so a terminal's Ctrl-C reaches only the server, which
+  closes it.
+
+Frames on the worker's stdin and stdout: a 4-byte big-endian length, then a pickle (the
+two ends are one program). Library output on stdout goes to stderr in the worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine.adapters.time_expressions import MAX_CHARS, LibraryTimeExpressions
+from engine.records import TimeWindow
+
+log = logging.getLogger(__name__)
+
+REPLY_WAIT_S = 2.0  # a hostile text costs a few hundred ms at most (time_expressions.MAX_RUNS)
+START_WAIT_S = 60.0  # import and load, about 0.7 s here
+RESTART_PAUSE_S = 5.0
+STUCK_S = 10.0
+_HEADER = struct.Struct(">I")
+_MAX_FRAME = 1 << 24
+
+
+def _no_windows() -> tuple[TimeWindow, ...]:
+    return ()
+
+
+class WorkerTimeExpressions:
+    """``engine.ports.TimeExpressions`` that reads in a worker process (module docstring)."""
+
+    name = LibraryTimeExpressions.name
+
+    def __init__(self, inline: LibraryTimeExpressions | None = None) -> None:
+        self._inline = inline or LibraryTimeExpressions()
+        self._lock = threading.Lock()
+        self._worker: _Worker | None = None
+        self._busy_since: float | None = None  # a text sent, its answer not taken yet
+        self._next_start = 0.0
+        self._chinese = False
+        self._closed = False
+
+    def load(self, *, chinese: bool = True) -> None:
+        """Load dateparser here (``may_name_time``'s vocabulary, and the fallback); a
+        worker started from now on loads JioNLP too where ``chinese`` (here, JioNLP is
+        loaded only where a Chinese text must be read in the request)."""
+        self._chinese = chinese
+        self._inline.load(chinese=False)
+
+    def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]:
+        return self._inline.windows(text, now)
+
+    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+        text = text[:MAX_CHARS]
+        if not self._inline.may_name_time(text):
+            return _no_windows
+        worker = self._take()
+        if worker is None:
+            return functools.partial(self._inline.windows, text, now)
+        try:
+            worker.send((text, now))
+        except OSError as error:
+            self._lost(worker, f"its input failed: {error}")
+            return functools.partial(self._inline.windows, text, now)
+        return _Answer(self, worker, text, now)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+
+    def start(self, wait_s: float = START_WAIT_S) -> bool:
+        """Start the worker where none runs (else it starts at the first text that may
+        name a time) and wait up to ``wait_s`` until it is ready: whether it is."""
+        with self._lock:
+            if self._worker is None and not self._closed:
+                self._next_start = 0.0
+                self._start_locked()
+            worker = self._worker
+        return worker is not None and worker.ready.wait(wait_s)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker's process id, while one runs (tests)."""
+        worker = self._worker
+        return worker.process.pid if worker is not None else None
+
+    # --- the worker's turns ------------------------------------------------------------
+
+    def _take(self) -> _Worker | None:
+        """The worker, marked busy, where one is ready and free; else None (and one
+        started where none runs)."""
+        with self._lock:
+            worker = self._worker
+            if self._closed:
+                return None
+            if worker is None or worker.exited():
+                if worker is not None:
+                    log.warning("the time-parsing worker exited (code %s); starting another", worker.process.poll())
+                    self._worker = None
+                self._start_locked()
+                return None
+            if not worker.ready.is_set():
+                return None
+            if self._busy_since is not None:
+                if time.monotonic() - self._busy_since < STUCK_S:
+                    return None
+                stuck = worker
+            else:
+                self._busy_since = time.monotonic()
+                return worker
+        self._lost(stuck, f"an answer was not taken in {STUCK_S:g} s")
+        return None
+
+    def _start_locked(self) -> None:
+        if time.monotonic() < self._next_start:
+            return
+        self._next_start = time.monotonic() + RESTART_PAUSE_S
+        try:
+            worker = _Worker(self._chinese)
+        except OSError:
+            log.warning("the time-parsing worker could not start; times are read in the request", exc_info=True)
+            return
+        self._worker = worker
+        self._busy_since = None
+        threading.Thread(target=self._await_ready, args=(worker,), name="time-worker-start", daemon=True).start()
+
+    def _await_ready(self, worker: _Worker) -> None:
+        try:
+            if worker.receive(START_WAIT_S) != "ready":
+                raise OSError("it did not say it was ready")
+        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError) as error:
+            self._lost(worker, f"it did not start: {error!r}")
+            return
+        worker.ready.set()
+
+    def _answer(self, worker: _Worker, text: str, now: datetime) -> tuple[TimeWindow, ...]:
+        try:
+            reply = worker.receive(REPLY_WAIT_S)
+        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError) as error:
+            self._lost(worker, f"no answer: {error!r}")
+            return self._inline.windows(text, now)
+        with self._lock:
+            if self._worker is worker:
+                self._busy_since = None
+        if not isinstance(reply, tuple):  # it failed on this text and said so (its stderr has why)
+            return self._inline.windows(text, now)
+        return reply
+
+    def _lost(self, worker: _Worker, why: str) -> None:
+        """Stop ``worker`` (another starts at the next text); the text in hand is read here."""
+        with self._lock:
+            closed = self._closed
+            if self._worker is worker:
+                self._worker = None
+                self._busy_since = None
+        if not closed:
+            log.warning("the time-parsing worker (pid %s) is stopped: %s", worker.process.pid, why)
+        worker.kill()
+
+
+class _Answer:
+    """What ``begin`` returns where the worker reads: the answer, taken once."""
+
+    __slots__ = ("_now", "_owner", "_text", "_windows", "_worker")
+
+    def __init__(self, owner: WorkerTimeExpressions, worker: _Worker, text: str, now: datetime) -> None:
+        self._owner, self._worker, self._text, self._now = owner, worker, text, now
+        self._windows: tuple[TimeWindow, ...] | None = None
+
+    def __call__(self) -> tuple[TimeWindow, ...]:
+        if self._windows is None:
+            self._windows = self._owner._answer(self._worker, self._text, self._now)
+        return self._windows
+
+
+class _Worker:
+    """The process and its two pipes."""
+
+    def __init__(self, chinese: bool) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # where ``engine`` is imported from
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "engine.adapters.time_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            bufsize=0,
+            start_new_session=True,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._out = self.process.stdin.fileno()
+        self._in = self.process.stdout.fileno()
+        self.ready = threading.Event()
+        self.send(("load", chinese))
+
+    def exited(self) -> bool:
+        return self.process.poll() is not None
+
+    def send(self, message: Any) -> None:
+        _write(self._out, message)
+
+    def receive(self, wait: float) -> Any:
+        return _read(self._in, time.monotonic() + wait)
+
+    def close(self) -> None:
+        """Close its input (it exits), wait a second, then kill it."""
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            self.process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            try:
+                self.process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                log.warning("the time-parsing worker (pid %s) did not exit when killed", self.process.pid)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+
+def _write(fd: int, message: Any) -> None:
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(body)) + body)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read(fd: int, deadline: float | None) -> Any:
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    if size > _MAX_FRAME:
+        raise OSError(f"a frame of {size} bytes")
+    return pickle.loads(_read_exactly(fd, size, deadline))  # the other end is this module
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    got = bytearray()
+    while len(got) < size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(f"nothing within the wait ({len(got)} of {size} bytes read)")
+        chunk = os.read(fd, size - len(got))
+        if not chunk:
+            raise EOFError("the pipe closed")
+        got += chunk
+    return bytes(got)
+
+
+def main() -> int:
+    """The worker: ("load", chinese) first, answered "ready"; then (text, now), each
+    answered with its windows (None where reading failed); until its input closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.dup(1)
+    os.dup2(2, 1)  # what a library prints is no frame
+    times = LibraryTimeExpressions()
+    try:
+        _, chinese = _read(0, None)
+        times.load(chinese=bool(chinese))
+        _write(out, "ready")
+        while True:
+            text, now = _read(0, None)
+            try:
+                answer: tuple[TimeWindow, ...] | None = times.windows(text, now)
+            except Exception:
+                log.exception("reading the times of a text failed")
+                answer = None
+            _write(out, answer)
+    except (EOFError, BrokenPipeError):
+        return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The worker process that reads the times a query names (engine/adapters/time_worker.py):
+its answers are the inline reader's, and whatever becomes of it, a text is still read."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.adapters import time_worker
+from engine.adapters.time_expressions import LibraryTimeExpressions
+from engine.adapters.time_worker import WorkerTimeExpressions
+from engine.errors import EmbedderError
+from engine.ports import TimeExpressions
+from engine.records import MemoryDraft
+from tests.integration.conftest import OpenService
+
+NOW = datetime(2026, 5, 14, 15, 30, tzinfo=UTC)
+TEXTS = [
+    "what did I say last week",
+    "in May we moved to the coast",
+    "What should Lucas do before Friday?",
+    "what happened on July 11, 2024",
+    "I moved here 3 years ago. We met in March 2021.",
+    "上周我们去了哪里",
+    "三天前的会议",
+    "去年 and last month",
+    "May I ask something?",
+    "I have 3 cats",
+]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def inline() -> LibraryTimeExpressions:
+    return LibraryTimeExpressions()
+
+
+@pytest.fixture
+def times(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(time_worker, "RESTART_PAUSE_S", 0.0)
+    reader = WorkerTimeExpressions()
+    reader.load(chinese=True)
+    yield reader
+    reader.close()
+
+
+def _ready(times: WorkerTimeExpressions) -> int:
+    """Start the worker where none runs, wait until it is ready, and return its process id."""
+    assert times.start(60.0), "the worker did not start"
+    pid = times.worker_pid
+    assert pid is not None
+    return pid
+
+
+def _not_here(times: WorkerTimeExpressions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on a text read in this process fails the test."""
+
+    def refuse(text: str, now: datetime) -> Any:
+        raise AssertionError(f"read in the request: {text!r}")
+
+    monkeypatch.setattr(times._inline, "windows", refuse)
+
+
+def _gone(pid: int, deadline_s: float = 10.0) -> bool:
+    """Whether process ``pid`` exits (or is left a zombie) within the deadline."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_it_is_a_time_expressions_port() -> None:
+    assert isinstance(WorkerTimeExpressions(), TimeExpressions)
+
+
+def test_the_workers_answers_are_the_inline_readers(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = {text: inline.windows(text, NOW) for text in TEXTS}
+    assert sum(1 for windows in expected.values() if windows) >= 7  # most of them name a time
+    pid = _ready(times)
+    _not_here(times, monkeypatch)
+    for text in TEXTS:
+        assert times.begin(text, NOW)() == expected[text], text
+    assert times.worker_pid == pid  # one worker read them all
+
+
+def test_a_text_that_names_no_time_is_answered_without_a_worker(times: WorkerTimeExpressions) -> None:
+    assert times.begin("what is my favourite tea", NOW)() == ()
+    assert times.begin("tell me about the garden", NOW)() == ()
+    assert times.worker_pid is None
+
+
+def test_a_text_that_comes_while_the_worker_is_busy_is_read_here(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions
+) -> None:
+    _ready(times)
+    first = times.begin("what did I say last week", NOW)
+    second = times.begin("what happened on July 11, 2024", NOW)  # the worker holds the first
+    assert not isinstance(second, time_worker._Answer)
+    assert second() == inline.windows("what happened on July 11, 2024", NOW)
+    assert first() == inline.windows("what did I say last week", NOW)
+    assert isinstance(times.begin("in May we moved", NOW), time_worker._Answer)  # free again (its answer is
+    # not taken: the fixture's close ends the worker all the same)
+
+
+def test_a_killed_worker_is_replaced_and_its_text_read_here(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions
+) -> None:
+    pid = _ready(times)
+    answer = times.begin("What should Lucas do before Friday?", NOW)
+    os.kill(pid, signal.SIGKILL)
+    assert answer() == inline.windows("What should Lucas do before Friday?", NOW)
+    assert times.worker_pid is None
+    again = _ready(times)
+    assert again != pid
+    assert times.begin("三天前的会议", NOW)() == inline.windows("三天前的会议", NOW)
+
+
+def test_a_worker_that_does_not_answer_in_time_is_stopped(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_worker, "REPLY_WAIT_S", 0.3)
+    pid = _ready(times)
+    os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    try:
+        assert times.begin("what did I say last week", NOW)() == inline.windows("what did I say last week", NOW)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)  # were it not killed: the fixture's close then ends it
+    assert time.monotonic() - started < 5.0
+    assert _gone(pid)
+
+
+def test_an_answer_never_taken_frees_the_worker_after_a_while(
+    times: WorkerTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_worker, "STUCK_S", 0.2)
+    pid = _ready(times)
+    times.begin("what did I say last week", NOW)  # its request went away without the answer
+    assert not isinstance(times.begin("in May we moved", NOW), time_worker._Answer)  # busy
+    time.sleep(0.3)
+    times.begin("in May we moved", NOW)()  # finds it stuck: stopped, and read here
+    assert _gone(pid)
+    assert _ready(times) != pid
+
+
+def test_close_ends_the_worker_and_starts_no_other(times: WorkerTimeExpressions) -> None:
+    pid = _ready(times)
+    times.close()
+    assert _gone(pid)
+    assert times.begin("what did I say last week", NOW)()  # read here
+    assert times.worker_pid is None
+
+
+def test_the_worker_exits_when_the_process_that_started_it_dies(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from datetime import datetime, UTC
+        sys.path.insert(0, {str(ROOT)!r})
+        from engine.adapters.time_worker import WorkerTimeExpressions
+        times = WorkerTimeExpressions()
+        times.begin("yesterday", datetime.now(UTC))()
+        while times._worker is None or not times._worker.ready.is_set():
+            time.sleep(0.01)
+        print(times.worker_pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert not _gone(pid, 0.2)
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()  # type: ignore[union-attr]
+    assert _gone(pid)
+
+
+def test_a_recall_reads_its_times_in_the_worker(
+    open_svc: OpenService, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = open_svc()
+    times = service.times
+    assert isinstance(times, WorkerTimeExpressions)  # the default
+    service.save(MemoryDraft("we repainted the garden shed", namespace="n", created_at=clock() - timedelta(days=1)))
+    _ready(times)
+    _not_here(times, monkeypatch)
+    result = service.recall("what did we do yesterday in the garden", namespaces=["n"], reinforce=False)
+    (window,) = result.windows
+    yesterday = (clock() - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    assert (window.start, window.end) == (yesterday, yesterday + timedelta(days=1))
+    assert result.hits[0].breakdown.time is not None and result.hits[0].breakdown.time.value == 1.0
+
+
+def test_a_recall_that_fails_before_ranking_leaves_the_worker_free(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = open_svc()
+    times = service.times
+    assert isinstance(times, WorkerTimeExpressions)
+    _ready(times)
+
+    def broken(text: str) -> Any:
+        raise EmbedderError("the model is gone")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(service.embedder, "embed_query", broken)
+        with pytest.raises(EmbedderError):
+            service.recall("what did we do yesterday", namespaces=["n"])
+    assert isinstance(times.begin("what happened last week", NOW), time_worker._Answer)  # not held by the failed one
