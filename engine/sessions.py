@@ -391,15 +391,18 @@ class Sessions:
         scope = Scope.of({ref.namespace: Reach(info.reach)}, ref.agent)
         now = self._clock()
         drafts: list[tuple[Candidate, MemoryDraft]] = []
+        earlier = self._stored_by_promotion(info, now)
         for candidate in claimed.candidates:
-            stored = self._already_stored(ref, candidate)
+            stored = earlier.get(content_digest(candidate.content))
+            if stored is None and candidate.said:
+                stored = earlier.get(content_digest(candidate.said))
             if stored is not None:
                 promotion.already_promoted.append(stored.memory_id)
                 continue
             drafts.append((candidate, self._draft(ref, info, candidate, now)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
         # not bounded, and a promotion cut short by a crash finds what it saved already
-        # (``_already_stored``).
+        # (``_stored_by_promotion``).
         size = self.service.config.limits.max_batch
         results: list[SaveResult] = []
         for start in range(0, len(drafts), size):
@@ -426,7 +429,7 @@ class Sessions:
             session_id=ref.session_id,
             visibility=Visibility(info.visibility),
             created_at=min(candidate.at, now),
-            metadata={"promoted_from": "session", "rule": candidate.rule},
+            metadata={"promoted_from": "session", "rule": candidate.rule, "generation": info.generation},
         )
 
     def _guard_flags(self, namespace: str, text: str) -> bool:
@@ -461,16 +464,30 @@ class Sessions:
                 promotion.dropped.append({"content": candidate.content, "reason": str(exc)})
         return results
 
-    def _already_stored(self, ref: SessionRef, candidate: Candidate) -> Memory | None:
-        """A memory an earlier, interrupted promotion of this session already stored."""
-        digest = content_digest(candidate.content)
-        said = content_digest(candidate.said) if candidate.said else None
-        for memory in self.service.store.find_by_digest(Scope.whole([ref.namespace]), digest) + (
-            self.service.store.find_by_digest(Scope.whole([ref.namespace]), said) if said else []
-        ):
-            if memory.session_id == ref.session_id and memory.actor == ref.agent and memory.status is Status.ACTIVE:
-                return memory
-        return None
+    def _stored_by_promotion(self, info: SessionInfo, now: datetime) -> dict[str, Memory]:
+        """What an earlier, interrupted promotion of this session generation stored, by
+        content digest: the session's memories by its agent that name the generation
+        (metadata ``generation``), whatever their status. Each candidate is promoted
+        once: one the first promotion stored and then saw superseded by a later
+        candidate, or quarantined, is not saved again (saved again, an old fact came back
+        active and superseded the newer one). A later generation saying it again is
+        saved as anything new is. Memories a release before the generation was recorded
+        stored count where active, as they did then."""
+        ref = info.ref
+        every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id, include_expired=True)
+        stored: dict[str, Memory] = {}
+        cursor: str | None = None
+        while True:
+            page = self.service.store.list_page(Scope.whole([ref.namespace]), every, now, limit=500, cursor=cursor)
+            for memory in page.items:
+                named = memory.metadata.get("generation")
+                if memory.actor == ref.agent and (
+                    named == info.generation or (named is None and memory.status is Status.ACTIVE)
+                ):
+                    stored.setdefault(content_digest(memory.content), memory)
+            if page.next_cursor is None:
+                return stored
+            cursor = page.next_cursor
 
     # --- validation ------------------------------------------------------------------
 
