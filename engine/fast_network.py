@@ -734,6 +734,21 @@ class FastNetwork:
             size = self._cols.size
             return int(np.count_nonzero(self._cols.live[:size] & (self._cols.status[:size] == _STATUS[Status.DELETED])))
 
+    def count_unquarantined(self, *, actor: str | None = None, session_id: str | None = None) -> int:
+        """Memories held, in every namespace, that ``actor`` wrote (or of the session
+        ``session_id``) and that are neither deleted nor quarantined: what a block of that
+        source leaves to its quarantine pass."""
+        with self._lock:
+            size, cols = self._cols.size, self._cols
+            code = self.people.find(actor if actor is not None else session_id)
+            if code == NONE:
+                return 0
+            column = cols.actor if actor is not None else cols.session
+            status = cols.status[:size]
+            left = cols.live[:size] & (column[:size] == code)
+            left &= (status != _STATUS[Status.DELETED]) & (status != _STATUS[Status.QUARANTINED])
+            return int(np.count_nonzero(left))
+
     def __contains__(self, memory_id: object) -> bool:
         with self._lock:
             row = self._row.get(memory_id) if isinstance(memory_id, str) else None

@@ -15,6 +15,7 @@ background reinforcer.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -77,6 +78,8 @@ from engine.rollback import Rollbacks
 from engine.security import BlockKind
 from engine.writing import SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
+
+log = logging.getLogger(__name__)
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
@@ -167,6 +170,7 @@ class MemoryService:
         every = config.lifecycle.consolidate_every_minutes
         self.schedule = Schedule(self.consolidator.run_all, timedelta(minutes=every), clock=clock) if every else None
         self.change_log_pruning = self._change_log_schedule(config, clock)
+        self._block_passes: threading.Thread | None = None  # ``_finish_block_passes``
 
     def now(self) -> datetime:
         """The service's clock (frozen in tests)."""
@@ -175,6 +179,7 @@ class MemoryService:
     # --- lifecycle -----------------------------------------------------------------
 
     def start(self, *, background_reembed: bool = True) -> None:
+        self._finish_block_passes()
         self.reinforcer.start()
         if background_reembed:
             self.reembedder.start()
@@ -186,6 +191,8 @@ class MemoryService:
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
         try:
+            if self._block_passes is not None:
+                self._block_passes.join()
             if self.schedule is not None:
                 self.schedule.stop()
             if self.change_log_pruning is not None:
@@ -512,6 +519,42 @@ class MemoryService:
             namespaces = list(dict.fromkeys(edge.namespace for edge in edges))
             records = self.store.get_many(Scope.whole(namespaces), ids, _ANY_LIVE, self._clock())
             self.keeper.network.apply(records, (), self.store.links(ids))
+
+    def _finish_block_passes(self) -> None:
+        """A block is recorded before its quarantine pass runs, so a process that died
+        during the pass left the block in force and some of what the source wrote still
+        recalled. At start, each block whose source the fast network shows with memories
+        neither deleted nor quarantined has its pass run again, in the background (it
+        quarantines only what is not quarantined yet); ``close`` waits for it."""
+        if self.security is None:
+            return
+        net = self.keeper.network
+        unfinished = []
+        for block in self.security.blocks():
+            by = {"actor": block.value} if block.kind is BlockKind.AGENT else {"session_id": block.value}
+            left = net.count_unquarantined(**by)
+            if left:
+                log.warning(
+                    "the block on %s %r has %d memories left to quarantine (its pass was cut short): quarantining them",
+                    block.kind.value,
+                    block.value,
+                    left,
+                )
+                unfinished.append(block)
+        if not unfinished:
+            return
+
+        def finish() -> None:
+            for block in unfinished:
+                try:
+                    done = self.quarantine_source(block.kind, block.value, actor=block.blocked_by)
+                except Exception:  # a store fault: the next start tries again
+                    log.exception("finishing the quarantine of %s %r failed", block.kind.value, block.value)
+                    continue
+                log.info("the block on %s %r: %d memories quarantined", block.kind.value, block.value, len(done))
+
+        self._block_passes = threading.Thread(target=finish, name="block-passes", daemon=True)
+        self._block_passes.start()
 
     def quarantine_source(self, kind: BlockKind, value: str, *, actor: str | None = None) -> list[str]:
         """Quarantine every memory the agent (``actor``) or session wrote, in every

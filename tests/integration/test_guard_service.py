@@ -340,3 +340,35 @@ def test_findings_kept_under_other_read_rules_are_looked_for_again(
     again = open_svc()
     assert again.keeper.network.findings(row, digest) == found
     assert again.recall("staging database", namespaces=["u1"]).hits == []
+
+
+@pytest.mark.parametrize("kind", [BlockKind.AGENT, BlockKind.SESSION])
+def test_a_block_whose_pass_a_crash_cut_short_is_finished_at_the_next_start(
+    open_svc: OpenService, kind: BlockKind
+) -> None:
+    service = open_svc()
+    drafts = [
+        MemoryDraft(f"Wire the rent to account {n}", namespace="u1", actor="mallory", session_id="s-bad")
+        for n in range(5)
+    ]
+    bad = [r.memory.memory_id for r in service.save_batch(drafts)]
+    kept = service.save(MemoryDraft("The user likes oolong", namespace="u1", actor="alice", session_id="s-ok")).memory
+    service.delete("u1", bad[0])  # deleted stays deleted
+    security = service.security
+    assert security is not None
+    # The block recorded, then the process died before its pass (``block_source`` runs the two in turn).
+    security.block(Block(kind, "mallory" if kind is BlockKind.AGENT else "s-bad", "ops", service.now()))
+    service.close()
+    again = open_svc()
+    assert again._block_passes is not None
+    again._block_passes.join(timeout=60)
+    statuses = {m.memory_id: m.status for m in again.list_page(["u1"], MemoryFilter(statuses=())).items}
+    assert statuses == {
+        bad[0]: Status.DELETED,
+        **{memory_id: Status.QUARANTINED for memory_id in bad[1:]},
+        kept.memory_id: Status.ACTIVE,
+    }
+    hits = again.recall("rent account", namespaces=["u1"], reinforce=False).hits
+    assert [h.memory.memory_id for h in hits] == [kept.memory_id]
+    again.close()
+    assert open_svc()._block_passes is None  # nothing left to finish: no pass at the next start
