@@ -505,11 +505,16 @@ class IndexKeeper:
             index.upsert(*self._embed_stored(missing))
 
     def _embed_stored(self, ids: list[str]) -> tuple[list[str], Matrix]:
-        """Embed memories that have no vector for the current model, and keep the vectors."""
+        """Embed memories that have no vector for the current model, and keep the vectors,
+        each record then naming the model of its vector (as a re-embedding does: without
+        it, memories embedded here at a model change kept the old model's name, and the
+        re-embedding job, finding no memory without a vector, reported nothing to do)."""
         contents = self._store.contents(ids)
         ordered = [mid for mid in ids if mid in contents]
         vectors = self._embedder.embed_documents([contents[mid] for mid in ordered])
-        self._store.put_vectors(dict(zip(ordered, vectors, strict=True)), self._embedder.name)
+        self._store.put_vectors(
+            dict(zip(ordered, vectors, strict=True)), self._embedder.name, embedding_version=self._embedder.version
+        )
         if self._network is not None:  # a stored vector writes no change to catch up from
             self._network.put_vectors(ordered, vectors)
         return ordered, vectors

@@ -431,3 +431,19 @@ def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: Ope
     second.flush()
     assert tops == [[target]] * 40
     assert second.get(NS, target).access_count == 40
+
+
+def test_memories_embedded_at_start_up_without_the_previous_model_record_the_new_one(open_svc: OpenService) -> None:
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, 4)
+    first.close()
+    new = HashingEmbedder("fake-new", dim=192)
+    # No previous model to search the old vectors with: start-up embeds every memory itself.
+    second = open_svc(embedder=new, background_reembed=False)
+    assert second.keeper.legacy_size == 0 and new.documents_embedded == 4
+    for memory_id, word in saved.items():
+        assert recalled(second, word, top_k=1) == [memory_id]
+        assert second.get(NS, memory_id).embedding_model == "fake-new"  # as its vector is
+    assert second.reembedder.progress().remaining == 0
+    second.close()
