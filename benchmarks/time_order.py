@@ -65,6 +65,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=600, help="timed queries (default 600)")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--seed", type=int, default=43, help="seed of the synthetic queries")
+    parser.add_argument(
+        "--embed", action="store_true", help="each recall embeds its query (as over HTTP), not given its vector"
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
 
@@ -95,7 +98,7 @@ def main() -> int:
 
     try:
         texts = synthetic.queries(args.queries + args.warmup, seed=args.seed)
-        vectors = [embedder.embed_query(text) for text in texts]
+        vectors = [None if args.embed else embedder.embed_query(text) for text in texts]
         for text, vector in zip(texts[: args.warmup], vectors[: args.warmup], strict=True):
             for way in WAYS:
                 recall(text, vector, way)
