@@ -230,6 +230,9 @@ class _Worker:
         self._out = self.process.stdin.fileno()
         self._in = self.process.stdout.fileno()
         self.ready = threading.Event()
+        # Held while a thread reads its output: its pipes are closed only once no thread
+        # reads them (a closed descriptor's number is soon another file's).
+        self._reading = threading.Lock()
         self.send(("load", chinese))
 
     def exited(self) -> bool:
@@ -239,7 +242,8 @@ class _Worker:
         _write(self._out, message)
 
     def receive(self, wait: float) -> Any:
-        return _read(self._in, time.monotonic() + wait)
+        with self._reading:
+            return _read(self._in, time.monotonic() + wait)
 
     def close(self) -> None:
         """Close its input (it exits), wait a second, then kill it."""
@@ -252,18 +256,26 @@ class _Worker:
         self.kill()
 
     def kill(self) -> None:
+        """Kill it (a thread reading its output then reads the end), and close its pipes
+        once no thread reads them (a reader waits at most ``REPLY_WAIT_S``; were one still
+        reading after that, the pipes are left to the garbage collector)."""
         if self.process.poll() is None:
             self.process.kill()
             try:
                 self.process.wait(timeout=5.0)
             except subprocess.TimeoutExpired:
                 log.warning("the time-parsing worker (pid %s) did not exit when killed", self.process.pid)
-        for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+        if not self._reading.acquire(timeout=REPLY_WAIT_S + 1.0):
+            return
+        try:
+            for pipe in (self.process.stdin, self.process.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+        finally:
+            self._reading.release()
 
 
 def _write(fd: int, message: Any) -> None:
