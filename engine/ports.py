@@ -112,11 +112,24 @@ class TimeExpressions(Protocol):
 
     def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]: ...
 
-    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
-        """Start reading ``text``'s windows and return what answers them (``windows``'s
-        answer), waiting where they are not read yet: an adapter that reads elsewhere (a
-        worker process) reads them meanwhile; one that does not reads them when asked.
-        The answer is asked for exactly once."""
+    def begin(self, text: str, now: datetime) -> TimesReading:
+        """Start reading ``text``'s windows: an adapter that reads elsewhere (a worker
+        process) reads them meanwhile; one that does not reads them when asked."""
+        ...
+
+
+class TimesReading(Protocol):
+    """A reading of the times a text names, begun (``TimeExpressions.begin``). Its
+    answer is to be taken (called), so that whatever reads it is free for the next."""
+
+    def ready(self, wait: float) -> bool:
+        """Whether the answer is in, waiting up to ``wait`` seconds for it (one read when
+        asked always is)."""
+        ...
+
+    def __call__(self) -> tuple[TimeWindow, ...]:
+        """The windows (``TimeExpressions.windows``'s answer), waiting where they are not
+        read yet; the same on every call."""
         ...
 
 

@@ -80,7 +80,7 @@ from engine.conflicts import CONTRADICTS
 from engine.episodes import NEXT
 from engine.fast_network import ROUGH_MIN_ROWS, FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Matrix, Store, TimeExpressions, Vector
+from engine.ports import Embedder, Matrix, Store, TimeExpressions, TimesReading, Vector
 from engine.records import Memory, MemoryFilter, Scope, TimeWindow
 
 # The graph channel's bounds.
@@ -121,12 +121,25 @@ PASSING_SAMPLE = 1024
 # The lexical channel checks sight and filter on its LEXICAL_LOOK × pool best-scored
 # rows first, and on every matching row only when too few of those pass.
 LEXICAL_LOOK = 4
+# How long a recall, holding the network still once its channels have run, waits for the
+# times its query names to come from the worker reading them (usually they are in); past
+# that it lets go, waits, and runs the channels again (engine/adapters/time_worker.py).
+ANSWER_WAIT_S = 0.005
 
 IsBlocked = Callable[[Memory], bool]
 
 
-def _no_windows() -> tuple[TimeWindow, ...]:
-    return ()
+class _NoTimes:
+    """The reading of a query whose times are not read (no time signal): none."""
+
+    def ready(self, wait: float) -> bool:
+        return True
+
+    def __call__(self) -> tuple[TimeWindow, ...]:
+        return ()
+
+
+_NO_TIMES = _NoTimes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +160,7 @@ class RecallQuery:
     # them once the candidate channels have run (``Recaller._ranking``).
     windows: tuple[TimeWindow, ...] | None = ()
     # Their reading, begun (``Recaller.begin_windows``), where ``windows`` is None.
-    reading: Callable[[], tuple[TimeWindow, ...]] | None = None
+    reading: TimesReading | None = None
     # Whether the model reads the query (``ReadsText``): when not, its vector says nothing,
     # and the semantic signal gets weight 0 (its neighbours still fill the candidates, so
     # top_k is filled, ranked by the other signals).
@@ -300,20 +313,31 @@ class Recaller:
     def _ranking(self, net: FastNetwork, query: RecallQuery, *, seen: tuple[int, Rows] | None = None) -> Ranking:
         """``rank`` on the network as it is (the caller made it current). ``seen``: a plain
         search of the same vector, under a wider filter (``_semantic``)."""
-        with net.reading():
-            current_to = min(self._keeper.index.applied_seq, net.applied_seq)
-            reading = None if query.windows is not None else query.reading or self.begin_windows(query.text, query.now)
-            try:
-                pool = self._candidates(net, query, seen)
-            finally:  # even where a channel failed: the answer is taken, so the reader is free
-                if reading is not None:
-                    query = replace(query, windows=reading(), reading=None)
-            cosines = self._read_cosines(net, query, pool, np.asarray(pool.rows(), dtype=np.int64))
-            pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
-            self._context(net, query, pool)
-            rows = np.asarray(pool.rows(), dtype=np.int64)
-            order = self._ranked(net, query, pool, rows)
-            return Ranking(rows[order].tolist(), pool, net.ids, query, current_to)
+        reading = None if query.windows is not None else query.reading or self.begin_windows(query.text, query.now)
+        try:
+            while True:
+                with net.reading():
+                    current_to = min(self._keeper.index.applied_seq, net.applied_seq)
+                    pool = self._candidates(net, query, seen)
+                    if reading is None or reading.ready(ANSWER_WAIT_S):
+                        if reading is not None:
+                            query, reading = replace(query, windows=reading(), reading=None), None
+                        return self._rank_pool(net, query, pool, current_to)
+                # Not in yet: waited for without holding the network still (every recall
+                # and change waits for that hold), then the channels run again.
+                query, reading = replace(query, windows=reading(), reading=None), None
+        finally:  # a channel failed: the answer is taken all the same, so the reader is free
+            if reading is not None:
+                reading()
+
+    def _rank_pool(self, net: FastNetwork, query: RecallQuery, pool: _Pool, current_to: int) -> Ranking:
+        """The ranking of the candidates ``pool`` holds (the caller holds the network still)."""
+        cosines = self._read_cosines(net, query, pool, np.asarray(pool.rows(), dtype=np.int64))
+        pool.scale = scoring.semantic_scale(cosines, self._embedder.similarity_floor)
+        self._context(net, query, pool)
+        rows = np.asarray(pool.rows(), dtype=np.int64)
+        order = self._ranked(net, query, pool, rows)
+        return Ranking(rows[order].tolist(), pool, net.ids, query, current_to)
 
     def _candidates(self, net: FastNetwork, query: RecallQuery, seen: tuple[int, Rows] | None) -> _Pool:
         pool = self._semantic(net, query, seen=seen)
@@ -324,7 +348,7 @@ class Recaller:
         self._graph(net, query, pool)
         return pool
 
-    def begin_windows(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+    def begin_windows(self, text: str, now: datetime) -> TimesReading:
         """Begin reading the times ``text`` names (``TimeExpressions.begin``); the answer
         is taken once the candidates are found. Read in this thread, they are read only
         then: the parsers (dateparser above all) leave the CPU's caches cold for what runs
@@ -332,7 +356,7 @@ class Recaller:
         parse"). Only the fused scores read the windows: none are read without a time
         signal (``[fusion] time`` 0, or no parser)."""
         if self._times is None or self._config.fusion.time <= 0:
-            return _no_windows
+            return _NO_TIMES
         return self._times.begin(text, now)
 
     def nearest(

@@ -689,29 +689,29 @@ class MemoryService:
                 focus_vector = None
             elif focus_vector is None:
                 focus_vector = self.embedder.embed_query(focus)
+            asked = RecallQuery(
+                text=query,
+                vector=vector,
+                sight=sight_of(namespaces, scope),
+                flt=flt,
+                top_k=top_k,
+                pool=max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k),
+                now=now,
+                terms=tuple(text.terms(query)),
+                entity_keys=entity_keys(extract_entities(query)),
+                windows=windows,
+                reading=reading,  # where windows is None: taken once the candidates are found (``Recaller._ranking``)
+                read_by_model=self._reads(query),
+                focus=focus_vector,
+                focus_weight=self.config.fusion.focus,
+            )
+            # "How do I …": the matching procedures first, then the other hits.
+            how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)
+            result = self.recaller.recall(asked, first_category=procedures.PROCEDURE if how else None)
         except BaseException:
             if reading is not None:
-                reading()  # taken, so the reader is free for the next
+                reading()  # taken (where the recall failed before it did), so the reader is free for the next
             raise
-        asked = RecallQuery(
-            text=query,
-            vector=vector,
-            sight=sight_of(namespaces, scope),
-            flt=flt,
-            top_k=top_k,
-            pool=max(self.config.recall.min_candidates, self.config.recall.candidate_factor * top_k),
-            now=now,
-            terms=tuple(text.terms(query)),
-            entity_keys=entity_keys(extract_entities(query)),
-            windows=windows,
-            reading=reading,  # where windows is None: taken once the candidates are found (``Recaller._ranking``)
-            read_by_model=self._reads(query),
-            focus=focus_vector,
-            focus_weight=self.config.fusion.focus,
-        )
-        # "How do I …": the matching procedures first, then the other hits.
-        how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)
-        result = self.recaller.recall(asked, first_category=procedures.PROCEDURE if how else None)
         if reinforce:
             self.reinforcer.submit(
                 [

@@ -55,7 +55,7 @@ import io
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -132,9 +132,9 @@ class LibraryTimeExpressions:
         if chinese:
             self.windows("昨天", at)
 
-    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+    def begin(self, text: str, now: datetime) -> _ReadWhenAsked:
         """Reads nothing ahead: the answer reads the windows when asked."""
-        return functools.partial(self.windows, text, now)
+        return _ReadWhenAsked(self, text, now)
 
     def close(self) -> None:
         """Nothing to close: the libraries live in this process."""
@@ -278,6 +278,24 @@ class LibraryTimeExpressions:
                 extract("", with_parsing=True)
                 self._jionlp = extract
             return self._jionlp
+
+
+class _ReadWhenAsked:
+    """``engine.ports.TimesReading`` that reads when its answer is asked for (once)."""
+
+    __slots__ = ("_now", "_reader", "_text", "_windows")
+
+    def __init__(self, reader: LibraryTimeExpressions, text: str, now: datetime) -> None:
+        self._reader, self._text, self._now = reader, text, now
+        self._windows: tuple[TimeWindow, ...] | None = None
+
+    def ready(self, wait: float) -> bool:
+        return True
+
+    def __call__(self) -> tuple[TimeWindow, ...]:
+        if self._windows is None:
+            self._windows = self._reader.windows(self._text, self._now)
+        return self._windows
 
 
 def _vocabulary(info: dict[str, Any], skip: frozenset[str]) -> frozenset[str]:

@@ -28,7 +28,6 @@ two ends are one program). Library output on stdout goes to stderr in the worker
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import pickle
@@ -39,12 +38,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engine.adapters.time_expressions import MAX_CHARS, LibraryTimeExpressions
+from engine.ports import TimesReading
 from engine.records import TimeWindow
 
 log = logging.getLogger(__name__)
@@ -55,10 +54,6 @@ RESTART_PAUSE_S = 5.0
 STUCK_S = 10.0
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 1 << 24
-
-
-def _no_windows() -> tuple[TimeWindow, ...]:
-    return ()
 
 
 class WorkerTimeExpressions:
@@ -85,19 +80,19 @@ class WorkerTimeExpressions:
     def windows(self, text: str, now: datetime) -> tuple[TimeWindow, ...]:
         return self._inline.windows(text, now)
 
-    def begin(self, text: str, now: datetime) -> Callable[[], tuple[TimeWindow, ...]]:
+    def begin(self, text: str, now: datetime) -> TimesReading:
         text = text[:MAX_CHARS]
         if not self._inline.may_name_time(text):
-            return _no_windows
+            return self._inline.begin(text, now)  # names no time: read here at once
         worker = self._take()
         if worker is None:
-            return functools.partial(self._inline.windows, text, now)
+            return self._inline.begin(text, now)
         try:
-            worker.send((text, now))
-        except OSError as error:
-            self._lost(worker, f"its input failed: {error}")
-            return functools.partial(self._inline.windows, text, now)
-        return _Answer(self, worker, text, now)
+            seq = worker.send(text, now)
+        except Exception as error:  # noqa: BLE001 (logged by _lost; the text is read here)
+            self._lost(worker, f"its input failed: {error!r}")
+            return self._inline.begin(text, now)
+        return _Answer(self, worker, seq, text, now)
 
     def close(self) -> None:
         with self._lock:
@@ -127,6 +122,7 @@ class WorkerTimeExpressions:
     def _take(self) -> _Worker | None:
         """The worker, marked busy, where one is ready and free; else None (and one
         started where none runs)."""
+        gone: _Worker | None = None
         with self._lock:
             worker = self._worker
             if self._closed:
@@ -134,19 +130,20 @@ class WorkerTimeExpressions:
             if worker is None or worker.exited():
                 if worker is not None:
                     log.warning("the time-parsing worker exited (code %s); starting another", worker.process.poll())
-                    self._worker = None
+                    self._worker, gone = None, worker
                 self._start_locked()
-                return None
-            if not worker.ready.is_set():
-                return None
-            if self._busy_since is not None:
-                if time.monotonic() - self._busy_since < STUCK_S:
-                    return None
-                stuck = worker
-            else:
+                worker = None
+            elif not worker.ready.is_set():
+                worker = None
+            elif self._busy_since is None:
                 self._busy_since = time.monotonic()
                 return worker
-        self._lost(stuck, f"an answer was not taken in {STUCK_S:g} s")
+            elif time.monotonic() - self._busy_since < STUCK_S:
+                worker = None
+        if gone is not None:
+            gone.kill()  # its pipes
+        elif worker is not None:
+            self._lost(worker, f"an answer was not taken in {STUCK_S:g} s")
         return None
 
     def _start_locked(self) -> None:
@@ -155,7 +152,7 @@ class WorkerTimeExpressions:
         self._next_start = time.monotonic() + RESTART_PAUSE_S
         try:
             worker = _Worker(self._chinese)
-        except OSError:
+        except Exception:
             log.warning("the time-parsing worker could not start; times are read in the request", exc_info=True)
             return
         self._worker = worker
@@ -164,17 +161,16 @@ class WorkerTimeExpressions:
 
     def _await_ready(self, worker: _Worker) -> None:
         try:
-            if worker.receive(START_WAIT_S) != "ready":
-                raise OSError("it did not say it was ready")
-        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError) as error:
+            worker.receive(START_WAIT_S, seq=0)
+        except Exception as error:  # noqa: BLE001 (logged by _lost: the worker is stopped, not left unready)
             self._lost(worker, f"it did not start: {error!r}")
             return
         worker.ready.set()
 
-    def _answer(self, worker: _Worker, text: str, now: datetime) -> tuple[TimeWindow, ...]:
+    def _answer(self, worker: _Worker, seq: int, text: str, now: datetime) -> tuple[TimeWindow, ...]:
         try:
-            reply = worker.receive(REPLY_WAIT_S)
-        except (OSError, EOFError, TimeoutError, pickle.UnpicklingError) as error:
+            reply = worker.receive(REPLY_WAIT_S, seq=seq)
+        except Exception as error:  # noqa: BLE001 (a broken pipe, a timeout, a frame that does not read: logged by _lost)
             self._lost(worker, f"no answer: {error!r}")
             return self._inline.windows(text, now)
         with self._lock:
@@ -197,22 +193,29 @@ class WorkerTimeExpressions:
 
 
 class _Answer:
-    """What ``begin`` returns where the worker reads: the answer, taken once."""
+    """What ``begin`` returns where the worker reads: the answer to text number ``seq``,
+    taken once."""
 
-    __slots__ = ("_now", "_owner", "_text", "_windows", "_worker")
+    __slots__ = ("_now", "_owner", "_seq", "_text", "_windows", "_worker")
 
-    def __init__(self, owner: WorkerTimeExpressions, worker: _Worker, text: str, now: datetime) -> None:
-        self._owner, self._worker, self._text, self._now = owner, worker, text, now
+    def __init__(self, owner: WorkerTimeExpressions, worker: _Worker, seq: int, text: str, now: datetime) -> None:
+        self._owner, self._worker, self._seq, self._text, self._now = owner, worker, seq, text, now
         self._windows: tuple[TimeWindow, ...] | None = None
+
+    def ready(self, wait: float) -> bool:
+        return self._windows is not None or self._worker.answered_within(wait)
 
     def __call__(self) -> tuple[TimeWindow, ...]:
         if self._windows is None:
-            self._windows = self._owner._answer(self._worker, self._text, self._now)
+            self._windows = self._owner._answer(self._worker, self._seq, self._text, self._now)
         return self._windows
 
 
 class _Worker:
-    """The process and its two pipes."""
+    """The process and its two pipes. Each text sent is numbered, and its answer carries
+    the number: an answer to an earlier text (one its request left untaken) is skipped.
+    The pipes are read, written and closed under one lock, and once killed the worker
+    touches them no more: a closed descriptor's number is soon another file's."""
 
     def __init__(self, chinese: bool) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where ``engine`` is imported from
@@ -230,52 +233,70 @@ class _Worker:
         self._out = self.process.stdin.fileno()
         self._in = self.process.stdout.fileno()
         self.ready = threading.Event()
-        # Held while a thread reads its output: its pipes are closed only once no thread
-        # reads them (a closed descriptor's number is soon another file's).
-        self._reading = threading.Lock()
-        self.send(("load", chinese))
+        self._io = threading.Lock()
+        self._killed = False
+        self._sent = 0
+        _write(self._out, ("load", chinese))
 
     def exited(self) -> bool:
         return self.process.poll() is not None
 
-    def send(self, message: Any) -> None:
-        _write(self._out, message)
+    def send(self, text: str, now: datetime) -> int:
+        """Send a text; its number."""
+        with self._io:
+            if self._killed:
+                raise EOFError("the worker is stopped")
+            self._sent += 1
+            _write(self._out, (self._sent, text, now))
+            return self._sent
 
-    def receive(self, wait: float) -> Any:
-        with self._reading:
-            return _read(self._in, time.monotonic() + wait)
+    def answered_within(self, wait: float) -> bool:
+        """Whether its output holds something to read (an answer, or its end) within ``wait`` s."""
+        with self._io:
+            return self._killed or bool(select.select([self._in], [], [], wait)[0])
+
+    def receive(self, wait: float, *, seq: int) -> Any:
+        """The answer to text ``seq`` (0: the "ready" after loading), within ``wait`` s."""
+        deadline = time.monotonic() + wait
+        with self._io:
+            while True:
+                if self._killed:
+                    raise EOFError("the worker is stopped")
+                number, answer = _read(self._in, deadline)
+                if number == seq:
+                    return answer
+                if number > seq:
+                    raise OSError(f"answer {number} came for text {seq}")
 
     def close(self) -> None:
         """Close its input (it exits), wait a second, then kill it."""
         try:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
+            with self._io:
+                assert self.process.stdin is not None
+                if not self._killed:
+                    self.process.stdin.close()
             self.process.wait(timeout=1.0)
         except (OSError, subprocess.TimeoutExpired):
             pass
         self.kill()
 
     def kill(self) -> None:
-        """Kill it (a thread reading its output then reads the end), and close its pipes
-        once no thread reads them (a reader waits at most ``REPLY_WAIT_S``; were one still
-        reading after that, the pipes are left to the garbage collector)."""
+        """Kill it (a thread reading its output then reads the end), then close its pipes
+        once no thread uses them."""
+        self._killed = True
         if self.process.poll() is None:
             self.process.kill()
             try:
                 self.process.wait(timeout=5.0)
             except subprocess.TimeoutExpired:
                 log.warning("the time-parsing worker (pid %s) did not exit when killed", self.process.pid)
-        if not self._reading.acquire(timeout=REPLY_WAIT_S + 1.0):
-            return
-        try:
+        with self._io:
             for pipe in (self.process.stdin, self.process.stdout):
                 if pipe is not None:
                     try:
                         pipe.close()
                     except OSError:
                         pass
-        finally:
-            self._reading.release()
 
 
 def _write(fd: int, message: Any) -> None:
@@ -307,8 +328,8 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
 
 
 def main() -> int:
-    """The worker: ("load", chinese) first, answered "ready"; then (text, now), each
-    answered with its windows (None where reading failed); until its input closes."""
+    """The worker: ("load", chinese) first, answered (0, "ready"); then (seq, text, now),
+    each answered (seq, its windows), None where reading failed; until its input closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.dup(1)
     os.dup2(2, 1)  # what a library prints is no frame
@@ -316,15 +337,15 @@ def main() -> int:
     try:
         _, chinese = _read(0, None)
         times.load(chinese=bool(chinese))
-        _write(out, "ready")
+        _write(out, (0, "ready"))
         while True:
-            text, now = _read(0, None)
+            seq, text, now = _read(0, None)
             try:
                 answer: tuple[TimeWindow, ...] | None = times.windows(text, now)
             except Exception:
                 log.exception("reading the times of a text failed")
                 answer = None
-            _write(out, answer)
+            _write(out, (seq, answer))
     except (EOFError, BrokenPipeError):
         return 0
 

@@ -261,15 +261,20 @@ def test_the_times_are_read_once_after_the_candidate_channels(
         calls.append("times")
         return windows(*args)
 
+    class Taken:
+        def __init__(self, answer: Any) -> None:
+            self.answer = answer
+
+        def ready(self, wait: float) -> bool:
+            return bool(self.answer.ready(wait))
+
+        def __call__(self) -> Any:
+            calls.append("answer")
+            return self.answer()
+
     def begun(text: str, now: Any) -> Any:
         calls.append("begin")
-        answer = begin(text, now)
-
-        def taken() -> Any:
-            calls.append("answer")
-            return answer()
-
-        return taken
+        return Taken(begin(text, now))
 
     monkeypatch.setattr(net, "lexical", scored)
     monkeypatch.setattr(times, "begin" if worker else "windows", begun if worker else read)

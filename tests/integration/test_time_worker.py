@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -229,3 +230,55 @@ def test_a_recall_that_fails_before_ranking_leaves_the_worker_free(
         with pytest.raises(EmbedderError):
             service.recall("what did we do yesterday", namespaces=["n"])
     assert isinstance(times.begin("what happened last week", NOW), time_worker._Answer)  # not held by the failed one
+
+
+def test_an_answer_to_an_earlier_text_is_skipped(times: WorkerTimeExpressions, inline: LibraryTimeExpressions) -> None:
+    _ready(times)
+    worker = times._worker
+    assert worker is not None
+    first = worker.send("what did I say last week", NOW)
+    second = worker.send("what happened on July 11, 2024", NOW)  # the first one's answer never taken
+    assert worker.receive(10.0, seq=second) == inline.windows("what happened on July 11, 2024", NOW)
+    assert second == first + 1
+
+
+def test_a_slow_request_never_takes_the_answer_meant_for_another(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_worker, "STUCK_S", 0.2)
+    _ready(times)
+    slow = times.begin("what did I say last week", NOW)  # its request stalls past STUCK_S
+    time.sleep(0.3)
+    times.begin("in May we moved", NOW)()  # stops the worker as stuck, reads here
+    _ready(times)  # a new worker (it may reuse the old one's descriptor numbers)
+    other = times.begin("what happened on July 11, 2024", NOW)
+    assert slow() == inline.windows("what did I say last week", NOW)  # its own, read here
+    assert other() == inline.windows("what happened on July 11, 2024", NOW)
+
+
+def test_a_worker_that_stops_answering_does_not_hold_up_other_recalls(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_worker, "REPLY_WAIT_S", 1.5)
+    service = open_svc()
+    times = service.times
+    assert isinstance(times, WorkerTimeExpressions)
+    service.save(MemoryDraft("we repainted the garden shed", namespace="n"))
+    pid = _ready(times)
+    os.kill(pid, signal.SIGSTOP)
+    done: dict[str, float] = {}
+
+    def recall(query: str) -> None:
+        service.recall(query, namespaces=["n"], reinforce=False)
+        done[query] = time.monotonic()
+
+    try:
+        waiting = threading.Thread(target=recall, args=("what did we do last week",))
+        waiting.start()
+        time.sleep(0.2)  # it has run its channels and waits for its times
+        recall("the garden shed")  # names no time, and does not wait for the other's
+        waiting.join(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert done["the garden shed"] < done["what did we do last week"]
