@@ -1588,6 +1588,13 @@ class FastNetwork:
     def links(self, row: int, kind: str | None = None) -> list[Link]:
         return [link for link in self._links.get(row, ()) if kind is None or link.kind == kind]
 
+    def session_ids(self, namespace: str, session_id: str) -> list[str]:
+        """The ids of every memory held of this (namespace, session), whatever its status."""
+        with self._lock:
+            ns, session = self.namespaces.find(namespace), self.people.find(session_id)
+            rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
+            return [self.ids[row] for row in sorted(rows or ())]
+
     def session_tail(self, namespace: str, session_id: str) -> str | None:
         """The memory a new one of this (namespace, session) follows (``engine.episodes``):
         of the session's memories that are not deleted, the newest (by created_at, then

@@ -36,6 +36,7 @@ from typing import Any
 
 from engine import extraction, limits, procedures
 from engine.config import SessionsConfig
+from engine.conflicts import SUPERSEDES
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
 from engine.ports import SessionStore, TokenCounter
 from engine.procedures import PROCEDURE
@@ -391,18 +392,16 @@ class Sessions:
         scope = Scope.of({ref.namespace: Reach(info.reach)}, ref.agent)
         now = self._clock()
         drafts: list[tuple[Candidate, MemoryDraft]] = []
-        earlier = self._stored_by_promotion(info, now)
+        earlier = _Earlier(self.service, info, now)
         for candidate in claimed.candidates:
-            stored = earlier.get(content_digest(candidate.content))
-            if stored is None and candidate.said:
-                stored = earlier.get(content_digest(candidate.said))
+            stored = earlier.stored(candidate)
             if stored is not None:
                 promotion.already_promoted.append(stored.memory_id)
                 continue
             drafts.append((candidate, self._draft(ref, info, candidate, now)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
         # not bounded, and a promotion cut short by a crash finds what it saved already
-        # (``_stored_by_promotion``).
+        # (``_Earlier``).
         size = self.service.config.limits.max_batch
         results: list[SaveResult] = []
         for start in range(0, len(drafts), size):
@@ -429,7 +428,12 @@ class Sessions:
             session_id=ref.session_id,
             visibility=Visibility(info.visibility),
             created_at=min(candidate.at, now),
-            metadata={"promoted_from": "session", "rule": candidate.rule, "generation": info.generation},
+            metadata={
+                "promoted_from": "session",
+                "rule": candidate.rule,
+                "generation": info.generation,
+                "candidate": content_digest(candidate.content),
+            },
         )
 
     def _guard_flags(self, namespace: str, text: str) -> bool:
@@ -464,31 +468,6 @@ class Sessions:
                 promotion.dropped.append({"content": candidate.content, "reason": str(exc)})
         return results
 
-    def _stored_by_promotion(self, info: SessionInfo, now: datetime) -> dict[str, Memory]:
-        """What an earlier, interrupted promotion of this session generation stored, by
-        content digest: the session's memories by its agent that name the generation
-        (metadata ``generation``), whatever their status. Each candidate is promoted
-        once: one the first promotion stored and then saw superseded by a later
-        candidate, or quarantined, is not saved again (saved again, an old fact came back
-        active and superseded the newer one). A later generation saying it again is
-        saved as anything new is. Memories a release before the generation was recorded
-        stored count where active, as they did then."""
-        ref = info.ref
-        every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id, include_expired=True)
-        stored: dict[str, Memory] = {}
-        cursor: str | None = None
-        while True:
-            page = self.service.store.list_page(Scope.whole([ref.namespace]), every, now, limit=500, cursor=cursor)
-            for memory in page.items:
-                named = memory.metadata.get("generation")
-                if memory.actor == ref.agent and (
-                    named == info.generation or (named is None and memory.status is Status.ACTIVE)
-                ):
-                    stored.setdefault(content_digest(memory.content), memory)
-            if page.next_cursor is None:
-                return stored
-            cursor = page.next_cursor
-
     # --- validation ------------------------------------------------------------------
 
     def _check_ref(self, ref: SessionRef) -> None:
@@ -513,3 +492,59 @@ class Sessions:
             raise InvalidInput(problem, field=where + "metadata")
         if draft.at is not None and draft.at > now + timedelta(minutes=5):
             raise InvalidInput("a message's time must not be in the future", field=where + "at")
+
+
+class _Earlier:
+    """What an earlier, interrupted promotion of one session run (generation) did, read
+    once from the session's memories (the fast network's session postings, then one
+    store read of them), so that each candidate is promoted once:
+
+    * one it stored, whatever its status since: a memory of the session by its agent
+      naming the run and the candidate (metadata ``generation`` and ``candidate``, so a
+      candidate the guard redacted is found too); saved again, one it saw superseded by
+      a later candidate came back active and superseded the newer fact;
+    * one it folded into an earlier run's memory that a later candidate of this run then
+      superseded (a memory of the session with the candidate's content, superseded by a
+      memory of this run): saved again, that old fact came back the same way;
+    * memories a release before the run was recorded stored count where active and of
+      the candidate's content (or its words as said), as they did then.
+
+    A later run of the session that says an old fact again promotes it as anything new.
+    A candidate folded into an earlier memory that nothing superseded since is folded
+    into it again (one more reinforcement)."""
+
+    def __init__(self, service: MemoryService, info: SessionInfo, now: datetime) -> None:
+        ref = info.ref
+        self._service, self._info = service, info
+        service.keeper.ensure_current()
+        ids = service.keeper.network.session_ids(ref.namespace, ref.session_id)
+        every = MemoryFilter(statuses=tuple(Status), include_expired=True)
+        self._sight = Scope.whole([ref.namespace])
+        mine = [m for m in service.store.get_many(self._sight, ids, every, now) if m.actor == ref.agent]
+        self._of_run: dict[str, Memory] = {}
+        self._by_content: dict[str, list[Memory]] = {}
+        for memory in sorted(mine, key=lambda m: (m.created_at, m.memory_id)):
+            if memory.metadata.get("generation") == info.generation:
+                key = memory.metadata.get("candidate") or content_digest(memory.content)
+                self._of_run.setdefault(str(key), memory)
+            self._by_content.setdefault(content_digest(memory.content), []).append(memory)
+        self._run_ids = {memory.memory_id for memory in self._of_run.values()}
+
+    def stored(self, candidate: Candidate) -> Memory | None:
+        digest = content_digest(candidate.content)
+        found = self._of_run.get(digest)
+        if found is not None:
+            return found
+        said = [digest] + ([content_digest(candidate.said)] if candidate.said else [])
+        for memory in (m for key in said for m in self._by_content.get(key, [])):
+            if "generation" not in memory.metadata and memory.status is Status.ACTIVE:
+                return memory  # stored by a release before runs were recorded
+            if memory.status is Status.SUPERSEDED and self._superseded_by_this_run(memory):
+                return memory
+        return None
+
+    def _superseded_by_this_run(self, memory: Memory) -> bool:
+        if not self._run_ids:
+            return False
+        edges = self._service.store.edges(self._sight, memory.memory_id)
+        return any(e.kind == SUPERSEDES and e.dst == memory.memory_id and e.src in self._run_ids for e in edges)
