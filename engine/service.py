@@ -563,7 +563,8 @@ class MemoryService:
         lock, so it is safe while serving; call it after the block is recorded, so
         nothing the source writes meanwhile escapes: a write checks the blocks again
         under the write lock, and the pass takes that lock once before it scans, so a
-        write that checked before the block was recorded has committed by then."""
+        write that checked before the block was recorded has committed by then. It stops
+        where the block is lifted meanwhile (checked under the lock, batch by batch)."""
         with self._write_lock:
             pass
         quarantined: list[str] = []
@@ -581,6 +582,8 @@ class MemoryService:
                     and m.status not in (Status.DELETED, Status.QUARANTINED)
                 ]
                 with self._write_lock:
+                    if not self._source_blocked(kind, value):
+                        return quarantined  # lifted meanwhile: what the source writes now is its own
                     for stale in written:
                         memory = self.store.get(whole, stale.memory_id)  # re-read under the lock
                         if memory is None or memory.status in (Status.DELETED, Status.QUARANTINED):
@@ -594,6 +597,13 @@ class MemoryService:
                 if len(page) < QUARANTINE_BATCH:
                     break
         return quarantined
+
+    def _source_blocked(self, kind: BlockKind, value: str) -> bool:
+        """Whether the block on this source is in force (always, without a security store:
+        a pass run by hand)."""
+        if self.security is None:
+            return True
+        return self.blocks.is_blocked(value, None) if kind is BlockKind.AGENT else self.blocks.is_blocked(None, value)
 
     # --- reads ---------------------------------------------------------------------
 

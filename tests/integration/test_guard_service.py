@@ -11,6 +11,7 @@ import pytest
 
 from api.admin import block_source
 from engine import guard
+from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
 from engine.errors import GuardRejected, SourceBlocked
 from engine.guard import Action
@@ -372,3 +373,35 @@ def test_a_block_whose_pass_a_crash_cut_short_is_finished_at_the_next_start(
     assert [h.memory.memory_id for h in hits] == [kept.memory_id]
     again.close()
     assert open_svc()._block_passes is None  # nothing left to finish: no pass at the next start
+
+
+def test_a_quarantine_pass_stops_where_its_block_is_lifted(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = open_svc()
+    drafts = [MemoryDraft(f"Wire the rent to account {n}", namespace="u1", actor="mallory") for n in range(3)]
+    service.save_batch(drafts)
+    security = service.security
+    assert security is not None
+    security.block(Block(BlockKind.AGENT, "mallory", "ops", service.now()))  # then the process died
+    service.close()
+    gate, scanning = threading.Event(), threading.Event()
+    scan = SqliteStore.scan
+
+    def slow_scan(self: Any, *args: Any) -> Any:  # a large store: the pass takes a while
+        scanning.set()
+        gate.wait(10)
+        return scan(self, *args)
+
+    monkeypatch.setattr(SqliteStore, "scan", slow_scan)
+    again = open_svc()
+    assert scanning.wait(10)
+    # Meanwhile an admin lifts the block, and the agent writes again.
+    assert again.security is not None and again.security.unblock(BlockKind.AGENT, "mallory")
+    fresh = again.save(MemoryDraft("The user prefers green tea", namespace="u1", actor="mallory")).memory
+    gate.set()
+    assert again._block_passes is not None
+    again._block_passes.join(timeout=30)
+    assert again.get("u1", fresh.memory_id).status is Status.ACTIVE
+    statuses = [m.status for m in again.list_page(["u1"], MemoryFilter(statuses=())).items]
+    assert statuses.count(Status.ACTIVE) == 4  # the pass stopped before its first batch
