@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -75,7 +76,7 @@ from engine.records import (
 from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
 from engine.rollback import Rollbacks
-from engine.security import BlockKind
+from engine.security import AuditEvent, BlockKind
 from engine.writing import SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
 
@@ -179,7 +180,6 @@ class MemoryService:
     # --- lifecycle -----------------------------------------------------------------
 
     def start(self, *, background_reembed: bool = True) -> None:
-        self._finish_block_passes()
         self.reinforcer.start()
         if background_reembed:
             self.reembedder.start()
@@ -187,6 +187,7 @@ class MemoryService:
             self.schedule.start()
         if self.change_log_pruning is not None:
             self.change_log_pruning.start()
+        self._finish_block_passes()  # last: a start that failed before leaves no pass running
 
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
@@ -548,6 +549,13 @@ class MemoryService:
             for block in unfinished:
                 try:
                     done = self.quarantine_source(block.kind, block.value, actor=block.blocked_by)
+                    # Audited as the block was: the source, and what its pass quarantined.
+                    source = f"{block.kind.value}:{block.value}"
+                    detail = f"the quarantine of a block cut short, finished at start ({len(done)} memories)"
+                    at, request = self._clock(), uuid.uuid4().hex
+                    event = AuditEvent("twinmem", "admin", "ok", at, request, ("*",), (source, *done), detail=detail)
+                    assert self.security is not None
+                    self.security.append_audit(event)
                 except Exception:  # a store fault: the next start tries again
                     log.exception("finishing the quarantine of %s %r failed", block.kind.value, block.value)
                     continue

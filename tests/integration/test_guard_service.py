@@ -371,6 +371,10 @@ def test_a_block_whose_pass_a_crash_cut_short_is_finished_at_the_next_start(
     }
     hits = again.recall("rent account", namespaces=["u1"], reinforce=False).hits
     assert [h.memory.memory_id for h in hits] == [kept.memory_id]
+    assert again.security is not None
+    (entry,) = [row.entry for row in again.security.audit_rows() if "cut short" in str(row.entry.get("detail"))]
+    source = f"{kind.value}:{'mallory' if kind is BlockKind.AGENT else 's-bad'}"
+    assert entry["actor"] == "twinmem" and set(entry["memory_ids"]) == {source, *bad[1:]}
     again.close()
     assert open_svc()._block_passes is None  # nothing left to finish: no pass at the next start
 
