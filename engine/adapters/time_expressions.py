@@ -58,7 +58,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.records import TimeWindow
 
@@ -101,6 +101,16 @@ _SUB_DAY = frozenset(
 # Period-less spans said as a time ago ("2 hours ago") are that day; the same in Chinese.
 _AGO_EN = frozenset({"ago"})
 _AGO_ZH = "前"
+# A time of day said with its day ("yesterday afternoon", "July 11, 2024 at 3pm",
+# "2024-07-11 14:00", "昨天下午", "2023年12月31日下午", "上周三下午") names that day: a word
+# of the locale naming a day or more (``_day_words``), a year or a numeric date of three
+# parts, or in Chinese a character of a day, week, month or year. Ranges and durations
+# ("10-10:30 PM", "20-30 minutes", "two years now") name none.
+_DATE_DIGITS = re.compile(r"\b(?:1[89]|2\d)\d\d\b|\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b")
+_MONTHS = tuple("january february march april may june july august september october november december".split())
+_UNITS = ("second", "minute", "hour", "day", "week", "fortnight", "month", "year", "decade", "century")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAY_ZH = re.compile(r"[日号天周年月]|星期|礼拜")
 
 
 class _JionlpRecords(logging.Filter):
@@ -174,13 +184,13 @@ class LibraryTimeExpressions:
         """The sentences of ``text`` that dateparser is given: those with a digit or a date
         word. The others have none of the locale's date words, or only words of a time of
         day ("in the morning", "an hour"): dateparser would find nothing kept there."""
-        _, _, _, vocabulary = self._load_dateparser()
+        vocabulary = self._load_dateparser().vocabulary
         for sentence in _SENTENCE_END.split(text):
             if _DIGIT.search(sentence) or not vocabulary.intersection(_WORD.findall(sentence.lower())) <= _SUB_DAY:
                 yield sentence
 
     def _english_sentence(self, text: str, base: datetime) -> list[TimeWindow]:
-        search_dates, periods, skip, _ = self._load_dateparser()
+        search_dates, periods, skip, _, day_words = self._load_dateparser()
         settings = {
             "RELATIVE_BASE": base,
             "PREFER_DATES_FROM": "past",
@@ -201,8 +211,9 @@ class LibraryTimeExpressions:
             except (ValueError, OverflowError):
                 continue
             start = _floor(moment, period)
-            if start is None:
-                if not _AGO_EN & set(_WORD.findall(span.lower())):
+            if start is None:  # narrower than a day: kept as its day where it names one
+                words = set(_WORD.findall(span.lower()))
+                if not (_AGO_EN & words or words & day_words or _DATE_DIGITS.search(span)):
                     continue
                 start = _floor(moment, "day")
             assert start is not None
@@ -213,7 +224,7 @@ class LibraryTimeExpressions:
             windows.append(TimeWindow(_utc(start), _utc(end), span.strip(), "dateparser"))
         return windows
 
-    def _load_dateparser(self) -> tuple[Any, Any, frozenset[str], frozenset[str]]:
+    def _load_dateparser(self) -> _Dateparser:
         if self._dateparser is None:
             from dateparser.date import DateDataParser
             from dateparser.languages.loader import default_loader
@@ -225,8 +236,8 @@ class LibraryTimeExpressions:
             # serves every call, and the spans people say again ("last week") are remembered.
             parser = DateDataParser(languages=["en"], settings={"RETURN_TIME_AS_PERIOD": True})
             periods = functools.lru_cache(maxsize=PERIODS_KEPT)(lambda span: parser.get_date_data(span).period)
-            self._dateparser = (search_dates, periods, skip, _vocabulary(info, skip))
-        loaded: tuple[Any, Any, frozenset[str], frozenset[str]] = self._dateparser
+            self._dateparser = _Dateparser(search_dates, periods, skip, _vocabulary(info, skip), _day_words(info))
+        loaded: _Dateparser = self._dateparser
         return loaded
 
     # --- Chinese ---------------------------------------------------------------------
@@ -254,8 +265,8 @@ class LibraryTimeExpressions:
             try:
                 start = datetime.fromisoformat(times[0])
                 end = datetime.fromisoformat(times[1]) + timedelta(seconds=1)  # inclusive -> half-open
-                if end - start < DAY:
-                    if _AGO_ZH not in said:
+                if end - start < DAY:  # kept as its day where said as a time ago, or where it names a day
+                    if _AGO_ZH not in said and not _DAY_ZH.search(said):
                         continue
                     start = start.replace(hour=0, minute=0, second=0, microsecond=0)
                     end = start + DAY
@@ -296,6 +307,28 @@ class _ReadWhenAsked:
         if self._windows is None:
             self._windows = self._reader.windows(self._text, self._now)
         return self._windows
+
+
+class _Dateparser(NamedTuple):
+    """dateparser, loaded, and what the glue reads of its English locale."""
+
+    search_dates: Any
+    periods: Any  # span -> its period ("day", "week", …), remembered
+    skip: frozenset[str]  # the locale's words that are no part of a date ("and", "at", …)
+    vocabulary: frozenset[str]  # ``_vocabulary``
+    day_words: frozenset[str]  # ``_day_words``
+
+
+def _day_words(info: dict[str, Any]) -> frozenset[str]:
+    """The locale's words that name a day or more: the months, the weekdays, and those
+    of its relative days ("today", "yesterday"). A span narrower than a day that holds
+    one names that day ("yesterday afternoon", "last Friday evening")."""
+    relative = info.get("relative-type", {})
+    names = [name for key in _MONTHS + _WEEKDAYS for name in info.get(key, [])]
+    names += [phrase for key, phrases in relative.items() if key.endswith(" day ago") for phrase in phrases]
+    units = {word for key in _UNITS for name in info.get(key, []) for word in _WORD.findall(name.lower())}
+    words = {word for name in names for word in _WORD.findall(name.lower()) if len(word) > 2}
+    return frozenset(words - units - _CONNECTIVES)  # "day" of "day before yesterday" is a unit
 
 
 def _vocabulary(info: dict[str, Any], skip: frozenset[str]) -> frozenset[str]:

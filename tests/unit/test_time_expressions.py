@@ -51,6 +51,14 @@ def test_it_is_a_time_expressions_port(times: LibraryTimeExpressions) -> None:
         ("三月三日我去了哪里", day(3, 3), day(3, 4)),
         ("十天前我买了什么", day(6, 2), day(6, 3)),
         ("三小时前我说了什么", day(6, 12), day(6, 13)),
+        # A time of day said with its day: that day.
+        ("what did I do yesterday afternoon", day(6, 11), day(6, 12)),
+        ("what happened on July 11, 2023 at 3pm", day(7, 11, 2023), day(7, 12, 2023)),
+        ("what did we decide on 2024-05-03 14:00", day(5, 3), day(5, 4)),
+        ("what did we do last Friday evening", day(6, 7), day(6, 8)),
+        ("昨天下午我们去了哪里", day(6, 11), day(6, 12)),
+        ("2023年12月31日下午我在哪里", day(12, 31, 2023), day(1, 1, 2024)),
+        ("今天早上我吃了什么", day(6, 12), day(6, 13)),
     ],
 )
 def test_a_time_named_becomes_one_window(
@@ -101,6 +109,11 @@ ORDINARY_ENGLISH = [
     "what is my sister's phone number",
     "we should meet at the usual place",
     "recommend some pet supplies",
+    # A time of day without its day, ranges and durations name no day.
+    "I wake up at 7am",
+    "I go to bed around 10-10:30 PM",
+    "I read for 20-30 minutes before bed",
+    "I've had this laptop for about 2 years now",
 ]
 
 ORDINARY_CHINESE = [
@@ -122,6 +135,7 @@ ORDINARY_CHINESE = [
     "先说第一点",
     "我们上次聊到哪了",
     "刚才说的那个",
+    "下午三点开会",
 ]
 
 
@@ -133,9 +147,10 @@ def test_an_ordinary_query_names_no_time(times: LibraryTimeExpressions, query: s
 def test_a_time_of_day_alone_skips_the_parser_and_a_date_beside_it_does_not() -> None:
     times = LibraryTimeExpressions()
     times.windows("yesterday", NOW)  # loads dateparser
-    search, *rest = times._dateparser
+    loaded = times._dateparser
     calls: list[str] = []
-    times._dateparser = (lambda text, **kw: calls.append(text) or search(text, **kw), *rest)
+    search = loaded.search_dates
+    times._dateparser = loaded._replace(search_dates=lambda text, **kw: calls.append(text) or search(text, **kw))
     for query in ["what do I drink in the morning", "late night snacks", "an hour or two", "what now"]:
         assert times.windows(query, NOW) == ()
     assert calls == []
