@@ -102,15 +102,17 @@ _SUB_DAY = frozenset(
 _AGO_EN = frozenset({"ago"})
 _AGO_ZH = "前"
 # A time of day said with its day ("yesterday afternoon", "July 11, 2024 at 3pm",
-# "2024-07-11 14:00", "昨天下午", "2023年12月31日下午", "上周三下午") names that day: a word
-# of the locale naming a day or more (``_day_words``), a year or a numeric date of three
-# parts, or in Chinese a character of a day, week, month or year. Ranges and durations
-# ("10-10:30 PM", "20-30 minutes", "two years now") name none.
-_DATE_DIGITS = re.compile(r"\b(?:1[89]|2\d)\d\d\b|\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b")
-_MONTHS = tuple("january february march april may june july august september october november december".split())
-_UNITS = ("second", "minute", "hour", "day", "week", "fortnight", "month", "year", "decade", "century")
+# "2024-07-11 14:00", "昨天下午", "2023年12月31日下午", "上周三下午") names that day: a
+# weekday or a relative day of the locale said in full (``_day_words``), a month said
+# with a day of the month (a number not an hour's: "July 11 at 3pm", not "May at 5pm"),
+# a numeric date of three parts, or in Chinese a day's character (日, 号, 天, a weekday).
+# A month or a year alone with a time of day ("in May at 5pm", "in 2019 at night") names
+# no day, nor do ranges and durations ("10-10:30 PM", "20-30 minutes", "two years now").
+_NUMERIC_DATE = re.compile(r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b")
+_DAY_OF_MONTH = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\b(?!\s*(?:[:.]\d|a\.?m\b|p\.?m\b|h\b|o'clock))", re.IGNORECASE)
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_DAY_ZH = re.compile(r"[日号天周年月]|星期|礼拜")
+_DAY_ZH = re.compile(r"[日号天]|星期.|礼拜.|周[一二三四五六日天末]")
 
 
 class _JionlpRecords(logging.Filter):
@@ -213,7 +215,7 @@ class LibraryTimeExpressions:
             start = _floor(moment, period)
             if start is None:  # narrower than a day: kept as its day where it names one
                 words = set(_WORD.findall(span.lower()))
-                if not (_AGO_EN & words or words & day_words or _DATE_DIGITS.search(span)):
+                if not (_AGO_EN & words or _names_a_day(span, words, day_words)):
                     continue
                 start = _floor(moment, "day")
             assert start is not None
@@ -320,15 +322,20 @@ class _Dateparser(NamedTuple):
 
 
 def _day_words(info: dict[str, Any]) -> frozenset[str]:
-    """The locale's words that name a day or more: the months, the weekdays, and those
-    of its relative days ("today", "yesterday"). A span narrower than a day that holds
-    one names that day ("yesterday afternoon", "last Friday evening")."""
+    """The weekdays and the locale's relative days ("today", "yesterday") in full: a span
+    narrower than a day that holds one names that day ("yesterday afternoon", "last
+    Friday evening"). Abbreviations are left out: "wed", "sat" and "sun" are words too."""
     relative = info.get("relative-type", {})
-    names = [name for key in _MONTHS + _WEEKDAYS for name in info.get(key, [])]
-    names += [phrase for key, phrases in relative.items() if key.endswith(" day ago") for phrase in phrases]
-    units = {word for key in _UNITS for name in info.get(key, []) for word in _WORD.findall(name.lower())}
-    words = {word for name in names for word in _WORD.findall(name.lower()) if len(word) > 2}
-    return frozenset(words - units - _CONNECTIVES)  # "day" of "day before yesterday" is a unit
+    phrases = [phrase for key, said in relative.items() if key.endswith(" day ago") for phrase in said]
+    words = {word for phrase in phrases for word in _WORD.findall(phrase.lower())} - {"day", "before", "till", "date"}
+    return frozenset(words | set(_WEEKDAYS))
+
+
+def _names_a_day(span: str, words: set[str], day_words: frozenset[str]) -> bool:
+    """Whether ``span`` (its ``words``) names a day (see ``_NUMERIC_DATE``)."""
+    if words & day_words or _NUMERIC_DATE.search(span):
+        return True
+    return bool(words & _MONTHS) and bool(_DAY_OF_MONTH.search(span))
 
 
 def _vocabulary(info: dict[str, Any], skip: frozenset[str]) -> frozenset[str]:

@@ -231,3 +231,20 @@ def test_dateparser_reads_the_sentences_that_name_a_date_one_at_a_time(times: Li
     assert (window.start, window.end) == (day(5, 3, 2023), day(5, 4, 2023))
     (window,) = times.windows("I ran 3.5 km on 3 May 2023. Nice.", NOW)
     assert (window.start, window.end) == (day(5, 3, 2023), day(5, 4, 2023))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what did I do in May at 5pm",
+        "what happened in July 2023 at 3pm",
+        "what did we do in 2019 at night",
+        "what did I do in March in the morning",
+        "on 2023-05 at 3pm",
+        "They got wed at 4pm",
+        "5月下午",
+    ],
+)
+def test_a_month_or_a_year_with_a_time_of_day_names_no_single_day(times: LibraryTimeExpressions, query: str) -> None:
+    # The parsers fill in today's day of the month: no such day was named.
+    assert all(window.end - window.start != timedelta(days=1) for window in times.windows(query, NOW))
