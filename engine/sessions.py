@@ -36,7 +36,6 @@ from typing import Any
 
 from engine import extraction, limits, procedures
 from engine.config import SessionsConfig
-from engine.conflicts import SUPERSEDES
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
 from engine.ports import SessionStore, TokenCounter
 from engine.procedures import PROCEDURE
@@ -392,11 +391,12 @@ class Sessions:
         scope = Scope.of({ref.namespace: Reach(info.reach)}, ref.agent)
         now = self._clock()
         drafts: list[tuple[Candidate, MemoryDraft]] = []
-        earlier = _Earlier(self.service, info, now)
-        for candidate in claimed.candidates:
-            stored = earlier.stored(candidate)
-            if stored is not None:
-                promotion.already_promoted.append(stored.memory_id)
+        earlier = _Earlier(self.service, info, claimed.candidates, now)
+        for position, candidate in enumerate(claimed.candidates):
+            if earlier.handled(position, candidate):
+                stored = earlier.memory_of(candidate)
+                if stored is not None:
+                    promotion.already_promoted.append(stored.memory_id)
                 continue
             drafts.append((candidate, self._draft(ref, info, candidate, now)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
@@ -495,56 +495,56 @@ class Sessions:
 
 
 class _Earlier:
-    """What an earlier, interrupted promotion of one session run (generation) did, read
-    once from the session's memories (the fast network's session postings, then one
-    store read of them), so that each candidate is promoted once:
+    """How far an earlier, interrupted promotion of one session run (generation) got,
+    read once from the session's memories (the fast network's session postings, then
+    one store read of them), so that each candidate is handled once.
 
-    * one it stored, whatever its status since: a memory of the session by its agent
-      naming the run and the candidate (metadata ``generation`` and ``candidate``, so a
-      candidate the guard redacted is found too); saved again, one it saw superseded by
-      a later candidate came back active and superseded the newer fact;
-    * one it folded into an earlier run's memory that a later candidate of this run then
-      superseded (a memory of the session with the candidate's content, superseded by a
-      memory of this run): saved again, that old fact came back the same way;
-    * memories a release before the run was recorded stored count where active and of
-      the candidate's content (or its words as said), as they did then.
+    Each memory a promotion stores names its run and its candidate (metadata
+    ``generation`` and ``candidate``, the candidate's content digest, so one the guard
+    redacted is found too), and candidates are saved in order. So every candidate up to
+    the last one the first attempt stored was handled then, whatever became of it:
+    stored (and perhaps superseded by a later one or quarantined since), folded into an
+    earlier memory (which a later candidate may then have superseded), or dropped.
+    Those are skipped; saved again, an old fact came back active and superseded the
+    newer one (a crash probe and a review found both ways). The candidates after it are
+    saved: one the first attempt reached but that left no memory of its own (folded) is
+    folded again, one more reinforcement. A later run of the session that says an old
+    fact again promotes it as anything new. Memories a release before runs were recorded
+    stored count where active and of the candidate's content (or its words as said), as
+    they did then."""
 
-    A later run of the session that says an old fact again promotes it as anything new.
-    A candidate folded into an earlier memory that nothing superseded since is folded
-    into it again (one more reinforcement)."""
-
-    def __init__(self, service: MemoryService, info: SessionInfo, now: datetime) -> None:
+    def __init__(
+        self, service: MemoryService, info: SessionInfo, candidates: Sequence[Candidate], now: datetime
+    ) -> None:
         ref = info.ref
-        self._service, self._info = service, info
         service.keeper.ensure_current()
         ids = service.keeper.network.session_ids(ref.namespace, ref.session_id)
         every = MemoryFilter(statuses=tuple(Status), include_expired=True)
-        self._sight = Scope.whole([ref.namespace])
-        mine = [m for m in service.store.get_many(self._sight, ids, every, now) if m.actor == ref.agent]
+        mine = [
+            m for m in service.store.get_many(Scope.whole([ref.namespace]), ids, every, now) if m.actor == ref.agent
+        ]
         self._of_run: dict[str, Memory] = {}
-        self._by_content: dict[str, list[Memory]] = {}
+        self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
         for memory in sorted(mine, key=lambda m: (m.created_at, m.memory_id)):
             if memory.metadata.get("generation") == info.generation:
                 key = memory.metadata.get("candidate") or content_digest(memory.content)
                 self._of_run.setdefault(str(key), memory)
-            self._by_content.setdefault(content_digest(memory.content), []).append(memory)
-        self._run_ids = {memory.memory_id for memory in self._of_run.values()}
+            elif "generation" not in memory.metadata and memory.status is Status.ACTIVE:
+                self._before_runs.setdefault(content_digest(memory.content), memory)
+        first: dict[str, int] = {}
+        for position, candidate in enumerate(candidates):
+            first.setdefault(content_digest(candidate.content), position)
+        self._reached = max((first[key] for key in self._of_run if key in first), default=-1)
 
-    def stored(self, candidate: Candidate) -> Memory | None:
+    def handled(self, position: int, candidate: Candidate) -> bool:
+        """Whether the first attempt handled the candidate at ``position``."""
+        return position <= self._reached or self.memory_of(candidate) is not None
+
+    def memory_of(self, candidate: Candidate) -> Memory | None:
+        """The memory the first attempt stored for ``candidate`` (or a release before runs
+        were recorded did), if any."""
         digest = content_digest(candidate.content)
-        found = self._of_run.get(digest)
-        if found is not None:
-            return found
-        said = [digest] + ([content_digest(candidate.said)] if candidate.said else [])
-        for memory in (m for key in said for m in self._by_content.get(key, [])):
-            if "generation" not in memory.metadata and memory.status is Status.ACTIVE:
-                return memory  # stored by a release before runs were recorded
-            if memory.status is Status.SUPERSEDED and self._superseded_by_this_run(memory):
-                return memory
-        return None
-
-    def _superseded_by_this_run(self, memory: Memory) -> bool:
-        if not self._run_ids:
-            return False
-        edges = self._service.store.edges(self._sight, memory.memory_id)
-        return any(e.kind == SUPERSEDES and e.dst == memory.memory_id and e.src in self._run_ids for e in edges)
+        found = self._of_run.get(digest) or self._before_runs.get(digest)
+        if found is None and candidate.said:
+            found = self._before_runs.get(content_digest(candidate.said))
+        return found

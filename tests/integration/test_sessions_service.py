@@ -189,9 +189,52 @@ def test_a_promotion_taken_again_skips_a_repeat_its_first_attempt_folded_and_the
     first = _died_after_writing(sessions, clock)
     assert len(first.deduplicated) == 1 and len(first.created) == 1
     (again,) = sessions.sweep()
-    assert again.created == [] and again.deduplicated == [] and len(again.already_promoted) == 2
+    assert again.created == [] and again.deduplicated == [] and again.already_promoted == first.created
     (home,) = sessions.service.recall("where do I live", namespaces=[REF.namespace], top_k=1, reinforce=False).hits
     assert home.memory.content == "I moved to Berlin last week."
+
+
+def test_a_promotion_taken_again_skips_a_repeat_folded_into_a_memory_saved_outside_the_session(
+    open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    sessions = open_sess()
+    sessions.service.save(MemoryDraft("I live in Paris.", namespace=REF.namespace))  # no session
+    said = say("I live in Paris.", "I moved to Berlin last week.")
+    sessions.append(REF, said, reach=Reach.FULL, expire_after_seconds=60)
+    first = _died_after_writing(sessions, clock)
+    assert len(first.deduplicated) == 1 and len(first.created) == 1
+    (again,) = sessions.sweep()
+    assert again.created == [] and again.deduplicated == []
+    (home,) = sessions.service.recall("where do I live", namespaces=[REF.namespace], top_k=1, reinforce=False).hits
+    assert home.memory.content == "I moved to Berlin last week."
+
+
+def test_a_promotion_taken_again_saves_what_its_first_attempt_never_reached(
+    open_svc: OpenService, open_sess: OpenSessions, clock: FrozenClock, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_at_a_time = replace(config, limits=replace(config.limits, max_batch=1))
+    sessions = open_sess(open_svc(config=one_at_a_time))
+    sessions.append(REF, say("I live in Paris."), reach=Reach.FULL)
+    sessions.close(REF)  # an earlier run
+    clock.advance(minutes=10)
+    sessions.append(REF, say("I moved to Berlin.", "I live in Paris."), reach=Reach.FULL, expire_after_seconds=60)
+    save, batches = sessions._save, []
+
+    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
+        if batches:
+            raise KeyboardInterrupt("the promoter died")
+        batches.append(1)
+        return save(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sessions, "_save", dies_after_the_first_batch)
+        with pytest.raises(KeyboardInterrupt):
+            _died_after_writing(sessions, clock)
+    clock.advance(seconds=300)
+    (again,) = sessions.sweep()
+    assert len(again.created) == 1 and len(again.already_promoted) == 1  # Paris again: the user moved back
+    (home,) = sessions.service.recall("where do I live", namespaces=[REF.namespace], top_k=1, reinforce=False).hits
+    assert home.memory.content == "I live in Paris." and home.memory.memory_id == again.created[0]
 
 
 def test_a_promotion_taken_again_finds_a_candidate_the_guard_redacted(
