@@ -76,7 +76,7 @@ from engine.records import (
 from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
 from engine.rollback import Rollbacks
-from engine.security import AuditEvent, BlockKind
+from engine.security import AuditEvent, Block, BlockKind
 from engine.writing import SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
 
@@ -180,6 +180,9 @@ class MemoryService:
     # --- lifecycle -----------------------------------------------------------------
 
     def start(self, *, background_reembed: bool = True) -> None:
+        # Read first (the one step here that reads a store, so the one likely to fail: a
+        # start that fails leaves no thread running), started last.
+        unfinished = self._unfinished_blocks()
         self.reinforcer.start()
         if background_reembed:
             self.reembedder.start()
@@ -187,7 +190,11 @@ class MemoryService:
             self.schedule.start()
         if self.change_log_pruning is not None:
             self.change_log_pruning.start()
-        self._finish_block_passes()  # last: a start that failed before leaves no pass running
+        if unfinished:
+            self._block_passes = threading.Thread(
+                target=self._finish_block_passes, args=(unfinished,), name="block-passes", daemon=True
+            )
+            self._block_passes.start()
 
     def close(self) -> None:
         """Apply pending reinforcement, save the index, close the store."""
@@ -521,14 +528,15 @@ class MemoryService:
             records = self.store.get_many(Scope.whole(namespaces), ids, _ANY_LIVE, self._clock())
             self.keeper.network.apply(records, (), self.store.links(ids))
 
-    def _finish_block_passes(self) -> None:
+    def _unfinished_blocks(self) -> list[Block]:
         """A block is recorded before its quarantine pass runs, so a process that died
         during the pass left the block in force and some of what the source wrote still
         recalled. At start, each block whose source the fast network shows with memories
         neither deleted nor quarantined has its pass run again, in the background (it
-        quarantines only what is not quarantined yet); ``close`` waits for it."""
+        quarantines only what is not quarantined yet; ``_finish_block_passes``); ``close``
+        waits for it."""
         if self.security is None:
-            return
+            return []
         net = self.keeper.network
         unfinished = []
         for block in self.security.blocks():
@@ -542,27 +550,23 @@ class MemoryService:
                     left,
                 )
                 unfinished.append(block)
-        if not unfinished:
-            return
+        return unfinished
 
-        def finish() -> None:
-            for block in unfinished:
-                try:
-                    done = self.quarantine_source(block.kind, block.value, actor=block.blocked_by)
-                    # Audited as the block was: the source, and what its pass quarantined.
+    def _finish_block_passes(self, unfinished: Sequence[Block]) -> None:
+        for block in unfinished:
+            try:
+                done = self.quarantine_source(block.kind, block.value, actor=block.blocked_by)
+                if done:  # audited as the block was: the source, and what its pass quarantined
                     source = f"{block.kind.value}:{block.value}"
-                    detail = f"the quarantine of a block cut short, finished at start ({len(done)} memories)"
+                    detail = f"the quarantine of a block cut short, run again at start ({len(done)} memories)"
                     at, request = self._clock(), uuid.uuid4().hex
                     event = AuditEvent("twinmem", "admin", "ok", at, request, ("*",), (source, *done), detail=detail)
                     assert self.security is not None
                     self.security.append_audit(event)
-                except Exception:  # a store fault: the next start tries again
-                    log.exception("finishing the quarantine of %s %r failed", block.kind.value, block.value)
-                    continue
-                log.info("the block on %s %r: %d memories quarantined", block.kind.value, block.value, len(done))
-
-        self._block_passes = threading.Thread(target=finish, name="block-passes", daemon=True)
-        self._block_passes.start()
+            except Exception:  # a store fault: the next start tries again
+                log.exception("finishing the quarantine of %s %r failed", block.kind.value, block.value)
+                continue
+            log.info("the block on %s %r: %d memories quarantined", block.kind.value, block.value, len(done))
 
     def quarantine_source(self, kind: BlockKind, value: str, *, actor: str | None = None) -> list[str]:
         """Quarantine every memory the agent (``actor``) or session wrote, in every
@@ -607,8 +611,9 @@ class MemoryService:
         return quarantined
 
     def _source_blocked(self, kind: BlockKind, value: str) -> bool:
-        """Whether the block on this source is in force (always, without a security store:
-        a pass run by hand)."""
+        """Whether the block on this source is in force, as the writes read it (on a
+        replica a block lifted elsewhere within ``[neo4j] security_cache_seconds``);
+        always, without a security store."""
         if self.security is None:
             return True
         return self.blocks.is_blocked(value, None) if kind is BlockKind.AGENT else self.blocks.is_blocked(None, value)

@@ -11,9 +11,10 @@ import pytest
 
 from api.admin import block_source
 from engine import guard
+from engine.adapters.security_store import SqliteSecurityStore
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
-from engine.errors import GuardRejected, SourceBlocked
+from engine.errors import BackendError, GuardRejected, SourceBlocked
 from engine.guard import Action
 from engine.importers import run_import
 from engine.portability import open_export
@@ -409,3 +410,19 @@ def test_a_quarantine_pass_stops_where_its_block_is_lifted(
     assert again.get("u1", fresh.memory_id).status is Status.ACTIVE
     statuses = [m.status for m in again.list_page(["u1"], MemoryFilter(statuses=())).items]
     assert statuses.count(Status.ACTIVE) == 4  # the pass stopped before its first batch
+
+
+def test_a_start_that_fails_reading_the_blocks_leaves_no_thread_running(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_svc().close()
+
+    def unreadable(self: Any) -> Any:
+        raise BackendError("the security store is not there")
+
+    monkeypatch.setattr(SqliteSecurityStore, "blocks", unreadable)
+    before = {thread.ident for thread in threading.enumerate()}
+    with pytest.raises(BackendError):
+        open_svc()
+    started = [t.name for t in threading.enumerate() if t.ident not in before and t.name.startswith("twinmem-")]
+    assert started == []
