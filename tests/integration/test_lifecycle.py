@@ -349,13 +349,19 @@ def _save_many(service: MemoryService, n: int) -> dict[str, str]:
     return saved
 
 
+def _saved_by_the_old_model(open_svc: OpenService, n: int) -> tuple[HashingEmbedder, dict[str, str]]:
+    """``n`` memories saved by a service on the model "fake-old", closed: the model and the memories."""
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    saved = _save_many(first, n)
+    first.close()
+    return old, saved
+
+
 def test_after_a_model_change_recall_finds_every_memory_while_re_embedding_runs_and_resumes(
     open_svc: OpenService, config: Config
 ) -> None:
-    old = HashingEmbedder("fake-old", dim=256)
-    first = open_svc(embedder=old)
-    saved = _save_many(first, 9)
-    first.close()
+    old, saved = _saved_by_the_old_model(open_svc, 9)
 
     cfg = load_config(env={}, data_dir=config.data_dir, lifecycle={"reembed_batch": 4})
     new = HashingEmbedder("fake-new", dim=192)
@@ -386,10 +392,7 @@ def test_after_a_model_change_recall_finds_every_memory_while_re_embedding_runs_
 
 
 def test_the_background_job_re_embeds_and_reports_done(open_svc: OpenService) -> None:
-    old = HashingEmbedder("fake-old", dim=256)
-    first = open_svc(embedder=old)
-    saved = _save_many(first, 6)
-    first.close()
+    old, saved = _saved_by_the_old_model(open_svc, 6)
     new = HashingEmbedder("fake-new", dim=192)
     second = open_svc(embedder=new, previous_embedder=old)
     second.reembedder.join()
@@ -401,10 +404,7 @@ def test_the_background_job_re_embeds_and_reports_done(open_svc: OpenService) ->
 
 
 def test_an_edit_during_re_embedding_keeps_its_own_vector(open_svc: OpenService) -> None:
-    old = HashingEmbedder("fake-old", dim=256)
-    first = open_svc(embedder=old)
-    saved = _save_many(first, 3)
-    first.close()
+    old, saved = _saved_by_the_old_model(open_svc, 3)
     new = HashingEmbedder("fake-new", dim=192)
     second = open_svc(embedder=new, previous_embedder=old, background_reembed=False)
     edited = next(iter(saved))
@@ -418,10 +418,7 @@ def test_an_edit_during_re_embedding_keeps_its_own_vector(open_svc: OpenService)
 
 
 def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: OpenService) -> None:
-    old = HashingEmbedder("fake-old", dim=256)
-    first = open_svc(embedder=old)
-    saved = _save_many(first, 9)
-    first.close()
+    old, saved = _saved_by_the_old_model(open_svc, 9)
     second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
     target = next(memory_id for memory_id, word in saved.items() if word == "kayak")
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -434,10 +431,7 @@ def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: Ope
 
 
 def test_memories_embedded_at_start_up_without_the_previous_model_record_the_new_one(open_svc: OpenService) -> None:
-    old = HashingEmbedder("fake-old", dim=256)
-    first = open_svc(embedder=old)
-    saved = _save_many(first, 4)
-    first.close()
+    _, saved = _saved_by_the_old_model(open_svc, 4)
     new = HashingEmbedder("fake-new", dim=192)
     # No previous model to search the old vectors with: start-up embeds every memory itself.
     second = open_svc(embedder=new, background_reembed=False)
