@@ -46,8 +46,10 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    channel (whose seeds are ranked by the fused score): reading them is begun before
    (``TimeExpressions.begin``; ``MemoryService.recall`` begins it before it embeds the
    query), so that a worker process reads them while the channels run
-   (engine/adapters/time_worker.py); read in this thread they are read here, after the
-   channels, because a parse leaves the CPU's caches cold for what runs after it.
+   (engine/adapters/time_worker.py; where its answer is not in ``ANSWER_WAIT_S`` after
+   the channels, the recall lets go of the network, waits for it, and runs the channels
+   again); read in this thread they are read here, after the channels, because a parse
+   leaves the CPU's caches cold for what runs after it.
 
 Then, in rank order, the top ``top_k`` ids are read from the store in one
 ``get_many_and_seq``, which applies the caller's scope and the filter again (defence
