@@ -34,12 +34,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import synthetic  # noqa: E402
-from latency import NAMESPACE, summarize  # noqa: E402
+from latency import NAMESPACE, rss_mb, summarize  # noqa: E402
 
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.adapters.time_expressions import LibraryTimeExpressions  # noqa: E402
@@ -48,15 +50,6 @@ from engine.config import load_config  # noqa: E402
 from engine.recall import RecallQuery, RecallResult  # noqa: E402
 
 WAYS = ("worker", "after", "before")
-
-
-def _rss_mb(pid: int | None) -> float:
-    """A process's resident memory, from /proc (0 where it is gone)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (OSError, TypeError):
-        return 0.0
-    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0.0)
 
 
 def main() -> int:
@@ -114,7 +107,8 @@ def main() -> int:
                 seconds[way]["time named" if timed else "no time"].append(took)
                 seconds[way]["every question"].append(took)
             differ += len({tuple(found) for found in hits.values()}) > 1
-        worker_rss_mb = _rss_mb(worker.worker_pid)
+        pid = worker.worker_pid  # None where it is gone: then no RSS is read
+        worker_rss_mb = rss_mb(psutil.Process(pid)) if pid is not None else 0.0
     finally:
         recaller.recall = as_is  # type: ignore[method-assign]
         recaller._times = worker
