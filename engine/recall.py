@@ -83,7 +83,7 @@ from engine.episodes import NEXT
 from engine.fast_network import ROUGH_MIN_ROWS, FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Matrix, Store, TimeExpressions, TimesReading, Vector
-from engine.records import Memory, MemoryFilter, Scope, TimeWindow
+from engine.records import Memory, MemoryFilter, Scope, TimesRead, TimeWindow
 
 # The graph channel's bounds.
 GRAPH_SEEDS = 5
@@ -129,19 +129,6 @@ LEXICAL_LOOK = 4
 ANSWER_WAIT_S = 0.005
 
 IsBlocked = Callable[[Memory], bool]
-
-
-class _NoTimes:
-    """The reading of a query whose times are not read (no time signal): none."""
-
-    def ready(self, wait: float) -> bool:
-        return True
-
-    def __call__(self) -> tuple[TimeWindow, ...]:
-        return ()
-
-
-_NO_TIMES = _NoTimes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +345,7 @@ class Recaller:
         parse"). Only the fused scores read the windows: none are read without a time
         signal (``[fusion] time`` 0, or no parser)."""
         if self._times is None or self._config.fusion.time <= 0:
-            return _NO_TIMES
+            return TimesRead()  # no time signal: none read
         return self._times.begin(text, now)
 
     def nearest(

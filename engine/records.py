@@ -379,3 +379,17 @@ class TimeWindow:
             "end": self.end.isoformat().replace("+00:00", "Z"),
             "parser": self.parser,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TimesRead:
+    """A reading of a query's times (``engine.ports.TimesReading``) already done: a text
+    that names none, or a recall without a time signal."""
+
+    windows: tuple[TimeWindow, ...] = ()
+
+    def ready(self, wait: float) -> bool:
+        return True
+
+    def __call__(self) -> tuple[TimeWindow, ...]:
+        return self.windows

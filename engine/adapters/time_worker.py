@@ -44,7 +44,7 @@ from typing import Any
 
 from engine.adapters.time_expressions import MAX_CHARS, LibraryTimeExpressions
 from engine.ports import TimesReading
-from engine.records import TimeWindow
+from engine.records import TimesRead, TimeWindow
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class WorkerTimeExpressions:
     def begin(self, text: str, now: datetime) -> TimesReading:
         text = text[:MAX_CHARS]
         if not self._inline.may_name_time(text):
-            return self._inline.begin(text, now)  # names no time: read here at once
+            return TimesRead()  # names no time (not read again to say so)
         worker = self._take()
         if worker is None:
             return self._inline.begin(text, now)
