@@ -26,7 +26,10 @@ The rules (DESIGN.md, thresholds in the config):
 
 ``Consolidator`` drives a run over one namespace in bounded memory: it walks the
 namespace a page at a time (``Store.scan``), finds merge partners of a page's
-memories through the vector index, plans the page, and applies the actions in
+memories in the fast network (``_partners``: the namespace's active memories that share
+an entity with one, their cosines taken exactly; where a memory's entities name more
+than ``PARTNER_SCAN_MAX`` of them, its ``MERGE_NEIGHBOURS`` nearest in the namespace
+instead), plans the page, and applies the actions in
 small batches, each under the service's write lock, so that saves and recalls go
 on between batches. A merged memory's content is embedded before the lock is taken.
 """
@@ -47,8 +50,10 @@ import numpy as np
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
+from engine.fast_network import Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
+from engine.recall import Recaller
 from engine.records import (
     Memory,
     MemoryFilter,
@@ -67,8 +72,13 @@ _T = TypeVar("_T")
 
 MERGED_INTO = "MERGED_INTO"
 CHANGED_BY = "consolidate"
-# Neighbours asked of the vector index for each memory when looking for merge partners.
+# A memory's merge partners on other pages: the namespace's memories that share one of its
+# entities, every one's cosine taken, up to this many; past it (an entity most memories
+# name), its this many nearest in the namespace, of which those sharing an entity.
+PARTNER_SCAN_MAX = 4096
 MERGE_NEIGHBOURS = 16
+# The fast network's cosines may be of float16 vectors; ``plan`` decides on the store's.
+PARTNER_MARGIN = 0.01
 # A report lists at most this many actions; its counts always cover the whole run.
 MAX_REPORTED_ACTIONS = 1000
 # Merged memories get an id derived from their sources: planning is deterministic,
@@ -450,6 +460,7 @@ class Consolidator:
         store: Store,
         keeper: IndexKeeper,
         embedder: Embedder,
+        recaller: Recaller,
         *,
         lock: AbstractContextManager[object],
         clock: Callable[[], datetime],
@@ -460,6 +471,7 @@ class Consolidator:
         self._store = store
         self._keeper = keeper
         self._embedder = embedder
+        self._recaller = recaller
         self._lock = lock
         self._clock = clock
         self._check_namespace = check_namespace
@@ -507,7 +519,7 @@ class Consolidator:
         return [self.run(namespace) for namespace in self._store.namespaces()]
 
     def _items(self, namespace: str, page: Sequence[Memory], claimed: set[str], now: datetime) -> list[Item]:
-        """The page's records, plus merge partners the vector index finds for them."""
+        """The page's records, plus their merge partners on other pages (``_partners``)."""
         model = self._embedder.name
         wanted = [m for m in page if m.status is Status.ACTIVE and m.entities and m.memory_id not in claimed]
         vectors = self._store.vectors([m.memory_id for m in wanted], model)
@@ -515,18 +527,43 @@ class Consolidator:
         if not vectors:
             return items
         self._keeper.ensure_current()
-        index = self._keeper.index
-        page_ids = {m.memory_id for m in page}
-        near: set[str] = set()
-        for vector in vectors.values():
-            for memory_id, cosine in index.search(vector, MERGE_NEIGHBOURS):
-                if cosine >= self._policy.merge_cosine and memory_id not in page_ids and memory_id not in claimed:
-                    near.add(memory_id)
+        near = self._partners(namespace, [(m, vectors[m.memory_id]) for m in wanted if m.memory_id in vectors], now)
+        near -= {m.memory_id for m in page} | claimed
         if near:
             partners = self._store.get_many(Scope.whole([namespace]), sorted(near), MemoryFilter(), now)
             partner_vectors = self._store.vectors([m.memory_id for m in partners], model)
             items += [Item(m, partner_vectors.get(m.memory_id)) for m in partners if m.entities]
         return items
+
+    def _partners(self, namespace: str, memories: Sequence[tuple[Memory, Vector]], now: datetime) -> set[str]:
+        """The ids of the namespace's active memories that may merge with one of
+        ``memories``: that share an entity with it and whose cosine to it, as the fast
+        network reads it, comes within ``PARTNER_MARGIN`` of ``merge_cosine`` (``plan``
+        decides on the store's vectors). Every memory sharing an entity is looked at,
+        so what a run merges depends neither on the approximate search nor on the
+        other namespaces; a memory whose entities name more than ``PARTNER_SCAN_MAX``
+        has its ``MERGE_NEIGHBOURS`` nearest in the namespace looked at instead."""
+        scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
+        net = self._keeper.network
+        found: set[str] = set()
+        wide: list[tuple[Vector, Rows]] = []
+        with net.reading():
+            for memory, vector in memories:
+                keys = entity_keys(memory.entities)
+                if not keys:
+                    continue
+                rows = np.unique(np.concatenate([net.by_entity([namespace], key) for key in keys]))
+                rows = rows[net.passes(scope, MemoryFilter(), now, rows)]
+                if len(rows) > PARTNER_SCAN_MAX:
+                    wide.append((vector, rows))
+                    continue
+                found.update(net.ids_of(rows[net.cosines(np.asarray(vector, np.float32), rows) >= floor]))
+            if wide:
+                vectors = np.stack([np.asarray(vector, np.float32) for vector, _ in wide])
+                answers = self._recaller.nearest_many(net, vectors, scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS)
+                for (_, sharing), (rows, cosines) in zip(wide, answers, strict=True):
+                    found.update(net.ids_of(rows[(cosines >= floor) & np.isin(rows, sharing)]))
+        return found
 
     def _apply(self, actions: Sequence[Action], now: datetime, report: Report) -> None:
         merges = [action for action in actions if isinstance(action, Merge)]

@@ -149,7 +149,9 @@ class MemoryService:
         self.judge = SaveJudge(config, store, keeper, embedder, self.recaller)
         # Lifecycle (engine/lifecycle.py, rollback.py, reembed.py): each holds the write lock per batch.
         lock, check = self._write_lock, self._check_namespaces
-        self.consolidator = Consolidator(config, store, keeper, embedder, lock=lock, clock=clock, check_namespace=check)
+        self.consolidator = Consolidator(
+            config, store, keeper, embedder, self.recaller, lock=lock, clock=clock, check_namespace=check
+        )
         self.rollbacks = Rollbacks(
             config,
             store,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine import lifecycle
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
@@ -197,6 +198,32 @@ def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
     assert any({saved[0].memory_id, twin.memory_id} <= set(ids) for ids in merged_ids)
     statuses = [service.get(NS, m.memory_id).status for m in [*saved, twin]]
     assert statuses.count(Status.SUPERSEDED) == report.merged_sources
+
+
+@pytest.mark.parametrize("scan_max", [lifecycle.PARTNER_SCAN_MAX, 1])
+def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_the_same_text(
+    open_svc: OpenService, config: Config, clock: Any, monkeypatch: pytest.MonkeyPatch, scan_max: int
+) -> None:
+    # Forty other users said the same sentence: the nearest memories of the whole index
+    # are theirs, and the partner one page later in this namespace must still be found,
+    # by the entity it shares (or, past ``PARTNER_SCAN_MAX``, the namespace's own nearest).
+    monkeypatch.setattr(lifecycle, "PARTNER_SCAN_MAX", scan_max)
+    service = open_svc(config=small_pages(config))
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    for i in range(40):
+        service.save(draft(one, namespace=f"other-{i}", entities=["Alice"]))
+    first = service.save(draft(one, entities=["Alice"])).memory
+    for word in "abcdef":
+        service.save(draft(f"note {word} about the old garden shed", entities=["shed"]))
+    second = service.save(draft(two, entities=["Alice"])).memory
+    clock.advance(days=1)
+    report = service.consolidator.run(NS, dry_run=True)
+    merges = [o.action.source_ids for o in report.outcomes if isinstance(o.action, Merge)]
+    assert {first.memory_id, second.memory_id} in [set(ids) for ids in merges]
+    assert all(service.store.get(Scope.whole([NS]), i) for ids in merges for i in ids)  # none of another namespace
 
 
 def test_consolidate_is_safe_beside_writes_and_recalls(open_svc: OpenService, config: Config, clock: Any) -> None:
