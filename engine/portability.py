@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -80,7 +82,15 @@ RECORD_FIELDS = frozenset(
     ).split()
 )
 _TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expire_at")
+# What a version records as the memory said it (a change of these makes a version; use
+# counters and times do not): the latest version of a line must say what its memory says.
+_VERSIONED = ("content", "category", "entities", "status", "key", "visibility")
 _EDGE_KIND_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# A vector shorter than this has no direction to keep (cosines are of unit vectors).
+MIN_VECTOR_NORM = 1e-6
+# A vector whose length is further than this from 1 is scaled to unit length on import.
+UNIT_TOLERANCE = 1e-3
 # uuid5 namespace for ids that an import derives (mapped ids, other tools' records).
 ID_NAMESPACE = uuid.UUID("5b0c6f1e-6a43-4d5e-9d1e-7a1f3c2b8e90")
 
@@ -112,7 +122,8 @@ def derived_id(*parts: str) -> str:
 # --- export ------------------------------------------------------------------------------
 
 
-def encode_vector(vector: Vector, model: str, version: str) -> dict[str, Any]:
+def encode_vector(vector: Vector, model: str, version: str, text: str) -> dict[str, Any]:
+    """The vector object of an export line; ``text`` is what it embeds (``text_sha256``)."""
     data = np.ascontiguousarray(vector, dtype="<f4")
     return {
         "model": model,
@@ -121,14 +132,21 @@ def encode_vector(vector: Vector, model: str, version: str) -> dict[str, Any]:
         "dtype": "float32",
         "encoding": "base64",
         "data": base64.b64encode(data.tobytes()).decode("ascii"),
+        "text_sha256": text_sha256(text),
     }
 
 
-def decode_vector(data: Any) -> tuple[str, Vector]:
-    """(model, vector) of an exported vector object; ``ValueError`` says what is wrong."""
+def text_sha256(text: str) -> str:
+    """sha256 of the text exactly as written (UTF-8): what an exported vector embeds."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def decode_vector(data: Any) -> tuple[str, Vector, str | None]:
+    """(model, unit vector, ``text_sha256`` or None) of an exported vector object;
+    ``ValueError`` says what is wrong."""
     if not isinstance(data, dict):
         raise ValueError("vector must be an object")
-    model, dim, payload = data.get("model"), data.get("dim"), data.get("data")
+    model, dim, payload, digest = data.get("model"), data.get("dim"), data.get("data"), data.get("text_sha256")
     if not isinstance(model, str) or not model:
         raise ValueError("vector.model must name the model")
     if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
@@ -143,10 +161,17 @@ def decode_vector(data: Any) -> tuple[str, Vector]:
         raise ValueError(f"vector.data is not base64: {exc}") from exc
     if len(raw) != 4 * dim:
         raise ValueError(f"vector.data holds {len(raw)} bytes, dim {dim} needs {4 * dim}")
+    if digest is not None and not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+        raise ValueError("vector.text_sha256 must be 64 lower-case hex digits")
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if not np.all(np.isfinite(vector)):
         raise ValueError("vector holds a NaN or infinity")
-    return model, vector
+    norm = float(np.linalg.norm(vector.astype(np.float64)))
+    if norm < MIN_VECTOR_NORM:
+        raise ValueError("vector has no direction: its length is 0")
+    if abs(norm - 1.0) > UNIT_TOLERANCE:  # as exported, a unit vector is kept bit for bit
+        vector = (vector.astype(np.float64) / norm).astype(np.float32)
+    return model, vector, digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +254,7 @@ def _memory_lines(
                 counts["versions"] += len(item["versions"])
             vector = found.get(memory.memory_id)
             if vector is not None:
-                item["vector"] = encode_vector(vector, memory.embedding_model, memory.embedding_version)
+                item["vector"] = encode_vector(vector, memory.embedding_model, memory.embedding_version, memory.content)
                 counts["vectors"] += 1
             counts["memories"] += 1
             counts["edges"] += len(edges)
@@ -282,11 +307,17 @@ class ImportReport:
     unchanged: int = 0
     vectors_kept: int = 0
     reembedded: int = 0
+    # Memories whose vector was made from another text than the file's (edited since):
+    # re-embedded rather than kept.
+    stale_vectors: list[str] = field(default_factory=list)
     edges: int = 0
     # The write guard, as on a save: memories stored redacted, and stored quarantined.
     redacted: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
     remapped: dict[str, str] = field(default_factory=dict)
+    # Of the memories left as stored (``unchanged``), those whose stored record is not the
+    # file's: another version, text or status (an edited file, or the memory changed since).
+    differing: list[str] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
@@ -305,11 +336,13 @@ class ImportReport:
             "unchanged": self.unchanged,
             "vectors_kept": self.vectors_kept,
             "reembedded": self.reembedded,
+            "stale_vectors": self.stale_vectors,
             "edges": self.edges,
             "redacted": self.redacted,
             "quarantined": self.quarantined,
             "namespaces": self.namespaces,
             "remapped": self.remapped,
+            "differing": self.differing,
             "errors": [error.as_dict() for error in self.errors],
             "notes": self.notes,
         }
@@ -385,7 +418,8 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
 def _header_problem(item: Any) -> str | None:
     if not isinstance(item, dict) or item.get("kind") != "header" or item.get("format") != FORMAT:
         return f"line 1 is not a {FORMAT} header (other tools' data: choose its format, e.g. mem0, langchain, csv)"
-    if item.get("format_version") != FORMAT_VERSION:
+    version = item.get("format_version")
+    if type(version) is not int or version != FORMAT_VERSION:  # not True, not 1.0
         return f"format_version {item.get('format_version')!r} is not supported; this twinmem reads {FORMAT_VERSION}"
     return None
 
@@ -407,6 +441,7 @@ class _Planned:
     vector: tuple[str, Vector] | None
     edges: list[tuple[str, str, datetime]]  # (kind, to, created_at)
     original_id: str
+    stale_vector: bool = False  # the file's vector embeds another text (``text_sha256``)
 
 
 def import_entries(
@@ -446,7 +481,8 @@ def import_entries(
         try:
             item = _guarded(service, _plan_entry(service, entry, namespace, owner), report)
         except (ValueError, GuardRejected) as exc:
-            memory_id = entry.data.get("memory", {}).get("memory_id") if isinstance(entry.data, dict) else None
+            record = entry.data.get("memory") if isinstance(entry.data, dict) else None
+            memory_id = record.get("memory_id") if isinstance(record, dict) else None
             report.errors.append(LineError(entry.line, str(exc), memory_id if isinstance(memory_id, str) else None))
             continue
         if item.original_id in seen:
@@ -543,11 +579,21 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
             raise ValueError(
                 f"versions must be increasing and end at the memory's version {memory.version}, got {numbers}"
             )
+        last = versions[-1].record
+        differ = [name for name in _VERSIONED if getattr(last, name) != getattr(memory, name)]
+        if differ:
+            raise ValueError(
+                f"versions[{len(versions) - 1}] is version {memory.version} but its {', '.join(differ)} "
+                "differ from the memory's"
+            )
         if owner is not None:
             versions = [replace(v, changed_by=owner, record=v.record.evolve(actor=owner)) for v in versions]
-    vector = None
+    vector: tuple[str, Vector] | None = None
+    stale = False
     if data.get("vector") is not None:
-        vector = decode_vector(data["vector"])
+        model, values, digest = decode_vector(data["vector"])
+        stale = digest is not None and digest != text_sha256(memory.content)
+        vector = None if stale else (model, values)
     edges: list[tuple[str, str, datetime]] = []
     raw_edges = data.get("edges", [])
     if not isinstance(raw_edges, list):
@@ -560,8 +606,12 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
             raise ValueError(f"edges[{position}].kind must be an upper-case name such as SUPERSEDES")
         if not isinstance(to, str) or not is_memory_id(to):
             raise ValueError(f"edges[{position}].to must be a memory id")
+        if to == original_id:
+            raise ValueError(f"edges[{position}] links the memory to itself")
+        if any((kind, to) == (known, target) for known, target, _ in edges):
+            raise ValueError(f"edges[{position}] repeats a {kind} link to {to}")
         edges.append((kind, to, _time(raw["created_at"], f"edges[{position}].created_at")))
-    return _Planned(entry.line, memory, versions, vector, edges, original_id)
+    return _Planned(entry.line, memory, versions, vector, edges, original_id, stale)
 
 
 def _record(service: MemoryService, data: Any, where: str) -> Memory:
@@ -746,7 +796,30 @@ def _resolve_ids(
                 for v in item.versions
             ]
             fresh.append(item)
+    report.differing = _differing(service, [item for item in planned if original.get(_key(item))], now)
     return fresh
+
+
+def _key(item: _Planned) -> tuple[str, str]:
+    return (item.memory.namespace, item.original_id)
+
+
+def _differing(service: MemoryService, kept: list[_Planned], now: datetime) -> list[str]:
+    """The ids of ``kept`` (already stored in their namespace, left as stored) whose stored
+    record is another version, or says something else, than the file's."""
+    by_namespace: dict[str, list[_Planned]] = {}
+    for item in kept:
+        by_namespace.setdefault(item.memory.namespace, []).append(item)
+    differing: list[str] = []
+    for namespace, items in by_namespace.items():
+        ids = [item.original_id for item in items]
+        stored = {m.memory_id: m for m in service.store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)}
+        for item in items:
+            there = stored.get(item.original_id)
+            said = (item.memory.version, *(getattr(item.memory, name) for name in _VERSIONED))
+            if there is not None and (there.version, *(getattr(there, name) for name in _VERSIONED)) != said:
+                differing.append(item.original_id)
+    return differing
 
 
 def _stored_where(service: MemoryService, keys: list[tuple[str, str]], now: datetime) -> dict[tuple[str, str], bool]:
@@ -811,6 +884,7 @@ def _embed(service: MemoryService, fresh: list[_Planned], report: ImportReport) 
                 item.memory = item.memory.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
     report.vectors_kept = len(fresh) - len(todo)
     report.reembedded = len(todo)
+    report.stale_vectors = [item.original_id for item in fresh if item.stale_vector]
     return [
         ImportedRecord(
             memory=item.memory,

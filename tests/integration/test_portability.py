@@ -7,6 +7,7 @@ added there is imported into and exported from here too.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -438,6 +439,109 @@ def test_a_repeated_memory_id_is_refused(make_service: Callable[..., MemoryServi
     doubled.append(json.dumps({"kind": "end", "counts": {"memories": len(doubled) - 1}}).encode() + b"\n")
     report = import_bytes(target, b"".join(doubled))
     assert [e.message for e in report.errors] == ["memory id repeats line 2"]
+
+
+def edited(exported: bytes, change: Callable[[dict[str, Any]], Any], line: int = 1) -> bytes:
+    """``exported`` with its ``line``-th line (0: the header) changed in place by ``change``."""
+    rows = exported.splitlines(keepends=True)
+    item = json.loads(rows[line])
+    change(item)
+    rows[line] = json.dumps(item, ensure_ascii=False).encode() + b"\n"
+    return b"".join(rows)
+
+
+def set_versions_last_content(item: dict[str, Any]) -> None:
+    item["versions"][-1]["record"]["content"] = "totally different"
+
+
+def link_to_itself(item: dict[str, Any]) -> None:
+    item["edges"] = [
+        {"kind": "RELATED_TO", "to": item["memory"]["memory_id"], "created_at": item["memory"]["created_at"]}
+    ]
+
+
+def link_twice(item: dict[str, Any]) -> None:
+    item["edges"].append(next(edge for edge in item["edges"] if edge["kind"] == "SUPERSEDES"))
+
+
+def zero_vector(item: dict[str, Any]) -> None:
+    item["vector"]["data"] = base64.b64encode(np.zeros(item["vector"]["dim"], "<f4").tobytes()).decode()
+
+
+@pytest.mark.parametrize(
+    ("line", "change", "message"),
+    [
+        (0, lambda header: header.update(format_version=True), "format_version True is not supported"),
+        (0, lambda header: header.update(format_version=1.0), "format_version 1.0 is not supported"),
+        (1, lambda item: item.update(memory=None), "memory must be an object"),
+        (1, lambda item: item.update(memory="oops"), "memory must be an object"),
+        (1, set_versions_last_content, "but its content differ from the memory's"),
+        (1, link_to_itself, "links the memory to itself"),
+        (1, link_twice, "repeats a SUPERSEDES link"),
+        (1, zero_vector, "vector has no direction"),
+    ],
+)
+def test_a_line_at_odds_with_itself_is_refused(
+    make_service: Callable[..., MemoryService], exported: bytes, line: int, change: Any, message: str
+) -> None:
+    if change is link_twice:  # the line of "tea", which supersedes "coffee"
+        line = next(i for i, item in enumerate(lines(exported)) if "SUPERSEDES" in str(item.get("edges")))
+    target = make_service(name="target")
+    seq = target.store.last_seq()
+    report = import_bytes(target, edited(exported, change, line))
+    assert any(message in error.message for error in report.errors), report.errors
+    assert_nothing_written(report, target, seq)
+
+
+def test_a_vector_is_kept_only_for_the_text_it_embeds(
+    make_service: Callable[..., MemoryService], exported: bytes
+) -> None:
+    # An export edited by hand: the line's text changed, its vector is of the old text.
+    rows = lines(exported)
+    line = next(i for i, item in enumerate(rows) if item.get("memory", {}).get("content") == "Trip to Lisbon in May")
+    memory_id = rows[line]["memory"]["memory_id"]
+
+    def moved(item: dict[str, Any]) -> None:
+        item["memory"]["content"] = item["versions"][-1]["record"]["content"] = "Trip to Tokyo in May"
+
+    target = make_service(name="target")
+    report = import_bytes(target, edited(exported, moved, line))
+    assert report.written, report.errors
+    assert (report.vectors_kept, report.reembedded, report.stale_vectors) == (6, 1, [memory_id])
+    stored = target.store.vectors([memory_id], target.embedder.name)[memory_id]
+    np.testing.assert_allclose(stored, target.embedder.embed_documents(["Trip to Tokyo in May"])[0], atol=1e-6)
+
+    # A vector far from unit length is scaled to it; without text_sha256 (an older
+    # export, another tool's) the vector is kept as the file gives it.
+    def scaled(item: dict[str, Any]) -> None:
+        values = np.frombuffer(base64.b64decode(item["vector"]["data"]), "<f4") * np.float32(1e30)
+        item["vector"]["data"] = base64.b64encode(values.astype("<f4").tobytes()).decode()
+        del item["vector"]["text_sha256"]
+
+    other = make_service(name="other")
+    report = import_bytes(other, edited(exported, scaled, line))
+    assert report.written and (report.vectors_kept, report.stale_vectors) == (7, [])
+    found = other.store.vectors([memory_id], other.embedder.name)[memory_id]
+    assert abs(float(np.linalg.norm(found)) - 1.0) < 1e-5
+    hits = other.recall("Trip to Lisbon in May", namespaces=[NS], top_k=1, reinforce=False).hits
+    assert hits[0].memory.memory_id == memory_id and hits[0].breakdown.cosine > 0.99
+
+
+def test_a_re_import_names_the_stored_memories_that_differ_from_the_file(
+    make_service: Callable[..., MemoryService], exported: bytes
+) -> None:
+    target = make_service(name="target")
+    assert import_bytes(target, exported).inserted == 7
+    memory_id = lines(exported)[1]["memory"]["memory_id"]
+
+    def changed(item: dict[str, Any]) -> None:
+        item["memory"]["content"] = item["versions"][-1]["record"]["content"] = "something else"
+
+    seq = target.store.last_seq()
+    report = import_bytes(target, edited(exported, changed))
+    assert report.written and (report.inserted, report.unchanged, report.differing) == (0, 7, [memory_id])
+    assert target.store.last_seq() == seq  # left as stored, as the README says
+    assert import_bytes(target, exported).differing == []
 
 
 def test_a_bad_target_namespace_is_invalid_input(make_service: Callable[..., MemoryService], exported: bytes) -> None:
