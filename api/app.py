@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 from litestar import Litestar
+from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.handlers.base import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 
 from api.admin import AdminController
-from api.auth import RATE_LIMITER, AuditMiddleware, authenticate, provide_access
+from api.auth import MEM0_PATH, OPEN_PATHS, RATE_LIMITER, AuditMiddleware, authenticate, provide_access
 from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS, TwinmemRequest
 from api.graph import GraphController
@@ -29,11 +32,14 @@ from api.ratelimit import RateLimiter
 from api.sessions import SessionController
 from engine.adapters import open_sessions
 from engine.config import Config
-from engine.errors import ConfigError
+from engine.errors import ConfigError, InvalidInput
 from engine.security import check_bind
 from engine.service import MemoryService
 
 ServiceFactory = Callable[[Config], MemoryService]
+# app.state: each route handler's query parameters, by its function (a guard is handed a
+# copy of the handler that the routes hold, with the same function).
+QUERY_PARAMETERS = "query_parameters"
 
 
 def _default_factory(config: Config) -> MemoryService:
@@ -71,7 +77,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
         finally:
             await anyio.to_thread.run_sync(service.close)
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             MemoryController,
             HealthController,
@@ -84,7 +90,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
         ],
         lifespan=[engine_lifespan],
         # Every routed request is authenticated (guard) and leaves an audit entry (middleware): api/auth.py.
-        guards=[authenticate],
+        guards=[authenticate, refuse_unknown_query],
         middleware=[AuditMiddleware],
         dependencies={"access": Provide(provide_access, sync_to_thread=False)},
         state=State({"config": config, **_rate_limiter(config)}),
@@ -99,3 +105,24 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
             render_plugins=[SwaggerRenderPlugin(path="/swagger"), RedocRenderPlugin(path="/redoc")],
         ),
     )
+    app.state[QUERY_PARAMETERS] = {
+        handler.fn: frozenset(parameter.field_alias for parameter in kwargs.expected_query_params)
+        for route in app.routes
+        for handler, kwargs in getattr(route, "route_handler_map", {}).values()
+        if kwargs is not None
+    }
+    return app
+
+
+def refuse_unknown_query(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """A query parameter the endpoint does not take is refused (422), as an unknown field of
+    a body is: a misspelt ``namespace`` would otherwise act on ``default``. Not on the mem0
+    routes, whose clients send parameters of mem0's platform, nor on the schema's pages."""
+    path = connection.url.path
+    if path.startswith(OPEN_PATHS) or path == MEM0_PATH or path.startswith(MEM0_PATH + "/"):
+        return
+    known: frozenset[str] | None = connection.app.state[QUERY_PARAMETERS].get(handler.fn)
+    unknown = sorted(set(connection.query_params) - (known or frozenset()))
+    if known is not None and unknown:
+        takes = f"it takes {', '.join(sorted(known))}" if known else "it takes none"
+        raise InvalidInput(f"unknown query parameter(s) {', '.join(unknown)}: {takes}", field=unknown[0])

@@ -88,17 +88,17 @@ def test_new_steps_keep_the_rest_of_a_procedures_metadata(live: LiveServer) -> N
                 "metadata": {"owner": "sre", "reviewed": True},
             },
         ).json()["memory"]
-        path = f"/v1/memory/{saved['memory_id']}?namespace=ops"
+        path = f"/v1/memory/{saved['memory_id']}"
         steps = [{"description": "Open the vault"}, {"description": "Issue new keys", "tool": "vault"}]
         patched = http.patch(path, json={"namespace": "ops", "steps": steps})
         assert patched.status_code == 200, patched.text
-        memory = http.get(path).json()
+        memory = http.get(path, params={"namespace": "ops"}).json()
         assert memory["steps"] == steps
         assert memory["metadata"]["owner"] == "sre" and memory["metadata"]["reviewed"] is True
         # A category other than procedure may not keep the steps.
         moved = http.patch(path, json={"namespace": "ops", "category": "fact"})
         assert moved.status_code == 422 and "procedure" in moved.json()["detail"]
-        assert http.get(path).json()["category"] == "procedure"
+        assert http.get(path, params={"namespace": "ops"}).json()["category"] == "procedure"
 
 
 def test_bad_session_input_is_refused_with_a_clear_message(live: LiveServer) -> None:
@@ -107,6 +107,11 @@ def test_bad_session_input_is_refused_with_a_clear_message(live: LiveServer) -> 
             ("/v1/sessions/s1/messages", {"messages": []}),
             ("/v1/sessions/s1/messages", {"messages": [{"role": "wizard", "content": "x"}]}),
             ("/v1/sessions/s1/messages", {"messages": [{"role": "user", "content": "   "}]}),
+            ("/v1/sessions/s1/messages", {"messages": [{"role": "user", "content": "\u0000"}]}),
+            (
+                "/v1/sessions/s1/messages",
+                {"messages": [{"role": "user", "content": "x", "metadata": {"a": "b" * 20_000}}]},
+            ),
             ("/v1/sessions/s1/messages", {"messages": [{"role": "user", "content": "x", "at": "2026-01-01T00:00"}]}),
             ("/v1/sessions/bad%20id/messages", {"messages": [{"role": "user", "content": "x"}]}),
             ("/v1/sessions/s1/context", {"split": {"window": 0, "memories": 0, "procedures": 0}}),
