@@ -131,6 +131,9 @@ class MemoryController(Controller):
         created_after: FromQuery[datetime | None] = None,
         created_before: FromQuery[datetime | None] = None,
         session_id: FromQuery[str | None] = None,
+        include_expired: Annotated[
+            bool, QueryParameter(description="Also memories whose expire_at passed (archived by expiry, say).")
+        ] = False,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
         cursor: FromQuery[str | None] = None,
         key: Annotated[str | None, QueryParameter(description="Only active memories with this explicit key.")] = None,
@@ -141,6 +144,7 @@ class MemoryController(Controller):
         if key is not None:
             others: dict[str, object] = {"category": category, "source": source, "status": status, "cursor": cursor}
             others |= {"created_after": created_after, "created_before": created_before, "session_id": session_id}
+            others |= {"include_expired": include_expired or None}
             given = sorted(name for name, value in others.items() if value is not None)
             if given:
                 raise InvalidInput(f"key cannot be combined with {', '.join(given)}", field="key")
@@ -153,6 +157,7 @@ class MemoryController(Controller):
             created_after=schemas.query_time(created_after, "created_after"),
             created_before=schemas.query_time(created_before, "created_before"),
             session_id=session_id,
+            include_expired=include_expired,
         ).to_filter()
         page = _service(state).list_page([namespace], flt, limit=limit, cursor=cursor, scope=scope)
         return {"memories": [schemas.memory_out(m) for m in page.items], "next_cursor": page.next_cursor}

@@ -220,9 +220,12 @@ class Rollbacks:
                     memory_id=memory_id,
                 )
             wanted = Status.QUARANTINED if held(self._store.versions(sight, memory_id)) else Status.ACTIVE
-            active = self._guard(current.evolve(status=wanted)).evolve(
-                version=current.version + 1, updated_at=self._clock()
-            )
+            now = self._clock()
+            # A memory archived because its expiry passed would come back still expired:
+            # out of recall and lists, and archived again by the next consolidation.
+            expired = current.expire_at if current.expire_at is not None and current.expire_at <= now else None
+            back = current.evolve(status=wanted, expire_at=None if expired else current.expire_at)
+            active = self._guard(back).evolve(version=current.version + 1, updated_at=now)
             if active.content != current.content:  # redacted under today's policy
                 raise Conflict(
                     f"memory {memory_id} holds text the write guard refuses or redacts now; roll it back to a version "
@@ -230,6 +233,8 @@ class Rollbacks:
                     memory_id=memory_id,
                 )
             reason = f"restored from {current.status.value}"
+            if expired is not None:
+                reason += f", its expiry {to_iso(expired)} cleared"
             if active.status is Status.QUARANTINED:
                 reason += ", quarantined"
             self._store.update(active, None, changed_by=actor, reason=reason)

@@ -3,6 +3,7 @@ rollback, re-embedding progress, and exact reinforcement under concurrent recall
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -61,6 +62,49 @@ def test_consolidate_archives_a_faded_task_and_restore_brings_it_back(server: Li
     assert restored.status_code == 200, restored.text
     assert restored.json()["status"] == "active"
     assert recall_ids(server, "car insurance renewal")[0] == faded["memory_id"]
+
+
+def test_a_memory_archived_by_expiry_is_listed_and_restored_without_its_expiry(server: LiveServer) -> None:
+    passed = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    code = save(server, "The door code is 4711 this week", expire_at=passed)
+    while datetime.now(UTC) <= datetime.fromisoformat(passed):
+        time.sleep(0.1)
+    assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 1
+
+    def listed(**params: Any) -> list[str]:
+        response = httpx.get(f"{server.url}/v1/memories", params={"namespace": "u1", "status": "archived", **params})
+        assert response.status_code == 200, response.text
+        return [memory["memory_id"] for memory in response.json()["memories"]]
+
+    assert listed() == []  # past its expiry, as recall leaves it out
+    assert listed(include_expired="true") == [code["memory_id"]]
+
+    restored = post(server, f"/v1/memory/{code['memory_id']}/restore", {"namespace": "u1"})
+    assert restored.status_code == 200, restored.text
+    assert (restored.json()["status"], restored.json()["expire_at"]) == ("active", None)
+    history = httpx.get(f"{server.url}/v1/memory/{code['memory_id']}/history", params={"namespace": "u1"}).json()
+    assert history["versions"][-1]["reason"].startswith("restored from archived, its expiry ")
+    assert recall_ids(server, "door code")[0] == code["memory_id"]
+    assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/v1/memories", {"namespce": "u1"}),
+        ("/v1/memories", {"namespace": "u1", "categroy": "fact"}),
+        ("/v1/export", {"namespace": "u1", "version": "true"}),
+        ("/health", {"verbose": "1"}),
+    ],
+)
+def test_a_query_parameter_the_endpoint_does_not_take_is_refused(
+    server: LiveServer, path: str, params: dict[str, str]
+) -> None:
+    response = httpx.get(server.url + path, params=params)
+    assert response.status_code == 422, response.text
+    wrong = next(name for name in params if name not in ("namespace",))
+    assert f"unknown query parameter(s) {wrong}" in response.json()["detail"]
+    assert response.json()["field"] == wrong
 
 
 def test_roll_a_memory_back_and_a_namespace_back_and_undo(server: LiveServer) -> None:
