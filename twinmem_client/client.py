@@ -121,7 +121,8 @@ class TwinmemClient(ClientBase):
         return self.send(calls.history(self._ns(namespace), memory_id))
 
     def list(self, *, namespace: str | None = None, limit: int = 50, cursor: str | None = None, **filters: Any) -> Page:
-        """One page, newest first; filters: category, source, status, created_after, created_before, session_id."""
+        """One page, newest first; filters: category, source, status, created_after, created_before,
+        session_id, include_expired (a filter the service does not take is refused: ``ValidationFailed``)."""
         return self.send(calls.list_page(self._ns(namespace), {"limit": limit, "cursor": cursor, **filters}))
 
     def iter_memories(self, *, namespace: str | None = None, page_size: int = 200, **filters: Any) -> Iterator[Memory]:

@@ -89,6 +89,7 @@ class Hit:
     contradicts: tuple[str, ...]
     explanation: dict[str, Any] | None
     graph: dict[str, Any] | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def memory_id(self) -> str:
@@ -106,6 +107,7 @@ class Hit:
             contradicts=tuple(data.get("contradicts") or ()),
             explanation=data.get("explanation"),
             graph=data.get("graph"),
+            raw=data,
         )
 
 
@@ -125,6 +127,7 @@ class SaveResult:
     flagged: tuple[str, ...]
     guard: dict[str, Any]
     follows: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def memory_id(self) -> str:
@@ -143,6 +146,7 @@ class SaveResult:
             flagged=tuple(data.get("flagged") or ()),
             guard=dict(data.get("guard") or {}),
             follows=data.get("follows"),
+            raw=data,
         )
 
 
@@ -151,6 +155,7 @@ class BatchResult:
     results: tuple[SaveResult, ...]
     created: int
     deduplicated: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BatchResult:
@@ -158,6 +163,7 @@ class BatchResult:
             results=tuple(SaveResult.from_json(item) for item in data["results"]),
             created=int(data["created"]),
             deduplicated=int(data["deduplicated"]),
+            raw=data,
         )
 
 
@@ -167,10 +173,11 @@ class Page:
 
     memories: tuple[Memory, ...]
     next_cursor: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Page:
-        return cls(tuple(Memory.from_json(item) for item in data["memories"]), data.get("next_cursor"))
+        return cls(tuple(Memory.from_json(item) for item in data["memories"]), data.get("next_cursor"), raw=data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +189,7 @@ class Version:
     changed_by: str | None
     reason: str | None
     memory: Memory
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Version:
@@ -191,6 +199,7 @@ class Version:
             changed_by=data.get("changed_by"),
             reason=data.get("reason"),
             memory=Memory.from_json(data["memory"]),
+            raw=data,
         )
 
 
@@ -199,7 +208,8 @@ class Deleted:
     memory_id: str
     hard: bool
     version: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Deleted:
-        return cls(memory_id=data["memory_id"], hard=bool(data["hard"]), version=int(data["version"]))
+        return cls(memory_id=data["memory_id"], hard=bool(data["hard"]), version=int(data["version"]), raw=data)

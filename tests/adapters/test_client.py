@@ -85,6 +85,23 @@ def test_namespaces_and_keys(live: LiveServer, tag: str) -> None:
         assert keyed.content == "Prefers tea" and client.by_key("drink", namespace=f"{tag}:b") == []
 
 
+def test_every_typed_result_keeps_its_json_as_raw(live: LiveServer, tag: str) -> None:
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        saved = client.save("The user keeps bees on the roof", category="fact")
+        batch = client.save_batch([{"content": "The bees swarmed in May"}])
+        (hit,) = client.recall("bees on the roof", top_k=1)
+        page = client.list(limit=1)
+        (version,) = client.history(saved.memory_id)
+        deleted = client.delete(batch.results[0].memory_id)
+        assert saved.raw["created"] is True and saved.raw["memory"]["memory_id"] == saved.memory_id
+        assert batch.raw["created"] == 1 and hit.raw["memory_id"] == hit.memory_id == saved.memory_id
+        assert page.raw["memories"][0]["memory_id"] == page.memories[0].memory_id
+        assert version.raw["version"] == 1 and deleted.raw["memory_id"] == deleted.memory_id
+        with pytest.raises(ValidationFailed) as unknown:
+            client.list(categroy="fact")
+        assert unknown.value.field == "categroy"
+
+
 def test_async_client(live: LiveServer, tag: str) -> None:
     async def scenario() -> None:
         async with AsyncTwinmemClient(live.url, namespace=f"user:{tag}") as client:
