@@ -288,7 +288,9 @@ def _service(state: State) -> MemoryService:
 def _drafts(data: AddIn, owner: Owner) -> Iterator[MemoryDraft]:
     messages = [Message(role="user", content=data.messages)] if isinstance(data.messages, str) else data.messages
     infer = data.infer is not False
-    base = {k: v for k, v in (data.metadata or {}).items() if k not in OWNERS}
+    # The identifiers come from the request and its messages, never from the given metadata
+    # (a client's "role" or "actor_id" there would name another speaker), as an update's do.
+    base = {k: v for k, v in (data.metadata or {}).items() if k not in PROMOTED}
     if owner.agent_id:
         base["agent_id"] = owner.agent_id
     for position, message in enumerate(messages):
@@ -486,8 +488,11 @@ class Mem0Controller(Controller):
         return {"message": "All relevant memories deleted"}
 
     @post("/reset", sync_to_thread=True, status_code=200)
-    def mem0_reset(self, state: State, access: Caller) -> dict[str, Any]:
-        """Delete (soft) every memory of the ``user:``, ``agent:`` and ``run:`` namespaces; admins only."""
+    def mem0_reset(self, state: State, access: Caller, data: JSONBody[dict[str, Any] | None] = None) -> dict[str, Any]:
+        """Delete (soft) every memory of the ``user:``, ``agent:`` and ``run:`` namespaces; admins only.
+        It takes no fields (mem0's client sends none): a body that names any is refused."""
+        if data:
+            raise InvalidInput(f"reset takes no fields, got {', '.join(sorted(data))}", field=sorted(data)[0])
         access.require_admin()
         service = _service(state)
         for namespace in service.namespaces():
