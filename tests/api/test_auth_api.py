@@ -93,6 +93,11 @@ def test_admins_list_and_revoke_tokens_and_a_revoked_token_gets_401(secured: Liv
         assert root.delete(f"/v1/admin/tokens/{entry['token_id']}").status_code == 404
         bad = root.post("/v1/admin/tokens", json={"agent": "dave", "grants": ["notes:rx"]})
         assert bad.status_code == 422
+        for never in ("a b:r", "\u0000:r", "n" * 5000 + ":r"):  # no namespace could ever be named so
+            bad = root.post("/v1/admin/tokens", json={"agent": "dave", "grants": ["notes:r", never]})
+            assert bad.status_code == 422 and "it could never match" in bad.json()["detail"], bad.text
+            assert len(bad.text) < 1000
+        assert "dave" not in str(root.get("/v1/admin/tokens").json())
     with bearer(secured, carol) as api:
         assert api.get("/v1/memories", params={"namespace": "notes"}).status_code == 401
 
@@ -106,8 +111,16 @@ def test_requests_leave_a_chained_audit_trail_admins_can_filter(secured: LiveSer
         assert recalled.status_code == 200
         assert api.post("/v1/memory/save", json={"content": "x", "namespace": "root-only"}).status_code == 403
         assert api.delete(f"/v1/memory/{saved.json()['memory_id']}", params={"namespace": "erin"}).status_code == 200
+        said = {"messages": [{"role": "user", "content": "What should Erin do first today?"}], "namespace": "erin"}
+        assert api.post("/v1/sessions/day-1/messages", json=said).status_code == 200
+        context = api.post("/v1/sessions/day-1/context", json={"namespace": "erin", "budget_tokens": 500}).json()
     with bearer(secured, ROOT_TOKEN) as root:
         entries: list[dict[str, Any]] = root.get("/v1/admin/audit", params={"actor": "erin"}).json()["entries"]
+        # The prompt context's recall, its query made of the session's messages, is hashed too.
+        assert entries[0]["content_sha256"] == content_sha256(
+            context["query"] if context.get("focus") is None else f"{context['query']}\n{context['focus']}"
+        )
+        entries = entries[2:]
         assert [(e["action"], e["outcome"]) for e in entries] == [
             ("delete", "ok"),
             ("save", "denied"),
