@@ -50,8 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import guard as guards
-from engine import limits
+from engine import limits, text
 from engine.codec import as_utc, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import GuardRejected, InvalidInput
 from engine.ports import Edge, ImportedRecord, Vector
@@ -527,8 +526,10 @@ def _guarded(service: MemoryService, item: _Planned, report: ImportReport) -> _P
     the carried vector is of the text before); a memory the guard or a block on its
     writer quarantines is stored quarantined."""
     original = item.memory
-    memory, verdict = service.guard_record(original)
-    if verdict.action is guards.Action.REDACTED:
+    memory, _ = service.guard_record(original)
+    # Redacted whatever else the guard did (text both injected and holding PII is
+    # redacted, then quarantined), as a save reports it.
+    if (memory.content, memory.entities, memory.metadata) != (original.content, original.entities, original.metadata):
         report.redacted.append(item.original_id)
     if memory.content != original.content:
         item.vector = None
@@ -657,7 +658,7 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
     if not NAMESPACE_PATTERN.fullmatch(memory.namespace):
         raise ValueError(f"{where}.namespace {memory.namespace!r} must be 1-128 letters, digits or _ . : @ -")
     config = service.config
-    if not memory.content.strip():
+    if text.is_blank(memory.content):
         raise ValueError(f"{where}.content must not be empty")
     if len(memory.content) > config.limits.max_content_chars:
         raise ValueError(
@@ -672,9 +673,6 @@ def _record(service: MemoryService, data: Any, where: str) -> Memory:
     problem = limits.metadata_problem(memory.metadata, config.limits)
     if problem:
         raise ValueError(f"{where}: {problem}")
-    size = len(json.dumps(memory.metadata, ensure_ascii=False))
-    if size > config.limits.max_metadata_bytes:
-        raise ValueError(f"{where}.metadata is {size} bytes as JSON, at most {config.limits.max_metadata_bytes}")
     return memory
 
 
