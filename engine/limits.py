@@ -6,6 +6,7 @@ message instead of exhausting Python's stack (a ``RecursionError`` is a 500).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,10 +51,14 @@ def fits_int64(value: object) -> bool:
 
 
 def metadata_problem(metadata: object, config: LimitsConfig) -> str | None:
-    """What is wrong with a memory's metadata under ``config`` (too deep), or None."""
+    """What is wrong with a memory's (or a session message's) metadata under ``config``
+    (too deep, too large as JSON), or None."""
     depth = nesting_depth(metadata, stop_after=config.max_metadata_depth)
     if depth > config.max_metadata_depth:
         return f"metadata nests deeper than {config.max_metadata_depth} levels of objects and lists"
+    size = len(json.dumps(metadata, ensure_ascii=False, default=str))
+    if size > config.max_metadata_bytes:
+        return f"metadata is {size} bytes as JSON, at most {config.max_metadata_bytes} are allowed"
     return None
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,11 @@ class Grant:
         return f"{self.pattern}:{letters}"
 
 
+# What a grant's namespace pattern may be: a namespace (engine.service.NAMESPACE_PATTERN),
+# or a prefix of one ending in '*' ('*' alone: every namespace).
+_GRANT_PATTERN = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}|[A-Za-z0-9_.:@\-]{0,127}\*")
+
+
 def parse_grant(text: str) -> Grant:
     """``NAMESPACE:PERMS`` where PERMS is letters of ``rwa`` (``user:*:rw``, ``*:a``).
 
@@ -72,6 +78,12 @@ def parse_grant(text: str) -> Grant:
         raise InvalidInput(f"a grant is NAMESPACE:PERMISSIONS such as 'user:*:rw', got {text!r}", field="grants")
     if "*" in pattern[:-1]:
         raise InvalidInput(f"'*' may only end a grant's namespace pattern, got {pattern!r}", field="grants")
+    if not _GRANT_PATTERN.fullmatch(pattern):
+        raise InvalidInput(
+            f"a grant names a namespace (1-128 letters, digits or _ . : @ -), or a prefix of one ending in '*',"
+            f" got {pattern[:64]!r}{'…' if len(pattern) > 64 else ''}: it could never match",
+            field="grants",
+        )
     try:
         permissions = frozenset(Permission(letter) for letter in letters)
     except ValueError as exc:

@@ -14,7 +14,6 @@ background reinforcer.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -696,9 +695,9 @@ class MemoryService:
         nearest memories are candidates too. ``focus_vector``: its embedding, when the
         caller has it already."""
         flt = flt or MemoryFilter()
-        if not query.strip():
+        if text.is_blank(query):
             raise InvalidInput("query must not be empty", field="query")
-        if focus is not None and not focus.strip():
+        if focus is not None and text.is_blank(focus):
             raise InvalidInput("focus must not be empty", field="focus")
         if not 1 <= top_k <= self.config.recall.max_top_k:
             raise InvalidInput(f"top_k must be within 1..{self.config.recall.max_top_k}", field="top_k")
@@ -1018,6 +1017,8 @@ class MemoryService:
             raise InvalidInput("created_at must not be in the future", field=where + "created_at")
 
     def _check_patch(self, patch: MemoryPatch) -> None:
+        if patch.expire_at is not None and patch.clear_expire_at:
+            raise InvalidInput("expire_at and clear_expire_at contradict each other: give one", field="clear_expire_at")
         if patch.content is not None:
             self._check_content(patch.content, "content")
         if patch.category is not None:
@@ -1038,7 +1039,7 @@ class MemoryService:
             raise InvalidInput("use DELETE to delete a memory", field="status")
 
     def _check_content(self, content: str, field: str) -> None:
-        if not content.strip():
+        if text.is_blank(content):
             raise InvalidInput("content must not be empty", field=field)
         limit = self.config.limits.max_content_chars
         if len(content) > limit:
@@ -1066,12 +1067,6 @@ class MemoryService:
         problem = limits.metadata_problem(metadata, self.config.limits)
         if problem:
             raise InvalidInput(problem, field=field)
-        size = len(json.dumps(metadata, ensure_ascii=False, default=str))
-        if size > self.config.limits.max_metadata_bytes:
-            raise InvalidInput(
-                f"metadata is {size} bytes as JSON, at most {self.config.limits.max_metadata_bytes} are allowed",
-                field=field,
-            )
 
     def check_namespace(self, namespace: str) -> None:
         """``InvalidInput`` unless ``namespace`` is a well-formed namespace name."""

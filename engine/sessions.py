@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import extraction, limits, procedures
+from engine import extraction, limits, procedures, text
 from engine.config import SessionsConfig
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
 from engine.ports import SessionStore, TokenCounter
@@ -478,7 +478,7 @@ class Sessions:
             )
 
     def _check_message(self, draft: MessageDraft, where: str, now: datetime) -> None:
-        if not draft.content.strip():
+        if text.is_blank(draft.content):
             raise InvalidInput("a message's content must not be empty", field=where + "content")
         cap = self.service.config.limits.max_content_chars
         if len(draft.content) > cap:

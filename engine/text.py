@@ -84,6 +84,15 @@ DEDUP_MIN_OVERLAP = 0.6
 MERGE_MIN_OVERLAP = 0.4
 
 
+def is_blank(text: str) -> bool:
+    """Whether ``text`` says nothing: only whitespace, control characters (NUL, say) and
+    invisible format marks (zero-width spaces, direction marks, a byte-order mark)."""
+    return all(char.isspace() or unicodedata.category(char) in _SILENT for char in text)
+
+
+_SILENT = frozenset(("Cc", "Cf"))
+
+
 def is_chinese(text: str) -> bool:
     """Whether ``text`` holds a CJK character (a Chinese search term does)."""
     return _CJK.search(text) is not None

@@ -292,6 +292,8 @@ def test_recall_reinforces_by_rank(server: LiveServer, client: TwinmemClient) ->
     ("path", "body", "field"),
     [
         ("/v1/memory/save", {"content": ""}, "content"),
+        ("/v1/memory/save", {"content": "\u0000\u200b \ufeff"}, "content must not be empty"),
+        ("/v1/memory/recall", {"query": "\u0000\u200e"}, "query must not be empty"),
         ("/v1/memory/save", {"content": "x", "base_score": 1.5}, "base_score"),
         ("/v1/memory/save", {"content": "x", "category": "gossip"}, "category"),
         ("/v1/memory/save", {"content": "x", "colour": "blue"}, "colour"),
@@ -336,7 +338,12 @@ def test_other_client_errors(server: LiveServer, client: TwinmemClient) -> None:
     assert malformed.status_code == 400 and malformed.json()["detail"]
     bad_cursor = httpx.get(server.url + "/v1/memories", params={"cursor": "garbage"})
     assert bad_cursor.status_code == 422 and "cursor" in bad_cursor.json()["detail"]
-    assert [m.memory_id for m in client.list().memories] == [kept.memory_id]
+    both = httpx.patch(
+        server.url + f"/v1/memory/{kept.memory_id}",
+        json={"expire_at": "2030-01-01T00:00:00Z", "clear_expire_at": True},
+    )
+    assert both.status_code == 422 and "contradict" in both.json()["detail"]
+    assert [(m.memory_id, m.version, m.expire_at) for m in client.list().memories] == [(kept.memory_id, 1, None)]
 
 
 def test_health_and_openapi(server: LiveServer, client: TwinmemClient) -> None:
