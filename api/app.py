@@ -119,6 +119,8 @@ def refuse_unknown_query(connection: ASGIConnection[Any, Any, Any, Any], handler
     a body is: a misspelt ``namespace`` would otherwise act on ``default``. Not on the mem0
     routes, whose clients send parameters of mem0's platform, nor on the schema's pages."""
     path = connection.url.path
+    if connection.scope.get("method") == "OPTIONS":  # a preflight carries the query of the request it asks for
+        return
     if path.startswith(OPEN_PATHS) or path == MEM0_PATH or path.startswith(MEM0_PATH + "/"):
         return
     known: frozenset[str] | None = connection.app.state[QUERY_PARAMETERS].get(handler.fn)
