@@ -123,7 +123,7 @@ class TokenNotFound(NotFound):
 
 def create_token(security: SecurityStore, agent: str, grants: list[str]) -> tuple[TokenRecord, str]:
     """Store a new token for ``agent``; returns its record and the token itself (shown once)."""
-    record = TokenRecord("tok-" + secrets.token_hex(6), agent, grants_from(grants), utcnow())
+    record = TokenRecord("tok-" + secrets.token_hex(6), agent, grants_from(grants, new=True), utcnow())
     token = new_token()
     security.add_token(record, hash_token(token))
     return record, token

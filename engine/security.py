@@ -68,17 +68,19 @@ class Grant:
 _GRANT_PATTERN = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}|[A-Za-z0-9_.:@\-]{0,127}\*")
 
 
-def parse_grant(text: str) -> Grant:
+def parse_grant(text: str, *, new: bool = False) -> Grant:
     """``NAMESPACE:PERMS`` where PERMS is letters of ``rwa`` (``user:*:rw``, ``*:a``).
 
-    The namespace may itself hold colons: the permissions follow the last one.
-    """
+    The namespace may itself hold colons: the permissions follow the last one. ``new``: a
+    grant being given now (a token created), whose namespace pattern must be one that
+    can match; a grant stored or configured before that rule is read as it is (it
+    matches nothing, and its token's other grants keep working)."""
     pattern, sep, letters = text.strip().rpartition(":")
     if not sep or not pattern or not letters:
         raise InvalidInput(f"a grant is NAMESPACE:PERMISSIONS such as 'user:*:rw', got {text!r}", field="grants")
     if "*" in pattern[:-1]:
         raise InvalidInput(f"'*' may only end a grant's namespace pattern, got {pattern!r}", field="grants")
-    if not _GRANT_PATTERN.fullmatch(pattern):
+    if new and not _GRANT_PATTERN.fullmatch(pattern):
         raise InvalidInput(
             f"a grant names a namespace (1-128 letters, digits or _ . : @ -), or a prefix of one ending in '*',"
             f" got {pattern[:64]!r}{'…' if len(pattern) > 64 else ''}: it could never match",
@@ -239,10 +241,11 @@ def verify_chain(rows: Iterable[AuditRow]) -> ChainReport:
     return ChainReport(count, prev, problems)
 
 
-def grants_from(texts: Sequence[str]) -> tuple[Grant, ...]:
+def grants_from(texts: Sequence[str], *, new: bool = False) -> tuple[Grant, ...]:
+    """A token's grants (``parse_grant``); ``new``: given now, by a token's creation."""
     if not texts:
         raise InvalidInput("a token needs at least one grant", field="grants")
-    return tuple(parse_grant(text) for text in texts)
+    return tuple(parse_grant(text, new=new) for text in texts)
 
 
 def is_loopback(host: str) -> bool:

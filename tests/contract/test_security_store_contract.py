@@ -17,6 +17,7 @@ import pytest
 
 from engine.adapters.neo4j_security_store import Neo4jSecurityStore
 from engine.adapters.security_store import SECURITY_FILE, SqliteSecurityStore
+from engine.errors import InvalidInput
 from engine.ports import SecurityStore
 from engine.security import (
     AuditEvent,
@@ -102,6 +103,18 @@ def test_a_live_token_names_its_agent_and_grants(security: SecurityStore) -> Non
     assert principal.may("user:42", Permission.WRITE) and principal.may("team:blue", Permission.READ)
     assert not principal.may("team:blue", Permission.WRITE) and not principal.may("team:red", Permission.READ)
     assert security.principal_for(hash_token("another")) is None
+
+
+def test_a_token_stored_with_a_grant_no_namespace_could_match_keeps_its_other_grants(security: SecurityStore) -> None:
+    # Such grants are refused when a token is made now (``parse_grant(new=True)``); one
+    # stored before that rule must not lock its token, or the token list, out.
+    with pytest.raises(InvalidInput):
+        parse_grant("team a:r", new=True)
+    security.add_token(_token("t1", "alice", "notes:r", "team a:r"), hash_token("secret-1"))
+    principal = security.principal_for(hash_token("secret-1"))
+    assert principal is not None and principal.may("notes", Permission.READ)
+    assert not principal.may("team", Permission.READ)
+    assert [record.token_id for record in security.tokens()] == ["t1"]
 
 
 def test_tokens_are_listed_oldest_first_revoked_ones_included(security: SecurityStore) -> None:
