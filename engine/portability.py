@@ -83,7 +83,9 @@ RECORD_FIELDS = frozenset(
 _TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expire_at")
 # What a version records as the memory said it (a change of these makes a version; use
 # counters and times do not): the latest version of a line must say what its memory says.
-_VERSIONED = ("content", "category", "entities", "status", "key", "visibility")
+# Not its status: an import before this rule stored memories the guard quarantined with
+# a history that says otherwise, and their exports must still import.
+_VERSIONED = ("content", "category", "entities", "key", "visibility")
 _EDGE_KIND_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # A vector shorter than this has no direction to keep (cosines are of unit vectors).
@@ -478,7 +480,7 @@ def import_entries(
             continue
         report.memories += 1
         try:
-            item = _guarded(service, _plan_entry(service, entry, namespace, owner), report)
+            item = _guarded(service, _plan_entry(service, entry, namespace, owner), report, now, actor)
         except (ValueError, GuardRejected) as exc:
             record = entry.data.get("memory") if isinstance(entry.data, dict) else None
             memory_id = record.get("memory_id") if isinstance(record, dict) else None
@@ -496,7 +498,7 @@ def import_entries(
         _owned(service, planned, owner, report, now)
     if report.errors:
         return report
-    fresh = _resolve_ids(service, planned, report, now)
+    fresh, kept = _resolve_ids(service, planned, report, now)
     if report.errors:
         return report
     _check_edges(service, planned, fresh, report, now)
@@ -517,14 +519,18 @@ def import_entries(
     stored = set(inserted)
     report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in stored)
     report.namespaces = sorted({item.memory.namespace for item in planned})
+    report.differing = _differing(service, kept, now)
     return report
 
 
-def _guarded(service: MemoryService, item: _Planned, report: ImportReport) -> _Planned:
+def _guarded(
+    service: MemoryService, item: _Planned, report: ImportReport, now: datetime, actor: str | None
+) -> _Planned:
     """The write guard over an imported memory and its history, as over a save: what the
     policy refuses fails the line; redacted text is what is stored (and embedded anew:
     the carried vector is of the text before); a memory the guard or a block on its
-    writer quarantines is stored quarantined."""
+    writer quarantines is stored quarantined, in a version of its own after the file's
+    history (so that the latest version says what the memory says, as an export needs)."""
     original = item.memory
     memory, _ = service.guard_record(original)
     # Redacted whatever else the guard did (text both injected and holding PII is
@@ -540,6 +546,11 @@ def _guarded(service: MemoryService, item: _Planned, report: ImportReport) -> _P
     # (a version that says what the record says is guarded once, with the record).
     guarded = {_said(original): memory}
     item.versions = [replace(v, record=_redacted(service, v.record, guarded)) for v in item.versions]
+    if item.versions and memory.status is not original.status:
+        memory = memory.evolve(version=memory.version + 1, updated_at=max(now, memory.updated_at))
+        reason = "quarantined by the write guard on import"
+        item.versions.append(Version(memory.memory_id, memory.version, memory, now, actor, reason))
+        item.memory = memory
     return item
 
 
@@ -763,8 +774,9 @@ def _owned(service: MemoryService, planned: list[_Planned], owner: str, report: 
 
 def _resolve_ids(
     service: MemoryService, planned: list[_Planned], report: ImportReport, now: datetime
-) -> list[_Planned]:
-    """Map ids that another namespace holds; return the entries not yet stored in their namespace."""
+) -> tuple[list[_Planned], list[tuple[_Planned, str]]]:
+    """Map ids that another namespace holds; return the entries not yet stored in their
+    namespace, and those stored there already, each with the id it is stored under."""
     original = _stored_where(service, [(item.memory.namespace, item.original_id) for item in planned], now)
     mapping: dict[tuple[str, str], str] = {}
     for item in planned:
@@ -773,6 +785,7 @@ def _resolve_ids(
             mapping[key] = derived_id("mapped", *key)
     mapped = _stored_where(service, [(ns, new) for (ns, _), new in mapping.items()], now)
     fresh: list[_Planned] = []
+    kept: list[tuple[_Planned, str]] = []  # left as stored, by the id stored under
     for item in planned:
         key = (item.memory.namespace, item.original_id)
         new = mapping.get(key)
@@ -780,10 +793,14 @@ def _resolve_ids(
         if new is None:
             if key not in original:
                 fresh.append(item)
+            else:
+                kept.append((item, item.original_id))
             continue
         report.remapped[item.original_id] = new
         state = mapped.get((key[0], new))
-        if state is False:
+        if state is True:
+            kept.append((item, new))
+        elif state is False:
             report.errors.append(
                 LineError(item.line, f"id {item.original_id} and its mapped id {new} are both taken", item.original_id)
             )
@@ -794,28 +811,24 @@ def _resolve_ids(
                 for v in item.versions
             ]
             fresh.append(item)
-    report.differing = _differing(service, [item for item in planned if original.get(_key(item))], now)
-    return fresh
+    return fresh, kept
 
 
-def _key(item: _Planned) -> tuple[str, str]:
-    return (item.memory.namespace, item.original_id)
-
-
-def _differing(service: MemoryService, kept: list[_Planned], now: datetime) -> list[str]:
-    """The ids of ``kept`` (already stored in their namespace, left as stored) whose stored
-    record is another version, or says something else, than the file's."""
-    by_namespace: dict[str, list[_Planned]] = {}
-    for item in kept:
-        by_namespace.setdefault(item.memory.namespace, []).append(item)
+def _differing(service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime) -> list[str]:
+    """The file's ids of ``kept`` (already stored in their namespace under the id given
+    beside each, left as stored) whose stored record is another version, or says
+    something else, than the file's."""
+    by_namespace: dict[str, list[tuple[_Planned, str]]] = {}
+    for item, stored_id in kept:
+        by_namespace.setdefault(item.memory.namespace, []).append((item, stored_id))
     differing: list[str] = []
     for namespace, items in by_namespace.items():
-        ids = [item.original_id for item in items]
+        ids = [stored_id for _, stored_id in items]
         stored = {m.memory_id: m for m in service.store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)}
-        for item in items:
-            there = stored.get(item.original_id)
-            said = (item.memory.version, *(getattr(item.memory, name) for name in _VERSIONED))
-            if there is not None and (there.version, *(getattr(there, name) for name in _VERSIONED)) != said:
+        for item, stored_id in items:
+            there = stored.get(stored_id)
+            said = (item.memory.version, item.memory.status, *(getattr(item.memory, name) for name in _VERSIONED))
+            if there is not None and (there.version, there.status, *(getattr(there, n) for n in _VERSIONED)) != said:
                 differing.append(item.original_id)
     return differing
 

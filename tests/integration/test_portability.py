@@ -340,8 +340,11 @@ def test_a_copy_into_another_namespace_of_the_same_deployment_maps_ids(
         new[ids["edited"]]
     }
     again = import_bytes(service, exported, namespace="copy")
-    assert (again.inserted, again.unchanged) == (0, 7)
+    assert (again.inserted, again.unchanged, again.differing) == (0, 7, [])
     assert again.remapped == report.remapped
+    # The copy edited since: a re-copy leaves it as it is and names it.
+    service.update("copy", new[ids["trip"]], MemoryPatch(content="Trip to Porto in May"))
+    assert import_bytes(service, exported, namespace="copy").differing == [ids["trip"]]
 
 
 # --- a bad file changes nothing ------------------------------------------------------------------
