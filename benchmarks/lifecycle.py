@@ -5,9 +5,12 @@ Store (random unit vectors of dimension 384, as MiniLM's, so no model is
 needed: consolidation itself embeds only merged contents). The mix: categories
 of every half-life, created over the last two years, 1% soft-deleted 60 days
 ago (to purge), and ``--pairs`` planted near-duplicate pairs sharing an entity
-(to merge). The service is then opened (index built from the stored vectors),
-and ``consolidate`` runs as a dry run and for real; each is timed, and the
-process's resident memory is sampled every 20 ms to report the peak.
+(to merge); each other memory names one of ``--entities`` entities (5,000: about 20
+memories share each at 100k; 1: every one shares one, the case where consolidation looks
+for merge partners by a search rather than by shared entity). The service is then
+opened (index built from the stored vectors), and ``consolidate`` runs as a dry run and
+for real; each is timed, and the process's resident memory is sampled every 20 ms to
+report the peak.
 
 Re-embed: ``--reembed`` memories saved under a stand-in "previous" model, the
 service reopened with the real all-MiniLM-L6-v2, and the re-embedding job run
@@ -88,7 +91,7 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def fill(data_dir: Path, n: int, pairs: int, now: datetime, model: str) -> None:
+def fill(data_dir: Path, n: int, pairs: int, now: datetime, model: str, topics: int = 5000) -> None:
     rng = np.random.default_rng(7)
     store = SqliteStore(data_dir / "twinmem.sqlite3", durable=False)
     store.open()
@@ -114,7 +117,7 @@ def fill(data_dir: Path, n: int, pairs: int, now: datetime, model: str) -> None:
                     created_at=created,
                     updated_at=now - timedelta(days=60) if deleted else created,
                     last_accessed_at=created if not twin else now,
-                    entities=(f"entity-{k // 2}",) if twin else (f"entity-{k % 5000}",),
+                    entities=(f"entity-{k // 2}",) if twin else (f"entity-{k % topics}",),
                     status=Status.DELETED if deleted and not twin else Status.ACTIVE,
                     embedding_model=model,
                     embedding_version="1",
@@ -128,13 +131,13 @@ def fill(data_dir: Path, n: int, pairs: int, now: datetime, model: str) -> None:
     store.close()
 
 
-def bench_consolidate(n: int, pairs: int) -> dict[str, object]:
+def bench_consolidate(n: int, pairs: int, topics: int = 5000) -> dict[str, object]:
     now = datetime.now(UTC)
     embedder = RandomEmbedder()
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
         started = time.perf_counter()
-        fill(data_dir, n, pairs, now, embedder.name)
+        fill(data_dir, n, pairs, now, embedder.name, topics)
         fill_s = time.perf_counter() - started
         config = load_config(env={}, data_dir=data_dir, durable_commits=False)
         started = time.perf_counter()
@@ -157,6 +160,7 @@ def bench_consolidate(n: int, pairs: int) -> dict[str, object]:
     return {
         "memories": n,
         "planted_pairs": pairs,
+        "entities": topics,
         "fill_s": round(fill_s, 1),
         "open_and_index_s": round(open_s, 1),
         "rss_after_open_mib": round(rss_open),
@@ -211,12 +215,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=500, help="planted near-duplicate pairs")
+    parser.add_argument(
+        "--entities",
+        type=int,
+        default=5000,
+        help="distinct entities the other memories name, one each (fewer: more memories share each)",
+    )
     parser.add_argument("--reembed", type=int, default=2000, help="memories to re-embed with MiniLM (0: skip)")
     parser.add_argument("--out", help="write the results as JSON here too")
     args = parser.parse_args()
     results: dict[str, object] = {"cpus": os.cpu_count()}
     if args.memories:
-        results["consolidate"] = bench_consolidate(args.memories, args.pairs)
+        results["consolidate"] = bench_consolidate(args.memories, args.pairs, args.entities)
         print(json.dumps(results["consolidate"], indent=2), flush=True)
     if args.reembed:
         results["reembed"] = bench_reembed(args.reembed)

@@ -394,6 +394,14 @@ class _Postings:
         held = self._changed.get(pair)
         return held if held is not None else self._flat(pair)
 
+    def count(self, namespace: int, code: int) -> int:
+        """How many rows ``get`` would give, without listing them."""
+        pair = namespace << 32 | code
+        held = self._changed.get(pair)
+        if held is not None:
+            return len(held)
+        return int(np.searchsorted(self._pairs, pair, side="right") - np.searchsorted(self._pairs, pair, side="left"))
+
     def _own(self, namespace: int, code: int) -> set[int]:
         pair = namespace << 32 | code
         held = self._changed.get(pair)
@@ -1490,6 +1498,13 @@ class FastNetwork:
         for name in namespaces:
             found += self._entity_rows.get(self.namespaces.find(name), code)
         return np.asarray(found, dtype=np.int64)
+
+    def count_by_entity(self, namespace: str, key: str) -> int:
+        """How many rows ``by_entity([namespace], key)`` gives (of every status), without them."""
+        code = self.entities.find(key)
+        if code == NONE:
+            return 0
+        return self._entity_rows.count(self.namespaces.find(namespace), code)
 
     def same_text(self, namespace: str, digest: str) -> Rows:
         """Live rows of ``namespace`` whose ``content_digest`` is ``digest`` (any status),

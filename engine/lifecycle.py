@@ -50,7 +50,6 @@ import numpy as np
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
-from engine.fast_network import Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
 from engine.recall import Recaller
@@ -77,6 +76,7 @@ CHANGED_BY = "consolidate"
 # name), its this many nearest in the namespace, of which those sharing an entity.
 PARTNER_SCAN_MAX = 4096
 MERGE_NEIGHBOURS = 16
+PARTNER_SEARCH_BATCH = 64
 # The fast network's cosines may be of float16 vectors; ``plan`` decides on the store's.
 PARTNER_MARGIN = 0.01
 # A report lists at most this many actions; its counts always cover the whole run.
@@ -539,30 +539,37 @@ class Consolidator:
         """The ids of the namespace's active memories that may merge with one of
         ``memories``: that share an entity with it and whose cosine to it, as the fast
         network reads it, comes within ``PARTNER_MARGIN`` of ``merge_cosine`` (``plan``
-        decides on the store's vectors). Every memory sharing an entity is looked at,
-        so what a run merges depends neither on the approximate search nor on the
-        other namespaces; a memory whose entities name more than ``PARTNER_SCAN_MAX``
-        has its ``MERGE_NEIGHBOURS`` nearest in the namespace looked at instead."""
+        decides on the store's vectors). Every memory sharing an entity is looked at, so
+        what a run merges depends neither on the approximate search nor on the other
+        namespaces; a memory whose entities name more than ``PARTNER_SCAN_MAX`` (counted
+        first, without listing them) has its ``MERGE_NEIGHBOURS`` nearest in the namespace
+        looked at instead. The fast network is held still for one memory, or one batch
+        of ``PARTNER_SEARCH_BATCH`` searches, at a time: saves and recalls go on between."""
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
         found: set[str] = set()
-        wide: list[tuple[Vector, Rows]] = []
-        with net.reading():
-            for memory, vector in memories:
-                keys = entity_keys(memory.entities)
+        wide: list[Vector] = []
+        for memory, vector in memories:
+            keys = entity_keys(memory.entities)
+            with net.reading():
+                if sum(net.count_by_entity(namespace, key) for key in keys) > PARTNER_SCAN_MAX:
+                    wide.append(vector)
+                    continue
                 if not keys:
                     continue
                 rows = np.unique(np.concatenate([net.by_entity([namespace], key) for key in keys]))
                 rows = rows[net.passes(scope, MemoryFilter(), now, rows)]
-                if len(rows) > PARTNER_SCAN_MAX:
-                    wide.append((vector, rows))
-                    continue
                 found.update(net.ids_of(rows[net.cosines(np.asarray(vector, np.float32), rows) >= floor]))
-            if wide:
-                vectors = np.stack([np.asarray(vector, np.float32) for vector, _ in wide])
-                answers = self._recaller.nearest_many(net, vectors, scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS)
-                for (_, sharing), (rows, cosines) in zip(wide, answers, strict=True):
-                    found.update(net.ids_of(rows[(cosines >= floor) & np.isin(rows, sharing)]))
+        for start in range(0, len(wide), PARTNER_SEARCH_BATCH):
+            vectors = np.stack(
+                [np.asarray(vector, np.float32) for vector in wide[start : start + PARTNER_SEARCH_BATCH]]
+            )
+            with net.reading():
+                answers = self._recaller.nearest_many(
+                    net, vectors, scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS, want=MERGE_NEIGHBOURS
+                )
+                for rows, cosines in answers:
+                    found.update(net.ids_of(rows[cosines >= floor]))
         return found
 
     def _apply(self, actions: Sequence[Action], now: datetime, report: Report) -> None:

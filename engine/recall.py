@@ -349,36 +349,55 @@ class Recaller:
         return self._times.begin(text, now)
 
     def nearest(
-        self, net: FastNetwork, vector: Vector, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
+        self,
+        net: FastNetwork,
+        vector: Vector,
+        sight: Scope,
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        pool: int,
+        want: int = 1,
     ) -> tuple[Rows, Floats]:
-        """The semantic channel alone, for the write path's dedup and conflict candidates:
-        the ``pool`` (or, widened, more) rows most similar to ``vector`` in ``sight`` that
-        pass ``flt``, with their cosines (HNSW's, or float16 ones from an exact scan). No
-        store read; the caller holds ``net.reading()`` and the index is current."""
-        found = self._semantic(net, RecallQuery("", vector, sight, flt, 1, pool, now, (), frozenset()))
+        """The semantic channel alone, for the write path's dedup and conflict candidates
+        and consolidation's merge partners: the ``pool`` (or, widened, more) rows most
+        similar to ``vector`` in ``sight`` that pass ``flt``, with their cosines (HNSW's,
+        or float16 ones from an exact scan), the search planned for ``want`` of them to
+        pass (as a recall plans for its ``top_k``). No store read; the caller holds
+        ``net.reading()`` and the index is current."""
+        found = self._semantic(net, RecallQuery("", vector, sight, flt, want, pool, now, (), frozenset()))
         count = len(found.cosine)
         rows = np.fromiter(found.cosine, dtype=np.int64, count=count)
         return rows, np.fromiter(found.cosine.values(), dtype=np.float64, count=count)
 
     def nearest_many(
-        self, net: FastNetwork, vectors: Matrix, sight: Scope, flt: MemoryFilter, now: datetime, *, pool: int
+        self,
+        net: FastNetwork,
+        vectors: Matrix,
+        sight: Scope,
+        flt: MemoryFilter,
+        now: datetime,
+        *,
+        pool: int,
+        want: int = 1,
     ) -> list[tuple[Rows, Floats]]:
         """``nearest`` for each row of ``vectors``, the same answers, with the first HNSW
         search of every row made in one call (``VectorIndex.search_many``); a row whose
-        neighbours all fail the filter widens alone, as ``nearest`` would."""
+        neighbours hold fewer than ``want`` that pass the filter widens alone, as
+        ``nearest`` would."""
         size = len(self._keeper.index)
-        query = RecallQuery("", vectors[0], sight, flt, 1, pool, now, (), frozenset())
+        query = RecallQuery("", vectors[0], sight, flt, want, pool, now, (), frozenset())
         plan = self._plan(net, query, net.rows_in(sight.namespaces), size)
         k = plan.k
         if len(vectors) < 2 or plan.how is not _How.SEARCH or k <= 0:
-            return [self.nearest(net, vector, sight, flt, now, pool=pool) for vector in vectors]
+            return [self.nearest(net, vector, sight, flt, now, pool=pool, want=want) for vector in vectors]
         found: list[tuple[Rows, Floats]] = []
         passing = self._passing_each(net, query, self._keeper.index.search_many(vectors, k))
         for vector, (rows, cosines) in zip(vectors, passing, strict=True):
-            if len(rows) or k >= size:
+            if len(rows) >= want or k >= size:
                 found.append((rows, cosines))  # where ``_semantic``'s first search stops
-            else:
-                found.append(self.nearest(net, vector, sight, flt, now, pool=pool))
+            else:  # searched, and too few passed: as ``nearest`` goes on from there
+                found.append(self.nearest(net, vector, sight, flt, now, pool=pool, want=want))
         return found
 
     # --- channels --------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine import lifecycle
+from engine import lifecycle, recall
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
@@ -200,21 +200,33 @@ def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
     assert statuses.count(Status.SUPERSEDED) == report.merged_sources
 
 
-@pytest.mark.parametrize("scan_max", [lifecycle.PARTNER_SCAN_MAX, 1])
+@pytest.mark.parametrize(
+    ("scan_max", "large"), [(lifecycle.PARTNER_SCAN_MAX, False), (1, False), (1, True)], ids=["shared", "wide", "large"]
+)
 def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_the_same_text(
-    open_svc: OpenService, config: Config, clock: Any, monkeypatch: pytest.MonkeyPatch, scan_max: int
+    open_svc: OpenService,
+    config: Config,
+    clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    scan_max: int,
+    large: bool,
 ) -> None:
-    # Forty other users said the same sentence: the nearest memories of the whole index
-    # are theirs, and the partner one page later in this namespace must still be found,
-    # by the entity it shares (or, past ``PARTNER_SCAN_MAX``, the namespace's own nearest).
+    # Forty other users said both sentences: the nearest memories of the whole index are
+    # theirs, and the partner one page later in this namespace must still be found, by the
+    # entity it shares, or, past ``PARTNER_SCAN_MAX``, among the namespace's own nearest;
+    # ``large``: planned as a namespace of thousands is (a search of the whole index).
     monkeypatch.setattr(lifecycle, "PARTNER_SCAN_MAX", scan_max)
+    if large:
+        monkeypatch.setattr(recall, "EXACT_DIRECT", 4)
+        monkeypatch.setattr(recall, "SCAN_US_PER_ROW", 1e6)
+        monkeypatch.setattr(recall, "ROUGH_SCAN_US_PER_ROW", 1e6)
     service = open_svc(config=small_pages(config))
     one, two = (
         f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
         for word in ("honey", "lemon")
     )
     for i in range(40):
-        service.save(draft(one, namespace=f"other-{i}", entities=["Alice"]))
+        service.save_batch([draft(text, namespace=f"other-{i}", entities=["Alice"]) for text in (one, two)])
     first = service.save(draft(one, entities=["Alice"])).memory
     for word in "abcdef":
         service.save(draft(f"note {word} about the old garden shed", entities=["shed"]))
