@@ -74,6 +74,7 @@ from engine.errors import InvalidInput, MemoryNotFound, NotFound
 from engine.records import Memory, MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status, Version
 from engine.security import Permission
 from engine.service import MemoryService
+from engine.text import is_blank
 
 OWNERS = ("user_id", "agent_id", "run_id")
 # The identifiers mem0 answers beside an item's fields rather than inside its metadata.
@@ -299,7 +300,7 @@ def _drafts(data: AddIn, owner: Owner) -> Iterator[MemoryDraft]:
                 f"messages[{position}].role must be user, assistant, tool or system, got {message.role!r}",
                 field=f"messages[{position}].role",
             )
-        if message.role == "system" or (infer and message.role != "user") or not message.content.strip():
+        if message.role == "system" or (infer and message.role != "user") or is_blank(message.content):
             continue
         metadata = dict(base)
         if not infer:

@@ -271,12 +271,17 @@ def _memory_lines(
 
 
 def _version_to_dict(version: Version) -> dict[str, Any]:
+    record = memory_to_dict(version.record)
+    # A version's metadata in the order of its keys, nested ones too, as a memory's is
+    # stored: the stores keep a version as it was written, in whatever order its writer
+    # gave, so that otherwise a re-export after an import would differ in that order.
+    record["metadata"] = json.loads(json.dumps(record["metadata"], ensure_ascii=False, sort_keys=True))
     return {
         "version": version.version,
         "changed_at": to_iso(version.changed_at),
         "changed_by": version.changed_by,
         "reason": version.reason,
-        "record": memory_to_dict(version.record),
+        "record": record,
     }
 
 

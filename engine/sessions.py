@@ -283,15 +283,18 @@ class Sessions:
         messages = found[1]
         limit = self.service.config.limits.max_query_chars
         if query is None:
-            said = [m for m in messages if m.role is Role.USER] or messages
+            # A message that says nothing (stored before such were refused) asks nothing.
+            said = [m for m in messages if m.role is Role.USER and not text.is_blank(m.content)] or [
+                m for m in messages if not text.is_blank(m.content)
+            ]
             latest = said[-1].content if said else None
             joined = said[-cfg.context_query_messages :]
             query = " ".join(m.content for m in joined)[-limit:]  # the newest text, where they run past the limit
             # The latest message weighs more than the ones before it ([fusion] focus).
-            focus = latest[-limit:] if latest and latest.strip() and len(joined) > 1 else None
+            focus = latest[-limit:] if latest and not text.is_blank(latest) and len(joined) > 1 else None
         else:
             latest, focus = query, None
-        query = query[:limit] if query and query.strip() else None
+        query = query[:limit] if query and not text.is_blank(query) else None
         memories: list[Memory] = []
         steps: list[Memory] = []
         how = query is not None and latest is not None and procedures.asks_how(latest)

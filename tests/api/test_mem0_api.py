@@ -64,6 +64,7 @@ CHAT = [
     {"role": "assistant", "content": "Noted, blue it is."},
     {"role": "user", "content": "My name is Xiao Ming"},
     {"role": "user", "content": "   "},
+    {"role": "user", "content": "\u200b"},  # says nothing either: left out, as the blank one is
 ]
 
 

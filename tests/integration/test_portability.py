@@ -86,7 +86,9 @@ def populate(service: MemoryService, clock: FrozenClock) -> dict[str, str]:
         "coffee": put("I like coffee", category="preference", entities=("coffee",), key="drink"),
         "tea": put("I quit coffee and drink green tea now", category="preference", entities=("coffee", "tea")),
         "zh": put(
-            '用户喜欢蓝色 🎨 — «quotes» and "escapes"\n\ttabs', entities=("蓝色",), metadata={"深": {"a": [1, 2.5]}}
+            '用户喜欢蓝色 🎨 — «quotes» and "escapes"\n\ttabs',
+            entities=("蓝色",),
+            metadata={"深": {"z": 0, "a": [1, 2.5]}, "b": None},
         ),
         "trip": put("Trip to Lisbon in May", category="event", session_id="s-9", actor="planner"),
         "old": put("Office wifi password rotates monthly", category="fact", expire_at=clock.now + timedelta(days=2)),
@@ -188,7 +190,7 @@ def test_export_keeps_every_status_history_edge_and_reinforcement(
     assert by_id.keys() == set(ids.values())
     assert {item["memory"]["status"] for item in items} == {"active", "superseded", "archived", "deleted"}
     assert by_id[ids["zh"]]["memory"]["content"] == '用户喜欢蓝色 🎨 — «quotes» and "escapes"\n\ttabs'
-    assert by_id[ids["zh"]]["memory"]["metadata"] == {"深": {"a": [1, 2.5]}}
+    assert by_id[ids["zh"]]["memory"]["metadata"] == {"深": {"z": 0, "a": [1, 2.5]}, "b": None}
     edited = by_id[ids["edited"]]
     assert [v["record"]["content"] for v in edited["versions"]] == [
         "Meeting on Tuesday",
