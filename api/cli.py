@@ -15,7 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from engine.config import Config, load_config
-from engine.errors import TwinmemError
+from engine.errors import InvalidInput, TwinmemError
 from engine.security import check_bind
 
 if TYPE_CHECKING:
@@ -193,9 +193,15 @@ def _consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _security_config(args: argparse.Namespace) -> Config:
+def _security_config(args: argparse.Namespace, *, reads: bool = False) -> Config:
+    """``reads``: the command only reads (a listing, a check), so an embedded store's data
+    directory must be there already: a mistyped path would otherwise be made, empty, and
+    read as a store without tokens, blocks or audit entries ("audit log intact: 0 entries")."""
     overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    return load_config(args.config, None, **overrides)
+    config = load_config(args.config, None, **overrides)
+    if reads and config.store == "sqlite" and not Path(config.data_dir).is_dir():
+        raise InvalidInput(f"no data directory at {config.data_dir}: nothing to read there")
+    return config
 
 
 def _cli_audit(security: SecurityStore, detail: str, *ids: str) -> None:
@@ -214,7 +220,7 @@ def _token(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.records import utcnow
 
-    security = open_security(_security_config(args))
+    security = open_security(_security_config(args, reads=args.token_command == "list"))
     try:
         if args.token_command == "create":
             record, token = create_token(security, args.agent, args.grant)
@@ -244,7 +250,7 @@ def _block(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.errors import StoreError
 
-    config = _security_config(args)
+    config = _security_config(args, reads=args.block_command == "list")
     if args.block_command == "list":
         security = open_security(config)
         try:
@@ -295,7 +301,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.security import verify_chain
 
-    security = open_security(_security_config(args))
+    security = open_security(_security_config(args, reads=True))
     try:
         report = verify_chain(security.audit_rows())
     finally:

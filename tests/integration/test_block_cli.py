@@ -97,3 +97,15 @@ def test_block_add_list_and_remove(
         assert verify_chain(security.audit_rows()).ok
     finally:
         security.close()
+
+
+@pytest.mark.parametrize(
+    "command", [("block", "list"), ("token", "list"), ("audit", "verify")], ids=lambda c: " ".join(c)
+)
+def test_a_reading_command_on_a_data_directory_that_is_not_there_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    missing = tmp_path / "typo"
+    code, out, err = _run(capsys, *command, "--data-dir", str(missing))
+    assert (code, out) == (2, "") and f"no data directory at {missing}" in err
+    assert not missing.exists()  # not made, so not read as an empty store ("audit log intact: 0 entries")
