@@ -975,6 +975,14 @@ class FastNetwork:
         cosines: Floats = np.where(self._has_vector[rows], found, 0.0).astype(np.float64)
         return cosines
 
+    def cosine_matrix(self, rows: Rows, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """The cosine of each of ``vectors`` (unit length, one a row) to each row's vector,
+        rows by vectors, by one matrix product (the last bits may depend on where a row
+        sits: for a threshold with a margin, not for a ranking); 0 where a row has none."""
+        found: npt.NDArray[np.float32] = self._widened(rows) @ np.asarray(vectors, np.float32).T
+        found[~self._has_vector[rows]] = 0.0
+        return found
+
     def centre(self, namespace: str) -> tuple[npt.NDArray[np.float32], float] | None:
         """The mean of the vectors that the memories of ``namespace`` hold (every status
         but purged), and its squared length: where a typical memory there points

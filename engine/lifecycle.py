@@ -76,7 +76,8 @@ CHANGED_BY = "consolidate"
 # name), its this many nearest in the namespace, of which those sharing an entity.
 PARTNER_SCAN_MAX = 4096
 MERGE_NEIGHBOURS = 16
-PARTNER_SEARCH_BATCH = 64
+# Memories compared (or searched for) at one hold of the fast network.
+PARTNER_BATCH = 64
 # The fast network's cosines may be of float16 vectors; ``plan`` decides on the store's.
 PARTNER_MARGIN = 0.01
 # A report lists at most this many actions; its counts always cover the whole run.
@@ -541,32 +542,45 @@ class Consolidator:
         network reads it, comes within ``PARTNER_MARGIN`` of ``merge_cosine`` (``plan``
         decides on the store's vectors). Every memory sharing an entity is looked at, so
         what a run merges depends neither on the approximate search nor on the other
-        namespaces; a memory whose entities name more than ``PARTNER_SCAN_MAX`` (counted
-        first, without listing them) has its ``MERGE_NEIGHBOURS`` nearest in the namespace
-        looked at instead. The fast network is held still for one memory, or one batch
-        of ``PARTNER_SEARCH_BATCH`` searches, at a time: saves and recalls go on between."""
+        namespaces: entity by entity, the rows that mention it against the page's
+        memories that do, in one matrix product a batch. A memory whose entities name more
+        than ``PARTNER_SCAN_MAX`` (counted first, without listing them) has its
+        ``MERGE_NEIGHBOURS`` nearest in the namespace looked at instead. The fast network
+        is held still for one batch of ``PARTNER_BATCH`` memories at a time: saves and
+        recalls go on between."""
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
+        vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories]) if memories else None
+        keys = [entity_keys(memory.entities) for memory, _ in memories]
+        with net.reading():
+            counts = {key: net.count_by_entity(namespace, key) for key in set().union(*keys)}
+        by_key: dict[str, list[int]] = {}
+        wide: list[int] = []
+        for position, names in enumerate(keys):
+            if sum(counts[key] for key in names) > PARTNER_SCAN_MAX:
+                wide.append(position)
+            for key in names:
+                by_key.setdefault(key, []).append(position)
         found: set[str] = set()
-        wide: list[Vector] = []
-        for memory, vector in memories:
-            keys = entity_keys(memory.entities)
-            with net.reading():
-                if sum(net.count_by_entity(namespace, key) for key in keys) > PARTNER_SCAN_MAX:
-                    wide.append(vector)
-                    continue
-                if not keys:
-                    continue
-                rows = np.unique(np.concatenate([net.by_entity([namespace], key) for key in keys]))
-                rows = rows[net.passes(scope, MemoryFilter(), now, rows)]
-                found.update(net.ids_of(rows[net.cosines(np.asarray(vector, np.float32), rows) >= floor]))
-        for start in range(0, len(wide), PARTNER_SEARCH_BATCH):
-            vectors = np.stack(
-                [np.asarray(vector, np.float32) for vector in wide[start : start + PARTNER_SEARCH_BATCH]]
-            )
+        if vectors is None:
+            return found
+        searched = set(wide)
+        for key in sorted(by_key):
+            positions = [p for p in by_key[key] if p not in searched] if counts[key] <= PARTNER_SCAN_MAX else []
+            for start in range(0, len(positions), PARTNER_BATCH):
+                batch = positions[start : start + PARTNER_BATCH]
+                with net.reading():
+                    rows = net.by_entity([namespace], key)
+                    rows = rows[net.passes(scope, MemoryFilter(), now, rows)]
+                    if not len(rows):
+                        break
+                    close = net.cosine_matrix(rows, vectors[batch]) >= floor
+                    found.update(net.ids_of(rows[close.any(axis=1)]))
+        for start in range(0, len(wide), PARTNER_BATCH):
+            batch = wide[start : start + PARTNER_BATCH]
             with net.reading():
                 answers = self._recaller.nearest_many(
-                    net, vectors, scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS, want=MERGE_NEIGHBOURS
+                    net, vectors[batch], scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS, want=MERGE_NEIGHBOURS
                 )
                 for rows, cosines in answers:
                     found.update(net.ids_of(rows[cosines >= floor]))
