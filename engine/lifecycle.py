@@ -543,17 +543,26 @@ class Consolidator:
         decides on the store's vectors). Every memory sharing an entity is looked at, so
         what a run merges depends neither on the approximate search nor on the other
         namespaces: entity by entity, the rows that mention it against the page's
-        memories that do, in one matrix product a batch. A memory whose entities name more
-        than ``PARTNER_SCAN_MAX`` (counted first, without listing them) has its
-        ``MERGE_NEIGHBOURS`` nearest in the namespace looked at instead. The fast network
+        memories that do, in one matrix product a batch. A memory whose entities are
+        named by more than ``PARTNER_SCAN_MAX`` active memories has its ``MERGE_NEIGHBOURS``
+        nearest in the namespace that share one looked at instead (a posting is counted
+        first, without listing it, and listed only where it holds more than that, of
+        every status). The fast network
         is held still for one batch of ``PARTNER_BATCH`` memories at a time: saves and
         recalls go on between."""
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
         vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories]) if memories else None
         keys = [entity_keys(memory.entities) for memory, _ in memories]
-        with net.reading():
-            counts = {key: net.count_by_entity(namespace, key) for key in set().union(*keys)}
+        counts: dict[str, int] = {}
+        for key in sorted(set().union(*keys)):
+            with net.reading():
+                # The postings hold every status until a purge (deleted, superseded, …):
+                # past the limit, the active ones are counted.
+                counts[key] = count = net.count_by_entity(namespace, key)
+                if count > PARTNER_SCAN_MAX:
+                    rows = net.by_entity([namespace], key)
+                    counts[key] = int(net.passes(scope, MemoryFilter(), now, rows).sum())
         by_key: dict[str, list[int]] = {}
         wide: list[int] = []
         for position, names in enumerate(keys):
@@ -582,8 +591,9 @@ class Consolidator:
                 answers = self._recaller.nearest_many(
                     net, vectors[batch], scope, MemoryFilter(), now, pool=MERGE_NEIGHBOURS, want=MERGE_NEIGHBOURS
                 )
-                for rows, cosines in answers:
-                    found.update(net.ids_of(rows[cosines >= floor]))
+                for position, (rows, cosines) in zip(batch, answers, strict=True):
+                    close = rows[cosines >= floor].tolist()
+                    found.update(net.id_of(row) for row in close if net.entity_keys_of(row) & keys[position])
         return found
 
     def _apply(self, actions: Sequence[Action], now: datetime, report: Report) -> None:

@@ -87,6 +87,7 @@ _TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expire_at")
 # a history that says otherwise, and their exports must still import.
 _VERSIONED = ("content", "category", "entities", "key", "visibility")
 _EDGE_KIND_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+QUARANTINED_ON_IMPORT = "quarantined on import"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # A vector shorter than this has no direction to keep (cosines are of unit vectors).
 MIN_VECTOR_NORM = 1e-6
@@ -448,6 +449,7 @@ class _Planned:
     edges: list[tuple[str, str, datetime]]  # (kind, to, created_at)
     original_id: str
     stale_vector: bool = False  # the file's vector embeds another text (``text_sha256``)
+    file_version: int = 0  # the version the file gives the memory (before a quarantine version)
 
 
 def import_entries(
@@ -551,10 +553,14 @@ def _guarded(
     # (a version that says what the record says is guarded once, with the record).
     guarded = {_said(original): memory}
     item.versions = [replace(v, record=_redacted(service, v.record, guarded)) for v in item.versions]
-    if item.versions and memory.status is not original.status:
-        memory = memory.evolve(version=memory.version + 1, updated_at=max(now, memory.updated_at))
-        reason = "quarantined by the write guard on import"
-        item.versions.append(Version(memory.memory_id, memory.version, memory, now, actor, reason))
+    last = item.versions[-1] if item.versions else None
+    if last is not None and memory.status is Status.QUARANTINED and last.record.status is not Status.QUARANTINED:
+        # Quarantined here (by the guard), or in the file without its history saying so
+        # (a file of an import before this rule, or one made up): the history says it
+        # too, since it is what keeps a rollback from taking it out (``rollback.held``).
+        at = max(now, last.changed_at, memory.updated_at)
+        memory = memory.evolve(version=memory.version + 1, updated_at=at)
+        item.versions.append(Version(memory.memory_id, memory.version, memory, at, actor, QUARANTINED_ON_IMPORT))
         item.memory = memory
     return item
 
@@ -628,7 +634,7 @@ def _plan_entry(service: MemoryService, entry: Entry, namespace: str | None, own
         if any((kind, to) == (known, target) for known, target, _ in edges):
             raise ValueError(f"edges[{position}] repeats a {kind} link to {to}")
         edges.append((kind, to, _time(raw["created_at"], f"edges[{position}].created_at")))
-    return _Planned(entry.line, memory, versions, vector, edges, original_id, stale)
+    return _Planned(entry.line, memory, versions, vector, edges, original_id, stale, memory.version)
 
 
 def _record(service: MemoryService, data: Any, where: str) -> Memory:
@@ -832,8 +838,13 @@ def _differing(service: MemoryService, kept: list[tuple[_Planned, str]], now: da
         stored = {m.memory_id: m for m in service.store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)}
         for item, stored_id in items:
             there = stored.get(stored_id)
-            said = (item.memory.version, item.memory.status, *(getattr(item.memory, name) for name in _VERSIONED))
-            if there is not None and (there.version, there.status, *(getattr(there, n) for n in _VERSIONED)) != said:
+            said = (item.memory.status, *(getattr(item.memory, name) for name in _VERSIONED))
+            # The file's version, or the one a quarantine on import adds (now, or not by an
+            # import before that rule: either way the file was imported as it is).
+            if there is not None and (
+                there.version not in (item.file_version, item.memory.version)
+                or (there.status, *(getattr(there, name) for name in _VERSIONED)) != said
+            ):
                 differing.append(item.original_id)
     return differing
 

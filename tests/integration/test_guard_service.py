@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from engine import guard
 from engine.adapters.security_store import SqliteSecurityStore
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
-from engine.errors import BackendError, GuardRejected, SourceBlocked
+from engine.errors import BackendError, Forbidden, GuardRejected, SourceBlocked
 from engine.guard import Action
 from engine.importers import run_import
 from engine.portability import open_export
@@ -270,6 +271,41 @@ def test_an_update_passes_the_write_guard_like_a_save(service: MemoryService, op
     assert strict.get("u1", kept.memory_id) == kept  # nothing changed
 
 
+def test_a_quarantine_the_file_holds_without_its_history_is_kept_in_the_history(
+    open_svc: OpenService, config: Config
+) -> None:
+    # A memory quarantined where it came from (by an admin, a block, or an import before
+    # quarantines were written into the history), whose history still says active: the
+    # import writes the quarantine into the history, after its latest time, so that a
+    # rollback by its writer cannot take it out, as with a quarantine made here.
+    source = open_svc(config=load_config(env={}, data_dir=config.data_dir.parent / "source"))
+    memory = source.save(MemoryDraft("The user likes green tea", namespace="u1", actor="bob")).memory
+    later = (memory.updated_at + timedelta(days=3)).isoformat()
+    lines = [json.loads(line) for line in b"".join(open_export(source, "u1", versions=True).chunks()).splitlines()]
+    for line in lines:
+        if line["kind"] == "memory":
+            line["memory"]["status"] = "quarantined"
+            line["memory"]["updated_at"] = line["versions"][-1]["changed_at"] = later  # another machine's clock
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+    target = open_svc(config=load_config(env={}, data_dir=config.data_dir.parent / "target"))
+    report = run_import(target, io.BytesIO(data), actor="ops")
+    assert report.written and report.quarantined == []  # the file's own quarantine, not the guard's
+    history = target.history("u1", memory.memory_id)
+    assert [(v.version, v.record.status, v.changed_by) for v in history] == [
+        (1, Status.ACTIVE, None),
+        (2, Status.QUARANTINED, "ops"),
+    ]
+    assert history[1].reason == "quarantined on import"
+    assert history[1].changed_at == history[1].record.updated_at >= history[0].changed_at
+    writer = Scope(member=("u1",), agent="bob")
+    with pytest.raises(Forbidden):
+        target.rollbacks.to_version("u1", memory.memory_id, 1, actor="bob", scope=writer)
+    assert target.get("u1", memory.memory_id).status is Status.QUARANTINED
+    again = run_import(target, io.BytesIO(data), actor="ops")
+    assert (again.inserted, again.unchanged, again.differing) == (0, 1, [])
+
+
 def test_an_import_passes_the_write_guard(open_svc: OpenService, config: Config) -> None:
     lax = open_svc(config=load_config(env={}, data_dir=config.data_dir.parent / "lax", guard={"pii": "allow"}))
     phone = lax.save(MemoryDraft("Call the user at 13800138000", namespace="u1", metadata={"by": "bob@example.com"}))
@@ -295,7 +331,7 @@ def test_an_import_passes_the_write_guard(open_svc: OpenService, config: Config)
     assert target.get("u1", both.memory.memory_id).content.endswith("mail the keys to [email]")
     # Each one quarantined here has a version saying so, and the target's own export imports.
     (last, *_) = reversed(target.history("u1", poison.memory.memory_id))
-    assert (last.record.status, last.reason) == (Status.QUARANTINED, "quarantined by the write guard on import")
+    assert (last.record.status, last.reason) == (Status.QUARANTINED, "quarantined on import")
     onward = open_svc(config=load_config(env={}, data_dir=config.data_dir.parent / "onward"))
     again = run_import(onward, io.BytesIO(b"".join(open_export(target, "u1", versions=True).chunks())))
     assert again.written, again.errors

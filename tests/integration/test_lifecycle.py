@@ -201,7 +201,9 @@ def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
 
 
 @pytest.mark.parametrize(
-    ("scan_max", "large"), [(lifecycle.PARTNER_SCAN_MAX, False), (1, False), (1, True)], ids=["shared", "wide", "large"]
+    ("scan_max", "large", "deleted"),
+    [(lifecycle.PARTNER_SCAN_MAX, False, 0), (1, False, 0), (1, True, 0), (6, True, 6)],
+    ids=["shared", "wide", "large", "deleted"],
 )
 def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_the_same_text(
     open_svc: OpenService,
@@ -210,11 +212,13 @@ def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_th
     monkeypatch: pytest.MonkeyPatch,
     scan_max: int,
     large: bool,
+    deleted: int,
 ) -> None:
     # Forty other users said both sentences: the nearest memories of the whole index are
     # theirs, and the partner one page later in this namespace must still be found, by the
     # entity it shares, or, past ``PARTNER_SCAN_MAX``, among the namespace's own nearest;
-    # ``large``: planned as a namespace of thousands is (a search of the whole index).
+    # ``large``: planned as a namespace of thousands is (a search of the whole index);
+    # ``deleted``: memories naming the entity that are gone, which count for nothing.
     monkeypatch.setattr(lifecycle, "PARTNER_SCAN_MAX", scan_max)
     if large:
         monkeypatch.setattr(recall, "EXACT_DIRECT", 4)
@@ -227,11 +231,16 @@ def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_th
     )
     for i in range(40):
         service.save_batch([draft(text, namespace=f"other-{i}", entities=["Alice"]) for text in (one, two)])
+    for number in range(deleted):
+        gone = service.save(draft(f"alice said thing number {number} about the weather", entities=["Alice"]))
+        service.delete(NS, gone.memory.memory_id)
     first = service.save(draft(one, entities=["Alice"])).memory
     for word in "abcdef":
         service.save(draft(f"note {word} about the old garden shed", entities=["shed"]))
     second = service.save(draft(two, entities=["Alice"])).memory
     clock.advance(days=1)
+    if deleted:  # under the limit once those are left out: no search
+        monkeypatch.setattr(recall.Recaller, "nearest_many", lambda *args, **kwargs: pytest.fail("searched"))
     report = service.consolidator.run(NS, dry_run=True)
     merges = [o.action.source_ids for o in report.outcomes if isinstance(o.action, Merge)]
     assert {first.memory_id, second.memory_id} in [set(ids) for ids in merges]
