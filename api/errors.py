@@ -9,11 +9,12 @@ is never silent, and a client's report of it can be matched to the log line.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any
 
 from litestar import Request, Response
-from litestar.exceptions import ClientException, HTTPException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, SerializationException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from api.auth import AUDIT_KEY
@@ -160,6 +161,22 @@ class TwinmemRequest(Request[Any, Any, Any]):
             raise ClientException(
                 f"the JSON body is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
             ) from exc
+        except SerializationException as exc:
+            # The decoder reads a lone surrogate escape as "Input data was truncated".
+            lone = _LONE_SURROGATE.search(await self.body())
+            if lone is None:
+                raise
+            raise ClientException(
+                f"the JSON body holds {lone.group().decode()}, half of a UTF-16 surrogate pair without its other"
+                " half: not a character"
+            ) from exc
+
+
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not after one.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
 EXCEPTION_HANDLERS = {

@@ -336,6 +336,12 @@ def test_other_client_errors(server: LiveServer, client: TwinmemClient) -> None:
         server.url + "/v1/memory/save", content=b"{not json", headers={"content-type": "application/json"}
     )
     assert malformed.status_code == 400 and malformed.json()["detail"]
+    lone = httpx.post(
+        server.url + "/v1/memory/save",
+        content=b'{"content": "x", "session_id": "\\ud800"}',
+        headers={"content-type": "application/json"},
+    )
+    assert lone.status_code == 400 and "\\ud800, half of a UTF-16 surrogate pair" in lone.json()["detail"]
     bad_cursor = httpx.get(server.url + "/v1/memories", params={"cursor": "garbage"})
     assert bad_cursor.status_code == 422 and "cursor" in bad_cursor.json()["detail"]
     both = httpx.patch(
