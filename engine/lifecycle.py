@@ -547,9 +547,8 @@ class Consolidator:
         named by more than ``PARTNER_SCAN_MAX`` active memories has its ``MERGE_NEIGHBOURS``
         nearest in the namespace that share one looked at instead (a posting is counted
         first, without listing it, and listed only where it holds more than that, of
-        every status). The fast network
-        is held still for one batch of ``PARTNER_BATCH`` memories at a time: saves and
-        recalls go on between."""
+        every status). The fast network is held still for one entity's count, or one
+        batch of ``PARTNER_BATCH`` memories, at a time: saves and recalls go on between."""
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
         vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories]) if memories else None
