@@ -1773,9 +1773,19 @@ class FastNetwork:
         try:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
             path = directory / _FILE
-            if meta.get("format") != _FORMAT or path.stat().st_size != meta["bytes"]:
+            if meta.get("format") != _FORMAT:
+                log.info("saved fast network is of another format: rebuilding it")
+                return None
+            if path.stat().st_size != meta["bytes"]:
+                log.warning(
+                    "saved fast network %s holds %d bytes, not %d: rebuilding it",
+                    path,
+                    path.stat().st_size,
+                    meta["bytes"],
+                )
                 return None
             if meta["model"] != model or meta["dim"] != dim:
+                log.info("saved fast network holds vectors of %s, not %s: rebuilding it", meta["model"], model)
                 return None
             if meta.get("analysis") != analysis:
                 log.warning("saved fast network holds the terms of another text analysis: rebuilding it")
@@ -1784,6 +1794,7 @@ class FastNetwork:
                 log.warning("saved fast network holds entity keys made by other rules: rebuilding it")
                 return None
             if not checksum_matches(path, meta):
+                log.warning("saved fast network %s does not match its checksum: rebuilding it", path)
                 return None
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files if name != "vectors"}
@@ -1808,7 +1819,12 @@ class FastNetwork:
                 net._cols.claim_text[:] = 0
                 net._row_slots = _RowTuples()
             return net
-        except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
+        except FileNotFoundError as exc:
+            if (directory / _META).exists():  # else none saved (a new data directory): built, not rebuilt
+                log.warning("saved fast network in %s lacks a file (%s): rebuilding it", directory, exc.filename)
+            return None
+        except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile) as exc:
+            log.warning("saved fast network in %s cannot be read (%s): rebuilding it", directory, exc)
             return None
 
     def _restore(

@@ -401,8 +401,12 @@ class HnswIndex:
         try:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
             if meta.get("format") != _FORMAT or meta["dim"] != dim or meta["model"] != model:
+                log.info("saved index is of another format, model or dimension (%s): not loaded", meta.get("model"))
                 return None
-            if (directory / _GRAPH).stat().st_size != meta["graph_bytes"]:
+            if (size := (directory / _GRAPH).stat().st_size) != meta["graph_bytes"]:
+                log.warning(
+                    "saved index %s holds %d bytes, not %d: not loaded", directory / _GRAPH, size, meta["graph_bytes"]
+                )
                 return None
             for name in (_GRAPH, _LABELS):
                 if not checksum_matches(directory / name, meta, name):
@@ -411,10 +415,14 @@ class HnswIndex:
             with open(directory / _LABELS, "rb") as fh:
                 labels = np.load(fh, allow_pickle=False)
             if len(labels) != meta["labels"]:
+                log.warning(
+                    "saved index's labels in %s are %d, not %d: not loaded", directory, len(labels), meta["labels"]
+                )
                 return None
             native = hnswlib.Index(space="cosine", dim=dim)
             native.load_index(str(directory / _GRAPH), max_elements=max(len(labels), _MIN_CAPACITY))
             if native.get_current_count() != len(labels):
+                log.warning("saved index in %s holds another count of vectors than its labels: not loaded", directory)
                 return None
             index = cls(
                 dim,
@@ -426,7 +434,12 @@ class HnswIndex:
                 search_threads=search_threads,
                 _native=native,
             )
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        except FileNotFoundError as exc:
+            if (directory / _META).exists():  # else none saved (a new data directory): built, not rebuilt
+                log.warning("saved index in %s lacks a file (%s): not loaded", directory, exc.filename)
+            return None
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+            log.warning("saved index in %s cannot be read (%s): not loaded", directory, exc)
             return None
         # tolist() makes the strings in C: a comprehension over the array's own items
         # took 0.6 s at a million. A dead label is "".

@@ -295,12 +295,13 @@ def test_load_returns_none_for_another_dimension(tmp_path: Path) -> None:
     assert HnswIndex.load(directory, dim=DIM * 2, model=MODEL) is None
 
 
-def test_load_returns_none_for_a_truncated_graph(tmp_path: Path) -> None:
+def test_load_returns_none_for_a_truncated_graph(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _, _, directory = _saved(tmp_path)
     graph = directory / "hnsw.bin"
     data = graph.read_bytes()
     graph.write_bytes(data[: len(data) // 2])
     assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
+    assert f"holds {len(data) // 2} bytes, not {len(data)}: not loaded" in caplog.text  # a rebuild that says why
 
 
 def test_load_returns_none_for_labels_of_another_save(tmp_path: Path) -> None:
@@ -310,10 +311,11 @@ def test_load_returns_none_for_labels_of_another_save(tmp_path: Path) -> None:
     assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
 
 
-def test_load_returns_none_when_a_file_is_missing(tmp_path: Path) -> None:
+def test_load_returns_none_when_a_file_is_missing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _, _, directory = _saved(tmp_path)
     (directory / "hnsw.labels.npy").unlink()
     assert HnswIndex.load(directory, dim=DIM, model=MODEL) is None
+    assert "lacks a file" in caplog.text and "hnsw.labels.npy" in caplog.text
 
 
 def test_load_returns_none_for_garbage_meta(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ network's masks must select exactly the ids the store's own scoped queries retur
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -392,7 +393,9 @@ def test_a_namespaces_centre_follows_every_change_to_the_bit(
     np.testing.assert_array_equal(again[0], _centre_of(store, "ns-a").astype(np.float32))
 
 
-def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_path: Path) -> None:
+def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     rng = random.Random(11)
     memories = [_memory(rng, n) for n in range(50)]
     store.insert(memories, _vectors(memories), changed_by=None)
@@ -435,9 +438,12 @@ def test_it_is_saved_loaded_and_rebuilt_when_torn_or_behind(store: Store, tmp_pa
     data = tmp_path / "fastnet.npz"
     raw = data.read_bytes()
     data.write_bytes(raw[: len(raw) // 2])
-    assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
+    with caplog.at_level(logging.WARNING, logger="engine.fast_network"):
+        assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
+    assert f"holds {len(raw) // 2} bytes, not {len(raw)}: rebuilding it" in caplog.text  # and says why
     data.write_bytes(raw[:-8] + bytes(8))  # same size, other bytes: the checksum tells
     assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
+    assert "does not match its checksum: rebuilding it" in caplog.text
     (tmp_path / "fastnet.meta.json").unlink()
     assert FastNetwork.load(tmp_path, build_scorer, model=MODEL, dim=DIM) is None
     rebuilt = _keeper(store, tmp_path)
