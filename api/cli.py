@@ -195,12 +195,17 @@ def _consolidate(args: argparse.Namespace) -> int:
 
 def _security_config(args: argparse.Namespace, *, reads: bool = False) -> Config:
     """``reads``: the command only reads (a listing, a check), so an embedded store's data
-    directory must be there already: a mistyped path would otherwise be made, empty, and
-    read as a store without tokens, blocks or audit entries ("audit log intact: 0 entries")."""
+    directory must hold twinmem's files already: a mistyped path would otherwise be made,
+    or filled, and read as a store without tokens, blocks or audit entries ("audit log
+    intact: 0 entries")."""
+    from engine.adapters import DB_FILE
+    from engine.adapters.security_store import SECURITY_FILE
+
     overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
     config = load_config(args.config, None, **overrides)
-    if reads and config.store == "sqlite" and not Path(config.data_dir).is_dir():
-        raise InvalidInput(f"no data directory at {config.data_dir}: nothing to read there")
+    held = any((Path(config.data_dir) / name).is_file() for name in (DB_FILE, SECURITY_FILE))
+    if reads and config.store == "sqlite" and not held:
+        raise InvalidInput(f"no twinmem data at {config.data_dir}: nothing to read there")
     return config
 
 

@@ -163,19 +163,20 @@ class TwinmemRequest(Request[Any, Any, Any]):
             ) from exc
         except SerializationException as exc:
             # The decoder reads a lone surrogate escape as "Input data was truncated".
-            lone = _LONE_SURROGATE.search(await self.body())
+            lone = _LONE_SURROGATE.search(await self.body()) if "truncated" in str(exc) else None
             if lone is None:
                 raise
             raise ClientException(
-                f"the JSON body holds {lone.group().decode()}, half of a UTF-16 surrogate pair without its other"
-                " half: not a character"
+                f"the JSON body holds {lone.group('escape').decode()}, half of a UTF-16 surrogate pair without its"
+                " other half: not a character"
             ) from exc
 
 
-# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not after one.
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not after
+# one; an escape is a backslash after an even run of them (``\\ud800`` is a backslash, then text).
 _LONE_SURROGATE = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"(?<!\\)(?:\\\\)*(?P<escape>\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
 
 

@@ -1778,7 +1778,7 @@ class FastNetwork:
                 return None
             if path.stat().st_size != meta["bytes"]:
                 log.warning(
-                    "saved fast network %s holds %d bytes, not %d: rebuilding it",
+                    "saved fast network %s holds %s bytes, not %s: rebuilding it",
                     path,
                     path.stat().st_size,
                     meta["bytes"],
@@ -1820,7 +1820,7 @@ class FastNetwork:
                 net._row_slots = _RowTuples()
             return net
         except FileNotFoundError as exc:
-            if (directory / _META).exists():  # else none saved (a new data directory): built, not rebuilt
+            if any((directory / name).exists() for name in (_META, _FILE)):  # else none saved: built, not rebuilt
                 log.warning("saved fast network in %s lacks a file (%s): rebuilding it", directory, exc.filename)
             return None
         except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile) as exc:

@@ -543,30 +543,38 @@ class Consolidator:
         decides on the store's vectors). Every memory sharing an entity is looked at, so
         what a run merges depends neither on the approximate search nor on the other
         namespaces: entity by entity, the rows that mention it against the page's
-        memories that do, in one matrix product a batch. A memory whose entities are
-        named by more than ``PARTNER_SCAN_MAX`` active memories has its ``MERGE_NEIGHBOURS``
-        nearest in the namespace that share one looked at instead (a posting is counted
-        first, without listing it, and listed only where it holds more than that, of
-        every status). The fast network is held still for one entity's count, or one
-        batch of ``PARTNER_BATCH`` memories, at a time: saves and recalls go on between."""
+        memories that do, in one matrix product a batch. A memory whose entities' active
+        memories, counted entity by entity, are more than ``PARTNER_SCAN_MAX`` has its
+        ``MERGE_NEIGHBOURS`` nearest in the namespace that share one looked at instead (the
+        postings are counted first, without listing them, and listed to count their active
+        rows only where they hold more than that, of every status). The fast network is
+        held still for one entity's count, or one batch of ``PARTNER_BATCH`` memories, at a
+        time: saves and recalls go on between."""
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
         vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories]) if memories else None
         keys = [entity_keys(memory.entities) for memory, _ in memories]
+        # A posting holds every status until a purge (deleted, superseded, …): where a
+        # memory's postings hold more than the limit, its keys' active rows are counted.
         counts: dict[str, int] = {}
         for key in sorted(set().union(*keys)):
             with net.reading():
-                # The postings hold every status until a purge (deleted, superseded, …):
-                # past the limit, the active ones are counted.
-                counts[key] = count = net.count_by_entity(namespace, key)
-                if count > PARTNER_SCAN_MAX:
+                counts[key] = net.count_by_entity(namespace, key)
+        active: dict[str, int] = {}
+
+        def active_count(key: str) -> int:
+            if key not in active:
+                with net.reading():
                     rows = net.by_entity([namespace], key)
-                    counts[key] = int(net.passes(scope, MemoryFilter(), now, rows).sum())
+                    active[key] = int(net.passes(scope, MemoryFilter(), now, rows).sum())
+            return active[key]
+
         by_key: dict[str, list[int]] = {}
         wide: list[int] = []
         for position, names in enumerate(keys):
             if sum(counts[key] for key in names) > PARTNER_SCAN_MAX:
-                wide.append(position)
+                if sum(active_count(key) for key in names) > PARTNER_SCAN_MAX:
+                    wide.append(position)
             for key in names:
                 by_key.setdefault(key, []).append(position)
         found: set[str] = set()
@@ -574,7 +582,7 @@ class Consolidator:
             return found
         searched = set(wide)
         for key in sorted(by_key):
-            positions = [p for p in by_key[key] if p not in searched] if counts[key] <= PARTNER_SCAN_MAX else []
+            positions = [p for p in by_key[key] if p not in searched]
             for start in range(0, len(positions), PARTNER_BATCH):
                 batch = positions[start : start + PARTNER_BATCH]
                 with net.reading():

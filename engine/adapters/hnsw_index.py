@@ -405,7 +405,7 @@ class HnswIndex:
                 return None
             if (size := (directory / _GRAPH).stat().st_size) != meta["graph_bytes"]:
                 log.warning(
-                    "saved index %s holds %d bytes, not %d: not loaded", directory / _GRAPH, size, meta["graph_bytes"]
+                    "saved index %s holds %s bytes, not %s: not loaded", directory / _GRAPH, size, meta["graph_bytes"]
                 )
                 return None
             for name in (_GRAPH, _LABELS):
@@ -416,7 +416,7 @@ class HnswIndex:
                 labels = np.load(fh, allow_pickle=False)
             if len(labels) != meta["labels"]:
                 log.warning(
-                    "saved index's labels in %s are %d, not %d: not loaded", directory, len(labels), meta["labels"]
+                    "saved index's labels in %s are %s, not %s: not loaded", directory, len(labels), meta["labels"]
                 )
                 return None
             native = hnswlib.Index(space="cosine", dim=dim)
@@ -435,7 +435,9 @@ class HnswIndex:
                 _native=native,
             )
         except FileNotFoundError as exc:
-            if (directory / _META).exists():  # else none saved (a new data directory): built, not rebuilt
+            if any(
+                (directory / name).exists() for name in (_META, _GRAPH, _LABELS)
+            ):  # else none saved: built, not rebuilt
                 log.warning("saved index in %s lacks a file (%s): not loaded", directory, exc.filename)
             return None
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:

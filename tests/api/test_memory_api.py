@@ -342,6 +342,12 @@ def test_other_client_errors(server: LiveServer, client: TwinmemClient) -> None:
         headers={"content-type": "application/json"},
     )
     assert lone.status_code == 400 and "\\ud800, half of a UTF-16 surrogate pair" in lone.json()["detail"]
+    written = httpx.post(  # a backslash, then "ud800", in a body cut short: cut short, not a surrogate
+        server.url + "/v1/memory/save",
+        content=b'{"content": "the escape \\\\ud800 is written so", ',
+        headers={"content-type": "application/json"},
+    )
+    assert written.status_code == 400 and "surrogate" not in written.json()["detail"]
     bad_cursor = httpx.get(server.url + "/v1/memories", params={"cursor": "garbage"})
     assert bad_cursor.status_code == 422 and "cursor" in bad_cursor.json()["detail"]
     both = httpx.patch(

@@ -105,7 +105,10 @@ def test_block_add_list_and_remove(
 def test_a_reading_command_on_a_data_directory_that_is_not_there_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
 ) -> None:
-    missing = tmp_path / "typo"
-    code, out, err = _run(capsys, *command, "--data-dir", str(missing))
-    assert (code, out) == (2, "") and f"no data directory at {missing}" in err
-    assert not missing.exists()  # not made, so not read as an empty store ("audit log intact: 0 entries")
+    missing, other = tmp_path / "typo", tmp_path / "elsewhere"
+    other.mkdir()
+    for path in (missing, other):  # not there, or not twinmem's
+        code, out, err = _run(capsys, *command, "--data-dir", str(path))
+        assert (code, out) == (2, "") and f"no twinmem data at {path}" in err
+    # neither made nor filled, so not read as an empty store ("audit log intact: 0 entries")
+    assert not missing.exists() and list(other.iterdir()) == []

@@ -202,7 +202,7 @@ def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
 
 @pytest.mark.parametrize(
     ("scan_max", "large", "deleted"),
-    [(lifecycle.PARTNER_SCAN_MAX, False, 0), (1, False, 0), (1, True, 0), (6, True, 6)],
+    [(lifecycle.PARTNER_SCAN_MAX, False, 0), (1, False, 0), (1, True, 0), (10, True, 6)],
     ids=["shared", "wide", "large", "deleted"],
 )
 def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_the_same_text(
@@ -218,7 +218,8 @@ def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_th
     # theirs, and the partner one page later in this namespace must still be found, by the
     # entity it shares, or, past ``PARTNER_SCAN_MAX``, among the namespace's own nearest;
     # ``large``: planned as a namespace of thousands is (a search of the whole index);
-    # ``deleted``: memories naming the entity that are gone, which count for nothing.
+    # ``deleted``: memories naming the entities that are gone, which count for nothing
+    # (the pair names two, each held by 8 rows, 16 in all, 4 of them active).
     monkeypatch.setattr(lifecycle, "PARTNER_SCAN_MAX", scan_max)
     if large:
         monkeypatch.setattr(recall, "EXACT_DIRECT", 4)
@@ -231,13 +232,14 @@ def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_th
     )
     for i in range(40):
         service.save_batch([draft(text, namespace=f"other-{i}", entities=["Alice"]) for text in (one, two)])
+    names = ["Alice", "Bob"] if deleted else ["Alice"]
     for number in range(deleted):
-        gone = service.save(draft(f"alice said thing number {number} about the weather", entities=["Alice"]))
+        gone = service.save(draft(f"alice said thing number {number} about the weather", entities=names))
         service.delete(NS, gone.memory.memory_id)
-    first = service.save(draft(one, entities=["Alice"])).memory
+    first = service.save(draft(one, entities=names)).memory
     for word in "abcdef":
         service.save(draft(f"note {word} about the old garden shed", entities=["shed"]))
-    second = service.save(draft(two, entities=["Alice"])).memory
+    second = service.save(draft(two, entities=names)).memory
     clock.advance(days=1)
     if deleted:  # under the limit once those are left out: no search
         monkeypatch.setattr(recall.Recaller, "nearest_many", lambda *args, **kwargs: pytest.fail("searched"))
