@@ -124,7 +124,9 @@ def refuse_unknown_query(connection: ASGIConnection[Any, Any, Any, Any], handler
     if path.startswith(OPEN_PATHS) or path == MEM0_PATH or path.startswith(MEM0_PATH + "/"):
         return
     known: frozenset[str] | None = connection.app.state[QUERY_PARAMETERS].get(handler.fn)
-    unknown = sorted(set(connection.query_params) - (known or frozenset()))
-    if known is not None and unknown:
+    if known is None:
+        return
+    unknown = sorted(set(connection.query_params) - known)
+    if unknown:
         takes = f"it takes {', '.join(sorted(known))}" if known else "it takes none"
         raise InvalidInput(f"unknown query parameter(s) {', '.join(unknown)}: {takes}", field=unknown[0])

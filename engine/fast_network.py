@@ -1776,13 +1776,8 @@ class FastNetwork:
             if meta.get("format") != _FORMAT:
                 log.info("saved fast network is of another format: rebuilding it")
                 return None
-            if path.stat().st_size != meta["bytes"]:
-                log.warning(
-                    "saved fast network %s holds %s bytes, not %s: rebuilding it",
-                    path,
-                    path.stat().st_size,
-                    meta["bytes"],
-                )
+            if (size := path.stat().st_size) != meta["bytes"]:
+                log.warning("saved fast network %s holds %s bytes, not %s: rebuilding it", path, size, meta["bytes"])
                 return None
             if meta["model"] != model or meta["dim"] != dim:
                 log.info("saved fast network holds vectors of %s, not %s: rebuilding it", meta["model"], model)

@@ -550,9 +550,11 @@ class Consolidator:
         rows only where they hold more than that, of every status). The fast network is
         held still for one entity's count, or one batch of ``PARTNER_BATCH`` memories, at a
         time: saves and recalls go on between."""
+        if not memories:
+            return set()
         scope, floor = Scope.whole([namespace]), self._policy.merge_cosine - PARTNER_MARGIN
         net = self._keeper.network
-        vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories]) if memories else None
+        vectors = np.stack([np.asarray(vector, np.float32) for _, vector in memories])
         keys = [entity_keys(memory.entities) for memory, _ in memories]
         # A posting holds every status until a purge (deleted, superseded, …): where a
         # memory's postings hold more than the limit, its keys' active rows are counted.
@@ -578,8 +580,6 @@ class Consolidator:
             for key in names:
                 by_key.setdefault(key, []).append(position)
         found: set[str] = set()
-        if vectors is None:
-            return found
         searched = set(wide)
         for key in sorted(by_key):
             positions = [p for p in by_key[key] if p not in searched]

@@ -291,7 +291,7 @@ class Sessions:
             joined = said[-cfg.context_query_messages :]
             query = " ".join(m.content for m in joined)[-limit:]  # the newest text, where they run past the limit
             # The latest message weighs more than the ones before it ([fusion] focus).
-            focus = latest[-limit:] if latest and not text.is_blank(latest) and len(joined) > 1 else None
+            focus = latest[-limit:] if latest and len(joined) > 1 else None  # ``said`` holds no blank one
         else:
             latest, focus = query, None
         query = query[:limit] if query and not text.is_blank(query) else None
