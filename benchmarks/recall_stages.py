@@ -9,6 +9,10 @@ question, for those that name a time (the recall read a window), for the "how"
 questions (ranked twice: once over everything, once over procedures), for the others,
 and for the slowest 5%, which set the p95.
 
+The time a question names is read in a worker process while the channels run (README,
+"Time in the query"): ``begin_windows`` is the cost of asking for it, and
+``windows_answer`` the time the recall spent waiting for and taking the answer.
+
 Stages nest: ``_narrowed`` (a "how" question's second ranking) holds the second
 ranking's own channel calls, which are counted in their stages too; ``_first_of`` (its
 hits put before the others) holds the two rankings' ``_final``; and the one read of the
@@ -48,7 +52,6 @@ STAGES = (
     "_lexical",
     "_graph",
     "_context",
-    "_windows",
     "_read_cosines",
     "_ranked",
     "_narrowed",
@@ -72,6 +75,39 @@ def timed(owner: Any, name: str, spent: dict[str, float]) -> None:
     setattr(owner, name, wrapper)
 
 
+def timed_reading(recaller: Any, spent: dict[str, float]) -> None:
+    """Time ``begin_windows`` as a stage, and what the recall spends in its reading's
+    ``ready`` and answer as ``windows_answer``."""
+    begin: Callable[..., Any] = recaller.begin_windows
+
+    class Reading:
+        def __init__(self, reading: Any) -> None:
+            self._reading = reading
+
+        def ready(self, wait: float) -> bool:
+            start = time.perf_counter()
+            try:
+                return bool(self._reading.ready(wait))
+            finally:
+                spent["windows_answer"] += time.perf_counter() - start
+
+        def __call__(self) -> Any:
+            start = time.perf_counter()
+            try:
+                return self._reading()
+            finally:
+                spent["windows_answer"] += time.perf_counter() - start
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return Reading(begin(*args, **kwargs))
+        finally:
+            spent["begin_windows"] += time.perf_counter() - start
+
+    recaller.begin_windows = wrapper
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path, help="a data directory latency.py --keep left (or scale.py built)")
@@ -86,6 +122,7 @@ def main() -> int:
     spent: dict[str, float] = defaultdict(float)
     for name in STAGES:
         timed(service.recaller, name, spent)
+    timed_reading(service.recaller, spent)
     for read in ("get_many_and_seq", "get_many"):
         timed(service.recaller._store, read, spent)
 
@@ -113,7 +150,7 @@ def main() -> int:
         "other": [m for m in measured if m[0] == "other"],
         "slowest 5%": [m for m in measured if m[1] >= cut],
     }
-    stages = [*STAGES, "get_many_and_seq", "get_many"]
+    stages = [*STAGES, "begin_windows", "windows_answer", "get_many_and_seq", "get_many"]
     table: dict[str, Any] = {}
     for group, found in groups.items():
         table[group] = {
