@@ -78,6 +78,25 @@ class GraphController(Controller):
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
     ) -> dict[str, Any]:
         """Memories that mention an entity, newest first. Names link by key: "Blue" finds "蓝色"."""
+        return self._entity_memories(state, access, name, namespace, include_superseded, limit)
+
+    @get("/entities/memories", sync_to_thread=True)
+    def entity_memories_by_query(
+        self,
+        state: State,
+        access: Caller,
+        name: Annotated[str, QueryParameter(min_length=1, description="the entity's name")],
+        namespace: NamespaceParam = DEFAULT_NAMESPACE,
+        include_superseded: FromQuery[bool] = False,
+        limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        """The same, the name given as a query parameter: a name holding "/" ("TCP/IP")
+        cannot be one segment of a path, encoded or not (the router decodes it first)."""
+        return self._entity_memories(state, access, name, namespace, include_superseded, limit)
+
+    def _entity_memories(
+        self, state: State, access: Caller, name: str, namespace: str, include_superseded: bool, limit: int
+    ) -> dict[str, Any]:
         scope = access.read_scope([namespace])
         memories = _service(state).entity_memories(
             namespace, name, include_superseded=include_superseded, limit=limit, scope=scope

@@ -88,6 +88,23 @@ def test_entity_memories_link_names_by_key(http: httpx.Client) -> None:
     assert elsewhere["memories"] == []
 
 
+def test_entity_memories_by_a_query_parameter_reach_a_name_holding_a_slash(http: httpx.Client) -> None:
+    tcp = save(http, "The router speaks TCP/IP", entities=["TCP/IP"])
+    save(http, "The printer speaks IPP", entities=["IPP"])
+    found = http.get("/v1/entities/memories", params={"name": "TCP/IP"}).json()
+    assert found["entity"] == "TCP/IP"
+    assert [m["memory_id"] for m in found["memories"]] == [tcp["memory_id"]]
+    # The path form cannot carry the slash, encoded or not: the router decodes it first.
+    assert http.get("/v1/entities/TCP%2FIP/memories").status_code == 404
+    same = http.get("/v1/entities/memories", params={"name": "IPP"}).json()["memories"]
+    assert [m["memory_id"] for m in same] == [
+        m["memory_id"] for m in http.get("/v1/entities/IPP/memories").json()["memories"]
+    ]
+    assert http.get("/v1/entities/memories").status_code == 400  # no name
+    assert http.get("/v1/entities/memories", params={"name": "x" * 201}).status_code == 422
+    assert http.get("/v1/entities/memories", params={"name": "IPP", "namespce": "x"}).status_code == 422
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
     [
