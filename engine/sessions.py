@@ -113,13 +113,15 @@ class Promotion:
     linked: int = 0
 
 
-def fit_newest(messages: Sequence[Message], budget: int) -> tuple[list[Message], int]:
+def fit_newest(messages: Sequence[Message], budget: int, *, newest_alone: bool = False) -> tuple[list[Message], int]:
     """The newest messages whose tokens add up to at most ``budget``, oldest first,
-    and their tokens. A message that does not fit ends the window: no gaps."""
+    and their tokens. A message that does not fit ends the window: no gaps.
+    ``newest_alone``: the newest message is kept, alone, even where it is larger than
+    ``budget`` (the session's own budget: the store keeps such a message as the window)."""
     kept: list[Message] = []
     used = 0
     for message in reversed(messages):
-        if used + message.tokens > budget:
+        if used + message.tokens > budget and not (newest_alone and not kept):
             break
         kept.append(message)
         used += message.tokens
@@ -239,7 +241,10 @@ class Sessions:
         if found is None:
             raise SessionNotFound(ref)
         info, messages = found
-        kept, used = fit_newest(messages, info.max_tokens if max_tokens is None else max_tokens)
+        if max_tokens is None:  # as stored: within the session's budget, or one message larger alone
+            kept, used = fit_newest(messages, info.max_tokens, newest_alone=True)
+        else:
+            kept, used = fit_newest(messages, max_tokens)
         return Window(info, kept, used, len(messages) - len(kept))
 
     def sessions(self, namespace: str, agent: str | None) -> list[SessionInfo]:

@@ -163,3 +163,16 @@ def test_another_agents_session_is_unreachable(server_factory: Callable[..., Liv
         assert a.get("/v1/sessions/s1", params={"namespace": "team"}).status_code == 200
         audit = r.get("/v1/admin/audit", params={"action": "session", "limit": 50}).json()
         assert any(entry["outcome"] == "denied" for entry in audit["entries"])
+
+
+def test_a_message_larger_than_the_sessions_budget_is_its_window_alone(live: LiveServer) -> None:
+    huge = " ".join(["word"] * 50)
+    with TwinmemClient(live.url, namespace="user:8") as api:
+        api.append_messages("big", [{"role": "user", "content": "short"}])
+        info = api.append_messages("big", [{"role": "user", "content": huge}], max_tokens=20)
+        assert info["max_tokens"] == 20 and info["messages"] == 1  # the store kept the large one alone
+        window = api.session_window("big")  # the session's own budget: the window as the store keeps it
+        assert [m["content"] for m in window["window"]] == [huge]
+        assert window["tokens"] > 20 and window["left_out"] == 0
+        smaller = api.session_window("big", max_tokens=20)  # a budget asked for: it does not fit
+        assert smaller["window"] == [] and smaller["left_out"] == 1
