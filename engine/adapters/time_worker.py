@@ -20,7 +20,8 @@ candidates are found, by when it is usually read.
   is gone without it) frees the worker the same way.
 * The worker exits when its input closes: at ``close``, or when this process dies. It
   runs in a session of its own, so a terminal's Ctrl-C reaches only the server, which
-  closes it.
+  closes it. ``close`` never waits on a worker stopped or slow: where a thread awaits
+  its start or an answer, it is killed at once, and that thread reads the end.
 
 Frames on the worker's stdin and stdout: a 4-byte big-endian length, then a pickle (the
 two ends are one program). Library output on stdout goes to stderr in the worker.
@@ -52,6 +53,7 @@ REPLY_WAIT_S = 2.0  # a hostile text costs a few hundred ms at most (time_expres
 START_WAIT_S = 60.0  # import and load, about 0.7 s here
 RESTART_PAUSE_S = 5.0
 STUCK_S = 10.0
+IO_WAIT_S = 0.1  # close: longer than a send or a look for an answer in hand, far shorter than a wait for one
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 1 << 24
 
@@ -269,15 +271,23 @@ class _Worker:
                     raise OSError(f"answer {number} came for text {seq}")
 
     def close(self) -> None:
-        """Close its input (it exits), wait a second, then kill it."""
-        try:
-            with self._io:
+        """Close its input (it exits), wait a second, then kill it. Where another thread
+        is reading or writing its pipes (awaiting its start or an answer: a worker stopped
+        or slow holds that thread up to ``START_WAIT_S``), it is killed at once instead,
+        and that thread reads the end of its output: close never waits for it."""
+        if self._io.acquire(timeout=IO_WAIT_S):
+            try:
                 assert self.process.stdin is not None
                 if not self._killed:
                     self.process.stdin.close()
-            self.process.wait(timeout=1.0)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+            except OSError:
+                pass
+            finally:
+                self._io.release()
+            try:
+                self.process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
         self.kill()
 
     def kill(self) -> None:

@@ -282,3 +282,53 @@ def test_a_worker_that_stops_answering_does_not_hold_up_other_recalls(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)
     assert done["the garden shed"] < done["what did we do last week"]
+
+
+def test_close_does_not_wait_for_a_worker_stopped_while_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time_worker, "START_WAIT_S", 20.0)
+    times = WorkerTimeExpressions()
+    times.load(chinese=False)
+    times.begin("what did I say last week", NOW)()  # starts the worker (this one is read here)
+    worker = times._worker
+    assert worker is not None
+    os.kill(worker.process.pid, signal.SIGSTOP)  # long before it has loaded dateparser
+    try:
+        deadline = time.monotonic() + 5.0
+        while not worker._io.locked() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until its start is awaited
+        assert worker._io.locked() and not worker.ready.is_set()
+        started = time.monotonic()
+        times.close()
+        assert time.monotonic() - started < 3.0  # not the start's wait
+        assert _gone(worker.process.pid, 1.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.process.pid, signal.SIGKILL)
+
+
+def test_close_does_not_wait_for_an_answer_awaited_from_a_stopped_worker(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time_worker, "REPLY_WAIT_S", 20.0)
+    pid = _ready(times)
+    worker = times._worker
+    assert worker is not None
+    os.kill(pid, signal.SIGSTOP)
+    answer = times.begin("what did I say last week", NOW)
+    got: list[Any] = []
+    waiting = threading.Thread(target=lambda: got.append(answer()))
+    try:
+        waiting.start()
+        deadline = time.monotonic() + 5.0
+        while not worker._io.locked() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the answer is awaited
+        assert worker._io.locked()
+        started = time.monotonic()
+        times.close()
+        waiting.join(timeout=5.0)
+        assert time.monotonic() - started < 3.0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert got == [inline.windows("what did I say last week", NOW)]  # read in the request after all
+    assert _gone(pid, 1.0)
