@@ -20,8 +20,11 @@ candidates are found, by when it is usually read.
   is gone without it) frees the worker the same way.
 * The worker exits when its input closes: at ``close``, or when this process dies. It
   runs in a session of its own, so a terminal's Ctrl-C reaches only the server, which
-  closes it. ``close`` never waits on a worker stopped or slow: where a thread awaits
-  its start or an answer, it is killed at once, and that thread reads the end.
+  closes it. A worker stopped (SIGSTOP) reads no end of input and, in its own session,
+  gets no hangup: on Linux the kernel kills it when this process dies (``_die_with``),
+  so it is started from a thread that lasts as long as this process (``_launch``).
+  ``close`` never waits on a worker stopped or slow: where a thread awaits its start or
+  an answer, it is killed at once, and that thread reads the end.
 
 Frames on the worker's stdin and stdout: a 4-byte big-endian length, then a pickle (the
 two ends are one program). Library output on stdout goes to stderr in the worker.
@@ -29,6 +32,7 @@ two ends are one program). Library output on stdout goes to stderr in the worker
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import pickle
@@ -39,8 +43,10 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 from engine.adapters.time_expressions import MAX_CHARS, LibraryTimeExpressions
@@ -56,6 +62,7 @@ STUCK_S = 10.0
 IO_WAIT_S = 0.1  # close: longer than a send or a look for an answer in hand, far shorter than a wait for one
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 1 << 24
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class WorkerTimeExpressions:
@@ -223,14 +230,7 @@ class _Worker:
         root = str(Path(__file__).resolve().parents[2])  # where ``engine`` is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine.adapters.time_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=0,
-            start_new_session=True,
-        )
+        self.process = _launch([sys.executable, "-m", "engine.adapters.time_worker", str(os.getpid())], env)
         assert self.process.stdin is not None and self.process.stdout is not None
         self._out = self.process.stdin.fileno()
         self._in = self.process.stdout.fileno()
@@ -309,6 +309,53 @@ class _Worker:
                         pass
 
 
+_Launch = tuple[list[str], dict[str, str], Future[subprocess.Popen[bytes]]]
+_launcher: tuple[int, SimpleQueue[_Launch]] | None = None  # this process's id, and its launcher's queue
+_launcher_lock = threading.Lock()
+
+
+def _launch(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start the worker from a thread that lasts as long as this process. Linux sends a
+    child its parent-death signal when the thread that started it ends, not the process:
+    started from a request's thread (a pool's, which ends when idle), the worker would be
+    killed with that thread."""
+    global _launcher
+    with _launcher_lock:
+        if _launcher is None or _launcher[0] != os.getpid():  # none yet, or inherited by a fork without its thread
+            requests: SimpleQueue[_Launch] = SimpleQueue()
+            threading.Thread(target=_serve_launches, args=(requests,), name="time-worker-launcher", daemon=True).start()
+            _launcher = (os.getpid(), requests)
+        queue = _launcher[1]
+    started: Future[subprocess.Popen[bytes]] = Future()
+    queue.put((command, env, started))
+    return started.result()
+
+
+def _serve_launches(requests: SimpleQueue[_Launch]) -> None:
+    while True:
+        command, env, started = requests.get()
+        try:
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0, start_new_session=True
+            )
+        except BaseException as error:  # noqa: BLE001 (raised in the thread that asked)
+            started.set_exception(error)
+        else:
+            started.set_result(process)
+
+
+def _die_with(parent: int) -> bool:
+    """Have the kernel kill this worker when ``parent`` (the process that started it)
+    dies, on Linux: stopped (SIGSTOP), it reads no end of input, and in a session of its
+    own it gets no hangup. Whether the parent still lives: where it died before the
+    request was made, this process already belongs to another. Elsewhere, only that."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            log.warning("the worker will outlive its parent: prctl failed (%s)", os.strerror(ctypes.get_errno()))
+    return os.getppid() == parent
+
+
 def _write(fd: int, message: Any) -> None:
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     view = memoryview(_HEADER.pack(len(body)) + body)
@@ -337,9 +384,12 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     return bytes(got)
 
 
-def main() -> int:
+def main(parent: int | None = None) -> int:
     """The worker: ("load", chinese) first, answered (0, "ready"); then (seq, text, now),
-    each answered (seq, its windows), None where reading failed; until its input closes."""
+    each answered (seq, its windows), None where reading failed; until its input closes,
+    or ``parent`` (the process id that started it) dies."""
+    if parent is not None and not _die_with(parent):
+        return 0  # its parent is gone already
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.dup(1)
     os.dup2(2, 1)  # what a library prints is no frame
@@ -362,4 +412,4 @@ def main() -> int:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
-    sys.exit(main())
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else None))

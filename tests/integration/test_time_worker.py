@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -70,6 +69,21 @@ def _not_here(times: WorkerTimeExpressions, monkeypatch: pytest.MonkeyPatch) -> 
         raise AssertionError(f"read in the request: {text!r}")
 
     monkeypatch.setattr(times._inline, "windows", refuse)
+
+
+# A process that starts a worker, prints its id once it is ready, and sleeps.
+_STARTS_A_WORKER = f"""
+import sys, time
+from datetime import datetime, UTC
+sys.path.insert(0, {str(ROOT)!r})
+from engine.adapters.time_worker import WorkerTimeExpressions
+times = WorkerTimeExpressions()
+times.begin("yesterday", datetime.now(UTC))()
+while times._worker is None or not times._worker.ready.is_set():
+    time.sleep(0.01)
+print(times.worker_pid, flush=True)
+time.sleep(600)
+"""
 
 
 def _gone(pid: int, deadline_s: float = 10.0) -> bool:
@@ -172,21 +186,7 @@ def test_close_ends_the_worker_and_starts_no_other(times: WorkerTimeExpressions)
 
 
 def test_the_worker_exits_when_the_process_that_started_it_dies(tmp_path: Path) -> None:
-    script = textwrap.dedent(
-        f"""
-        import sys, time
-        from datetime import datetime, UTC
-        sys.path.insert(0, {str(ROOT)!r})
-        from engine.adapters.time_worker import WorkerTimeExpressions
-        times = WorkerTimeExpressions()
-        times.begin("yesterday", datetime.now(UTC))()
-        while times._worker is None or not times._worker.ready.is_set():
-            time.sleep(0.01)
-        print(times.worker_pid, flush=True)
-        time.sleep(600)
-        """
-    )
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, "-c", _STARTS_A_WORKER], stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
         pid = int(parent.stdout.readline())
@@ -332,3 +332,57 @@ def test_close_does_not_wait_for_an_answer_awaited_from_a_stopped_worker(
             os.kill(pid, signal.SIGKILL)
     assert got == [inline.windows("what did I say last week", NOW)]  # read in the request after all
     assert _gone(pid, 1.0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_stopped_worker_dies_with_the_process_that_started_it() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", _STARTS_A_WORKER], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pid = None
+    try:
+        pid = int(parent.stdout.readline())
+        os.kill(pid, signal.SIGSTOP)  # reads no end of input now
+        parent.kill()
+        parent.wait()
+        assert _gone(pid, 5.0)
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_the_worker_outlives_the_thread_that_started_it(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starter = threading.Thread(target=times.start)  # a request's thread, which ends
+    starter.start()
+    starter.join()
+    pid = times.worker_pid
+    assert pid is not None
+    assert not _gone(pid, 0.5)
+    _not_here(times, monkeypatch)
+    assert times.begin("what did I say last week", NOW)() == inline.windows("what did I say last week", NOW)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_whose_parent_is_gone_before_it_starts_exits() -> None:
+    # Told that another process started it (as a worker whose parent died before it
+    # asked for the death signal is now another's child), it sees so and exits.
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "engine.adapters.time_worker", str(os.getppid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        assert worker.wait(timeout=10.0) == 0  # without reading its input
+    finally:
+        worker.kill()
+        worker.wait()
+        for pipe in (worker.stdin, worker.stdout):
+            assert pipe is not None
+            pipe.close()
