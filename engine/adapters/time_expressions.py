@@ -23,6 +23,10 @@ What is glue here, not grammar:
   written in the future: "周末有什么推荐"); durations and repetitions (JioNLP's
   ``time_delta`` and ``time_period``: "一天喝三杯", "每周"); a span without a letter
   (a bare number: "I have 3 cats");
+* a month said alone in Chinese, which JioNLP does not read (上个月, 上月, 这个月, 本月,
+  五月, 5月, 五月份, 十二月) or misreads (三月 as three months' length, 十一月 as the holiday
+  of 1 October): read here as that month (``_MONTH_ZH``; a named month is the latest one
+  begun by ``now``, as dateparser's), its window labelled ``glue``;
 * "may" and "march" are words before they are months: as the only date word of an
   English span they count only after a word that introduces a month ("in May",
   "since March", "last May"), so "May I ask…" and "the march on Washington" name no
@@ -113,6 +117,18 @@ _DAY_OF_MONTH = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\b(?!\s*(?:[:.]\d|a\.?m\b|
 _MONTHS = frozenset("january february march april may june july august september october november december".split())
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY_ZH = re.compile(r"[日号天]|星期.|礼拜.|周[一二三四五六日天末]")
+# A month said alone in Chinese, which JioNLP (1.5) does not read: 上个月, 上月, 这个月 and
+# 本月 fail as a pattern for a day of a month is tried first; 五月, 5月, 五月份 and 十二月
+# fail, 三月 is read as three months' length and 十一月 as the holiday of 1 October.
+# Not a month beside a year (JioNLP's), a day of the month ("5月3日"), a time of day
+# ("5月下午": a month with only a time of day names none, as in English), nor the words
+# that hold the characters (晚上月亮, 五月天, 月饼, 月薪); 三个月 is a length.
+_MONTH_ZH = re.compile(
+    r"(?:(?<![晚早马路身网楼加以之手线])(?P<back>上{1,2})个?|(?P<this>这个?|本))月"
+    r"|(?<![\d〇零一二三四五六七八九十两几百千年])(?P<month>十[一二]?|[一二三四五六七八九]|1[0-2]|0?[1-9])月份?"
+    r"(?![\d〇零一二三四五六七八九十两亮光球饼票薪天]|份?(?:[上中下]午|[早晚]上|凌晨|清晨|早晨|傍晚|夜))"
+)
+_MONTH_NUMBERS = {"十": 10, "十一": 11, "十二": 12} | {c: n for n, c in enumerate("一二三四五六七八九", 1)}
 
 
 class _JionlpRecords(logging.Filter):
@@ -254,7 +270,7 @@ class LibraryTimeExpressions:
                     # The run (cut to MAX_RUN) and the two characters after it, which JioNLP
                     # reads to tell a year from an amount ("2033元").
                     piece = text[start : min(end, start + MAX_RUN)] + text[end : end + 2]
-                    found += extract(piece, time_base=base, with_parsing=True)
+                    found += _with_months(piece, extract(piece, time_base=base, with_parsing=True), base)
             except (ValueError, TypeError, KeyError, IndexError, OverflowError):
                 return []
         windows: list[TimeWindow] = []
@@ -274,7 +290,7 @@ class LibraryTimeExpressions:
                     end = start + DAY
             except (TypeError, ValueError, OverflowError):  # not a time, or one past the year 9999
                 continue
-            windows.append(TimeWindow(_utc(start), _utc(end), said, "jionlp"))
+            windows.append(TimeWindow(_utc(start), _utc(end), said, str(item.get("parser", "jionlp"))))
         return windows
 
     def _load_jionlp(self) -> Any:
@@ -291,6 +307,51 @@ class LibraryTimeExpressions:
                 extract("", with_parsing=True)
                 self._jionlp = extract
             return self._jionlp
+
+
+def _with_months(piece: str, items: list[dict[str, Any]], base: datetime) -> list[dict[str, Any]]:
+    """JioNLP's ``items`` for ``piece``, and the months said alone there that it did not
+    read (``_MONTH_ZH``), in its form. A month JioNLP read as something wider ("五月初",
+    "去年五月份", "上个月底") is its; what it read inside one ("十一" in "十一月", "三月" as a
+    length) gives way to the month."""
+    months: list[dict[str, Any]] = []
+    for match in _MONTH_ZH.finditer(piece):
+        at, to = match.span()
+        inside: list[dict[str, Any]] = []
+        for item in items:
+            start, end = item.get("offset") or (0, 0)
+            if start >= to or end <= at:
+                continue
+            wider = start < at or end > to
+            if wider or ((start, end) == (at, to) and (item.get("detail") or {}).get("type") != "time_delta"):
+                break  # JioNLP read it
+            inside.append(item)
+        else:
+            first = _month_named(match, base)
+            if first is None:
+                continue
+            last = _step(first, "month") - timedelta(seconds=1)  # inclusive, as JioNLP's
+            times = [first.isoformat(" "), last.isoformat(" ")]
+            said = {"text": match.group(), "offset": [at, to], "parser": "glue"}
+            months.append(said | {"detail": {"type": "time_span", "time": times}})
+            items = [item for item in items if not any(item is other for other in inside)]
+    return items + months
+
+
+def _month_named(match: re.Match[str], base: datetime) -> datetime | None:
+    """The first moment of the month ``match`` (of ``_MONTH_ZH``) names: the latest one
+    begun by ``base`` for a month said by its name or number."""
+    this = base.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if match.group("this") is not None:
+        return this
+    if (back := match.group("back")) is not None:
+        year, month = divmod(this.year * 12 + this.month - 1 - len(back), 12)
+        return this.replace(year=year, month=month + 1)
+    said = match.group("month")
+    month = int(said) if said.isdigit() else _MONTH_NUMBERS[said]
+    if not 1 <= month <= 12:
+        return None
+    return this.replace(month=month, year=this.year if month <= this.month else this.year - 1)
 
 
 class _ReadWhenAsked:

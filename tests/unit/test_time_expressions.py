@@ -67,7 +67,58 @@ def test_a_time_named_becomes_one_window(
     (window,) = times.windows(query, NOW)
     assert (window.start, window.end) == (start, end)
     assert window.text and window.text in query
-    assert window.parser in ("dateparser", "jionlp")
+    assert window.parser in ("dateparser", "jionlp", "glue")
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        # Common relative times, as windows (NOW is Wednesday 12 June 2024).
+        ("上个月我去了哪里", day(5, 1), day(6, 1)),
+        ("我上个月去了哪里", day(5, 1), day(6, 1)),
+        ("我上月买了什么", day(5, 1), day(6, 1)),
+        ("上上个月", day(4, 1), day(5, 1)),
+        ("上周", day(6, 3), day(6, 10)),
+        ("上星期我说了什么", day(6, 3), day(6, 10)),
+        ("去年", day(1, 1, 2023), day(1, 1, 2024)),
+        ("前天我说了什么", day(6, 10), day(6, 11)),
+        ("昨天", day(6, 11), day(6, 12)),
+        ("三天前我们聊了什么", day(6, 9), day(6, 10)),
+        ("两周前", day(5, 27), day(6, 3)),  # the week that holds that day, as "two weeks ago"
+        ("上个星期三我说了什么", day(6, 5), day(6, 6)),
+        ("这个月我花了多少钱", day(6, 1), day(7, 1)),
+        ("本月的计划", day(6, 1), day(7, 1)),
+        ("今年我读了几本书", day(1, 1), day(1, 1, 2025)),
+        ("五月我去了哪里", day(5, 1), day(6, 1)),
+        ("5月我去了哪里", day(5, 1), day(6, 1)),
+        ("五月份的会议", day(5, 1), day(6, 1)),
+        ("我们三月去了北京", day(3, 1), day(4, 1)),  # March, not JioNLP's three months' length
+        ("十一月发生了什么", day(11, 1, 2023), day(12, 1, 2023)),  # not 十一, 1 October
+        ("十二月我去了哪", day(12, 1, 2023), day(1, 1, 2024)),  # later in the year: last year's
+        ("5月3日我说了什么", day(5, 3), day(5, 4)),
+        ("昨天上午我们去了哪里", day(6, 11), day(6, 12)),
+        ("5月3日下午我在哪里", day(5, 3), day(5, 4)),
+        ("上周三下午的会议", day(6, 5), day(6, 6)),
+        # A month JioNLP reads as something wider stays its reading.
+        ("上个月底", day(5, 25), day(6, 1)),
+        ("去年五月份我在哪", day(5, 1, 2023), day(6, 1, 2023)),
+        ("五月初", day(5, 1), day(5, 6)),
+    ],
+)
+def test_a_chinese_time_named_becomes_its_window(
+    times: LibraryTimeExpressions, query: str, start: datetime, end: datetime
+) -> None:
+    (window,) = times.windows(query, NOW)
+    assert (window.start, window.end) == (start, end)
+    assert window.text and window.text in query
+
+
+def test_last_month_in_january_is_last_years_december(times: LibraryTimeExpressions) -> None:
+    january = datetime(2025, 1, 10, 9, 0, tzinfo=UTC)
+    (window,) = times.windows("上个月我去了哪里", january)
+    assert (window.start, window.end) == (day(12, 1), day(1, 1, 2025))
+    (window,) = times.windows("上上个月", january)
+    assert (window.start, window.end) == (day(11, 1), day(12, 1))
 
 
 def test_two_months_are_two_windows(times: LibraryTimeExpressions) -> None:
@@ -136,6 +187,12 @@ ORDINARY_CHINESE = [
     "我们上次聊到哪了",
     "刚才说的那个",
     "下午三点开会",
+    # Words that hold a month's characters, and lengths of months.
+    "五月天的歌",
+    "晚上月亮很圆",
+    "我有三个月没去了",
+    "我每月交房租",
+    "下个月有什么安排",
 ]
 
 
