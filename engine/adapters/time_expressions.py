@@ -27,6 +27,7 @@ What is glue here, not grammar:
   五月, 5月, 五月份, 十二月) or misreads (三月 as three months' length, 十一月 as the holiday
   of 1 October): read here as that month (``_MONTH_ZH``; a named month is the latest one
   begun by ``now``, as dateparser's), its window labelled ``glue``;
+* a weekend (上周末, 上个周末) is its Saturday and Sunday: JioNLP gives the Sunday alone;
 * "may" and "march" are words before they are months: as the only date word of an
   English span they count only after a word that introduces a month ("in May",
   "since March", "last May"), so "May I ask…" and "the march on Washington" name no
@@ -288,6 +289,8 @@ class LibraryTimeExpressions:
                         continue
                     start = start.replace(hour=0, minute=0, second=0, microsecond=0)
                     end = start + DAY
+                if said.endswith("周末") and end - start == DAY and start.weekday() == 6:
+                    start -= DAY  # JioNLP's weekend is its Sunday: the Saturday is the weekend too
             except (TypeError, ValueError, OverflowError):  # not a time, or one past the year 9999
                 continue
             windows.append(TimeWindow(_utc(start), _utc(end), said, str(item.get("parser", "jionlp"))))

@@ -80,6 +80,8 @@ def test_a_time_named_becomes_one_window(
         ("上上个月", day(4, 1), day(5, 1)),
         ("上周", day(6, 3), day(6, 10)),
         ("上星期我说了什么", day(6, 3), day(6, 10)),
+        ("上周末我们去了哪里", day(6, 8), day(6, 10)),  # Saturday and Sunday
+        ("上个周末", day(6, 8), day(6, 10)),
         ("去年", day(1, 1, 2023), day(1, 1, 2024)),
         ("前天我说了什么", day(6, 10), day(6, 11)),
         ("昨天", day(6, 11), day(6, 12)),
