@@ -4,11 +4,15 @@
 
 ``agent_framework.ContextProvider``:
 
-* ``before_run``: recalls with the text of the run's input messages and adds what it
-  found to the run's instructions, most relevant first.
+* ``before_run``: recalls with the text of the run's input messages (its first 4,000
+  characters, the service's bound on a query, cut at a sentence or word boundary) and
+  adds what it found to the run's instructions, most relevant first.
 * ``after_run``: saves each input message of the user as a memory (source ``user_input``,
   the session's id as ``session_id``); with ``store_responses=True`` the agent's answer
   too (source ``inference``, which starts at a lower score and never counts as the user's word).
+  A message longer than a memory may be (8,000 characters) is saved as several, split at
+  paragraph, sentence or word boundaries, in one batch, in order, each with ``part`` and
+  ``parts`` in its metadata.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from agent_framework import AgentSession, ContextProvider, SessionContext, SupportsAgentRun
 
 from twinmem_client.async_client import AsyncTwinmemClient
+from twinmem_client.limits import fit_query, split_content
 
 DEFAULT_TOP_K = 5
 INSTRUCTIONS = "Relevant memories about the user (most relevant first):"
@@ -53,7 +58,7 @@ class TwinmemContextProvider(ContextProvider):
         query = "\n".join(m.text for m in context.input_messages if m.text).strip()
         if not query:
             return
-        hits = await self.client.recall(query[:4000], namespace=self.namespace, top_k=self.top_k)
+        hits = await self.client.recall(fit_query(query), namespace=self.namespace, top_k=self.top_k)
         if hits:
             lines = [f"{i}. {hit.content}" for i, hit in enumerate(hits, 1)]
             context.extend_instructions(self.source_id, "\n".join([INSTRUCTIONS, *lines]))
@@ -70,9 +75,18 @@ class TwinmemContextProvider(ContextProvider):
             await self._save(context.response.text, "inference", session_id)
 
     async def _save(self, text: str, source: str, session_id: str | None) -> None:
-        await self.client.save(
-            text, namespace=self.namespace, category=self.category, source=source, session_id=session_id
-        )
+        parts = split_content(text)
+        if len(parts) == 1:
+            await self.client.save(
+                text, namespace=self.namespace, category=self.category, source=source, session_id=session_id
+            )
+            return
+        # Too long for one memory: its parts, saved together and in order (one transaction).
+        fields = {"category": self.category, "source": source, "session_id": session_id}
+        memories = [
+            {"content": part, **fields, "metadata": {"part": n, "parts": len(parts)}} for n, part in enumerate(parts, 1)
+        ]
+        await self.client.save_batch(memories, namespace=self.namespace)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -5,7 +5,8 @@ recalls what any framework saved for that user before each reply. ``pip install 
 
 * ``add``: saves the content (text; a dict is saved as JSON) as one memory. Its metadata
   becomes the memory's; a ``category`` string in it sets the category.
-* ``query``: twinmem's recall; each result is a ``MemoryContent`` whose metadata holds
+* ``query``: twinmem's recall (a query past the service's 4,000 characters is cut to
+  its start, at a sentence or word boundary); each result is a ``MemoryContent`` whose metadata holds
   ``memory_id``, ``score``, ``category``, ``created_at`` and the memory's own metadata.
 * ``update_context``: recalls with the newest message of the model context as the query,
   and adds what it found as one ``SystemMessage`` (most relevant first), as
@@ -25,6 +26,7 @@ from autogen_core.models import SystemMessage
 from pydantic import BaseModel, SecretStr
 
 from twinmem_client.async_client import AsyncTwinmemClient
+from twinmem_client.limits import fit_query
 from twinmem_client.models import Hit
 
 DEFAULT_TOP_K = 5
@@ -107,7 +109,8 @@ class TwinmemMemory(Memory, Component[TwinmemMemoryConfig]):
         text = query if isinstance(query, str) else _text(query)
         if not text.strip():
             return MemoryQueryResult(results=[])
-        hits = await self.client.recall(text, namespace=self.namespace, top_k=int(kwargs.get("top_k", self.top_k)))
+        top_k = int(kwargs.get("top_k", self.top_k))
+        hits = await self.client.recall(fit_query(text), namespace=self.namespace, top_k=top_k)
         return MemoryQueryResult(results=[_content(hit) for hit in hits])
 
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:

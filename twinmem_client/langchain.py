@@ -23,6 +23,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
+from twinmem_client.limits import fit_query
 from twinmem_client.models import Hit
 
 
@@ -42,7 +43,8 @@ def document(hit: Hit) -> Document:
 
 class TwinmemRetriever(BaseRetriever):
     """Recall from one or more twinmem namespaces. ``filter`` is recall's filter
-    (``{"category": "preference"}``, ``{"metadata": {...}}``, times, ...)."""
+    (``{"category": "preference"}``, ``{"metadata": {...}}``, times, ...). A query past the
+    service's 4,000 characters is cut to its start, at a sentence or word boundary."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -61,14 +63,14 @@ class TwinmemRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         if self._client is None:
             self._client = TwinmemClient(self.base_url, token=self.token)
-        return [document(hit) for hit in self._client.recall(query, **self._scope())]
+        return [document(hit) for hit in self._client.recall(fit_query(query), **self._scope())]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         if self._aclient is None:
             self._aclient = AsyncTwinmemClient(self.base_url, token=self.token)
-        return [document(hit) for hit in await self._aclient.recall(query, **self._scope())]
+        return [document(hit) for hit in await self._aclient.recall(fit_query(query), **self._scope())]
 
     def close(self) -> None:
         if self._client is not None:

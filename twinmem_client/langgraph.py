@@ -18,7 +18,8 @@ Mapping (LangGraph → twinmem):
   key = their explicit key, else their memory id; value = ``{"content", "category",
   "memory_id"}``.
 * ``search`` with a ``query`` is twinmem's recall (semantic + lexical + graph + decay)
-  over every namespace under the prefix; without one, the memories newest first.
+  over every namespace under the prefix (a query past the service's 4,000 characters is
+  cut to its start, at a sentence or word boundary); without one, the memories newest first.
   ``filter`` compares the items' values as LangGraph's in-memory store does
   (equality, ``$eq $ne $gt $gte $lt $lte``), applied here after recall, so a query
   with a filter looks at up to 100 candidates. ``SearchItem.score`` is recall's score.
@@ -58,6 +59,7 @@ from twinmem_client import calls
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
 from twinmem_client.errors import NotFound
+from twinmem_client.limits import fit_query
 from twinmem_client.models import Memory
 from twinmem_client.steps import Step, arun, run
 
@@ -285,7 +287,7 @@ class TwinmemStore(BaseStore):
         kept: list[SearchItem] = []
         if op.query:
             top_k = MAX_RECALL if op.filter else min(MAX_RECALL, want)
-            hits = yield calls.recall(list(paths), op.query, {"top_k": top_k})
+            hits = yield calls.recall(list(paths), fit_query(op.query), {"top_k": top_k})
             for hit in hits:
                 if not op.filter or _compare(_value(hit.memory), op.filter):
                     kept.append(_search_item(hit.memory, paths[hit.memory.namespace], hit.score))

@@ -89,3 +89,21 @@ def test_dump_and_load_component(live: LiveServer) -> None:
     assert loaded.client.headers == {"Authorization": "Bearer secret"}
     asyncio.run(memory.close())
     asyncio.run(loaded.close())
+
+
+def test_a_message_longer_than_a_query_may_be_does_not_fail_the_run(live: LiveServer, tag: str) -> None:
+    # A pasted log is past the service's 4,000 characters for a query: the recall uses its start.
+    task = "Where do I live? Also summarise this log:\n" + "2026-01-01 INFO request served in 12 ms\n" * 120
+
+    async def scenario() -> None:
+        memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+        await memory.add(text("The user lives in Lisbon"))
+        agent = AssistantAgent("assistant", model_client=ReplayChatCompletionClient(["Lisbon."]), memory=[memory])
+        result = await agent.run(task=task)
+        events = [m for m in result.messages if isinstance(m, MemoryQueryEvent)]
+        assert [item.content for event in events for item in event.content] == ["The user lives in Lisbon"]
+        assert [item.content for item in (await memory.query(task)).results] == ["The user lives in Lisbon"]
+        await memory.close()
+
+    assert len(task) > 4000
+    asyncio.run(scenario())

@@ -219,6 +219,9 @@ def test_a_field_the_schema_refuses_is_named(live: LiveServer, tag: str) -> None
             (lambda: client.recall("x", top_k=0), "top_k"),
             (lambda: client.save("x", key="k" * 201), "key"),
             (lambda: client.save("x", base_score="high"), "base_score"),
+            # A plain call sends what it is given: only the adapters cut or split long text.
+            (lambda: client.save("x " * 4001), "content"),
+            (lambda: client.recall("x " * 2001), "query"),
         ]:
             with pytest.raises(ValidationFailed) as refused:
                 call()

@@ -41,6 +41,22 @@ def test_retriever_gives_documents_with_score_and_metadata(live: LiveServer, tag
     only.close()
 
 
+def test_a_query_longer_than_the_service_takes_is_cut(live: LiveServer, tag: str) -> None:
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        jam = client.save("The printer on floor 3 jams often", category="fact")
+    query = "What do we know about this ticket? " + "The printer on floor 3 is jammed again. " * 110
+    retriever = TwinmemRetriever(base_url=live.url, namespace=f"user:{tag}")
+    assert [d.id for d in retriever.invoke(query)] == [jam.memory_id]
+
+    async def asynchronously() -> None:
+        assert [d.id for d in await retriever.ainvoke(query)] == [jam.memory_id]
+        await retriever.aclose()
+
+    assert len(query) > 4000
+    asyncio.run(asynchronously())
+    retriever.close()
+
+
 class ScriptedClient(BaseChatClient):
     """Answers every request with ``reply`` and keeps the messages and instructions it got."""
 
@@ -72,3 +88,25 @@ def test_context_provider_recalls_before_and_saves_after(live: LiveServer, tag: 
     assert ("I have a cat called Miso", "user_input") in saved
     assert ("Recommend some pet supplies", "user_input") in saved
     assert ("Noted.", "inference") in saved
+
+
+def test_a_message_longer_than_a_memory_is_saved_in_parts(live: LiveServer, tag: str) -> None:
+    lines = [f"2026-01-0{1 + i % 9} INFO request {i} served in {i % 50} ms" for i in range(300)]
+    message = "Please summarise this log:\n" + "\n".join(lines)
+
+    async def scenario() -> None:
+        provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}", store_responses=True)
+        model = ScriptedClient("The log shows 300 requests served.")
+        agent = Agent(client=model, context_providers=[provider])
+        result = await agent.run(message)  # before: 422 from the save, after the model answered
+        assert result.text == "The log shows 300 requests served."
+        await provider.aclose()
+
+    assert len(message) > 8000
+    asyncio.run(scenario())
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        saved = list(client.iter_memories(source="user_input"))
+    parts = sorted(saved, key=lambda m: m.metadata["part"])
+    assert len(parts) == parts[0].metadata["parts"] > 1
+    assert " ".join(m.content for m in parts).split() == message.split()  # every word, in order
+    assert len({m.session_id for m in parts}) == 1 and parts[0].session_id is not None

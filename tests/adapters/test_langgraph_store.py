@@ -212,3 +212,11 @@ def test_items_never_replace_each_other_but_a_newer_memory_can(live: LiveServer,
     hits = store.search(ns, query="which theme does the user want?")
     assert [h.value["content"] for h in hits] == ["Switch my theme to black"]
     store.close()
+
+
+def test_a_search_query_longer_than_the_service_takes_is_cut(store: TwinmemStore, tag: str) -> None:
+    ns = ("tickets", tag)
+    store.put(ns, "printer", {"content": "The printer on floor 3 jams often"})
+    query = "What do we know about this ticket? " + "The printer on floor 3 is jammed again. " * 110
+    assert len(query) > 4000
+    assert [h.key for h in store.search(ns, query=query)] == ["printer"]
