@@ -25,10 +25,11 @@ BACKOFF_S = 0.2  # before retry n (0-based): BACKOFF_S * 2**n
 
 class ClientBase:
     """Settings of a client. ``base_url`` defaults to ``$TWINMEM_URL`` (else the local service),
-    ``token`` to ``$TWINMEM_TOKEN``; ``namespace`` is the one every call uses unless it names
-    another. ``retries``: how many more times an idempotent call is sent after a transport
-    failure (never a POST or PATCH, which could apply twice): a read (GET) after any, a PUT
-    or DELETE only where the request never reached the service (``_sent_again``)."""
+    ``token`` to ``$TWINMEM_TOKEN`` (the attribute holds the one sent, None for none);
+    ``namespace`` is the one every call uses unless it names another. ``retries``: how many
+    more times an idempotent call is sent after a transport failure (never a POST or PATCH,
+    which could apply twice): a read (GET) after any, a PUT or DELETE only where the request
+    never reached the service (``_sent_again``)."""
 
     def __init__(
         self,
@@ -45,6 +46,7 @@ class ClientBase:
         self.retries = retries
         self.timeout = timeout
         token = token if token is not None else os.environ.get("TWINMEM_TOKEN")
+        self.token = token or None
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _ns(self, namespace: str | None) -> str:

@@ -84,7 +84,8 @@ class TwinmemMemory(Memory, Component[TwinmemMemoryConfig]):
         client: AsyncTwinmemClient | None = None,
     ) -> None:
         self.client = client or AsyncTwinmemClient(base_url, namespace=namespace, token=token)
-        self._token = token
+        # What dump_component writes: the token given, or the given client's (not $TWINMEM_TOKEN).
+        self._token = token if client is None else client.token
         self.namespace = namespace
         self.top_k = top_k
         self.category = category

@@ -160,8 +160,9 @@ def _search_item(memory: Memory, path: tuple[str, ...], score: float | None) -> 
 class TwinmemStore(BaseStore):
     """A ``BaseStore`` whose items live in a twinmem service.
 
-    ``client`` / ``aclient``: the clients ``batch`` and ``abatch`` use (made from
-    ``base_url`` and ``token`` when not given). ``index_fields``: where in a value the
+    ``client`` / ``aclient``: the clients ``batch`` and ``abatch`` use. One not given is
+    made like the other (same URL, token, timeout and retries), or from ``base_url`` and
+    ``token`` when neither is. ``index_fields``: where in a value the
     text to embed is (dotted paths). ``category``, ``source`` and ``conflicts``: what
     every put saves with (``conflicts=None`` is the namespace's configured mode).
     """
@@ -180,8 +181,10 @@ class TwinmemStore(BaseStore):
         source: str = "user_input",
         conflicts: str | None = None,
     ) -> None:
-        self.client = client or TwinmemClient(base_url, token=token)
-        self.aclient = aclient or AsyncTwinmemClient(base_url or self.client.base_url, token=token)
+        if client is None:
+            client = TwinmemClient.like(aclient) if aclient is not None else TwinmemClient(base_url, token=token)
+        self.client = client
+        self.aclient = aclient or AsyncTwinmemClient.like(client)
         self.index_fields = tuple(index_fields)
         self.category = category
         self.source = source

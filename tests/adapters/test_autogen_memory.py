@@ -13,8 +13,8 @@ from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from tests.api.conftest import LiveServer
-from twinmem_client import TwinmemClient
+from tests.api.conftest import ROOT_TOKEN, LiveServer
+from twinmem_client import AsyncTwinmemClient, TwinmemClient
 from twinmem_client.autogen import TwinmemMemory
 
 pytestmark = pytest.mark.slow
@@ -106,4 +106,18 @@ def test_a_message_longer_than_a_query_may_be_does_not_fail_the_run(live: LiveSe
         await memory.close()
 
     assert len(task) > 4000
+    asyncio.run(scenario())
+
+
+def test_a_given_clients_token_is_the_one_dumped(secured: LiveServer, tag: str) -> None:
+    memory = TwinmemMemory(namespace=f"user:{tag}", client=AsyncTwinmemClient(secured.url, token=ROOT_TOKEN))
+    loaded = TwinmemMemory.load_component(memory.dump_component())
+    assert loaded.client.headers == {"Authorization": f"Bearer {ROOT_TOKEN}"}
+
+    async def scenario() -> None:
+        await loaded.add(text("The user likes jazz"))
+        assert [item.content for item in (await loaded.query("music")).results] == ["The user likes jazz"]
+        await memory.close()
+        await loaded.close()
+
     asyncio.run(scenario())

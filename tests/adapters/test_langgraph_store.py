@@ -12,8 +12,8 @@ import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from tests.api.conftest import LiveServer
-from twinmem_client import TwinmemClient
+from tests.api.conftest import ROOT_TOKEN, LiveServer
+from twinmem_client import AsyncTwinmemClient, TwinmemClient
 from twinmem_client.langgraph import TwinmemStore, from_namespace, to_namespace
 
 pytestmark = pytest.mark.slow
@@ -220,3 +220,26 @@ def test_a_search_query_longer_than_the_service_takes_is_cut(store: TwinmemStore
     query = "What do we know about this ticket? " + "The printer on floor 3 is jammed again. " * 110
     assert len(query) > 4000
     assert [h.key for h in store.search(ns, query=query)] == ["printer"]
+
+
+def test_async_calls_use_the_given_clients_token(
+    secured: LiveServer, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TWINMEM_TOKEN", raising=False)
+    ns = ("user", tag)
+    with_client = TwinmemStore(client=TwinmemClient(secured.url, token=ROOT_TOKEN, timeout=7.0))
+    with_aclient = TwinmemStore(aclient=AsyncTwinmemClient(secured.url, token=ROOT_TOKEN))
+    assert with_client.aclient.timeout == 7.0
+    with_client.put(ns, "drink", {"content": "Drinks green tea"})
+
+    async def scenario() -> None:
+        item = await with_client.aget(ns, "drink")  # before: 401, the async client had no token
+        assert item is not None and item.value["content"] == "Drinks green tea"
+        await with_client.aclose()
+        await with_aclient.aclose()
+
+    asyncio.run(scenario())
+    item = with_aclient.get(ns, "drink")  # and the other way round
+    assert item is not None and item.value["content"] == "Drinks green tea"
+    with_client.close()
+    with_aclient.close()
