@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any, TypeVar
@@ -35,7 +35,14 @@ JsonDict = dict[str, Any]
 
 
 class AsyncTwinmemClient(ClientBase):
-    """A connection pool to one twinmem service; ``aclose`` it (or use ``async with``) when done."""
+    """Connection pools to one twinmem service; ``aclose`` it (or use ``async with``) when done.
+
+    A connection belongs to the event loop that opened it, so the client keeps one pool per
+    running loop: it works in every loop it is used in (each ``asyncio.run`` of an agent, say),
+    and a loop's pool is closed when ``asyncio.run`` (or ``loop.shutdown_asyncgens``) shuts
+    that loop down, or by ``aclose`` in that loop. A ``transport`` given is the one pool's,
+    in whichever loop uses it: the caller manages it.
+    """
 
     def __init__(
         self,
@@ -48,13 +55,12 @@ class AsyncTwinmemClient(ClientBase):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, namespace, token, timeout, retries)
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=self.headers,
-            timeout=timeout,
-            transport=transport,
-            limits=httpx.Limits(keepalive_expiry=KEEP_ALIVE_S),
-        )
+        self._transport = transport
+        self._shared: httpx.AsyncClient | None = self._new_pool() if transport is not None else None
+        self._pools: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        # Per loop, an async generator that closes the loop's pool when it is finalised: a
+        # loop's shutdown (``asyncio.run`` calls ``shutdown_asyncgens``) closes its generators.
+        self._closers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
 
     @classmethod
     def like(cls, other: ClientBase) -> AsyncTwinmemClient:
@@ -78,14 +84,55 @@ class AsyncTwinmemClient(ClientBase):
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        """Close the pool of the running loop (a loop's pool left open closes with its loop)."""
+        if self._shared is not None:
+            await self._shared.aclose()
+            return
+        closer = self._closers.pop(asyncio.get_running_loop(), None)
+        if closer is not None:
+            await closer.aclose()
+
+    def _new_pool(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=self.headers,
+            timeout=self.timeout,
+            transport=self._transport,
+            limits=httpx.Limits(keepalive_expiry=KEEP_ALIVE_S),
+        )
+
+    async def _http(self) -> httpx.AsyncClient:
+        """The running loop's pool, opened on its first call there."""
+        if self._shared is not None:
+            return self._shared
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            for gone in [other for other in self._pools if other.is_closed()]:  # closed without shutting down
+                del self._pools[gone]
+                self._closers.pop(gone, None)
+            pool = self._pools[loop] = self._new_pool()
+            closer = self._closes(loop, pool)
+            await closer.__anext__()
+            self._closers[loop] = closer
+        return pool
+
+    async def _closes(self, loop: asyncio.AbstractEventLoop, pool: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if self._pools.get(loop) is pool:
+                del self._pools[loop]
+                self._closers.pop(loop, None)
+            await pool.aclose()
 
     async def send(self, call: calls.Call[T]) -> T:
         """Send one call; retry an idempotent one after a connection error; raise typed errors."""
         attempts = self._attempts(call)
         for attempt in range(attempts):
             try:
-                response = await self._http.request(call.method, call.path, **self._request_args(call))
+                http = await self._http()
+                response = await http.request(call.method, call.path, **self._request_args(call))
             except httpx.TransportError as exc:
                 if attempt + 1 == attempts or not self._sent_again(call.method, exc):
                     raise self._failed(call, exc) from exc
@@ -213,7 +260,8 @@ class AsyncTwinmemClient(ClientBase):
         for attempt in range(attempts):
             started = False  # once a line is handed out, a failure is not retried
             try:
-                async with self._http.stream("GET", "/v1/export", params=params) as response:
+                http = await self._http()
+                async with http.stream("GET", "/v1/export", params=params) as response:
                     if response.is_error:
                         await response.aread()
                         raise error_for(response)

@@ -121,3 +121,12 @@ def test_a_given_clients_token_is_the_one_dumped(secured: LiveServer, tag: str) 
         await loaded.close()
 
     asyncio.run(scenario())
+
+
+def test_one_memory_serves_several_event_loops(live: LiveServer, tag: str) -> None:
+    memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+    asyncio.run(memory.add(text("The user lives in Lisbon")))
+    for _ in range(2):  # each asyncio.run is a new loop, as each run of a script's agent is
+        found = asyncio.run(memory.query("where does the user live?"))
+        assert [item.content for item in found.results] == ["The user lives in Lisbon"]
+    asyncio.run(memory.close())

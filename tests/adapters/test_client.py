@@ -234,3 +234,11 @@ def test_a_field_the_schema_refuses_is_named(live: LiveServer, tag: str) -> None
             assert refused.value.field == "top_k"
 
     asyncio.run(scenario())
+
+
+def test_the_async_client_works_in_every_event_loop_it_is_used_in(live: LiveServer, tag: str) -> None:
+    client = AsyncTwinmemClient(live.url, namespace=f"user:{tag}")
+    saved = asyncio.run(client.save("The user is learning Portuguese"))
+    for _ in range(2):  # each run is a new loop; before: RuntimeError "Event loop is closed"
+        assert [hit.memory_id for hit in asyncio.run(client.recall("which language?"))] == [saved.memory_id]
+    asyncio.run(client.aclose())

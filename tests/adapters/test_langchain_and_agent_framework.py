@@ -110,3 +110,19 @@ def test_a_message_longer_than_a_memory_is_saved_in_parts(live: LiveServer, tag:
     assert len(parts) == parts[0].metadata["parts"] > 1
     assert " ".join(m.content for m in parts).split() == message.split()  # every word, in order
     assert len({m.session_id for m in parts}) == 1 and parts[0].session_id is not None
+
+
+def test_the_retriever_and_the_provider_serve_several_event_loops(live: LiveServer, tag: str) -> None:
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        cat = client.save("The user has a cat called Miso")
+    retriever = TwinmemRetriever(base_url=live.url, namespace=f"user:{tag}")
+    provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}", store_inputs=False)
+    model = ScriptedClient("Noted.")
+    agent = Agent(client=model, context_providers=[provider])
+    for _ in range(2):  # each asyncio.run is a new loop; before: RuntimeError "Event loop is closed"
+        assert [d.id for d in asyncio.run(retriever.ainvoke("pets"))] == [cat.memory_id]
+        asyncio.run(agent.run("Recommend some pet supplies"))
+        assert "cat called Miso" in model.seen[-1]
+    asyncio.run(retriever.aclose())
+    asyncio.run(provider.aclose())
+    retriever.close()

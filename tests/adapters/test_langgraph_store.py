@@ -243,3 +243,12 @@ def test_async_calls_use_the_given_clients_token(
     assert item is not None and item.value["content"] == "Drinks green tea"
     with_client.close()
     with_aclient.close()
+
+
+def test_one_store_serves_several_event_loops(store: TwinmemStore, tag: str) -> None:
+    ns = ("loops", tag)
+    store.put(ns, "tea", {"content": "Drinks green tea every morning"})
+    for _ in range(2):  # before: the second asyncio.run raised RuntimeError "Event loop is closed"
+        item = asyncio.run(store.aget(ns, "tea"))
+        assert item is not None and item.value["content"] == "Drinks green tea every morning"
+    asyncio.run(store.aclose())
