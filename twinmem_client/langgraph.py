@@ -16,7 +16,8 @@ Mapping (LangGraph → twinmem):
   deletes it (soft: its history stays).
 * Memories written by anything else (another framework, the HTTP API) are items too:
   key = their explicit key, else their memory id; value = ``{"content", "category",
-  "memory_id"}``.
+  "memory_id"}``. Putting such an item back writes a new version of that memory (it
+  keeps no key; its other metadata stays).
 * ``search`` with a ``query`` is twinmem's recall (semantic + lexical + graph + decay)
   over every namespace under the prefix (a query past the service's 4,000 characters is
   cut to its start, at a sentence or word boundary); without one, the memories newest first.
@@ -257,8 +258,9 @@ class TwinmemStore(BaseStore):
         value = dict(op.value)
         content = self._text(value, op.index)
         expire_at = datetime.now(UTC) + timedelta(minutes=op.ttl) if op.ttl is not None else None
-        if found and found[0].key == op.key:
-            changes: dict[str, Any] = {"content": content, "metadata": {VALUE_KEY: value}}
+        if found:  # the memory of that key, or the keyless one of that id: a new version of it
+            metadata = {**found[0].metadata, VALUE_KEY: value}  # what others wrote there stays
+            changes: dict[str, Any] = {"content": content, "metadata": metadata}
             changes |= {"expire_at": expire_at} if expire_at else {"clear_expire_at": True}
             yield calls.update(namespace, found[0].memory_id, {**changes, "reason": "langgraph put"})
             for extra in found[1:]:

@@ -252,3 +252,16 @@ def test_one_store_serves_several_event_loops(store: TwinmemStore, tag: str) -> 
         item = asyncio.run(store.aget(ns, "tea"))
         assert item is not None and item.value["content"] == "Drinks green tea every morning"
     asyncio.run(store.aclose())
+
+
+def test_putting_back_an_item_written_elsewhere_writes_a_new_version_of_it(store: TwinmemStore, tag: str) -> None:
+    with TwinmemClient(store.client.base_url, namespace=f"user:{tag}") as client:
+        saved = client.save("The user is allergic to peanuts", category="fact", metadata={"via": "autogen"})
+        (item,) = store.search(("user", tag))
+        assert item.key == saved.memory_id
+        store.put(("user", tag), item.key, {**item.value, "reviewed": True})
+        (again,) = store.search(("user", tag))  # before: two items with that key, the original still active
+        assert (again.key, again.value["reviewed"]) == (saved.memory_id, True)
+        (memory,) = client.list(status=["active", "superseded"]).memories
+        assert (memory.memory_id, memory.version, memory.key) == (saved.memory_id, 2, None)
+        assert memory.metadata["via"] == "autogen" and memory.content == "The user is allergic to peanuts"
