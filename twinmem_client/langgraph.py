@@ -13,7 +13,11 @@ Mapping (LangGraph → twinmem):
   ranks, is the text at the first of ``index_fields`` the value holds (default: the
   ``content``, ``text``, ``memory`` or ``data`` string), else the value as JSON.
   Putting a key that exists writes a new version of that memory; ``value=None``
-  deletes it (soft: its history stays).
+  deletes it (soft: its history stays). A token that may write but not read the
+  namespace (a drop box) sees no item there, so each of its puts saves a new memory
+  with the key, which supersedes the one it put before under that key (in the
+  ``supersede`` conflict mode, the default); its deletes are refused
+  (``PermissionDenied``), as it cannot find what they would delete.
 * Memories written by anything else (another framework, the HTTP API) are items too:
   key = their explicit key, else their memory id; value = ``{"content", "category",
   "memory_id"}``. Putting such an item back writes a new version of that memory (it
@@ -59,7 +63,7 @@ from langgraph.store.base import (
 from twinmem_client import calls
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
-from twinmem_client.errors import NotFound
+from twinmem_client.errors import NotFound, PermissionDenied
 from twinmem_client.limits import fit_query
 from twinmem_client.models import Memory
 from twinmem_client.steps import Step, arun, run
@@ -223,7 +227,10 @@ class TwinmemStore(BaseStore):
                 raise ValueError(f"unknown operation {op!r}")
         return results
 
-    def _find(self, namespace: str, key: str) -> Step[list[Memory]]:
+    def _find(self, namespace: str, key: str) -> Step[list[Memory] | None]:
+        """The active memories ``key`` names, newest first; None where the caller may not
+        read ``namespace`` (a drop box: ``w`` without ``r``), which sees no memory there
+        but public ones, not even those it wrote."""
         found: list[Memory] = yield calls.by_key(namespace, key)
         if found:
             return found
@@ -231,6 +238,8 @@ class TwinmemStore(BaseStore):
             memory: Memory = yield calls.get(namespace, key)
         except NotFound:
             return []
+        except PermissionDenied:  # the service's 404 for a caller without ``r``
+            return None
         return [memory] if memory.status == "active" and memory.key is None else []
 
     def _get(self, op: GetOp) -> Step[Item | None]:
@@ -252,6 +261,10 @@ class TwinmemStore(BaseStore):
         namespace = to_namespace(op.namespace)
         found = yield from self._find(namespace, op.key)
         if op.value is None:
+            if found is None:  # a delete that cannot find what it deletes must not pass for done
+                raise PermissionDenied(
+                    403, f"cannot delete {op.key!r} in {namespace!r}: a token without read there cannot find it"
+                )
             for memory in found:
                 yield calls.delete(namespace, memory.memory_id, False, None)
             return None

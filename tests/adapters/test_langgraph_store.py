@@ -13,7 +13,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from langgraph.store.memory import InMemoryStore
 
 from tests.api.conftest import ROOT_TOKEN, LiveServer
-from twinmem_client import AsyncTwinmemClient, TwinmemClient
+from twinmem_client import AsyncTwinmemClient, PermissionDenied, TwinmemClient
 from twinmem_client.langgraph import TwinmemStore, from_namespace, to_namespace
 
 pytestmark = pytest.mark.slow
@@ -265,3 +265,19 @@ def test_putting_back_an_item_written_elsewhere_writes_a_new_version_of_it(store
         (memory,) = client.list(status=["active", "superseded"]).memories
         assert (memory.memory_id, memory.version, memory.key) == (saved.memory_id, 2, None)
         assert memory.metadata["via"] == "autogen" and memory.content == "The user is allergic to peanuts"
+
+
+def test_a_write_only_token_puts_items(secured: LiveServer, tag: str) -> None:
+    with TwinmemClient(secured.url, token=ROOT_TOKEN) as admin:
+        dropper = admin.create_token(f"dropper-{tag}", [f"drop:{tag}:w"])["token"]
+        store = TwinmemStore(base_url=secured.url, token=dropper)
+        ns = ("drop", tag)
+        store.put(ns, "report-1", {"content": "Nightly backup finished"})  # before: 403 from the lookup
+        store.put(ns, "report-1", {"content": "Nightly backup finished in 12 minutes"})
+        store.put(ns, "0190c2a4-0000-7000-8000-000000000000", {"content": "A key shaped like a memory id"})
+        assert store.get(ns, "report-1") is None  # it may not read, not even what it wrote
+        (memory,) = admin.by_key("report-1", namespace=f"drop:{tag}")  # the second superseded the first
+        assert memory.content == "Nightly backup finished in 12 minutes"
+        with pytest.raises(PermissionDenied, match="cannot find it"):
+            store.delete(ns, "report-1")  # never a silent no-op
+        store.close()
