@@ -84,12 +84,16 @@ def save_batch(namespace: str, memories: Sequence[Mapping[str, Any]], conflicts:
     return Call("POST", "/v1/memory/save_batch", BatchResult.from_json, json=body)
 
 
-def recall(namespaces: Sequence[str], query: str, fields: Mapping[str, Any]) -> Call[list[Hit]]:
+def recall(
+    namespace: str | None, namespaces: Sequence[str] | None, query: str, fields: Mapping[str, Any]
+) -> Call[list[Hit]]:
+    """``namespace`` and ``namespaces`` go as given (the service refuses an empty list, or a
+    namespace that is not among the namespaces)."""
     body: JsonDict = {k: v for k, v in fields.items() if v is not None and v != []}
     body["query"] = query
-    if len(namespaces) == 1:
-        body["namespace"] = namespaces[0]
-    else:
+    if namespace is not None:
+        body["namespace"] = namespace
+    if namespaces is not None:
         body["namespaces"] = list(namespaces)
     if isinstance(body.get("filter"), Mapping):
         body["filter"] = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in body["filter"].items()}

@@ -121,11 +121,14 @@ class TwinmemClient(ClientBase):
         include_superseded: bool = False,
         focus: str | None = None,
     ) -> list[Hit]:
-        """``focus``: a part of ``query`` to weigh more (the latest message of several joined)."""
-        scope = list(namespaces) if namespaces else [self._ns(namespace)]
+        """``focus``: a part of ``query`` to weigh more (the latest message of several joined).
+        ``namespaces``: several at once (with ``namespace`` too, it must be among them); the
+        client's namespace only where neither is given."""
+        if namespaces is None:
+            namespace = self._ns(namespace)
         fields: dict[str, Any] = {"top_k": top_k, "filter": filter, "explain": explain or None}
         fields |= {"expand": list(expand), "include_superseded": include_superseded or None, "focus": focus}
-        return self.send(calls.recall(scope, query, fields))
+        return self.send(calls.recall(namespace, namespaces, query, fields))
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
         return self.send(calls.get(self._ns(namespace), memory_id))

@@ -42,7 +42,8 @@ def document(hit: Hit) -> Document:
 
 
 class TwinmemRetriever(BaseRetriever):
-    """Recall from one or more twinmem namespaces. ``filter`` is recall's filter
+    """Recall from one or more twinmem namespaces (``namespaces``, when given, instead of
+    ``namespace``). ``filter`` is recall's filter
     (``{"category": "preference"}``, ``{"metadata": {...}}``, times, ...). A query past the
     service's 4,000 characters is cut to its start, at a sentence or word boundary."""
 
@@ -58,7 +59,8 @@ class TwinmemRetriever(BaseRetriever):
     _aclient: AsyncTwinmemClient | None = PrivateAttr(default=None)
 
     def _scope(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "namespaces": self.namespaces, "top_k": self.top_k, "filter": self.filter}
+        where = {"namespace": self.namespace} if self.namespaces is None else {"namespaces": self.namespaces}
+        return {**where, "top_k": self.top_k, "filter": self.filter}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         if self._client is None:

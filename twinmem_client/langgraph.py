@@ -305,7 +305,7 @@ class TwinmemStore(BaseStore):
         kept: list[SearchItem] = []
         if op.query:
             top_k = MAX_RECALL if op.filter else min(MAX_RECALL, want)
-            hits = yield calls.recall(list(paths), fit_query(op.query), {"top_k": top_k})
+            hits = yield calls.recall(None, list(paths), fit_query(op.query), {"top_k": top_k})
             for hit in hits:
                 if not op.filter or _compare(_value(hit.memory), op.filter):
                     kept.append(_search_item(hit.memory, paths[hit.memory.namespace], hit.score))

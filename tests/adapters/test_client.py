@@ -22,6 +22,7 @@ from twinmem_client import (
     TwinmemClient,
     ValidationFailed,
 )
+from twinmem_client.langchain import TwinmemRetriever
 
 pytestmark = pytest.mark.slow
 
@@ -242,3 +243,27 @@ def test_the_async_client_works_in_every_event_loop_it_is_used_in(live: LiveServ
     for _ in range(2):  # each run is a new loop; before: RuntimeError "Event loop is closed"
         assert [hit.memory_id for hit in asyncio.run(client.recall("which language?"))] == [saved.memory_id]
     asyncio.run(client.aclose())
+
+
+def test_recall_sends_the_namespaces_it_is_given(live: LiveServer, tag: str) -> None:
+    with TwinmemClient(live.url, namespace=f"{tag}:a") as client:
+        client.save("Prefers tea", namespace=f"{tag}:b")
+        for kwargs, field in [
+            ({"namespaces": []}, "namespaces"),
+            ({"namespace": "x", "namespaces": [f"{tag}:b"]}, "namespace"),
+        ]:
+            with pytest.raises(ValidationFailed) as refused:  # before: the default namespace, or namespace dropped
+                client.recall("tea", **kwargs)  # type: ignore[arg-type]
+            assert refused.value.field == field
+        both = client.recall("tea", namespace=f"{tag}:b", namespaces=[f"{tag}:a", f"{tag}:b"])
+        assert [hit.content for hit in both] == ["Prefers tea"]
+
+    async def scenario() -> None:
+        async with AsyncTwinmemClient(live.url, namespace=f"{tag}:a") as client:
+            with pytest.raises(ValidationFailed):
+                await client.recall("tea", namespaces=[])
+
+    asyncio.run(scenario())
+    retriever = TwinmemRetriever(base_url=live.url, namespace="unused", namespaces=[f"{tag}:a", f"{tag}:b"])
+    assert [doc.page_content for doc in retriever.invoke("tea")] == ["Prefers tea"]
+    retriever.close()
