@@ -11,7 +11,9 @@ recalls what any framework saved for that user before each reply. ``pip install 
 * ``update_context``: recalls with the newest message of the model context as the query,
   and adds what it found as one ``SystemMessage`` (most relevant first), as
   ``ListMemory`` does with its list.
-* ``clear``: deletes every memory of the namespace (soft: histories stay). ``close``: the client.
+* ``clear``: deletes every memory of the namespace the caller sees, whatever its status
+  (superseded, archived, quarantined) and expired ones too (soft: histories stay).
+  ``close``: the client.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from twinmem_client.limits import fit_query
 from twinmem_client.models import Hit
 
 DEFAULT_TOP_K = 5
+# Every status but deleted: what clear deletes.
+LEFT_BY_CLEAR = ["active", "superseded", "archived", "quarantined"]
 
 
 class TwinmemMemoryConfig(BaseModel):
@@ -126,12 +130,10 @@ class TwinmemMemory(Memory, Component[TwinmemMemoryConfig]):
         return UpdateContextResult(memories=found)
 
     async def clear(self) -> None:
-        while True:
-            page = await self.client.list(namespace=self.namespace, limit=500)
-            if not page.memories:
-                return
-            for memory in page.memories:
-                await self.client.delete(memory.memory_id, namespace=self.namespace)
+        every = {"status": LEFT_BY_CLEAR, "include_expired": True}
+        listed = self.client.iter_memories(namespace=self.namespace, page_size=500, **every)
+        for memory_id in [memory.memory_id async for memory in listed]:  # listed first: deleting moves the pages
+            await self.client.delete(memory_id, namespace=self.namespace)
 
     async def close(self) -> None:
         await self.client.aclose()
