@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
@@ -45,12 +45,13 @@ class TwinmemRetriever(BaseRetriever):
     """Recall from one or more twinmem namespaces (``namespaces``, when given, instead of
     ``namespace``). ``filter`` is recall's filter
     (``{"category": "preference"}``, ``{"metadata": {...}}``, times, ...). A query past the
-    service's 4,000 characters is cut to its start, at a sentence or word boundary."""
+    service's 4,000 characters is cut to its start, at a sentence or word boundary.
+    ``token`` is kept as a ``SecretStr``: ``model_dump`` and ``model_dump_json`` mask it."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     base_url: str | None = None
-    token: str | None = Field(default=None, repr=False)
+    token: SecretStr | None = Field(default=None, repr=False)  # a str given is kept as a SecretStr
     namespace: str = "default"
     namespaces: list[str] | None = None
     top_k: int = 5
@@ -58,20 +59,23 @@ class TwinmemRetriever(BaseRetriever):
     _client: TwinmemClient | None = PrivateAttr(default=None)
     _aclient: AsyncTwinmemClient | None = PrivateAttr(default=None)
 
+    def _token(self) -> str | None:
+        return self.token.get_secret_value() if self.token is not None else None
+
     def _scope(self) -> dict[str, Any]:
         where = {"namespace": self.namespace} if self.namespaces is None else {"namespaces": self.namespaces}
         return {**where, "top_k": self.top_k, "filter": self.filter}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         if self._client is None:
-            self._client = TwinmemClient(self.base_url, token=self.token)
+            self._client = TwinmemClient(self.base_url, token=self._token())
         return [document(hit) for hit in self._client.recall(fit_query(query), **self._scope())]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         if self._aclient is None:
-            self._aclient = AsyncTwinmemClient(self.base_url, token=self.token)
+            self._aclient = AsyncTwinmemClient(self.base_url, token=self._token())
         return [document(hit) for hit in await self._aclient.recall(fit_query(query), **self._scope())]
 
     def close(self) -> None:

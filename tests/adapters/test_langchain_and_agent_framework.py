@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from agent_framework import Agent, BaseChatClient, ChatResponse, Message
 
-from tests.api.conftest import LiveServer
+from tests.api.conftest import ROOT_TOKEN, LiveServer
 from twinmem_client import TwinmemClient
 from twinmem_client.agent_framework import TwinmemContextProvider
 from twinmem_client.langchain import TwinmemRetriever
@@ -125,4 +125,14 @@ def test_the_retriever_and_the_provider_serve_several_event_loops(live: LiveServ
         assert "cat called Miso" in model.seen[-1]
     asyncio.run(retriever.aclose())
     asyncio.run(provider.aclose())
+    retriever.close()
+
+
+def test_the_retrievers_token_stays_out_of_its_dumps(secured: LiveServer, tag: str) -> None:
+    with TwinmemClient(secured.url, token=ROOT_TOKEN, namespace=f"user:{tag}") as client:
+        client.save("The user prefers window seats")
+    retriever = TwinmemRetriever(base_url=secured.url, token=ROOT_TOKEN, namespace=f"user:{tag}")
+    for dumped in (str(retriever.model_dump()), retriever.model_dump_json(), repr(retriever)):
+        assert ROOT_TOKEN not in dumped  # before: the token in plain text in both dumps
+    assert [d.page_content for d in retriever.invoke("seats")] == ["The user prefers window seats"]
     retriever.close()
