@@ -74,7 +74,7 @@ class ClientBase:
         return args
 
     def _failed(self, call: calls.Call[Any], exc: httpx.TransportError) -> TransportError:
-        return TransportError(f"{type(exc).__name__}: {exc}", method=call.method, url=self.base_url + call.path)
+        return TransportError(_what(exc), method=call.method, url=self.base_url + call.path)
 
     @staticmethod
     def _answer(call: calls.Call[T], response: httpx.Response) -> T:
@@ -87,4 +87,11 @@ class ClientBase:
         return call.read(body)
 
     def _export_failed(self, exc: httpx.TransportError) -> TransportError:
-        return TransportError(f"{type(exc).__name__}: {exc}", method="GET", url=self.base_url + "/v1/export")
+        return TransportError(_what(exc), method="GET", url=self.base_url + "/v1/export")
+
+
+def _what(exc: httpx.TransportError) -> str:
+    """What went wrong: the error's name and message. httpx's async transport raises its
+    time-outs without one ("ReadTimeout: "), where the sync one says "timed out"."""
+    detail = str(exc) or ("timed out" if isinstance(exc, httpx.TimeoutException) else "no detail given")
+    return f"{type(exc).__name__}: {detail}"

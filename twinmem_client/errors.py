@@ -7,7 +7,8 @@ ClientError
     ├── AuthenticationFailed    401  no token, or an unknown or revoked one
     ├── PermissionDenied        403  no grant on the namespace, or a blocked writer
     ├── NotFound                404  an unknown id (or one in another namespace)
-    ├── Conflict                409  e.g. restoring a quarantined memory
+    ├── Conflict                409  e.g. restoring a memory that is quarantined (one deleted
+    │                                while quarantined comes back quarantined, 200)
     ├── PreconditionFailed      412  a stale If-Match / expected_version (``current_version``)
     ├── PayloadTooLarge         413
     ├── ValidationFailed        422  a bad field (``field``), or an import's report

@@ -180,6 +180,16 @@ def test_a_change_that_timed_out_waiting_for_its_answer_is_not_sent_again(silent
             client.get("some-id")  # a read is
         assert silent.requests == ["DELETE", "GET", "GET", "GET"]
 
+    async def scenario() -> None:
+        async with AsyncTwinmemClient(silent.url, retries=0, timeout=0.3) as client:
+            with pytest.raises(TransportError) as failed:
+                await client.get("some-id")
+        assert (
+            str(failed.value) == f"GET {silent.url}/v1/memory/some-id: ReadTimeout: timed out"
+        )  # before: "ReadTimeout: "
+
+    asyncio.run(scenario())
+
 
 def test_a_change_that_never_reached_the_service_is_sent_again() -> None:
     transport = CountingTransport()
