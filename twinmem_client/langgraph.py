@@ -24,10 +24,15 @@ Mapping (LangGraph → twinmem):
   keeps no key; its other metadata stays).
 * ``search`` with a ``query`` is twinmem's recall (semantic + lexical + graph + decay)
   over every namespace under the prefix (a query past the service's 4,000 characters is
-  cut to its start, at a sentence or word boundary); without one, the memories newest first.
-  ``filter`` compares the items' values as LangGraph's in-memory store does
+  cut to its start, at a sentence or word boundary); without one, the items of all
+  those namespaces together, newest first. ``filter`` compares the items' values as LangGraph's in-memory store does
   (equality, ``$eq $ne $gt $gte $lt $lte``), applied here after recall, so a query
   with a filter looks at up to 100 candidates. ``SearchItem.score`` is recall's score.
+* A value is kept as JSON, as LangGraph's SQLite store keeps it: a ``datetime``, ``date``,
+  ``time`` or ``UUID`` in it comes back as its ISO 8601 text; anything else JSON cannot
+  hold is refused (``TypeError`` naming it).
+* ``list_namespaces`` lists the namespaces that hold items (as LangGraph's SQLite and
+  Postgres stores, not one whose items were all deleted).
 * ``ttl`` (minutes) becomes the memory's ``expire_at``, counted from the write; reads do
   not extend it (``refresh_ttl`` is accepted and ignored).
 * Items never replace one another: different keys are different subjects to the
@@ -42,8 +47,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
+from uuid import UUID
 
 from langgraph.store.base import (
     BaseStore,
@@ -139,6 +145,22 @@ def _operator(value: Any, op: str, operand: Any) -> bool:
     if op == "$lte":
         return float(value) <= float(operand)
     raise ValueError(f"unsupported filter operator {op!r}")
+
+
+def _plain(value: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``value`` as JSON holds it, as LangGraph's SQLite store writes values (orjson):
+    a datetime, date or time becomes its ISO 8601 text, a UUID its text; anything else
+    JSON cannot hold is refused with what and where it is."""
+
+    def plain(item: Any) -> Any:
+        if isinstance(item, datetime | date | time):
+            return item.isoformat()
+        if isinstance(item, UUID):
+            return str(item)
+        raise TypeError(f"the value put under {key!r} holds a {type(item).__name__}, which JSON cannot hold")
+
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), ensure_ascii=False, default=plain))
+    return loaded
 
 
 def _value(memory: Memory) -> dict[str, Any]:
@@ -268,7 +290,7 @@ class TwinmemStore(BaseStore):
             for memory in found:
                 yield calls.delete(namespace, memory.memory_id, False, None)
             return None
-        value = dict(op.value)
+        value = _plain(op.value, op.key)
         content = self._text(value, op.index)
         expire_at = datetime.now(UTC) + timedelta(minutes=op.ttl) if op.ttl is not None else None
         if found:  # the memory of that key, or the keyless one of that id: a new version of it
@@ -310,21 +332,31 @@ class TwinmemStore(BaseStore):
                 if not op.filter or _compare(_value(hit.memory), op.filter):
                     kept.append(_search_item(hit.memory, paths[hit.memory.namespace], hit.score))
             return kept[op.offset : want]
-        for name, path in spaces:
+        for name, path in spaces:  # each namespace's newest ``want``, then all of them by time
+            here: list[SearchItem] = []
             cursor: str | None = None
-            while len(kept) < want:
+            while len(here) < want:
                 page = yield calls.list_page(name, {"limit": PAGE, "cursor": cursor})
                 for memory in page.memories:
                     if not op.filter or _compare(_value(memory), op.filter):
-                        kept.append(_search_item(memory, path, None))
+                        here.append(_search_item(memory, path, None))
                 cursor = page.next_cursor
                 if cursor is None:
                     break
+            kept += here[:want]
+        kept.sort(key=lambda item: item.created_at, reverse=True)  # stable: a namespace's own order holds
         return kept[op.offset : want]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Step[list[tuple[str, ...]]]:
         spaces = yield from self._namespaces(())
-        paths = [p for _, p in spaces if all(_matches(c, p) for c in op.match_conditions or ())]
+        paths = []
+        for name, path in spaces:
+            if all(_matches(c, path) for c in op.match_conditions or ()):
+                # The service lists a namespace while it holds memories of any status (deleted
+                # ones can be restored); a store's namespace is one that holds items.
+                page = yield calls.list_page(name, {"limit": 1})
+                if page.memories:
+                    paths.append(path)
         if op.max_depth is not None:
             paths = [p[: op.max_depth] for p in paths]
         return sorted(set(paths))[op.offset : op.offset + op.limit]

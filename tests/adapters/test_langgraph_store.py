@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
@@ -281,3 +283,37 @@ def test_a_write_only_token_puts_items(secured: LiveServer, tag: str) -> None:
         with pytest.raises(PermissionDenied, match="cannot find it"):
             store.delete(ns, "report-1")  # never a silent no-op
         store.close()
+
+
+def test_search_without_a_query_is_newest_first_across_namespaces(store: TwinmemStore, tag: str) -> None:
+    for ns, key in [(("feed", tag, "a"), "1"), (("feed", tag, "b"), "2"), (("feed", tag, "a"), "3")]:
+        store.put(ns, key, {"content": f"entry {key}"})
+    assert [h.key for h in store.search(("feed", tag))] == ["3", "2", "1"]  # before: namespace by namespace
+    assert [h.key for h in store.search(("feed", tag), limit=2)] == ["3", "2"]
+    assert [h.key for h in store.search(("feed", tag), limit=1, offset=1)] == ["2"]
+
+
+def test_a_namespace_whose_items_are_all_deleted_is_no_longer_listed(store: TwinmemStore, tag: str) -> None:
+    # As LangGraph's SQLite and Postgres stores, which list the namespaces of the rows there
+    # are (InMemoryStore keeps an emptied namespace's entry, and lists it).
+    store.put((tag, "kept"), "k", {"content": "stays"})
+    store.put((tag, "emptied"), "k", {"content": "goes"})
+    store.delete((tag, "emptied"), "k")
+    assert store.list_namespaces(prefix=(tag,)) == [(tag, "kept")]  # before: the emptied one too
+
+
+def test_a_value_holding_times_is_kept_as_json(store: TwinmemStore, tag: str) -> None:
+    ns = ("times", tag)
+    when = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    ticket = uuid.UUID("0190c2a4-0000-7000-8000-000000000000")
+    store.put(ns, "meeting", {"content": "Standup moved", "at": when, "day": when.date(), "ticket": ticket})
+    item = store.get(ns, "meeting")  # before: TypeError from the JSON encoder
+    assert item is not None
+    assert item.value == {
+        "content": "Standup moved",
+        "at": "2026-01-05T09:30:00+00:00",
+        "day": "2026-01-05",
+        "ticket": str(ticket),
+    }
+    with pytest.raises(TypeError, match="'odd' holds a object"):
+        store.put(ns, "odd", {"content": "x", "thing": object()})
