@@ -171,8 +171,9 @@ def chain(namespace: str, memory_id: str) -> Call[list[Memory]]:
 
 
 def entity_memories(namespace: str, name: str, include_superseded: bool, limit: int) -> Call[list[Memory]]:
-    params = _params(namespace=namespace, include_superseded=include_superseded, limit=limit)
-    return Call("GET", f"/v1/entities/{_id(name)}/memories", _memories, params=params)
+    # The name as a query parameter: one holding "/" ("TCP/IP") cannot be a path segment.
+    params = _params(name=name, namespace=namespace, include_superseded=include_superseded, limit=limit)
+    return Call("GET", "/v1/entities/memories", _memories, params=params)
 
 
 def import_file(data: bytes, fields: Mapping[str, Any]) -> Call[JsonDict]:

@@ -9,6 +9,7 @@ import pytest
 
 from engine.ports import Embedder
 from tests.api.conftest import LiveServer, recall, save
+from twinmem_client import TwinmemClient
 
 pytestmark = pytest.mark.slow
 
@@ -103,6 +104,8 @@ def test_entity_memories_by_a_query_parameter_reach_a_name_holding_a_slash(http:
     assert http.get("/v1/entities/memories").status_code == 400  # no name
     assert http.get("/v1/entities/memories", params={"name": "x" * 201}).status_code == 422
     assert http.get("/v1/entities/memories", params={"name": "IPP", "namespce": "x"}).status_code == 422
+    with TwinmemClient(str(http.base_url).rstrip("/")) as client:  # the client asks the query form
+        assert [m.memory_id for m in client.entity_memories("TCP/IP")] == [tcp["memory_id"]]
 
 
 @pytest.mark.parametrize(
