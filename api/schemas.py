@@ -337,6 +337,7 @@ def recall_out(
         "exact_scan": result.exact_scan,
         **({"time_windows": [window.as_dict() for window in result.windows]} if explain else {}),
         **({"query_read_by_model": result.read_by_model} if explain else {}),
+        **({"query_phrasing": result.phrasing} if explain else {}),
     }
 
 

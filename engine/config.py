@@ -166,6 +166,10 @@ class RecallConfig:
     # Read the times a query names in a worker process, beside the recall's embedding and
     # channels (engine/adapters/time_worker.py); false: in the request's thread.
     time_worker: bool = True
+    # Also embed the query in the other grammatical person ("where does the user live?" /
+    # "where do I live?", engine/persons.py), each candidate's cosine the larger of its two:
+    # memories are written both ways. False: the query as written only.
+    other_person: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -533,6 +533,13 @@ class _Lexicon:
             self.version += 1
             self.changed[row] = self.version
 
+    def may_hold(self, code: int) -> bool:
+        """Whether a document may hold the term ``code``: one of its build does, or one
+        changed since; True where it has no build yet (its documents not looked into)."""
+        if self.scorer is None or self.scorer.ceiling([code]) > 0:
+            return True
+        return any(code in (self.docs.get(row) or ()) for row in self.changed)
+
     def answers_built(self) -> bool:
         """Whether a query now would rebuild the lexicon before answering."""
         stale = len(self.changed)  # only rows changed since the build (``_swap`` drops the rest)
@@ -1495,6 +1502,19 @@ class FastNetwork:
                         lexicon.build_ahead(self._build)
                     else:  # a build under way, or the last one too recent: look again then
                         self._warm_due[namespace] = max(lexicon.next_build_at, now + pause)
+
+    def may_mention(self, namespaces: Iterable[str], term: str) -> bool:
+        """Whether a memory of these namespaces may hold the search term ``term``
+        (``engine.text.terms``; any status): False only where none does."""
+        with self._lock:
+            code = self.terms.codes.get(term)
+            if code is None:
+                return False
+            for name in namespaces:
+                lexicon = self._lexicons.get(self.namespaces.find(name))
+                if lexicon is not None and lexicon.may_hold(code):
+                    return True
+            return False
 
     def by_entity(self, namespaces: Iterable[str], key: str) -> Rows:
         """Rows that mention an entity with this key, in these namespaces (any order;

