@@ -74,6 +74,7 @@ ACTIONS: dict[str, str | None] = {
     "restore": "restore",
     "neighbourhood": "read",
     "entity_memories": "read",
+    "entity_memories_by_query": "read",
     "chain": "read",
     "reembed": "admin",
     "create_token": "admin",

@@ -53,6 +53,7 @@ def test_403_outside_the_grants_says_nothing_about_the_target(secured: LiveServe
         assert recalled.status_code == 200 and recalled.json()["memories"] == []
         assert api.get("/v1/memories", params=ns).json()["memories"] == []
         assert api.get("/v1/entities/cat/memories", params=ns).json()["memories"] == []
+        assert api.get("/v1/entities/memories", params={**ns, "name": "cat"}).json()["memories"] == []
         assert "PIN" not in api.get("/v1/export", params=ns).text
         for response in (
             api.post("/v1/memory/save", json={"content": "planted", "namespace": "user:alice"}),
@@ -157,3 +158,14 @@ def test_every_endpoint_is_classified_for_authentication_and_audit(tmp_path: Any
     }
     # An unlisted handler is admin-only; listing it is the decision to open it.
     assert names <= set(ACTIONS), sorted(names - set(ACTIONS))
+
+
+def test_a_read_grant_reads_an_entitys_memories_by_either_form(secured: LiveServer) -> None:
+    carol = new_token(secured, "carol", "user:carol:rw")
+    ns = {"namespace": "user:carol"}
+    with bearer(secured, carol) as api:
+        saved = api.post("/v1/memory/save", json={**ns, "content": "The router speaks TCP/IP", "entities": ["TCP/IP"]})
+        assert saved.status_code == 201
+        by_query = api.get("/v1/entities/memories", params={**ns, "name": "TCP/IP"})
+        assert by_query.status_code == 200
+        assert [m["memory_id"] for m in by_query.json()["memories"]] == [saved.json()["memory_id"]]
