@@ -223,8 +223,9 @@ class _Answer:
 class _Worker:
     """The process and its two pipes. Each text sent is numbered, and its answer carries
     the number: an answer to an earlier text (one its request left untaken) is skipped.
-    The pipes are read, written and closed under one lock, and once killed the worker
-    touches them no more: a closed descriptor's number is soon another file's."""
+    The pipes are read, written and closed under one lock; once killed the worker touches
+    them no more, and once ``close`` has closed its input nothing is written there: a
+    closed descriptor's number is soon another file's (the database's, say)."""
 
     def __init__(self, chinese: bool) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where ``engine`` is imported from
@@ -237,6 +238,7 @@ class _Worker:
         self.ready = threading.Event()
         self._io = threading.Lock()
         self._killed = False
+        self._input_closed = False  # by close: its descriptor number may be another file's now
         self._sent = 0
         _write(self._out, ("load", chinese))
 
@@ -246,7 +248,7 @@ class _Worker:
     def send(self, text: str, now: datetime) -> int:
         """Send a text; its number."""
         with self._io:
-            if self._killed:
+            if self._killed or self._input_closed:
                 raise EOFError("the worker is stopped")
             self._sent += 1
             _write(self._out, (self._sent, text, now))
@@ -278,6 +280,7 @@ class _Worker:
         if self._io.acquire(timeout=IO_WAIT_S):
             try:
                 assert self.process.stdin is not None
+                self._input_closed = True  # before the descriptor is closed: send writes to it no more
                 if not self._killed:
                     self.process.stdin.close()
             except OSError:

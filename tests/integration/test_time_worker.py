@@ -386,3 +386,39 @@ def test_a_worker_whose_parent_is_gone_before_it_starts_exits() -> None:
         for pipe in (worker.stdin, worker.stdout):
             assert pipe is not None
             pipe.close()
+
+
+def test_a_text_sent_after_close_shut_the_workers_input_is_read_here_and_written_nowhere(
+    times: WorkerTimeExpressions, inline: LibraryTimeExpressions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request takes the worker; before it sends, close shuts the worker's input and
+    # waits for it to exit (not yet killed), and another file gets the input's
+    # descriptor number. The text must be read in the request, and that file untouched.
+    _ready(times)
+    worker = times._worker
+    assert worker is not None
+    number = worker._out
+    opened: list[int] = []
+    take = times._take
+
+    def take_then_close() -> Any:
+        taken = take()
+        assert taken is worker
+        with monkeypatch.context() as patched:
+            patched.setattr(worker, "kill", lambda: None)  # close's first step alone: its input closed
+            worker.close()
+        for i in range(1024):  # the lowest free numbers first, until the input's is another file's
+            opened.append(os.open(tmp_path / f"file-{i}", os.O_RDWR | os.O_CREAT))
+            if opened[-1] == number:
+                break
+        return taken
+
+    monkeypatch.setattr(times, "_take", take_then_close)
+    try:
+        assert times.begin("what did I say last week", NOW)() == inline.windows("what did I say last week", NOW)
+        assert opened and opened[-1] == number
+        assert os.fstat(number).st_size == 0
+    finally:
+        for fd in opened:
+            os.close(fd)
+    assert times.worker_pid is None  # stopped: another starts at the next text
