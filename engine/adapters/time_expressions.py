@@ -26,7 +26,9 @@ What is glue here, not grammar:
 * a month said alone in Chinese, which JioNLP does not read (上个月, 上月, 这个月, 本月,
   五月, 5月, 五月份, 十二月) or misreads (三月 as three months' length, 十一月 as the holiday
   of 1 October): read here as that month (``_MONTH_ZH``; a named month is the latest one
-  begun by ``now``, as dateparser's), its window labelled ``glue``;
+  begun by ``now``, as dateparser's), its window labelled ``glue``; found in the whole
+  text, not JioNLP's run alone, so that the words around it are seen (登上月球, 这个月台
+  and 我都一月没吃肉了 name no month);
 * a weekend (上周末, 上个周末) is its Saturday and Sunday: JioNLP gives the Sunday alone;
 * "may" and "march" are words before they are months: as the only date word of an
   English span they count only after a word that introduces a month ("in May",
@@ -122,12 +124,25 @@ _DAY_ZH = re.compile(r"[日号天]|星期.|礼拜.|周[一二三四五六日天�
 # 本月 fail as a pattern for a day of a month is tried first; 五月, 5月, 五月份 and 十二月
 # fail, 三月 is read as three months' length and 十一月 as the holiday of 1 October.
 # Not a month beside a year (JioNLP's), a day of the month ("5月3日"), a time of day
-# ("5月下午": a month with only a time of day names none, as in English), nor the words
-# that hold the characters (晚上月亮, 五月天, 月饼, 月薪); 三个月 is a length.
+# ("5月下午": a month with only a time of day names none, as in English), nor where the
+# characters belong to other words: 上 or 本 ending one ("登上月球", "网上月卡", "算上月薪",
+# "日本月薪", "高一上月考"), 月 beginning one after 上月, 这个月 or 本月 (月台, 月亮, 月饼,
+# 月色, 月季, 月嫂, 月球: "这个月台", not "这个月台风"), or after a number (五月天, 月亮,
+# 月饼, 月薪), nor in 十月怀胎 or 三月不知肉味; 三个月, and a lone 一月 after 都, 已, 快, 近,
+# 有 ("我都一月没吃肉了"), are lengths. Where a word beginning with 月 is as often the month's
+# next word ("上月租了房", "这个月薪水", "本月票房", "这个月光是房租"), it is read as the month.
+_WORD_BEFORE_BACK = (
+    r"(?<![晚早马路身网楼加以之手线登爬走送爱赶追配带穿戴贴附挂坐跳冲飞搬摆放盖天山海街床桌墙班"
+    r"〇零一二三四五六七八九十两])(?<!(?<![计结核清预决])算)"
+)
+_WORD_BEFORE_THIS = r"(?<![日基成课书账剧样版资根原笔脚标范文])"
+_WORD_AFTER = r"(?!台(?!风)|亮(?![点相])|球(?![赛队员迷场])|饼(?!干)|季(?!度)|[色嫂])"
 _MONTH_ZH = re.compile(
-    r"(?:(?<![晚早马路身网楼加以之手线])(?P<back>上{1,2})个?|(?P<this>这个?|本))月"
-    r"|(?<![\d〇零一二三四五六七八九十两几百千年])(?P<month>十[一二]?|[一二三四五六七八九]|1[0-2]|0?[1-9])月份?"
-    r"(?![\d〇零一二三四五六七八九十两亮光球饼票薪天]|份?(?:[上中下]午|[早晚]上|凌晨|清晨|早晨|傍晚|夜))"
+    rf"(?:{_WORD_BEFORE_BACK}(?P<back>上{{1,2}})个?|(?P<this>这个?|{_WORD_BEFORE_THIS}本))月{_WORD_AFTER}"
+    r"|(?<![\d〇零一二三四五六七八九十两几百千年])"
+    r"(?P<month>十[一二]?|(?<![都已快近有满足这那每])一|一(?=月份)|[二三四五六七八九]|1[0-2]|0?[1-9])月份?"
+    r"(?![\d〇零一二三四五六七八九十两亮光球饼票薪天]|份?(?:[上中下]午|[早晚]上|凌晨|清晨|早晨|傍晚|夜)"
+    r"|怀胎|不知肉味)"
 )
 _MONTH_NUMBERS = {"十": 10, "十一": 11, "十二": 12} | {c: n for n, c in enumerate("一二三四五六七八九", 1)}
 
@@ -270,8 +285,12 @@ class LibraryTimeExpressions:
                     start, end = run["offset"]
                     # The run (cut to MAX_RUN) and the two characters after it, which JioNLP
                     # reads to tell a year from an amount ("2033元").
-                    piece = text[start : min(end, start + MAX_RUN)] + text[end : end + 2]
-                    found += _with_months(piece, extract(piece, time_base=base, with_parsing=True), base)
+                    cut = min(end, start + MAX_RUN)
+                    piece = text[start:cut] + text[end : end + 2]
+                    items = extract(piece, time_base=base, with_parsing=True)
+                    # The piece's span of the text as it is (a cut run's is its first part).
+                    reach = cut if cut < end else min(end + 2, len(text))
+                    found += _with_months(text, start, reach, items, base)
             except (ValueError, TypeError, KeyError, IndexError, OverflowError):
                 return []
         windows: list[TimeWindow] = []
@@ -312,29 +331,36 @@ class LibraryTimeExpressions:
             return self._jionlp
 
 
-def _with_months(piece: str, items: list[dict[str, Any]], base: datetime) -> list[dict[str, Any]]:
-    """JioNLP's ``items`` for ``piece``, and the months said alone there that it did not
-    read (``_MONTH_ZH``), in its form. A month JioNLP read as something wider ("五月初",
-    "去年五月份", "上个月底") is its; what it read inside one ("十一" in "十一月", "三月" as a
-    length) gives way to the month."""
+def _with_months(
+    text: str, start: int, reach: int, items: list[dict[str, Any]], base: datetime
+) -> list[dict[str, Any]]:
+    """JioNLP's ``items`` for the piece of ``text`` it read from ``start`` (offsets in the
+    piece), and the months said alone in ``text[start:reach]`` that it did not read
+    (``_MONTH_ZH``), in its form. They are found in the whole text, so that the words
+    around a month are seen where they lie outside the piece ("登上月球": JioNLP's run is
+    "上月"). A month JioNLP read as something wider ("五月初", "去年五月份", "上个月底") is
+    its; what it read inside one ("十一" in "十一月", "三月" as a length) gives way to the
+    month."""
     months: list[dict[str, Any]] = []
-    for match in _MONTH_ZH.finditer(piece):
-        at, to = match.span()
+    for match in _MONTH_ZH.finditer(text, start):
+        if match.end() > reach:
+            break
+        at, to = match.start() - start, match.end() - start
         inside: list[dict[str, Any]] = []
         for item in items:
-            start, end = item.get("offset") or (0, 0)
-            if start >= to or end <= at:
+            first, last = item.get("offset") or (0, 0)
+            if first >= to or last <= at:
                 continue
-            wider = start < at or end > to
-            if wider or ((start, end) == (at, to) and (item.get("detail") or {}).get("type") != "time_delta"):
+            wider = first < at or last > to
+            if wider or ((first, last) == (at, to) and (item.get("detail") or {}).get("type") != "time_delta"):
                 break  # JioNLP read it
             inside.append(item)
         else:
-            first = _month_named(match, base)
-            if first is None:
+            month = _month_named(match, base)
+            if month is None:
                 continue
-            last = _step(first, "month") - timedelta(seconds=1)  # inclusive, as JioNLP's
-            times = [first.isoformat(" "), last.isoformat(" ")]
+            end = _step(month, "month") - timedelta(seconds=1)  # inclusive, as JioNLP's
+            times = [month.isoformat(" "), end.isoformat(" ")]
             said = {"text": match.group(), "offset": [at, to], "parser": "glue"}
             months.append(said | {"detail": {"type": "time_span", "time": times}})
             items = [item for item in items if not any(item is other for other in inside)]

@@ -307,3 +307,72 @@ def test_dateparser_reads_the_sentences_that_name_a_date_one_at_a_time(times: Li
 def test_a_month_or_a_year_with_a_time_of_day_names_no_single_day(times: LibraryTimeExpressions, query: str) -> None:
     # The parsers fill in today's day of the month: no such day was named.
     assert all(window.end - window.start != timedelta(days=1) for window in times.windows(query, NOW))
+
+
+SAID = datetime(2026, 12, 6, 10, 0, tzinfo=UTC)  # a Sunday
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # 上 ending a word before a word beginning with 月: no "last month".
+        "登上月球",
+        "阿姆斯特朗登上月球",
+        "爬上月台",
+        "走上月台等车",
+        "送上月饼",
+        "加上月租一共多少",
+        "算上月薪",
+        "楼上月租三千",
+        "网上月卡",
+        "路上月色很好",
+        "看上月亮",
+        "高一上月考",
+        # 这个 or 本 before a word beginning with 月, or 本 ending a word: no "this month".
+        "我在这个月台等你",
+        "火车停在这个月台",
+        "这个月亮好大",
+        "这个月饼很好吃",
+        "这个月季花很漂亮",
+        "这个月嫂很好",
+        "这个月球车",
+        "本月饼店",
+        "日本月薪多少",
+        # A length, and idioms.
+        "我都一月没吃肉了",
+        "十月怀胎",
+        "三月不知肉味",
+    ],
+)
+def test_a_word_that_holds_a_months_characters_names_no_month(times: LibraryTimeExpressions, query: str) -> None:
+    assert times.windows(query, SAID) == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("上个月我去了北京", day(11, 1, 2026), day(12, 1, 2026)),
+        ("这个月很忙", day(12, 1, 2026), day(1, 1, 2027)),
+        ("本月的账单", day(12, 1, 2026), day(1, 1, 2027)),
+        ("五月我在上海", day(5, 1, 2026), day(6, 1, 2026)),
+        ("一月份的时候", day(1, 1, 2026), day(2, 1, 2026)),
+        ("一月的时候", day(1, 1, 2026), day(2, 1, 2026)),
+        ("今年一月", day(1, 1, 2026), day(2, 1, 2026)),
+        ("我一月去了日本", day(1, 1, 2026), day(2, 1, 2026)),
+        # Beside the words above, the month is still read where it is meant.
+        ("查看上月账单", day(11, 1, 2026), day(12, 1, 2026)),
+        ("计算上月的开支", day(11, 1, 2026), day(12, 1, 2026)),
+        ("比上月增长了多少", day(11, 1, 2026), day(12, 1, 2026)),
+        ("我上月租了一套房", day(11, 1, 2026), day(12, 1, 2026)),
+        ("这个月薪水还没发", day(12, 1, 2026), day(1, 1, 2027)),
+        ("这个月台风很多", day(12, 1, 2026), day(1, 1, 2027)),
+        ("本月亮点", day(12, 1, 2026), day(1, 1, 2027)),
+        ("我有一月份的账单", day(1, 1, 2026), day(2, 1, 2026)),
+    ],
+)
+def test_a_month_said_beside_such_words_is_read(
+    times: LibraryTimeExpressions, query: str, start: datetime, end: datetime
+) -> None:
+    (window,) = times.windows(query, SAID)
+    assert (window.start, window.end) == (start, end)
+    assert window.text and window.text in query
