@@ -23,8 +23,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 THE_USER = "user"  # how a memory written about the user names them
+# Longer texts are read as written: a question is short, and the prompt context's query
+# (the latest messages joined, up to 4,000 characters) would cost a long text's
+# embedding again (about 125 ms at 4,000 characters with USE) for what no data measured.
+MAX_CHARS = 600
 _MODALS = "can|could|would|will|should|shall|may|might|must|did"
-_USER = r"user\b(?![-'’])"  # "user", not "user's", "user-friendly"
+# "The user" is a person, not the first word of a compound noun: "the user table", "the
+# user account", "the user interface" name things.
+_NOUNS = (
+    "account accounts agent agents agreement api base class column columns consent count data database db "
+    "directory docs documentation email emails endpoint entity experience feedback field fields flow folder "
+    "form group groups guide id ids input interface interfaces journey key keys level list login management "
+    "manual mode model models module name names object objects page password passwords permission "
+    "permissions profile profiles query record records request requests research role roles row rows schema "
+    "segment segments service session sessions setting settings space stories story support table tables "
+    "test testing tests token tokens type types"
+).split()
+_USER = rf"user\b(?![-'’])(?!\s+(?:{'|'.join(_NOUNS)})\b)"  # the person: not "user's", "user-friendly", "user table"
 _APOSTROPHE = "['’]"
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
@@ -37,14 +52,15 @@ def _rule(pattern: str, replacement: str | Callable[[re.Match[str]], str], flags
     return re.compile(pattern, flags), replacement
 
 
-# Third person to first, applied in order.
+# Third person to first, applied in order. "The" is required: "a user's password" and
+# "how do user permissions work" are about users, not the user.
 _TO_FIRST: list[Rule] = [
-    _rule(rf"\b(?:the )?user{_APOSTROPHE}s\b", "my"),
-    _rule(rf"\b(?:does|do) (?:the )?{_USER}", "do I"),
-    _rule(rf"\b(?:has|have) (?:the )?{_USER}", "have I"),
-    _rule(rf"\bis (?:the )?{_USER}", "am I"),
-    _rule(rf"\bwas (?:the )?{_USER}", "was I"),
-    _rule(rf"\b({_MODALS}) (?:the )?{_USER}", lambda m: f"{m.group(1)} I"),
+    _rule(rf"\bthe user{_APOSTROPHE}s\b", "my"),
+    _rule(rf"\b(?:does|do) the {_USER}", "do I"),
+    _rule(rf"\b(?:has|have) the {_USER}", "have I"),
+    _rule(rf"\bis the {_USER}", "am I"),
+    _rule(rf"\bwas the {_USER}", "was I"),
+    _rule(rf"\b({_MODALS}) the {_USER}", lambda m: f"{m.group(1)} I"),
     _rule(rf"\bthe {_USER} (?:themselves|themself|himself|herself)\b", "myself"),
     _rule(rf"\bthe {_USER} is\b", "I am"),
     _rule(rf"\bthe {_USER} has\b", "I have"),
@@ -58,25 +74,27 @@ _TO_FIRST: list[Rule] = [
     _rule(rf"\bthe {_USER}", "I"),
 ]
 
-# First person to third.
+# First person to third. "I" as a numeral or a letter ("World War I" aside) is rare in a
+# question; "I/O" and "I-beam" are left as they are.
+_I = r"\bI\b(?![/-])"
 _TO_THIRD: list[Rule] = [
-    _rule(r"\bdo I\b", "does the user"),
-    _rule(r"\bhave I\b", "has the user"),
-    _rule(r"\bam I\b", "is the user"),
-    _rule(rf"\b({_MODALS}|was) I\b", lambda m: f"{m.group(1)} the user"),
+    _rule(rf"\bdo {_I}", "does the user"),
+    _rule(rf"\bhave {_I}", "has the user"),
+    _rule(rf"\bam {_I}", "is the user"),
+    _rule(rf"\b({_MODALS}|was) {_I}", lambda m: f"{m.group(1)} the user"),
     _rule(rf"\bI(?:{_APOSTROPHE}m| am)\b", "the user is", 0),
     _rule(rf"\bI(?:{_APOSTROPHE}ve| have)\b", "the user has", 0),
     _rule(rf"\bI{_APOSTROPHE}d\b", "the user would", 0),
     _rule(rf"\bI{_APOSTROPHE}ll\b", "the user will", 0),
-    _rule(r"\bI do\b", "the user does", 0),
-    _rule(r"\bI\b", "the user", 0),
+    _rule(rf"{_I} do\b", "the user does", 0),
+    _rule(_I, "the user", 0),
     _rule(r"\b(?:my|mine)\b", "the user's"),
     _rule(r"\bmyself\b", "the user themselves"),
     _rule(r"\bme\b", "the user"),
 ]
 
 _FIRST_PERSON = re.compile(r"\bI\b|\b(?:me|my|mine|myself)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?:^|[.!?]\s+|[\"“(]\s*)$")
+_OPENS = frozenset('.!?"“(')
 
 
 def _cased(match: re.Match[str], replacement: str) -> str:
@@ -84,7 +102,10 @@ def _cased(match: re.Match[str], replacement: str) -> str:
     and "I am" always begin with one)."""
     if replacement.startswith("I ") or replacement == "I":
         return replacement
-    if _SENTENCE_END.search(match.string[: match.start()]):
+    text, at = match.string, match.start() - 1
+    while at >= 0 and text[at].isspace():  # only the spaces before it: no copy of the text
+        at -= 1
+    if at < 0 or text[at] in _OPENS:
         return replacement[:1].upper() + replacement[1:]
     return replacement
 
@@ -104,15 +125,31 @@ class Phrasing:
     first_person: bool
 
 
+def first_person(text: str) -> str | None:
+    """``text`` in the first person, where it names "the user" ("where does the user
+    live?" → "where do I live?"); None where it does not, or is longer than ``MAX_CHARS``."""
+    if len(text) > MAX_CHARS:
+        return None
+    rewritten = _rewritten(_TO_FIRST, text)
+    return rewritten if rewritten != text else None
+
+
+def third_person(text: str) -> str | None:
+    """``text`` with "the user" for "I", where it speaks in the first person ("where do I
+    live?" → "where does the user live?"); None where it does not, or is longer than
+    ``MAX_CHARS``."""
+    if len(text) > MAX_CHARS or not _FIRST_PERSON.search(text):
+        return None
+    rewritten = _rewritten(_TO_THIRD, text)
+    return rewritten if rewritten != text else None
+
+
 def other_person(text: str) -> Phrasing | None:
-    """``text`` rewritten in the other person: where it names "the user" (or "user's"),
-    in the first person; else where it speaks in the first person, with "the user".
-    None where it does neither (nothing to rewrite)."""
-    first = _rewritten(_TO_FIRST, text)
-    if first != text:
+    """``text`` rewritten in the other person: where it names "the user", in the first
+    person; else where it speaks in the first person, with "the user". None where it
+    does neither (nothing to rewrite), or is longer than ``MAX_CHARS``."""
+    if (first := first_person(text)) is not None:
         return Phrasing(first, first_person=True)
-    if _FIRST_PERSON.search(text):
-        third = _rewritten(_TO_THIRD, text)
-        if third != text:
-            return Phrasing(third, first_person=False)
+    if (third := third_person(text)) is not None:
+        return Phrasing(third, first_person=False)
     return None

@@ -28,6 +28,11 @@ A recall is a frozen ``RecallQuery``. Under the fast network's read hold:
    cosines to the two (``[fusion] focus``), here and for what the other channels add
    (not for the legacy index's candidates during a model change: the focus has no
    vector of the previous model, so theirs stay their cosine to the query);
+   A query with an other phrasing (``RecallQuery.phrasing``: "where does the user live?"
+   also read as "where do I live?", engine/persons.py) has no search of its own: every
+   candidate's cosine, here and for what the other channels add, is the larger of its
+   cosines to the query and to that phrasing (not the legacy index's candidates, as for
+   the focus);
 2. during a model change, the legacy index's neighbours likewise;
 3. the lexical channel: BM25 per namespace (``FastNetwork.lexical``), its top
    ``pool`` among what passes join, every candidate scored relative to the best;
@@ -159,8 +164,10 @@ class RecallQuery:
     focus: Vector | None = None
     focus_weight: float = 0.0
     # The query in the other grammatical person (engine/persons.py), embedded: each
-    # candidate's cosine to the query is the larger of its cosines to the two.
+    # candidate's cosine to the query is the larger of its cosines to the two. Likewise
+    # the focus and ``focus_phrasing``.
     phrasing: Vector | None = None
+    focus_phrasing: Vector | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +179,9 @@ class RecallResult:
     contradicts: dict[str, list[str]] = field(default_factory=dict)
     windows: tuple[TimeWindow, ...] = ()  # the times the query named, as they were read
     read_by_model: bool = True  # False: ranked without the semantic signal (RecallQuery)
-    phrasing: str | None = None  # the query in the other person, where it was read too (RecallQuery)
+    # The query in the other person (engine/persons.py), where it was read that way too:
+    # embedded where the model reads the query, its words searched where it names the user.
+    phrasing: str | None = None
 
 
 @dataclass(slots=True)
@@ -463,7 +472,7 @@ class Recaller:
         """The focus's own nearest memories join the candidates, and every candidate's
         cosine becomes its similarity to query and focus together (``_similarities``)."""
         assert query.focus is not None
-        near = self._semantic(net, replace(query, vector=query.focus, focus=None, phrasing=None))
+        near = self._semantic(net, replace(query, vector=query.focus, focus=None, phrasing=None, focus_phrasing=None))
         rows = np.asarray(list(dict.fromkeys([*pool.cosine, *near.cosine])), dtype=np.int64)
 
         def cosines(found: dict[int, float], computed: Callable[[Rows], Floats]) -> Floats:
@@ -476,7 +485,10 @@ class Recaller:
 
         focus = query.focus
         whole = cosines(pool.cosine, lambda lacking: self._whole(net, query, lacking))
-        blended = _blend(whole, cosines(near.cosine, lambda lacking: net.cosines(focus, lacking)), query.focus_weight)
+        focused = cosines(near.cosine, lambda lacking: net.cosines(focus, lacking))
+        if query.focus_phrasing is not None:
+            focused = np.maximum(focused, net.cosines(query.focus_phrasing, rows))
+        blended = _blend(whole, focused, query.focus_weight)
         pool.cosine = dict(zip(rows.tolist(), blended.tolist(), strict=True))
 
     def _similarities(self, net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
@@ -485,7 +497,10 @@ class Recaller:
         cosines = self._whole(net, query, rows)
         if query.focus is None:
             return cosines
-        return _blend(cosines, net.cosines(query.focus, rows), query.focus_weight)
+        focused = net.cosines(query.focus, rows)
+        if query.focus_phrasing is not None:
+            focused = np.maximum(focused, net.cosines(query.focus_phrasing, rows))
+        return _blend(cosines, focused, query.focus_weight)
 
     @staticmethod
     def _whole(net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:

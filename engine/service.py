@@ -104,6 +104,16 @@ NOBODY_BLOCKED: BlockList = _NobodyBlocked()
 
 
 @dataclass(frozen=True, slots=True)
+class QueryVectors:
+    """What a recall reads of its query, embedded (``MemoryService.query_vectors``)."""
+
+    query: Vector
+    focus: Vector | None = None  # the focus's, where it is weighed
+    phrasing: Vector | None = None  # the query in the other person's (``MemoryService.phrasing``)
+    focus_phrasing: Vector | None = None  # the focus in the other person's
+
+
+@dataclass(frozen=True, slots=True)
 class Neighbourhood:
     memory: Memory
     edges: list[Edge]
@@ -685,7 +695,7 @@ class MemoryService:
         focus: str | None = None,
         focus_vector: Vector | None = None,
         windows: tuple[TimeWindow, ...] | None = None,
-        phrasing_vector: Vector | None = None,
+        vectors: QueryVectors | None = None,
     ) -> RecallResult:
         """``vector``: the query's embedding when the caller has it already (several recalls of one query).
         ``windows``: likewise the times it names, as an earlier recall of it read them
@@ -697,11 +707,12 @@ class MemoryService:
         nearest memories are candidates too. ``focus_vector``: its embedding, when the
         caller has it already.
 
-        The query is also read in the other grammatical person (``persons.other_person``:
-        "where does the user live?" and "where do I live?"), where ``[recall]
-        other_person`` is on and the model reads the query: each candidate's cosine is
-        the larger of its two (``RecallQuery.phrasing``). ``phrasing_vector``: that
-        phrasing's embedding, when the caller has it already."""
+        The query is also read in the other grammatical person (``phrasing``: "where does
+        the user live?" and "where do I live?"), where ``[recall] other_person`` is on and
+        the model reads the query: each candidate's cosine to it is the larger of its two
+        (``RecallQuery.phrasing``); so is the focus. ``vectors``: every vector the recall
+        reads, when the caller has them already (``query_vectors``: several recalls of one
+        query); in place of ``vector`` and ``focus_vector``."""
         flt = flt or MemoryFilter()
         if text.is_blank(query):
             raise InvalidInput("query must not be empty", field="query")
@@ -718,16 +729,13 @@ class MemoryService:
         try:
             read_by_model = self._reads(query)
             phrasing = self.phrasing(query, namespaces)
-            phrased = phrasing.text if phrasing is not None and read_by_model else None  # the model reads it
             if focus is None or not self.weighs_focus(query, focus):
                 focus = None
-            vector, focus_vector, phrasing_vector = self._query_vectors(
-                (query, vector), (focus, focus_vector), (phrased, phrasing_vector)
-            )
-            assert vector is not None
+            if vectors is None:
+                vectors = self._query_vectors(query, namespaces, focus, vector, focus_vector, phrasing)
             asked = RecallQuery(
                 text=query,
-                vector=vector,
+                vector=vectors.query,
                 sight=sight_of(namespaces, scope),
                 flt=flt,
                 top_k=top_k,
@@ -742,9 +750,10 @@ class MemoryService:
                 windows=windows,
                 reading=reading,  # where windows is None: taken once the candidates are found (``Recaller._ranking``)
                 read_by_model=read_by_model,
-                focus=focus_vector,
+                focus=vectors.focus if focus is not None else None,
                 focus_weight=self.config.fusion.focus,
-                phrasing=phrasing_vector,
+                phrasing=vectors.phrasing if read_by_model else None,
+                focus_phrasing=vectors.focus_phrasing if focus is not None else None,
             )
             # "How do I …": the matching procedures first, then the other hits.
             how = not flt.categories and procedures.PROCEDURE in self.config.categories and procedures.asks_how(query)
@@ -771,23 +780,52 @@ class MemoryService:
         their people, lost 0.0075 of recall@5 to it)."""
         if not self.config.recall.other_person:
             return None
-        phrasing = persons.other_person(query)
-        if phrasing is None or phrasing.first_person:
-            return phrasing
+        if (first := persons.first_person(query)) is not None:
+            return persons.Phrasing(first, first_person=True)
         (term,) = text.terms(persons.THE_USER)
-        return phrasing if self.keeper.network.may_mention(namespaces, term) else None
+        if not self.keeper.network.may_mention(namespaces, term):
+            return None
+        third = persons.third_person(query)
+        return persons.Phrasing(third, first_person=False) if third is not None else None
 
-    def _query_vectors(self, *asked: tuple[str | None, Vector | None]) -> list[Vector | None]:
-        """Each (text, vector) as its vector: None where there is no text; else the vector
-        given, or the text's ``embed_query``. Those to embed are embedded in one call
-        where the embedder can (``EmbedsQueries``: a query, its focus and its other
-        phrasing for about the cost of one)."""
+    def query_vectors(self, query: str, namespaces: Sequence[str], focus: str | None = None) -> QueryVectors:
+        """The vectors a recall of ``query`` (with ``focus``) over ``namespaces`` reads
+        (``recall``'s ``vectors``), embedded in one call where the embedder can: for
+        several recalls of one query."""
+        if focus is not None and not self.weighs_focus(query, focus):
+            focus = None
+        return self._query_vectors(query, namespaces, focus, None, None, self.phrasing(query, namespaces))
+
+    def _query_vectors(
+        self,
+        query: str,
+        namespaces: Sequence[str],
+        focus: str | None,
+        vector: Vector | None,
+        focus_vector: Vector | None,
+        phrasing: persons.Phrasing | None,
+    ) -> QueryVectors:
+        """The query's and the focus's vectors (those given, else embedded) and their
+        other phrasings' (``phrasing``, the query's), where the model reads the query;
+        those to embed in one call where the embedder can (``EmbedsQueries``: a few short
+        texts for about the cost of one)."""
+        reads = self._reads(query)
+        focus_phrasing = self.phrasing(focus, namespaces) if focus is not None and reads else None
+        asked = [
+            (query, vector),
+            (focus, focus_vector),
+            (phrasing.text if phrasing is not None and reads else None, None),
+            (focus_phrasing.text if focus_phrasing is not None else None, None),
+        ]
         texts = {n: said for n, (said, given) in enumerate(asked) if said is not None and given is None}
         if len(texts) > 1 and isinstance(self.embedder, EmbedsQueries):
             made: dict[int, Vector] = dict(zip(texts, self.embedder.embed_queries(list(texts.values())), strict=True))
         else:
             made = {n: self.embedder.embed_query(said) for n, said in texts.items()}
-        return [None if said is None else made.get(n, given) for n, (said, given) in enumerate(asked)]
+        found = [None if said is None else made.get(n, given) for n, (said, given) in enumerate(asked)]
+        query_vector = found[0]
+        assert query_vector is not None
+        return QueryVectors(query_vector, found[1], found[2], found[3])
 
     def weighs_focus(self, query: str, focus: str) -> bool:
         """Whether a recall of ``query`` weighs ``focus`` (``[fusion] focus`` above 0, and

@@ -306,15 +306,14 @@ class Sessions:
         if focus is not None and (query is None or not self.service.weighs_focus(query, focus)):
             focus = None  # the recall would not weigh it
         if query is not None:
-            # Query and focus embedded once, for both recalls.
+            # Query, focus and the query's other phrasing embedded once, for both recalls.
             recall = functools.partial(
                 self.service.recall,
                 query,
                 namespaces=[ref.namespace],
                 scope=scope,
-                vector=self.service.embedder.embed_query(query),
                 focus=focus,
-                focus_vector=self.service.embedder.embed_query(focus) if focus is not None else None,
+                vectors=self.service.query_vectors(query, [ref.namespace], focus),
             )
             if cfg.context_procedures and shares.procedures > 0 and PROCEDURE in self.service.config.categories:
                 found_steps = recall(top_k=cfg.context_procedures, flt=MemoryFilter(categories=(PROCEDURE,)))

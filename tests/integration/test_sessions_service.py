@@ -436,3 +436,36 @@ def test_a_promotion_that_fails_leaves_the_others_to_the_sweep(
     clock.advance(seconds=CLAIM_STALE_SECONDS)
     (again,) = sessions.sweep()
     assert again.ref == REF and len(again.created) == 1
+
+
+def test_prompt_context_embeds_its_query_focus_and_their_other_phrasings_once(
+    open_sess: OpenSessions, open_svc: OpenService, embedder: Any
+) -> None:
+    """Both recalls of the prompt context read the vectors it embedded once: the query,
+    the focus (the latest message) and, where a memory says "user", each one read with
+    "the user" (``MemoryService.query_vectors``), in one call."""
+    calls: list[tuple[str, int]] = []
+
+    class Counting:
+        name, version, dim, similarity_floor = embedder.name, embedder.version, embedder.dim, embedder.similarity_floor
+
+        def embed_documents(self, texts: Any) -> Any:
+            return embedder.embed_documents(texts)
+
+        def embed_query(self, text: str) -> Any:
+            calls.append(("one", 1))
+            return embedder.embed_query(text)
+
+        def embed_queries(self, texts: Any) -> Any:
+            calls.append(("together", len(texts)))
+            return embedder.embed_documents(texts)
+
+    service = open_svc(embedder=Counting())
+    sessions = open_sess(service)
+    service.save(MemoryDraft("The user's sister lives in Porto", namespace="user:42"))
+    service.save(MemoryDraft("Deploy the web app to staging", namespace="user:42", category="procedure"))
+    sessions.append(REF, say("I moved flats last month.", "Where does my sister live?"), reach=Reach.FULL)
+    calls.clear()
+    context = sessions.context(REF, scope=Scope.whole(["user:42"]), budget=300)
+    assert calls == [("together", 4)]  # query, focus, and each with "the user": no embedding per recall
+    assert "Porto" in context.text

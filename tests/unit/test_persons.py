@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.persons import Phrasing, other_person
+from engine.persons import MAX_CHARS, Phrasing, first_person, other_person, third_person
 
 
 @pytest.mark.parametrize(
@@ -12,7 +12,6 @@ from engine.persons import Phrasing, other_person
     [
         ("Where does the user live?", "Where do I live?"),
         ("What is the user's favourite colour?", "What is my favourite colour?"),
-        ("What is user's job?", "What is my job?"),
         ("What is the user’s job?", "What is my job?"),
         ("Has the user ever been to Japan?", "Have I ever been to Japan?"),
         ("Is the user vegetarian?", "Am I vegetarian?"),
@@ -66,3 +65,31 @@ def test_a_query_in_neither_person_has_no_other_phrasing(query: str) -> None:
 def test_a_query_naming_the_user_is_rewritten_to_the_first_person_even_where_it_also_says_i() -> None:
     # The user is who the question is about; "I" (the agent asking) is left as it is.
     assert other_person("Can I ask what the user likes?") == Phrasing("Can I ask what I likes?", first_person=True)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What columns does the user table have?",
+        "Where is the user model defined?",
+        "How do user permissions work?",
+        "Delete the user account for bob",
+        "The user interface is slow on mobile",
+        "Was user data migrated?",
+        "What is user's job?",  # without "the": about users, or a typo; read as written
+        "How many users signed up?",
+    ],
+)
+def test_user_as_a_noun_is_not_the_user(query: str) -> None:
+    assert first_person(query) is None
+
+
+def test_i_as_a_letter_is_left_alone() -> None:
+    assert third_person("Why do I get an I/O error?") == "Why does the user get an I/O error?"
+
+
+def test_a_long_text_is_read_as_written() -> None:
+    question = "Where does the user live? "
+    assert other_person(question * (MAX_CHARS // len(question))) is not None
+    assert other_person(question * (MAX_CHARS // len(question) + 1)) is None
+    assert third_person("I " * MAX_CHARS) is None
