@@ -76,9 +76,11 @@ class TwinmemContextProvider(ContextProvider):
 
     async def _save(self, text: str, source: str, session_id: str | None) -> None:
         parts = split_content(text)
-        if len(parts) == 1:
+        if not parts:
+            return
+        if len(parts) == 1:  # the part, not the text: one past the limit only by its whitespace is cut to it
             await self.client.save(
-                text, namespace=self.namespace, category=self.category, source=source, session_id=session_id
+                parts[0], namespace=self.namespace, category=self.category, source=source, session_id=session_id
             )
             return
         # Too long for one memory: its parts, saved together and in order (one transaction).

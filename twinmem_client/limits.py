@@ -53,11 +53,14 @@ def split_content(text: str, limit: int = MAX_CONTENT_CHARS) -> list[str]:
     """``text`` as parts of at most ``limit`` characters each, in order, each ending at a
     paragraph, sentence or word boundary where one lies in the second half of its span
     (else cut at the limit); whitespace around parts is dropped, blank parts are left out.
-    A text that fits is one part, unchanged."""
+    A text that fits is one part, unchanged; one that fits without the whitespace around
+    it is one part, that text stripped."""
     if len(text) <= limit:
         return [text]
+    rest = text.strip()
+    if len(rest) <= limit:
+        return [rest] if rest else []
     parts: list[str] = []
-    rest = text
     while len(rest) > limit:
         size = min(_cut(rest[: limit + 1]), limit)  # one more: a boundary right at the limit counts
         part = rest[:size].strip()

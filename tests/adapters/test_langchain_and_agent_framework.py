@@ -112,6 +112,26 @@ def test_a_message_longer_than_a_memory_is_saved_in_parts(live: LiveServer, tag:
     assert len({m.session_id for m in parts}) == 1 and parts[0].session_id is not None
 
 
+def test_a_message_past_the_limit_only_by_its_whitespace_is_saved_as_one(live: LiveServer, tag: str) -> None:
+    body = " ".join(f"Line {i} of the report." for i in range(700))[:8000].rstrip()
+    body += "x" * (8000 - len(body))
+    messages = [body + "\n", "\n\n  " + body + "  \n"]
+
+    async def scenario() -> None:
+        provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}")
+        agent = Agent(client=ScriptedClient("Noted."), context_providers=[provider])
+        for message in messages:
+            await agent.run(message)  # before: the service's 422 (8,001 characters), the run failed
+        await provider.aclose()
+
+    assert len(body) == 8000 and all(len(m) > 8000 for m in messages)
+    asyncio.run(scenario())
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        saved = list(client.iter_memories(source="user_input"))
+    assert [m.content for m in saved] == [body]  # the second is the same text: folded into the first
+    assert "part" not in saved[0].metadata
+
+
 def test_the_retriever_and_the_provider_serve_several_event_loops(live: LiveServer, tag: str) -> None:
     with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
         cat = client.save("The user has a cat called Miso")

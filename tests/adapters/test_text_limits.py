@@ -30,3 +30,10 @@ def test_a_long_text_is_split_at_boundaries_keeping_every_word() -> None:
     assert all(p.endswith("is here.") for p in split_content(prose))
     unbroken = "字" * 20000
     assert "".join(split_content(unbroken)) == unbroken
+
+
+def test_a_text_past_the_limit_only_by_its_whitespace_is_one_part() -> None:
+    prose = " ".join(f"Sentence number {i} is here." for i in range(400))[:MAX_CONTENT_CHARS]
+    assert split_content(prose + "\n") == [prose]
+    assert split_content("\n\n  " + prose + "  \n") == [prose]
+    assert split_content(" " * (MAX_CONTENT_CHARS + 1)) == []
