@@ -12,7 +12,10 @@
   too (source ``inference``, which starts at a lower score and never counts as the user's word).
   A message longer than a memory may be (8,000 characters) is saved as several, split at
   paragraph, sentence or word boundaries, in one batch, in order, each with ``part`` and
-  ``parts`` in its metadata.
+  ``parts`` in its metadata. The parts are saved with conflicts ``off``: they neither
+  replace nor contradict each other, nor older memories. Deduplication still runs: a part
+  that repeats (or nearly repeats) one already kept is folded into it, so a message may
+  leave fewer memories than its ``parts``.
 """
 
 from __future__ import annotations
@@ -84,11 +87,13 @@ class TwinmemContextProvider(ContextProvider):
             )
             return
         # Too long for one memory: its parts, saved together and in order (one transaction).
+        # Without conflict rules: one message's parts do not replace or contradict each other
+        # ("I live in Paris. …" is not superseded by "… I live in Berlin now." further on).
         fields = {"category": self.category, "source": source, "session_id": session_id}
         memories = [
             {"content": part, **fields, "metadata": {"part": n, "parts": len(parts)}} for n, part in enumerate(parts, 1)
         ]
-        await self.client.save_batch(memories, namespace=self.namespace)
+        await self.client.save_batch(memories, namespace=self.namespace, conflicts="off")
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -112,6 +112,23 @@ def test_a_message_longer_than_a_memory_is_saved_in_parts(live: LiveServer, tag:
     assert len({m.session_id for m in parts}) == 1 and parts[0].session_id is not None
 
 
+def test_the_parts_of_one_message_do_not_replace_each_other(live: LiveServer, tag: str) -> None:
+    filler = "".join(f"Note {i}: we talked about the weather and the garden for a while. " for i in range(110))
+    message = "I live in Paris. " + filler + "\n\nI live in Berlin now. " + filler
+
+    async def scenario() -> None:
+        provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}")
+        await Agent(client=ScriptedClient("Noted."), context_providers=[provider]).run(message)
+        await provider.aclose()
+
+    asyncio.run(scenario())
+    with TwinmemClient(live.url, namespace=f"user:{tag}") as client:
+        saved = sorted(client.iter_memories(source="user_input"), key=lambda m: m.metadata["part"])
+    # Before: the Berlin part superseded the Paris part, 7 kB of what was said left recall.
+    assert [m.content[:22] for m in saved] == ["I live in Paris. Note ", "I live in Berlin now. "]
+    assert [m.status for m in saved] == ["active", "active"]
+
+
 def test_a_message_past_the_limit_only_by_its_whitespace_is_saved_as_one(live: LiveServer, tag: str) -> None:
     body = " ".join(f"Line {i} of the report." for i in range(700))[:8000].rstrip()
     body += "x" * (8000 - len(body))
