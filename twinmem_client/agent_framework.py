@@ -11,11 +11,14 @@
   the session's id as ``session_id``); with ``store_responses=True`` the agent's answer
   too (source ``inference``, which starts at a lower score and never counts as the user's word).
   A message longer than a memory may be (8,000 characters) is saved as several, split at
-  paragraph, sentence or word boundaries, in one batch, in order, each with ``part`` and
-  ``parts`` in its metadata. The parts are saved with conflicts ``off``: they neither
+  paragraph, sentence or word boundaries, in order, each with ``part`` and ``parts`` in
+  its metadata, in one batch (one transaction) where they fit one request (500 memories,
+  2 MiB), else in several. The parts are saved with conflicts ``off``: they neither
   replace nor contradict each other, nor older memories. Deduplication still runs: a part
   that repeats (or nearly repeats) one already kept is folded into it, so a message may
-  leave fewer memories than its ``parts``.
+  leave fewer memories than its ``parts``. A blank message (whitespace, control characters,
+  zero-width marks only: what the service calls blank) is not saved, nor is a blank part,
+  and a blank input is not recalled with.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from agent_framework import AgentSession, ContextProvider, SessionContext, SupportsAgentRun
 
 from twinmem_client.async_client import AsyncTwinmemClient
-from twinmem_client.limits import fit_query, split_content
+from twinmem_client.limits import batches, fit_query, is_blank, split_content
 
 DEFAULT_TOP_K = 5
 INSTRUCTIONS = "Relevant memories about the user (most relevant first):"
@@ -59,7 +62,7 @@ class TwinmemContextProvider(ContextProvider):
         self, *, agent: SupportsAgentRun, session: AgentSession, context: SessionContext, state: dict[str, Any]
     ) -> None:
         query = "\n".join(m.text for m in context.input_messages if m.text).strip()
-        if not query:
+        if is_blank(query):  # the service refuses a blank query
             return
         hits = await self.client.recall(fit_query(query), namespace=self.namespace, top_k=self.top_k)
         if hits:
@@ -72,9 +75,9 @@ class TwinmemContextProvider(ContextProvider):
         session_id = context.session_id or session.session_id
         if self.store_inputs:
             for message in context.input_messages:
-                if str(message.role) == "user" and message.text.strip():
+                if str(message.role) == "user" and not is_blank(message.text):
                     await self._save(message.text, "user_input", session_id)
-        if self.store_responses and context.response is not None and context.response.text.strip():
+        if self.store_responses and context.response is not None and not is_blank(context.response.text):
             await self._save(context.response.text, "inference", session_id)
 
     async def _save(self, text: str, source: str, session_id: str | None) -> None:
@@ -86,14 +89,16 @@ class TwinmemContextProvider(ContextProvider):
                 parts[0], namespace=self.namespace, category=self.category, source=source, session_id=session_id
             )
             return
-        # Too long for one memory: its parts, saved together and in order (one transaction).
-        # Without conflict rules: one message's parts do not replace or contradict each other
-        # ("I live in Paris. …" is not superseded by "… I live in Berlin now." further on).
+        # Too long for one memory: its parts, in order, in as few batches (one transaction
+        # each) as fit the service's bounds on a request. Without conflict rules: one
+        # message's parts do not replace or contradict each other ("I live in Paris. …" is
+        # not superseded by "… I live in Berlin now." further on).
         fields = {"category": self.category, "source": source, "session_id": session_id}
         memories = [
             {"content": part, **fields, "metadata": {"part": n, "parts": len(parts)}} for n, part in enumerate(parts, 1)
         ]
-        await self.client.save_batch(memories, namespace=self.namespace, conflicts="off")
+        for batch in batches(memories):
+            await self.client.save_batch(batch, namespace=self.namespace, conflicts="off")
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -28,7 +28,7 @@ from autogen_core.models import SystemMessage
 from pydantic import BaseModel, SecretStr
 
 from twinmem_client.async_client import AsyncTwinmemClient
-from twinmem_client.limits import fit_query
+from twinmem_client.limits import fit_query, is_blank
 from twinmem_client.models import Hit
 
 DEFAULT_TOP_K = 5
@@ -112,7 +112,7 @@ class TwinmemMemory(Memory, Component[TwinmemMemoryConfig]):
         self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
     ) -> MemoryQueryResult:
         text = query if isinstance(query, str) else _text(query)
-        if not text.strip():
+        if is_blank(text):  # the service refuses a blank query
             return MemoryQueryResult(results=[])
         top_k = int(kwargs.get("top_k", self.top_k))
         hits = await self.client.recall(fit_query(text), namespace=self.namespace, top_k=top_k)

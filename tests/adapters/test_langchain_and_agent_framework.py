@@ -15,6 +15,7 @@ from tests.api.conftest import ROOT_TOKEN, LiveServer
 from twinmem_client import TwinmemClient
 from twinmem_client.agent_framework import TwinmemContextProvider
 from twinmem_client.langchain import TwinmemRetriever
+from twinmem_client.limits import split_content
 
 pytestmark = pytest.mark.slow
 
@@ -147,6 +148,36 @@ def test_a_message_past_the_limit_only_by_its_whitespace_is_saved_as_one(live: L
         saved = list(client.iter_memories(source="user_input"))
     assert [m.content for m in saved] == [body]  # the second is the same text: folded into the first
     assert "part" not in saved[0].metadata
+
+
+def test_no_message_fails_the_run_for_what_it_holds(live: LiveServer, tag: str) -> None:
+    zero_width = "\u200b\u200d\u2060\ufeff"
+    wide = "".join(f"Part {i}.\n" + "\U0001f600" * 7900 + "\n\n" for i in range(70))  # 4 bytes each: 2.2 MB
+    messages = {
+        "blank part": "I like tea.\n\n" + zero_width * 5000 + "\n\nI like coffee.",  # before: 422, blank part
+        "blank": zero_width * 10,  # before: 422, blank content
+        "query behind blanks": " " * 5000 + "What do I like?",  # before: 422, a blank query
+        "past 2 MiB": wide,  # before: 413, one batch past the service's body limit
+        "past 500 parts": "".join(f"word{i}" + " " * 7999 for i in range(600)),  # before: 422, past max_batch
+    }
+
+    async def scenario() -> None:
+        for name, message in messages.items():
+            provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}:{name.replace(' ', '-')}")
+            result = await Agent(client=ScriptedClient("Noted."), context_providers=[provider]).run(message)
+            assert result.text == "Noted.", name
+            await provider.aclose()
+
+    asyncio.run(scenario())
+    with TwinmemClient(live.url) as client:
+        kept = {
+            name: [m.content for m in client.iter_memories(namespace=f"user:{tag}:{name.replace(' ', '-')}")]
+            for name in messages
+        }
+    assert sorted(kept["blank part"]) == ["I like coffee.", "I like tea."] and kept["blank"] == []
+    assert kept["query behind blanks"] == ["What do I like?"]
+    assert sorted(kept["past 2 MiB"]) == sorted(split_content(wide)) and len(kept["past 2 MiB"]) == 70
+    assert sorted(kept["past 500 parts"]) == sorted(f"word{i}" for i in range(600))
 
 
 def test_the_retriever_and_the_provider_serve_several_event_loops(live: LiveServer, tag: str) -> None:

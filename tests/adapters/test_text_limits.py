@@ -3,12 +3,41 @@ start, a long message split into parts that keep every word, in order."""
 
 from __future__ import annotations
 
-from engine.config import LimitsConfig
-from twinmem_client.limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, fit_query, split_content
+import json
+
+from engine import text
+from engine.config import LimitsConfig, ServerConfig
+from twinmem_client.limits import (
+    MAX_BATCH,
+    MAX_BODY_BYTES,
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    batches,
+    fit_query,
+    is_blank,
+    split_content,
+)
+
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u200e"
 
 
 def test_the_bounds_are_the_services_defaults() -> None:
-    assert (MAX_QUERY_CHARS, MAX_CONTENT_CHARS) == (LimitsConfig().max_query_chars, LimitsConfig().max_content_chars)
+    limits = LimitsConfig()
+    assert (MAX_QUERY_CHARS, MAX_CONTENT_CHARS) == (limits.max_query_chars, limits.max_content_chars)
+    assert (MAX_BATCH, MAX_BODY_BYTES) == (limits.max_batch, ServerConfig().max_body_bytes)
+
+
+def test_blank_is_what_the_service_calls_blank() -> None:
+    samples = ["", " ", "\n\t", ZERO_WIDTH, "\x00\x07", " \u00a0\u3000", "a", ZERO_WIDTH + "a", "字", "\u00ad", "·"]
+    assert [is_blank(s) for s in samples] == [text.is_blank(s) for s in samples]
+    every = "".join(chr(c) for c in range(0x3000)) + "\U000e0001\U0001f600"
+    assert [c for c in every if is_blank(c)] == [c for c in every if text.is_blank(c)]
+
+
+def test_a_query_behind_a_long_blank_run_keeps_its_words() -> None:
+    for lead in (" " * 5000, "\n" * 4001, ZERO_WIDTH * 1000):
+        assert fit_query(lead + "What colour do I like?  ") == "What colour do I like?"  # before: blank, a 422
+    assert fit_query(" " * 5000) == ""
 
 
 def test_a_query_is_cut_to_its_start_at_a_boundary() -> None:
@@ -37,3 +66,19 @@ def test_a_text_past_the_limit_only_by_its_whitespace_is_one_part() -> None:
     assert split_content(prose + "\n") == [prose]
     assert split_content("\n\n  " + prose + "  \n") == [prose]
     assert split_content(" " * (MAX_CONTENT_CHARS + 1)) == []
+
+
+def test_a_part_the_service_calls_blank_is_left_out() -> None:
+    assert split_content(ZERO_WIDTH) == []
+    parts = split_content("I like tea.\n\n" + ZERO_WIDTH * 4000 + "\n\nI like coffee.")
+    assert parts == ["I like tea.", "I like coffee."]  # before: a part of zero-width marks only, a 422
+
+
+def test_batches_fit_the_services_bounds_on_a_request() -> None:
+    memories = [{"content": f"{i} " + "é" * 7990, "metadata": {"part": i}} for i in range(300)]
+    sent = list(batches(memories))
+    assert [m for batch in sent for m in batch] == memories  # all of them, in order
+    sizes = [len(json.dumps({"namespace": "n" * 200, "memories": b}, ensure_ascii=False).encode()) for b in sent]
+    assert len(sent) > 1 and max(sizes) <= MAX_BODY_BYTES  # 300 × 16 kB: two or more bodies of at most 2 MiB
+    small = [{"content": f"word {i}"} for i in range(1200)]
+    assert [len(b) for b in batches(small)] == [MAX_BATCH, MAX_BATCH, 200]
