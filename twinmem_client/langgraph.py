@@ -17,7 +17,12 @@ Mapping (LangGraph → twinmem):
   namespace (a drop box) sees no item there, so each of its puts saves a new memory
   with the key, which supersedes the one it put before under that key (in the
   ``supersede`` conflict mode, the default); its deletes are refused
-  (``PermissionDenied``), as it cannot find what they would delete.
+  (``PermissionDenied``), as it cannot find what they would delete. It sees others'
+  public memories but may not change them: a put under a key a public memory of
+  another writer holds is refused (``PermissionDenied`` naming the key). A key held by
+  another writer's shared or private memory it cannot see at all, so its put saves a
+  second active memory with that key beside it (readers' ``get`` answers the newest);
+  give a drop box keys of its own (a prefix, say) where that matters.
 * Memories written by anything else (another framework, the HTTP API) are items too:
   key = their explicit key, else their memory id; value = ``{"content", "category",
   "memory_id"}``. Putting such an item back writes a new version of that memory (it
@@ -78,6 +83,7 @@ VALUE_KEY = "langgraph"
 DEFAULT_INDEX_FIELDS = ("content", "text", "memory", "data")
 MAX_RECALL = 100  # the service's top_k bound
 PAGE = 500
+NO_READ_GRANT = "no read grant"  # how the service's 403 for a caller without ``r`` begins
 
 _SAFE = re.compile(r"[A-Za-z0-9_\-@]")
 _ESCAPED = re.compile(r"(?:\.[0-9a-f]{2})+")
@@ -260,7 +266,11 @@ class TwinmemStore(BaseStore):
             memory: Memory = yield calls.get(namespace, key)
         except NotFound:
             return []
-        except PermissionDenied:  # the service's 404 for a caller without ``r``
+        except PermissionDenied as exc:
+            # The service answers an id it does not show a caller without ``r`` with
+            # 403 "no read grant on namespace …" (not 404: nobody learns what exists).
+            if not exc.detail.startswith(NO_READ_GRANT):
+                raise
             return None
         return [memory] if memory.status == "active" and memory.key is None else []
 
@@ -297,7 +307,11 @@ class TwinmemStore(BaseStore):
             metadata = {**found[0].metadata, VALUE_KEY: value}  # what others wrote there stays
             changes: dict[str, Any] = {"content": content, "metadata": metadata}
             changes |= {"expire_at": expire_at} if expire_at else {"clear_expire_at": True}
-            yield calls.update(namespace, found[0].memory_id, {**changes, "reason": "langgraph put"})
+            try:
+                yield calls.update(namespace, found[0].memory_id, {**changes, "reason": "langgraph put"})
+            except NotFound:
+                yield from self._refuse_unwritable(namespace, op.key, found[0])
+                raise
             for extra in found[1:]:
                 yield calls.delete(namespace, extra.memory_id, False, None)
             return None
@@ -305,6 +319,22 @@ class TwinmemStore(BaseStore):
         fields |= {"source": self.source}
         fields |= {"expire_at": expire_at, "conflicts": self.conflicts}
         yield calls.save(namespace, content, fields)
+        return None
+
+    def _refuse_unwritable(self, namespace: str, key: str, memory: Memory) -> Step[None]:
+        """Raise ``PermissionDenied`` when ``memory``, which a put found and could not
+        update (404), is still there: one this caller sees but may not change (a drop box
+        sees others' public memories). One gone meanwhile raises nothing here."""
+        try:
+            current: Memory = yield calls.get(namespace, memory.memory_id)
+        except (NotFound, PermissionDenied):
+            return None
+        if current.status == "active":
+            raise PermissionDenied(
+                403,
+                f"cannot put {key!r} in {namespace!r}: the memory holding that key ({memory.memory_id}) "
+                "is another writer's public memory; a token without read there changes only what it wrote",
+            )
         return None
 
     def _namespaces(self, prefix: tuple[str, ...]) -> Step[list[tuple[str, tuple[str, ...]]]]:

@@ -285,6 +285,18 @@ def test_a_write_only_token_puts_items(secured: LiveServer, tag: str) -> None:
         store.close()
 
 
+def test_a_write_only_token_may_not_put_over_a_public_memory(secured: LiveServer, tag: str) -> None:
+    with TwinmemClient(secured.url, token=ROOT_TOKEN, namespace=f"drop:{tag}") as admin:
+        dropper = admin.create_token(f"dropper-{tag}", [f"drop:{tag}:w"])["token"]
+        notice = admin.save("Backups run at 02:00", key="schedule", visibility="public")
+        store = TwinmemStore(base_url=secured.url, token=dropper)
+        with pytest.raises(PermissionDenied, match=r"cannot put 'schedule'.*public"):  # before: NotFound, 404
+            store.put(("drop", tag), "schedule", {"content": "Backups run at 03:00"})
+        assert [m.memory_id for m in admin.by_key("schedule")] == [notice.memory_id]  # unchanged
+        assert admin.get(notice.memory_id).content == "Backups run at 02:00"
+        store.close()
+
+
 def test_search_without_a_query_is_newest_first_across_namespaces(store: TwinmemStore, tag: str) -> None:
     for ns, key in [(("feed", tag, "a"), "1"), (("feed", tag, "b"), "2"), (("feed", tag, "a"), "3")]:
         store.put(ns, key, {"content": f"entry {key}"})
