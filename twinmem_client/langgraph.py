@@ -366,7 +366,8 @@ class TwinmemStore(BaseStore):
             here: list[SearchItem] = []
             cursor: str | None = None
             while len(here) < want:
-                page = yield calls.list_page(name, {"limit": PAGE, "cursor": cursor})
+                # No more than is wanted (a filter may pass fewer: then the next page).
+                page = yield calls.list_page(name, {"limit": min(PAGE, want - len(here)), "cursor": cursor})
                 for memory in page.memories:
                     if not op.filter or _compare(_value(memory), op.filter):
                         here.append(_search_item(memory, path, None))
@@ -379,14 +380,24 @@ class TwinmemStore(BaseStore):
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Step[list[tuple[str, ...]]]:
         spaces = yield from self._namespaces(())
-        paths = []
+        # Each path the answer may hold (cut to ``max_depth``), with the namespaces that give it.
+        candidates: dict[tuple[str, ...], list[str]] = {}
         for name, path in spaces:
             if all(_matches(c, path) for c in op.match_conditions or ()):
-                # The service lists a namespace while it holds memories of any status (deleted
-                # ones can be restored); a store's namespace is one that holds items.
+                shown = path[: op.max_depth] if op.max_depth is not None else path
+                candidates.setdefault(shown, []).append(name)
+        # The service lists a namespace while it holds memories of any status (deleted ones
+        # can be restored); a store's namespace is one that holds items. Probed in the
+        # answer's order, each path until one of its namespaces holds one, and only until
+        # the page asked for is full.
+        want = op.offset + op.limit
+        paths: list[tuple[str, ...]] = []
+        for shown in sorted(candidates):
+            if len(paths) >= want:
+                break
+            for name in candidates[shown]:
                 page = yield calls.list_page(name, {"limit": 1})
                 if page.memories:
-                    paths.append(path)
-        if op.max_depth is not None:
-            paths = [p[: op.max_depth] for p in paths]
-        return sorted(set(paths))[op.offset : op.offset + op.limit]
+                    paths.append(shown)
+                    break
+        return paths[op.offset : want]

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
 from langgraph.store.memory import InMemoryStore
@@ -303,6 +304,40 @@ def test_search_without_a_query_is_newest_first_across_namespaces(store: Twinmem
     assert [h.key for h in store.search(("feed", tag))] == ["3", "2", "1"]  # before: namespace by namespace
     assert [h.key for h in store.search(("feed", tag), limit=2)] == ["3", "2"]
     assert [h.key for h in store.search(("feed", tag), limit=1, offset=1)] == ["2"]
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """A real transport that keeps the query of each listing it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listings: list[dict[str, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/memories":
+            self.listings.append(dict(request.url.params))
+        return super().handle_request(request)
+
+
+def test_listing_asks_for_no_more_than_the_answer_needs(live: LiveServer, tag: str) -> None:
+    transport = CountingTransport()
+    store = TwinmemStore(TwinmemClient(live.url, transport=transport), conflicts="off")
+    for n in range(6):
+        store.put((tag, "team", f"member{n}"), "note", {"content": f"note {n}"})
+        store.put((tag, "team", f"member{n}"), "more", {"content": f"more {n}"})
+    transport.listings.clear()
+    assert [h.key for h in store.search((tag,), limit=1)] == ["more"]
+    assert [m["limit"] for m in transport.listings] == ["1"] * 6  # before: six of 500 each
+    transport.listings.clear()
+    assert [h.value["content"] for h in store.search((tag,), limit=2, offset=1)] == ["note 5", "more 4"]
+    assert {m["limit"] for m in transport.listings} == {"3"}
+    transport.listings.clear()
+    assert store.list_namespaces(prefix=(tag,), max_depth=2) == [(tag, "team")]
+    assert len(transport.listings) == 1  # before: one per namespace, six
+    transport.listings.clear()
+    assert store.list_namespaces(prefix=(tag,), limit=2) == [(tag, "team", "member0"), (tag, "team", "member1")]
+    assert len(transport.listings) == 2
+    store.close()
 
 
 def test_a_namespace_whose_items_are_all_deleted_is_no_longer_listed(store: TwinmemStore, tag: str) -> None:
