@@ -40,8 +40,9 @@ class AsyncTwinmemClient(ClientBase):
     A connection belongs to the event loop that opened it, so the client keeps one pool per
     running loop: it works in every loop it is used in (each ``asyncio.run`` of an agent, say),
     and a loop's pool is closed when ``asyncio.run`` (or ``loop.shutdown_asyncgens``) shuts
-    that loop down, or by ``aclose`` in that loop. A ``transport`` given is the one pool's,
-    in whichever loop uses it: the caller manages it.
+    that loop down, by ``aclose`` in that loop, or, once the loop is closed, by ``aclose`` in
+    any loop. A ``transport`` given is the one pool's, in whichever loop uses it: the caller
+    manages it.
     """
 
     def __init__(
@@ -84,13 +85,20 @@ class AsyncTwinmemClient(ClientBase):
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the pool of the running loop (a loop's pool left open closes with its loop)."""
+        """Close the pool of the running loop and those of loops already closed; a pool of
+        another loop still running is left to it (it closes when that loop shuts down, or by
+        ``aclose`` there). A loop closed without ``shutdown_asyncgens`` did not close its
+        pool: its idle connections are closed here, and one whose socket only that loop
+        could close (its transport calls into the loop) is left to the garbage collector."""
         if self._shared is not None:
             await self._shared.aclose()
             return
         closer = self._closers.pop(asyncio.get_running_loop(), None)
         if closer is not None:
             await closer.aclose()
+        for gone in [loop for loop in self._pools if loop.is_closed()]:
+            self._closers.pop(gone, None)
+            await _close_orphan(self._pools.pop(gone))
 
     def _new_pool(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -109,8 +117,8 @@ class AsyncTwinmemClient(ClientBase):
         pool = self._pools.get(loop)
         if pool is None:
             for gone in [other for other in self._pools if other.is_closed()]:  # closed without shutting down
-                del self._pools[gone]
                 self._closers.pop(gone, None)
+                await _close_orphan(self._pools.pop(gone))
             pool = self._pools[loop] = self._new_pool()
             closer = self._closes(loop, pool)
             await closer.__anext__()
@@ -358,3 +366,14 @@ class AsyncTwinmemClient(ClientBase):
         fields: JsonDict = {"budget_tokens": budget_tokens, "query": query, "agent": agent}
         fields["split"] = dict(split) if split else None
         return await self.send(calls.prompt_context(self._ns(namespace), session_id, fields))
+
+
+async def _close_orphan(pool: httpx.AsyncClient) -> None:
+    """Close ``pool``, whose event loop is closed. Closing a connection still open there
+    calls into that loop, which raises "Event loop is closed": such a connection is left,
+    its socket closed when the garbage collector takes its transport."""
+    try:
+        await pool.aclose()
+    except RuntimeError:
+        if not pool.is_closed:  # httpx marks the client closed before it closes its connections
+            raise

@@ -5,6 +5,7 @@ namespace and key listings."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import threading
 from collections.abc import Iterator
@@ -253,6 +254,20 @@ def test_the_async_client_works_in_every_event_loop_it_is_used_in(live: LiveServ
     for _ in range(2):  # each run is a new loop; before: RuntimeError "Event loop is closed"
         assert [hit.memory_id for hit in asyncio.run(client.recall("which language?"))] == [saved.memory_id]
     asyncio.run(client.aclose())
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the dead loop's socket, closed by the collector
+def test_aclose_closes_the_pools_of_loops_already_closed(live: LiveServer, tag: str) -> None:
+    client = AsyncTwinmemClient(live.url, namespace=f"user:{tag}")
+    dead = asyncio.new_event_loop()
+    dead.run_until_complete(client.save("The user has a cat called Miso"))
+    dead.close()  # without shutdown_asyncgens, which would have closed its pool
+    (orphan,) = client._pools.values()
+    asyncio.run(client.aclose())
+    assert orphan.is_closed and not client._pools  # before: left open, aclose closed only its own loop's
+    assert [m.content for m in asyncio.run(client.list()).memories] == ["The user has a cat called Miso"]
+    asyncio.run(client.aclose())
+    gc.collect()
 
 
 def test_recall_sends_the_namespaces_it_is_given(live: LiveServer, tag: str) -> None:
