@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 
@@ -48,6 +48,19 @@ class ClientBase:
         token = token if token is not None else os.environ.get("TWINMEM_TOKEN")
         self.token = token or None
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    @classmethod
+    def like(cls, other: ClientBase) -> Self:
+        """A client of this class for the same service as ``other`` (a sync one for an async
+        one, say): same URL, namespace, token, timeout and retries (not its transport)."""
+        # token "" for none: not $TWINMEM_TOKEN read again
+        return cls(
+            other.base_url,
+            namespace=other.namespace,
+            token=other.token or "",
+            timeout=other.timeout,
+            retries=other.retries,
+        )
 
     def _ns(self, namespace: str | None) -> str:
         return namespace if namespace is not None else self.namespace

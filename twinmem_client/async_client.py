@@ -63,19 +63,6 @@ class AsyncTwinmemClient(ClientBase):
         # loop's shutdown (``asyncio.run`` calls ``shutdown_asyncgens``) closes its generators.
         self._closers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
 
-    @classmethod
-    def like(cls, other: ClientBase) -> AsyncTwinmemClient:
-        """A client of the same service as ``other`` (a sync one, say): same URL, namespace,
-        token, timeout and retries (not its transport)."""
-        # token "" for none: not $TWINMEM_TOKEN read again
-        return cls(
-            other.base_url,
-            namespace=other.namespace,
-            token=other.token or "",
-            timeout=other.timeout,
-            retries=other.retries,
-        )
-
     async def __aenter__(self) -> AsyncTwinmemClient:
         return self
 

@@ -57,19 +57,6 @@ class TwinmemClient(ClientBase):
             limits=httpx.Limits(keepalive_expiry=KEEP_ALIVE_S),
         )
 
-    @classmethod
-    def like(cls, other: ClientBase) -> TwinmemClient:
-        """A client of the same service as ``other`` (an async one, say): same URL, namespace,
-        token, timeout and retries (not its transport)."""
-        # token "" for none: not $TWINMEM_TOKEN read again
-        return cls(
-            other.base_url,
-            namespace=other.namespace,
-            token=other.token or "",
-            timeout=other.timeout,
-            retries=other.retries,
-        )
-
     def __enter__(self) -> TwinmemClient:
         return self
 

@@ -270,6 +270,21 @@ def test_aclose_closes_the_pools_of_loops_already_closed(live: LiveServer, tag: 
     gc.collect()
 
 
+def test_like_makes_a_client_of_its_own_class() -> None:
+    sync = TwinmemClient("http://127.0.0.1:1", namespace="user:1", token="t", timeout=3.0, retries=4)
+    made = AsyncTwinmemClient.like(sync)
+    assert isinstance(made, AsyncTwinmemClient)
+    assert (made.base_url, made.namespace, made.token, made.timeout, made.retries) == (
+        "http://127.0.0.1:1",
+        "user:1",
+        "t",
+        3.0,
+        4,
+    )
+    assert isinstance(TwinmemClient.like(made), TwinmemClient)
+    sync.close()
+
+
 def test_recall_sends_the_namespaces_it_is_given(live: LiveServer, tag: str) -> None:
     with TwinmemClient(live.url, namespace=f"{tag}:a") as client:
         client.save("Prefers tea", namespace=f"{tag}:b")
