@@ -9,12 +9,14 @@ This measures it, both ways, on the development data:
   default model), semantic-only and fused, with ``other_person`` off and on: the
   questions as written (first person), and LongMemEval's asked in the third person;
 * ``--notes``: LongMemEval's haystacks with every user turn also rewritten in the third
-  person, as an agent's notes would read, ranked by exact cosine alone (numpy, the
-  default model): the questions as written and in the third person, each alone and as
-  the larger cosine of it and its other phrasing (``engine.persons.other_person``), over
-  all turns and over the written question's 100 nearest (recall reads the other
-  phrasing over the candidates the query found). The turns' vectors are cached under
-  benchmarks/.work/persons (the first run embeds some 60,000 texts).
+  person, as an agent's notes would read, and with every other user turn so (both ways
+  in one namespace), ranked by exact cosine alone (numpy, the default model): the
+  questions as written and in the third person, each as written, and as the larger
+  cosine of it and its other phrasing (``engine.persons.other_person``) over the written
+  question's 100 nearest, as recall reads it (recall reads the other phrasing over the
+  candidates the query found); beside it, a way tried and not kept (``axis_taken_out``). The
+  turns' vectors are cached under benchmarks/.work/persons (the first run embeds some
+  60,000 texts).
 
 The third person is made here by its own rules (``third_person``), not the engine's:
 "my" becomes "their", "I" "the user", the verbs agree. The engine's rewriting back
@@ -31,6 +33,7 @@ import argparse
 import dataclasses
 import gzip
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -131,6 +134,11 @@ def _notes(args: argparse.Namespace) -> dict[str, Any]:
             notes = [third_person(t["content"]) if t["role"] == "user" else t["content"] for t in turns]
             np.savez(kept, said=said, notes=embedder.embed_documents(notes))
         stored = np.load(kept)
+        # Both ways in one namespace: every other user turn as a note.
+        users = [i for i, turn in enumerate(turns) if turn["role"] == "user"]
+        mixed = stored["said"].copy()
+        mixed[users[1::2]] = stored["notes"][users[1::2]]
+        written = {"said": stored["said"], "notes": stored["notes"], "mixed": mixed}
         for form, query in (
             ("asked in the first person", question["question"]),
             ("asked in the third person", third_person(question["question"])),
@@ -138,20 +146,28 @@ def _notes(args: argparse.Namespace) -> dict[str, Any]:
             other = other_person(query)
             vector = embedder.embed_query(query)
             rephrased = embedder.embed_query(other.text) if other is not None else None
-            for memories in ("said", "notes"):
-                cosines = stored[memories] @ vector
-                both = cosines if rephrased is None else np.maximum(cosines, stored[memories] @ rephrased)
-                near = np.argsort(-cosines)[:100]
-                over_near = np.full_like(both, -np.inf)
-                over_near[near] = both[near]
-                for way, ranked in (
-                    ("as written", cosines),
-                    ("both persons", both),
-                    ("both persons, over the 100 nearest", over_near),
-                ):
+            for memories, matrix in written.items():
+                cosines = matrix @ vector
+                # A question with no other phrasing is read as written, as recall reads it.
+                ways = {
+                    "as written": cosines,
+                    "both persons (the engine's)": cosines,
+                    "the person axis taken out": cosines,
+                }
+                if rephrased is not None:
+                    near = np.argsort(-cosines)[:100]  # recall reads the other phrasing over its candidates
+                    others = matrix[near] @ rephrased
+                    between = float(vector @ rephrased)
+                    for way, read in (
+                        ("both persons (the engine's)", np.maximum(cosines[near], others)),
+                        ("the person axis taken out", axis_taken_out(cosines[near], others, between)),
+                    ):
+                        ranked = np.full_like(cosines, -np.inf)
+                        ranked[near] = read
+                        ways[way] = ranked
+                for way, ranked in ways.items():
                     top = set(np.argsort(-ranked)[:10].tolist())
-                    written = "first-person turns" if memories == "said" else "user turns as third-person notes"
-                    key = f"{written} / {form} / {way}"
+                    key = f"{_WRITTEN[memories]} / {form} / {way}"
                     shares.setdefault(key, []).append(len(evidence & top) / len(evidence))
         print(f"{n + 1}/{len(questions)}", end="\r", file=sys.stderr, flush=True)
     results = {
@@ -160,6 +176,27 @@ def _notes(args: argparse.Namespace) -> dict[str, Any]:
     for key, found in results.items():
         print(f"{key}: {found['recall@10']:.3f} ({found['questions']} questions)")
     return results
+
+
+def axis_taken_out(written: np.ndarray, rephrased: np.ndarray, between: float) -> np.ndarray:
+    """Tried, not kept: the larger of a memory's cosine to the query as written and its
+    cosine with the person axis taken out of both (p = (q − o) / |q − o|, from the
+    query q to its other phrasing o), read from the cosines alone: m·p = (m·q − m·o) /
+    |q − o|, q·p = (1 − q·o) / |q − o|."""
+    apart = math.sqrt(max(0.0, 2.0 - 2.0 * between))
+    if apart < 1e-6:
+        return written
+    along = np.clip((written - rephrased) / apart, -1.0, 1.0)
+    query_along = min(1.0, (1.0 - between) / apart)
+    rest = np.sqrt(np.maximum((1.0 - along**2) * (1.0 - query_along**2), 1e-12))
+    return np.maximum(written, (written - along * query_along) / rest)
+
+
+_WRITTEN = {
+    "said": "user turns as written",
+    "notes": "user turns as third-person notes",
+    "mixed": "every other user turn as a note",
+}
 
 
 def main() -> int:
