@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
-from twinmem_client.limits import fit_query
+from twinmem_client.limits import fit_query, is_blank
 from twinmem_client.models import Hit
 
 
@@ -67,6 +67,8 @@ class TwinmemRetriever(BaseRetriever):
         return {**where, "top_k": self.top_k, "filter": self.filter}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        if is_blank(query):
+            return []  # nothing to search for
         if self._client is None:
             self._client = TwinmemClient(self.base_url, token=self._token())
         return [document(hit) for hit in self._client.recall(fit_query(query), **self._scope())]
@@ -74,6 +76,8 @@ class TwinmemRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
+        if is_blank(query):
+            return []
         if self._aclient is None:
             self._aclient = AsyncTwinmemClient(self.base_url, token=self._token())
         return [document(hit) for hit in await self._aclient.recall(fit_query(query), **self._scope())]

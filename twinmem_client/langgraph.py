@@ -75,7 +75,7 @@ from twinmem_client import calls
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
 from twinmem_client.errors import NotFound, PermissionDenied
-from twinmem_client.limits import fit_query
+from twinmem_client.limits import fit_query, is_blank
 from twinmem_client.models import Memory
 from twinmem_client.steps import Step, arun, run
 
@@ -285,7 +285,7 @@ class TwinmemStore(BaseStore):
             here: Any = value
             for part in str(path).split("."):
                 here = here.get(part) if isinstance(here, Mapping) else None
-            if isinstance(here, str) and here.strip():
+            if isinstance(here, str) and not is_blank(here):
                 return here
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
@@ -355,7 +355,7 @@ class TwinmemStore(BaseStore):
         paths = dict(spaces)
         want = op.offset + op.limit
         kept: list[SearchItem] = []
-        if op.query:
+        if op.query and not is_blank(op.query):  # a blank query asks for nothing: the newest, as without one
             top_k = MAX_RECALL if op.filter else min(MAX_RECALL, want)
             hits = yield calls.recall(None, list(paths), fit_query(op.query), {"top_k": top_k})
             for hit in hits:
@@ -366,8 +366,9 @@ class TwinmemStore(BaseStore):
             here: list[SearchItem] = []
             cursor: str | None = None
             while len(here) < want:
-                # No more than is wanted (a filter may pass fewer: then the next page).
-                page = yield calls.list_page(name, {"limit": min(PAGE, want - len(here)), "cursor": cursor})
+                # No more than is wanted; a filter may pass few of a page, so then whole pages.
+                size = PAGE if op.filter else min(PAGE, want - len(here))
+                page = yield calls.list_page(name, {"limit": size, "cursor": cursor})
                 for memory in page.memories:
                     if not op.filter or _compare(_value(memory), op.filter):
                         here.append(_search_item(memory, path, None))

@@ -73,6 +73,12 @@ class ScriptedClient(BaseChatClient):
         return ChatResponse(messages=[Message(role="assistant", contents=[self.reply])], response_id="scripted")
 
 
+def test_a_blank_query_finds_nothing_and_fails_nothing(live: LiveServer, tag: str) -> None:
+    retriever = TwinmemRetriever(base_url=live.url, namespace=f"user:{tag}")
+    assert retriever.invoke("") == [] and retriever.invoke(" \u200b ") == []  # the service would answer 422
+    assert asyncio.run(retriever.ainvoke("\u200b")) == []
+
+
 def test_context_provider_recalls_before_and_saves_after(live: LiveServer, tag: str) -> None:
     async def scenario() -> None:
         provider = TwinmemContextProvider(live.url, namespace=f"user:{tag}", store_responses=True)

@@ -17,7 +17,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.api.conftest import ROOT_TOKEN, LiveServer
 from twinmem_client import AsyncTwinmemClient, PermissionDenied, TwinmemClient
-from twinmem_client.langgraph import TwinmemStore, from_namespace, to_namespace
+from twinmem_client.langgraph import PAGE, TwinmemStore, from_namespace, to_namespace
 
 pytestmark = pytest.mark.slow
 
@@ -364,3 +364,15 @@ def test_a_value_holding_times_is_kept_as_json(store: TwinmemStore, tag: str) ->
     }
     with pytest.raises(TypeError, match="'odd' holds a object"):
         store.put(ns, "odd", {"content": "x", "thing": object()})
+
+
+def test_a_filtered_listing_reads_whole_pages_and_a_blank_query_lists(live: LiveServer, tag: str) -> None:
+    transport = CountingTransport()
+    store = TwinmemStore(TwinmemClient(live.url, transport=transport), conflicts="off")
+    for n in range(5):
+        store.put((tag,), f"k{n}", {"content": f"entry {n}", "kind": "y" if n == 1 else "x"})
+    transport.listings.clear()
+    assert [h.key for h in store.search((tag,), filter={"kind": "y"}, limit=1)] == ["k1"]
+    assert [m["limit"] for m in transport.listings] == [str(PAGE)]  # a filter passes few: not one memory a page
+    assert [h.key for h in store.search((tag,), query=" \u200b ", limit=2)] == ["k4", "k3"]  # blank: the newest
+    store.close()
