@@ -31,13 +31,14 @@ _MODALS = "can|could|would|will|should|shall|may|might|must|did"
 # "The user" is a person, not the first word of a compound noun: "the user table", "the
 # user account", "the user interface" name things.
 _NOUNS = (
-    "account accounts agent agents agreement api base class column columns consent count data database db "
-    "directory docs documentation email emails endpoint entity experience feedback field fields flow folder "
-    "form group groups guide id ids input interface interfaces journey key keys level list login management "
-    "manual mode model models module name names object objects page password passwords permission "
-    "permissions profile profiles query record records request requests research role roles row rows schema "
-    "segment segments service session sessions setting settings space stories story support table tables "
-    "test testing tests token tokens type types"
+    "account accounts agent agents agreement api base class column columns consent context count data database "
+    "db directory docs documentation email emails endpoint entity experience feedback field fields flow folder "
+    "form goal goals group groups guide history id ids info information input intent interface interfaces "
+    "journey key keys level list login management manual memories memory message messages mode model models "
+    "module name names object objects page password passwords permission permissions persona preference "
+    "preferences profile profiles prompt prompts query record records request requests research role roles "
+    "row rows schema segment segments service session sessions setting settings space status stories story "
+    "support table tables test testing tests token tokens turn turns type types"
 ).split()
 _USER = rf"user\b(?![-'’])(?!\s+(?:{'|'.join(_NOUNS)})\b)"  # the person: not "user's", "user-friendly", "user table"
 _APOSTROPHE = "['’]"
@@ -74,9 +75,12 @@ _TO_FIRST: list[Rule] = [
     _rule(rf"\bthe {_USER}", "I"),
 ]
 
-# First person to third. "I" as a numeral or a letter ("World War I" aside) is rare in a
-# question; "I/O" and "I-beam" are left as they are.
-_I = r"\bI\b(?![/-])"
+# First person to third. "I" as a letter or a numeral is left as it is where it reads so:
+# "I/O", "I-beam", "Type I", "World War I", "Part I".
+_NUMERAL_BEFORE = "".join(
+    f"(?<!{word} )" for word in ("Type", "War", "Part", "Phase", "Stage", "Class", "Chapter", "Act", "Grade", "Level")
+)
+_I = rf"{_NUMERAL_BEFORE}\bI\b(?![/-])"
 _TO_THIRD: list[Rule] = [
     _rule(rf"\bdo {_I}", "does the user"),
     _rule(rf"\bhave {_I}", "has the user"),
@@ -127,8 +131,10 @@ class Phrasing:
 
 def first_person(text: str) -> str | None:
     """``text`` in the first person, where it names "the user" ("where does the user
-    live?" → "where do I live?"); None where it does not, or is longer than ``MAX_CHARS``."""
-    if len(text) > MAX_CHARS:
+    live?" → "where do I live?"); None where it does not, where it speaks in the first
+    person already (there "the user" is someone else: "how do I log the user out?"), or
+    is longer than ``MAX_CHARS``."""
+    if len(text) > MAX_CHARS or _FIRST_PERSON.search(text):  # "how do I log the user out?": another person
         return None
     rewritten = _rewritten(_TO_FIRST, text)
     return rewritten if rewritten != text else None

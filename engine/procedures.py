@@ -20,7 +20,8 @@ MAX_STEPS = 100
 _STEP_FIELDS = frozenset({"description", "tool", "arguments"})
 
 _HOW_EN = re.compile(
-    r"^\s*(?:(?:and|so|ok(?:ay)?|hey|please)[,\s]+)?(?:how (?:do|can|should|would|could|did) (?:i|we|you|one)\b|"
+    r"^\s*(?:(?:and|so|ok(?:ay)?|hey|please)[,\s]+)?"
+    r"(?:how (?:do|does|can|should|would|could|did) (?:i|we|you|one|the user)\b|"
     r"how to\b|how does one\b|what(?:'s| is| are) the (?:steps|procedure|process|way) (?:to|for)\b|"
     r"steps (?:to|for)\b|walk me through\b|show me how\b|what do i (?:do|need to do) to\b|"
     r"remind me how\b|tell me how\b|the procedure for\b)",

@@ -62,9 +62,16 @@ def test_a_query_in_neither_person_has_no_other_phrasing(query: str) -> None:
     assert other_person(query) is None
 
 
-def test_a_query_naming_the_user_is_rewritten_to_the_first_person_even_where_it_also_says_i() -> None:
-    # The user is who the question is about; "I" (the agent asking) is left as it is.
-    assert other_person("Can I ask what the user likes?") == Phrasing("Can I ask what I likes?", first_person=True)
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How do I log the user out after the session expires?",
+        "Where did the user and I meet?",
+        "Does the user know me?",
+    ],
+)
+def test_the_user_beside_the_first_person_is_someone_else(query: str) -> None:
+    assert first_person(query) is None  # read with "the user" for "I" only where a memory says "user"
 
 
 @pytest.mark.parametrize(
@@ -77,6 +84,9 @@ def test_a_query_naming_the_user_is_rewritten_to_the_first_person_even_where_it_
         "The user interface is slow on mobile",
         "Was user data migrated?",
         "What is user's job?",  # without "the": about users, or a typo; read as written
+        "What are the user preferences for the theme?",
+        "Summarize the user memories about travel",
+        "What is the user message asking for?",
         "How many users signed up?",
     ],
 )
@@ -86,6 +96,8 @@ def test_user_as_a_noun_is_not_the_user(query: str) -> None:
 
 def test_i_as_a_letter_is_left_alone() -> None:
     assert third_person("Why do I get an I/O error?") == "Why does the user get an I/O error?"
+    assert third_person("Do I have Type I diabetes?") == "Does the user have Type I diabetes?"
+    assert third_person("What did I read about World War I?") == "What did the user read about World War I?"
 
 
 def test_a_long_text_is_read_as_written() -> None:
