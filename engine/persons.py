@@ -134,8 +134,8 @@ def first_person(text: str) -> str | None:
     live?" → "where do I live?"); None where it does not, where it speaks in the first
     person already (there "the user" is someone else: "how do I log the user out?"), or
     is longer than ``MAX_CHARS``."""
-    if len(text) > MAX_CHARS or _FIRST_PERSON.search(text):  # "how do I log the user out?": another person
-        return None
+    if len(text) > MAX_CHARS or "user" not in text.casefold() or _FIRST_PERSON.search(text):
+        return None  # nothing names the user; or beside "I" ("how do I log the user out?") someone else
     rewritten = _rewritten(_TO_FIRST, text)
     return rewritten if rewritten != text else None
 
