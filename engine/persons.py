@@ -30,7 +30,7 @@ MAX_CHARS = 600
 _MODALS = "can|could|would|will|should|shall|may|might|must|did"
 # "The user" is a person, not the first word of a compound noun: "the user table", "the
 # user account", "the user interface" name things.
-_NOUNS = (
+NOUNS = (
     "account accounts agent agents agreement api base class column columns consent context count data database "
     "db directory docs documentation email emails endpoint entity experience feedback field fields flow folder "
     "form goal goals group groups guide history id ids info information input intent interface interfaces "
@@ -40,7 +40,7 @@ _NOUNS = (
     "row rows schema segment segments service session sessions setting settings space status stories story "
     "support table tables test testing tests token tokens turn turns type types"
 ).split()
-_USER = rf"user\b(?![-'’])(?!\s+(?:{'|'.join(_NOUNS)})\b)"  # the person: not "user's", "user-friendly", "user table"
+_USER = rf"user\b(?![-'’])(?!\s+(?:{'|'.join(NOUNS)})\b)"  # the person: not "user's", "user-friendly", "user table"
 _APOSTROPHE = "['’]"
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
@@ -78,9 +78,10 @@ _TO_FIRST: list[Rule] = [
 # First person to third. "I" as a letter or a numeral is left as it is where it reads so:
 # "I/O", "I-beam", "Type I", "World War I", "Part I".
 _NUMERAL_BEFORE = "".join(
-    f"(?<!{word} )" for word in ("Type", "War", "Part", "Phase", "Stage", "Class", "Chapter", "Act", "Grade", "Level")
+    rf"(?<!(?i:{word})[\s-])"
+    for word in ("type", "war", "part", "phase", "stage", "class", "chapter", "act", "grade", "level", "episode")
 )
-_I = rf"{_NUMERAL_BEFORE}\bI\b(?![/-])"
+_I = rf"{_NUMERAL_BEFORE}(?<!-)\bI\b(?![/-])"
 _TO_THIRD: list[Rule] = [
     _rule(rf"\bdo {_I}", "does the user"),
     _rule(rf"\bhave {_I}", "has the user"),
@@ -97,7 +98,8 @@ _TO_THIRD: list[Rule] = [
     _rule(r"\bme\b", "the user"),
 ]
 
-_FIRST_PERSON = re.compile(r"\bI\b|\b(?:me|my|mine|myself)\b", re.IGNORECASE)
+# The speaker: "I" as _I reads it (not "I/O", "Type I"), "me", "my", "mine", "myself".
+_FIRST_PERSON = re.compile(rf"(?-i:{_I})|\b(?:me|my|mine|myself)\b", re.IGNORECASE)
 _OPENS = frozenset('.!?"“(')
 
 
@@ -134,17 +136,25 @@ def first_person(text: str) -> str | None:
     live?" → "where do I live?"); None where it does not, where it speaks in the first
     person already (there "the user" is someone else: "how do I log the user out?"), or
     is longer than ``MAX_CHARS``."""
-    if len(text) > MAX_CHARS or "user" not in text.casefold() or _FIRST_PERSON.search(text):
-        return None  # nothing names the user; or beside "I" ("how do I log the user out?") someone else
+    if len(text) > MAX_CHARS or _FIRST_PERSON.search(text):  # beside "I", "the user" is someone else
+        return None
+    return _named_user_as_i(text)
+
+
+def _named_user_as_i(text: str) -> str | None:
+    """``text`` with "the user" as "I" (``_TO_FIRST``), where it names the user; else None."""
+    if "user" not in text.casefold():
+        return None
     rewritten = _rewritten(_TO_FIRST, text)
     return rewritten if rewritten != text else None
 
 
 def third_person(text: str) -> str | None:
     """``text`` with "the user" for "I", where it speaks in the first person ("where do I
-    live?" → "where does the user live?"); None where it does not, or is longer than
-    ``MAX_CHARS``."""
-    if len(text) > MAX_CHARS or not _FIRST_PERSON.search(text):
+    live?" → "where does the user live?"); None where it does not, where it names "the
+    user" too (two people: "how do I log the user out?" is not about one), or is longer
+    than ``MAX_CHARS``."""
+    if len(text) > MAX_CHARS or not _FIRST_PERSON.search(text) or _named_user_as_i(text) is not None:
         return None
     rewritten = _rewritten(_TO_THIRD, text)
     return rewritten if rewritten != text else None

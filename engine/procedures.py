@@ -14,15 +14,24 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from engine.persons import NOUNS
+
 PROCEDURE = "procedure"
 STEPS_KEY = "steps"
 MAX_STEPS = 100
 _STEP_FIELDS = frozenset({"description", "tool", "arguments"})
 
+# An agent asking for its user: "how can the user export their data?", "how does the user
+# reset the router?"; not "how does the user feel about …" or "how did the user like …",
+# nor "how does the user interface work?" (a thing: ``persons.NOUNS``).
+_THE_USER_DOES = (
+    r"how (?:can|should|does) the user\b(?!\s+(?:feel|felt|like|think|know|look|seem|" + "|".join(NOUNS) + r")\b)"
+)
 _HOW_EN = re.compile(
     r"^\s*(?:(?:and|so|ok(?:ay)?|hey|please)[,\s]+)?"
-    r"(?:how (?:do|does|can|should|would|could|did) (?:i|we|you|one|the user)\b|"
-    r"how to\b|how does one\b|what(?:'s| is| are) the (?:steps|procedure|process|way) (?:to|for)\b|"
+    r"(?:how (?:do|can|should|would|could|did) (?:i|we|you|one)\b|"
+    + _THE_USER_DOES
+    + r"|how to\b|how does one\b|what(?:'s| is| are) the (?:steps|procedure|process|way) (?:to|for)\b|"
     r"steps (?:to|for)\b|walk me through\b|show me how\b|what do i (?:do|need to do) to\b|"
     r"remind me how\b|tell me how\b|the procedure for\b)",
     re.IGNORECASE,

@@ -71,7 +71,19 @@ def test_a_query_in_neither_person_has_no_other_phrasing(query: str) -> None:
     ],
 )
 def test_the_user_beside_the_first_person_is_someone_else(query: str) -> None:
-    assert first_person(query) is None  # read with "the user" for "I" only where a memory says "user"
+    assert first_person(query) is None and third_person(query) is None and other_person(query) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "rewritten"),
+    [
+        ("Does the user have Type I diabetes?", "Do I have Type I diabetes?"),
+        ("Did the user report an I/O error?", "Did I report an I/O error?"),
+        ("Does the user play World War I games?", "Do I play World War I games?"),
+    ],
+)
+def test_i_as_a_letter_is_not_the_speaker(query: str, rewritten: str) -> None:
+    assert first_person(query) == rewritten
 
 
 @pytest.mark.parametrize(
@@ -98,6 +110,8 @@ def test_i_as_a_letter_is_left_alone() -> None:
     assert third_person("Why do I get an I/O error?") == "Why does the user get an I/O error?"
     assert third_person("Do I have Type I diabetes?") == "Does the user have Type I diabetes?"
     assert third_person("What did I read about World War I?") == "What did the user read about World War I?"
+    assert third_person("Do I have type I diabetes?") == "Does the user have type I diabetes?"
+    assert third_person("Do I have Type-I diabetes?") == "Does the user have Type-I diabetes?"
 
 
 def test_a_long_text_is_read_as_written() -> None:

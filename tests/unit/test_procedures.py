@@ -29,3 +29,17 @@ def test_a_how_question(question: str) -> None:
 )
 def test_not_a_how_question(question: str) -> None:
     assert not asks_how(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How does the user feel about the move?",
+        "How did the user like the concert?",
+        "How would the user rate the hotel?",
+        "How does the user interface work?",
+        "How does the user table get populated?",
+    ],
+)
+def test_a_question_about_the_user_that_is_not_how_to(question: str) -> None:
+    assert not asks_how(question)
