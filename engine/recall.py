@@ -348,9 +348,8 @@ class Recaller:
             # to its other phrasing (no search of its own: what it would add, the lexical
             # channel finds by the same words).
             rows = np.fromiter(pool.cosine, dtype=np.int64, count=len(pool.cosine))
-            larger = np.maximum(
-                np.fromiter(pool.cosine.values(), np.float64, len(rows)), net.cosines(query.phrasing, rows)
-            )
+            written = np.fromiter(pool.cosine.values(), np.float64, len(rows))
+            larger = _or_phrased(net, written, query.phrasing, rows)
             pool.cosine = dict(zip(rows.tolist(), larger.tolist(), strict=True))
         if query.focus is not None:
             self._focused(net, query, pool)
@@ -485,9 +484,9 @@ class Recaller:
 
         focus = query.focus
         whole = cosines(pool.cosine, lambda lacking: self._whole(net, query, lacking))
-        focused = cosines(near.cosine, lambda lacking: net.cosines(focus, lacking))
-        if query.focus_phrasing is not None:
-            focused = np.maximum(focused, net.cosines(query.focus_phrasing, rows))
+        focused = _or_phrased(
+            net, cosines(near.cosine, lambda lacking: net.cosines(focus, lacking)), query.focus_phrasing, rows
+        )
         blended = _blend(whole, focused, query.focus_weight)
         pool.cosine = dict(zip(rows.tolist(), blended.tolist(), strict=True))
 
@@ -497,19 +496,14 @@ class Recaller:
         cosines = self._whole(net, query, rows)
         if query.focus is None:
             return cosines
-        focused = net.cosines(query.focus, rows)
-        if query.focus_phrasing is not None:
-            focused = np.maximum(focused, net.cosines(query.focus_phrasing, rows))
+        focused = _or_phrased(net, net.cosines(query.focus, rows), query.focus_phrasing, rows)
         return _blend(cosines, focused, query.focus_weight)
 
     @staticmethod
     def _whole(net: FastNetwork, query: RecallQuery, rows: Rows) -> Floats:
         """Each row's cosine to the query: the larger of its cosines to the query and to
         its other phrasing, where it has one."""
-        cosines = net.cosines(query.vector, rows)
-        if query.phrasing is None:
-            return cosines
-        return np.maximum(cosines, net.cosines(query.phrasing, rows))
+        return _or_phrased(net, net.cosines(query.vector, rows), query.phrasing, rows)
 
     def _in_category_index(self, net: FastNetwork, query: RecallQuery, plan: _Plan) -> tuple[Rows, Floats] | None:
         """The semantic candidates of a query narrowed to one category, from that
@@ -826,6 +820,15 @@ class Recaller:
             if kept:
                 flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
         return flagged
+
+
+def _or_phrased(net: FastNetwork, cosines: Floats, phrasing: Vector | None, rows: Rows) -> Floats:
+    """``cosines`` of ``rows`` to a text, each the larger of it and the row's cosine to
+    that text's other phrasing, where it has one (``RecallQuery.phrasing``)."""
+    if phrasing is None:
+        return cosines
+    larger: Floats = np.maximum(cosines, net.cosines(phrasing, rows))
+    return larger
 
 
 def _blend(whole: Floats, focus: Floats, weight: float) -> Floats:

@@ -103,6 +103,9 @@ class _NobodyBlocked:
 NOBODY_BLOCKED: BlockList = _NobodyBlocked()
 
 
+(_THE_USER_TERM,) = text.terms(persons.THE_USER)  # the search term a memory about "the user" holds
+
+
 @dataclass(frozen=True, slots=True)
 class QueryVectors:
     """What a recall reads of its query, embedded (``MemoryService.query_vectors``)."""
@@ -732,7 +735,7 @@ class MemoryService:
             if focus is None or not self.weighs_focus(query, focus):
                 focus = None
             if vectors is None:
-                vectors = self._query_vectors(query, namespaces, focus, vector, focus_vector, phrasing)
+                vectors = self._query_vectors(query, namespaces, focus, vector, focus_vector, phrasing, read_by_model)
             asked = RecallQuery(
                 text=query,
                 vector=vectors.query,
@@ -782,8 +785,7 @@ class MemoryService:
             return None
         if (first := persons.first_person(query)) is not None:
             return persons.Phrasing(first, first_person=True)
-        (term,) = text.terms(persons.THE_USER)
-        if not self.keeper.network.may_mention(namespaces, term):
+        if not self.keeper.network.may_mention(namespaces, _THE_USER_TERM):
             return None
         third = persons.third_person(query)
         return persons.Phrasing(third, first_person=False) if third is not None else None
@@ -794,7 +796,8 @@ class MemoryService:
         several recalls of one query."""
         if focus is not None and not self.weighs_focus(query, focus):
             focus = None
-        return self._query_vectors(query, namespaces, focus, None, None, self.phrasing(query, namespaces))
+        phrasing = self.phrasing(query, namespaces)
+        return self._query_vectors(query, namespaces, focus, None, None, phrasing, self._reads(query))
 
     def _query_vectors(
         self,
@@ -804,12 +807,12 @@ class MemoryService:
         vector: Vector | None,
         focus_vector: Vector | None,
         phrasing: persons.Phrasing | None,
+        reads: bool,
     ) -> QueryVectors:
         """The query's and the focus's vectors (those given, else embedded) and their
-        other phrasings' (``phrasing``, the query's), where the model reads the query;
-        those to embed in one call where the embedder can (``EmbedsQueries``: a few short
-        texts for about the cost of one)."""
-        reads = self._reads(query)
+        other phrasings' (``phrasing``, the query's), where the model reads the query
+        (``reads``); those to embed in one call where the embedder can (``EmbedsQueries``:
+        a few short texts for about the cost of one)."""
         focus_phrasing = self.phrasing(focus, namespaces) if focus is not None and reads else None
         asked = [
             (query, vector),

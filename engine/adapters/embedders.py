@@ -175,13 +175,7 @@ class UseEmbedder:
         self._forward, self._blas_limit = _use_forward(model)
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        try:
-            with self._blas_limit(limits=1 if len(texts) == 1 else self._threads, user_api="blas"):
-                return _normalised(self._forward(list(texts)), self.dim)
-        except (RuntimeError, ValueError, OSError) as exc:
-            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        return self._embedded(texts, 1 if len(texts) == 1 else self._threads)
 
     def embed_query(self, text: str) -> Vector:
         return _first(self.embed_documents([text]))
@@ -190,10 +184,14 @@ class UseEmbedder:
         """A few queries (a query, its focus, its other phrasing) in one forward pass, on
         one BLAS thread as a single query is: about a third more than one query's time,
         against twice it one by one. The rows are those ``embed_query`` gives."""
+        return self._embedded(texts, 1)
+
+    def _embedded(self, texts: Sequence[str], threads: int) -> Matrix:
+        """One forward pass over ``texts`` on ``threads`` BLAS threads."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            with self._blas_limit(limits=1, user_api="blas"):
+            with self._blas_limit(limits=threads, user_api="blas"):
                 return _normalised(self._forward(list(texts)), self.dim)
         except (RuntimeError, ValueError, OSError) as exc:
             raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
