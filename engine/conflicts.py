@@ -586,6 +586,15 @@ _ZH_RELATIVE = re.compile(r"^的(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸�
 _ZH_LEAD = re.compile(
     r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
 )
+# Words that may stand between the holder and a rule's verb without naming anyone else
+# ("我目前住在…", "以后请叫我…", "我最喜欢…", "用户膝盖受伤后不打…", "用户家里有…").
+# Any other words there name whose claim it is: "张伟住在上海", "我妈妈住在成都",
+# "我老家在成都", "我家狗名字叫旺财" say nothing of the holder.
+_ZH_ADVERBIAL = re.compile(
+    r"(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|目前|以后|今后|从此|将来|"
+    r"请|也|还|都|更|很|最|就|又|再|才|常|总|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|"
+    r"[0-9零一二三四五六七八九十]+年|家里|在家里?|[^，,]{1,8}?(?:之后|以后|后)|[，,\s])*"
+)
 _ZH_NEG = r"(?P<neg>不再|再也不|已经不|从来不|从不|没有|不会|不|没)?"
 _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"出生(?:在|于)(?P<v>.+)$"), "birthplace"),
@@ -653,6 +662,13 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     for pattern, kind in _ZH_RULES:
         match = pattern.search(rest)
         if match:
+            before = rest[: match.start()]
+            if not _ZH_ADVERBIAL.fullmatch(before):
+                # Someone or something else's: a name the holder pattern does not know, a
+                # relative without 的, the holder's hometown or pet.
+                holder = f"{holder}的{before}" if lead else before
+            elif kind == "name" and lead is None and match.group().startswith("名字"):
+                return []  # "我养了一只猫，名字叫橙子": the name of what was just mentioned
             return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")
     attr = _ZH_ATTR.match(rest)
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []

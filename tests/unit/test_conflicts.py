@@ -53,6 +53,35 @@ def test_claims_about_other_people_are_another_subject() -> None:
     assert verdict("用户住在上海", "用户的父母住在南京") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "张伟住在上海"),
+        ("用户住在杭州", "客户住在上海"),
+        ("我住在杭州西湖区", "我妈妈住在成都"),
+        ("我住在杭州西湖区", "我女儿住在学校宿舍"),
+        ("我住在杭州", "我哥住在上海"),
+        ("我住在杭州西湖区", "我老家在四川成都"),
+        ("我住在杭州", "这次旅行住在三亚的民宿"),
+        ("我叫李明，今年32岁", "我养了一只橘猫，名字叫橙子"),
+        ("我叫李明", "我家狗名字叫旺财"),
+        ("我叫李明", "我同事叫我小李"),
+        ("我喜欢蓝色", "张伟不喜欢蓝色"),
+    ],
+)
+def test_a_chinese_claim_about_someone_the_holder_pattern_does_not_know_is_theirs(old: str, new: str) -> None:
+    # Names, relatives written without 的, a hometown, a pet: before, the words in front
+    # of the verb were skipped and the claim was the user's, so "张伟住在上海" superseded
+    # "我住在杭州" and a cat's name the user's own.
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+def test_adverbials_before_a_chinese_verb_keep_the_holder() -> None:
+    assert verdict("我住在杭州", "我目前住在上海，上个月搬过去的") is Verdict.REPLACE
+    assert verdict("我叫小明", "以后请叫我明明") is Verdict.REPLACE
+    assert verdict("用户每周打两次羽毛球", "用户膝盖受伤后不打羽毛球了") is Verdict.REPLACE
+
+
 def test_restating_the_same_claim_is_a_duplicate() -> None:
     assert verdict("我喜欢蓝色", "用户喜欢蓝色") is Verdict.DUPLICATE
     assert verdict("User prefers dark mode", "The user likes dark mode") is Verdict.DUPLICATE
