@@ -268,6 +268,11 @@ _SENSITIVE_ZH = (
     r"(?:删除|删掉|清空|清除|销毁|格式化|转账|汇款|打款|付款|转给|修改配置|更改配置|改配置|修改设置|"
     r"关闭防火墙|禁用|重置密码|授予权限)"
 )
+# What a destructive instruction is about, in Chinese: everything, data, money, or a schedule.
+_TARGETS_ZH = (
+    r"(?:所有|全部|一切|整个|备份|数据|文件|日志|记录|账户|账号|服务器|配置|设置|防火墙|资金|工资|存款|"
+    r"凌晨|每天|每晚|每日|定期|[0-9]+点)"
+)
 _I = re.IGNORECASE
 
 _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -343,21 +348,26 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # Chinese
     (
         re.compile(
-            r"(?:忽略|无视|忽视|忘记|忘掉|跳过|不要理会|不用理会|抛开)(?:掉)?(?:你|您)?"
+            # Not someone who forgets ("我总是忘记之前医生的要求"): the reader is told to.
+            r"(?<![我他她们是常又会易总])(?:忽略|无视|忽视|忘记|忘掉|跳过|不要理会|不用理会|抛开)(?:掉)?(?:你|您)?"
             r"(?:之前|以前|先前|此前|上面|以上|前面|上述|原来|原有|原先|系统|所有|全部|一切)"
-            r"[^。！？\n]{0,8}?(?:指令|指示|规则|提示词?|设定|要求|命令|约束|限制)"
+            r"[^。！？!?\n]{0,8}?(?:指令|指示|规则|提示词?|设定|要求|命令|约束|限制)"
         ),
         "asks to ignore previous instructions (zh)",
     ),
     (
         re.compile(
             r"(?:你现在是|你从现在(?:开始|起)是|从现在(?:开始|起)[，,]?\s*你(?:是|将|要|必须|就是)|现在起你是)"
-            r"[^。！？\n]{0,20}?(?:没有|不受|无|不再|管理员|黑客|DAN|开发者模式|越狱|助手|AI|模型|机器人|系统)"
+            # Without limits, not merely "没有" ("你现在是不是没有时间？").
+            r"[^。！？!?\n]{0,20}?(?:(?:没有|不受|不再受)(?:任何)?(?:限制|约束|规则|审查|过滤|底线)|无限制|无约束|无审查|"
+            r"管理员|黑客|DAN|开发者模式|越狱|助手|AI|模型|机器人)"
         ),
         "role override (zh)",
     ),
     (
-        re.compile(r"(?:扮演|假装(?:你)?是)[^。！？\n]{0,12}?(?:没有(?:任何)?限制|不受(?:任何)?限制|无限制|DAN|越狱)"),
+        re.compile(
+            r"(?:扮演|假装(?:你)?是)[^。！？!?\n]{0,12}?(?:没有(?:任何)?限制|不受(?:任何)?限制|无限制|DAN|越狱)"
+        ),
         "role override (zh)",
     ),
     (re.compile(r"(?:^|\n)\s*[【\[]?(?:系统|系统提示|系统指令|系统消息)[】\]]?\s*[:：]"), "role marker (zh)"),
@@ -374,11 +384,16 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"越狱模式|开发者模式已?开启|进入开发者模式"), "jailbreak phrase (zh)"),
     (re.compile(r"新的?(?:系统)?(?:指令|规则)\s*[:：]"), "replacement instructions (zh)"),
     (
-        re.compile(rf"(?:请?记住|记下|记好|牢记|别忘了|不要忘记|请注意)[^。！？\n]{{0,40}}?{_SENSITIVE_ZH}"),
+        # What an attack names, as in English ("all", "backups", "every night"), not an
+        # errand of the user's own ("别忘了给妈妈转账", "请注意，孕妇禁用这种药").
+        re.compile(
+            rf"(?:请?记住|记下|记好|牢记|别忘了|不要忘记|请注意)(?=[^。！？!?\n]{{0,60}}?{_TARGETS_ZH})"
+            rf"[^。！？!?\n]{{0,40}}?{_SENSITIVE_ZH}"
+        ),
         "memory poisoning (zh)",
     ),
     (
-        re.compile(rf"用户(?:已经?)?(?:授权|允许|同意|要求)(?:你|助手|AI|智能体)[^。！？\n]{{0,12}}?{_SENSITIVE_ZH}"),
+        re.compile(rf"用户(?:已经?)?(?:授权|允许|同意|要求)(?:你|助手|AI|智能体)[^。！？!?\n]{{0,12}}?{_SENSITIVE_ZH}"),
         "memory poisoning (zh, claimed permission)",
     ),
 )
@@ -469,20 +484,20 @@ _STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(?:你|您)(?:以后|今后|永远|始终|总是)?(?:必须|应该|应当|需要|一定要|务必|只能|不能|不要|不得|要|都)?"
-            r"(?:用[^。！？\n]{1,6})?(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从|忽略)"
+            r"(?:用[^。！？!?\n]{1,6})?(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从|忽略)"
         ),
         "tells the assistant how to answer (zh)",
     ),
     (
         re.compile(
-            r"(?:^|[。！？；\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|不要|别|记得|以后|今后)[^。！？\n]{0,30}?"
+            r"(?:^|[。！？；!?;\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|不要|别|记得|以后|今后)[^。！？!?\n]{0,30}?"
             r"(?:回答|回复|答复|输出|称呼|用户|抄送|转发|发送给)"
         ),
         "an instruction about answers or the user (zh)",
     ),
     (
         re.compile(
-            rf"(?:^|[。！？；\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|记得|以后|今后)[^。！？\n]{{0,30}}?{_SENSITIVE_ZH}"
+            rf"(?:^|[。！？；!?;\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|记得|以后|今后)[^。！？!?\n]{{0,30}}?{_SENSITIVE_ZH}"
         ),
         "an instruction to a sensitive action (zh)",
     ),
@@ -496,7 +511,8 @@ _SENSITIVE_ACTION = re.compile(rf"\b{_SENSITIVE_EN}\b|{_SENSITIVE_ZH}|修改(?:�
 
 def _visible(text: str) -> str:
     """The text as a model reads it: NFKC, hidden characters removed (so that
-    "ign\u200bore previous instructions" is still caught)."""
+    "ign\u200bore previous instructions" is still caught). NFKC makes ！？； the ASCII
+    !?; — the Chinese rules stop a clause at either form."""
     return _HIDDEN_CHARS.sub("", unicodedata.normalize("NFKC", text)).replace(_ZWJ, "")
 
 
