@@ -218,12 +218,24 @@ PII_DETECTORS: tuple[Callable[[str], list[Finding]], ...] = (
 )
 
 
+# Full-width digits, letters, ＋ － ＠ (what a Chinese input method types in full-width mode:
+# "１３８…", "＋８６", "Ｘ") and the ideographic space, one character for one, so the spans
+# stay the text's own. Not its punctuation: "密码是什么时候改的？" holds no password.
+_HALF_WIDTH = {
+    ord(wide): ord(wide) - 0xFEE0
+    for wide in "０１２３４５６７８９＋－＠"
+    + "".join(chr(code) for code in (*range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B)))  # Ａ-Ｚ ａ-ｚ
+} | {0x3000: 0x20}
+
+
 def find_pii(text: str) -> list[Finding]:
     """Every personal-data and secret span, overlaps resolved: earlier detectors win
-    (a key that contains digits is a secret, an ID number is not also a card)."""
+    (a key that contains digits is a secret, an ID number is not also a card).
+    Full-width digits and letters are read as their ASCII forms."""
+    read = text.translate(_HALF_WIDTH)
     kept: list[Finding] = []
     for detector in PII_DETECTORS:
-        for finding in detector(text):
+        for finding in detector(read):
             if not any(finding.start < other.end and other.start < finding.end for other in kept):
                 kept.append(finding)
     return sorted(kept, key=lambda f: f.start)

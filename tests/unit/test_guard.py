@@ -77,6 +77,17 @@ def test_numbers_that_are_not_phones(text: str) -> None:
     assert "phone" not in kinds(text)
 
 
+def test_full_width_digits_are_read_as_digits() -> None:
+    # A Chinese input method in full-width mode types these; before, they passed unredacted.
+    assert kinds("我的手机号是１３８１２３４５６７８") == ["phone"]
+    assert kinds("身份证：１１０１０５１９４９１２３１００２Ｘ") == ["id_number"]
+    assert kinds("卡号６２２２０２１０００１２３４５０") == ["bank_card"]
+    assert (
+        guard.redact("电话１３８１２３４５６７８，找我", guard.find_pii("电话１３８１２３４５６７８，找我"))
+        == "电话[phone]，找我"
+    )
+
+
 def test_id_numbers_need_a_valid_checksum() -> None:
     assert kinds("身份证号 11010519491231002X") == ["id_number"]
     assert kinds("学号 110105194912310021") == []
