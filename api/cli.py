@@ -39,6 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api.app import create_app
+    from engine.adapters import check_data_dir_free
 
     overrides: dict[str, object] = {}
     server: dict[str, object] = {}
@@ -52,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"] = server
     config = load_config(args.config, None, **overrides)
     check_bind(config.auth.mode, config.server.host)
+    check_data_dir_free(config.data_dir)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__name__).info(
         "twinmem serving %s on http://%s:%d (embedder: %s)",

@@ -106,6 +106,15 @@ class _DirLock:
             self._fh = None
 
 
+def check_data_dir_free(data_dir: Path) -> None:
+    """``StoreError`` where another twinmem process holds ``data_dir``: ``twinmem serve`` asks
+    before it starts, so that it says so in one line rather than in a failed start-up's
+    traceback (the start-up takes the lock for good, as every command does)."""
+    lock = _DirLock(Path(data_dir) / LOCK_FILE)
+    lock.acquire()
+    lock.release()
+
+
 def open_service(
     config: Config,
     *,

@@ -103,3 +103,21 @@ def test_an_idle_connection_outlives_the_clients_pool_expiry(tmp_path: Path) -> 
         assert ends[0] == ends[1]  # the same connection, still open
     finally:
         assert _stop(process) == 0, log.read_text()
+
+
+def test_a_second_serve_on_a_data_directory_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    """Another process holds the data directory's lock (a running server): serve refuses to
+    start, as the README says, with the reason in one line and status 2, not a failed
+    start-up's traceback."""
+    import fcntl
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    twinmem = Path(sys.executable).with_name("twinmem")
+    command = [str(twinmem), "serve", "--port", str(_free_port()), "--data-dir", str(data_dir)]
+    with (data_dir / ".lock").open("a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"twinmem: data directory {data_dir} is in use by another twinmem process" in done.stderr
