@@ -99,6 +99,7 @@ class Reembedder:
         self._total = 0
         self._done = 0
         self._started: float | None = None
+        self._ended: float | None = None  # when run() last returned: the rate stops there
         self._error: str | None = None
         self._lease = lease
         self._clock = clock
@@ -139,6 +140,7 @@ class Reembedder:
         self._total = self.remaining()
         self._done = 0
         self._started = self._monotonic()
+        self._ended = None
         self._state = "running"
         self._error = None
         log.info("re-embedding %d memories for %s", self._total, self._embedder.name)
@@ -160,6 +162,7 @@ class Reembedder:
             log.exception("re-embedding for %s failed after %d memories", self._embedder.name, self._done)
             return self.progress()
         finally:
+            self._ended = self._monotonic()
             self._release_lease()
         self._state = "paused" if self._stop.is_set() else "done"
         if self._state == "done":
@@ -214,7 +217,7 @@ class Reembedder:
     def _rate(self) -> float | None:
         if self._started is None:
             return None
-        elapsed = self._monotonic() - self._started
+        elapsed = (self._monotonic() if self._ended is None else self._ended) - self._started
         return self._done / elapsed if elapsed > 0 else None
 
     def progress(self) -> Progress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -451,6 +452,18 @@ def test_the_background_job_re_embeds_and_reports_done(open_svc: OpenService) ->
     assert second.stats()["reembed"]["state"] == "done"  # type: ignore[index]
     for memory_id, word in saved.items():
         assert recalled(second, word, top_k=1) == [memory_id]
+
+
+def test_the_rate_of_a_finished_re_embedding_stays_what_it_was(open_svc: OpenService) -> None:
+    """``rate_per_s`` (GET /v1/admin/reembed) is the job's own rate: once it is done, time
+    going by does not lower it (it fell toward 0 with every read after the job ended)."""
+    old, _ = _saved_by_the_old_model(open_svc, 3)
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old)
+    second.reembedder.join()
+    first = second.reembedder.progress()
+    assert first.state == "done" and first.rate_per_s is not None and first.rate_per_s > 0
+    time.sleep(0.2)
+    assert second.reembedder.progress().rate_per_s == first.rate_per_s
 
 
 def test_an_edit_during_re_embedding_keeps_its_own_vector(open_svc: OpenService) -> None:
