@@ -82,6 +82,19 @@ def test_adverbials_before_a_chinese_verb_keep_the_holder() -> None:
     assert verdict("用户每周打两次羽毛球", "用户膝盖受伤后不打羽毛球了") is Verdict.REPLACE
 
 
+def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
+    """The words before a Chinese rule's verb are read on every save. Read by a regex whose
+    alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
+    took a minute and 8,000 would never return. A fresh interpreter, so a hang fails."""
+    script = """
+from engine.conflicts import claims
+for text in ("我" + "以后" * 4000 + "张住在上海", "我" + "刚" * 8000 + "张住在上海", "我" + "后" * 8000 + "张住在上海"):
+    claims(text)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_restating_the_same_claim_is_a_duplicate() -> None:
     assert verdict("我喜欢蓝色", "用户喜欢蓝色") is Verdict.DUPLICATE
     assert verdict("User prefers dark mode", "The user likes dark mode") is Verdict.DUPLICATE
