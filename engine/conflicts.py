@@ -593,7 +593,15 @@ _ZH_LEAD = re.compile(
 _ZH_ADVERB = re.compile(
     r"现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|目前|以后|今后|从此|将来|"
     r"请|也|还|都|更|很|最|就|又|再|才|常|总|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|"
-    r"[0-9零一二三四五六七八九十]+年|家里|在家里?|[^，,]{1,8}?(?:之后|以后|后)|[，,\s]"
+    r"[0-9零一二三四五六七八九十]+年|家里|在家里?|[，,\s]"
+)
+# "After something happened" ("用户膝盖受伤后…", "我毕业后…"): the holder's own only where
+# the holder opened the clause and the event names no one, since "张伟毕业后住在上海" and
+# "我朋友毕业后住在上海" are someone else's move.
+_ZH_AFTER = re.compile(r"[^，,]{1,8}?(?:之后|以后|后)")
+_ZH_PERSON = re.compile(
+    r"[他她它你们人]|妈|爸|父|母|哥|姐|弟|妹|儿|女|孩|爷|奶|姥|外公|外婆|叔|伯|姑|舅|姨|婶|老婆|老公|妻|夫|"
+    r"朋友|同事|同学|室友|邻居|对象|老板|领导|上司|客户|宝宝|家人|亲戚|猫|狗"
 )
 _ZH_NEG = r"(?P<neg>不再|再也不|已经不|从来不|从不|没有|不会|不|没)?"
 _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -663,7 +671,7 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
         match = pattern.search(rest)
         if match:
             before = rest[: match.start()]
-            if not _only_adverbials(before):
+            if not _only_adverbials(before, opened=lead is not None):
                 # Someone or something else's: a name the holder pattern does not know, a
                 # relative without 的, the holder's hometown or pet.
                 holder = f"{holder}的{before}" if lead else before
@@ -674,12 +682,16 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
 
 
-def _only_adverbials(words: str) -> bool:
-    """Whether ``words`` are adverbials and nothing else, read one word at a time. Not one
-    regex with the words under a star: its alternatives overlap ("以后" is also "以" + "后",
-    "刚刚" is "刚" twice), and a run of them that fails at its end is tried every way it
-    splits, so 40 characters took a minute."""
+def _only_adverbials(words: str, *, opened: bool) -> bool:
+    """Whether ``words`` are adverbials and nothing else, read one word at a time; with
+    ``opened`` (the holder opened the clause) an event that names no one may come first.
+    Not one regex with the words under a star: its alternatives overlap ("以后" is also
+    "以" + "后", "刚刚" is "刚" twice), and a run of them that fails at its end is tried
+    every way it splits, so 40 characters took a minute."""
     at = 0
+    after = _ZH_AFTER.match(words) if opened else None
+    if after is not None and not _ZH_PERSON.search(after.group()):
+        at = after.end()
     while at < len(words):
         word = _ZH_ADVERB.match(words, at)
         if word is None:

@@ -67,6 +67,11 @@ def test_claims_about_other_people_are_another_subject() -> None:
         ("我叫李明", "我家狗名字叫旺财"),
         ("我叫李明", "我同事叫我小李"),
         ("我喜欢蓝色", "张伟不喜欢蓝色"),
+        ("我住在杭州", "张伟毕业后住在上海"),
+        ("我住在杭州", "张伟结婚以后搬到上海了"),
+        ("我住在杭州", "我朋友毕业后住在上海"),
+        ("我住在杭州", "我女儿上大学后住在学校宿舍"),
+        ("我住在杭州", "我妈妈来了以后住在我家"),
     ],
 )
 def test_a_chinese_claim_about_someone_the_holder_pattern_does_not_know_is_theirs(old: str, new: str) -> None:
@@ -80,6 +85,8 @@ def test_adverbials_before_a_chinese_verb_keep_the_holder() -> None:
     assert verdict("我住在杭州", "我目前住在上海，上个月搬过去的") is Verdict.REPLACE
     assert verdict("我叫小明", "以后请叫我明明") is Verdict.REPLACE
     assert verdict("用户每周打两次羽毛球", "用户膝盖受伤后不打羽毛球了") is Verdict.REPLACE
+    assert verdict("我住在杭州", "我毕业后搬到上海了") is Verdict.REPLACE
+    assert verdict("我住在杭州", "我结婚以后搬到上海了") is Verdict.REPLACE
 
 
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
