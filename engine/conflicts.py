@@ -444,7 +444,7 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 # First person and "the user" are the voice's holder; in a speaker's line the third
 # person is someone unnamed, so nothing is read (elsewhere it is the user, as in
 # "User lives in Rome. She works at Acme").
-_FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我"})
+_FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我", "我们"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "him", "them", "他", "她"})
 _NOT_A_HOLDER = frozenset(
     """it its that this these those there here you your what which who everything everyone everybody something
@@ -581,7 +581,7 @@ _EN_PASSING = re.compile(
 _ZH_CHANGE = re.compile(
     r"现在|如今|最近|已经|不再|改|换|搬|戒|开始|以后|从此|转而|跳槽|离职|加入|提高|降低|调成|调到|切换|升级"
 )
-_ZH_HOLDER = re.compile(r"^(我|用户|他|她|小.|老.|阿.)")
+_ZH_HOLDER = re.compile(r"^(我们|我|用户|他|她|小.|老.|阿.)")
 _ZH_RELATIVE = re.compile(r"^的(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
 _ZH_LEAD = re.compile(
     r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
@@ -593,7 +593,13 @@ _ZH_LEAD = re.compile(
 _ZH_ADVERB = re.compile(
     r"现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|目前|以后|今后|从此|将来|"
     r"请|也|还|都|更|很|最|就|又|再|才|常|总|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|"
-    r"[0-9零一二三四五六七八九十]+年|家里|在家里?|[，,\s]"
+    # A date or a time gone by ("今年三月", "前年", "上周", "2023年", "从上个月开始"); not one
+    # to come ("下个月搬到…"): a plan is not yet a change.
+    r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|上+个?|这个?|本|前|每个?)(?:年|月份?|周|星期|礼拜|号|日|天)|"
+    r"(?:年|月)(?:初|底|中)|从|开始|起|"
+    # The holder's household or company, not someone else ("我们一家", "我家", "我和老婆一起").
+    r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
+    r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]"
 )
 # "After something happened" ("用户膝盖受伤后…", "我毕业后…"): the holder's own only where
 # the holder opened the clause and the event names no one, since "张伟毕业后住在上海" and

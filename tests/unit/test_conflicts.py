@@ -89,6 +89,32 @@ def test_adverbials_before_a_chinese_verb_keep_the_holder() -> None:
     assert verdict("我住在杭州", "我结婚以后搬到上海了") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "我们搬到上海了"),
+        ("我住在杭州", "我们家搬到上海了"),
+        ("我住在杭州", "我们一家现在住在上海"),
+        ("我住在杭州", "我家搬到上海了"),
+        ("我住在杭州", "我今年三月搬到上海了"),
+        ("我住在杭州", "我前年搬到了上海"),
+        ("我住在杭州", "我上周搬到上海了"),
+        ("我住在杭州", "我现在一个人住在上海"),
+        ("我住在杭州", "我和老婆一起搬到上海了"),
+        ("我喜欢喝咖啡", "我从上个月开始戒咖啡"),
+    ],
+)
+def test_a_chinese_claim_of_the_users_household_or_dated_is_still_theirs(old: str, new: str) -> None:
+    # Superseded before the words in front of the verb were read; "我们", a date, "一个人",
+    # "和老婆一起" name no one else.
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+def test_words_after_we_that_name_something_else_are_not_the_users() -> None:
+    assert verdict("我住在杭州", "我们公司搬到上海了") is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我家人住在上海") is Verdict.UNRELATED
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
