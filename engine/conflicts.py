@@ -188,6 +188,8 @@ def _claims(text: str) -> tuple[Claim, ...]:
             read = _chinese_clause(clause, holder, voice) if is_cjk else _english_clause(clause, holder, voice)
             if read:
                 holder = read[0].holder
+            elif is_cjk:
+                holder = _chinese_subject(clause, voice) or holder
             found += [claim for claim in read if claim.value not in _NO_VALUE]
     return tuple(found)
 
@@ -686,6 +688,40 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
             return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")
     attr = _ZH_ATTR.match(rest)
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
+
+
+# When something happens, to come or gone by: with _ZH_ADVERB, what may open a clause before its subject.
+_ZH_WHEN = re.compile(
+    r"下个?(?:月|周|星期|礼拜)|[上下中]午|明天|明年|后天|今天|今晚|昨天|昨晚|周末|这次|那次|(?:周|星期|礼拜)[一二三四五六日天]"
+)
+# Where a clause's predicate begins: a verb, an auxiliary, a negation.
+_ZH_VERB = re.compile(r"[去来到回在住搬要想会能可说讲是有叫把被给让对带打准计正已不没别看吃喝玩买做写学坐走出进上下过]")
+
+
+def _chinese_subject(clause: str, voice: _Voice) -> str | None:
+    """Whom a clause that reads no claim names as its subject, for the clauses after it
+    that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
+    西湖边" the friend's. ``None`` where it names no one ("下周去上海出差") and the holder
+    before it still holds. After "我" only a person counts ("我朋友"): what follows "我" is
+    mostly its predicate ("我觉得…")."""
+    lead = _ZH_HOLDER.match(clause)
+    owner, at = None, 0
+    if lead:
+        owner = _holder(lead.group(1), voice)
+        if owner is None:
+            return lead.group(1)  # "他" in a speaker's line: someone else
+        at = lead.end()
+    while opening := _ZH_ADVERB.match(clause, at) or _ZH_WHEN.match(clause, at):
+        at = opening.end()
+    start = at
+    while at < len(clause) and not (
+        _ZH_ADVERB.match(clause, at) or _ZH_WHEN.match(clause, at) or _ZH_VERB.match(clause, at)
+    ):
+        at += 1
+    words = clause[start:at]
+    if owner is None:
+        return words or None
+    return f"{owner}的{words}" if words and _ZH_PERSON.match(words) else owner
 
 
 def _only_adverbials(words: str, *, opened: bool) -> bool:

@@ -115,6 +115,22 @@ def test_words_after_we_that_name_something_else_are_not_the_users() -> None:
     assert verdict("我住在杭州", "我家人住在上海") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    "new",
+    ["王芳下周去上海出差，住在外滩附近", "王芳去上海出差，住在外滩附近", "我朋友来杭州玩，住在西湖边"],
+)
+def test_a_clause_without_a_subject_after_someone_elses_is_not_the_users(new: str) -> None:
+    # The second clause has no subject of its own; the first names someone else, so the
+    # hotel is theirs, not the user's home.
+    assert verdict("我住在杭州", new) is Verdict.UNRELATED
+
+
+def test_a_clause_without_a_subject_after_the_users_own_is_still_the_users() -> None:
+    assert verdict("我住在杭州", "我上个月搬家了，现在住在上海") is Verdict.REPLACE
+    assert verdict("我住在北京", "我搬到上海了") is Verdict.REPLACE
+    assert verdict("我喜欢喝咖啡", "我最近戒咖啡了") is Verdict.REPLACE
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
