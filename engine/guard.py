@@ -360,8 +360,9 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # Chinese
     (
         re.compile(
-            # Not someone who forgets ("我总是忘记之前医生的要求"): the reader is told to.
-            r"(?<![我他她们是常又会易总])(?:忽略|无视|忽视|忘记|忘掉|跳过|不要理会|不用理会|抛开)(?:掉)?(?:你|您)?"
+            # Not someone who forgets ("我总是忘记之前医生的要求", "他们忘了以前的要求"): the
+            # reader is told to, "你们" too.
+            r"(?<![我他她是常又会易总])(?<![我他她]们)(?:忽略|无视|忽视|忘记|忘掉|跳过|不要理会|不用理会|抛开)(?:掉)?(?:你|您)?"
             r"(?:之前|以前|先前|此前|上面|以上|前面|上述|原来|原有|原先|系统|所有|全部|一切)"
             r"[^。！？!?\n]{0,8}?(?:指令|指示|规则|提示词?|设定|要求|命令|约束|限制)"
         ),
@@ -370,8 +371,9 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(?:你现在是|你从现在(?:开始|起)是|从现在(?:开始|起)[，,]?\s*你(?:是|将|要|必须|就是)|现在起你是)"
-            # Without limits, not merely "没有" ("你现在是不是没有时间？").
-            r"[^。！？!?\n]{0,20}?(?:(?:没有|不受|不再受)(?:任何)?(?:限制|约束|规则|审查|过滤|底线)|无限制|无约束|无审查|"
+            # Without limits ("没有道德限制", "不再受到任何约束"), not merely "没有" ("你现在是不是没有时间？").
+            r"[^。！？!?\n]{0,20}?(?:(?:没有|不受|不再受)到?[^。！？!?\n，,]{0,4}?(?:限制|约束|规则|审查|过滤|底线)|"
+            r"无限制|无约束|无审查|"
             r"管理员|黑客|DAN|开发者模式|越狱|助手|AI|模型|机器人)"
         ),
         "role override (zh)",
@@ -399,7 +401,8 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         # What an attack names, as in English ("all", "backups", "every night"), not an
         # errand of the user's own ("别忘了给妈妈转账", "请注意，孕妇禁用这种药").
         re.compile(
-            rf"(?:请?记住|记下|记好|牢记|别忘了|不要忘记|请注意)(?=[^。！？!?\n]{{0,60}}?{_TARGETS_ZH})"
+            # "请记住！" opens the attack rather than ending it.
+            rf"(?:请?记住|记下|记好|牢记|别忘了|不要忘记|请注意)[!?:\s]*(?=[^。！？!?\n]{{0,60}}?{_TARGETS_ZH})"
             rf"[^。！？!?\n]{{0,40}}?{_SENSITIVE_ZH}"
         ),
         "memory poisoning (zh)",
