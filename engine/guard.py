@@ -94,7 +94,11 @@ _INTL_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?)(?:[\s.-]?
 _NANP_PHONE = re.compile(r"(?<![\d-])\(?[2-9]\d{2}\)?[\s.-]\d{3}[.-]\d{4}(?![\d-])")
 _ID_NUMBER = re.compile(r"(?<![0-9A-Za-z])[1-8]\d{16}[\dXx](?![0-9A-Za-z])")
 _CARD = re.compile(r"(?<![\d.-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d.-]|-\d)")
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(?![\w-])")
+# Its edges want no ASCII word character beside them, not no word character: Han characters
+# are word characters, and "我的邮箱是abc@example.com" holds an address.
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9_.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(?![A-Za-z0-9_-])"
+)
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CHECK = "10X98765432"
@@ -218,12 +222,13 @@ PII_DETECTORS: tuple[Callable[[str], list[Finding]], ...] = (
 )
 
 
-# Full-width digits, letters, ＋ － ＠ (what a Chinese input method types in full-width mode:
-# "１３８…", "＋８６", "Ｘ") and the ideographic space, one character for one, so the spans
-# stay the text's own. Not its punctuation: "密码是什么时候改的？" holds no password.
+# Full-width digits, letters, ＋ － ＠ ． ＿ (what a Chinese input method types in full-width
+# mode: "１３８…", "＋８６", "Ｘ", an address's dot) and the ideographic space, one character
+# for one, so the spans stay the text's own. Not its other punctuation: "密码是什么时候改的？"
+# holds no password.
 _HALF_WIDTH = {
     ord(wide): ord(wide) - 0xFEE0
-    for wide in "０１２３４５６７８９＋－＠"
+    for wide in "０１２３４５６７８９＋－＠．＿"
     + "".join(chr(code) for code in (*range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B)))  # Ａ-Ｚ ａ-ｚ
 } | {0x3000: 0x20}
 

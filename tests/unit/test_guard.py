@@ -110,6 +110,21 @@ def test_emails_are_found() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("我的邮箱是zhangsan@example.cn", "我的邮箱是[email]"),
+        ("zhangsan@example.cn是我的邮箱", "[email]是我的邮箱"),
+        ("邮箱是ｚｈａｎｇｓａｎ＠ｅｘａｍｐｌｅ．ｃｎ，谢谢", "邮箱是[email]，谢谢"),
+    ],
+)
+def test_an_email_against_chinese_text_is_redacted_exactly(text: str, stored: str) -> None:
+    # Han characters are word characters: the address's edges wanted no word character
+    # beside them, so an address written against Chinese text was stored as said.
+    # Typed full-width, its dot is full-width too.
+    assert guard.redact(text, guard.find_pii(text)) == stored
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "sk-proj-4fG7hJ2kL9mN3pQ8rS5tU1vW6xY0zAbC",
