@@ -12,11 +12,13 @@ A shipped example with every key is ``twinmem.example.toml`` at the repository r
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -59,6 +61,11 @@ DEFAULT_NEO4J_USER = "neo4j"
 DEFAULT_AUTH_MODE = "local"
 
 _ENV_PREFIX = "TWINMEM_"
+# TWINMEM_ variables that are not configuration, passed over rather than refused as unknown
+# keys: the client's and the framework adapters' (twinmem_client: the service's URL and
+# token) and the test runner's (scripts/test.sh, tests/integration/bolt_writer.py). An
+# agent's environment that holds them may well start a service, or run the tests, too.
+NOT_CONFIGURATION = frozenset({"TWINMEM_URL", "TWINMEM_TOKEN", "TWINMEM_TEST_WORKERS", "TWINMEM_TEST_JOB"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +441,7 @@ def load_config(
     (``load_config(data_dir="/tmp/x", server={"port": 9000})``).
     """
     raw: dict[str, Any] = {}
+    env_tree, variables = _env_overrides(os.environ if env is None else env)
     if path is not None:
         try:
             raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -441,26 +449,77 @@ def load_config(
             raise ConfigError(f"config file not found: {path}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    _merge(raw, _env_overrides(os.environ if env is None else env))
+    _merge(raw, env_tree)
     _merge(raw, overrides)
-    return _build(raw)
+    try:
+        return _build(raw)
+    except UnknownKeyError as exc:
+        # Say which variable set it, where one did: the file may not have the key at all.
+        named = [name for where, name in variables.items() if where[: len(exc.path)] == exc.path]
+        if named and not _reaches(overrides, exc.path):
+            raise UnknownKeyError(f"environment variable {min(named)}: {exc}", exc.path) from None
+        raise
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+class UnknownKeyError(ConfigError):
+    """A key no table has (a misspelt or guessed name): refused, since it would do nothing.
+    ``path`` is the key's place in the file's nesting, for naming the environment variable."""
+
+    def __init__(self, message: str, path: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _reaches(tree: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _refuse_unknown(
+    values: Mapping[str, Any],
+    known: Iterable[str],
+    where: str,
+    path: tuple[str, ...],
+    *,
+    meant: Mapping[str, str] | None = None,
+    otherwise: str = "",
+) -> None:
+    """``UnknownKeyError`` for the first key of ``values`` not in ``known``, naming it, ``where``
+    it is, and the key meant: ``meant``'s (a name that belongs elsewhere), else the closest
+    known one (difflib), else ``otherwise``."""
+    names = sorted(set(known))
+    for key in sorted(set(values) - set(names), key=str):
+        if meant and key in meant:
+            hint = f" (did you mean {meant[key]}?)"
+        elif close := difflib.get_close_matches(key, names, n=1):
+            hint = f" (did you mean {close[0]!r}?)"
+        else:
+            hint = f" ({otherwise})" if otherwise else ""
+        raise UnknownKeyError(f"unknown key {key!r} {where}{hint}", (*path, key))
+
+
+def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The environment's overrides, in the file's nesting, and which variable set each."""
     tree: dict[str, Any] = {}
+    variables: dict[tuple[str, ...], str] = {}
     for name, value in env.items():
-        if not name.startswith(_ENV_PREFIX):
+        if not name.startswith(_ENV_PREFIX) or name in NOT_CONFIGURATION:
             continue
         path = [part.lower() for part in name[len(_ENV_PREFIX) :].split("__") if part]
         if not path:
             continue
+        variables[tuple(path)] = name
         node = tree
         for part in path[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"environment variable {name} conflicts with another override")
         node[path[-1]] = _parse_scalar(value)
-    return tree
+    return tree, variables
 
 
 def _parse_scalar(text: str) -> Any:
@@ -506,10 +565,39 @@ _KNOWN_TOP = {
 }
 
 
+# Keys of ScoringConfig that the file sets elsewhere: the per-source and per-category
+# tables, and their defaults (each table's ``default``).
+_SCORING_ELSEWHERE: Mapping[str, str] = MappingProxyType(
+    {
+        "initial_default": "[initial_score] default",
+        "initial_by_source": "the [initial_score] table",
+        "initial_score": "the [initial_score] table",
+        "half_life_default_days": "[half_life_days] default",
+        "half_life_days": "the [half_life_days] table",
+        "half_life_default": "[half_life_days] default",
+        "archive_threshold_default": "[archive_threshold] default",
+        "archive_threshold": "the [archive_threshold] table",
+    }
+)
+
+
 def _build(raw: dict[str, Any]) -> Config:
-    unknown = set(raw) - _KNOWN_TOP
-    if unknown:
-        raise ConfigError(f"unknown configuration keys: {', '.join(sorted(unknown))}")
+    _refuse_unknown(raw, _KNOWN_TOP, "at the top level", ())
+    raw_categories = raw.get("categories", ())
+    if not isinstance(raw_categories, list | tuple) or not all(isinstance(c, str) for c in raw_categories):
+        raise ConfigError(f"categories must be a list of names, got {raw_categories!r}")
+    extra_categories = tuple(raw_categories)
+    categories = BUILTIN_CATEGORIES + tuple(c for c in extra_categories if c not in BUILTIN_CATEGORIES)
+    # Sources are a fixed set; a category must be configured for a memory to have it.
+    sources = [str(source) for source in Source]
+    not_a_source = f"the sources are {', '.join(sources)}"
+    not_a_category = f"not a category here ({', '.join(categories)}): add it to categories first"
+    for name, keys, otherwise in (
+        ("initial_score", sources, not_a_source),
+        ("half_life_days", categories, not_a_category),
+        ("archive_threshold", categories, not_a_category),
+    ):
+        _refuse_unknown(_table(raw, name), [*keys, "default"], f"in [{name}]", (name,), otherwise=otherwise)
     initial = dict(INITIAL_SCORE_BY_SOURCE)
     initial_table = dict(_table(raw, "initial_score"))
     initial_default = _coerce(initial_table.pop("default", DEFAULT_INITIAL_SCORE), float, "initial_score.default")
@@ -525,13 +613,7 @@ def _build(raw: dict[str, Any]) -> Config:
     )
     archive.update({k: _coerce(v, float, f"archive_threshold.{k}") for k, v in archive_table.items()})
 
-    raw_categories = raw.get("categories", ())
-    if not isinstance(raw_categories, list | tuple) or not all(isinstance(c, str) for c in raw_categories):
-        raise ConfigError(f"categories must be a list of names, got {raw_categories!r}")
-    extra_categories = tuple(raw_categories)
-    categories = BUILTIN_CATEGORIES + tuple(c for c in extra_categories if c not in BUILTIN_CATEGORIES)
-
-    scoring = _section(ScoringConfig, _table(raw, "scoring"), "scoring")
+    scoring = _section(ScoringConfig, _table(raw, "scoring"), "scoring", elsewhere=_SCORING_ELSEWHERE)
     scoring = ScoringConfig(
         initial_by_source=MappingProxyType(initial),
         initial_default=initial_default,
@@ -570,9 +652,7 @@ def _build(raw: dict[str, Any]) -> Config:
 
 
 def _auth(values: Mapping[str, Any]) -> AuthConfig:
-    unknown = set(values) - {"mode", "tokens"}
-    if unknown:
-        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in [auth]")
+    _refuse_unknown(values, ("mode", "tokens"), "in [auth]", ("auth",))
     mode = _coerce(values.get("mode", DEFAULT_AUTH_MODE), str, "[auth] mode")
     if mode not in ("local", "tokens"):
         raise ConfigError(f"[auth] mode must be 'local' or 'tokens', got {mode!r}")
@@ -584,9 +664,7 @@ def _auth(values: Mapping[str, Any]) -> AuthConfig:
 
 def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
     where = f"[[auth.tokens]] #{number + 1}"
-    unknown = set(entry) - {"agent", "token-hash", "token", "grants"}
-    if unknown:
-        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in {where}")
+    _refuse_unknown(entry, ("agent", "token-hash", "token", "grants"), f"in {where}", ("auth", "tokens"))
     agent = entry.get("agent")
     if not isinstance(agent, str) or not agent:
         raise ConfigError(f"{where} needs an agent name")
@@ -606,9 +684,8 @@ def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
 
 
 def _conflicts(values: Mapping[str, Any]) -> ConflictsConfig:
-    unknown = set(values) - {"mode", "min_similarity", "namespaces"}
-    if unknown:
-        raise ConfigError(f"unknown key {sorted(unknown)[0]!r} in [conflicts]")
+    # [conflicts.namespaces] is keyed by namespace names (or prefixes): any name is one.
+    _refuse_unknown(values, ("mode", "min_similarity", "namespaces"), "in [conflicts]", ("conflicts",))
     mode = _conflict_mode(values.get("mode", "supersede"), "[conflicts] mode")
     similarity = _coerce(values.get("min_similarity", CONFLICT_MIN_SIMILARITY), float, "[conflicts] min_similarity")
     if not 0.0 <= similarity <= 1.0:
@@ -626,6 +703,8 @@ def _conflict_mode(value: Any, where: str) -> str:
 
 
 def _guard(values: Mapping[str, Any]) -> GuardConfig:
+    # [guard.namespaces] is keyed by namespace names (or prefixes): any name is one.
+    _refuse_unknown(values, ("pii", "injection", "namespaces"), "in [guard]", ("guard",))
     scalars = {key: value for key, value in values.items() if key != "namespaces"}
     default = _guard_policy(scalars, GuardPolicy(), "[guard]")
     overrides = _table(values, "namespaces") if "namespaces" in values else {}
@@ -634,6 +713,7 @@ def _guard(values: Mapping[str, Any]) -> GuardConfig:
         where = f'[guard.namespaces."{name}"]'
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where} must be a table")
+        _refuse_unknown(table, ("pii", "injection"), f"in {where}", ("guard", "namespaces", name))
         namespaces[name] = _guard_policy(table, default, where)
     return GuardConfig(default=default, namespaces=MappingProxyType(namespaces))
 
@@ -658,15 +738,16 @@ def _table(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value
 
 
-def _section(cls: Any, values: Mapping[str, Any], name: str) -> Any:
+def _section(cls: Any, values: Mapping[str, Any], name: str, *, elsewhere: Mapping[str, str] | None = None) -> Any:
+    """The dataclass ``cls`` from its table: its scalar fields, less those set ``elsewhere``."""
     defaults = cls()
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        expected = type(getattr(defaults, key, None))
-        # Table-valued fields (half-lives, initial scores) have their own top-level tables.
-        if expected not in _SCALARS:
-            raise ConfigError(f"unknown key {key!r} in [{name}]")
-        kwargs[key] = _coerce(value, expected, f"[{name}] {key}")
+    kinds = {
+        field.name: type(getattr(defaults, field.name))
+        for field in dataclasses.fields(cls)
+        if type(getattr(defaults, field.name)) in _SCALARS and field.name not in (elsewhere or {})
+    }
+    _refuse_unknown(values, kinds, f"in [{name}]", (name,), meant=elsewhere)
+    kwargs = {key: _coerce(value, kinds[key], f"[{name}] {key}") for key, value in values.items()}
     return cls(**kwargs)
 
 

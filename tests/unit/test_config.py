@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,99 @@ def test_the_prompt_context_recalls_with_at_least_one_message() -> None:
     assert load_config(env={}).sessions.context_query_messages == 5
     with pytest.raises(ConfigError, match=re.escape("sessions.context_query_messages must be at least 1, got 0")):
         load_config(env={"TWINMEM_SESSIONS__CONTEXT_QUERY_MESSAGES": "0"})
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("initial_default", "[initial_score] default"),
+        ("half_life_default_days", "[half_life_days] default"),
+        ("archive_threshold_default", "[archive_threshold] default"),
+    ],
+)
+def test_a_scoring_default_under_scoring_is_refused_and_points_to_its_table(
+    tmp_path: Path, key: str, meant: str
+) -> None:
+    """The defaults of the per-source and per-category tables are each table's ``default``:
+    the same name under [scoring] used to be taken and then ignored, without a word."""
+    with pytest.raises(ConfigError, match=re.escape(f"unknown key {key!r} in [scoring]")) as raised:
+        load_config(write_toml(tmp_path, f"[scoring]\n{key} = 0.9\n"), env={})
+    assert meant in str(raised.value)
+    with pytest.raises(ConfigError, match=re.escape(f"TWINMEM_SCORING__{key.upper()}")) as raised:
+        load_config(env={f"TWINMEM_SCORING__{key.upper()}": "0.9"})
+    assert f"unknown key {key!r} in [scoring]" in str(raised.value) and meant in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("dedup_cosin = 0.9", "unknown key 'dedup_cosin' at the top level (did you mean 'dedup_cosine'?)"),
+        ("[server]\nportt = 9000", "unknown key 'portt' in [server] (did you mean 'port'?)"),
+        ("[fusion]\nsemantc = 0.5", "unknown key 'semantc' in [fusion] (did you mean 'semantic'?)"),
+        ("[sessions]\nbackend_url = 'x'", "unknown key 'backend_url' in [sessions]"),
+        ("[guard]\npi = 'allow'", "unknown key 'pi' in [guard] (did you mean 'pii'?)"),
+        ("[conflicts]\nmode_ = 'off'", "unknown key 'mode_' in [conflicts] (did you mean 'mode'?)"),
+        ("[auth]\nmodes = 'tokens'", "unknown key 'modes' in [auth] (did you mean 'mode'?)"),
+        (
+            "[initial_score]\nuser_inptu = 0.7",
+            "unknown key 'user_inptu' in [initial_score] (did you mean 'user_input'?)",
+        ),
+        ("[half_life_days]\ntsk = 3", "unknown key 'tsk' in [half_life_days] (did you mean 'task'?)"),
+        (
+            "[archive_threshold]\npreferense = 0.1",
+            "unknown key 'preferense' in [archive_threshold] (did you mean 'preference'?)",
+        ),
+        ("[server]\n__doc__ = 'x'", "unknown key '__doc__' in [server]"),
+        ("[scoring]\ninitial_score = 0.5", "unknown key 'initial_score' in [scoring]"),
+    ],
+)
+def test_an_unknown_key_names_itself_its_section_and_the_key_meant(tmp_path: Path, toml: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(write_toml(tmp_path, toml), env={})
+
+
+def test_an_unknown_environment_key_names_its_variable() -> None:
+    with pytest.raises(ConfigError, match=re.escape("TWINMEM_SERVER__PORTT")) as raised:
+        load_config(env={"TWINMEM_SERVER__PORTT": "9000"})
+    assert "unknown key 'portt' in [server] (did you mean 'port'?)" in str(raised.value)
+    with pytest.raises(ConfigError, match=re.escape("TWINMEM_DATADIR")):
+        load_config(env={"TWINMEM_DATADIR": "/srv"})
+
+
+def test_a_per_category_setting_needs_a_configured_category(tmp_path: Path) -> None:
+    """A half-life or archive threshold of a category no memory can have is refused; one of a
+    category added under ``categories`` is taken."""
+    with pytest.raises(ConfigError, match=re.escape("unknown key 'habit' in [half_life_days]")):
+        load_config(write_toml(tmp_path, "[half_life_days]\nhabit = 14\n"), env={})
+    config = load_config(write_toml(tmp_path, "categories = ['habit']\n[archive_threshold]\nhabit = 0.2\n"), env={})
+    assert config.scoring.archive_below("habit") == 0.2
+    with pytest.raises(ConfigError, match=re.escape("TWINMEM_ARCHIVE_THRESHOLD__HABIT")):
+        load_config(env={"TWINMEM_ARCHIVE_THRESHOLD__HABIT": "0.2"})
+
+
+@pytest.mark.parametrize("name", ["TWINMEM_URL", "TWINMEM_TOKEN", "TWINMEM_TEST_WORKERS", "TWINMEM_TEST_JOB"])
+def test_the_clients_and_the_test_runners_variables_are_not_configuration(name: str) -> None:
+    """``TWINMEM_URL`` / ``TWINMEM_TOKEN`` (the client and the framework adapters) and
+    ``TWINMEM_TEST_WORKERS`` / ``TWINMEM_TEST_JOB`` (scripts/test.sh, the Neo4j writer) may be
+    set where a service starts too: they are not keys, and not refused as unknown ones."""
+    assert load_config(env={name: "http://127.0.0.1:8420" if name == "TWINMEM_URL" else "0"}) == Config()
+
+
+def test_every_documented_environment_variable_and_toml_block_loads() -> None:
+    """twinmem.example.toml and each TOML block of the README load, and so does each
+    ``TWINMEM_…__…=value`` the README shows (a placeholder token hash made a real one)."""
+    load_config(ROOT / "twinmem.example.toml", env={})
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
+    assert len(blocks) >= 5
+    for block in blocks:
+        text = re.sub(r'"<sha256[^"]*>"', '"' + "0" * 64 + '"', block)
+        raw = tomllib.loads(text)
+        load_config(env={}, **raw)
+    shown = set(re.findall(r"\b(TWINMEM_[A-Z0-9_]+__[A-Z0-9_]+)=([\w.:/-]+)", readme))
+    assert len(shown) >= 4
+    for name, value in shown:
+        load_config(env={name: value})
