@@ -36,10 +36,12 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import functools
+
     import uvicorn
 
     from api.app import create_app
-    from engine.adapters import check_data_dir_free
+    from engine.adapters import hold_data_dir, open_service
 
     overrides: dict[str, object] = {}
     server: dict[str, object] = {}
@@ -53,7 +55,9 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"] = server
     config = load_config(args.config, None, **overrides)
     check_bind(config.auth.mode, config.server.host)
-    check_data_dir_free(config.data_dir)
+    # Taken here, to refuse a directory in use in one line, and held until the engine opens
+    # with it at start-up: no other process can take it in between.
+    held = hold_data_dir(config.data_dir)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger(__name__).info(
         "twinmem serving %s on http://%s:%d (embedder: %s)",
@@ -66,14 +70,17 @@ def _serve(args: argparse.Namespace) -> int:
     # raises the signal again with the handler found at start, which the default would turn
     # into exit status 143: a clean stop is status 0, as after Ctrl-C.
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    uvicorn.run(
-        create_app(config),
-        host=config.server.host,
-        port=config.server.port,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=10,
-        timeout_keep_alive=SERVER_KEEP_ALIVE_S,
-    )
+    try:
+        uvicorn.run(
+            create_app(config, open_engine=functools.partial(open_service, dir_lock=held)),
+            host=config.server.host,
+            port=config.server.port,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=10,
+            timeout_keep_alive=SERVER_KEEP_ALIVE_S,
+        )
+    finally:
+        held.release()  # the engine freed it when it closed; not where it never opened
     return 0
 
 

@@ -106,13 +106,14 @@ class _DirLock:
             self._fh = None
 
 
-def check_data_dir_free(data_dir: Path) -> None:
-    """``StoreError`` where another twinmem process holds ``data_dir``: ``twinmem serve`` asks
-    before it starts, so that it says so in one line rather than in a failed start-up's
-    traceback (the start-up takes the lock for good, as every command does)."""
+def hold_data_dir(data_dir: Path) -> _DirLock:
+    """The lock on ``data_dir``, taken now (``StoreError`` where another twinmem process holds
+    it): ``twinmem serve`` takes it before it starts, so that it says so in one line rather
+    than in a failed start-up's traceback, and hands it to ``open_service`` (``dir_lock``),
+    so that no other process can take the directory in between."""
     lock = _DirLock(Path(data_dir) / LOCK_FILE)
     lock.acquire()
-    lock.release()
+    return lock
 
 
 def open_service(
@@ -123,6 +124,7 @@ def open_service(
     previous_embedder: Embedder | None = None,
     background_reembed: bool = True,
     security: SecurityStore | None = None,
+    dir_lock: _DirLock | None = None,
 ) -> MemoryService:
     """Open the store, load or rebuild the index, start background work.
 
@@ -134,6 +136,9 @@ def open_service(
     by the name the memories record, when it loads here) serves recall for the
     memories the background job has not re-embedded yet. ``background_reembed``
     False leaves that job to be run by hand (``service.reembedder.run()``).
+
+    ``dir_lock`` is the data directory's lock already taken (``hold_data_dir``); the service
+    then holds it, and frees it when it closes or fails to open, as one it takes itself.
     """
     from engine.adapters.bm25_lexical import build_scorer
     from engine.adapters.half_cosines import half_cosines
@@ -142,8 +147,11 @@ def open_service(
     from engine.adapters.time_worker import WorkerTimeExpressions
 
     data_dir = Path(config.data_dir)
-    lock = _DirLock(data_dir / LOCK_FILE)
-    lock.acquire()
+    if dir_lock is None:
+        lock = _DirLock(data_dir / LOCK_FILE)
+        lock.acquire()
+    else:
+        lock = dir_lock
     owned: SecurityStore | None = None
     store: Store | None = None
     keeper: IndexKeeper | None = None

@@ -121,3 +121,35 @@ def test_a_second_serve_on_a_data_directory_in_use_says_so_in_one_line(tmp_path:
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert f"twinmem: data directory {data_dir} is in use by another twinmem process" in done.stderr
+
+
+def test_serve_holds_the_data_directory_from_its_check_to_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check that answers "in use" in one line keeps the lock it took until the engine
+    opens with it: another process that takes the directory in between (a second serve
+    started at the same moment) would otherwise make this one fail in its start-up's
+    traceback after all."""
+    import fcntl
+
+    import uvicorn
+
+    from api.cli import main
+
+    data_dir = tmp_path / "data"
+    held_at_start: list[bool] = []
+
+    def run(app: object, **options: object) -> None:
+        with (data_dir / ".lock").open("a+") as other:
+            try:
+                fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held_at_start.append(True)
+            else:
+                held_at_start.append(False)
+                fcntl.flock(other.fileno(), fcntl.LOCK_UN)
+
+    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    assert main(["serve", "--port", str(_free_port()), "--data-dir", str(data_dir)]) == 0
+    assert held_at_start == [True]
