@@ -215,10 +215,13 @@ class Reembedder:
         return max(len(kept), 1)
 
     def _rate(self) -> float | None:
-        if self._started is None:
+        # Each field read once: progress() runs in request threads while run() may be
+        # setting them (a second read of _ended could find the None a new run just put there).
+        started, ended, done = self._started, self._ended, self._done
+        if started is None:
             return None
-        elapsed = (self._monotonic() if self._ended is None else self._ended) - self._started
-        return self._done / elapsed if elapsed > 0 else None
+        elapsed = (self._monotonic() if ended is None else ended) - started
+        return done / elapsed if elapsed > 0 else None
 
     def progress(self) -> Progress:
         # Idle means start() found every memory embedded by the current model, and every
