@@ -61,7 +61,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import synthetic  # noqa: E402
-from scale import await_rough_cosines  # noqa: E402
+from scale import await_rough_cosines, settle_service  # noqa: E402
 
 from engine.adapters import INDEX_DIR, load_embedder, open_service  # noqa: E402
 from engine.adapters.hnsw_index import HnswIndex  # noqa: E402
@@ -306,8 +306,9 @@ def recall_in_process(
             baseline.recall(query)
     service.flush()
     # What the warm-up had built in the background (a lexicon, a category's own index for
-    # its "how" questions) is built before the timing starts.
-    service.keeper.network.settle()
+    # its "how" questions) is built, and the store's start-up check done, before the
+    # timing starts.
+    settle_service(service)
     if baseline is not None:
         baseline.flush()
     totals: list[float] = []
@@ -809,6 +810,7 @@ try:
         if query is None:
             service.flush()
             service.keeper.network.settle()
+            getattr(service.store, "wait_checked", lambda: None)()  # a revision without it has no check
             print("null", flush=True)
             continue
         start = time.perf_counter()

@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import scale  # noqa: E402
 import synthetic  # noqa: E402
 from latency import summarize  # noqa: E402
 from recall_ways import open_kept  # noqa: E402
@@ -131,7 +132,7 @@ def main() -> int:
     for query, vector in zip(queries[: args.warmup], vectors[: args.warmup], strict=True):
         service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
     service.flush()
-    service.keeper.network.settle()  # what the warm-up left building in the background
+    scale.settle_service(service)  # the store's start-up check, what the warm-up left building
     measured: list[tuple[str, float, dict[str, float]]] = []
     for query, vector in zip(queries[args.warmup :], vectors[args.warmup :], strict=True):
         spent.clear()

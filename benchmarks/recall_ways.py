@@ -203,7 +203,7 @@ def main() -> int:
         for way in args.ways:
             recall(way, query, vector)
     service.flush()
-    service.keeper.network.settle()  # what the warm-up had built in the background (a category's index)
+    scale.settle_service(service)  # the store's start-up check, what the warm-up left building
     times: dict[str, list[float]] = {way: [] for way in args.ways}
     differ = 0  # queries whose hits differed between ways that must agree
     lexical_differ = 0  # queries whose lexical picks' scores differed between ways (they must not)

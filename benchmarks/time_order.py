@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import scale  # noqa: E402
 import synthetic  # noqa: E402
 from latency import NAMESPACE, rss_mb, summarize  # noqa: E402
 
@@ -95,7 +96,7 @@ def main() -> int:
         for text, vector in zip(texts[: args.warmup], vectors[: args.warmup], strict=True):
             for way in WAYS:
                 recall(text, vector, way)
-        service.keeper.network.settle()
+        scale.settle_service(service)  # the store's start-up check, what the warm-up left building
         seconds: dict[str, dict[str, list[float]]] = {
             way: {"time named": [], "no time": [], "every question": []} for way in WAYS
         }
