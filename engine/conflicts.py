@@ -189,7 +189,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
             if read:
                 holder = read[0].holder
             elif is_cjk:
-                holder = _chinese_subject(clause, voice) or holder
+                holder = _chinese_subject(clause, holder, voice) or holder
             found += [claim for claim in read if claim.value not in _NO_VALUE]
     return tuple(found)
 
@@ -584,6 +584,7 @@ _ZH_CHANGE = re.compile(
     r"现在|如今|最近|已经|不再|改|换|搬|戒|开始|以后|从此|转而|跳槽|离职|加入|提高|降低|调成|调到|切换|升级"
 )
 _ZH_HOLDER = re.compile(r"^(我们|我|用户|他|她|小.|老.|阿.)")
+_ZH_FIRST = re.compile(r"(我们|我|用户)")
 _ZH_RELATIVE = re.compile(r"^的(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
 _ZH_LEAD = re.compile(
     r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
@@ -654,9 +655,9 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     change = bool(_ZH_CHANGE.search(clause))
     rest = clause
     possessive = False
-    lead = _ZH_HOLDER.match(rest)
+    lead = _chinese_lead(rest)
     if lead:
-        found = _holder(lead.group(1), voice)
+        found = _chinese_holder(lead.group(1), holder, voice)
         if found is None:
             return []
         holder = found
@@ -698,16 +699,33 @@ _ZH_WHEN = re.compile(
 _ZH_VERB = re.compile(r"[去来到回在住搬要想会能可说讲是有叫把被给让对带打准计正已不没别看吃喝玩买做写学坐走出进上下过]")
 
 
-def _chinese_subject(clause: str, voice: _Voice) -> str | None:
+def _chinese_lead(clause: str) -> re.Match[str] | None:
+    """The holder that opens ``clause``, or the first person after adverbials that open it
+    ("现在我住在上海", "去年我们搬到…"). Read one word at a time, as in :func:`_only_adverbials`."""
+    lead = _ZH_HOLDER.match(clause)
+    at = 0
+    while lead is None and (word := _ZH_ADVERB.match(clause, at)):
+        at = word.end()
+    return lead or (_ZH_FIRST.match(clause, at) if at else None)
+
+
+def _chinese_holder(word: str, holder: str, voice: _Voice) -> str | None:
+    """Whom the word that opens a clause names. "他"/"她", the user outside a speaker's
+    line, are whoever the clause before named instead ("王芳来了，她住在上海")."""
+    found = _holder(word, voice)
+    return holder if found == voice.me and word in _THIRD_PERSON and holder != voice.me else found
+
+
+def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str | None:
     """Whom a clause that reads no claim names as its subject, for the clauses after it
     that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
     西湖边" the friend's. ``None`` where it names no one ("下周去上海出差") and the holder
     before it still holds. After "我" only a person counts ("我朋友"): what follows "我" is
     mostly its predicate ("我觉得…")."""
-    lead = _ZH_HOLDER.match(clause)
+    lead = _chinese_lead(clause)
     owner, at = None, 0
     if lead:
-        owner = _holder(lead.group(1), voice)
+        owner = _chinese_holder(lead.group(1), holder, voice)
         if owner is None:
             return lead.group(1)  # "他" in a speaker's line: someone else
         at = lead.end()

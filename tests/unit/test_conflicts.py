@@ -125,6 +125,20 @@ def test_a_clause_without_a_subject_after_someone_elses_is_not_the_users(new: st
     assert verdict("我住在杭州", new) is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize("new", ["王芳来了，她住在上海", "我姐姐来了。她住在上海", "我朋友来杭州玩，他住在西湖边"])
+def test_he_or_she_after_a_clause_that_names_someone_else_is_them(new: str) -> None:
+    # Outside a speaker's line "他"/"她" is the user ("用户住在杭州。她在阿里工作"), but
+    # not where the clause before named someone: there it is that someone.
+    assert verdict("我住在杭州", new) is Verdict.UNRELATED
+    assert verdict("用户住在杭州。她在阿里工作", "用户住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
+def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
+    # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
+    assert verdict("我住在杭州", new) is Verdict.REPLACE
+
+
 def test_a_clause_without_a_subject_after_the_users_own_is_still_the_users() -> None:
     assert verdict("我住在杭州", "我上个月搬家了，现在住在上海") is Verdict.REPLACE
     assert verdict("我住在北京", "我搬到上海了") is Verdict.REPLACE
