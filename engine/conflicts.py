@@ -695,6 +695,8 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 _ZH_WHEN = re.compile(
     r"下个?(?:月|周|星期|礼拜)|[上下中]午|明天|明年|后天|今天|今晚|昨天|昨晚|周末|这次|那次|(?:周|星期|礼拜)[一二三四五六日天]"
 )
+# A trip: where the holder stays on it is not their home.
+_ZH_TRIP = re.compile(r"出差|旅游|旅行|度假|出游|开会|玩")
 # Where a clause's predicate begins: a verb, an auxiliary, a negation.
 _ZH_VERB = re.compile(r"[去来到回在住搬要想会能可说讲是有叫把被给让对带打准计正已不没别看吃喝玩买做写学坐走出进上下过]")
 
@@ -739,7 +741,10 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str | None:
     words = clause[start:at]
     if owner is None:
         return words or None
-    return f"{owner}的{words}" if words and _ZH_PERSON.match(words) else owner
+    if words and _ZH_PERSON.match(words):
+        return f"{owner}的{words}"
+    trip = _ZH_TRIP.search(clause)  # "我下周去上海出差，住在外滩附近": a stay, not a home
+    return f"{owner}的{trip.group()}" if trip else owner
 
 
 def _only_adverbials(words: str, *, opened: bool) -> bool:
