@@ -15,7 +15,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
 fi
-[ -x .venv/bin/python ] || "$python" -m venv .venv
+# A venv made without ensurepip (Debian's python3 without python3-venv) has no pip: made again.
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    rm -rf .venv
+    if ! "$python" -m venv .venv; then
+        rm -rf .venv
+        echo "could not create .venv: on Debian or Ubuntu, install python3-venv (apt-get install python3-venv) and run this again" >&2
+        exit 1
+    fi
+fi
 stamp=.venv/.twinmem-installed
 want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
