@@ -595,7 +595,11 @@ _ZH_LEAD = re.compile(
 # "我老家在成都", "我家狗名字叫旺财" say nothing of the holder.
 _ZH_ADVERB = re.compile(
     r"现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|目前|以后|今后|从此|将来|"
-    r"请|也|还|都|更|很|最|就|又|再|才|常|总|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|"
+    r"请|也|还|都|更|很|最|就|又|再|才|常|总是?|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|平常|"
+    # Not "真", "超" or "好" alone: a name of two ("真真来了，住在…") would read as no one.
+    r"超级|挺|十分|尤其|比较|"
+    # A day ("我今天早上吃了…", "我昨天开始戒…"); see _ZH_DAY for what a day leaves out.
+    r"今天|今早|今晚|昨天|昨晚|"
     # A date or a time gone by ("今年三月", "前年", "上周", "2023年", "从上个月开始"); not one
     # to come ("下个月搬到…"): a plan is not yet a change.
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|上+个?|这个?|本|前|每个?)(?:年|月份?|周|星期|礼拜|号|日|天)|"
@@ -604,6 +608,10 @@ _ZH_ADVERB = re.compile(
     r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
     r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]"
 )
+# One day: a change made on it is the holder's ("我今天搬到上海了"), but where they stay
+# that day is no home ("我昨天住在朋友家") and a "不…了" that day ("我今天不喝咖啡了") no
+# change of taste.
+_ZH_DAY = re.compile(r"今天|今早|今晚|昨天|昨晚|前天")
 # "After something happened" ("用户膝盖受伤后…", "我毕业后…"): the holder's own only where
 # the holder opened the clause and the event names no one, since "张伟毕业后住在上海" and
 # "我朋友毕业后住在上海" are someone else's move.
@@ -686,6 +694,9 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
                 holder = f"{holder}的{before}" if lead else before
             elif kind == "name" and lead is None and match.group().startswith("名字"):
                 return []  # "我养了一只猫，名字叫橙子": the name of what was just mentioned
+            opening = clause[: len(clause) - len(rest) + match.start()]  # "今天我", "我今天"
+            if _ZH_DAY.search(opening) and (kind == "residence" or match.groupdict().get("neg")):
+                return []
             return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")
     attr = _ZH_ATTR.match(rest)
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []

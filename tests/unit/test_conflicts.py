@@ -110,6 +110,33 @@ def test_a_chinese_claim_of_the_users_household_or_dated_is_still_theirs(old: st
     assert verdict(old, new) is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我喜欢吃冰淇淋", "我超级喜欢吃冰淇淋"),
+        ("我喜欢猫", "我真的很喜欢猫"),
+        ("我喜欢猫", "我挺喜欢猫"),
+        ("我喜欢猫", "我比较喜欢猫"),
+        ("我喜欢吃冰淇淋", "我今天早上吃了冰淇淋"),
+        ("我喜欢吃火锅", "我昨天晚上吃了火锅"),
+        ("我喜欢吃火锅", "我今晚吃火锅"),
+    ],
+)
+def test_an_intensifier_or_a_day_before_a_chinese_verb_keeps_the_holder(old: str, new: str) -> None:
+    # Read as someone's name ("user的超级") since eacd6c5.
+    assert verdict(old, new) is Verdict.DUPLICATE
+
+
+def test_a_change_on_a_day_is_the_users_but_a_stay_or_a_skip_that_day_is_not() -> None:
+    assert verdict("我住在杭州", "我今天搬到上海了") is Verdict.REPLACE
+    assert verdict("我喜欢喝咖啡", "我昨天开始戒咖啡") is Verdict.REPLACE
+    # Where the user sleeps one night is no home; one day without coffee is no change of taste.
+    assert verdict("我住在杭州", "我今天住在酒店") is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我昨天住在朋友家") is Verdict.UNRELATED
+    assert verdict("我住在杭州", "今天我住在酒店") is Verdict.UNRELATED
+    assert verdict("我喜欢喝咖啡", "我今天不喝咖啡了") is Verdict.UNRELATED
+
+
 def test_words_after_we_that_name_something_else_are_not_the_users() -> None:
     assert verdict("我住在杭州", "我们公司搬到上海了") is Verdict.UNRELATED
     assert verdict("我住在杭州", "我家人住在上海") is Verdict.UNRELATED
