@@ -192,6 +192,18 @@ for text in ("我" + "以后" * 4000 + "张住在上海", "我" + "刚" * 8000 +
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["我住在" + "上海" * 40, "我从" + "阿里" * 40 + "离职了", "我叫" + "明" * 80, "把" + "主题" * 40 + "改成黑色"],
+    ids=["home", "employer", "name", "setting"],
+)
+def test_a_chinese_value_longer_than_any_claim_holds_none(text: str) -> None:
+    # The labelled pairs' longest Chinese value is 10 characters; reading 8,000 (one
+    # segmentation, or "从…离职" tried from every 从) cost up to half a second a save.
+    assert claims(text) == ()
+    assert claims("我住在浙江省杭州市西湖区文三路123号某某小区5幢2单元301室") != ()
+
+
 def test_restating_the_same_claim_is_a_duplicate() -> None:
     assert verdict("我喜欢蓝色", "用户喜欢蓝色") is Verdict.DUPLICATE
     assert verdict("User prefers dark mode", "The user likes dark mode") is Verdict.DUPLICATE
