@@ -137,6 +137,25 @@ def test_a_change_on_a_day_is_the_users_but_a_stay_or_a_skip_that_day_is_not() -
     assert verdict("我喜欢喝咖啡", "我今天不喝咖啡了") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在上海", "去年我住在北京"),
+        ("我住在上海", "我去年住在北京"),
+        ("我住在杭州", "我上个月住在朋友家"),
+        ("我住在杭州", "我这周住在朋友家"),
+        ("我住在杭州", "我最近三天住在酒店"),
+    ],
+)
+def test_where_the_user_lived_or_stayed_at_a_date_is_not_their_home(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize("new", ["我从去年开始住在上海", "我2020年起住在上海", "我去年搬到上海了"])
+def test_a_home_since_a_date_or_a_move_at_one_is_the_users(new: str) -> None:
+    assert verdict("我住在杭州", new) is Verdict.REPLACE
+
+
 def test_words_after_we_that_name_something_else_are_not_the_users() -> None:
     assert verdict("我住在杭州", "我们公司搬到上海了") is Verdict.UNRELATED
     assert verdict("我住在杭州", "我家人住在上海") is Verdict.UNRELATED
