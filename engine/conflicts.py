@@ -190,7 +190,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
             if read:
                 holder = read[0].holder
             elif is_cjk:
-                holder = _chinese_subject(clause, holder, voice) or holder
+                holder = _chinese_subject(clause, holder, voice)
             found += [claim for claim in read if claim.value not in _NO_VALUE]
     return tuple(found)
 
@@ -742,12 +742,12 @@ def _chinese_holder(word: str, holder: str, voice: _Voice) -> str | None:
     return holder if found == voice.me and word in _THIRD_PERSON and holder != voice.me else found
 
 
-def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str | None:
+def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
     """Whom a clause that reads no claim names as its subject, for the clauses after it
     that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
-    西湖边" the friend's. ``None`` where it names no one ("下周去上海出差") and the holder
-    before it still holds. After "我" only a person counts ("我朋友"): what follows "我" is
-    mostly its predicate ("我觉得…")."""
+    西湖边" the friend's. Where it names no one the holder before it still holds, but on a
+    trip ("下周去上海出差，住在外滩附近"): where they stay on it is no home. After "我" only a
+    person counts ("我朋友"): what follows "我" is mostly its predicate ("我觉得…")."""
     lead = _chinese_lead(clause)
     owner, at = None, 0
     if lead:
@@ -763,10 +763,11 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str | None:
     ):
         at += 1
     words = clause[start:at]
-    if owner is None:
-        return words or None
-    if words and _ZH_PERSON.match(words):
+    if owner is None and words:
+        return words
+    if owner is not None and words and _ZH_PERSON.match(words):
         return f"{owner}的{words}"
+    owner = owner or holder
     trip = _ZH_TRIP.search(clause)  # "我下周去上海出差，住在外滩附近": a stay, not a home
     return f"{owner}的{trip.group()}" if trip else owner
 

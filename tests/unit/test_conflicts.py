@@ -186,7 +186,14 @@ def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(n
 
 
 @pytest.mark.parametrize(
-    "new", ["我下周去上海出差，住在外滩附近", "我上周去北京出差了，住在朝阳区的酒店", "我去三亚旅游，住在海边"]
+    "new",
+    [
+        "我下周去上海出差，住在外滩附近",
+        "我上周去北京出差了，住在朝阳区的酒店",
+        "我去三亚旅游，住在海边",
+        "下周去上海出差，住在外滩附近",
+        "明天去上海开会，住在酒店",
+    ],
 )
 def test_a_clause_without_a_subject_after_the_users_trip_is_a_stay_not_a_home(new: str) -> None:
     assert verdict("我住在杭州", new) is Verdict.UNRELATED
