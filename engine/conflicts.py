@@ -521,10 +521,10 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
-        raw = re.sub(r" as .*$", "", raw)
-        return [
-            Claim(holder, "employer", _value(raw), kind != "employer-" and not negative, change or kind != "employer")
-        ]
+        value = _value(re.sub(r" as .*$", "", raw))
+        if _workplace(value):
+            return []
+        return [Claim(holder, "employer", value, kind != "employer-" and not negative, change or kind != "employer")]
     if kind == "name":
         return [Claim(holder, "name", _value(raw), True, change)]
     if kind == "from-to":
@@ -820,7 +820,10 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
-        return [Claim(holder, "employer", _value(raw), kind != "employer-", change or kind != "employer")]
+        value = _value(raw)
+        if _workplace(value):
+            return []
+        return [Claim(holder, "employer", value, kind != "employer-", change or kind != "employer")]
     if kind == "name":
         return [Claim(holder, "name", _value(raw), True, change)]
     if kind == "setting":
@@ -869,6 +872,18 @@ def _value(raw: str) -> str:
     if (len(text) <= 3 and re.search(r"[a-z0-9]", text)) or not terms(text):
         return key
     return _terms_value(text)
+
+
+# Where work is done, not for whom: "I work at home", "我在家远程工作", "在公司上班" name no
+# employer. Each word as _value reads it ("offic", "办公 公室 办公室"); "Home Depot" and
+# "家乐福" hold other words, so they stay employers.
+_WORKPLACE_WORDS = frozenset(
+    {"home", "hous", "offic", "remot", "家", "家里", "家中", "远程", "公司", "单位", "办公", "公室", "办公室"}
+)
+
+
+def _workplace(value: str) -> bool:
+    return set(value.split()) <= _WORKPLACE_WORDS
 
 
 def _terms_value(text: str) -> str:

@@ -156,6 +156,31 @@ def test_a_home_since_a_date_or_a_move_at_one_is_the_users(new: str) -> None:
     assert verdict("我住在杭州", new) is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我在阿里工作", "我在家工作"),
+        ("我在阿里工作", "我现在在家里上班"),
+        ("我在阿里工作", "我在家远程工作"),
+        ("我在阿里工作", "我在公司上班"),
+        ("I work at Google", "I work at home"),
+        ("I work at Google", "I work at home for now"),
+        ("I work at Google", "I started working at home"),
+        ("I work at Google", "I work from home"),
+        ("I work at Google", "I'm working from home today"),
+        ("I work at Google", "I work at the office"),
+    ],
+)
+def test_where_the_user_works_is_not_whom_they_work_for(old: str, new: str) -> None:
+    # Home, the office, 家, 公司 name no employer; read as one they replaced the real one.
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+def test_an_employer_whose_name_starts_like_a_workplace_is_still_one() -> None:
+    assert verdict("我在阿里工作", "我在家乐福工作") is Verdict.REPLACE
+    assert verdict("I work at Google", "I work at Home Depot") is Verdict.REPLACE
+
+
 def test_words_after_we_that_name_something_else_are_not_the_users() -> None:
     assert verdict("我住在杭州", "我们公司搬到上海了") is Verdict.UNRELATED
     assert verdict("我住在杭州", "我家人住在上海") is Verdict.UNRELATED
