@@ -411,7 +411,7 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     possessive = _EN_POSSESSIVE.match(clause)
     subject = _EN_SUBJECT.match(clause)
     if possessive:
-        owner = _holder(possessive.group(1).removesuffix("'s"), voice)
+        owner = _holder(possessive.group(1).removesuffix("'s"), holder, voice)
         if owner is None:
             return []
         holder = owner
@@ -427,7 +427,7 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
         if word in _NOT_A_HOLDER:
             return []  # "that is …", "it was …", "you are …": about no one the memory tracks
         if word not in _EN_NOT_HOLDER:
-            found = _holder(word, voice)
+            found = _holder(word, holder, voice)
             if found is None:
                 return []
             holder = found
@@ -445,10 +445,11 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third
-# person is someone unnamed, so nothing is read (elsewhere it is the user, as in
-# "User lives in Rome. She works at Acme").
+# person is someone unnamed, so nothing is read (elsewhere it is whom the clause before
+# was about: the user in "User lives in Rome. She works at Acme", see _holder).
 _FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我", "我们"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "him", "them", "他", "她"})
+_HE_OR_SHE = frozenset({"he", "she", "his", "her", "him", "他", "她"})
 _NOT_A_HOLDER = frozenset(
     """it its that this these those there here you your what which who everything everyone everybody something
     someone somebody nothing nobody anything anyone""".split()
@@ -467,13 +468,21 @@ def _commands(rest: str) -> bool:
     return words[0] in _EN_BARE_VERBS
 
 
-def _holder(word: str, voice: _Voice) -> str | None:
+def _holder(word: str, holder: str, voice: _Voice) -> str | None:
+    """Whom ``word``, the subject or possessive that opens a clause, names; ``holder`` is
+    whom the clause before was about. Outside a speaker's line "he", "she", "他", "她" are
+    that holder: the user ("User lives in Rome. She works at Acme"), or whoever the clause
+    before named instead ("Tom is my colleague. He lives in …", "王芳来了，她住在上海").
+    "They" stays the user's own pronoun there ("The user's team moved to Go, and they no
+    longer write Python", a labelled replacement)."""
     if word in _FIRST_PERSON:
         return voice.me
     if word in ("user", "the user", "用户"):
         return "user"
     if word in _THIRD_PERSON:
-        return None if voice.spoken else "user"
+        if voice.spoken:
+            return None
+        return holder if word in _HE_OR_SHE else "user"
     if word in _NOT_A_HOLDER:
         return None
     return word
@@ -665,6 +674,9 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "like",
     ),
 )
+# "张伟是我同事", "王芳是我的朋友": someone the holder knows, and whom the clauses after it
+# are about ("…，他住在上海", "…。现在住在上海"), as after a name _ZH_HOLDER knows ("小王是我同事").
+_ZH_INTRODUCED = re.compile(r"^(?P<who>[^是]{1,8})是(?P<v>我的?.{1,12})$")
 # "X是Y", but not the 是 of 总是, 还是, 但是, 就是, …
 _ZH_ATTR = re.compile(
     r"^(?:的)?(?P<attr>.{1,12}?)(?<![总还但就可要于只真也都不像算正而或凡若倒硬实却竟即便乃又老])是(?P<v>.+)$"
@@ -677,7 +689,7 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     possessive = False
     lead = _chinese_lead(rest)
     if lead:
-        found = _chinese_holder(lead.group(1), holder, voice)
+        found = _holder(lead.group(1), holder, voice)
         if found is None:
             return []
         holder = found
@@ -711,6 +723,9 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
             if dated or (_ZH_DAY.search(opening) and match.groupdict().get("neg")):
                 return []
             return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")
+    introduced = None if lead else _ZH_INTRODUCED.match(rest)
+    if introduced and _ZH_PERSON.search(introduced.group("v")):
+        return _owned(_chinese_rule("state", introduced, introduced.group("who"), change, clause))
     attr = _ZH_ATTR.match(rest)
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
 
@@ -735,13 +750,6 @@ def _chinese_lead(clause: str) -> re.Match[str] | None:
     return lead or (_ZH_FIRST.match(clause, at) if at else None)
 
 
-def _chinese_holder(word: str, holder: str, voice: _Voice) -> str | None:
-    """Whom the word that opens a clause names. "他"/"她", the user outside a speaker's
-    line, are whoever the clause before named instead ("王芳来了，她住在上海")."""
-    found = _holder(word, voice)
-    return holder if found == voice.me and word in _THIRD_PERSON and holder != voice.me else found
-
-
 def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
     """Whom a clause that reads no claim names as its subject, for the clauses after it
     that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
@@ -751,7 +759,7 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
     lead = _chinese_lead(clause)
     owner, at = None, 0
     if lead:
-        owner = _chinese_holder(lead.group(1), holder, voice)
+        owner = _holder(lead.group(1), holder, voice)
         if owner is None:
             return lead.group(1)  # "他" in a speaker's line: someone else
         at = lead.end()

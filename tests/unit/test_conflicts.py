@@ -204,6 +204,24 @@ def test_he_or_she_after_a_clause_that_names_someone_else_is_them(new: str) -> N
     assert verdict("用户住在杭州。她在阿里工作", "用户住在上海") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "张伟是我同事，他住在上海"),
+        ("我住在杭州", "张伟是我同事。现在住在上海"),
+        ("我住在杭州", "张伟是我的朋友，住在上海"),
+        ("I live in Hangzhou", "Tom is my colleague. He lives in Shanghai"),
+        ("I live in Hangzhou", "Tom is my colleague and he lives in Shanghai"),
+        ("I live in Hangzhou", "Tom is my colleague. His home is in Shanghai"),
+    ],
+)
+def test_the_clauses_after_x_is_my_colleague_are_about_x(old: str, new: str) -> None:
+    # "X是我同事" / "X is my colleague" introduces X: the next 他, "he" or clause without a
+    # subject is X's, not the user's.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris") is Verdict.REPLACE
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
