@@ -620,14 +620,15 @@ _ZH_ADVERB = re.compile(
 )
 # When something happened: a change made then is the holder's ("我今天搬到上海了", "我去年
 # 搬到上海了"), but where they lived or stayed then is no home now ("我昨天住在朋友家", "去年
-# 我住在北京", "我这周住在朋友家") unless it still holds ("从去年开始", "2020年起"), and a
+# 我住在北京", "我这周住在朋友家"), nor where they worked then ("去年我在阿里工作") their
+# employer, unless it still holds ("从去年开始", "2020年起", but not the 起 of 一起), and a
 # "不…了" on a day ("我今天不喝咖啡了") is no change of taste.
 _ZH_DAY = re.compile(r"今天|今早|今晚|昨天|昨晚|前天")
 _ZH_DATE = re.compile(
     r"今天|今早|今晚|昨天|昨晚|前天|去年|前年|"
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|上个?|这个?|本)(?:年|月份?|周|星期|礼拜|号|日|天)"
 )
-_ZH_SINCE = re.compile(r"从|开始|起|以来")
+_ZH_SINCE = re.compile(r"从|开始|(?<!一)起|以来")
 # "After something happened" ("用户膝盖受伤后…", "我毕业后…"): the holder's own only where
 # the holder opened the clause and the event names no one, since "张伟毕业后住在上海" and
 # "我朋友毕业后住在上海" are someone else's move.
@@ -719,7 +720,7 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
             elif kind == "name" and lead is None and match.group().startswith("名字"):
                 return []  # "我养了一只猫，名字叫橙子": the name of what was just mentioned
             opening = clause[: len(clause) - len(rest) + match.start()]  # "今天我", "我今天"
-            dated = kind == "residence" and _ZH_DATE.search(opening) and not _ZH_SINCE.search(opening)
+            dated = kind in ("residence", "employer") and _ZH_DATE.search(opening) and not _ZH_SINCE.search(opening)
             if dated or (_ZH_DAY.search(opening) and match.groupdict().get("neg")):
                 return []
             return _owned(_chinese_rule(kind, match, holder, change, clause), unique=kind == "setting")

@@ -145,9 +145,15 @@ def test_a_change_on_a_day_is_the_users_but_a_stay_or_a_skip_that_day_is_not() -
         ("我住在杭州", "我上个月住在朋友家"),
         ("我住在杭州", "我这周住在朋友家"),
         ("我住在杭州", "我最近三天住在酒店"),
+        # "一起" is no "起" (since): a20500a read these as homes since the date.
+        ("我住在杭州", "去年我和老婆一起住在北京"),
+        ("我住在杭州", "去年我们一起住在北京"),
+        # Where the user worked at a date is no employer now either.
+        ("我在腾讯工作", "去年我在阿里工作"),
+        ("我在腾讯工作", "我上个月在阿里上班"),
     ],
 )
-def test_where_the_user_lived_or_stayed_at_a_date_is_not_their_home(old: str, new: str) -> None:
+def test_where_the_user_lived_or_worked_at_a_date_is_not_their_home_or_employer(old: str, new: str) -> None:
     assert verdict(old, new) is Verdict.UNRELATED
 
 
