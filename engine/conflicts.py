@@ -754,9 +754,10 @@ def _chinese_lead(clause: str) -> re.Match[str] | None:
 def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
     """Whom a clause that reads no claim names as its subject, for the clauses after it
     that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
-    西湖边" the friend's. Where it names no one the holder before it still holds, but on a
-    trip ("下周去上海出差，住在外滩附近"): where they stay on it is no home. After "我" only a
-    person counts ("我朋友"): what follows "我" is mostly its predicate ("我觉得…")."""
+    西湖边" the friend's. Where it names no one the holder before it still holds. On a trip
+    ("下周去上海出差，住在外滩附近") the holder is the trip, named by its clause: where they
+    stay on it is no home, and no other trip's stay either. After "我" only a person counts
+    ("我朋友"): what follows "我" is mostly its predicate ("我觉得…")."""
     lead = _chinese_lead(clause)
     owner, at = None, 0
     if lead:
@@ -773,12 +774,12 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
         at += 1
     words = clause[start:at]
     if owner is None and words:
-        return words
-    if owner is not None and words and _ZH_PERSON.match(words):
-        return f"{owner}的{words}"
+        owner = words
+    elif owner is not None and words and _ZH_PERSON.match(words):
+        owner = f"{owner}的{words}"
     owner = owner or holder
-    trip = _ZH_TRIP.search(clause)  # "我下周去上海出差，住在外滩附近": a stay, not a home
-    return f"{owner}的{trip.group()}" if trip else owner
+    trip = _ZH_TRIP.search(clause)
+    return f"{owner}的{trip.group()}（{clause}）" if trip else owner
 
 
 def _only_adverbials(words: str, *, opened: bool) -> bool:

@@ -248,6 +248,19 @@ def test_a_clause_without_a_subject_after_the_users_trip_is_a_stay_not_a_home(ne
     assert verdict("我住在杭州", new) is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我下周去上海出差，住在外滩附近", "我下周去北京出差，住在王府井"),
+        ("下周去上海出差，住在外滩附近", "下周去北京出差，住在王府井"),
+        ("王芳下周去上海出差，住在外滩附近", "王芳去北京出差，住在王府井"),
+    ],
+)
+def test_a_stay_on_one_trip_does_not_replace_the_stay_on_another(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict(old, old) is Verdict.DUPLICATE
+
+
 def test_a_clause_without_a_subject_after_the_users_own_is_still_the_users() -> None:
     assert verdict("我住在杭州", "我上个月搬家了，现在住在上海") is Verdict.REPLACE
     assert verdict("我住在北京", "我搬到上海了") is Verdict.REPLACE
