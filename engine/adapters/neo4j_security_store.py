@@ -52,7 +52,7 @@ from typing import Any, Generic, LiteralString, TypeVar
 
 import neo4j
 
-from engine.adapters.neo4j_store import _translate, connect
+from engine.adapters.neo4j_store import _translate, connect, reachability
 from engine.codec import from_iso, to_iso
 from engine.errors import Conflict, StoreError
 from engine.security import (
@@ -241,6 +241,7 @@ class Neo4jSecurityStore:
         self._retry_time = max_transaction_retry_time
         self._migrations = migrations
         self._driver: neo4j.Driver | None = None
+        self._server = reachability(uri)
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self._principals: Recent[str, Principal] = Recent(cache_seconds, monotonic)
         self._blocked: Recent[tuple[str | None, str | None], bool] = Recent(cache_seconds, monotonic)
@@ -328,7 +329,7 @@ class Neo4jSecurityStore:
         attempt = 1
         while True:
             try:
-                with _translate("append to the audit log"), self._session() as session:
+                with _translate("append to the audit log", self._server), self._session() as session:
                     return session.execute_write(work)
             except Conflict:
                 # Only the unique seq can clash: a server that checks the head's version at
@@ -376,7 +377,7 @@ class Neo4jSecurityStore:
             return True
 
         try:
-            with _translate("block a source"), self._session() as session:
+            with _translate("block a source", self._server), self._session() as session:
                 created = session.execute_write(work)
         except Conflict:
             created = False  # another replica blocked it at the same moment
@@ -418,6 +419,7 @@ class Neo4jSecurityStore:
         return self._driver
 
     def _session(self) -> neo4j.Session:
+        self._server.check(self._open_driver)
         return self._open_driver.session(database=self._database, bookmark_manager=self._bookmarks)
 
     def _run(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -426,7 +428,7 @@ class Neo4jSecurityStore:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, params)]
 
-        with _translate(what), self._session() as session:
+        with _translate(what, self._server), self._session() as session:
             return session.execute_write(work)
 
     def _rows(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -435,7 +437,7 @@ class Neo4jSecurityStore:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, params)]
 
-        with _translate(what), self._session() as session:
+        with _translate(what, self._server), self._session() as session:
             return session.execute_read(work)
 
     def _check(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -81,7 +82,7 @@ from typing import Any, LiteralString, TypeVar, cast
 
 import neo4j
 import numpy as np
-from neo4j.exceptions import ConstraintError, DriverError, Neo4jError
+from neo4j.exceptions import ConstraintError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from engine import limits
 from engine.adapters import neo4j_migrations
@@ -639,6 +640,7 @@ class Neo4jStore:
         self._pool_size = max_connection_pool_size
         self._retry_time = max_transaction_retry_time
         self._driver: neo4j.Driver | None = None
+        self._server = reachability(uri)
         # One bookmark manager for every session of this store: each read sees at least
         # everything this process wrote or read before (causal consistency on a cluster,
         # where a read may otherwise go to a member that has not caught up).
@@ -674,8 +676,10 @@ class Neo4jStore:
             raise StoreError("store is not open")
         return self._driver
 
-    def _session(self) -> neo4j.Session:
-        return self.driver.session(database=self._database, bookmark_manager=self._bookmarks)
+    def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.Session:
+        return self.driver.session(
+            database=self._database, bookmark_manager=self._bookmarks, default_access_mode=access_mode
+        )
 
     def _write(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
         """``work`` as one managed write transaction, retried whole by the driver on a
@@ -687,7 +691,8 @@ class Neo4jStore:
         ``max_transaction_retry_time``; every transaction function can be run again."""
         deadline = time.monotonic() + self._retry_time
         delay = _FIRST_RETRY_DELAY_S
-        with _translate(what):
+        with _translate(what, self._server):
+            self._server.check(self.driver)
             while True:
                 try:
                     with self._session() as session:
@@ -700,8 +705,10 @@ class Neo4jStore:
                     delay *= 2
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
-        with _translate(what), self._session() as session:
-            return session.execute_read(self._counted(work))
+        with _translate(what, self._server):
+            self._server.check(self.driver)
+            with self._session() as session:
+                return session.execute_read(self._counted(work))
 
     def _counted(self, work: Callable[[neo4j.ManagedTransaction], T]) -> Callable[[neo4j.ManagedTransaction], T]:
         """``work`` with every try and every statement it runs counted in ``round_trips``."""
@@ -730,14 +737,11 @@ class Neo4jStore:
         ``max_transaction_retry_time``."""
         deadline = time.monotonic() + self._retry_time
         delay = _FIRST_RETRY_DELAY_S
-        with _translate(what):
+        with _translate(what, self._server):
+            self._server.check(self.driver)
             while True:
                 try:
-                    with self.driver.session(
-                        database=self._database,
-                        bookmark_manager=self._bookmarks,
-                        default_access_mode=neo4j.READ_ACCESS,
-                    ) as session:
+                    with self._session(neo4j.READ_ACCESS) as session:
                         self.round_trips.statement()
                         return [
                             dict(zip(record.keys(), record.values(), strict=True))
@@ -1244,9 +1248,47 @@ class _CountingTransaction:
 # --- error translation ------------------------------------------------------------------
 
 
+class Reachability:
+    """Whether the Bolt server at one address answered the last call that needed it.
+
+    A call that gave up on a server it could not reach (``ServiceUnavailable`` or
+    ``SessionExpired`` once its retries were spent) marks it away. Until a call gets
+    through again, each call first checks the connection once (``verify_connectivity``,
+    refused at once by a server that is down) and fails with that, instead of waiting out
+    ``max_transaction_retry_time`` again: otherwise every store call of a request waited
+    that long on its own, a recall 2 x 30 s at the defaults (its read, then its audit
+    entry), past twinmem_client's 30 s time-out, request after request. Shared by every
+    adapter on one address (``reachability``), so the memory store and the security
+    store learn it from each other.
+    """
+
+    def __init__(self) -> None:
+        self._away = False
+
+    def away(self) -> None:
+        self._away = True
+
+    def check(self, driver: neo4j.Driver) -> None:
+        """Raises the driver's error at once while the server is marked away and still is."""
+        if self._away:
+            driver.verify_connectivity()
+            self._away = False
+
+
+_SERVERS: dict[str, Reachability] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def reachability(uri: str) -> Reachability:
+    """The one ``Reachability`` of the server at ``uri`` in this process."""
+    with _SERVERS_LOCK:
+        return _SERVERS.setdefault(uri, Reachability())
+
+
 @contextmanager
-def _translate(what: str) -> Iterator[None]:
-    """Driver errors become engine errors here; nothing above sees ``neo4j.exceptions``."""
+def _translate(what: str, server: Reachability | None = None) -> Iterator[None]:
+    """Driver errors become engine errors here; nothing above sees ``neo4j.exceptions``.
+    A server that could not be reached is marked away on ``server``."""
     try:
         yield
     except ConstraintError as exc:
@@ -1254,6 +1296,8 @@ def _translate(what: str) -> Iterator[None]:
     except Neo4jError as exc:
         raise StoreError(f"{what} failed in the graph store: {exc.code}: {exc.message}") from exc
     except DriverError as exc:
+        if server is not None and isinstance(exc, ServiceUnavailable | SessionExpired):
+            server.away()
         raise StoreError(f"{what} failed in the graph store driver: {exc}") from exc
     except ValueError as exc:
         # The driver refuses a malformed URI or configuration with ValueError.

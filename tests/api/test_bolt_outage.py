@@ -127,3 +127,38 @@ def test_an_unreachable_graph_store_is_a_503_and_the_service_recovers(
             assert hits["memories"][0]["memory_id"] == kept.json()["memory_id"]
     finally:
         live.stop()
+
+
+def test_once_a_request_found_the_graph_store_away_the_next_ones_answer_503_at_once(
+    tmp_path: Path, relayed: tuple[Relay, dict[str, Any]]
+) -> None:
+    """Every store call used to wait out ``retry_seconds`` on its own: a recall waited for its
+    read, then for its audit entry (2 x 30 s at the defaults), past twinmem_client's 30 s
+    timeout, so a client never saw the 503, only a service that did not answer, request after
+    request. Once one call has given up, the next ones try the server once."""
+    relay, config = relayed
+    config["neo4j"]["retry_seconds"] = 6
+    live = start_server(tmp_path / "data", HashingEmbedder(), **config)
+    try:
+        with httpx.Client(base_url=live.url, timeout=120) as http:
+            kept = http.post("/v1/memory/save", json={"content": "Saved while the store answered"})
+            assert kept.status_code == 201, kept.text
+            relay.cut()
+            first = http.post("/v1/memory/recall", json={"query": "store"})
+            assert first.status_code == 503, first.text
+        # A client that gives up sooner than the store's retries would: it gets its 503.
+        with httpx.Client(base_url=live.url, timeout=3) as http:
+            for request in (
+                lambda: http.post("/v1/memory/save", json={"content": "Refused while the store is away"}),
+                lambda: http.post("/v1/memory/recall", json={"query": "store"}),
+                lambda: http.get(f"/v1/memory/{kept.json()['memory_id']}"),
+                lambda: http.get("/health"),
+            ):
+                response = request()
+                assert response.status_code == 503, response.text
+                assert "graph store" in response.json()["detail"]
+            relay.restore()
+            saved = http.post("/v1/memory/save", json={"content": "Saved once the store is back"})
+            assert saved.status_code == 201, saved.text
+    finally:
+        live.stop()
