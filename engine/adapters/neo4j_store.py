@@ -98,6 +98,10 @@ log = logging.getLogger(__name__)
 _FIRST_RETRY_DELAY_S = 0.1
 # What ArcadeDB reports when a statement reaches a record another transaction deleted.
 _VANISHED = "Neo.ClientError.Statement.EntityNotFound"
+# What ArcadeDB reports when two transactions that read the change counter at once both
+# create the next (:Change): the unique seq index refuses the later one before its counter
+# check would have (Neo4j's counter lock makes the second writer wait instead).
+_SEQ_TAKEN = "index 'Change[seq]'"
 # Stored vectors: float32, little-endian, whatever the machine.
 _VECTOR_BYTES = np.dtype("<f4")
 
@@ -685,8 +689,9 @@ class Neo4jStore:
         """``work`` as one managed write transaction, retried whole by the driver on a
         transient error. A record that a transaction committed since this one matched
         it is a conflict too: ArcadeDB's optimistic transactions report it as
-        ``EntityNotFound`` when a statement reaches it, a client error the driver does
-        not retry, where Neo4j's locks would have made the writer wait. That is tried
+        ``EntityNotFound`` when a statement reaches it, and a change seq another writer
+        took first as a duplicate key on the seq index, client errors the driver does
+        not retry, where Neo4j's locks would have made the writer wait. Those are tried
         again here in the same way, with a doubling pause until
         ``max_transaction_retry_time``; every transaction function can be run again."""
         deadline = time.monotonic() + self._retry_time
@@ -698,7 +703,10 @@ class Neo4jStore:
                     with self._session() as session:
                         return session.execute_write(self._counted(work))
                 except Neo4jError as exc:
-                    if exc.code != _VANISHED or time.monotonic() + delay > deadline:
+                    lost_race = exc.code == _VANISHED or (
+                        isinstance(exc, ConstraintError) and _SEQ_TAKEN in (exc.message or "")
+                    )
+                    if not lost_race or time.monotonic() + delay > deadline:
                         raise
                     log.info("%s: %s; trying again in %.2f s", what, exc.message, delay)
                     time.sleep(delay)

@@ -226,6 +226,35 @@ def test_three_replicas_starting_at_once_migrate_once(arcadedb: BoltTarget) -> N
             store.close()
 
 
+def test_replicas_saving_at_once_take_the_next_change_numbers_in_turn(arcadedb: BoltTarget) -> None:
+    """Two replicas' writes that read the change counter at the same moment both create a
+    ``(:Change)`` with the next seq: ArcadeDB refuses the later one on the unique seq index
+    before its counter check, as a constraint violation the driver does not retry. It
+    reached the client as a 409 "Duplicated key [919] found on index 'Change[seq]'" for a
+    plain save (4 of 120 saves through two API processes); it is tried again, like the
+    counter conflict it is."""
+    database = arcadedb.new_database()
+    stores = [arcadedb.store(database) for _ in range(2)]
+    for store in stores:
+        store.open()
+    start = threading.Barrier(4)
+
+    def save(store: Neo4jStore) -> None:
+        start.wait()
+        for _ in range(25):
+            store.insert([memory(new_memory_id())], [np.ones(4, dtype=np.float32) / 2], changed_by="test")
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            for saved in [pool.submit(save, stores[i % 2]) for i in range(4)]:
+                saved.result(timeout=300)  # re-raises what a save raised
+        assert stores[0].last_seq() == stores[1].last_seq() == 100
+        assert [c.seq for c in stores[0].changes_since(0, 1000)] == list(range(1, 101))
+    finally:
+        for store in stores:
+            store.close()
+
+
 def test_no_migration_files_is_an_error_not_an_empty_schema(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no graph schema migrations found"):
         neo4j_migrations.load(tmp_path)
