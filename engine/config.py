@@ -58,6 +58,8 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
+# The schemes of a Bolt server's URI: direct, routed (a cluster), and each with TLS.
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 DEFAULT_AUTH_MODE = "local"
 
 _ENV_PREFIX = "TWINMEM_"
@@ -810,6 +812,13 @@ def _validate(config: Config) -> None:
         )
     if config.store == "neo4j" and not config.neo4j.uri:
         raise ConfigError("store = 'neo4j' needs [neo4j] uri (for example bolt://127.0.0.1:7687)")
+    if config.store == "neo4j" and config.neo4j.uri.partition("://")[0] not in BOLT_SCHEMES:
+        # Neo4j's HTTP port is the one a browser shows; the driver would take an http:// URI
+        # for its preview HTTP API and fail at start-up on a module it needs.
+        raise ConfigError(
+            f"neo4j.uri must be a Bolt URI ({', '.join(f'{scheme}://' for scheme in BOLT_SCHEMES)}), "
+            f"got {config.neo4j.uri!r}: twinmem speaks Bolt (Neo4j's port 7687), not Neo4j's HTTP API (7474)"
+        )
     if config.embedding.provider not in EMBEDDING_PROVIDERS:
         raise ConfigError(
             f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, got {config.embedding.provider!r}"

@@ -57,6 +57,15 @@ def test_a_bad_table_is_refused(overrides: dict[str, object]) -> None:
         load_config(env={}, **overrides)
 
 
+@pytest.mark.parametrize("uri", ["http://127.0.0.1:7474", "https://graph.example:7473", "127.0.0.1:7687"])
+def test_a_uri_that_is_not_bolt_is_refused_naming_what_is(uri: str) -> None:
+    """Neo4j's HTTP port (7474) is the one a browser shows. Given it, the driver took it for
+    its preview HTTP API and start-up failed deep in the lifespan on ``No module named
+    'aiohttp'``."""
+    with pytest.raises(ConfigError, match=r"bolt://.*neo4j://"):
+        load_config(env={}, store="neo4j", neo4j={"uri": uri})
+
+
 def test_the_store_follows_the_config(tmp_path: Path) -> None:
     assert isinstance(new_store(load_config(env={}, data_dir=tmp_path)), SqliteStore)
     graph = new_store(load_config(env={}, data_dir=tmp_path, store="neo4j", neo4j={"uri": "bolt://127.0.0.1:1"}))
