@@ -450,6 +450,13 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 _FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我", "我们"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "him", "them", "他", "她"})
 _HE_OR_SHE = frozenset({"he", "she", "his", "her", "him", "他", "她"})
+# A relative "he" or "she" cannot be: "The user's husband is a chef. She works at Acme" says
+# nothing about the husband. The word is the holder's last ("user's wife", "user的老婆").
+_NOT_HIM = frozenset(
+    "wife sister mother mom daughter girlfriend 老婆 妻子 太太 媳妇 妈妈 母亲 姐姐 妹妹 女儿 女朋友".split()
+)
+_NOT_HER = frozenset("husband brother father dad son boyfriend 老公 丈夫 爸爸 父亲 哥哥 弟弟 儿子 男朋友".split())
+_RELATIVE_OF = re.compile(r"^.*(?:'s |的)")
 _NOT_A_HOLDER = frozenset(
     """it its that this these those there here you your what which who everything everyone everybody something
     someone somebody nothing nobody anything anyone""".split()
@@ -482,7 +489,12 @@ def _holder(word: str, holder: str, voice: _Voice) -> str | None:
     if word in _THIRD_PERSON:
         if voice.spoken:
             return None
-        return holder if word in _HE_OR_SHE else "user"
+        if word not in _HE_OR_SHE:
+            return "user"
+        relative = _RELATIVE_OF.sub("", holder)
+        if relative in (_NOT_HIM if word in ("he", "his", "him", "他") else _NOT_HER):
+            return None
+        return holder
     if word in _NOT_A_HOLDER:
         return None
     return word

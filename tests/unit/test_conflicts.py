@@ -228,6 +228,23 @@ def test_the_clauses_after_x_is_my_colleague_are_about_x(old: str, new: str) -> 
     assert verdict("User lives in Rome. She works at Acme", "User lives in Paris") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user's husband works at Google", "The user's husband is a chef. She works at Acme"),
+        ("The user's wife works at Google", "The user's wife is a nurse. He works at Acme"),
+        ("The user's wife lives in Rome", "The user's wife works at Acme. His home is in Paris"),
+    ],
+)
+def test_he_or_she_is_not_a_relative_of_the_other_sex(old: str, new: str) -> None:
+    # Since 89a50e2 "she" is whom the clause before was about; a husband is no "she", so the
+    # clause says nothing about him (nor, unsure, about the user).
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("The user's sister works at Google", "The user's sister is a nurse. She works at Acme") is (
+        Verdict.REPLACE
+    )
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
