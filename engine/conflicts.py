@@ -169,6 +169,8 @@ class _Voice:
 
     me: str = "user"
     spoken: bool = False
+    # The text says "I", "my", "我": its "he"/"she"/"他" is never who speaks it.
+    first_person: bool = False
 
 
 @lru_cache(maxsize=8192)
@@ -178,6 +180,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
         return ()
     found: list[Claim] = []
     holder = voice.me
+    voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))))
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
@@ -448,6 +451,7 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 # person is someone unnamed, so nothing is read (elsewhere it is whom the clause before
 # was about: the user in "User lives in Rome. She works at Acme", see _holder).
 _FIRST_PERSON = frozenset({"i", "we", "me", "my", "our", "我", "我们"})
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|we|me|my|our)\b|我")
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "him", "them", "他", "她"})
 _HE_OR_SHE = frozenset({"he", "she", "his", "her", "him", "他", "她"})
 # A relative "he" or "she" cannot be: "The user's husband is a chef. She works at Acme" says
@@ -491,6 +495,8 @@ def _holder(word: str, holder: str, voice: _Voice) -> str | None:
             return None
         if word not in _HE_OR_SHE:
             return "user"
+        if holder == voice.me and voice.first_person:
+            return None  # "I met Tom. He lives in …": someone the clause before did not name
         relative = _RELATIVE_OF.sub("", holder)
         if relative in (_NOT_HIM if word in ("he", "his", "him", "他") else _NOT_HER):
             return None

@@ -245,6 +245,26 @@ def test_he_or_she_is_not_a_relative_of_the_other_sex(old: str, new: str) -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "My doctor said I should rest. She lives in Paris"),
+        ("I live in Berlin", "I told my sister I moved. She lives in Paris"),
+        ("I work at Google", "I live in Rome. He works at Acme"),
+        ("I live in Hangzhou", "I have a colleague named Tom. He lives in Shanghai"),
+        ("我住在杭州", "我认识张伟，他住在上海"),
+        ("我住在杭州", "我有个同事叫张伟，他住在上海"),
+        ("我在腾讯工作", "我老公是厨师，她在阿里工作"),
+    ],
+)
+def test_he_or_she_in_a_text_in_the_first_person_is_never_the_speaker(old: str, new: str) -> None:
+    # Who says "I" calls themself "I", not "he": where the clause before was about the speaker,
+    # "he"/"她" is someone the rules did not read, and nothing is read.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris") is Verdict.REPLACE
+    assert verdict("我住在杭州", "我姐姐来了。她住在上海") is Verdict.UNRELATED
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
