@@ -194,6 +194,8 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 holder = read[0].holder
             elif is_cjk:
                 holder = _chinese_subject(clause, holder, voice)
+            else:
+                holder = _english_subject(clause, holder, voice)
             found += [claim for claim in read if claim.value not in _NO_VALUE]
     return tuple(found)
 
@@ -445,6 +447,23 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     if not subject and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
         return _english_attribute(rest, holder, change, strict)
     return []
+
+
+def _english_subject(clause: str, holder: str, voice: _Voice) -> str:
+    """Whom an English clause that reads no claim names as its subject, for the "he"/"she"
+    after it: "Tom works at home. He lives in …" is Tom's home, "The user's wife works at
+    home. She …" the wife's. Where it names no one the holder before it still holds."""
+    clause = _EN_FILLERS.sub("", clause).strip()
+    possessive = _EN_POSSESSIVE.match(clause)
+    if possessive:
+        owner = _holder(possessive.group(1).removesuffix("'s"), holder, voice)
+        relative = _EN_RELATIVES.match(possessive.group(2))
+        return f"{owner}'s {relative.group(1)}" if owner is not None and relative else holder
+    subject = _EN_SUBJECT.match(clause)
+    word = subject.group(1) if subject else ""
+    if word and word not in _NOT_A_HOLDER and word not in _EN_NOT_HOLDER:
+        return _holder(word, holder, voice) or holder
+    return holder
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third

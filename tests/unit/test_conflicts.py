@@ -265,6 +265,19 @@ def test_he_or_she_in_a_text_in_the_first_person_is_never_the_speaker(old: str, 
     assert verdict("我住在杭州", "我姐姐来了。她住在上海") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Tom works at home. He lives in Shanghai",
+        "Tom works from the office. He lives in Shanghai",
+        "The user's wife works at home. She lives in Shanghai",
+    ],
+)
+def test_he_or_she_after_a_clause_that_names_someone_but_reads_nothing_is_them(new: str) -> None:
+    # "Tom works at home" reads no employer (cd0d2fa), but it is still about Tom.
+    assert verdict("User lives in Hangzhou", new) is Verdict.UNRELATED
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
