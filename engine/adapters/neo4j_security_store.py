@@ -329,7 +329,7 @@ class Neo4jSecurityStore:
         attempt = 1
         while True:
             try:
-                with _translate("append to the audit log", self._server), self._session() as session:
+                with _translate("append to the audit log", self._server, self._retry_time), self._session() as session:
                     return session.execute_write(work)
             except Conflict:
                 # Only the unique seq can clash: a server that checks the head's version at
@@ -377,7 +377,7 @@ class Neo4jSecurityStore:
             return True
 
         try:
-            with _translate("block a source", self._server), self._session() as session:
+            with _translate("block a source", self._server, self._retry_time), self._session() as session:
                 created = session.execute_write(work)
         except Conflict:
             created = False  # another replica blocked it at the same moment
@@ -428,7 +428,7 @@ class Neo4jSecurityStore:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, params)]
 
-        with _translate(what, self._server), self._session() as session:
+        with _translate(what, self._server, self._retry_time), self._session() as session:
             return session.execute_write(work)
 
     def _rows(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -437,7 +437,7 @@ class Neo4jSecurityStore:
         def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query, params)]
 
-        with _translate(what, self._server), self._session() as session:
+        with _translate(what, self._server, self._retry_time), self._session() as session:
             return session.execute_read(work)
 
     def _check(self, what: str, query: LiteralString, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -82,7 +82,14 @@ from typing import Any, LiteralString, TypeVar, cast
 
 import neo4j
 import numpy as np
-from neo4j.exceptions import ConstraintError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import (
+    ConstraintError,
+    DriverError,
+    IncompleteCommit,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+)
 
 from engine import limits
 from engine.adapters import neo4j_migrations
@@ -696,7 +703,7 @@ class Neo4jStore:
         ``max_transaction_retry_time``; every transaction function can be run again."""
         deadline = time.monotonic() + self._retry_time
         delay = _FIRST_RETRY_DELAY_S
-        with _translate(what, self._server):
+        with _translate(what, self._server, self._retry_time):
             self._server.check(self.driver)
             while True:
                 try:
@@ -713,7 +720,7 @@ class Neo4jStore:
                     delay *= 2
 
     def _read(self, what: str, work: Callable[[neo4j.ManagedTransaction], T]) -> T:
-        with _translate(what, self._server):
+        with _translate(what, self._server, self._retry_time):
             self._server.check(self.driver)
             with self._session() as session:
                 return session.execute_read(self._counted(work))
@@ -745,7 +752,7 @@ class Neo4jStore:
         ``max_transaction_retry_time``."""
         deadline = time.monotonic() + self._retry_time
         delay = _FIRST_RETRY_DELAY_S
-        with _translate(what, self._server):
+        with _translate(what, self._server, self._retry_time):
             self._server.check(self.driver)
             while True:
                 try:
@@ -1260,7 +1267,12 @@ class Reachability:
     """Whether the Bolt server at one address answered the last call that needed it.
 
     A call that gave up on a server it could not reach (``ServiceUnavailable`` or
-    ``SessionExpired`` once its retries were spent) marks it away. Until a call gets
+    ``SessionExpired`` once its retries were spent: after at least half its retry window,
+    where a one-statement read's doubling pause makes it stop) marks it away. One error
+    raised at once does not: a commit whose connection dropped (``IncompleteCommit``,
+    never retried) or one dropped connection says nothing about the server being down,
+    and marked away on it, every request answered 503 at once for the rest of a restart
+    that they used to wait out (13 s), a committed save's audit entry among them. Until a call gets
     through again, each call first checks the connection once (``verify_connectivity``,
     refused at once by a server that is down) and fails with that, instead of waiting out
     ``max_transaction_retry_time`` again: otherwise every store call of a request waited
@@ -1275,6 +1287,13 @@ class Reachability:
 
     def away(self) -> None:
         self._away = True
+
+    def failed(self, exc: DriverError, waited: float, retry_time: float) -> None:
+        """Marks the server away if ``exc``, after ``waited`` seconds of a call that retries
+        for ``retry_time``, shows it unreachable (see the class)."""
+        unreachable = isinstance(exc, ServiceUnavailable | SessionExpired) and not isinstance(exc, IncompleteCommit)
+        if unreachable and waited >= retry_time / 2:
+            self.away()
 
     def check(self, driver: neo4j.Driver) -> None:
         """Raises the driver's error at once while the server is marked away and still is."""
@@ -1294,9 +1313,11 @@ def reachability(uri: str) -> Reachability:
 
 
 @contextmanager
-def _translate(what: str, server: Reachability | None = None) -> Iterator[None]:
+def _translate(what: str, server: Reachability | None = None, retry_time: float = 0.0) -> Iterator[None]:
     """Driver errors become engine errors here; nothing above sees ``neo4j.exceptions``.
-    A server that could not be reached is marked away on ``server``."""
+    A server that a call retrying for ``retry_time`` could not reach is marked away on
+    ``server`` (``Reachability.failed``)."""
+    started = time.monotonic()
     try:
         yield
     except ConstraintError as exc:
@@ -1304,8 +1325,8 @@ def _translate(what: str, server: Reachability | None = None) -> Iterator[None]:
     except Neo4jError as exc:
         raise StoreError(f"{what} failed in the graph store: {exc.code}: {exc.message}") from exc
     except DriverError as exc:
-        if server is not None and isinstance(exc, ServiceUnavailable | SessionExpired):
-            server.away()
+        if server is not None:
+            server.failed(exc, time.monotonic() - started, retry_time)
         raise StoreError(f"{what} failed in the graph store driver: {exc}") from exc
     except ValueError as exc:
         # The driver refuses a malformed URI or configuration with ValueError.
