@@ -812,7 +812,7 @@ def _validate(config: Config) -> None:
         )
     if config.store == "neo4j" and not config.neo4j.uri:
         raise ConfigError("store = 'neo4j' needs [neo4j] uri (for example bolt://127.0.0.1:7687)")
-    if config.store == "neo4j" and config.neo4j.uri.partition("://")[0] not in BOLT_SCHEMES:
+    if config.store == "neo4j" and config.neo4j.uri.strip().partition("://")[0].lower() not in BOLT_SCHEMES:
         # Neo4j's HTTP port is the one a browser shows; the driver would take an http:// URI
         # for its preview HTTP API and fail at start-up on a module it needs.
         raise ConfigError(

@@ -66,6 +66,26 @@ def test_a_uri_that_is_not_bolt_is_refused_naming_what_is(uri: str) -> None:
         load_config(env={}, store="neo4j", neo4j={"uri": uri})
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "bolt://127.0.0.1",
+        "neo4j+s://abc123.databases.neo4j.io",
+        "neo4j+ssc://graph.example:7687",
+        "bolt+s://graph.example",
+        "bolt+ssc://[::1]:7687",
+        "neo4j://[fe80::1]:7687",
+        "NEO4J+S://abc123.databases.neo4j.io",
+        "Bolt://127.0.0.1:7687",
+        " bolt://127.0.0.1:7687",
+    ],
+)
+def test_every_uri_the_driver_takes_for_bolt_is_accepted(uri: str) -> None:
+    """The driver reads the scheme as ``urlparse`` does, in any case and after leading
+    blanks (an environment variable's, say); refusing those stopped a working deployment."""
+    assert load_config(env={}, store="neo4j", neo4j={"uri": uri}).neo4j.uri == uri
+
+
 def test_the_store_follows_the_config(tmp_path: Path) -> None:
     assert isinstance(new_store(load_config(env={}, data_dir=tmp_path)), SqliteStore)
     graph = new_store(load_config(env={}, data_dir=tmp_path, store="neo4j", neo4j={"uri": "bolt://127.0.0.1:1"}))
