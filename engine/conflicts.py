@@ -196,8 +196,15 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 holder = _chinese_subject(clause, holder, voice)
             else:
                 holder = _english_subject(clause, holder, voice)
-            found += [claim for claim in read if claim.value not in _NO_VALUE]
+            found += [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
     return tuple(found)
+
+
+# Someone a clause names but the rules cannot tell apart from anyone else's: "he" after a
+# clause about the speaker ("I met Tom. He …"), "他" in a speaker's line, "his wife", "the
+# user's doctor". The clauses after it without a subject of their own are theirs, and
+# nothing read about them is kept: two texts' "he" need not be one person.
+_SOMEONE = "\x00someone"
 
 
 # A value that only points elsewhere ("I like it", "他们不喜欢我") says nothing to compare.
@@ -452,17 +459,19 @@ def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 def _english_subject(clause: str, holder: str, voice: _Voice) -> str:
     """Whom an English clause that reads no claim names as its subject, for the "he"/"she"
     after it: "Tom works at home. He lives in …" is Tom's home, "The user's wife works at
-    home. She …" the wife's. Where it names no one the holder before it still holds."""
+    home. She …" the wife's. Where it names someone the rules cannot tell apart ("I met Tom.
+    He works at home and …", "the user's doctor …") it is ``_SOMEONE``; where it names no one
+    the holder before it still holds."""
     clause = _EN_FILLERS.sub("", clause).strip()
     possessive = _EN_POSSESSIVE.match(clause)
     if possessive:
         owner = _holder(possessive.group(1).removesuffix("'s"), holder, voice)
         relative = _EN_RELATIVES.match(possessive.group(2))
-        return f"{owner}'s {relative.group(1)}" if owner is not None and relative else holder
+        return f"{owner}'s {relative.group(1)}" if owner is not None and relative else _SOMEONE
     subject = _EN_SUBJECT.match(clause)
     word = subject.group(1) if subject else ""
     if word and word not in _NOT_A_HOLDER and word not in _EN_NOT_HOLDER:
-        return _holder(word, holder, voice) or holder
+        return _holder(word, holder, voice) or _SOMEONE
     return holder
 
 
@@ -800,7 +809,7 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
     if lead:
         owner = _holder(lead.group(1), holder, voice)
         if owner is None:
-            return lead.group(1)  # "他" in a speaker's line: someone else
+            return _SOMEONE  # "他" in a speaker's line, or after a clause about the speaker
         at = lead.end()
     while opening := _ZH_ADVERB.match(clause, at) or _ZH_WHEN.match(clause, at):
         at = opening.end()

@@ -278,6 +278,25 @@ def test_he_or_she_after_a_clause_that_names_someone_but_reads_nothing_is_them(n
     assert verdict("User lives in Hangzhou", new) is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Rome", "I met Tom. His wife works at home and lives in Shanghai"),
+        ("I live in Rome", "I met Tom. He works at home and lives in Shanghai"),
+        ("I live in Rome", "User: He is tired and lives in Shanghai"),
+        ("The user lives in Rome", "The user's doctor works at home. She lives in Paris"),
+        ("我认识李明，他人很好，他住在北京", "我认识张伟，他人很好，他住在上海"),
+        ("I met Bob. He is kind and lives in Paris", "I met Tom. He is nice and lives in Shanghai"),
+    ],
+)
+def test_a_clause_about_someone_unread_leaves_the_clauses_after_it_to_no_one(old: str, new: str) -> None:
+    # "he" that is not the user, "his wife", "the user's doctor": someone the rules cannot
+    # tell apart from anyone else's "he". The clause without a subject after it is theirs,
+    # neither the user's nor the same person as another text's "he".
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("The user lives in Rome", "The user works at home. She lives in Paris") is Verdict.REPLACE
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
