@@ -325,7 +325,7 @@ _EN_POSSESSIVE = re.compile(r"^(my|our|the user's|user's|his|her|their|[a-z]+'s)
 _EN_SUBJECT = re.compile(rf"^(i|we|he|she|they|the user|user|[a-z]+) (?={_EN_ADVERBS}{_EN_VERB_START}\b)")
 _EN_RELATIVES = re.compile(
     r"^(sister|brother|mother|father|mom|dad|parents|wife|husband|partner|son|daughter|boss|manager|friend|"
-    r"colleague|kids|children|team|cousin)s? (.+)$"
+    r"colleague|kids|children|team|cousin|neighbou?r|roommate|flatmate|housemate|landlord|landlady)s? (.+)$"
 )
 
 _EN_NEG = r"(?P<neg>(?:do|does|did|can|will) not |(?:do|does|did) not |no longer |never |not |can no longer )?"
@@ -641,7 +641,7 @@ _ZH_CHANGE = re.compile(
 )
 _ZH_HOLDER = re.compile(r"^(我们|我|用户|他|她|小.|老.|阿.)")
 _ZH_FIRST = re.compile(r"(我们|我|用户)")
-_ZH_RELATIVE = re.compile(r"^的(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
+_ZH_RELATIVE = re.compile(r"^的?(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
 _ZH_LEAD = re.compile(
     r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
 )

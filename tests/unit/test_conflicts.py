@@ -297,6 +297,21 @@ def test_a_clause_about_someone_unread_leaves_the_clauses_after_it_to_no_one(old
     assert verdict("The user lives in Rome", "The user works at home. She lives in Paris") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "我哥哥是厨师，住在上海"),
+        ("用户住在杭州", "用户同事是上海人，住在浦东"),
+        ("I live in Rome", "My neighbour is a doctor and lives in Paris"),
+        ("The user lives in Rome", "The user's roommate is a doctor and lives in Paris"),
+    ],
+)
+def test_a_clause_without_a_subject_after_my_relative_is_x_is_the_relatives(old: str, new: str) -> None:
+    # "我哥哥是厨师，住在上海": the brother lives in Shanghai, as after "我的哥哥是厨师".
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我哥哥来了，我搬到上海了") is Verdict.REPLACE
+
+
 @pytest.mark.parametrize("new", ["现在我住在上海", "最近我搬到上海了", "去年我们搬到上海了", "现在用户住在上海"])
 def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(new: str) -> None:
     # Since eacd6c5 the words before the verb ("现在我") were read as someone else's name.
