@@ -34,7 +34,9 @@ from datetime import datetime
 from engine.session_records import Candidate, Role
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# An English mark ends a sentence before a blank, a capital or a Han character, so the
+# dot of an address, a version or a decimal ("marco@example.com", "3.12") cuts nothing.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])(?:\s+|(?=[A-Z\u4e00-\u9fff]))|(?<=[。！？；])\s*|\n+")
 _MIN_WORDS = 2
 _MIN_HAN = 3
 

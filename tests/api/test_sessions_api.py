@@ -176,3 +176,12 @@ def test_a_message_larger_than_the_sessions_budget_is_its_window_alone(live: Liv
         assert window["tokens"] > 20 and window["left_out"] == 0
         smaller = api.session_window("big", max_tokens=20)  # a budget asked for: it does not fit
         assert smaller["window"] == [] and smaller["left_out"] == 1
+
+
+def test_a_dot_inside_an_address_or_a_number_does_not_end_the_promoted_sentence(live: LiveServer) -> None:
+    # Cut at "marco@example.", the address escaped the guard's redaction half-stored.
+    with TwinmemClient(live.url, namespace="user:9") as api:
+        api.append_messages("dots", [{"role": "user", "content": "My email is marco@example.com. I am 1.85 m tall."}])
+        promoted = api.close_session("dots")
+        contents = sorted(api.get(mid).content for mid in promoted["created"])
+        assert contents == ["I am 1.85 m tall.", "My email is [email]."]

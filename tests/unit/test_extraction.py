@@ -15,6 +15,11 @@ def test_a_message_is_cut_into_sentences_and_chit_chat_is_dropped() -> None:
     found = extract(Role.USER, "Hi! I'm vegetarian this week. What should I cook tonight?", AT)
     assert [(c.content, c.category, c.rule) for c in found] == [("I'm vegetarian this week.", "state", "state")]
     assert sentences("我叫小明。我喜欢蓝色！你呢？") == ["我叫小明。", "我喜欢蓝色！", "你呢？"]
+    assert sentences("Mail marco@example.com, v1.2 or 72.5 kg. Fine.I left.") == [
+        "Mail marco@example.com, v1.2 or 72.5 kg.",
+        "Fine.",
+        "I left.",
+    ]
 
 
 def test_an_explicit_request_keeps_what_follows_and_what_was_said() -> None:
