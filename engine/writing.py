@@ -172,7 +172,10 @@ class SaveJudge:
         over-broad rule must not take out a namespace. A replaced one gets a
         ``SUPERSEDES`` edge from the new one and, in ``supersede`` mode, a new
         version with status ``superseded`` (in ``flag`` mode it stays active); a
-        clash without a winner gets a ``CONTRADICTS`` edge. Returns the updates and
+        clash without a winner gets a ``CONTRADICTS`` edge. Time order decides a
+        replacement: a new memory created before the one the rules say it replaces
+        is itself the replaced one (the edge from the newer, and superseded on
+        arrival in ``supersede`` mode); at equal times the new one replaces. Returns the updates and
         edges for ``Store.insert_linked`` and, per new id, its result. Runs under
         the write lock, so the records it reads cannot change before the
         transaction lands.
@@ -204,6 +207,11 @@ class SaveJudge:
                     continue
                 record = current.get(old.memory_id, by_id[old.memory_id])
                 if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
+                    if memory.created_at < record.created_at:
+                        # Time order decides: a back-dated memory (an old chat imported) is
+                        # the one replaced, stored superseded by the newer one.
+                        self._superseded_on_arrival(memory, record, mode, now, current, updates, edges)
+                        continue
                     edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
                     if mode == "flag":
                         linked["flagged"].append(record.memory_id)
@@ -216,13 +224,38 @@ class SaveJudge:
                     edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
                     linked[CONTRADICTS].append(record.memory_id)
             found[memory.memory_id] = SaveResult(
-                memory,
+                current.get(memory.memory_id, memory),
                 created=True,
                 superseded=tuple(linked[SUPERSEDES]),
                 contradicted=tuple(linked[CONTRADICTS]),
                 flagged=tuple(linked["flagged"]),
             )
         return updates, edges, found
+
+    @staticmethod
+    def _superseded_on_arrival(
+        memory: Memory,
+        newer: Memory,
+        mode: str,
+        now: datetime,
+        current: dict[str, Memory],
+        updates: list[tuple[Memory, str]],
+        edges: list[Edge],
+    ) -> None:
+        """``newer`` (active, created after ``memory``) replaces the new ``memory``: a
+        ``SUPERSEDES`` edge from ``newer`` and, in ``supersede`` mode, a second version of
+        ``memory`` with status ``superseded``, written in the save's transaction
+        (``Store.insert_linked`` updates a memory it inserts). Nothing when ``memory`` is
+        already superseded (by another newer memory)."""
+        record = current.get(memory.memory_id, memory)
+        if record.status is not Status.ACTIVE:
+            return
+        edges.append(Edge(memory.namespace, newer.memory_id, memory.memory_id, SUPERSEDES, now))
+        if mode == "flag":
+            return
+        record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
+        current[memory.memory_id] = record
+        updates.append((record, f"superseded by {newer.memory_id}"))
 
     def _learn_slots(self, stored: Sequence[Memory]) -> None:
         """File the claim slots of those of ``stored`` whose slots the fast network does not

@@ -122,3 +122,20 @@ def test_a_namespace_configured_to_flag_or_off_never_supersedes(configured: http
     # A save may still ask for supersession in a namespace configured to flag.
     rome = save(configured, "I moved to Rome", namespace="transcripts:42", conflicts="supersede")
     assert sorted(rome["superseded"]) == sorted(homes["transcripts:42"])
+
+
+def test_a_back_dated_save_does_not_hide_the_newer_memory(http: httpx.Client) -> None:
+    """An imported old chat line ("I live in Lima.", said in 1990) is history: the fact
+    stated since stays in recall, and the old one is stored superseded by it."""
+    oslo = save(http, "I live in Oslo.")
+    lima = save(http, "I live in Lima.", created_at="1990-01-01T00:00:00Z")
+    assert (lima["superseded"], lima["flagged"]) == ([], [])
+    assert http.get(f"/v1/memory/{oslo['memory_id']}").json()["status"] == "active"
+    assert http.get(f"/v1/memory/{lima['memory_id']}").json()["status"] == "superseded"
+    hits = recall(http, "where does the user live?")
+    assert oslo["memory_id"] in {hit["memory_id"] for hit in hits}
+    assert lima["memory_id"] not in {hit["memory_id"] for hit in hits}
+    edges = http.get(f"/v1/memory/{oslo['memory_id']}/graph").json()["edges_out"]
+    assert [(e["kind"], e["dst"], e["memory"]["status"]) for e in edges] == [
+        ("SUPERSEDES", lima["memory_id"], "superseded")
+    ]

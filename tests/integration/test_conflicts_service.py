@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pytest
 
 from engine import conflicts
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService
 from tests.integration.conftest import OpenService
 
@@ -100,3 +101,67 @@ def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService
         first.memory_id: [second.memory.memory_id],
         second.memory.memory_id: [first.memory_id],
     }
+
+
+# --- time order: a back-dated memory never hides a newer one -------------------------
+
+LONG_AGO = datetime(1990, 1, 1, tzinfo=UTC)
+
+
+def superseded_by(service: MemoryService, memory_id: str) -> list[str]:
+    """The memories with a ``SUPERSEDES`` edge to ``memory_id``."""
+    edges = service.store.edges(Scope.whole([NS]), memory_id)
+    return [e.src for e in edges if e.kind == conflicts.SUPERSEDES and e.dst == memory_id]
+
+
+def assert_newer_stays(service: MemoryService, newer: str, older: str) -> None:
+    """``newer`` active and recalled; ``older`` stored superseded by it."""
+    assert service.get(NS, newer).status is Status.ACTIVE
+    assert service.get(NS, older).status is Status.SUPERSEDED
+    assert superseded_by(service, older) == [newer] and superseded_by(service, newer) == []
+    assert [v.reason for v in service.history(NS, older)] == ["created", f"superseded by {newer}"]
+    assert [m.memory_id for m in service.chain(NS, older)] == [newer, older]
+    hits = {hit.memory.memory_id for hit in service.recall("where do I live", namespaces=[NS], reinforce=False).hits}
+    assert newer in hits and older not in hits
+
+
+def test_a_back_dated_save_is_stored_superseded_by_the_newer_memory(service: MemoryService) -> None:
+    oslo = service.save(draft("I live in Oslo.")).memory.memory_id
+    lima = service.save(draft("I live in Lima.", created_at=LONG_AGO))
+    assert lima.created and lima.superseded == () and lima.flagged == ()
+    assert lima.memory.status is Status.SUPERSEDED
+    assert_newer_stays(service, oslo, lima.memory.memory_id)
+
+
+def test_a_save_dated_after_the_stored_memory_still_supersedes_it(service: MemoryService) -> None:
+    lima = service.save(draft("I live in Lima.", created_at=LONG_AGO)).memory.memory_id
+    oslo = service.save(draft("I live in Oslo.", created_at=datetime(2000, 1, 1, tzinfo=UTC)))
+    assert oslo.superseded == (lima,)
+    assert_newer_stays(service, oslo.memory.memory_id, lima)
+
+
+def test_a_save_dated_as_the_stored_memory_supersedes_it_as_before(service: MemoryService) -> None:
+    lima = service.save(draft("I live in Lima.", created_at=LONG_AGO)).memory.memory_id
+    oslo = service.save(draft("I live in Oslo.", created_at=LONG_AGO))
+    assert oslo.superseded == (lima,)
+    assert_newer_stays(service, oslo.memory.memory_id, lima)
+
+
+@pytest.mark.parametrize("newer_first", [True, False], ids=["newer-first", "older-first"])
+def test_one_batch_follows_time_order_whatever_its_order(service: MemoryService, newer_first: bool) -> None:
+    drafts = [draft("I live in Oslo."), draft("I live in Lima.", created_at=LONG_AGO)]
+    results = service.save_batch(drafts if newer_first else drafts[::-1])
+    by_text = {r.memory.content: r for r in results}
+    oslo, lima = by_text["I live in Oslo."], by_text["I live in Lima."]
+    assert oslo.superseded == (() if newer_first else (lima.memory.memory_id,))
+    assert lima.superseded == ()
+    assert_newer_stays(service, oslo.memory.memory_id, lima.memory.memory_id)
+
+
+def test_flag_mode_links_a_back_dated_save_from_the_newer_memory_and_flags_nothing(service: MemoryService) -> None:
+    oslo = service.save(draft("I live in Oslo.")).memory.memory_id
+    lima = service.save(draft("I live in Lima.", created_at=LONG_AGO, conflicts="flag"))
+    assert (lima.superseded, lima.flagged) == ((), ())
+    assert service.get(NS, oslo).status is Status.ACTIVE
+    assert service.get(NS, lima.memory.memory_id).status is Status.ACTIVE
+    assert superseded_by(service, lima.memory.memory_id) == [oslo] and superseded_by(service, oslo) == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -290,6 +290,20 @@ def test_promotion_goes_through_the_guard_dedup_and_conflicts(open_sess: OpenSes
     assert "My phone number is [phone]." in stored
     injected = service.list_page(["user:42"], MemoryFilter(statuses=(Status.QUARANTINED,)), limit=10).items
     assert len(injected) == 1 and "ignore all previous instructions" in injected[0].content
+
+
+def test_an_old_chat_promoted_now_does_not_hide_what_the_user_said_since(open_sess: OpenSessions) -> None:
+    sessions = open_sess()
+    service = sessions.service
+    oslo = service.save(MemoryDraft("I live in Oslo.", namespace="user:42")).memory.memory_id
+    said = MessageDraft(Role.USER, "I live in Lima.", at=datetime(1990, 1, 1, tzinfo=UTC))
+    sessions.append(REF, [said], reach=Reach.FULL)
+    promotion = sessions.close(REF)
+    assert len(promotion.created) == 1 and promotion.superseded == []
+    (lima,) = promotion.created
+    assert service.get("user:42", oslo).status is Status.ACTIVE
+    assert service.get("user:42", lima).status is Status.SUPERSEDED
+    assert [m.memory_id for m in service.chain("user:42", lima)] == [oslo, lima]
 
 
 def test_prompt_context_within_budget_with_ids_dates_and_categories(
