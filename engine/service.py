@@ -902,15 +902,15 @@ class MemoryService:
 
     def chain(self, namespace: str, memory_id: str, *, scope: Scope | None = None) -> list[Memory]:
         """The supersession chain through a memory, newest first: up the ``SUPERSEDES``
-        edges to the memory nothing supersedes, then down to the oldest. Where a memory
-        superseded several, the chain follows the most recent edge."""
+        edges to the memory nothing supersedes, then down from the memory to the oldest.
+        Where a memory superseded several, the chain follows the most recent edge below the
+        memory and the way up above it (one that superseded several back-dated memories is
+        in each one's chain)."""
         sight = sight_of([namespace], scope)
         start = self.get(namespace, memory_id, scope=sight)
-        newest = start
-        seen = {start.memory_id}
-        while (newer := self._along_supersedes(sight, newest.memory_id, towards="newer", seen=seen)) is not None:
-            newest = newer
-        chain, seen = [newest], {newest.memory_id}
+        chain, seen = [start], {start.memory_id}
+        while (newer := self._along_supersedes(sight, chain[0].memory_id, towards="newer", seen=seen)) is not None:
+            chain.insert(0, newer)
         while (older := self._along_supersedes(sight, chain[-1].memory_id, towards="older", seen=seen)) is not None:
             chain.append(older)
         return chain

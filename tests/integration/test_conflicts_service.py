@@ -165,3 +165,16 @@ def test_flag_mode_links_a_back_dated_save_from_the_newer_memory_and_flags_nothi
     assert service.get(NS, oslo).status is Status.ACTIVE
     assert service.get(NS, lima.memory.memory_id).status is Status.ACTIVE
     assert superseded_by(service, lima.memory.memory_id) == [oslo] and superseded_by(service, oslo) == []
+
+
+def test_each_back_dated_save_is_in_its_own_chain(service: MemoryService, clock: Any) -> None:
+    """Two old chats imported after the fact stated since: the newer memory supersedes
+    both, and the chain through each passes through it (not through the other one)."""
+    oslo = service.save(draft("I live in Oslo.")).memory.memory_id
+    clock.advance(minutes=1)
+    lima = service.save(draft("I live in Lima.", created_at=datetime(2000, 1, 1, tzinfo=UTC))).memory.memory_id
+    clock.advance(minutes=1)
+    rome = service.save(draft("I live in Rome.", created_at=LONG_AGO)).memory.memory_id
+    assert sorted(superseded_by(service, lima) + superseded_by(service, rome)) == [oslo, oslo]
+    assert [m.memory_id for m in service.chain(NS, lima)] == [oslo, lima]
+    assert [m.memory_id for m in service.chain(NS, rome)] == [oslo, rome]
