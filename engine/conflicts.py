@@ -671,7 +671,7 @@ _ZH_ADVERB = re.compile(
 # "不…了" on a day ("我今天不喝咖啡了") is no change of taste.
 _ZH_DAY = re.compile(r"今天|今早|今晚|昨天|昨晚|前天")
 _ZH_DATE = re.compile(
-    r"今天|今早|今晚|昨天|昨晚|前天|去年|前年|"
+    rf"{_ZH_DAY.pattern}|去年|前年|"
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|上个?|这个?|本)(?:年|月份?|周|星期|礼拜|号|日|天)"
 )
 _ZH_SINCE = re.compile(r"从|开始|(?<!一)起|以来")
