@@ -35,8 +35,10 @@ from engine.config import Config
 from engine.errors import ConfigError, InvalidInput
 from engine.security import check_bind
 from engine.service import MemoryService
+from engine.sessions import Sessions
 
 ServiceFactory = Callable[[Config], MemoryService]
+SessionsFactory = Callable[[Config, MemoryService], Sessions]
 # app.state: each route handler's query parameters, by its function (a guard is handed a
 # copy of the handler that the routes hold, with the same function).
 QUERY_PARAMETERS = "query_parameters"
@@ -55,7 +57,12 @@ def _rate_limiter(config: Config) -> dict[str, RateLimiter]:
     return {RATE_LIMITER: RateLimiter(limits.requests_per_minute, limits.request_burst)}
 
 
-def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory) -> Litestar:
+def create_app(
+    config: Config,
+    *,
+    open_engine: ServiceFactory = _default_factory,
+    open_session_store: SessionsFactory = open_sessions,
+) -> Litestar:
     @asynccontextmanager
     async def engine_lifespan(app: Litestar) -> AsyncIterator[None]:
         check_bind(config.auth.mode, config.server.host)
@@ -68,7 +75,7 @@ def create_app(config: Config, *, open_engine: ServiceFactory = _default_factory
                 raise ConfigError("the engine was opened without a security store (tokens, blocks, audit)")
             app.state.security = service.security
             # Opening sessions promotes what expired while the service was down.
-            sessions = await anyio.to_thread.run_sync(open_sessions, config, service)
+            sessions = await anyio.to_thread.run_sync(open_session_store, config, service)
             app.state.sessions = sessions
             try:
                 yield

@@ -36,12 +36,10 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import functools
-
     import uvicorn
 
     from api.app import create_app
-    from engine.adapters import hold_data_dir, open_service
+    from engine.adapters import hold_data_dir, open_service, open_sessions
 
     overrides: dict[str, object] = {}
     server: dict[str, object] = {}
@@ -56,29 +54,49 @@ def _serve(args: argparse.Namespace) -> int:
     config = load_config(args.config, None, **overrides)
     check_bind(config.auth.mode, config.server.host)
     # Taken here, to refuse a directory in use in one line, and held until the engine opens
-    # with it at start-up: no other process can take it in between.
+    # with it: no other process can take it in between.
     held = hold_data_dir(config.data_dir)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger(__name__).info(
-        "twinmem serving %s on http://%s:%d (embedder: %s)",
-        config.data_dir,
-        config.server.host,
-        config.server.port,
-        config.embedding.provider,
-    )
     # uvicorn shuts down gracefully on SIGTERM (the index is saved, the store closed), then
     # raises the signal again with the handler found at start, which the default would turn
     # into exit status 143: a clean stop is status 0, as after Ctrl-C.
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        uvicorn.run(
-            create_app(config, open_engine=functools.partial(open_service, dir_lock=held)),
-            host=config.server.host,
-            port=config.server.port,
-            log_level=args.log_level,
-            timeout_graceful_shutdown=10,
-            timeout_keep_alive=SERVER_KEEP_ALIVE_S,
+        # Opened here rather than in the app's start-up, so that a store that cannot open
+        # (a Bolt server or a Redis that refuses, a damaged file) stops the command in one
+        # line (main: status 2), not in a failed start-up's traceback.
+        service = open_service(config, dir_lock=held)
+        try:
+            sessions = open_sessions(config, service)  # promotes what expired while it was down
+        except BaseException:
+            service.close()
+            raise
+        logging.getLogger(__name__).info(
+            "twinmem serving %s on http://%s:%d (embedder: %s)",
+            config.data_dir,
+            config.server.host,
+            config.server.port,
+            config.embedding.provider,
         )
+        handed: list[MemoryService] = []
+
+        def hand_over(_config: Config) -> MemoryService:
+            handed.append(service)  # the app's start-up takes both, and its shutdown closes both
+            return service
+
+        try:
+            uvicorn.run(
+                create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
+                host=config.server.host,
+                port=config.server.port,
+                log_level=args.log_level,
+                timeout_graceful_shutdown=10,
+                timeout_keep_alive=SERVER_KEEP_ALIVE_S,
+            )
+        finally:
+            if not handed:
+                sessions.stop()
+                service.close()
     finally:
         held.release()  # the engine freed it when it closed; not where it never opened
     return 0

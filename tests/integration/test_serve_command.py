@@ -123,6 +123,33 @@ def test_a_second_serve_on_a_data_directory_in_use_says_so_in_one_line(tmp_path:
     assert f"twinmem: data directory {data_dir} is in use by another twinmem process" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("table", "reason"),
+    [
+        (
+            'store = "neo4j"\n[neo4j]\nuri = "bolt://127.0.0.1:{port}"\npassword = "x"\n',
+            "open failed in the graph store",
+        ),
+        ('[sessions]\nbackend = "redis"\nredis_url = "redis://127.0.0.1:{port}/0"\n', "could not reach Redis"),
+    ],
+    ids=["bolt", "redis"],
+)
+def test_a_store_that_cannot_open_stops_serve_in_one_line(tmp_path: Path, table: str, reason: str) -> None:
+    """A Bolt server or a Redis that refuses the connection (here: a port nobody listens
+    on) stops `twinmem serve` with the store's reason in one line and status 2, as a data
+    directory in use does, not with a failed start-up's traceback of over 100 lines."""
+    config, port = tmp_path / "twinmem.toml", _free_port()
+    config.write_text(table.format(port=port))
+    twinmem = Path(sys.executable).with_name("twinmem")
+    command = [str(twinmem), "serve", "--config", str(config), "--port", str(_free_port())]
+    command += ["--data-dir", str(tmp_path / "data")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"twinmem: {reason}" in done.stderr and f"127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "serving" not in done.stderr  # nothing said it was serving before it stopped
+
+
 def test_serve_holds_the_data_directory_from_its_check_to_its_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
