@@ -14,10 +14,12 @@ For each conflict mode asked for (``--modes``, default ``supersede,off``) it
 reports the share of memories that were superseded, flagged (linked without a
 status change, ``flag`` mode) and contradicted, the share of assistant turns the
 write guard quarantined, and of those left active, the share the read guard leaves
-out of every recall. Every pair the rules superseded is checked against the hand
-labels in benchmarks/data/chatlog_supersessions.jsonl (precision, and how many of
-the labelled non-replacements are superseded); pairs without a label are listed
-with ``--unlabelled``. With ``--quality`` it also
+out of every recall; and how many turns the write guard found personal data in (so
+stored redacted), by kind (``--redacted`` prints each, as said and as stored).
+Every pair the rules superseded is checked against the hand labels in
+benchmarks/data/chatlog_supersessions.jsonl (precision, and how many of the
+labelled non-replacements are superseded); pairs without a label are listed with
+``--unlabelled``. With ``--quality`` it also
 measures LongMemEval turn recall@5/@10 of the evidence turns in each mode, so the
 cost of conflicts to recall can be read off (the difference between the modes).
 
@@ -228,8 +230,23 @@ class Outcome:
     # Turns folded into an earlier memory that says nearly the same (not the same digest).
     folded: list[tuple[str, str]] = field(default_factory=list)
     quarantined_texts: list[str] = field(default_factory=list)
+    # Turns the write guard redacted (personal data, secrets), by dataset and by kind, and
+    # each one as said beside what is stored, for a look by eye (``--redacted``).
+    redacted: Counter[str] = field(default_factory=Counter)
+    redacted_kinds: Counter[tuple[str, str]] = field(default_factory=Counter)
+    redacted_texts: list[tuple[str, str]] = field(default_factory=list)
     recall: dict[int, list[float]] = field(default_factory=lambda: {5: [], 10: []})
     seconds: float = 0.0
+
+
+def _count_redaction(outcome: Outcome, dataset: str, said: str, verdict: guard.WriteVerdict) -> None:
+    kinds = [kind for kind in verdict.kinds if kind in guard.PII_KINDS]
+    if not kinds:
+        return
+    outcome.redacted[dataset] += 1
+    for kind in kinds:
+        outcome.redacted_kinds[(dataset, kind)] += 1
+    outcome.redacted_texts.append((said, verdict.content))
 
 
 def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool) -> Outcome:
@@ -267,6 +284,7 @@ def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool)
                         outcome.folded.append((result.memory.content, turn.text))
                     outcome.turns[talk.dataset] += 1
                     outcome.assistant_turns[talk.dataset] += turn.assistant
+                    _count_redaction(outcome, talk.dataset, turn.text, result.guard)
                     if result.created and result.memory.status is Status.ACTIVE and guard.check_read(result.memory):
                         outcome.read_hidden[talk.dataset] += 1
                     if result.guard.action is Action.QUARANTINED:
@@ -310,6 +328,7 @@ def rules_only(talks: list[Conversation]) -> Outcome:
                 outcome.memories[talk.dataset] += 1
                 outcome.assistant_turns[talk.dataset] += turn.assistant
                 verdict = guard.check_write(turn.text, source, GuardPolicy())
+                _count_redaction(outcome, talk.dataset, turn.text, verdict)
                 if verdict.action is Action.QUARANTINED:
                     counter = outcome.quarantined_assistant if turn.assistant else outcome.quarantined_user
                     counter[talk.dataset] += 1
@@ -398,6 +417,8 @@ def report(outcomes: list[Outcome], labels: dict[tuple[str, str], str], unlabell
             "quarantined_assistant": dict(outcome.quarantined_assistant),
             "quarantined_user": dict(outcome.quarantined_user),
             "read_hidden": dict(outcome.read_hidden),
+            "redacted": dict(outcome.redacted),
+            "redacted_kinds": {f"{dataset} {kind}": n for (dataset, kind), n in sorted(outcome.redacted_kinds.items())},
             "turns": dict(outcome.turns),
             "deduplicated": {key: outcome.turns[key] - outcome.memories[key] for key in outcome.turns},
             "consolidation_dry_run": {"archived": dict(outcome.archived), "merged_sources": dict(outcome.merged)},
@@ -407,6 +428,10 @@ def report(outcomes: list[Outcome], labels: dict[tuple[str, str], str], unlabell
             "labelled_non_replacements_superseded": sum(pair in taken for pair in wrong),
             "seconds": round(outcome.seconds, 1),
         }
+        print(
+            f"{outcome.mode}: turns with personal data (redacted under the default policy) "
+            f"{dict(outcome.redacted)}; by kind {entry['redacted_kinds']}"
+        )
         if outcome.pairs:
             print(
                 f"\n{outcome.mode}: {len(outcome.pairs)} pairs linked, {known} of them hand-labelled, "
@@ -431,6 +456,16 @@ def report(outcomes: list[Outcome], labels: dict[tuple[str, str], str], unlabell
     return summary
 
 
+def _print_texts(outcomes: list[Outcome], args: argparse.Namespace) -> None:
+    for outcome in outcomes:
+        if args.quarantined:
+            for text in outcome.quarantined_texts:
+                print(f"{outcome.mode}\tquarantined\t{text[:300]!r}")
+        if args.redacted:
+            for said, stored in outcome.redacted_texts:
+                print(f"{outcome.mode}\tredacted\t{said[:300]!r}\tstored\t{stored[:300]!r}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--modes", default="supersede,off", help=f"comma-separated, of {', '.join(MODES)}")
@@ -438,6 +473,7 @@ def main() -> int:
     parser.add_argument("--quality", action="store_true", help="also LongMemEval turn recall in each mode")
     parser.add_argument("--unlabelled", action="store_true", help="print every linked pair without a hand label")
     parser.add_argument("--quarantined", action="store_true", help="print every quarantined turn")
+    parser.add_argument("--redacted", action="store_true", help="print every redacted turn, as said and as stored")
     parser.add_argument("--folded", action="store_true", help="print every turn folded into a near-duplicate")
     parser.add_argument("--rules-only", action="store_true", help="the pure rules over every pair, no model")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
@@ -445,7 +481,9 @@ def main() -> int:
     modes = args.modes.split(",")
     talks = [talk for name in args.datasets.split(",") for talk in DATASETS[name]()]
     if args.rules_only:
-        report([rules_only(talks)], load_labels(), args.unlabelled)
+        outcome = rules_only(talks)
+        report([outcome], load_labels(), args.unlabelled)
+        _print_texts([outcome], args)
         return 0
     embedder = CachedEmbedder(load_embedder(_config(WORK / "unused", "supersede")), WORK / "chatlog-vectors")
     outcomes = []
@@ -458,10 +496,7 @@ def main() -> int:
         for outcome in outcomes:
             for kept, folded in outcome.folded:
                 print(f"{outcome.mode}\tfolded\t{folded[:200]!r}\tinto\t{kept[:200]!r}")
-    if args.quarantined:
-        for outcome in outcomes:
-            for text in outcome.quarantined_texts:
-                print(f"{outcome.mode}\tquarantined\t{text[:300]!r}")
+    _print_texts(outcomes, args)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"embedder": embedder.name, "results": summary}, indent=2, ensure_ascii=False))
