@@ -8,8 +8,9 @@ Detectors (each returns :class:`Finding` spans):
 
 * ``phone``      Chinese mobile numbers (``1[3-9]`` + 9 digits, spaces or dashes
                  allowed, optional +86) and international ``+CC`` numbers
-* ``id_number``  Chinese resident ID numbers: 18 characters, a real birth date and
-                 the GB 11643 check character
+* ``id_number``  Chinese resident ID numbers: 18 characters (whole, or in groups
+                 split by spaces or dashes), a real birth date and the GB 11643
+                 check character
 * ``bank_card``  13-19 digits passing Luhn, unless the words around them say it is
                  an order, tracking or reference number
 * ``email``
@@ -94,7 +95,13 @@ _CONTEXT_BEFORE = 32
 _CN_MOBILE = re.compile(r"(?<![\d+])(?:(?:\+|00)?86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)")
 _INTL_PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?)(?:[\s.-]?\d{2,4}){2,4}(?!\d)")
 _NANP_PHONE = re.compile(r"(?<![\d-])\(?[2-9]\d{2}\)?[\s.-]\d{3}[.-]\d{4}(?![\d-])")
-_ID_NUMBER = re.compile(r"(?<![0-9A-Za-z])[1-8]\d{16}[\dXx](?![0-9A-Za-z])")
+# Written whole or in its parts, a space or dash between them: region, year, month and day,
+# sequence and check ("110101 19900307 1233", "110101-1990-03-07-1233"). Not a piece of a
+# longer run of digit groups.
+_ID_NUMBER = re.compile(
+    r"(?<![0-9A-Za-z])(?<![0-9][ -])[1-8]\d{5}[ -]?\d{4}[ -]?\d{2}[ -]?\d{2}[ -]?\d{3}[\dXx]"
+    r"(?![0-9A-Za-z])(?![ -][0-9])"
+)
 _CARD = re.compile(r"(?<![\d.-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\d.-]|-\d)")
 # Its edges want no ASCII word character beside them, not no word character: Han characters
 # are word characters, and "我的邮箱是abc@example.com" holds an address.
@@ -189,7 +196,7 @@ def find_id_numbers(text: str) -> list[Finding]:
     return [
         Finding("id_number", m.start(), m.end(), "Chinese resident ID number (checksum valid)")
         for m in _ID_NUMBER.finditer(text)
-        if id_number_valid(m.group()) and not _is_reference(text, m.start())
+        if id_number_valid(re.sub("[ -]", "", m.group())) and not _is_reference(text, m.start())
     ]
 
 

@@ -93,6 +93,35 @@ def test_id_numbers_need_a_valid_checksum() -> None:
     assert kinds("学号 110105194912310021") == []
 
 
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("身份证号 110101 19900307 1233", "身份证号 [id_number]"),
+        ("身份证：110101-19900307-1233，请登记", "身份证：[id_number]，请登记"),
+        ("证件号 110101 1990 0307 1233", "证件号 [id_number]"),
+        ("证件号 110101-1990-03-07-1233", "证件号 [id_number]"),
+        ("身份证 １１０１０１ １９９００３０７ １２３３", "身份证 [id_number]"),
+    ],
+)
+def test_id_numbers_written_in_groups_are_redacted(text: str, stored: str) -> None:
+    # Spaces or dashes between region, birth date and sequence hid the number from a
+    # rule that wanted 18 characters in one run.
+    assert guard.redact(text, guard.find_pii(text)) == stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "身份证号 110101 19900307 1234",  # wrong check character
+        "编号 1 110101 19900307 1233",  # a piece of a longer run of groups
+        "110101 19900307 1233 5",
+        "工单编号 110101 19900307 1233",
+    ],
+)
+def test_grouped_digits_that_are_not_an_id_number(text: str) -> None:
+    assert "id_number" not in kinds(text)
+
+
 def test_bank_cards_need_luhn_and_no_reference_context() -> None:
     assert kinds("my card is 4111 1111 1111 1111") == ["bank_card"]
     assert kinds("卡号 6011-0009-9013-9424") == ["bank_card"]
