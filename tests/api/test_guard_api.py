@@ -34,6 +34,22 @@ def test_save_reports_redaction_and_stores_the_redacted_text(guarded: LiveServer
     assert plain["guard"] == {"action": "allowed", "findings": []}
 
 
+def test_an_address_and_a_grouped_id_number_are_redacted_and_reported(guarded: LiveServer) -> None:
+    content = "用户住在北京市朝阳区建国路88号，身份证 110101 19900307 1233"
+    response = post(guarded, "/v1/memory/save", {"content": content, "namespace": "u1"})
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["guard"] == {"action": "redacted", "findings": ["address", "id_number"]}
+    assert body["memory"]["content"] == "用户住在北京市朝阳区[address]，身份证 [id_number]"
+    refused = post(guarded, "/v1/memory/save", {"content": content, "namespace": "vault"})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["reasons"] == [
+        "address: Chinese street address",
+        "id_number: Chinese resident ID number (checksum valid)",
+    ]
+    assert "建国路" not in refused.text and "1233" not in refused.text
+
+
 def test_a_role_marker_before_a_users_note_is_stored_and_recalled(guarded: LiveServer) -> None:
     # The marker alone quarantined these: the user's OS and a family rule left recall.
     saved = []

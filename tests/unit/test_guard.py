@@ -122,6 +122,51 @@ def test_grouped_digits_that_are_not_an_id_number(text: str) -> None:
     assert "id_number" not in kinds(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("北京市朝阳区建国路88号", "北京市朝阳区[address]"),
+        ("上海市浦东新区世纪大道100号3栋502室", "上海市浦东新区[address]"),
+        ("我住在建国路88号，离地铁站很近", "我住在[address]，离地铁站很近"),
+        ("快递寄到杭州市西湖区文三路478号华星时代广场A座1201", "快递寄到杭州市西湖区[address]"),
+        ("我家住海淀区中关村大街27号院3号楼2单元501", "我家住海淀区[address]"),
+        ("住址：长宁区延安西路1118弄3号602室", "住址：长宁区[address]"),
+        ("我搬到了成都市武侯区人民南路四段1号", "我搬到了成都市武侯区[address]"),
+        ("楼盘位置：成华区一环路东三段6号东风路居民点11栋", "楼盘位置：成华区[address]"),
+        ("北京市朝阳区建国路8号", "北京市朝阳区[address]"),
+        ("收货地址是朝阳区建国路1号", "收货地址是朝阳区[address]"),
+        ("我家在阳光花园小区5栋2单元301", "我家在[address]"),
+        ("地址：北京市朝阳区建国路８８号", "地址：北京市朝阳区[address]"),
+    ],
+)
+def test_chinese_street_addresses_are_redacted_from_the_street_on(text: str, stored: str) -> None:
+    # The city and district stay (they do not find a door); the street, number, building
+    # and room go.
+    assert guard.redact(text, guard.find_pii(text)) == stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "全市主要道路3号封闭",  # the third of the month
+        "市区主干道路5号开始施工",
+        "妈妈说人民路5号前要交房租",
+        "我3号去建国路吃饭",
+        "这条路3号起封路",
+        "逛街3号去",
+        "上海市南京路3号那天人很多",
+        "会议在3号楼502室",  # a room, not a home
+        "我们小区5栋502室的邻居很吵",
+        "我住的地方离人民路2号线很近",
+        "海淀区中关村大街附近有很多公司",
+        "住院3号床",
+        "12月3号去北京市朝阳区开会",
+    ],
+)
+def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> None:
+    assert kinds(text) == []
+
+
 def test_bank_cards_need_luhn_and_no_reference_context() -> None:
     assert kinds("my card is 4111 1111 1111 1111") == ["bank_card"]
     assert kinds("卡号 6011-0009-9013-9424") == ["bank_card"]
@@ -176,6 +221,25 @@ def test_secrets_are_found(text: str) -> None:
 )
 def test_talk_about_passwords_is_not_a_secret(text: str) -> None:
     assert kinds(text) == []
+
+
+def test_addresses_and_grouped_id_numbers_are_reported_as_every_kind() -> None:
+    text = "用户住在北京市朝阳区建国路88号，身份证 110101 19900307 1233"
+    redacted = guard.check_write(text, Source.USER_INPUT, GuardPolicy())
+    assert (redacted.action, redacted.content, redacted.kinds) == (
+        guard.Action.REDACTED,
+        "用户住在北京市朝阳区[address]，身份证 [id_number]",
+        ("address", "id_number"),
+    )
+    rejected = guard.check_write(text, Source.USER_INPUT, GuardPolicy(pii="reject"))
+    assert rejected.action is guard.Action.REJECTED
+    assert rejected.reasons == (
+        "address: Chinese street address",
+        "id_number: Chinese resident ID number (checksum valid)",
+    )
+    fields = guard.check_fields(["建国路88号"], {"home": "朝阳区建国路88号"}, GuardPolicy())
+    assert fields.metadata == {"home": "朝阳区[address]"}
+    assert fields.verdict.kinds == ("address",)
 
 
 def test_redaction_replaces_each_span_with_its_kind() -> None:
@@ -490,6 +554,7 @@ FLOORS = {
     "bank_card": (0.95, 0.9),
     "email": (0.95, 0.95),
     "secret": (0.95, 0.95),
+    "address": (0.95, 0.95),
     "injection": (0.95, 0.95),
 }
 
