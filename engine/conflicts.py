@@ -188,14 +188,8 @@ def _claims(text: str) -> tuple[Claim, ...]:
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
-            is_cjk = bool(_HAN.search(clause))
-            read = _chinese_clause(clause, holder, voice) if is_cjk else _english_clause(clause, holder, voice)
-            if read:
-                holder = read[0].holder
-            elif is_cjk:
-                holder = _chinese_subject(clause, holder, voice)
-            else:
-                holder = _english_subject(clause, holder, voice)
+            clause_reader = _chinese_clause if _HAN.search(clause) else _english_clause
+            read, holder = clause_reader(clause, holder, voice)
             found += [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
     return tuple(found)
 
@@ -416,63 +410,90 @@ _EN_TRAILING = re.compile(
 )
 
 
-def _english_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
-    clause = _EN_FILLERS.sub("", clause).strip()
-    change = bool(_EN_CHANGE.search(clause))
-    rest = clause
-    possessive = _EN_POSSESSIVE.match(clause)
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    """Who an English clause is about, read once: for its own claims and for the clauses after it."""
+
+    # Whose claims the clause's rules read; None where it is about no one the memory
+    # tracks ("that is …", "he" in a speaker's line): nothing is read.
+    holder: str | None
+    # What the clause says of them: the words after its subject or possessive.
+    rest: str
+    # Whom the clauses after it are about: their "he", "she", "they", and the subject of
+    # one without its own ("Tom works at home. He …", "… and lives in …").
+    after: str
+    # The clause opens with a subject and its verb ("Tom lives …", "I am …").
+    named: bool = False
+    # It opens with a possessive ("my …", "the user's …", "his …").
+    owned: bool = False
+    # "my X is …" where X is no relative: read as an attribute of the holder.
+    attribute: bool = False
+
+
+def _english_subject(clause: str, holder: str, voice: _Voice) -> _Subject:
+    """Who ``clause`` (its fillers dropped) is about; ``holder`` is whom the clause before
+    was about. After the clause it is still its subject ("Tom works at home. He lives in …"
+    is Tom's home, "The user's wife works at home. She …" the wife's) unless that may be
+    someone else ("My doctor is Dr. Lee and lives in …"), or someone the rules cannot tell
+    apart ("I met Tom. He …", "the user's doctor …"): then it is ``_SOMEONE``. Where it
+    names no one the holder before it still holds."""
     subject = _EN_SUBJECT.match(clause)
+    named = subject is not None
+    possessive = _EN_POSSESSIVE.match(clause)
     if possessive:
         owner = _holder(possessive.group(1).removesuffix("'s"), holder, voice)
-        if owner is None:
-            return []
-        holder = owner
         rest = possessive.group(2)
         relative = _EN_RELATIVES.match(rest)
-        if relative:
-            holder = f"{holder}'s {relative.group(1)}"
-            rest = relative.group(2)
-        else:
-            return _english_attribute(rest, holder, change, owned=True)
-    elif subject:
-        word = subject.group(1)
-        if word in _NOT_A_HOLDER:
-            return []  # "that is …", "it was …", "you are …": about no one the memory tracks
-        if word not in _EN_NOT_HOLDER:
-            found = _holder(word, holder, voice)
-            if found is None:
-                return []
-            holder = found
-        rest = clause[subject.end() :]
-    rest = _EN_ADVERBS_LEAD.sub("", rest)
+        if owner is None:
+            return _Subject(None, rest, _SOMEONE, named, owned=True)
+        if relative is None:
+            # An attribute of the owner; what follows it is about the X ("My doctor is Dr. Lee
+            # and lives in Paris", "The user's favourite singer is Adele. She …"), or may
+            # be, unless the X is the owner's name ("The user's name is Anna. She …").
+            after = owner if _EN_OWN_NAME.match(rest) else _SOMEONE
+            return _Subject(owner, rest, after, named, owned=True, attribute=True)
+        whose = f"{owner}'s {relative.group(1)}"
+        return _Subject(whose, relative.group(2), whose, named, owned=True)
+    if subject is None:
+        return _Subject(holder, clause, holder)
+    word, rest = subject.group(1), clause[subject.end() :]
+    if word in _NOT_A_HOLDER:
+        return _Subject(None, rest, holder, named)  # "that is …", "it was …": about no one
+    if word not in _EN_NOT_HOLDER:
+        found = _holder(word, holder, voice)
+        if found is None:
+            return _Subject(None, rest, _SOMEONE, named)
+        holder = found
+    return _Subject(holder, rest, holder, named)
+
+
+# The holder's own name: "she" after it is still the holder.
+_EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
+
+
+def _english_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim], str]:
+    """The claims an English clause reads, and whom the clauses after it are about."""
+    clause = _EN_FILLERS.sub("", clause).strip()
+    subject = _english_subject(clause, holder, voice)
+    return _english_claims(subject, bool(_EN_CHANGE.search(clause))), subject.after
+
+
+def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
+    holder = subject.holder
+    if holder is None:
+        return []  # "that is …", "it was …", "you are …": about no one the memory tracks
+    if subject.attribute:
+        return _english_attribute(subject.rest, holder, change, owned=True)
+    rest = _EN_ADVERBS_LEAD.sub("", subject.rest)
     for pattern, kind in _EN_RULES:
         match = pattern.match(rest)
         if match:
-            if not (subject or possessive) and kind != "setting" and _commands(rest):
+            if not (subject.named or subject.owned) and kind != "setting" and _commands(rest):
                 return []
             return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
-    if not subject and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
+    if not subject.named and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
         return _english_attribute(rest, holder, change, strict)
     return []
-
-
-def _english_subject(clause: str, holder: str, voice: _Voice) -> str:
-    """Whom an English clause that reads no claim names as its subject, for the "he"/"she"
-    after it: "Tom works at home. He lives in …" is Tom's home, "The user's wife works at
-    home. She …" the wife's. Where it names someone the rules cannot tell apart ("I met Tom.
-    He works at home and …", "the user's doctor …") it is ``_SOMEONE``; where it names no one
-    the holder before it still holds."""
-    clause = _EN_FILLERS.sub("", clause).strip()
-    possessive = _EN_POSSESSIVE.match(clause)
-    if possessive:
-        owner = _holder(possessive.group(1).removesuffix("'s"), holder, voice)
-        relative = _EN_RELATIVES.match(possessive.group(2))
-        return f"{owner}'s {relative.group(1)}" if owner is not None and relative else _SOMEONE
-    subject = _EN_SUBJECT.match(clause)
-    word = subject.group(1) if subject else ""
-    if word and word not in _NOT_A_HOLDER and word not in _EN_NOT_HOLDER:
-        return _holder(word, holder, voice) or _SOMEONE
-    return holder
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third
@@ -730,7 +751,27 @@ _ZH_ATTR = re.compile(
 )
 
 
-def _chinese_clause(clause: str, holder: str, voice: _Voice) -> list[Claim]:
+def _chinese_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim], str]:
+    """The claims a Chinese clause reads, and whom the clauses after it are about: its
+    subject (the claims' holder, or :func:`_chinese_subject`'s), unless the clause opens
+    with the holder's X ("我的医生是李医生，住在…": what follows may be the X's): then
+    ``_SOMEONE``, as in English (:func:`_english_subject`)."""
+    read = _chinese_claims(clause, holder, voice)
+    after = read[0].holder if read else _chinese_subject(clause, holder, voice)
+    lead = _chinese_lead(clause)
+    rest = clause[lead.end() :] if lead else clause
+    if _ZH_RELATIVE.match(rest):
+        return read, after
+    rest = _ZH_LEAD.sub("", rest)
+    if lead and rest.startswith("的"):
+        return read, after if _ZH_OWN_NAME.match(rest) else _SOMEONE
+    return read, after
+
+
+_ZH_OWN_NAME = re.compile(r"的(?:名字|姓名|全名|小名|昵称|称呼)")
+
+
+def _chinese_claims(clause: str, holder: str, voice: _Voice) -> list[Claim]:
     change = bool(_ZH_CHANGE.search(clause))
     rest = clause
     possessive = False

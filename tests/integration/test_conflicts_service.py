@@ -178,3 +178,25 @@ def test_each_back_dated_save_is_in_its_own_chain(service: MemoryService, clock:
     assert sorted(superseded_by(service, lima) + superseded_by(service, rome)) == [oslo, oslo]
     assert [m.memory_id for m in service.chain(NS, lima)] == [oslo, lima]
     assert [m.memory_id for m in service.chain(NS, rome)] == [oslo, rome]
+
+
+# --- someone else's home, or a stay, never hides the user's home -------------------
+
+
+def recalled(service: MemoryService, query: str) -> set[str]:
+    return {hit.memory.memory_id for hit in service.recall(query, namespaces=[NS], reinforce=False).hits}
+
+
+@pytest.mark.parametrize(
+    ("home", "other"),
+    [
+        ("I live in Berlin", "My doctor is Dr. Lee and lives in Paris"),
+    ],
+)
+def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
+    service: MemoryService, home: str, other: str
+) -> None:
+    kept = service.save(draft(home)).memory.memory_id
+    assert service.save(draft(other)).superseded == ()
+    assert service.get(NS, kept).status is Status.ACTIVE
+    assert kept in recalled(service, home)

@@ -351,6 +351,26 @@ def test_a_clause_without_a_subject_after_the_users_own_is_still_the_users() -> 
     assert verdict("我喜欢喝咖啡", "我最近戒咖啡了") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "My doctor is Dr. Lee and lives in Paris"),
+        ("I live in Berlin", "My doctor is Lee and lives in Paris"),
+        ("I live in Berlin", "My dentist is Dr. Lee, lives in Paris"),
+        ("The user lives in Berlin", "The user's doctor is Dr. Lee. She lives in Paris"),
+        ("The user lives in Berlin", "The user's favourite singer is Adele. She lives in London"),
+        ("我住在杭州", "我的医生是李医生，住在上海"),
+        ("用户住在杭州", "用户的医生是李医生，她住在上海"),
+    ],
+)
+def test_the_clauses_after_my_x_is_y_are_about_the_x(old: str, new: str) -> None:
+    # "My doctor is Dr. Lee" is read as the user's attribute; the clause after it was read
+    # as the user's too, though its subject is the doctor.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("The user lives in Berlin", "The user's name is Anna. She lives in Paris") is Verdict.REPLACE
+    assert verdict("用户住在杭州", "用户的名字是小红，她住在上海") is Verdict.REPLACE
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
