@@ -196,8 +196,10 @@ def _claims(text: str) -> tuple[Claim, ...]:
 
 # Someone a clause names but the rules cannot tell apart from anyone else's: "he" after a
 # clause about the speaker ("I met Tom. He …"), "他" in a speaker's line, "his wife", "the
-# user's doctor". The clauses after it without a subject of their own are theirs, and
-# nothing read about them is kept: two texts' "he" need not be one person.
+# user's doctor", or whoever a clause names besides its subject ("The user met a friend.
+# He …", "用户有个朋友，住在…"). The clauses after it without a subject of their own, and its
+# "he", "she", "they", are theirs, and nothing read about them is kept: two texts' "he"
+# need not be one person.
 _SOMEONE = "\x00someone"
 
 
@@ -433,10 +435,10 @@ class _Subject:
 def _english_subject(clause: str, holder: str, voice: _Voice) -> _Subject:
     """Who ``clause`` (its fillers dropped) is about; ``holder`` is whom the clause before
     was about. After the clause it is still its subject ("Tom works at home. He lives in …"
-    is Tom's home, "The user's wife works at home. She …" the wife's) unless that may be
-    someone else ("My doctor is Dr. Lee and lives in …"), or someone the rules cannot tell
-    apart ("I met Tom. He …", "the user's doctor …"): then it is ``_SOMEONE``. Where it
-    names no one the holder before it still holds."""
+    is Tom's home, "The user's wife works at home. She …" the wife's) unless the clause names
+    someone else besides ("The user met a friend. He …", "My doctor is Dr. Lee and lives in
+    …"), or someone the rules cannot tell apart ("I met Tom. He …", "the user's doctor …"):
+    then it is ``_SOMEONE``. Where it names no one the holder before it still holds."""
     subject = _EN_SUBJECT.match(clause)
     named = subject is not None
     possessive = _EN_POSSESSIVE.match(clause)
@@ -453,20 +455,51 @@ def _english_subject(clause: str, holder: str, voice: _Voice) -> _Subject:
             after = owner if _EN_OWN_NAME.match(rest) else _SOMEONE
             return _Subject(owner, rest, after, named, owned=True, attribute=True)
         whose = f"{owner}'s {relative.group(1)}"
-        return _Subject(whose, relative.group(2), whose, named, owned=True)
+        return _Subject(whose, relative.group(2), _after(whose, relative.group(2)), named, owned=True)
     if subject is None:
-        return _Subject(holder, clause, holder)
+        return _Subject(holder, clause, _after(holder, clause, person=False))
     word, rest = subject.group(1), clause[subject.end() :]
     if word in _NOT_A_HOLDER:
-        return _Subject(None, rest, holder, named)  # "that is …", "it was …": about no one
+        # "that is …", "there was a guy": about no one, though it may name someone.
+        return _Subject(None, rest, _after(holder, rest, person=False), named)
     if word not in _EN_NOT_HOLDER:
         found = _holder(word, holder, voice)
         if found is None:
             return _Subject(None, rest, _SOMEONE, named)
         holder = found
-    return _Subject(holder, rest, holder, named)
+    return _Subject(holder, rest, _after(holder, rest), named)
 
 
+def _after(holder: str, rest: str, *, person: bool = True) -> str:
+    """Whom the clauses after one about ``holder`` are about, where ``rest`` is what it says
+    of them: ``holder``, unless it names someone else too ("met a friend", "talked to her
+    doctor", "visited Tom", "lives with her sister"), whom a "he", "she" or "they" after it
+    may be. With ``person`` the holder opened the clause, and a person after "is" is the
+    holder itself ("The user's sister is a nurse. She …")."""
+    if _EN_WITH_SOMEONE.search(rest):
+        return _SOMEONE
+    if person and _EN_COPULA.match(rest):
+        return holder
+    return _SOMEONE if _EN_PERSON.search(rest) else holder
+
+
+# Words that bring someone besides the subject into a clause, a name included ("visited Tom").
+_EN_WITH_SOMEONE = re.compile(
+    r"\b(?:with|him|them|met|meets?|meeting|visit(?:s|ed|ing)?|saw|sees?|seeing|told|tells?|asked|"
+    r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )call(?:s|ed|ing)?|"
+    r"(?:talk(?:s|ed|ing)?|spoke|speak(?:s|ing)?|chat(?:s|ted|ting)?) to|text(?:s|ed|ing)?|"
+    r"married (?!(?:for|since|in|last|now|and|but)\b)|marr(?:y|ies)|dat(?:ed|ing)|hired|invited|introduced)\b"
+)
+# People by what they are to someone: "a friend", "her doctor", "a guy".
+_EN_PERSON = re.compile(
+    r"\b(?:(?:boy|girl)?friend|fianc[eé]e?|partner|wife|husband|spouse|ex|mother|father|mom|mum|dad|parent|"
+    r"sister|brother|sibling|son|daughter|kid|child|baby|cousin|aunt|uncle|niece|nephew|"
+    r"grand(?:ma|pa|mother|father|parent|son|daughter)|relative|boss|manager|colleague|co-?worker|classmate|"
+    r"teammate|roommate|flatmate|housemate|neighbou?r|landlord|landlady|tenant|doctor|dentist|therapist|nurse|"
+    r"teacher|professor|tutor|coach|trainer|lawyer|vet|mentor|client|customer|student|guest|stranger|guy|"
+    r"man|woman|lady|girl|boy|person|someone|somebody|mr|mrs|ms|dr)s?\b|\b(?:men|women|ladies|children|people)\b"
+)
+_EN_COPULA = re.compile(r"(?:is|am|are|was|were)\b")
 # The holder's own name: "she" after it is still the holder.
 _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
 
@@ -533,17 +566,19 @@ def _holder(word: str, holder: str, voice: _Voice) -> str | None:
     whom the clause before was about. Outside a speaker's line "he", "she", "他", "她" are
     that holder: the user ("User lives in Rome. She works at Acme"), or whoever the clause
     before named instead ("Tom is my colleague. He lives in …", "王芳来了，她住在上海").
-    "They" stays the user's own pronoun there ("The user's team moved to Go, and they no
-    longer write Python", a labelled replacement)."""
+    "They" is the user's own pronoun, after the user or their team ("The user's team moved
+    to Go, and they no longer write Python", a labelled replacement), and someone unread
+    after anyone else ("The user's parents are retired. They live in …"). After a clause
+    that named someone besides its subject (``_SOMEONE``) none of them is anyone."""
     if word in _FIRST_PERSON:
         return voice.me
     if word in ("user", "the user", "用户"):
         return "user"
     if word in _THIRD_PERSON:
-        if voice.spoken:
+        if voice.spoken or holder == _SOMEONE:
             return None
         if word not in _HE_OR_SHE:
-            return "user"
+            return "user" if holder == voice.me or _RELATIVE_OF.sub("", holder) == "team" else None
         if holder == voice.me and voice.first_person:
             return None  # "I met Tom. He lives in …": someone the clause before did not name
         relative = _RELATIVE_OF.sub("", holder)
@@ -754,20 +789,26 @@ _ZH_ATTR = re.compile(
 def _chinese_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim], str]:
     """The claims a Chinese clause reads, and whom the clauses after it are about: its
     subject (the claims' holder, or :func:`_chinese_subject`'s), unless the clause opens
-    with the holder's X ("我的医生是李医生，住在…": what follows may be the X's): then
+    with the holder's X ("我的医生是李医生，住在…": what follows may be the X's) or names
+    someone besides its subject ("用户认识了一个朋友，他住在…", "用户有个朋友，住在…"): then
     ``_SOMEONE``, as in English (:func:`_english_subject`)."""
     read = _chinese_claims(clause, holder, voice)
     after = read[0].holder if read else _chinese_subject(clause, holder, voice)
     lead = _chinese_lead(clause)
     rest = clause[lead.end() :] if lead else clause
-    if _ZH_RELATIVE.match(rest):
-        return read, after
+    if relative := _ZH_RELATIVE.match(rest):
+        rest = rest[relative.end() :]
     rest = _ZH_LEAD.sub("", rest)
     if lead and rest.startswith("的"):
         return read, after if _ZH_OWN_NAME.match(rest) else _SOMEONE
+    others = rest.replace("一个人", "")  # alone, not with anyone
+    if _ZH_WITH_SOMEONE.search(rest) or (not rest.startswith("是") and _ZH_PERSON.search(others)):
+        return read, _SOMEONE
     return read, after
 
 
+# Words that bring someone besides the subject into a clause, a name included ("见了张伟").
+_ZH_WITH_SOMEONE = re.compile(r"认识|见了|见到|见面|遇到|遇见|碰到|碰见|看望|拜访|探望|陪|约了|告诉|嫁给|娶|和|跟|与")
 _ZH_OWN_NAME = re.compile(r"的(?:名字|姓名|全名|小名|昵称|称呼)")
 
 

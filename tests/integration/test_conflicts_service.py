@@ -190,6 +190,8 @@ def recalled(service: MemoryService, query: str) -> set[str]:
 @pytest.mark.parametrize(
     ("home", "other"),
     [
+        ("The user lives in Berlin", "The user met a friend. He lives in Paris"),
+        ("The user lives in Berlin", "The user talked to her doctor. She lives in Paris"),
         ("I live in Berlin", "My doctor is Dr. Lee and lives in Paris"),
     ],
 )

@@ -371,6 +371,37 @@ def test_the_clauses_after_my_x_is_y_are_about_the_x(old: str, new: str) -> None
     assert verdict("用户住在杭州", "用户的名字是小红，她住在上海") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user lives in Berlin", "The user met a friend. He lives in Paris"),
+        ("The user lives in Berlin", "The user talked to her doctor. She lives in Paris"),
+        ("The user lives in Berlin", "The user met Tom. He lives in Paris"),
+        ("The user lives in Berlin", "The user met a friend and he lives in Paris"),
+        ("The user lives in Berlin", "The user visited her mother. She lives in Paris"),
+        ("The user lives in Berlin", "The user visited Tom. His home is in Paris"),
+        ("The user lives in Berlin", "The user had dinner with Tom. He lives in Paris"),
+        ("The user lives in Berlin", "The user lives with her sister. She lives in Paris"),
+        ("The user lives in Berlin", "The user is married to Tom. He lives in Paris"),
+        ("The user lives in Berlin", "The user has a friend. She lives in Paris"),
+        ("The user lives in Berlin", "There was a guy. He lives in Paris"),
+        ("The user lives in Berlin", "The user met her parents. They live in Paris"),
+        ("The user lives in Berlin", "The user's parents are retired. They live in Paris"),
+        ("The user works at Google", "The user lives in Paris with her husband. He works at Acme"),
+        ("用户住在杭州", "用户认识了一个朋友，他住在上海"),
+        ("用户住在杭州", "用户见了张伟，他住在上海"),
+        ("用户住在杭州", "用户有个朋友，住在上海"),
+    ],
+)
+def test_he_she_they_after_a_clause_that_names_someone_besides_its_subject_are_no_one(old: str, new: str) -> None:
+    # The person in the object ("a friend", "her doctor", "Tom" after "met") may be whom the
+    # pronoun names; it was always read as the clause's subject, the user.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("The user lives in Berlin", "The user is a nurse. She lives in Paris") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user works at home. She lives in Paris") is Verdict.REPLACE
+    assert verdict("用户住在杭州", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
