@@ -184,12 +184,19 @@ def _claims(text: str) -> tuple[Claim, ...]:
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
+        dated = False
         for clause in _CLAUSE_SPLIT.split(_normal(sentence)):
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
             clause_reader = _chinese_clause if _HAN.search(clause) else _english_clause
             read, holder = clause_reader(clause, holder, voice)
+            if dated:
+                # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
+                # holder stays or works that day is no home or employer, unless they say it
+                # changed ("去年我在上海工作，现在住在北京").
+                read = [claim for claim in read if claim.change or claim.slot not in ("residence", "employer")]
+            dated = dated or _dated(clause)
             found += [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
     return tuple(found)
 
@@ -206,6 +213,37 @@ _SOMEONE = "\x00someone"
 # A value that only points elsewhere ("I like it", "他们不喜欢我") says nothing to compare.
 _NO_VALUE = frozenset(
     {"", *"it this that them him her me us you one 我 你 他 她 它 我们 你们 他们 她们 这 那 这个 那个".split()}
+)
+
+
+# When a clause holds: a day, a week, a date gone by or to come. Not since when
+# ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
+_EN_PERIOD = re.compile(
+    r"\b(?:today|tonight|tomorrow|this (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
+    r"(?:for|over) the (?:week|weekend|night|holidays?|summer)|"
+    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?)|"
+    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|while (?:travel|visit)\w*)\b"
+)
+_MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
+
+
+def _dated(clause: str) -> bool:
+    """Whether ``clause`` says when it holds, for the clauses after it in its sentence."""
+    if _MOVED.search(clause):
+        return False
+    if _HAN.search(clause):
+        # A trip holds its own stays (_chinese_subject): the same trip twice is a duplicate.
+        when = _ZH_DATE.search(clause) or _ZH_WHEN.search(clause)
+        return bool(when and not _ZH_SINCE.search(clause) and not _ZH_TRIP.search(clause))
+    return bool(_EN_PERIOD.search(clause))
+
+
+# Where one stays, not lives: a hotel ("I stay in a hotel in Shanghai", "住在酒店") is no
+# home, nor a place for a few nights ("住在朋友家三天"). A serviced flat (酒店式公寓) may be.
+_LODGING = re.compile(
+    r"\b(?:hotel|hostel|motel|airbnb|b&b|bnb|guest ?house|resort|campsite|campground)s?\b|"
+    r"酒店(?!式)|宾馆|旅馆|民宿|旅店|旅社|招待所|客栈|青旅|青年旅舍|度假村|"
+    r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|这几|这两)(?:天|晚|个?晚上|周|个?星期|个?礼拜)$"
 )
 
 
@@ -629,6 +667,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "birthplace", _value(raw))]
     if kind == "allergy":
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
+    if kind == "residence" and (_LODGING.search(match.group(0)) or _EN_PERIOD.search(match.group(0))):
+        return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
@@ -955,6 +995,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return [Claim(holder, "birthplace", _value(raw))]
     if kind == "allergy":
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
+    if kind == "residence" and _LODGING.search(raw):
+        return []  # "住在酒店", "住在上海的民宿": a stay, not a home
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):

@@ -193,6 +193,8 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("The user lives in Berlin", "The user met a friend. He lives in Paris"),
         ("The user lives in Berlin", "The user talked to her doctor. She lives in Paris"),
         ("I live in Berlin", "My doctor is Dr. Lee and lives in Paris"),
+        ("我住在杭州", "我今天在上海，住在酒店"),
+        ("I live in Berlin", "I stay in a hotel in Shanghai this week"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
@@ -202,3 +204,19 @@ def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
     assert service.save(draft(other)).superseded == ()
     assert service.get(NS, kept).status is Status.ACTIVE
     assert kept in recalled(service, home)
+
+
+@pytest.mark.parametrize(
+    ("home", "move"),
+    [
+        ("I live in Berlin", "I moved to Paris"),
+        ("I live in Berlin", "I live in Paris now"),
+        ("我住在杭州", "我搬到上海了"),
+        ("我住在杭州", "现在我住在上海"),
+        ("The user lives in Berlin", "The user moved to Paris"),
+    ],
+)
+def test_the_users_own_move_still_supersedes_their_home(service: MemoryService, home: str, move: str) -> None:
+    old = service.save(draft(home)).memory.memory_id
+    assert service.save(draft(move)).superseded == (old,)
+    assert old not in recalled(service, home)

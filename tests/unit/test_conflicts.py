@@ -402,6 +402,52 @@ def test_he_she_they_after_a_clause_that_names_someone_besides_its_subject_are_n
     assert verdict("用户住在杭州", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "我今天在上海，住在酒店"),
+        ("我住在杭州", "我今天在上海，住在宾馆"),
+        ("我住在杭州", "我今天在上海，住酒店"),
+        ("我住在杭州", "我今天在上海，住在朋友家"),
+        ("我住在杭州", "我明天在上海，住在朋友家"),
+        ("我住在杭州", "下周我在北京，住在朋友家"),
+        ("我住在杭州", "我今天吃了火锅，住在朋友家"),
+        ("我住在杭州", "我住在酒店"),
+        ("我住在杭州", "我住在上海的民宿"),
+        ("我住在杭州", "我住在朋友家三天"),
+        ("I live in Berlin", "I stay in a hotel in Shanghai this week"),
+        ("I live in Berlin", "I stay in a hotel in Shanghai"),
+        ("I live in Berlin", "I live in a hotel in Shanghai"),
+        ("I live in Berlin", "I stay in Shanghai tonight"),
+        ("I live in Berlin", "I stay in Shanghai for the weekend"),
+        ("I live in Berlin", "I live in Shanghai for a few days"),
+        ("I live in Berlin", "I'm in Shanghai this week and stay in Pudong"),
+        ("The user lives in Berlin", "The user lives in an Airbnb in Paris"),
+    ],
+)
+def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Paris"),
+        ("I live in Berlin", "I moved to Paris this week"),
+        ("I live in Berlin", "I live in Paris now"),
+        ("I live in Berlin", "I'm in Rome this week, and I live in Paris now"),
+        ("The user lives in Berlin", "The user moved to Paris"),
+        ("我住在杭州", "我搬到上海了"),
+        ("我住在杭州", "现在我住在上海"),
+        ("我住在杭州", "去年我住在北京，现在住在上海"),
+        ("我住在杭州", "我上个月搬家了，住在上海"),
+        ("我住在杭州", "我住在酒店式公寓"),
+    ],
+)
+def test_a_move_or_a_home_now_still_replaces_beside_a_day_or_a_hotel(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
