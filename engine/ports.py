@@ -747,8 +747,10 @@ class SessionStore(Protocol):
         candidates: Sequence[Candidate],
         *,
         now: datetime,
-        expire_after_seconds: float,
-        max_tokens: int,
+        expire_after_seconds: float | None,
+        max_tokens: int | None,
+        default_expire_after_seconds: float,
+        default_max_tokens: int,
         reach: str,
         visibility: str,
         new_generation: str,
@@ -756,10 +758,15 @@ class SessionStore(Protocol):
         """Add messages (oldest first) and candidates to the open generation of ``ref``, or
         to a new one with id ``new_generation`` when there is none (or it has expired,
         which leaves that one waiting for promotion). Then drop the oldest messages while
-        the window holds more than ``max_tokens`` and more than one message (candidates
-        stay), and set the deadline to ``now + expire_after_seconds``. ``max_tokens`` and
-        ``expire_after_seconds`` become the session's own; ``reach`` and ``visibility``
-        are kept from the generation's first append."""
+        the window holds more than the session's token budget and more than one message
+        (candidates stay), and set the deadline to ``now`` plus its time to live.
+
+        ``max_tokens`` and ``expire_after_seconds`` given become the session's own; None
+        keeps the generation's own, or, for a new one, takes the ``default_…`` value.
+        Which of those applies is decided inside the atomic step: two first appends at
+        once, one with settings and one without, leave the settings given, whichever
+        comes first. ``reach`` and ``visibility`` are kept from the generation's first
+        append."""
         ...
 
     def window(self, ref: SessionRef, now: datetime) -> tuple[SessionInfo, list[Message]] | None:

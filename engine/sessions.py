@@ -216,17 +216,18 @@ class Sessions:
             for draft, tokens in zip(drafts, counts, strict=True)
         ]
         candidates = [found for m in messages for found in self._extract(m.role, m.content, m.at)]
-        previous = self.store.window(ref, now)
-        if previous is not None:
-            max_tokens = max_tokens or previous[0].max_tokens
-            expire_after_seconds = expire_after_seconds or previous[0].expire_after_seconds
+        # Settings not given are the session's own, or the defaults for a new one: the
+        # store decides which in the append's own atomic step, so a concurrent first
+        # append without settings cannot reset the ones this one gives (or the reverse).
         return self.store.append(
             ref,
             messages,
             candidates,
             now=now,
-            expire_after_seconds=expire_after_seconds or self.config.expire_after_seconds,
-            max_tokens=max_tokens or self.config.max_tokens,
+            expire_after_seconds=expire_after_seconds,
+            max_tokens=max_tokens,
+            default_expire_after_seconds=self.config.expire_after_seconds,
+            default_max_tokens=self.config.max_tokens,
             reach=reach.value,
             visibility=visibility.value,
             new_generation=uuid.uuid4().hex,

@@ -45,6 +45,7 @@ _APPEND = """
 local p, refname, now, newgen = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local ttl, maxtok, keep = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local nm, nc = tonumber(ARGV[13]), tonumber(ARGV[14])
+local default_ttl, default_maxtok = tonumber(ARGV[15]), tonumber(ARGV[16])
 local refkey = p .. ':ref:' .. refname
 local gen = redis.call('GET', refkey)
 if gen then
@@ -58,8 +59,11 @@ if not gen then
   redis.call('SADD', p .. ':ns:' .. ARGV[8], gen)
 end
 local g = p .. ':g:' .. gen
+-- Settings not given ('' from the caller): the generation's own (none yet on a new one), else the defaults.
+if not ttl then ttl = tonumber(redis.call('HGET', g, 'ttl')) or default_ttl end
+if not maxtok then maxtok = tonumber(redis.call('HGET', g, 'maxtok')) or default_maxtok end
 local total = tonumber(redis.call('HGET', g, 'tokens'))
-local i = 15
+local i = 17
 for n = 1, nm do
   redis.call('RPUSH', g .. ':m', ARGV[i])
   redis.call('RPUSH', g .. ':t', ARGV[i + 1])
@@ -242,18 +246,21 @@ class RedisSessionStore:
         candidates: Sequence[Candidate],
         *,
         now: datetime,
-        expire_after_seconds: float,
-        max_tokens: int,
+        expire_after_seconds: float | None,
+        max_tokens: int | None,
+        default_expire_after_seconds: float,
+        default_max_tokens: int,
         reach: str,
         visibility: str,
         new_generation: str,
     ) -> SessionInfo:
+        # A setting not given goes as '' (no number): the script keeps the generation's own.
         args: list[object] = [
             _ref_name(ref),
             _ms(now),
             new_generation,
-            int(expire_after_seconds * 1000),
-            max_tokens,
+            "" if expire_after_seconds is None else int(expire_after_seconds * 1000),
+            "" if max_tokens is None else max_tokens,
             self._keep_ms,
             ref.namespace,
             ref.agent,
@@ -262,6 +269,8 @@ class RedisSessionStore:
             visibility,
             len(messages),
             len(candidates),
+            int(default_expire_after_seconds * 1000),
+            default_max_tokens,
         ]
         for message in messages:
             args += [message_to_json(message), message.tokens]

@@ -170,15 +170,24 @@ class SqliteSessionStore:
         candidates: Sequence[Candidate],
         *,
         now: datetime,
-        expire_after_seconds: float,
-        max_tokens: int,
+        expire_after_seconds: float | None,
+        max_tokens: int | None,
+        default_expire_after_seconds: float,
+        default_max_tokens: int,
         reach: str,
         visibility: str,
         new_generation: str,
     ) -> SessionInfo:
-        now_ms, ttl_ms = _ms(now), int(expire_after_seconds * 1000)
+        now_ms = _ms(now)
         with self._tx("append") as db:
             row = self._open_generation(db, ref, now_ms)
+            # Settings not given: the generation's own, read in this transaction.
+            if max_tokens is None:
+                max_tokens = default_max_tokens if row is None else int(str(row[8]))
+            if expire_after_seconds is None:
+                ttl_ms = int(default_expire_after_seconds * 1000) if row is None else int(str(row[9]))
+            else:
+                ttl_ms = int(expire_after_seconds * 1000)
             if row is None:
                 generation = new_generation
                 db.execute(

@@ -16,11 +16,12 @@ import pytest
 from engine.adapters.session_redis import RedisSessionStore
 from engine.adapters.session_sqlite import SqliteSessionStore
 from engine.ports import SessionStore
-from engine.session_records import Candidate, Message, Role, SessionRef, SessionState
+from engine.session_records import Candidate, Message, Role, SessionInfo, SessionRef, SessionState
 from tests.conftest import EPOCH
 from tests.redis_server import RedisServer
 
 REF = SessionRef("user:1", "planner", "chat-1")
+DEFAULT_MAX_TOKENS, DEFAULT_TTL = 4096, 3600.0
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -47,22 +48,38 @@ def append(
     *,
     now: datetime = EPOCH,
     ref: SessionRef = REF,
-    ttl: float = 60,
-    max_tokens: int = 100,
+    ttl: float | None = 60,
+    max_tokens: int | None = 100,
     candidates: tuple[Candidate, ...] = (),
 ) -> str:
-    info = store.append(
+    return append_info(
+        store, messages, now=now, ref=ref, ttl=ttl, max_tokens=max_tokens, candidates=candidates
+    ).generation
+
+
+def append_info(
+    store: SessionStore,
+    messages: list[Message],
+    *,
+    now: datetime = EPOCH,
+    ref: SessionRef = REF,
+    ttl: float | None = 60,
+    max_tokens: int | None = 100,
+    candidates: tuple[Candidate, ...] = (),
+) -> SessionInfo:
+    return store.append(
         ref,
         messages,
         candidates,
         now=now,
         expire_after_seconds=ttl,
         max_tokens=max_tokens,
+        default_expire_after_seconds=DEFAULT_TTL,
+        default_max_tokens=DEFAULT_MAX_TOKENS,
         reach="member",
         visibility="shared",
         new_generation=uuid.uuid4().hex,
     )
-    return info.generation
 
 
 def test_health_is_ok_while_the_backend_answers_and_says_when_closed(store: SessionStore) -> None:
@@ -98,6 +115,27 @@ def test_one_message_over_the_budget_stays_alone(store: SessionStore) -> None:
     append(store, [msg("small", 10), msg("huge", 500)], max_tokens=100)
     found = store.window(REF, EPOCH)
     assert found is not None and [m.content for m in found[1]] == ["huge"]
+
+
+def test_settings_not_given_are_the_sessions_own_and_the_defaults_only_for_a_new_one(store: SessionStore) -> None:
+    # Decided inside the append's atomic step: a first append without settings racing one
+    # with them (the one with them first) must not reset the session to the defaults.
+    first = append_info(store, [msg("a", 30)], ttl=777, max_tokens=50)
+    later = append_info(store, [msg("b", 30)], now=EPOCH + timedelta(seconds=10), ttl=None, max_tokens=None)
+    assert later.generation == first.generation
+    assert (later.max_tokens, later.expire_after_seconds) == (50, 777)
+    assert later.expires_at == EPOCH + timedelta(seconds=787)  # its own time to live, refreshed
+    assert later.messages == 1 and later.tokens == 30  # its own budget: "a" rolled out
+    found = store.window(REF, EPOCH + timedelta(seconds=10))
+    assert found is not None and (found[0].max_tokens, found[0].expire_after_seconds) == (50, 777)
+    # Given settings replace the session's own; a new generation without any takes the defaults.
+    changed = append_info(store, [msg("c", 1)], now=EPOCH + timedelta(seconds=20), ttl=None, max_tokens=200)
+    assert (changed.max_tokens, changed.expire_after_seconds) == (200, 777)
+    fresh = append_info(store, [msg("d", 1)], now=EPOCH + timedelta(hours=1), ttl=None, max_tokens=None)
+    assert fresh.generation != first.generation
+    assert (fresh.max_tokens, fresh.expire_after_seconds) == (DEFAULT_MAX_TOKENS, DEFAULT_TTL)
+    other = append_info(store, [msg("e", 1)], ref=SessionRef("user:1", "planner", "chat-2"), ttl=None, max_tokens=None)
+    assert (other.max_tokens, other.expire_after_seconds) == (DEFAULT_MAX_TOKENS, DEFAULT_TTL)
 
 
 def test_expiry_with_frozen_time_and_ttl_refreshed_on_write(store: SessionStore) -> None:
@@ -164,6 +202,8 @@ def test_a_redis_append_answers_from_its_own_script_while_another_process_closes
             now=EPOCH,
             expire_after_seconds=60,
             max_tokens=100,
+            default_expire_after_seconds=DEFAULT_TTL,
+            default_max_tokens=DEFAULT_MAX_TOKENS,
             reach="member",
             visibility="shared",
             new_generation="g-1",

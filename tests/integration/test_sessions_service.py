@@ -7,6 +7,7 @@ through the write path (guard, dedup, conflicts), with NEXT links; the prompt co
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from engine.config import Config
 from engine.prompt_context import Shares
 from engine.records import MemoryDraft, MemoryFilter, Reach, Scope, Source, Status, TimeWindow
 from engine.service import MemoryService
-from engine.session_records import Role, SessionRef
+from engine.session_records import Role, SessionInfo, SessionRef
 from engine.sessions import CLAIM_STALE_SECONDS, MessageDraft, SessionNotFound, Sessions
 from tests.conftest import FrozenClock
 from tests.integration.conftest import OpenService
@@ -88,6 +89,61 @@ def test_a_window_is_trimmed_to_its_budget_in_english_and_chinese(open_sess: Ope
     assert [m.content for m in window.messages] == [chinese] and window.tokens == 18 and window.left_out == 1
     assert sessions.window(REF, max_tokens=17).messages == []
     assert [m.content for m in sessions.window(REF).messages] == [english, chinese]
+
+
+class _ReadsFirstThenWritesWithSettingsFirst:
+    """The session store, with two first appends (threads ``with`` and ``without``
+    settings) held so that whatever either reads of the session is read before either
+    writes, and the one with settings writes first: the order in which settings read
+    outside the store's atomic step were reset by the other's defaults."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.both_read = threading.Barrier(2, timeout=10)
+        self.written_with_settings = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def window(self, ref: SessionRef, now: datetime) -> Any:
+        found = self.store.window(ref, now)
+        if threading.current_thread().name in ("with", "without"):
+            self.both_read.wait()
+        return found
+
+    def append(self, *args: Any, **kwargs: Any) -> Any:
+        name = threading.current_thread().name
+        if name == "without":
+            assert self.written_with_settings.wait(timeout=10)
+        try:
+            return self.store.append(*args, **kwargs)
+        finally:
+            if name == "with":
+                self.written_with_settings.set()
+
+
+def test_two_first_appends_at_once_keep_the_settings_one_of_them_gives(open_sess: OpenSessions) -> None:
+    sessions = open_sess()
+    sessions.store = _ReadsFirstThenWritesWithSettingsFirst(sessions.store)
+    answered: dict[str, SessionInfo] = {}
+
+    def first_append(**settings: Any) -> None:
+        info = sessions.append(REF, say("Hello there."), reach=Reach.FULL, **settings)
+        answered[threading.current_thread().name] = info
+
+    threads = [
+        threading.Thread(target=first_append, name="with", kwargs={"max_tokens": 50, "expire_after_seconds": 777}),
+        threading.Thread(target=first_append, name="without"),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert answered.keys() == {"with", "without"}
+    assert answered["with"].generation == answered["without"].generation
+    window = sessions.window(REF)
+    assert window.info.appended == 2  # one session, both appends in it
+    assert (window.info.max_tokens, window.info.expire_after_seconds) == (50, 777)
 
 
 def test_expiry_is_promoted_by_the_sweep_with_frozen_time(open_sess: OpenSessions, clock: FrozenClock) -> None:
