@@ -330,6 +330,13 @@ class MemoryService:
                         if result is not None and memory.memory_id in follows:
                             result = replace(result, follows=follows[memory.memory_id])
                         results[position] = result
+                    # A memory a later one of the batch superseded (new in the batch, or
+                    # stored and the target of a repeat earlier in it) is answered as the
+                    # transaction stores it, not as it was when its own turn was judged.
+                    final = {record.memory_id: record for record, _ in updates}
+                    for position, result in enumerate(results):
+                        if result is not None and result.memory.memory_id in final:
+                            results[position] = replace(result, memory=final[result.memory.memory_id])
                     edges += chained
                     stored = [memory for _, memory, _ in fresh]
                     # HNSW's insertion of the new vectors runs while the store commits.

@@ -94,6 +94,22 @@ def test_off_mode_per_save_and_per_batch_judges_nothing(http: httpx.Client) -> N
     assert bad.status_code == 422 and "conflicts" in bad.text
 
 
+def test_a_batch_answers_what_it_stored_for_a_memory_a_later_one_of_it_superseded(http: httpx.Client) -> None:
+    response = http.post(
+        "/v1/memory/save_batch",
+        json={"namespace": "moves", "memories": [{"content": "I live in Berlin"}, {"content": "I moved to Paris"}]},
+    )
+    assert response.status_code == 200, response.text
+    berlin, paris = response.json()["results"]
+    assert paris["superseded"] == [berlin["memory_id"]]
+    for result in (berlin, paris):
+        stored = http.get(f"/v1/memory/{result['memory_id']}", params={"namespace": "moves"}).json()
+        assert result["memory"] == stored
+        assert result["version"] == stored["version"]
+    assert (berlin["memory"]["status"], berlin["version"]) == ("superseded", 2)
+    assert (paris["memory"]["status"], paris["version"]) == ("active", 1)
+
+
 def test_a_replacement_between_memories_far_apart_in_meaning_is_not_taken(http: httpx.Client) -> None:
     # The rules read "I live in Lyon" in the last clause; the embedder finds the two texts unrelated.
     noise = save(

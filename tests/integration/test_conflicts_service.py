@@ -55,6 +55,30 @@ def test_one_batch_supersedes_in_order_and_the_store_agrees_after_reopening(
     assert berlin not in {hit.memory.memory_id for hit in hits}
 
 
+def test_a_batch_answers_a_memory_a_later_one_of_it_superseded_as_stored(
+    open_svc: OpenService, service: MemoryService
+) -> None:
+    kept = service.save(draft("I live in Lyon")).memory
+    results = service.save_batch(
+        [
+            draft("I live in Lyon"),  # a repeat of the stored one, which the next supersedes
+            draft("I live in Berlin"),
+            draft("I live in Berlin"),  # a repeat of the batch's own one, which the next supersedes
+            draft("I moved to Paris"),
+        ]
+    )
+    lyon, berlin, berlin_again, paris = results
+    assert lyon.memory.memory_id == kept.memory_id and berlin_again.memory.memory_id == berlin.memory.memory_id
+    assert (berlin.superseded, paris.superseded) == ((kept.memory_id,), (berlin.memory.memory_id,))
+    service.close()
+    reopened = open_svc()
+    for result in results:
+        stored = reopened.get(NS, result.memory.memory_id)
+        assert (result.memory.status, result.memory.version) == (stored.status, stored.version)
+        assert result.memory.updated_at == stored.updated_at
+    assert [r.memory.status for r in results] == [Status.SUPERSEDED] * 3 + [Status.ACTIVE]
+
+
 def test_claim_slots_kept_under_other_rules_are_read_again(
     open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
