@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from litestar import Controller, get, post
 from litestar.datastructures import State
-from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import Field
 
 from api.auth import Access, Caller
@@ -25,7 +25,7 @@ from engine.prompt_context import Shares, context_out
 from engine.records import DEFAULT_NAMESPACE, Reach, Scope, Visibility
 from engine.security import Permission
 from engine.session_records import Role, SessionInfo, SessionRef
-from engine.sessions import MessageDraft, Promotion, Sessions, Window
+from engine.sessions import MAX_SESSIONS_PAGE, SESSIONS_PAGE, MessageDraft, Promotion, Sessions, Window
 
 RoleIn = Annotated[Role, Field(strict=False)]
 AgentParam = Annotated[
@@ -202,13 +202,17 @@ class SessionController(Controller):
         access: Caller,
         namespace: Annotated[str, QueryParameter(min_length=1, max_length=128)] = DEFAULT_NAMESPACE,
         agent: AgentParam = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_SESSIONS_PAGE)] = SESSIONS_PAGE,
+        cursor: FromQuery[str | None] = None,
     ) -> dict[str, Any]:
-        """Open sessions of the namespace: the caller's own; every agent's for a namespace
-        admin (or one agent's, with ``agent``)."""
+        """Open sessions of the namespace, oldest first, with cursor pagination (pass back
+        ``next_cursor``): the caller's own; every agent's for a namespace admin (or one
+        agent's, with ``agent``)."""
         _ref(access, namespace, "-", agent, Permission.READ)
         everyone = access.principal.may(namespace, Permission.ADMIN)
         who = agent if agent is not None else (None if everyone else access.actor)
-        return {"sessions": [info_out(info) for info in _sessions(state).sessions(namespace, who)]}
+        page = _sessions(state).sessions(namespace, who, limit=limit, cursor=cursor)
+        return {"sessions": [info_out(info) for info in page.items], "next_cursor": page.next_cursor}
 
     @post("/{session_id:str}/close", sync_to_thread=True, status_code=200)
     def close_session(

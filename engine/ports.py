@@ -773,9 +773,19 @@ class SessionStore(Protocol):
         """The open, unexpired generation of ``ref`` and its window (oldest first); None if none."""
         ...
 
-    def sessions(self, namespace: str, agent: str | None, now: datetime) -> list[SessionInfo]:
+    def sessions(
+        self,
+        namespace: str,
+        agent: str | None,
+        now: datetime,
+        *,
+        limit: int | None = None,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[SessionInfo]:
         """Open, unexpired generations of ``namespace`` (of ``agent`` only, unless None),
-        oldest first."""
+        oldest first: by ``created_at``, then by generation id. At most ``limit`` (None:
+        all); with ``after`` (a ``created_at`` and a generation id), only those that sort
+        after it, so a listing goes on where its last page ended."""
         ...
 
     def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:

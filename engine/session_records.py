@@ -94,6 +94,15 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionPage:
+    """One page of a namespace's open sessions, oldest first; ``next_cursor`` continues
+    after its last (None: this is the last page)."""
+
+    items: tuple[SessionInfo, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Claimed:
     """A generation taken for promotion: its record and its candidates, in order."""
 

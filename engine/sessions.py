@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine import extraction, limits, procedures, text
+from engine.codec import decode_cursor, encode_cursor, from_iso, to_iso
 from engine.config import SessionsConfig
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
 from engine.ports import SessionStore, TokenCounter
@@ -59,6 +60,7 @@ from engine.session_records import (
     Message,
     Role,
     SessionInfo,
+    SessionPage,
     SessionRef,
 )
 
@@ -68,6 +70,9 @@ log = logging.getLogger(__name__)
 CLAIM_STALE_SECONDS = 300.0
 SWEEP_BATCH = 100
 MAX_NAME_CHARS = 200
+# A listing of open sessions pages as the memories' listing does: 50 by default, at most 500.
+SESSIONS_PAGE = 50
+MAX_SESSIONS_PAGE = 500
 
 
 class SessionNotFound(NotFound):
@@ -248,10 +253,26 @@ class Sessions:
             kept, used = fit_newest(messages, max_tokens)
         return Window(info, kept, used, len(messages) - len(kept))
 
-    def sessions(self, namespace: str, agent: str | None) -> list[SessionInfo]:
-        """Open sessions of ``namespace``: ``agent``'s, or everyone's for None (admins)."""
+    def sessions(
+        self, namespace: str, agent: str | None, *, limit: int = SESSIONS_PAGE, cursor: str | None = None
+    ) -> SessionPage:
+        """One page of the open sessions of ``namespace``, oldest first: ``agent``'s, or
+        everyone's for None (admins). ``cursor``: a page's ``next_cursor``, to go on after it
+        (a session opened since then is on a later page; one closed since then is not)."""
         self.service.check_namespace(namespace)
-        return self.store.sessions(namespace, agent, self._clock())
+        if not 1 <= limit <= MAX_SESSIONS_PAGE:
+            raise InvalidInput(f"limit must be within 1..{MAX_SESSIONS_PAGE}, got {limit}", field="limit")
+        after = None
+        if cursor is not None:
+            created_at, generation = decode_cursor(cursor)
+            after = (from_iso(created_at), generation)
+        found = self.store.sessions(namespace, agent, self._clock(), limit=limit + 1, after=after)
+        items = tuple(found[:limit])
+        next_cursor = None
+        if len(found) > limit:
+            last = items[-1]
+            next_cursor = encode_cursor(to_iso(last.created_at), last.generation)
+        return SessionPage(items, next_cursor)
 
     # --- prompt context --------------------------------------------------------------
 

@@ -328,9 +328,31 @@ class AsyncTwinmemClient(ClientBase):
         """The session's window (``window``: messages oldest first) within ``max_tokens``."""
         return await self.send(calls.session_window(self._ns(namespace), session_id, max_tokens, agent))
 
+    async def sessions_page(
+        self, *, namespace: str | None = None, agent: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> JsonDict:
+        """One page of open sessions, oldest first (``sessions``; ``next_cursor`` to pass back
+        for the next, None on the last): the caller's own; every agent's (or ``agent``'s) for
+        a namespace admin."""
+        return await self.send(calls.sessions_page(self._ns(namespace), agent, limit, cursor))
+
+    async def iter_sessions(
+        self, *, namespace: str | None = None, agent: str | None = None, page_size: int = 200
+    ) -> AsyncIterator[JsonDict]:
+        """Every open session, page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.sessions_page(namespace=namespace, agent=agent, limit=page_size, cursor=cursor)
+            for session in page["sessions"]:
+                yield session
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return
+
     async def sessions(self, *, namespace: str | None = None, agent: str | None = None) -> builtins.list[JsonDict]:
-        """Open sessions: the caller's own; every agent's (or ``agent``'s) for a namespace admin."""
-        return await self.send(calls.sessions(self._ns(namespace), agent))
+        """Every open session (read page after page): the caller's own; every agent's (or
+        ``agent``'s) for a namespace admin."""
+        return [session async for session in self.iter_sessions(namespace=namespace, agent=agent)]
 
     async def close_session(
         self, session_id: str, *, namespace: str | None = None, agent: str | None = None

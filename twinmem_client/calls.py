@@ -227,9 +227,9 @@ def session_window(namespace: str, session_id: str, max_tokens: int | None, agen
     return Call("GET", f"/v1/sessions/{_id(session_id)}", _json, params=params)
 
 
-def sessions(namespace: str, agent: str | None) -> Call[list[JsonDict]]:
-    params = _params(namespace=namespace, agent=agent)
-    return Call("GET", "/v1/sessions", lambda data: list(data["sessions"]), params=params)
+def sessions_page(namespace: str, agent: str | None, limit: int, cursor: str | None) -> Call[JsonDict]:
+    params = _params(namespace=namespace, agent=agent, limit=limit, cursor=cursor)
+    return Call("GET", "/v1/sessions", _json, params=params)
 
 
 def close_session(namespace: str, session_id: str, agent: str | None) -> Call[JsonDict]:

@@ -265,9 +265,30 @@ class TwinmemClient(ClientBase):
         """The session's window (``window``: messages oldest first) within ``max_tokens``."""
         return self.send(calls.session_window(self._ns(namespace), session_id, max_tokens, agent))
 
+    def sessions_page(
+        self, *, namespace: str | None = None, agent: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> JsonDict:
+        """One page of open sessions, oldest first (``sessions``; ``next_cursor`` to pass back
+        for the next, None on the last): the caller's own; every agent's (or ``agent``'s) for
+        a namespace admin."""
+        return self.send(calls.sessions_page(self._ns(namespace), agent, limit, cursor))
+
+    def iter_sessions(
+        self, *, namespace: str | None = None, agent: str | None = None, page_size: int = 200
+    ) -> Iterator[JsonDict]:
+        """Every open session, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.sessions_page(namespace=namespace, agent=agent, limit=page_size, cursor=cursor)
+            yield from page["sessions"]
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return
+
     def sessions(self, *, namespace: str | None = None, agent: str | None = None) -> builtins.list[JsonDict]:
-        """Open sessions: the caller's own; every agent's (or ``agent``'s) for a namespace admin."""
-        return self.send(calls.sessions(self._ns(namespace), agent))
+        """Every open session (read page after page): the caller's own; every agent's (or
+        ``agent``'s) for a namespace admin."""
+        return builtins.list(self.iter_sessions(namespace=namespace, agent=agent))
 
     def close_session(self, session_id: str, *, namespace: str | None = None, agent: str | None = None) -> JsonDict:
         """Close a session and promote it into long-term memory; the answer says what was kept."""

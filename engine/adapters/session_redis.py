@@ -287,7 +287,17 @@ class RedisSessionStore:
         generation, record, bodies = found
         return _info(str(generation), _pairs(record), len(bodies)), [message_from_json(body) for body in bodies]
 
-    def sessions(self, namespace: str, agent: str | None, now: datetime) -> list[SessionInfo]:
+    def sessions(
+        self,
+        namespace: str,
+        agent: str | None,
+        now: datetime,
+        *,
+        limit: int | None = None,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[SessionInfo]:
+        """Reads every generation of the namespace's set, then pages in process (a set
+        keeps no order): the answer is bounded by ``limit``, the work is not."""
         import redis
 
         if self._client is None:
@@ -309,7 +319,11 @@ class RedisSessionStore:
             if agent is not None and record["agent"] != agent:
                 continue
             found.append(_info(generation, record, int(count)))
-        return sorted(found, key=lambda info: (info.created_at, info.generation))
+        found.sort(key=lambda info: (info.created_at, info.generation))
+        if after is not None:
+            position = (round(after[0].timestamp() * 1000), after[1])
+            found = [i for i in found if (round(i.created_at.timestamp() * 1000), i.generation) > position]
+        return found if limit is None else found[:limit]
 
     def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:
         found = self._run("close", _ref_name(ref), _ms(now), int(stale_after_seconds * 1000))

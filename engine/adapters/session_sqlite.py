@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS generations (
 );
 CREATE INDEX IF NOT EXISTS generations_ref ON generations (namespace, agent, session_id, state);
 CREATE INDEX IF NOT EXISTS generations_deadline ON generations (deadline_ms);
+CREATE INDEX IF NOT EXISTS generations_listing ON generations (namespace, created_ms, generation);
 CREATE TABLE IF NOT EXISTS messages (
     generation TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -76,6 +77,12 @@ _COLUMNS = (
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+def _exact_ms(moment: datetime) -> int:
+    """A time this store wrote (whole milliseconds) back in milliseconds, whatever the float
+    rounding of ``timestamp()``: a listing's position must match the row it was read from."""
+    return round(moment.timestamp() * 1000)
 
 
 def _time(ms: int) -> datetime:
@@ -250,12 +257,22 @@ class SqliteSessionStore:
             ).fetchall()
             return _info(row, len(bodies)), [message_from_json(body) for (body,) in bodies]
 
-    def sessions(self, namespace: str, agent: str | None, now: datetime) -> list[SessionInfo]:
+    def sessions(
+        self,
+        namespace: str,
+        agent: str | None,
+        now: datetime,
+        *,
+        limit: int | None = None,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[SessionInfo]:
+        after_ms, after_gen = (_exact_ms(after[0]), after[1]) if after is not None else (None, "")
         with self._tx("sessions") as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM generations WHERE namespace = ? AND state = 'open' AND deadline_ms > ? "
-                "AND (? IS NULL OR agent = ?) ORDER BY created_ms, generation",
-                (namespace, _ms(now), agent, agent),
+                "AND (? IS NULL OR agent = ?) AND (? IS NULL OR (created_ms, generation) > (?, ?)) "
+                "ORDER BY created_ms, generation LIMIT ?",
+                (namespace, _ms(now), agent, agent, after_ms, after_ms, after_gen, -1 if limit is None else limit),
             ).fetchall()
             return [_info(row, self._count(db, str(row[0]))) for row in rows]
 

@@ -113,6 +113,13 @@ def test_async_client(live: LiveServer, tag: str) -> None:
             lines = [line async for line in client.export()]
             assert len(lines) == 3  # header, the memory, the end line
             assert [m.memory_id async for m in client.iter_memories()] == [saved.memory_id]
+            for session_id in ("a", "b", "c"):
+                await client.append_messages(session_id, [{"role": "user", "content": "hello"}])
+            page = await client.sessions_page(limit=2)
+            assert len(page["sessions"]) == 2 and page["next_cursor"]
+            every = [s["session_id"] async for s in client.iter_sessions(page_size=2)]
+            assert sorted(every) == ["a", "b", "c"]
+            assert [s["session_id"] for s in await client.sessions()] == every
 
     asyncio.run(scenario())
 

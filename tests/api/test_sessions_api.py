@@ -165,6 +165,44 @@ def test_another_agents_session_is_unreachable(server_factory: Callable[..., Liv
         assert any(entry["outcome"] == "denied" for entry in audit["entries"])
 
 
+def test_open_sessions_are_listed_a_page_at_a_time(live: LiveServer) -> None:
+    hello = [{"role": "user", "content": "hello"}]
+    with TwinmemClient(live.url, namespace="many") as api, httpx.Client(base_url=live.url, timeout=30) as http:
+        opened = [f"s{n:02d}" for n in range(55)]
+        for session_id in opened:
+            api.append_messages(session_id, hello)
+        first = http.get("/v1/sessions", params={"namespace": "many"}).json()
+        assert len(first["sessions"]) == 50 and first["next_cursor"]  # 50 a page unless asked
+        rest = http.get("/v1/sessions", params={"namespace": "many", "cursor": first["next_cursor"]}).json()
+        assert len(rest["sessions"]) == 5 and rest["next_cursor"] is None
+        listed = first["sessions"] + rest["sessions"]
+        assert sorted(s["session_id"] for s in listed) == opened  # each once
+        assert [s["created_at"] for s in listed] == sorted(s["created_at"] for s in listed)  # oldest first
+        # Pages of 20, the last one closed while paging: left out, nothing else missed or repeated.
+        page = http.get("/v1/sessions", params={"namespace": "many", "limit": 20}).json()
+        api.close_session("s54")
+        walked = [s["session_id"] for s in page["sessions"]]
+        while page["next_cursor"] is not None:
+            page = http.get(
+                "/v1/sessions", params={"namespace": "many", "limit": 20, "cursor": page["next_cursor"]}
+            ).json()
+            walked += [s["session_id"] for s in page["sessions"]]
+        assert walked == [s["session_id"] for s in listed if s["session_id"] != "s54"]
+        # The client: a page, or every session page after page.
+        two = api.sessions_page(limit=2)
+        assert two["sessions"] == listed[:2] and two["next_cursor"]
+        assert [s["session_id"] for s in api.sessions()] == walked
+        for bad, field in (
+            ({"limit": 0}, "limit"),
+            ({"limit": 501}, "limit"),
+            ({"limit": "ten"}, "limit"),
+            ({"cursor": "not-a-cursor"}, "cursor"),
+        ):
+            refused = http.get("/v1/sessions", params={"namespace": "many", **bad})
+            assert refused.status_code == 422, (bad, refused.text)
+            assert refused.json()["field"] == field and refused.json()["detail"], refused.text
+
+
 def test_a_message_larger_than_the_sessions_budget_is_its_window_alone(live: LiveServer) -> None:
     huge = " ".join(["word"] * 50)
     with TwinmemClient(live.url, namespace="user:8") as api:

@@ -249,6 +249,42 @@ def test_sessions_are_per_agent_and_listed_per_namespace(store: SessionStore) ->
     assert [i.ref for i in store.sessions("user:2", None, now)] == [elsewhere]
 
 
+def test_sessions_are_listed_a_page_at_a_time_after_where_the_last_page_ended(store: SessionStore) -> None:
+    # Two at each of three moments (ties broken by generation id), one of another agent,
+    # one expired: a page of 2 at a time walks every open one once, in order.
+    for n in range(6):
+        agent = "critic" if n == 3 else "planner"
+        ttl = 1 if n == 4 else 600
+        append(
+            store,
+            [msg(f"m{n}", 1)],
+            ref=SessionRef("user:1", agent, f"s{n}"),
+            now=EPOCH + timedelta(seconds=n // 2),
+            ttl=ttl,
+        )
+    now = EPOCH + timedelta(seconds=10)
+    every = store.sessions("user:1", None, now)
+    assert sorted(i.ref.session_id for i in every) == ["s0", "s1", "s2", "s3", "s5"]
+    assert [(i.created_at, i.generation) for i in every] == sorted((i.created_at, i.generation) for i in every)
+    walked: list[SessionInfo] = []
+    after = None
+    while True:
+        page = store.sessions("user:1", None, now, limit=2, after=after)
+        assert len(page) <= 2
+        walked += page
+        if len(page) < 2:
+            break
+        after = (page[-1].created_at, page[-1].generation)
+    assert walked == every
+    assert store.sessions("user:1", None, now, limit=10, after=(every[-1].created_at, every[-1].generation)) == []
+    assert store.sessions("user:1", None, now, limit=1) == every[:1]
+    # The agent filter and the position together.
+    mine = store.sessions("user:1", "planner", now)
+    assert [i.ref.session_id for i in mine] == [i.ref.session_id for i in every if i.ref.agent == "planner"]
+    rest = store.sessions("user:1", "planner", now, limit=10, after=(mine[0].created_at, mine[0].generation))
+    assert rest == mine[1:]
+
+
 def test_unicode_content_and_ids_round_trip(store: SessionStore) -> None:
     ref = SessionRef("用户:1", "代理", "会话-1")
     append(store, [msg("我叫小明，我喜欢蓝色。", 11)], ref=ref)
