@@ -6,6 +6,10 @@ thread, and each method is one transaction. The file is in WAL mode with
 while the service is down is promoted at the next start), while a power cut may cost
 the last appends. Times are kept as Unix milliseconds, compared with the ``now`` each
 call is given (``engine.ports.SessionStore``).
+
+Because the process that opens this file holds the data directory (its lock), a
+claim found at ``open`` was left by a promotion whose process died: ``open`` makes it
+due at once, so the start's sweep finishes it instead of waiting for it to go stale.
 """
 
 from __future__ import annotations
@@ -122,6 +126,11 @@ class SqliteSessionStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.executescript(_SCHEMA)
+            # No promotion of this process has begun: a claim still held is a dead one's.
+            conn.execute(
+                "UPDATE generations SET deadline_ms = COALESCE(claimed_ms, 0) "
+                "WHERE state = 'promoting' AND deadline_ms > COALESCE(claimed_ms, 0)"
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"could not open the session store {self._path}: {exc}") from exc
         self._conn = conn

@@ -234,6 +234,23 @@ def test_claim_is_taken_once_goes_stale_and_finish_forgets(store: SessionStore) 
     assert store.claim(gen, stale + timedelta(days=1), 300) is None
 
 
+def test_a_claim_found_on_opening_the_embedded_file_is_due_at_once(store: SessionStore) -> None:
+    if isinstance(store, RedisSessionStore):
+        pytest.skip("Redis is shared by live processes: a claim found on opening may be a live one's")
+    cands = (Candidate("a", "fact", "self", EPOCH),)
+    gen = append(store, [msg("a", 1)], candidates=cands)
+    assert store.close_session(REF, EPOCH, 300) is not None  # and the closing process dies
+    assert store.due(EPOCH + timedelta(seconds=1), 10) == []
+    store.close()
+    store.open()  # the next process to hold the data directory
+    assert store.due(EPOCH + timedelta(seconds=1), 10) == [gen]
+    again = store.claim(gen, EPOCH + timedelta(seconds=1), 300)
+    assert again is not None and again.candidates == cands
+    store.close()
+    store.open()
+    assert store.claim(gen, EPOCH + timedelta(seconds=2), 300) is not None  # taken again: it never finished
+
+
 def test_sessions_are_per_agent_and_listed_per_namespace(store: SessionStore) -> None:
     mine = SessionRef("user:1", "planner", "s")
     theirs = SessionRef("user:1", "critic", "s")

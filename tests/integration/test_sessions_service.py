@@ -192,6 +192,26 @@ def test_a_promotion_interrupted_midway_is_finished_once(open_sess: OpenSessions
     assert promotion.linked == 1
 
 
+def test_a_close_whose_process_died_is_finished_at_the_next_start(
+    open_svc: OpenService, open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    service = open_svc()
+    sessions = open_sess(service)
+    sessions.append(REF, say("I live in Berlin.", "I have two cats."), reach=Reach.FULL)
+    # The close claimed the session and stored its first candidate, then the process died.
+    claimed = sessions.store.close_session(REF, clock(), CLAIM_STALE_SECONDS)
+    assert claimed is not None
+    sessions.service.save(sessions._draft(REF, claimed.info, claimed.candidates[0], clock()))
+    sessions.stop()
+    service.close()
+    clock.advance(seconds=10)  # back long before the claim would go stale
+    service = open_svc()
+    assert len(session_memories(service)) == 1
+    reopened = open_sess(service)  # opening sweeps
+    assert sorted(m.content for m in session_memories(service)) == ["I have two cats.", "I live in Berlin."]
+    assert reopened.store.due(clock() + timedelta(days=1), 10) == []  # promoted and forgotten
+
+
 def every_session_memory(service: MemoryService, ref: SessionRef = REF) -> dict[str, Any]:
     """The session's memories, whatever their status, by content."""
     every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
