@@ -31,8 +31,25 @@ IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
 SERVER_KEEP_ALIVE_S = 75
 
 
-def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(0)
+@contextlib.contextmanager
+def _stops_kept() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM noted (the list it yields) instead of raised, while ``serve``
+    opens or closes the engine itself: raised in the main thread, a stop cut the start-up
+    (an index build, a promotion of expired sessions) wherever it was, and Ctrl-C ended in
+    a traceback. uvicorn takes both signals while it runs, and on the way out raises again
+    the one that stopped it, which is then only noted: a clean stop is status 0, on
+    SIGTERM as on Ctrl-C (the default handler would turn SIGTERM into status 143)."""
+    stops: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        stops.append(signum)
+
+    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stops
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -57,46 +74,48 @@ def _serve(args: argparse.Namespace) -> int:
     # with it: no other process can take it in between.
     held = hold_data_dir(config.data_dir)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # uvicorn shuts down gracefully on SIGTERM (the index is saved, the store closed), then
-    # raises the signal again with the handler found at start, which the default would turn
-    # into exit status 143: a clean stop is status 0, as after Ctrl-C.
-    signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        # Opened here rather than in the app's start-up, so that a store that cannot open
-        # (a Bolt server or a Redis that refuses, a damaged file) stops the command in one
-        # line (main: status 2), not in a failed start-up's traceback.
-        service = open_service(config, dir_lock=held)
-        try:
-            sessions = open_sessions(config, service)  # promotes what expired while it was down
-        except BaseException:
-            service.close()
-            raise
-        logging.getLogger(__name__).info(
-            "twinmem serving %s on http://%s:%d (embedder: %s)",
-            config.data_dir,
-            config.server.host,
-            config.server.port,
-            config.embedding.provider,
-        )
-        handed: list[MemoryService] = []
-
-        def hand_over(_config: Config) -> MemoryService:
-            handed.append(service)  # the app's start-up takes both, and its shutdown closes both
-            return service
-
-        try:
-            uvicorn.run(
-                create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
-                host=config.server.host,
-                port=config.server.port,
-                log_level=args.log_level,
-                timeout_graceful_shutdown=10,
-                timeout_keep_alive=SERVER_KEEP_ALIVE_S,
-            )
-        finally:
-            if not handed:
+        with _stops_kept() as stops:
+            # Opened here rather than in the app's start-up, so that a store that cannot open
+            # (a Bolt server or a Redis that refuses, a damaged file) stops the command in one
+            # line (main: status 2), not in a failed start-up's traceback.
+            service = open_service(config, dir_lock=held)
+            try:
+                sessions = open_sessions(config, service)  # promotes what expired while it was down
+            except BaseException:
+                service.close()
+                raise
+            if stops:  # asked to stop while it opened: the start-up finished; nothing is served
+                logging.getLogger(__name__).info("twinmem stopped: asked to stop while it started")
                 sessions.stop()
                 service.close()
+                return 0
+            logging.getLogger(__name__).info(
+                "twinmem serving %s on http://%s:%d (embedder: %s)",
+                config.data_dir,
+                config.server.host,
+                config.server.port,
+                config.embedding.provider,
+            )
+            handed: list[MemoryService] = []
+
+            def hand_over(_config: Config) -> MemoryService:
+                handed.append(service)  # the app's start-up takes both, and its shutdown closes both
+                return service
+
+            try:
+                uvicorn.run(
+                    create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
+                    host=config.server.host,
+                    port=config.server.port,
+                    log_level=args.log_level,
+                    timeout_graceful_shutdown=10,
+                    timeout_keep_alive=SERVER_KEEP_ALIVE_S,
+                )
+            finally:
+                if not handed:
+                    sessions.stop()
+                    service.close()
     finally:
         held.release()  # the engine freed it when it closed; not where it never opened
     return 0

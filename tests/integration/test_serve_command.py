@@ -180,3 +180,55 @@ def test_serve_holds_the_data_directory_from_its_check_to_its_start(
     monkeypatch.setattr(signal, "signal", lambda *args: None)
     assert main(["serve", "--port", str(_free_port()), "--data-dir", str(data_dir)]) == 0
     assert held_at_start == [True]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_asked_while_serve_starts_lets_the_start_finish_then_stops_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    """SIGINT or SIGTERM while `twinmem serve` opens the store and promotes the sessions that
+    expired while it was down: the start-up is not cut wherever it was (a promotion half
+    done, an index half built; Ctrl-C ended in a traceback), it finishes, then the command
+    closes everything and stops with status 0 without serving."""
+    import uvicorn
+
+    import engine.adapters
+    from api.cli import main
+    from engine.adapters import open_service, open_sessions
+    from engine.config import load_config
+    from engine.records import MemoryFilter, Reach
+    from engine.session_records import Role, SessionRef
+    from engine.sessions import MessageDraft
+
+    data_dir = tmp_path / "data"
+    config = load_config(None, None, data_dir=str(data_dir))
+    ref = SessionRef("default", "local", "chat-1")
+    service = open_service(config)
+    sessions = open_sessions(config, service, background=False)
+    sessions.append(ref, [MessageDraft(Role.USER, "I live in Lyon.")], reach=Reach.FULL, expire_after_seconds=0.01)
+    sessions.stop()
+    service.close()
+    time.sleep(0.05)  # the session expires while the server is down
+
+    def open_while_asked_to_stop(*args: object, **options: object) -> object:
+        signal.raise_signal(stop)  # arrives as the start-up's promotion begins
+        return open_sessions(*args, **options)  # type: ignore[arg-type]
+
+    served: list[object] = []
+    monkeypatch.setattr(engine.adapters, "open_sessions", open_while_asked_to_stop)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        status = main(["serve", "--port", str(_free_port()), "--data-dir", str(data_dir)])
+    except (KeyboardInterrupt, SystemExit) as exc:
+        pytest.fail(f"the stop was raised inside the start-up: {exc!r}")
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    assert status == 0 and served == []
+    service = open_service(config)  # the data directory was freed
+    try:
+        promoted = service.list_page(["default"], MemoryFilter(session_id="chat-1"), limit=10).items
+        assert [memory.content for memory in promoted] == ["I live in Lyon."]  # the start-up's promotion finished
+    finally:
+        service.close()
