@@ -113,7 +113,10 @@ def _serve(args: argparse.Namespace) -> int:
                     timeout_keep_alive=SERVER_KEEP_ALIVE_S,
                 )
             finally:
-                if not handed:
+                # Not taken by the app's start-up, or not closed by its shutdown: a force quit
+                # (a second Ctrl-C) skips that, and the end of uvicorn's loop cancels it
+                # before it closes anything. The service frees the data directory as it closes.
+                if not handed or held.held:
                     sessions.stop()
                     service.close()
     finally:

@@ -99,6 +99,11 @@ class _DirLock:
         fh.flush()
         self._fh = fh
 
+    @property
+    def held(self) -> bool:
+        """Whether it is still held: a service that took it over frees it when it closes."""
+        return self._fh is not None
+
     def release(self) -> None:
         if self._fh is not None:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)

@@ -232,3 +232,41 @@ def test_a_stop_asked_while_serve_starts_lets_the_start_finish_then_stops_cleanl
         assert [memory.content for memory in promoted] == ["I live in Lyon."]  # the start-up's promotion finished
     finally:
         service.close()
+
+
+def test_serve_closes_the_engine_when_a_force_quit_skips_the_apps_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second Ctrl-C while uvicorn waits for requests to end ("CTRL+C to force quit")
+    skips the app's shutdown, and the end of uvicorn's event loop cancels it before it
+    closes anything: serve, which opened the store and the sessions, closes them itself,
+    so the index is saved as on any stop."""
+    import json
+    import threading
+
+    import uvicorn
+
+    from api.cli import main
+
+    data_dir, port = tmp_path / "data", _free_port()
+    real_run = uvicorn.Server.run
+    saved: list[int] = []
+
+    def run(app: object, **options: object) -> None:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))  # type: ignore[arg-type]
+
+        def save_then_force_quit() -> None:
+            while not server.started and not server.should_exit:
+                time.sleep(0.05)
+            answer = httpx.post(f"http://127.0.0.1:{port}/v1/memory/save", json={"content": "Saved, then a force quit"})
+            saved.append(answer.status_code)
+            server.should_exit = server.force_exit = True  # what two Ctrl-C set
+
+        threading.Thread(target=save_then_force_quit, daemon=True).start()
+        real_run(server)
+
+    monkeypatch.setattr(uvicorn, "run", run)
+    assert main(["serve", "--port", str(port), "--data-dir", str(data_dir)]) == 0
+    assert saved == [201]
+    meta = json.loads((data_dir / "index" / "hnsw.meta.json").read_text())
+    assert meta["live"] == 1  # the index was saved with the memory in it
