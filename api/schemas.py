@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from engine.codec import as_utc, memory_to_dict, to_iso
 from engine.errors import InvalidInput
@@ -42,6 +42,16 @@ def _utc(moment: datetime | None) -> datetime | None:
     return as_utc(moment)
 
 
+def _text_time(value: object) -> object:
+    """A time on the wire is ISO 8601 text. The lax datetime read that takes the text would
+    take a number as Unix seconds too: ``expire_at: 86400`` (meant as a day to live) expired
+    the memory in 1970, out of recall at once, and a rollback ``as_of: 12345`` soft-deleted
+    every memory of the namespace."""
+    if isinstance(value, (int, float)):
+        raise ValueError("a time is ISO 8601 text with a timezone, e.g. 2026-01-31T09:00:00Z, not a number")
+    return value
+
+
 def query_time(moment: datetime | None, name: str) -> datetime | None:
     """A time given as a query parameter, checked as ``UtcDatetime`` checks a body's."""
     try:
@@ -51,8 +61,9 @@ def query_time(moment: datetime | None, name: str) -> datetime | None:
 
 
 # Requests are validated strictly (``true`` is not 1, ``"yes"`` is not a boolean, a number is
-# not a string); times and enumerations arrive as JSON strings, so those alone are read laxly.
-UtcDatetime = Annotated[datetime, Strict(False), AfterValidator(_utc)]
+# not a string); times and enumerations arrive as JSON strings, so those alone are read laxly
+# (a time from a string only: ``_text_time``).
+UtcDatetime = Annotated[datetime, Strict(False), BeforeValidator(_text_time), AfterValidator(_utc)]
 SourceIn = Annotated[Source, Strict(False)]
 StatusIn = Annotated[Status, Strict(False)]
 VisibilityIn = Annotated[Visibility, Strict(False)]

@@ -262,6 +262,34 @@ def test_wire_types_are_not_coerced(http: httpx.Client, path: str, body: dict[st
     _refused(http.post(path, json=body), 422, field)
 
 
+@pytest.mark.parametrize("number", [86400, 12345.5])
+def test_a_time_sent_as_a_number_is_a_422_and_changes_nothing(http: httpx.Client, kept: str, number: float) -> None:
+    """A number was read as Unix seconds: ``expire_at: 86400`` (meant as a day to live) hid the
+    memory from recall at once (1970-01-02), and a rollback ``as_of: 12345`` soft-deleted
+    every memory of the namespace."""
+    cases = [
+        (http.post("/v1/memory/save", json={"content": "Dentist is Dr Weber", "expire_at": number}), "expire_at"),
+        (http.post("/v1/memory/save", json={"content": "Dentist is Dr Weber", "created_at": number}), "created_at"),
+        (http.post("/v1/memory/save_batch", json={"memories": [{"content": "B", "expire_at": number}]}), "expire_at"),
+        (http.patch(f"/v1/memory/{kept}", json={"expire_at": number}), "expire_at"),
+        (http.post("/v1/memory/recall", json={"query": "bees", "filter": {"created_after": number}}), "created_after"),
+        (http.post("/v1/memory/rollback", json={"namespace": "default", "as_of": number}), "as_of"),
+        (
+            http.post(
+                "/v1/sessions/s-number/messages",
+                json={"messages": [{"role": "user", "content": "Hello there", "at": number}]},
+            ),
+            "at",
+        ),
+    ]
+    for response, field in cases:
+        body = _refused(response, 422, field, "ISO 8601", "not a number")
+        assert body["field"].split(".")[-1] == field
+    _still_there(http, kept)
+    listed = http.get("/v1/memories", params={"namespace": "default", "status": "active", "limit": 100}).json()
+    assert "Dentist is Dr Weber" not in {memory["content"] for memory in listed["memories"]}
+
+
 def test_strict_types_still_read_times_and_names(http: httpx.Client) -> None:
     body = {
         "content": "The user met Ada in Paris",
