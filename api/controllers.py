@@ -222,10 +222,17 @@ class MemoryController(Controller):
         if hard:
             access.allow(namespace, Permission.ADMIN)
         access.note(memory_ids=[memory_id])
-        memory = _service(state).delete(
+        deletion = _service(state).delete(
             namespace, memory_id, hard=hard, actor=access.actor, scope=scope, expected_version=expected
         )
-        return {"memory_id": memory.memory_id, "deleted": True, "hard": hard, "version": memory.version}
+        memory = deletion.memory
+        return {
+            "memory_id": memory.memory_id,
+            "deleted": True,
+            "hard": hard,
+            "version": memory.version,
+            "reinstated": list(deletion.reinstated),
+        }
 
 
 class HealthController(Controller):

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from engine import supersession
 from engine.codec import to_iso
 from engine.config import Config
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
@@ -160,6 +161,13 @@ class Rollbacks:
             if releasing and held(self._store.versions(sight, memory_id)) and not _admin(scope, namespace):
                 raise Forbidden("only a namespace admin may release a quarantined memory")
             updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
+            if current.status is Status.DELETED and updated.status is Status.ACTIVE:
+                # Undeleted by a rollback as by a restore: what its deletion reinstated is
+                # superseded again (a second transaction; cut short, both stay recalled).
+                again = supersession.superseded_again_by_restoring(self._store, updated, self._clock())
+                if again:
+                    self._store.insert_linked([], [], updates=again, edges=[], changed_by=actor)
+                    self._keeper.catch_up()
         return updated
 
     def to_time(self, namespace: str, as_of: datetime, *, actor: str | None = None) -> NamespaceRollback:
@@ -237,7 +245,16 @@ class Rollbacks:
                 reason += f", its expiry {to_iso(expired)} cleared"
             if active.status is Status.QUARANTINED:
                 reason += ", quarantined"
-            self._store.update(active, None, changed_by=actor, reason=reason)
+            # Back from its deletion, it supersedes again what that deletion reinstated.
+            again = (
+                supersession.superseded_again_by_restoring(self._store, active, now)
+                if current.status is Status.DELETED and active.status is Status.ACTIVE
+                else []
+            )
+            if again:
+                self._store.insert_linked([], [], updates=[(active, reason), *again], edges=[], changed_by=actor)
+            else:
+                self._store.update(active, None, changed_by=actor, reason=reason)
             self._keeper.catch_up()
         return active
 

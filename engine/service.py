@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import change_log, episodes, limits, persons, procedures, scoring, text
+from engine import change_log, episodes, limits, persons, procedures, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import SUPERSEDES
@@ -114,6 +114,15 @@ class QueryVectors:
     focus: Vector | None = None  # the focus's, where it is weighed
     phrasing: Vector | None = None  # the query in the other person's (``MemoryService.phrasing``)
     focus_phrasing: Vector | None = None  # the focus in the other person's
+
+
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """What ``MemoryService.delete`` did: the memory as deleted (as it was, for a purge), and
+    the memories it had superseded that are active again (``engine.supersession``)."""
+
+    memory: Memory
+    reinstated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,25 +480,41 @@ class MemoryService:
         actor: str | None = None,
         scope: Scope | None = None,
         expected_version: int | None = None,
-    ) -> Memory:
+    ) -> Deletion:
         """Soft-delete (status ``deleted``, kept with its history) or, with ``hard``, purge;
-        with ``expected_version``, only while the memory is at that version."""
+        with ``expected_version``, only while the memory is at that version.
+
+        An active memory's deletion reinstates the memories it superseded
+        (``engine.supersession``): the newer claim gone, the older one is recalled again
+        rather than hidden with nothing in its place. ``Deletion.reinstated`` names them."""
         self._refuse_blocked(actor, None)
         with self._write_lock:
             current = self.store.get(sight_of([namespace], scope), memory_id)
             if current is None or (current.status is Status.DELETED and not hard):
                 raise MemoryNotFound(memory_id, namespace)
             expect_version(memory_id, current.version, expected_version)
+            now = self._clock()
+            back = supersession.reinstated_by_deleting(
+                self.store, current, now, lambda memory: self.guard_record(memory)[0]
+            )
+            reinstated = tuple(memory.memory_id for memory, _ in back)
             if hard:
+                # Reinstated first: a purge cut short leaves the older memory recalled beside
+                # the newer, never hidden with the link that said why purged.
+                if back:
+                    self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
                 # A condition holds to the end: checked again in the purge's transaction,
                 # where another process may have written the memory since it was read.
                 self.store.purge(namespace, memory_id, version=expected_version)
                 self.keeper.catch_up()
-                return current
-            deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=self._clock())
-            self.store.update(deleted, None, changed_by=actor, reason="deleted")
+                return Deletion(current, reinstated)
+            deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=now)
+            if back:
+                self.store.insert_linked([], [], updates=[(deleted, "deleted"), *back], edges=[], changed_by=actor)
+            else:
+                self.store.update(deleted, None, changed_by=actor, reason="deleted")
             self.keeper.catch_up()
-        return deleted
+        return Deletion(deleted, reinstated)
 
     def write_imported(
         self, records: Sequence[ImportedRecord], *, actor: str | None = None, still_valid: Callable[[], bool]

@@ -36,6 +36,7 @@ from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Matrix, Store, Vector
 from engine.recall import Recaller
 from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
+from engine.supersession import superseded_reason
 
 DEDUP_NEIGHBOURS = 10
 
@@ -218,7 +219,7 @@ class SaveJudge:
                         continue
                     record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
                     current[record.memory_id] = record
-                    updates.append((record, f"superseded by {memory.memory_id}"))
+                    updates.append((record, superseded_reason(memory.memory_id)))
                     linked[SUPERSEDES].append(record.memory_id)
                 elif judgement.verdict is Verdict.CONTRADICT:
                     edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
@@ -255,7 +256,7 @@ class SaveJudge:
             return
         record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
         current[memory.memory_id] = record
-        updates.append((record, f"superseded by {newer.memory_id}"))
+        updates.append((record, superseded_reason(newer.memory_id)))
 
     def _learn_slots(self, stored: Sequence[Memory]) -> None:
         """File the claim slots of those of ``stored`` whose slots the fast network does not

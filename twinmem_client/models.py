@@ -208,8 +208,16 @@ class Deleted:
     memory_id: str
     hard: bool
     version: int
+    # The memories it had superseded, active again now that it is gone.
+    reinstated: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Deleted:
-        return cls(memory_id=data["memory_id"], hard=bool(data["hard"]), version=int(data["version"]), raw=data)
+        return cls(
+            memory_id=data["memory_id"],
+            hard=bool(data["hard"]),
+            version=int(data["version"]),
+            reinstated=tuple(data.get("reinstated", ())),
+            raw=data,
+        )

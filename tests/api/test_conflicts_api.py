@@ -155,3 +155,85 @@ def test_a_back_dated_save_does_not_hide_the_newer_memory(http: httpx.Client) ->
     assert [(e["kind"], e["dst"], e["memory"]["status"]) for e in edges] == [
         ("SUPERSEDES", lima["memory_id"], "superseded")
     ]
+
+
+def _status(http: httpx.Client, memory_id: str) -> str:
+    response = http.get(f"/v1/memory/{memory_id}")
+    assert response.status_code == 200, response.text
+    status: str = response.json()["status"]
+    return status
+
+
+def test_deleting_the_newer_memory_brings_the_older_back_and_restoring_it_hides_it_again(
+    http: httpx.Client,
+) -> None:
+    """Deleting "I moved to Paris" once left "I live in Berlin" superseded by nothing: out of
+    recall for good, and after a hard delete without even the link that said why."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")
+    assert paris["superseded"] == [berlin]
+    deleted = http.delete(f"/v1/memory/{paris['memory_id']}")
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["reinstated"] == [berlin]
+    assert _status(http, berlin) == "active"
+    assert berlin in {hit["memory_id"] for hit in recall(http, "where does the user live?")}
+    reasons = [v["reason"] for v in http.get(f"/v1/memory/{berlin}/history").json()["versions"]]
+    assert reasons[-1] == f"reinstated: {paris['memory_id']}, which superseded it, was deleted"
+    # Restored, the newer memory supersedes the older again.
+    assert http.post(f"/v1/memory/{paris['memory_id']}/restore", json={}).status_code == 200
+    assert _status(http, berlin) == "superseded"
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [paris["memory_id"]]
+    # So does one undeleted by a rollback to a version before its deletion.
+    assert http.delete(f"/v1/memory/{paris['memory_id']}").json()["reinstated"] == [berlin]
+    rolled = http.post(f"/v1/memory/{paris['memory_id']}/rollback", json={"version": 1})
+    assert (rolled.status_code, rolled.json()["status"]) == (200, "active")
+    assert _status(http, berlin) == "superseded"
+    # A purge reinstates it too.
+    purged = http.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
+    assert (purged.status_code, purged.json()["reinstated"]) == (200, [berlin])
+    assert _status(http, berlin) == "active"
+
+
+def test_deleting_a_memory_leaves_hidden_what_something_else_still_replaces(http: httpx.Client) -> None:
+    """What a deletion does not bring back: a keyed value replaced under its key, the first
+    home when the deleted one was itself replaced, and an older memory edited since."""
+    old_value = save(http, "Theme: blue", key="theme")["memory_id"]
+    new_value = save(http, "Theme: black", key="theme")
+    assert new_value["superseded"] == [old_value]
+    assert http.delete(f"/v1/memory/{new_value['memory_id']}").json()["reinstated"] == []
+    assert _status(http, old_value) == "superseded"
+
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    lisbon = save(http, "I moved to Lisbon")
+    assert lisbon["superseded"] == [paris]
+    assert http.delete(f"/v1/memory/{paris}").json()["reinstated"] == []  # not active: Lisbon holds
+    assert (_status(http, berlin), _status(http, lisbon["memory_id"])) == ("superseded", "active")
+
+    # Edited while superseded (its metadata), it still comes back; edited once back, it stays.
+    rome = save(http, "I live in Rome", namespace="n2")["memory_id"]
+    oslo = save(http, "I moved to Oslo", namespace="n2")["memory_id"]
+    edited = http.patch(f"/v1/memory/{rome}", json={"namespace": "n2", "metadata": {"checked": True}})
+    assert (edited.status_code, edited.json()["status"]) == (200, "superseded")
+    assert http.delete(f"/v1/memory/{oslo}", params={"namespace": "n2"}).json()["reinstated"] == [rome]
+    fixed = http.patch(f"/v1/memory/{rome}", json={"namespace": "n2", "content": "I live in Rome, in Trastevere"})
+    assert fixed.status_code == 200, fixed.text
+    assert http.post(f"/v1/memory/{oslo}/restore", json={"namespace": "n2"}).status_code == 200
+    assert http.get(f"/v1/memory/{rome}", params={"namespace": "n2"}).json()["status"] == "active"
+
+
+def test_an_imported_supersession_is_undone_by_deleting_the_newer_memory_too(http: httpx.Client) -> None:
+    """An export without versions keeps the SUPERSEDES link but not the version that said
+    "superseded by …"; a copy into another namespace gives every memory a new id."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    exported = http.get("/v1/export", params={"namespace": "default"})
+    assert exported.status_code == 200, exported.text
+    imported = http.post("/v1/import", params={"namespace": "copy"}, content=exported.content)
+    assert imported.status_code == 200, imported.text
+    copies = imported.json()["remapped"]
+    assert http.get(f"/v1/memory/{copies[berlin]}", params={"namespace": "copy"}).json()["status"] == "superseded"
+    deleted = http.delete(f"/v1/memory/{copies[paris]}", params={"namespace": "copy"})
+    assert deleted.json()["reinstated"] == [copies[berlin]]
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?", namespace="copy")] == [copies[berlin]]
+    assert _status(http, berlin) == "superseded"  # the original namespace is untouched

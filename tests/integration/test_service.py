@@ -218,7 +218,7 @@ def test_update_of_an_unknown_memory_is_not_found(service: MemoryService) -> Non
 def test_soft_delete_hides_the_memory_but_keeps_its_history(service: MemoryService) -> None:
     gone = service.save(draft("the locker code is 4711")).memory
     kept = service.save(draft("the gym opens at six")).memory
-    deleted = service.delete(NS, gone.memory_id, actor="agent-x")
+    deleted = service.delete(NS, gone.memory_id, actor="agent-x").memory
     assert deleted.status is Status.DELETED
     with pytest.raises(MemoryNotFound):
         service.get(NS, gone.memory_id)

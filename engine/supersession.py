@@ -1,0 +1,108 @@
+"""What deleting or restoring a memory does to the memories it superseded.
+
+A memory the conflict rules superseded (``engine.writing``: "I live in Berlin", then
+"I moved to Paris") left recall for one reason only: the newer memory replaced it. When
+the newer one is deleted, that reason is gone, and the older one must not stay hidden
+with nothing in recall in its place: a purge even takes the ``SUPERSEDES`` link that says
+why it is hidden. So deleting an active memory reinstates each memory it superseded
+(a new version, status ``active``, its reason naming the deleted memory), and restoring
+the deleted memory supersedes them again, unless they changed meanwhile (an edit then
+leaves them recalled).
+
+Which memories it superseded the ``SUPERSEDES`` links say, not the reasons of their
+versions: an import without versions, or into another namespace (new ids), keeps the
+links but not reasons naming the ids. Left alone: a memory another active memory
+supersedes too (still replaced), a keyed value replaced under the same explicit ``key``
+(a key-value client's older value of a key it deletes is not its value again), the
+sources of a merge (``MERGED_INTO``: the merged memory holds their text, so deleting it
+deletes that text), and what the deletion of a memory that was itself no longer active
+(superseded, archived) would touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from engine.conflicts import SUPERSEDES
+from engine.errors import GuardRejected
+from engine.lifecycle import MERGED_INTO
+from engine.ports import Store
+from engine.records import Memory, Scope, Status
+
+
+def superseded_reason(newer_id: str) -> str:
+    """The reason of the version a supersession writes (``engine.writing``)."""
+    return f"superseded by {newer_id}"
+
+
+def reinstated_reason(deleted_id: str) -> str:
+    return f"reinstated: {deleted_id}, which superseded it, was deleted"
+
+
+def reinstated_by_deleting(
+    store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory]
+) -> list[tuple[Memory, str]]:
+    """The versions (record, reason) that make active again the memories ``memory``
+    superseded, for the transaction that deletes it (see the module docstring).
+    ``guard``: the write guard over a record made current again; one whose text it
+    would change today stays superseded, one it would quarantine comes back quarantined."""
+    if memory.status is not Status.ACTIVE:
+        return []
+    whole = Scope.whole([memory.namespace])
+    back: list[tuple[Memory, str]] = []
+    for older in _superseded_by(store, memory):
+        if older.status is not Status.SUPERSEDED or (older.key is not None and older.key == memory.key):
+            continue
+        links = store.edges(whole, older.memory_id)
+        if any(edge.kind == MERGED_INTO and edge.src == older.memory_id for edge in links):
+            continue
+        others = [
+            edge.src
+            for edge in links
+            if edge.kind == SUPERSEDES and edge.dst == older.memory_id and edge.src != memory.memory_id
+        ]
+        if any(_active(store, whole, other) for other in others):
+            continue
+        try:
+            guarded = guard(older.evolve(status=Status.ACTIVE))
+        except GuardRejected:
+            continue
+        if guarded.content != older.content:
+            continue
+        version = older.evolve(status=guarded.status, version=older.version + 1, updated_at=now)
+        back.append((version, reinstated_reason(memory.memory_id)))
+    return back
+
+
+def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -> list[tuple[Memory, str]]:
+    """The versions (record, reason) that supersede again, for the transaction that makes
+    ``memory`` active again after its deletion, the memories that deletion reinstated and
+    that have not changed since."""
+    again: list[tuple[Memory, str]] = []
+    for older in _superseded_by(store, memory):
+        if older.status is Status.ACTIVE and _last_reason(store, older) == reinstated_reason(memory.memory_id):
+            version = older.evolve(status=Status.SUPERSEDED, version=older.version + 1, updated_at=now)
+            again.append((version, superseded_reason(memory.memory_id)))
+    return again
+
+
+def _superseded_by(store: Store, memory: Memory) -> list[Memory]:
+    whole = Scope.whole([memory.namespace])
+    ids = [
+        edge.dst
+        for edge in store.edges(whole, memory.memory_id)
+        if edge.kind == SUPERSEDES and edge.src == memory.memory_id
+    ]
+    found = (store.get(whole, memory_id) for memory_id in dict.fromkeys(ids))
+    return [older for older in found if older is not None]
+
+
+def _last_reason(store: Store, memory: Memory) -> str | None:
+    versions = store.versions(Scope.whole([memory.namespace]), memory.memory_id)
+    return versions[-1].reason if versions else None
+
+
+def _active(store: Store, scope: Scope, memory_id: str) -> bool:
+    found = store.get(scope, memory_id)
+    return found is not None and found.status is Status.ACTIVE
