@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import change_log, episodes, limits, persons, procedures, scoring, supersession, text
+from engine import change_log, conflicts, episodes, limits, persons, procedures, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
-from engine.conflicts import SUPERSEDES
+from engine.conflicts import SUPERSEDES, Statement, Verdict
 from engine.entities import entities_for, extract_entities
 from engine.errors import (
     Forbidden,
@@ -465,11 +465,39 @@ class MemoryService:
             changes["embedding_model"] = self.embedder.name
             changes["embedding_version"] = self.embedder.version
         updated = current.evolve(**changes)
+        back = (
+            supersession.reinstated_by_editing(
+                self.store,
+                updated,
+                now,
+                lambda memory: self.guard_record(memory)[0],
+                lambda older: self._replaces(updated, vector, older),
+            )
+            if vector is not None or updated.key != current.key
+            else []
+        )
         self.store.update(
             updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
         )
+        if back:
+            # A second transaction: cut short, the older memory stays superseded as before the edit.
+            self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
         self.keeper.catch_up()
         return updated
+
+    def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
+        """Whether ``edited``'s text still replaces ``older`` as a save of it would: the
+        conflict rules' verdict, and (without one key on both) the semantic check."""
+        verdict = conflicts.judge(Statement(edited.content, edited.key), Statement(older.content, older.key))
+        if verdict.verdict is not Verdict.REPLACE:
+            return False
+        if edited.key is not None and older.key is not None:
+            return True
+        if vector is None:
+            return True  # the text did not change, only the key: the rules read it as before
+        cosines = dict(self.keeper.index.similarities(vector, [older.memory_id]))
+        similarity = scoring.calibrated_similarity(cosines.get(older.memory_id, 0.0), self.embedder.similarity_floor)
+        return similarity >= self.config.conflicts.min_similarity
 
     def delete(
         self,

@@ -40,6 +40,10 @@ def reinstated_reason(deleted_id: str) -> str:
     return f"reinstated: {deleted_id}, which superseded it, was deleted"
 
 
+def edited_reason(edited_id: str) -> str:
+    return f"reinstated: {edited_id}, which superseded it, no longer replaces it"
+
+
 def reinstated_by_deleting(
     store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory]
 ) -> list[tuple[Memory, str]]:
@@ -49,8 +53,37 @@ def reinstated_by_deleting(
     would change today stays superseded, one it would quarantine comes back quarantined."""
     if memory.status is not Status.ACTIVE:
         return []
+    return [
+        (version, reinstated_reason(memory.memory_id))
+        for version in _reinstated(store, memory, now, guard, lambda older: False)
+    ]
+
+
+def reinstated_by_editing(
+    store: Store,
+    edited: Memory,
+    now: datetime,
+    guard: Callable[[Memory], Memory],
+    replaces: Callable[[Memory], bool],
+) -> list[tuple[Memory, str]]:
+    """The versions (record, reason) that make active again the memories ``edited`` (as
+    the edit leaves it, still active) superseded and that, by ``replaces`` (the conflict
+    rules and the semantic check of a save, over the new text), it no longer replaces:
+    "I moved to Paris" edited to "The weather is nice" hides "I live in Berlin" no more."""
+    if edited.status is not Status.ACTIVE:
+        return []
+    return [(version, edited_reason(edited.memory_id)) for version in _reinstated(store, edited, now, guard, replaces)]
+
+
+def _reinstated(
+    store: Store,
+    memory: Memory,
+    now: datetime,
+    guard: Callable[[Memory], Memory],
+    replaces: Callable[[Memory], bool],
+) -> list[Memory]:
     whole = Scope.whole([memory.namespace])
-    back: list[tuple[Memory, str]] = []
+    back: list[Memory] = []
     for older in _superseded_by(store, memory):
         if older.status is not Status.SUPERSEDED or (older.key is not None and older.key == memory.key):
             continue
@@ -62,7 +95,7 @@ def reinstated_by_deleting(
             for edge in links
             if edge.kind == SUPERSEDES and edge.dst == older.memory_id and edge.src != memory.memory_id
         ]
-        if any(_active(store, whole, other) for other in others):
+        if any(_active(store, whole, other) for other in others) or replaces(older):
             continue
         try:
             guarded = guard(older.evolve(status=Status.ACTIVE))
@@ -70,8 +103,7 @@ def reinstated_by_deleting(
             continue
         if guarded.content != older.content:
             continue
-        version = older.evolve(status=guarded.status, version=older.version + 1, updated_at=now)
-        back.append((version, reinstated_reason(memory.memory_id)))
+        back.append(older.evolve(status=guarded.status, version=older.version + 1, updated_at=now))
     return back
 
 

@@ -237,3 +237,24 @@ def test_an_imported_supersession_is_undone_by_deleting_the_newer_memory_too(htt
     assert deleted.json()["reinstated"] == [copies[berlin]]
     assert [hit["memory_id"] for hit in recall(http, "where does the user live?", namespace="copy")] == [copies[berlin]]
     assert _status(http, berlin) == "superseded"  # the original namespace is untouched
+
+
+def test_an_edit_that_takes_the_claim_out_of_the_newer_memory_brings_the_older_back(http: httpx.Client) -> None:
+    """Editing "I moved to Paris" into "The weather is nice today" once left "I live in Berlin"
+    superseded by a memory that no longer says anything about a home: hidden for good."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    still = http.patch(f"/v1/memory/{paris}", json={"content": "I moved to Paris, France"})
+    assert still.status_code == 200, still.text
+    assert _status(http, berlin) == "superseded"  # the edit still replaces it
+    edited = http.patch(f"/v1/memory/{paris}", json={"content": "The weather is nice today"})
+    assert edited.status_code == 200, edited.text
+    assert _status(http, berlin) == "active"
+    assert berlin in {hit["memory_id"] for hit in recall(http, "where does the user live?")}
+    reasons = [v["reason"] for v in http.get(f"/v1/memory/{berlin}/history").json()["versions"]]
+    assert reasons[-1] == f"reinstated: {paris}, which superseded it, no longer replaces it"
+    # A value replaced under its key stays replaced whatever the newer value says.
+    blue = save(http, "Theme: blue", key="theme")["memory_id"]
+    black = save(http, "Theme: black", key="theme")["memory_id"]
+    assert http.patch(f"/v1/memory/{black}", json={"content": "Nice weather today"}).status_code == 200
+    assert _status(http, blue) == "superseded"
