@@ -675,10 +675,23 @@ class MemoryService:
                         memory = self.store.get(whole, stale.memory_id)  # re-read under the lock
                         if memory is None or memory.status in (Status.DELETED, Status.QUARANTINED):
                             continue
-                        changed = memory.evolve(
-                            status=Status.QUARANTINED, version=memory.version + 1, updated_at=self._clock()
+                        now = self._clock()
+                        changed = memory.evolve(status=Status.QUARANTINED, version=memory.version + 1, updated_at=now)
+                        # What it superseded is recalled again: a blocked writer's "I moved to
+                        # Paris" must not go on hiding "I live in Berlin".
+                        back = supersession.reinstated_by_deleting(
+                            self.store,
+                            memory,
+                            now,
+                            lambda older: self.guard_record(older)[0],
+                            how=f"quarantined ({kind.value} blocked)",
                         )
-                        self.store.update(changed, None, changed_by=actor, reason=f"{kind.value} blocked")
+                        if back:
+                            self.store.insert_linked(
+                                [], [], updates=[(changed, f"{kind.value} blocked"), *back], edges=[], changed_by=actor
+                            )
+                        else:
+                            self.store.update(changed, None, changed_by=actor, reason=f"{kind.value} blocked")
                         quarantined.append(memory.memory_id)
                     self.keeper.catch_up()
                 if len(page) < QUARANTINE_BATCH:

@@ -36,8 +36,8 @@ def superseded_reason(newer_id: str) -> str:
     return f"superseded by {newer_id}"
 
 
-def reinstated_reason(deleted_id: str) -> str:
-    return f"reinstated: {deleted_id}, which superseded it, was deleted"
+def reinstated_reason(deleted_id: str, how: str = "deleted") -> str:
+    return f"reinstated: {deleted_id}, which superseded it, was {how}"
 
 
 def edited_reason(edited_id: str) -> str:
@@ -45,16 +45,18 @@ def edited_reason(edited_id: str) -> str:
 
 
 def reinstated_by_deleting(
-    store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory]
+    store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory], *, how: str = "deleted"
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again the memories ``memory``
-    superseded, for the transaction that deletes it (see the module docstring).
-    ``guard``: the write guard over a record made current again; one whose text it
-    would change today stays superseded, one it would quarantine comes back quarantined."""
+    superseded, for the transaction that deletes it (see the module docstring), or
+    quarantines it (``how``: a block on its writer; a memory of a writer an admin blocked
+    must not go on hiding what it replaced). ``guard``: the write guard over a record made
+    current again; one whose text it would change today stays superseded, one it would
+    quarantine comes back quarantined."""
     if memory.status is not Status.ACTIVE:
         return []
     return [
-        (version, reinstated_reason(memory.memory_id))
+        (version, reinstated_reason(memory.memory_id, how))
         for version in _reinstated(store, memory, now, guard, lambda older: False)
     ]
 

@@ -126,3 +126,24 @@ def test_blocking_refuses_writes_quarantines_what_was_written_and_is_audited(sec
         assert [e["status_code"] for e in entries if e["memory_ids"] == ["agent:mallory"]] == [404, 200, 200]
         denied = root.get("/v1/admin/audit", params={"actor": "mallory"}).json()["entries"]
         assert {e["outcome"] for e in denied if e["status_code"] == 403} == {"denied"}
+
+
+def test_a_blocked_writers_memory_no_longer_hides_what_it_superseded(secured: LiveServer) -> None:
+    """Blocking the agent whose "The user moved to Paris" superseded Alice's "The user lives in
+    Berlin" quarantined Paris and left Berlin superseded: nothing about the home was recalled."""
+    alice = new_token(secured, "alice", "team:*:rw")
+    mallory = new_token(secured, "mallory", "team:*:rw")
+    with bearer(secured, alice) as api:
+        berlin = _save(api, "The user lives in Berlin")
+    with bearer(secured, mallory) as api:
+        moved = api.post("/v1/memory/save", json={"content": "The user moved to Paris", "namespace": NS})
+        assert moved.status_code == 201, moved.text
+        assert moved.json()["superseded"] == [berlin]
+    with bearer(secured, ROOT_TOKEN) as root:
+        blocked = root.post("/v1/admin/blocks", json={"kind": "agent", "value": "mallory"})
+        assert blocked.json()["quarantined"] == [moved.json()["memory_id"]]
+        assert _status(root, berlin) == "active"
+        assert _recalled(root, "where does the user live?") == {berlin}
+        history = root.get(f"/v1/memory/{berlin}/history", params={"namespace": NS}).json()["versions"]
+        paris = moved.json()["memory_id"]
+        assert history[-1]["reason"] == f"reinstated: {paris}, which superseded it, was quarantined (agent blocked)"
