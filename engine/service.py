@@ -465,17 +465,7 @@ class MemoryService:
             changes["embedding_model"] = self.embedder.name
             changes["embedding_version"] = self.embedder.version
         updated = current.evolve(**changes)
-        back = (
-            supersession.reinstated_by_editing(
-                self.store,
-                updated,
-                now,
-                lambda memory: self.guard_record(memory)[0],
-                lambda older: self._replaces(updated, vector, older),
-            )
-            if vector is not None or updated.key != current.key
-            else []
-        )
+        back = self._reinstated_by_edit(current, updated, vector, now)
         self.store.update(
             updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
         )
@@ -484,6 +474,24 @@ class MemoryService:
             self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
         self.keeper.catch_up()
         return updated
+
+    def _reinstated_by_edit(
+        self, current: Memory, updated: Memory, vector: Vector | None, now: datetime
+    ) -> list[tuple[Memory, str]]:
+        """What an edit of ``current`` into ``updated`` makes active again of the memories it
+        superseded (``engine.supersession``): all of them where it is quarantined now (by
+        the write guard or by hand), those it no longer replaces where its text or key changed."""
+
+        def guard(memory: Memory) -> Memory:
+            return self.guard_record(memory)[0]
+
+        if updated.status is Status.QUARANTINED and current.status is Status.ACTIVE:
+            return supersession.reinstated_by_deleting(self.store, current, now, guard, how="quarantined")
+        if vector is None and updated.key == current.key:
+            return []
+        return supersession.reinstated_by_editing(
+            self.store, updated, now, guard, lambda older: self._replaces(updated, vector, older)
+        )
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
         """Whether ``edited``'s text still replaces ``older`` as a save of it would: the
