@@ -49,6 +49,7 @@ import numpy as np
 
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
+from engine.conflicts import CONTRADICTS, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
@@ -411,11 +412,35 @@ def _merge(
         [merged] if existing is None else [],
         [vector] if existing is None else [],
         updates=[(m.evolve(status=Status.SUPERSEDED, version=m.version + 1, updated_at=now), reason) for m in fresh],
-        edges=[Edge(action.namespace, m.memory_id, merged.memory_id, MERGED_INTO, now) for m in fresh],
+        edges=[Edge(action.namespace, m.memory_id, merged.memory_id, MERGED_INTO, now) for m in fresh]
+        + _carried_links(store, action.namespace, fresh, merged.memory_id, now),
         changed_by=changed_by,
         reason=f"merged from {', '.join(action.source_ids)}",
     )
     return Outcome(action, "applied")
+
+
+def _carried_links(
+    store: Store, namespace: str, sources: Sequence[Memory], merged_id: str, now: datetime
+) -> list[Edge]:
+    """The sources' conflict links, from the merged memory that now says what they said:
+    each ``CONTRADICTS`` (either way), so recall still lists the clash on the memory in
+    recall, and each ``SUPERSEDES`` out of a source, so the older memory's chain runs
+    through the merged one and deleting it brings the older one back (``engine.supersession``)."""
+    ids = {m.memory_id for m in sources}
+    carried: dict[tuple[str, str, str], Edge] = {}
+    for source in sources:
+        for edge in store.edges(Scope.whole([namespace]), source.memory_id):
+            if edge.kind == SUPERSEDES and edge.src == source.memory_id and edge.dst not in ids:
+                link = (merged_id, edge.dst, SUPERSEDES)
+            elif edge.kind == CONTRADICTS and edge.src == source.memory_id and edge.dst not in ids:
+                link = (merged_id, edge.dst, CONTRADICTS)
+            elif edge.kind == CONTRADICTS and edge.dst == source.memory_id and edge.src not in ids:
+                link = (edge.src, merged_id, CONTRADICTS)
+            else:
+                continue
+            carried.setdefault(link, Edge(namespace, *link, now))
+    return list(carried.values())
 
 
 # --- a run over one namespace ---------------------------------------------------------------

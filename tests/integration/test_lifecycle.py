@@ -14,8 +14,10 @@ import pytest
 from engine import lifecycle, recall
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
+from engine.conflicts import CONTRADICTS, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.lifecycle import MERGED_INTO, Merge
+from engine.ports import Edge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService
 from tests.conftest import HashingEmbedder
@@ -140,6 +142,45 @@ def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemorySer
     refused = service.consolidator.run(NS)
     assert (refused.merged, refused.skipped) == (0, 1)
     assert {service.get(NS, s.memory_id).status for s in (first, second)} == {Status.ACTIVE}
+
+
+def test_a_merge_carries_its_sources_conflict_links_to_the_merged_memory(service: MemoryService, clock: Any) -> None:
+    """A source's CONTRADICTS and SUPERSEDES links were left on the source, out of recall once
+    merged: the merged memory's hit listed no clash, and deleting it left hidden for good what
+    its sources had replaced."""
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    clash = service.save(draft("alice never drinks tea", entities=["Alice"])).memory
+    replaced = service.save(draft("alice drinks coffee every morning", entities=["Alice"])).memory
+    first = service.save(draft(one, entities=["Alice"])).memory
+    second = service.save(draft(two, entities=["alice", "tea"])).memory
+    service.link(
+        [
+            Edge(NS, first.memory_id, clash.memory_id, CONTRADICTS, first.created_at),
+            Edge(NS, second.memory_id, replaced.memory_id, SUPERSEDES, second.created_at),
+        ]
+    )
+    service.update(
+        NS, replaced.memory_id, MemoryPatch(status=Status.SUPERSEDED), reason=f"superseded by {second.memory_id}"
+    )
+    clock.advance(days=1)
+
+    report = service.consolidator.run(NS)
+    assert (report.merged, report.merged_sources) == (1, 2)
+    (outcome,) = report.outcomes
+    assert isinstance(outcome.action, Merge)
+    merged = outcome.action.merged.memory_id
+    links = {(e.src, e.dst, e.kind) for e in service.store.edges(Scope.whole([NS]), merged)}
+    assert {(merged, clash.memory_id, CONTRADICTS), (merged, replaced.memory_id, SUPERSEDES)} <= links
+    result = service.recall(one, namespaces=[NS], top_k=10, reinforce=False)
+    assert result.contradicts[merged] == [clash.memory_id]
+    assert [m.memory_id for m in service.chain(NS, replaced.memory_id)] == [merged, replaced.memory_id]
+    # Deleting the merged memory brings back what its sources replaced, not the sources.
+    assert service.delete(NS, merged).reinstated == (replaced.memory_id,)
+    assert service.get(NS, replaced.memory_id).status is Status.ACTIVE
+    assert {service.get(NS, m.memory_id).status for m in (first, second)} == {Status.SUPERSEDED}
 
 
 def test_a_merge_lands_whole_or_not_at_all(service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
