@@ -322,16 +322,26 @@ def read_table(
     else:
         rows = _jsonl_rows(text)
     build = _Builder(config, namespace, now)
-    entries = []
+    entries, notes = [], []
     for line, row in rows:
         if isinstance(row, Exception) or not isinstance(row, dict):
             entries.append(Entry(line, error=str(row) if isinstance(row, Exception) else "a row must be an object"))
             continue
         try:
-            entries.append(_table_entry(build, line, row, mapping, kind))
+            entry = _table_entry(build, line, row, mapping, kind)
         except (ValueError, TypeError, OverflowError) as exc:
             entries.append(Entry(line, error=str(exc)))
-    return Foreign(entries, [])
+            continue
+        entries.append(entry)
+        expires = entry.data["memory"]["expire_at"] if entry.data is not None else None
+        if expires is not None and from_iso(expires) <= now:
+            # Unix seconds meant as a time to live (86400) land in 1970: said, not silently hidden.
+            notes.append(
+                f"line {line}: expire_at {expires} has passed (a number is Unix seconds), so the memory is "
+                "out of recall and lists from the start (include_expired=true lists it; PATCH it with "
+                "clear_expire_at to keep it)"
+            )
+    return Foreign(entries, notes)
 
 
 def _utf8(raw: bytes) -> str:

@@ -136,3 +136,13 @@ def test_unreadable_input_is_invalid(service: MemoryService, options: dict[str, 
 def test_a_bad_mapping_is_invalid(text: str) -> None:
     with pytest.raises(InvalidInput):
         parse_mapping(text)
+
+
+def test_a_row_that_expired_before_it_arrived_is_named_in_the_report(service: MemoryService) -> None:
+    """``expire_at: 86400`` is Unix seconds, 1970: the memory was imported out of recall
+    without a word in the report."""
+    data = b'{"content": "Dentist: Dr Weber", "expire_at": 86400}\n{"content": "Gym at six", "expire_at": 4102444800}\n'
+    report = run_import(service, io.BytesIO(data), format_name="jsonl", namespace="notes")
+    assert report.written and report.inserted == 2
+    (note,) = report.notes
+    assert note.startswith("line 1: expire_at 1970-01-02T00:00:00") and "out of recall" in note
