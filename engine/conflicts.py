@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
@@ -140,7 +140,17 @@ _FILLER = frozenset(
 # A text is read by the Chinese rules where it holds a Han character.
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 # "(?<!\s)": from the first space of a run only; tried from every one, a run of n took n².
-_CLAUSE_SPLIT = re.compile(r"[.;!?\n，,。；！？]+|(?<!\s)\s+(?:and|but|so|then)\s+|(?:并且|而且|但是|但|然后|所以)")
+# Captured, so that a clause is known to be joined by "and", "but", "so" or "then".
+_CLAUSE_SPLIT = re.compile(r"([.;!?\n，,。；！？]+|(?<!\s)\s+(?:and|but|so|then)\s+|(?:并且|而且|但是|但|然后|所以))")
+_EN_JOINED = frozenset({"and", "but", "so", "then"})
+
+
+def _clauses(sentence: str) -> Iterator[tuple[str, bool]]:
+    """The clauses of ``sentence``, each with whether "and", "but", "so" or "then" joins it
+    to the one before ("I met Tom and moved to Paris")."""
+    parts = _CLAUSE_SPLIT.split(sentence)
+    for at in range(0, len(parts), 2):
+        yield parts[at], at > 0 and parts[at - 1].strip() in _EN_JOINED
 
 
 def _normal(text: str) -> str:
@@ -179,18 +189,23 @@ def _claims(text: str) -> tuple[Claim, ...]:
     if voice is None:
         return ()
     found: list[Claim] = []
-    holder = voice.me
+    # Whom the he/she/they of the next clause are, and whom it is about if it has no
+    # subject and is joined to the one before by "and" (see _Subject).
+    holder = joined = voice.me
     voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))))
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
         dated = False
-        for clause in _CLAUSE_SPLIT.split(_normal(sentence)):
+        for clause, and_before in _clauses(_normal(sentence)):
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
-            clause_reader = _chinese_clause if _HAN.search(clause) else _english_clause
-            read, holder = clause_reader(clause, holder, voice)
+            if _HAN.search(clause):
+                read, holder = _chinese_clause(clause, holder, voice)
+                joined = holder
+            else:
+                read, holder, joined = _english_clause(clause, holder, voice, joined if and_before else None)
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
                 # holder stays or works that day is no home or employer, unless they say it
@@ -460,8 +475,14 @@ class _Subject:
     # What the clause says of them: the words after its subject or possessive.
     rest: str
     # Whom the clauses after it are about: their "he", "she", "they", and the subject of
-    # one without its own ("Tom works at home. He …", "… and lives in …").
+    # one without its own ("Tom works at home. He …", "Tom is here, lives in …").
     after: str
+    # Whom the next clause is about where "and", "but", "so" or "then" joins it to this one
+    # and it has no subject of its own: this one's subject, where it opens with one, even
+    # if it names someone else besides ("The user met Tom and moved to Paris"); else
+    # ``after`` ("I have a friend who lives in Rome and works at …", "Tom met the user
+    # and moved to …", where "met" is no verb _EN_SUBJECT knows).
+    joined: str
     # The clause opens with a subject and its verb ("Tom lives …", "I am …").
     named: bool = False
     # It opens with a possessive ("my …", "the user's …", "his …").
@@ -470,10 +491,11 @@ class _Subject:
     attribute: bool = False
 
 
-def _english_subject(clause: str, holder: str, voice: _Voice) -> _Subject:
+def _english_subject(clause: str, holder: str, voice: _Voice, joined: str | None = None) -> _Subject:
     """Who ``clause`` (its fillers dropped) is about; ``holder`` is whom the clause before
-    was about. After the clause it is still its subject ("Tom works at home. He lives in …"
-    is Tom's home, "The user's wife works at home. She …" the wife's) unless the clause names
+    was about, and ``joined`` that clause's :attr:`_Subject.joined` where "and" joins the
+    two. After the clause it is still its subject ("Tom works at home. He lives in …" is
+    Tom's home, "The user's wife works at home. She …" the wife's) unless the clause names
     someone else besides ("The user met a friend. He …", "My doctor is Dr. Lee and lives in
     …"), or someone the rules cannot tell apart ("I met Tom. He …", "the user's doctor …"):
     then it is ``_SOMEONE``. Where it names no one the holder before it still holds."""
@@ -485,27 +507,52 @@ def _english_subject(clause: str, holder: str, voice: _Voice) -> _Subject:
         rest = possessive.group(2)
         relative = _EN_RELATIVES.match(rest)
         if owner is None:
-            return _Subject(None, rest, _SOMEONE, named, owned=True)
+            return _Subject(None, rest, _SOMEONE, _SOMEONE, named, owned=True)
         if relative is None:
             # An attribute of the owner; what follows it is about the X ("My doctor is Dr. Lee
             # and lives in Paris", "The user's favourite singer is Adele. She …"), or may
             # be, unless the X is the owner's name ("The user's name is Anna. She …").
             after = owner if _EN_OWN_NAME.match(rest) else _SOMEONE
-            return _Subject(owner, rest, after, named, owned=True, attribute=True)
-        whose = f"{owner}'s {relative.group(1)}"
-        return _Subject(whose, relative.group(2), _after(whose, relative.group(2)), named, owned=True)
+            return _Subject(owner, rest, after, after, named, owned=True, attribute=True)
+        whose, rest = f"{owner}'s {relative.group(1)}", relative.group(2)
+        after = _after(whose, rest)
+        return _Subject(whose, rest, after, _joined(whose, rest, after), named, owned=True)
     if subject is None:
-        return _Subject(holder, clause, _after(holder, clause, person=False))
+        if joined is not None and _EN_PARTICIPLE.match(clause):
+            joined = None  # "a friend living in Rome and working at …": the friend's
+        about = holder if joined is None else joined
+        after = _after(holder, clause, person=False)
+        if first := _EN_FIRST_WORD.match(clause):
+            joined = _holder(first.group(1), holder, voice)  # "I met Tom and moved to …"
+        return _Subject(about, clause, after, after if joined is None else _joined(joined, clause, after))
     word, rest = subject.group(1), clause[subject.end() :]
     if word in _NOT_A_HOLDER:
         # "that is …", "there was a guy": about no one, though it may name someone.
-        return _Subject(None, rest, _after(holder, rest, person=False), named)
-    if word not in _EN_NOT_HOLDER:
-        found = _holder(word, holder, voice)
-        if found is None:
-            return _Subject(None, rest, _SOMEONE, named)
-        holder = found
-    return _Subject(holder, rest, _after(holder, rest), named)
+        after = _after(holder, rest, person=False)
+        return _Subject(None, rest, after, after, named)
+    if word in _EN_NOT_HOLDER:
+        after = _after(holder, rest)
+        return _Subject(holder, rest, after, after, named)
+    found = _holder(word, holder, voice)
+    if found is None:
+        return _Subject(None, rest, _SOMEONE, _SOMEONE, named)
+    after = _after(found, rest)
+    return _Subject(found, rest, after, _joined(found, rest, after), named)
+
+
+def _joined(subject: str, rest: str, after: str) -> str:
+    """:attr:`_Subject.joined` of a clause about ``subject`` that says ``rest``: the subject,
+    unless a relative clause in it may be what the joined clause goes on with ("I have a
+    friend who lives in Rome and works at …")."""
+    return after if _EN_RELATIVE_CLAUSE.search(rest) else subject
+
+
+# The subject words that open a clause even before a verb _EN_SUBJECT does not know ("I met …").
+_EN_FIRST_WORD = re.compile(r"^(i|we|the user|user) ")
+_EN_RELATIVE_CLAUSE = re.compile(r"\b(?:who|whom|whose|which|that|where)\b")
+# A clause that opens with a participle goes on with the one before it: "living in Rome
+# and working at …" is about whoever "living" is.
+_EN_PARTICIPLE = re.compile(r"\w+ing\b|based\b")
 
 
 def _after(holder: str, rest: str, *, person: bool = True) -> str:
@@ -542,11 +589,12 @@ _EN_COPULA = re.compile(r"(?:is|am|are|was|were)\b")
 _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
 
 
-def _english_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim], str]:
-    """The claims an English clause reads, and whom the clauses after it are about."""
+def _english_clause(clause: str, holder: str, voice: _Voice, joined: str | None = None) -> tuple[list[Claim], str, str]:
+    """The claims an English clause reads, and whom the clauses after it are about
+    (:attr:`_Subject.after` and :attr:`_Subject.joined`)."""
     clause = _EN_FILLERS.sub("", clause).strip()
-    subject = _english_subject(clause, holder, voice)
-    return _english_claims(subject, bool(_EN_CHANGE.search(clause))), subject.after
+    subject = _english_subject(clause, holder, voice, joined)
+    return _english_claims(subject, bool(_EN_CHANGE.search(clause))), subject.after, subject.joined
 
 
 def _english_claims(subject: _Subject, change: bool) -> list[Claim]:

@@ -238,6 +238,7 @@ def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
         ("我住在杭州", "我搬到上海了"),
         ("我住在杭州", "现在我住在上海"),
         ("The user lives in Berlin", "The user moved to Paris"),
+        ("I live in Berlin", "I married Tom and moved to Paris"),
     ],
 )
 def test_the_users_own_move_still_supersedes_their_home(service: MemoryService, home: str, move: str) -> None:

@@ -405,6 +405,42 @@ def test_he_she_they_after_a_clause_that_names_someone_besides_its_subject_are_n
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("I live in Berlin", "I met Tom and moved to Paris"),
+        ("I live in Berlin", "I visited my mom and moved to Paris"),
+        ("I live in Berlin", "I have two kids and live in Paris"),
+        ("I live in Berlin", "I work with children and live in Paris"),
+        ("The user lives in Berlin", "The user married Tom and moved to Paris"),
+        ("The user lives in Berlin", "The user works as a nurse and lives in Paris"),
+        ("The user lives in Berlin", "The user met a friend, and lives in Paris now"),
+    ],
+)
+def test_a_verb_joined_by_and_after_a_clause_that_names_someone_else_is_still_its_subjects(old: str, new: str) -> None:
+    # "I met Tom and moved to Paris": the subject of "moved" is "I", whoever "met" names.
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "The user met a friend and he lives in Paris",
+        "The user met a friend. Lives in Paris",
+        "Met Tom at the conference, lives in Paris",
+        "I have a sister who works at Acme and lives in Paris",
+        "The user has a friend that is a chef and lives in Paris",
+        "I have a friend working in Rome and living in Paris",
+        "Tom visited me and moved to Paris",
+        "Tom met the user and lives in Paris",
+    ],
+)
+def test_a_clause_joined_to_one_about_someone_else_is_not_the_users(new: str) -> None:
+    # A "he", a relative clause, a participle, or a subject whose verb the rules do not
+    # know ("Tom visited …"): what follows may be the other person's.
+    assert verdict("I live in Berlin", new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("我住在杭州", "我今天在上海，住在酒店"),
         ("我住在杭州", "我今天在上海，住在宾馆"),
         ("我住在杭州", "我今天在上海，住酒店"),
