@@ -564,7 +564,7 @@ def _after(holder: str, rest: str, *, person: bool = True) -> str:
     if _EN_WITH_SOMEONE.search(rest):
         return _SOMEONE
     if person and _EN_COPULA.match(rest):
-        return holder
+        return holder  # "is a nurse", "works as a nurse": the holder itself
     return _SOMEONE if _EN_PERSON.search(rest) else holder
 
 
@@ -573,7 +573,13 @@ _EN_WITH_SOMEONE = re.compile(
     r"\b(?:with|him|them|met|meets?|meeting|visit(?:s|ed|ing)?|saw|sees?|seeing|told|tells?|asked|"
     r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )call(?:s|ed|ing)?|"
     r"(?:talk(?:s|ed|ing)?|spoke|speak(?:s|ing)?|chat(?:s|ted|ting)?) to|text(?:s|ed|ing)?|"
-    r"married (?!(?:for|since|in|last|now|and|but)\b)|marr(?:y|ies)|dat(?:ed|ing)|hired|invited|introduced)\b"
+    r"married (?!(?:for|since|in|last|now|and|but)\b)|marr(?:y|ies)|dat(?:ed|ing)|hired|invited|introduced|"
+    r"help(?:s|ed|ing)|hug(?:s|ged|ging)?|kiss(?:es|ed|ing)?|thank(?:s|ed|ing)?|e-?mail(?:s|ed|ing)?|"
+    r"messag(?:es|ed|ing)|phon(?:es|ed|ing)|interview(?:s|ed|ing)?|mention(?:s|ed|ing)?|adopt(?:s|ed|ing)?|"
+    r"babys[ai]t(?:s|ting)?|look(?:s|ed|ing)? after|t(?:ake|akes|ook|aking) care of|"
+    r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )named|"
+    # Someone's ("Tom's car"), but not "it's", "the user's", "today's" …
+    r"(?!(?:it|that|he|she|there|here|what|who|let|user|one|today|tonight|tomorrow|yesterday)'s)[a-z]+'s)\b"
 )
 # People by what they are to someone: "a friend", "her doctor", "a guy".
 _EN_PERSON = re.compile(
@@ -582,9 +588,15 @@ _EN_PERSON = re.compile(
     r"grand(?:ma|pa|mother|father|parent|son|daughter)|relative|boss|manager|colleague|co-?worker|classmate|"
     r"teammate|roommate|flatmate|housemate|neighbou?r|landlord|landlady|tenant|doctor|dentist|therapist|nurse|"
     r"teacher|professor|tutor|coach|trainer|lawyer|vet|mentor|client|customer|student|guest|stranger|guy|"
-    r"man|woman|lady|girl|boy|person|someone|somebody|mr|mrs|ms|dr)s?\b|\b(?:men|women|ladies|children|people)\b"
+    r"man|woman|lady|girl|boy|person|someone|somebody|mr|mrs|ms|dr|"
+    r"nanny|babysitter|caregiver|carer|housekeeper|maid|cleaner|plumber|electrician|driver|buddy|pal|bestie|bff|"
+    r"hubby|crush|lover|bride|groom|step(?:mom|mother|dad|father|son|daughter|sister|brother)|in-law|twin|"
+    r"toddler|infant|grandkid|grandchild|godmother|godfather|supervisor|director|ceo|founder|employee|intern|"
+    r"assistant|secretary|recruiter|patient|surgeon|physician|psychiatrist|psychologist|counsell?or|"
+    r"pediatrician|pastor|priest|rabbi|imam|hairdresser|barber|stylist|singer|actor|actress|author|writer|"
+    r"artist|musician|host|hostess|roomie|acquaintance)s?\b|\b(?:men|women|ladies|children|people)\b"
 )
-_EN_COPULA = re.compile(r"(?:is|am|are|was|were)\b")
+_EN_COPULA = re.compile(r"(?:is|am|are|was|were|works? as|worked as|working as)\b")
 # The holder's own name: "she" after it is still the holder.
 _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
 
@@ -825,7 +837,9 @@ _ZH_SINCE = re.compile(r"从|开始|(?<!一)起|以来")
 _ZH_AFTER = re.compile(r"[^，,]{1,8}?(?:之后|以后|后)")
 _ZH_PERSON = re.compile(
     r"[他她它你们人]|妈|爸|父|母|哥|姐|弟|妹|儿|女|孩|爷|奶|姥|外公|外婆|叔|伯|姑|舅|姨|婶|老婆|老公|妻|夫|"
-    r"朋友|同事|同学|室友|邻居|对象|老板|领导|上司|客户|宝宝|家人|亲戚|猫|狗"
+    r"朋友|同事|同学|室友|邻居|对象|老板|领导|上司|客户|宝宝|家人|亲戚|猫|狗|"
+    r"先生|太太|媳妇|伴侣|保姆|师傅|师兄|学长|网友|闺蜜|男友|前任|上级|下属|员工|房东|租客|侄|甥|队友|患者|"
+    r"医生|大夫|护士|律师|老师|导师|教练|司机|学生"
 )
 # The most characters a Chinese value or attribute may hold: the labelled pairs' longest
 # is 10 (an address), a full postal address about 30. Anything longer is no claim worth
@@ -890,13 +904,18 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim
     if lead and rest.startswith("的"):
         return read, after if _ZH_OWN_NAME.match(rest) else _SOMEONE
     others = rest.replace("一个人", "")  # alone, not with anyone
-    if _ZH_WITH_SOMEONE.search(rest) or (not rest.startswith("是") and _ZH_PERSON.search(others)):
+    if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
         return read, _SOMEONE
     return read, after
 
 
 # Words that bring someone besides the subject into a clause, a name included ("见了张伟").
-_ZH_WITH_SOMEONE = re.compile(r"认识|见了|见到|见面|遇到|遇见|碰到|碰见|看望|拜访|探望|陪|约了|告诉|嫁给|娶|和|跟|与")
+_ZH_WITH_SOMEONE = re.compile(
+    r"认识|见了|见到|见面|遇到|遇见|碰到|碰见|看望|拜访|探望|陪|约了|告诉|嫁给|娶|和|跟|与|"
+    r"帮(?!忙)|想念|照顾|感谢|谢谢|联系|采访|介绍|雇|请了|收养|领养|有一?位"
+)
+# A person after these is the subject itself ("用户是护士", "用户在医院当护士").
+_ZH_IS = re.compile(r"是|当|做|(?:在.{1,12}?)?(?:当|做)")
 _ZH_OWN_NAME = re.compile(r"的(?:名字|姓名|全名|小名|昵称|称呼)")
 
 

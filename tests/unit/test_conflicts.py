@@ -403,6 +403,56 @@ def test_he_she_they_after_a_clause_that_names_someone_besides_its_subject_are_n
 
 
 @pytest.mark.parametrize(
+    "new",
+    [
+        "The user has a nanny. She lives in Paris",
+        "The user hired a babysitter. She lives in Paris",
+        "The user has a new supervisor. He lives in Paris",
+        "The user sees a psychiatrist. She lives in Paris",
+        "The user's hubby is great. He lives in Paris",
+        "The user helped Anna. She lives in Paris",
+        "The user hugged Anna. She lives in Paris",
+        "The user thanked Anna. She lives in Paris",
+        "The user emailed Anna. She lives in Paris",
+        "The user interviewed Tom. He lives in Paris",
+        "The user mentioned Tom. He lives in Paris",
+        "The user has a cousin named Anna. She lives in Paris",
+        "The user borrowed Tom's car. He lives in Paris",
+        "The user is Tom's neighbour. He lives in Paris",
+    ],
+)
+def test_he_or_she_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no_one(new: str) -> None:
+    # f754b50 named people by two lists; these words were on neither, and the "she" was the user.
+    assert verdict("The user lives in Berlin", new) is Verdict.UNRELATED
+    assert verdict("The user lives in Berlin", "The user works as a writer. She lives in Paris") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user needs help. She lives in Paris") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user's name is Anna. She lives in Paris") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "用户有个保姆，她住在上海",
+        "用户有个师傅，他住在上海",
+        "用户有个网友，他住在上海",
+        "用户有个闺蜜，她住在上海",
+        "用户的先生是医生。他住在上海",
+        "用户有一位医生，他住在上海",
+        "用户帮了张伟，他住在上海",
+        "用户想念张伟，他住在上海",
+        "用户照顾张伟，他住在上海",
+        "用户联系了张伟，他住在上海",
+        "用户雇了张伟，他住在上海",
+    ],
+)
+def test_ta_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no_one(new: str) -> None:
+    assert verdict("用户住在杭州", new) is Verdict.UNRELATED
+    assert verdict("用户住在杭州", "用户是一名护士，她住在上海") is Verdict.REPLACE
+    assert verdict("用户住在杭州", "用户在医院当护士，住在上海") is Verdict.REPLACE
+    assert verdict("用户住在杭州", "用户在帮忙，她住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("I live in Berlin", "I met Tom and moved to Paris"),
