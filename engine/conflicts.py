@@ -234,10 +234,12 @@ _NO_VALUE = frozenset(
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
 # ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 _EN_PERIOD = re.compile(
-    r"\b(?:today|tonight|tomorrow|this (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
-    r"(?:for|over) the (?:week|weekend|night|holidays?|summer)|"
-    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?)|"
-    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|while (?:travel|visit)\w*)\b"
+    r"\b(?:today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
+    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|conference|festival|wedding|event)|"
+    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)|"
+    r"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|"
+    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|"
+    r"while (?:(?:i|we|he|she|they) (?:am |are |is )?)?(?:travel|visit)\w*)\b"
 )
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
@@ -258,7 +260,7 @@ def _dated(clause: str) -> bool:
 _LODGING = re.compile(
     r"\b(?:hotel|hostel|motel|airbnb|b&b|bnb|guest ?house|resort|campsite|campground)s?\b|"
     r"酒店(?!式)|宾馆|旅馆|民宿|旅店|旅社|招待所|客栈|青旅|青年旅舍|度假村|"
-    r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|这几|这两)(?:天|晚|个?晚上|周|个?星期|个?礼拜)$"
+    r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|这几|这两)(?:天|晚|个?晚上|周|个?星期|个?礼拜)$|一段时间$"
 )
 
 
@@ -729,6 +731,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
     if kind == "residence" and (_LODGING.search(match.group(0)) or _EN_PERIOD.search(match.group(0))):
         return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
+    if kind == "employer" and _EN_PERIOD.search(match.group(0)):
+        return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
@@ -968,7 +972,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice) -> list[Claim]:
 
 # When something happens, to come or gone by: with _ZH_ADVERB, what may open a clause before its subject.
 _ZH_WHEN = re.compile(
-    r"下个?(?:月|周|星期|礼拜)|[上下中]午|明天|明年|后天|今天|今晚|昨天|昨晚|周末|这次|那次|(?:周|星期|礼拜)[一二三四五六日天]"
+    r"下个?(?:月|周|星期|礼拜)|[上下中]午|明天|明年|后天|今天|今晚|昨天|昨晚|周末|这次|那次|(?:周|星期|礼拜)[一二三四五六日天]|"
+    r"春节|过年|国庆|中秋|端午|元旦|五一|暑假|寒假|假期|放假"
 )
 # A trip: where the holder stays on it is not their home.
 _ZH_TRIP = re.compile(r"出差|旅游|旅行|度假|出游|开会|玩")
