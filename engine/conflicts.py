@@ -358,7 +358,15 @@ _EN_CHANGE = re.compile(
     r"started|joined|left|upgraded|downgraded|renamed|raised|lowered|from now on|instead|these days|"
     r"recently|took up)\b"
 )
-_EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|hey|ok|okay|fyi)\b[, ]*)+")
+_EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|then|hey|ok|okay|fyi)\b[, ]*)+")
+# When something happened, before its subject ("Last week I moved to …", "These days I live in …").
+# Not a day or a period to come ("Today I stay in …"): _EN_PERIOD reads those in the clause.
+_EN_PAST_LEAD = re.compile(
+    r"^(?:recently|lately|these days|nowadays|yesterday|"
+    r"last (?:night|week|weekend|month|year|summer|winter|spring|autumn|fall)|"
+    r"(?:a|one|a few|a couple of|several|some|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
+    r"since (?:last (?:week|month|year)|\d{4}))\b[, ]*"
+)
 _EN_ADVERBS = r"(?:(?:really|also|still|now|just|usually|always|often|recently|actually|currently|totally|very much) )*"
 _EN_ADVERBS_LEAD = re.compile(rf"^{_EN_ADVERBS}")
 _EN_VERB_START = (
@@ -607,8 +615,9 @@ def _english_clause(clause: str, holder: str, voice: _Voice, joined: str | None 
     """The claims an English clause reads, and whom the clauses after it are about
     (:attr:`_Subject.after` and :attr:`_Subject.joined`)."""
     clause = _EN_FILLERS.sub("", clause).strip()
-    subject = _english_subject(clause, holder, voice, joined)
-    return _english_claims(subject, bool(_EN_CHANGE.search(clause))), subject.after, subject.joined
+    change = bool(_EN_CHANGE.search(clause))
+    subject = _english_subject(_EN_PAST_LEAD.sub("", clause), holder, voice, joined)
+    return _english_claims(subject, change), subject.after, subject.joined
 
 
 def _english_claims(subject: _Subject, change: bool) -> list[Claim]:

@@ -557,6 +557,27 @@ def test_a_move_or_a_home_now_still_replaces_beside_a_day_or_a_hotel(old: str, n
     assert verdict(old, new) is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "Last week I moved to Paris"),
+        ("I live in Berlin", "Yesterday I moved to Paris"),
+        ("I live in Berlin", "Recently I moved to Paris"),
+        ("I live in Berlin", "A few weeks ago we moved to Paris"),
+        ("I live in Berlin", "These days I live in Paris"),
+        ("I live in Berlin", "Since last year I live in Paris"),
+        ("I live in Berlin", "I met Tom and then moved to Paris"),
+        ("I work at Google", "Last month I started at Acme"),
+    ],
+)
+def test_a_move_after_when_it_happened_or_after_and_then_replaces(old: str, new: str) -> None:
+    # "Last week" or "then" before the subject hid it: the clause read as one without a subject.
+    assert verdict(old, new) is Verdict.REPLACE
+    assert verdict("I live in Berlin", "Today I stay in Shanghai") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "Last week I met Tom. He lives in Paris") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "Last week I stayed in Paris") is Verdict.UNRELATED
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
