@@ -719,6 +719,10 @@ def _english_attribute(
     value = re.sub(r"^(?:a|an|the) ", "", value)
     if re.fullmatch(r"(?:not|no longer) .+", value):
         return [Claim(holder, "state", _value(value.split(" ", 1)[1]), False, change, owned=owned)]
+    if owned and _EN_NEW_JOB.fullmatch(attr) and _EN_AT_EMPLOYER.match(rest, match.end("attr")):
+        # "My new job is at Acme": a new employer. Not "my job is at risk", nor "… at home".
+        employer = _value(value)
+        return [] if _workplace(employer) else [Claim(holder, "employer", employer, True, True, True, owned)]
     slot = _attribute_slot(attr, value)
     labelled = ":" in rest[match.end("attr") : match.start("v")]
     if slot in ("name", "residence") and not (owned or (labelled and attr in (*_NAME_ATTRS, *_RESIDENCE_ATTRS))):
@@ -726,6 +730,11 @@ def _english_attribute(
         slot = "attr:" + " ".join(terms(attr))
     unique = moved or _known_attribute(attr) or slot in _SINGLE_SLOTS
     return [Claim(holder, slot, _value(value), True, change, unique=unique, owned=owned)]
+
+
+_EN_NEW_JOB = re.compile(r"new (?:job|workplace)")
+# Not "… with the sales team", "… at the same company": a new role where the holder works.
+_EN_AT_EMPLOYER = re.compile(r" is (?:now )?at (?!(?:the )?same\b)")
 
 
 def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) -> list[Claim]:

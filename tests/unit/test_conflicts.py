@@ -578,6 +578,23 @@ def test_a_move_after_when_it_happened_or_after_and_then_replaces(old: str, new:
     assert verdict("I live in Berlin", "Last week I stayed in Paris") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user works at Google", "The user's new job is at Acme"),
+        ("I work at Google", "My new job is at Acme"),
+        ("I work at Google", "My new job is now at Acme"),
+    ],
+)
+def test_a_new_job_at_somewhere_is_a_new_employer(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+    assert verdict(old, "My job is at risk") is Verdict.UNRELATED
+    assert verdict(old, "My new job is great") is Verdict.UNRELATED
+    assert verdict(old, "My new job is at home") is Verdict.UNRELATED
+    assert verdict(old, "My sister's new job is at Acme") is Verdict.UNRELATED
+    assert verdict(old, "My new job is at the same company") is Verdict.UNRELATED
+
+
 def test_a_long_run_of_chinese_adverbials_is_read_in_linear_time() -> None:
     """The words before a Chinese rule's verb are read on every save. Read by a regex whose
     alternatives overlap under a star ("以后" is also "以" + "后"), 40 characters of them
