@@ -235,7 +235,8 @@ _NO_VALUE = frozenset(
 # ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 _EN_PERIOD = re.compile(
     r"\b(?:today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
-    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|conference|festival|wedding|event)|"
+    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter)|"
+    r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
     r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)|"
     r"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|"
     r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|"
@@ -994,7 +995,7 @@ _ZH_WHEN = re.compile(
     r"春节|过年|国庆|中秋|端午|元旦|五一|暑假|寒假|假期|放假"
 )
 # A trip: where the holder stays on it is not their home.
-_ZH_TRIP = re.compile(r"出差|旅游|旅行|度假|出游|开会|玩")
+_ZH_TRIP = re.compile(r"出差|旅游|旅行|度假|出游|开会|玩|婚礼|葬礼|探亲|培训|看病|比赛|会议|展会")
 # Where a clause's predicate begins: a verb, an auxiliary, a negation.
 _ZH_VERB = re.compile(r"[去来到回在住搬要想会能可说讲是有叫把被给让对带打准计正已不没别看吃喝玩买做写学坐走出进上下过]")
 

@@ -529,6 +529,10 @@ def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: 
         ("我住在杭州", "我春节回上海，住在爸妈家"),
         ("我住在杭州", "国庆我回上海，住在朋友家"),
         ("我住在杭州", "我住在朋友家一段时间"),
+        ("我住在杭州", "我来上海参加婚礼，住在朋友家"),
+        ("我住在杭州", "我来上海培训，住在外滩"),
+        ("I live in Berlin", "I stay in Shanghai for a wedding"),
+        ("I live in Berlin", "I am in Shanghai for my course and I stay in Pudong"),
     ],
 )
 def test_a_stay_next_week_on_a_day_for_a_month_or_a_holiday_is_not_a_home(old: str, new: str) -> None:
