@@ -376,7 +376,6 @@ _EN_VERB_START = (
     r"moved|relocated|joined|left|quit|stopped|gave|started|switched|changed|upgraded|no|never|not|avoids?|"
     r"goes|went|took|adores?|resides?|stays?)"
 )
-_EN_SELF = {"i", "we", "he", "she", "they", "user", "the user", "my", "our", "user's", "the user's", "me"}
 _EN_NOT_HOLDER = frozenset(
     """the a an this that it there here what which who call set change switch make please do does did not no
     never can will is am are was were has have had""".split()
@@ -532,14 +531,14 @@ def _english_subject(clause: str, holder: str, voice: _Voice, joined: str | None
         if joined is not None and _EN_PARTICIPLE.match(clause):
             joined = None  # "a friend living in Rome and working at …": the friend's
         about = holder if joined is None else joined
-        after = _after(holder, clause, person=False)
+        after = _after(holder, clause, opened=False)
         if first := _EN_FIRST_WORD.match(clause):
             joined = _holder(first.group(1), holder, voice)  # "I met Tom and moved to …"
         return _Subject(about, clause, after, after if joined is None else _joined(joined, clause, after))
     word, rest = subject.group(1), clause[subject.end() :]
     if word in _NOT_A_HOLDER:
         # "that is …", "there was a guy": about no one, though it may name someone.
-        after = _after(holder, rest, person=False)
+        after = _after(holder, rest, opened=False)
         return _Subject(None, rest, after, after, named)
     if word in _EN_NOT_HOLDER:
         after = _after(holder, rest)
@@ -566,29 +565,31 @@ _EN_RELATIVE_CLAUSE = re.compile(r"\b(?:who|whom|whose|which|that|where)\b")
 _EN_PARTICIPLE = re.compile(r"\w+ing\b|based\b")
 
 
-def _after(holder: str, rest: str, *, person: bool = True) -> str:
+def _after(holder: str, rest: str, *, opened: bool = True) -> str:
     """Whom the clauses after one about ``holder`` are about, where ``rest`` is what it says
     of them: ``holder``, unless it names someone else too ("met a friend", "talked to her
     doctor", "visited Tom", "lives with her sister"), whom a "he", "she" or "they" after it
-    may be. With ``person`` the holder opened the clause, and a person after "is" is the
+    may be. With ``opened`` the holder opened the clause, and a person after "is" is the
     holder itself ("The user's sister is a nurse. She …")."""
     if _EN_WITH_SOMEONE.search(rest):
         return _SOMEONE
-    if person and _EN_COPULA.match(rest):
+    if opened and _EN_IS.match(rest):
         return holder  # "is a nurse", "works as a nurse": the holder itself
     return _SOMEONE if _EN_PERSON.search(rest) else holder
 
 
+# "called"/"named" bring in someone, "is called"/"is named" name the subject itself.
+_NOT_AFTER_BE = r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )"
 # Words that bring someone besides the subject into a clause, a name included ("visited Tom").
 _EN_WITH_SOMEONE = re.compile(
     r"\b(?:with|him|them|met|meets?|meeting|visit(?:s|ed|ing)?|saw|sees?|seeing|told|tells?|asked|"
-    r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )call(?:s|ed|ing)?|"
+    rf"{_NOT_AFTER_BE}call(?:s|ed|ing)?|"
     r"(?:talk(?:s|ed|ing)?|spoke|speak(?:s|ing)?|chat(?:s|ted|ting)?) to|text(?:s|ed|ing)?|"
     r"married (?!(?:for|since|in|last|now|and|but)\b)|marr(?:y|ies)|dat(?:ed|ing)|hired|invited|introduced|"
     r"help(?:s|ed|ing)|hug(?:s|ged|ging)?|kiss(?:es|ed|ing)?|thank(?:s|ed|ing)?|e-?mail(?:s|ed|ing)?|"
     r"messag(?:es|ed|ing)|phon(?:es|ed|ing)|interview(?:s|ed|ing)?|mention(?:s|ed|ing)?|adopt(?:s|ed|ing)?|"
     r"babys[ai]t(?:s|ting)?|look(?:s|ed|ing)? after|t(?:ake|akes|ook|aking) care of|"
-    r"(?<!is )(?<!am )(?<!are )(?<!was )(?<!were )(?<!be )(?<!now )named|"
+    rf"{_NOT_AFTER_BE}named|"
     # Someone's ("Tom's car"), but not "it's", "the user's", "today's" …
     r"(?!(?:it|that|he|she|there|here|what|who|let|user|one|today|tonight|tomorrow|yesterday)'s)[a-z]+'s)\b"
 )
@@ -607,7 +608,8 @@ _EN_PERSON = re.compile(
     r"pediatrician|pastor|priest|rabbi|imam|hairdresser|barber|stylist|singer|actor|actress|author|writer|"
     r"artist|musician|host|hostess|roomie|acquaintance)s?\b|\b(?:men|women|ladies|children|people)\b"
 )
-_EN_COPULA = re.compile(r"(?:is|am|are|was|were|works? as|worked as|working as)\b")
+# A person after these is the subject itself ("is a nurse", "works as a nurse"), as after 是/当 (_ZH_IS).
+_EN_IS = re.compile(r"(?:is|am|are|was|were|works? as|worked as|working as)\b")
 # The holder's own name: "she" after it is still the holder.
 _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
 
