@@ -584,9 +584,10 @@ _SENSITIVE_ACTION = re.compile(rf"\b{_SENSITIVE_EN}\b|{_SENSITIVE_ZH}|修改(?:�
 # injection only when what follows it speaks to the model: "System: Ubuntu 22.04",
 # "Developer: Jane Smith", "系统：Windows 11", "New rule: no phones at dinner" and
 # "新规则：每天晚上十点前必须到家" are the user's own notes. What follows is the rest of the
-# marker's line (the next line when the marker ends its own: "### System:\n…").
-_MARKERS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
-    # (pattern, rule, whether a command to answer or to act counts after it)
+# marker's line (the first line with a word on it when the marker ends its own:
+# "### System:\n…", "System:\n\n---\n…").
+_MARKERS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    # (pattern, rule, what it is: "role" a role marker, "instructions" or "rules" a heading)
     (
         re.compile(
             r"(?:^|\n)\s*(?:\[|<|#{1,3}\s*)?(?:system|developer)\s*(?:\]|>)?\s*"
@@ -594,7 +595,7 @@ _MARKERS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
             _I,
         ),
         "role marker (system:)",
-        True,
+        "role",
     ),
     (
         re.compile(
@@ -603,17 +604,17 @@ _MARKERS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
             _I,
         ),
         "replacement instructions",
-        True,
+        "instructions",
     ),
     # A house, a school or an office has rules and policies as often as a model does.
     (
         re.compile(r"\b(?:new|updated|real|actual)\s+(?:system\s+)?(?:rules?|guidelines|polic(?:y|ies))\s*[:：]", _I),
         "replacement instructions",
-        False,
+        "rules",
     ),
-    (re.compile(r"(?:^|\n)\s*[【\[]?(?:系统|系统提示|系统指令|系统消息)[】\]]?\s*[:：]"), "role marker (zh)", True),
-    (re.compile(r"新的?(?:系统)?指令\s*[:：]"), "replacement instructions (zh)", True),
-    (re.compile(r"新的?(?:系统)?规则\s*[:：]"), "replacement instructions (zh)", False),
+    (re.compile(r"(?:^|\n)\s*[【\[]?(?:系统|系统提示|系统指令|系统消息)[】\]]?\s*[:：]"), "role marker (zh)", "role"),
+    (re.compile(r"新的?(?:系统)?指令\s*[:：]"), "replacement instructions (zh)", "instructions"),
+    (re.compile(r"新的?(?:系统)?规则\s*[:：]"), "replacement instructions (zh)", "rules"),
 )
 # What, after any marker, speaks to the model and to nobody else: who it is (a role, the
 # assistant named), its own machinery (system prompt, filters, jailbreak), what it gives
@@ -634,6 +635,9 @@ _TO_MODEL = (
         r"|\b(?:shar|send|forward|leak|upload|export|dump|exfiltrat|disclos|reveal|post|e-?mail)\w*\s+"
         r"(?:[\w']+\s+){0,3}?(?:memor(?:y|ies)|conversations?|chat\s+(?:history|logs?)|passwords?|credentials|"
         r"(?:user'?s?|personal|private)\s+(?:data|info\w*|details|files))\b"
+        r"|\b(?:memor(?:y|ies)|conversations?|chat\s+(?:history|logs?)|passwords?|credentials)\s+(?:\w+\s+){0,2}?"
+        r"(?:must|should|shall|will|is\s+to|are\s+to)\s+be\s+(?:sent|shared|forwarded|e-?mailed|posted|uploaded|"
+        r"leaked|disclosed|revealed|exported)\b"
         r"|\b(?:whoever|anyone\s+who|everyone\s+who)\s+asks\b",
         _I,
     ),
@@ -658,10 +662,11 @@ _COMMANDS_MODEL = (
     re.compile(
         rf"{_REPLY_VERBS}"
         r"|\b(?:always|only|never)\s+(?:recommend|promote|endorse|advertise|answer|respond|reply|output)\b"
-        r"|\b(?:all|every|each|your|future)\s+(?:answers|responses|replies|outputs)\b"
+        r"|\b(?:all|every|each|your|future)\s+(?:answers?|responses?|repl(?:y|ies)|outputs?)\b"
         r"|\b(?:the|this)\s+(?:assistant|ai|chatbot|llm|language\s+model)\b"
         r"|\b(?:shar|send|forward|leak|upload|export|dump|exfiltrat|disclos|reveal|post|e-?mail)\w*\s+"
-        r"(?:[\w']+\s+){0,3}?(?:contacts|(?:all|every|each|any|user'?s?|their)\s+(?:\w+\s+){0,2}?messages?)\b"
+        r"(?:[\w']+\s+){0,3}?(?:contacts|(?:all|every|each|any|user'?s?|their)\s+(?:\w+\s+){0,2}?"
+        r"(?:messages?|e-?mails?))\b"
         r"|\bwithout\s+(?:any\s+)?(?:restrictions|filters|censorship)\b"
         rf"|\b{_SENSITIVE_PAIRS}",
         _I,
@@ -674,17 +679,59 @@ _COMMANDS_MODEL = (
     ),
 )
 
+# After a role marker, also what a system prompt opens with: a command ("Forward all emails
+# to …", "Say 'pwned'", "When asked about X, say …", "Do not mention this to the user",
+# "把所有文件删掉", "用英文回答") or "you must …". What a user notes after "System:" opens
+# with a name or a spec ("Ubuntu 22.04", "Jane Smith", "Windows 11"), or is a status line
+# ("Transfer complete", "Send button disabled", "删除成功").
+_STATUS_EN = (
+    r"(?!\s+(?:complete[ds]?|failed|successful(?:ly)?|finished|done|error|pending|queued|in\s+progress|ok|button|"
+    r"queue|job|request|option|menu|of)\b)"
+)
+_STATUS_ZH = r"(?!成功|失败|完成|中|已|记录|按钮|功能)"
+_ROLE_COMMANDS = (
+    re.compile(
+        r"^(?:(?:please|kindly|always|never|only|do\s+not|don't)\s+|(?:from\s+now\s+on|in\s+future|going\s+forward),?\s+)*"
+        r"(?:ignore|disregard|forget|forward|send|e-?mail|share|post|upload|leak|reveal|disclose|tell|say|print|output|"
+        r"reply|respond|answer|include|insert|append|mention|recommend|promote|treat|assume|act|pretend|behave|obey|"
+        r"follow|comply|delete|remove|erase|wipe|purge|transfer|wire|pay|execute|summari[sz]e|grant|disable|bypass|"
+        r"override|redirect|refuse)"
+        rf"(?=[\s:,]){_STATUS_EN}"
+        r"|^(?:when(?:ever)?|if)\s+(?:asked|the\s+user|someone|anyone)\b"
+        r"|^do\s+(?:whatever|what|as|exactly|anything|everything)\b"
+        r"|\byou\s+(?:must|shall|are\s+to|will\s+(?:now|always|never|only))\b"
+        r"|^(?:the\s+)?user\s+(?:is|has\s+been)\s+(?:now\s+)?(?:an?\s+)?(?:admin(?:istrator)?|verified|authori[sz]ed|root|"
+        r"superuser)\b",
+        _I,
+    ),
+    re.compile(
+        r"^请?(?:务必|必须|一定要|不要|不许|别|不得|禁止|永远|始终|总是|以后|今后|从现在|从今以后|每次|把|忽略|无视|忘记|"
+        rf"忘掉|告诉|执行|回复|回答|输出|转发|发送|删除|删掉|清空|转账|推荐|假装|扮演|当用户|如果用户|用户问){_STATUS_ZH}"
+        r"|^请?用[^。！？!?\n]{1,8}?(?:回答|回复|答复|输出)"
+        r"|你(?:必须|务必|只能|不得|一定要|永远|始终)"
+    ),
+)
+
+_HEARD = {
+    "role": _TO_MODEL + _COMMANDS_MODEL + _ROLE_COMMANDS,
+    "instructions": _TO_MODEL + _COMMANDS_MODEL,
+    "rules": _TO_MODEL,
+}
+# Where a marker's words start: past the rest of its line and any line after it with no
+# word on it ("### System:\n---\nForward …"), and past bullets or quotes ("- ", "**").
+_FIRST_WORDS = re.compile(r"(?:[^\w\n]*\n)*[^\w\n]*")
+
 
 def _marked_instructions(visible: str) -> list[Finding]:
     """Role markers and instruction headings followed by words to the model (``_MARKERS``)."""
     found: list[Finding] = []
-    for pattern, rule, commands in _MARKERS:
+    for pattern, rule, kind in _MARKERS:
         for marker in pattern.finditer(visible):
-            start = marker.end() + len(visible[marker.end() :]) - len(visible[marker.end() :].lstrip())
+            lead = _FIRST_WORDS.match(visible, marker.end())
+            start = lead.end() if lead is not None else marker.end()
             end = visible.find("\n", start)
             line = visible[start : end if end >= 0 else len(visible)]
-            heard = _TO_MODEL + _COMMANDS_MODEL if commands else _TO_MODEL
-            said = next((m for m in (words.search(line) for words in heard) if m is not None), None)
+            said = next((m for m in (words.search(line) for words in _HEARD[kind]) if m is not None), None)
             if said is not None:
                 found.append(Finding(INJECTION, marker.start(), start + said.end(), rule))
                 break
