@@ -38,7 +38,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
@@ -323,7 +323,19 @@ _HIDDEN_CHARS = re.compile(
     "[\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 )
 _ZWJ = "\u200d"
-_HTML_COMMENT = re.compile(r"<!--[\s\S]*?-->")
+
+
+def _html_comments(text: str) -> Iterator[tuple[int, int]]:
+    """Where ``<!-- … -->`` comments are. Found with ``str.find``: a regex looks for the end of
+    every unclosed ``<!--`` again, and 10,000 of them (40,000 characters) took four seconds."""
+    start = text.find("<!--")
+    while start >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            return
+        yield start, end + 3
+        start = text.find("<!--", end + 3)
+
 
 _PREVIOUS = (
     r"(?:all|any|the|your|my|these|those|every)?\s*(?:of\s+)?(?:the\s+)?"
@@ -474,7 +486,7 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # sensitive actions, and encoded text. Inference memories carrying one are quarantined;
 # recall leaves out any that are not the user's own words.
 _IMPERATIVE_EN = (
-    r"(?:^|[.!?;:\n]\s*|,\s*)(?:please\s+)?(?:(?:always|never|do not|don't|make sure(?: to| that)?|be sure to|"
+    r"(?:^|[.!?;:,]\s*|\n[^\S\n]*)(?:please\s+)?(?:(?:always|never|do not|don't|make sure(?: to| that)?|be sure to|"
     r"remember to|don't forget to|do not forget to|from now on,?|in (?:the )?future,?|going forward,?)\s+)+"
 )
 # How the assistant answers (not what the user does: "answer the phone", "reply to spam").
@@ -531,7 +543,7 @@ _STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            rf"(?:{_IMPERATIVE_EN}|(?:^|[.!?;:\n]\s*)(?:please\s+)?|\b(?:says?|said|(?:tells?|asks?|wants?|instructs?)"
+            rf"(?:{_IMPERATIVE_EN}|(?:^|[.!?;:]\s*|\n[^\S\n]*)(?:please\s+)?|\b(?:says?|said|(?:tells?|asks?|wants?|instructs?)"
             rf"\s+(?:you|the\s+(?:assistant|agent))\s+to)\s+)(?:\w+ly\s+)?{_SENSITIVE_PAIRS}{_NOT_YOURS}",
             _I,
         ),
@@ -560,14 +572,15 @@ _STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"(?:^|[。！？；!?;\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|不要|别|记得|以后|今后)[^。！？!?\n]{0,30}?"
+            r"(?:^|[。！？；!?;]\s*|\n[^\S\n]*)(?:请|务必|一定要|必须|永远|始终|总是|不要|别|记得|以后|今后)[^。！？!?\n]{0,30}?"
             r"(?:回答|回复|答复|输出|称呼|用户|抄送|转发|发送给)"
         ),
         "an instruction about answers or the user (zh)",
     ),
     (
         re.compile(
-            rf"(?:^|[。！？；!?;\n]\s*)(?:请|务必|一定要|必须|永远|始终|总是|记得|以后|今后)[^。！？!?\n]{{0,30}}?{_SENSITIVE_ZH}"
+            rf"(?:^|[。！？；!?;]\s*|\n[^\S\n]*)(?:请|务必|一定要|必须|永远|始终|总是|记得|以后|今后)[^。！？!?\n]{{0,30}}?"
+            rf"{_SENSITIVE_ZH}"
         ),
         "an instruction to a sensitive action (zh)",
     ),
@@ -590,9 +603,9 @@ _MARKERS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     # (pattern, rule, what it is: "role" a role marker, "instructions" or "rules" a heading)
     (
         re.compile(
-            r"(?:^|\n)\s*(?:\[|<|#{1,3}\s*)?(?:system|developer)\s*(?:\]|>)?\s*"
-            r"(?:prompt|message|note|override)?\s*[:：]",
-            _I,
+            r"^[^\S\n]*(?:\[|<|#{1,3}[^\S\n]*)?(?:system|developer)\s*+(?:[\]>]\s*+)?"
+            r"(?:(?:prompt|message|note|override)\s*+)?[:：]",
+            _I | re.M,
         ),
         "role marker (system:)",
         "role",
@@ -612,7 +625,11 @@ _MARKERS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "replacement instructions",
         "rules",
     ),
-    (re.compile(r"(?:^|\n)\s*[【\[]?(?:系统|系统提示|系统指令|系统消息)[】\]]?\s*[:：]"), "role marker (zh)", "role"),
+    (
+        re.compile(r"^[^\S\n]*[【\[]?(?:系统|系统提示|系统指令|系统消息)[】\]]?\s*+[:：]", re.M),
+        "role marker (zh)",
+        "role",
+    ),
     (re.compile(r"新的?(?:系统)?指令\s*[:：]"), "replacement instructions (zh)", "instructions"),
     (re.compile(r"新的?(?:系统)?规则\s*[:：]"), "replacement instructions (zh)", "rules"),
 )
@@ -723,14 +740,18 @@ _FIRST_WORDS = re.compile(r"(?:[^\w\n]*\n)*[^\w\n]*")
 
 
 def _marked_instructions(visible: str) -> list[Finding]:
-    """Role markers and instruction headings followed by words to the model (``_MARKERS``)."""
+    """Role markers and instruction headings followed by words to the model (``_MARKERS``).
+    A marker's words end at the next marker of its kind, if that comes first on their line:
+    read to the end of the line, "新规则：" 8,000 characters long took seconds."""
     found: list[Finding] = []
     for pattern, rule, kind in _MARKERS:
-        for marker in pattern.finditer(visible):
-            lead = _FIRST_WORDS.match(visible, marker.end())
+        markers = list(pattern.finditer(visible))
+        for n, marker in enumerate(markers):
+            limit = markers[n + 1].start() if n + 1 < len(markers) else len(visible)
+            lead = _FIRST_WORDS.match(visible, marker.end(), limit)
             start = lead.end() if lead is not None else marker.end()
-            end = visible.find("\n", start)
-            line = visible[start : end if end >= 0 else len(visible)]
+            end = visible.find("\n", start, limit)
+            line = visible[start : end if end >= 0 else limit]
             said = next((m for m in (words.search(line) for words in _HEARD[kind]) if m is not None), None)
             if said is not None:
                 found.append(Finding(INJECTION, marker.start(), start + said.end(), rule))
@@ -766,8 +787,8 @@ def find_injection(text: str) -> list[Finding]:
     if hidden is not None or _hidden_zwj(text):
         at = hidden.start() if hidden is not None else text.index(_ZWJ)
         found.append(Finding(INJECTION, at, at + 1, "hidden characters (zero-width or direction override)"))
-    for comment in _HTML_COMMENT.finditer(text):
-        found.append(Finding(INJECTION, comment.start(), comment.end(), "hidden HTML comment"))
+    for start, end in _html_comments(text):
+        found.append(Finding(INJECTION, start, end, "hidden HTML comment"))
     visible = _visible(text)
     for pattern, rule in _INJECTION_RULES:
         match = pattern.search(visible)

@@ -4,7 +4,10 @@ the policies, their configuration, and precision/recall on the labelled set."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +18,7 @@ from engine.errors import ConfigError
 from engine.records import Memory, Source, Status
 
 NOW = datetime(2025, 3, 1, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def kinds(text: str) -> list[str]:
@@ -460,6 +464,24 @@ def test_a_role_marker_before_a_command_is_an_injection(text: str) -> None:
 )
 def test_a_status_line_after_a_role_marker_is_not_a_command(text: str) -> None:
     assert guard.find_injection(text) == []
+
+
+def test_long_runs_of_markers_spaces_and_line_breaks_are_read_in_linear_time() -> None:
+    """Each rule reads a text once. "system" and 2,000 spaces took 38 s (three runs of
+    spaces after the marker, tried every way), 8,000 line breaks over a minute (the
+    steering rules' clause starts, each reading the rest of the run), "新规则：" 8,000
+    characters long four seconds (each marker read the whole line). A fresh interpreter,
+    so a hang fails."""
+    script = """
+from engine import guard
+from engine.config import GuardPolicy
+from engine.records import Source
+for text in ("\\nsystem" + " " * 8000 + "x", "\\n" * 50_000, " \\n" * 25_000, "新规则：" * 20_000, "<!--" * 50_000):
+    guard.check_write(text, Source.INFERENCE, GuardPolicy())
+    guard.read_findings(text)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 def test_every_labelled_injection_is_caught() -> None:
