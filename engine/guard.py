@@ -120,7 +120,9 @@ _EMAIL = re.compile(
 # gives "建国路" and "这条路" or "逛街" is no street.
 _NAME_CHAR = r"(?:(?![省市区县镇乡旗的在是到住于了和与及或从往向去来把给这那条个我你他她它们])[\u4e00-\u9fff])"
 _UNIT = r"(?:[A-Za-z]|\d{1,4})(?:号楼|栋|幢|座|单元|层|楼|室|号|户)"
-_ROOM = rf"(?:{_UNIT})*(?:(?<=[栋幢座元楼层])\d{{2,4}}(?![\d年月日号]))?"
+# A number after a building that is a date or a time of day ("3栋2点", "3号楼20:30") is no room.
+_NOT_A_TIME = r"(?![\d年月日号点时分:：])"
+_ROOM = rf"(?:{_UNIT})*(?:(?<=[栋幢座元楼层])\d{{2,4}}{_NOT_A_TIME})?"
 _STREET = re.compile(
     rf"(?P<name>{_NAME_CHAR}{{2,8}}?(?:路|街|大道|大街|巷|胡同)(?:[东南西北中]?[一二三四五六七八九十\d]{{1,2}}段)?)"
     r"(?P<number>\d{1,5})(?:-\d{1,5})?(?:号院?|弄)(?!线)"
@@ -128,7 +130,7 @@ _STREET = re.compile(
 )
 _COMPOUND = re.compile(
     rf"{_NAME_CHAR}{{2,8}}?(?:小区|花园|公寓|家园|新村|苑)(?:[A-Za-z]|\d{{1,4}})(?:号楼|栋|幢|座)"
-    r"(?:\d{1,3}单元)?(?:\d{1,4}(?:室|号|户)?|[A-Za-z]\d{0,4})(?![\d年月日号])"
+    rf"(?:\d{{1,3}}单元)?(?:\d{{1,3}}[层楼])?(?:\d{{1,4}}(?:室|号|户)?|[A-Za-z]\d{{0,4}}){_NOT_A_TIME}(?![A-Za-z层楼])"
 )
 # What says a street number is a place: an address word shortly before it ("住在", "地址",
 # "寄到"), or a division just before the street ("朝阳区建国路"). A number up to 31 with

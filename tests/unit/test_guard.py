@@ -141,6 +141,10 @@ def test_grouped_digits_that_are_not_an_id_number(text: str) -> None:
         ("收货地址是朝阳区建国路1号", "收货地址是朝阳区[address]"),
         ("我家在阳光花园小区5栋2单元301", "我家在[address]"),
         ("地址：北京市朝阳区建国路８８号", "地址：北京市朝阳区[address]"),
+        # A floor before the room is the address's too; a time after it is not.
+        ("我家在阳光花园5栋3层301室", "我家在[address]"),
+        ("住在建国路88号3楼10点见", "住在[address]10点见"),
+        ("住在建国路88号3栋20:30见", "住在[address]20:30见"),
     ],
 )
 def test_chinese_street_addresses_are_redacted_from_the_street_on(text: str, stored: str) -> None:
@@ -165,6 +169,11 @@ def test_chinese_street_addresses_are_redacted_from_the_street_on(text: str, sto
         "海淀区中关村大街附近有很多公司",
         "住院3号床",
         "12月3号去北京市朝阳区开会",
+        "万科花园3号楼2点开会",  # a building and a time
+        "星河公寓2号楼10点集合",
+        "阳光花园3栋20:30见",
+        "幸福家园1栋3层开会",
+        "星河公寓2栋Apple店",
     ],
 )
 def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> None:
