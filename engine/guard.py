@@ -347,9 +347,11 @@ _RULES = (
     r"(?:instructions?|prompts?|rules|directions|directives|guidelines|commands|orders|context|constraints|"
     r"programming|restrictions)"
 )
+# Whole words: "act as both the sensor and the valve" names no bot, "a botanist" neither.
 _ROLE_WORDS = (
     r"(?:assistant|ai|chatbot|bot|model|dan|admin(?:istrator)?|root|superuser|developer mode|jailbroken|unrestricted|"
-    r"unfiltered|uncensored|evil|hacker|no longer bound|free of|without (?:any )?(?:rules|restrictions|limits|filters))"
+    r"unfiltered|uncensored|evil|hacker|no longer bound|free of|"
+    r"without (?:any )?(?:rules|restrictions|limits|filters))\b"
 )
 _SENSITIVE_EN = (
     r"(?:delet\w*|remov\w*|eras\w*|wip\w*|drop\w*|purg\w*|destroy\w*|shut\w* down|disabl\w*|transfer\w*|wir\w*|"

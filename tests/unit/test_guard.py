@@ -300,6 +300,9 @@ def test_injections_are_found(text: str) -> None:
         "请记住用户喜欢喝绿茶",
         "如何在 git diff 中忽略空白字符？",
         "👨\u200d👩\u200d👧 family photo",
+        # A role word is a whole word ("both" is no bot).
+        "This component will act as both the pressure sensor and the valve, releasing air when the pressure drops.",
+        "She will act as a botanist on the expedition.",
     ],
 )
 def test_ordinary_text_is_not_an_injection(text: str) -> None:
