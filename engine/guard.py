@@ -394,7 +394,11 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            rf"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+were\s+)?(?:a|an)?\s*(?:\w+\s+){{0,2}}?{_ROLE_WORDS}", _I
+            # Not the reader's own role, unqualified: "I'll respond as the assistant.", "go
+            # ahead and respond as the assistant, and I'll be the user" give it nothing new.
+            r"\b(?:act|behave|respond)\s+as\s+(?!the\s+(?:assistant|ai|chatbot|bot)[^\S\n]*(?:[,.;!?)\n]|$))"
+            rf"(?:if\s+you\s+were\s+)?(?:a|an)?\s*(?:\w+\s+){{0,2}}?{_ROLE_WORDS}",
+            _I,
         ),
         "role override",
     ),
