@@ -774,6 +774,18 @@ def _visible(text: str) -> str:
     return _HIDDEN_CHARS.sub("", unicodedata.normalize("NFKC", text)).replace(_ZWJ, "")
 
 
+# Zero-width characters with no width and no direction. One alone between spaces, line
+# breaks or the text's ends hides nothing: it joins or splits no word, and pasted notes
+# and code carry them ("\n\u200b\n" between two cells, an answer that is only "\u200b").
+_ZERO_WIDTH = frozenset("\u200b\u200c\u2060\u2061\u2062\u2063\u2064\ufeff")
+
+
+def _stands_alone(text: str, at: int) -> bool:
+    before = text[at - 1] if at > 0 else " "
+    after = text[at + 1] if at + 1 < len(text) else " "
+    return text[at] in _ZERO_WIDTH and before.isspace() and after.isspace()
+
+
 def _hidden_zwj(text: str) -> bool:
     if _ZWJ not in text:
         return False
@@ -791,9 +803,9 @@ def _hidden_zwj(text: str) -> bool:
 def find_injection(text: str) -> list[Finding]:
     """Spans that read as instructions to the model rather than facts to remember."""
     found: list[Finding] = []
-    hidden = _HIDDEN_CHARS.search(text)
+    hidden = next((m.start() for m in _HIDDEN_CHARS.finditer(text) if not _stands_alone(text, m.start())), None)
     if hidden is not None or _hidden_zwj(text):
-        at = hidden.start() if hidden is not None else text.index(_ZWJ)
+        at = hidden if hidden is not None else text.index(_ZWJ)
         found.append(Finding(INJECTION, at, at + 1, "hidden characters (zero-width or direction override)"))
     for start, end in _html_comments(text):
         found.append(Finding(INJECTION, start, end, "hidden HTML comment"))
