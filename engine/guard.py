@@ -418,8 +418,11 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:jailbreak|jailbroken|do anything now|developer mode enabled)\b", _I), "jailbreak phrase"),
     (
         re.compile(
+            # Not advice: an action the sentence says not to do ("the goal is not to … remove all
+            # issues"), or one on the reader's own things ("remember to wipe your device").
             r"\b(?:remember|memorize|note|keep in mind|don't forget|do not forget|store|record)\b"
-            rf"(?:\s+that)?[^.!?\n]{{0,80}}?\b{_SENSITIVE_EN}\b[^.!?\n]{{0,40}}\b"
+            r"(?:\s+that)?(?:(?!\b(?:not|never)\s+to\b)[^.!?\n]){0,80}?"
+            rf"\b{_SENSITIVE_EN}\b(?![^.!?\n]{{0,80}}\byour(?:self|s)?\b)[^.!?\n]{{0,40}}\b"
             r"(?:all|every|backups?|files?|data|database|accounts?|logs?|records|"
             r"money|funds|config\w*|settings|firewall|[0-9]+\s*(?:am|pm)|daily|nightly)\b",
             _I,
