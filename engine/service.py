@@ -77,7 +77,7 @@ from engine.reembed import Reembedder
 from engine.reinforcement import Reinforcer
 from engine.rollback import Rollbacks
 from engine.security import AuditEvent, Block, BlockKind
-from engine.writing import SaveJudge, clashes
+from engine.writing import BatchPlan, SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
 
 log = logging.getLogger(__name__)
@@ -294,6 +294,11 @@ class MemoryService:
             results: list[SaveResult | None] = [None] * len(drafts)
             fresh: list[tuple[int, Memory, Vector]] = []
             earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
+            # What the batch writes, as it stands after each memory: each is deduplicated
+            # and judged for conflicts in turn, against what the earlier ones left, so the
+            # batch ends as the same saves one at a time would ("Berlin", "Paris", "Berlin"
+            # leaves the second Berlin active, not folded into the first one Paris replaced).
+            plan = BatchPlan()
             repeats: list[Reinforcement] = []
             news = [self._new_memory(draft, now, actor) for draft in drafts]
             to_judge = [
@@ -306,13 +311,13 @@ class MemoryService:
                     # A repeat is one of the same audience only: deduplicating across it would
                     # answer with (and reveal) a memory the writer cannot see, or fold a
                     # private memory into a shared one.
-                    same = self.judge.same_text(memory, earlier, now, scope)
+                    same = self.judge.same_text(memory, earlier, plan, now, scope)
                     if same is not None:
                         results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
                         repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                         continue
                     near = self.judge.near_duplicate(
-                        memory, vector, fresh, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
+                        memory, vector, fresh, plan, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
                     )
                     if near is not None and not clashes(memory, near[0]):
                         results[position] = SaveResult(
@@ -321,32 +326,30 @@ class MemoryService:
                         repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
                         continue
                     if verdicts[position].action is guards.Action.QUARANTINED:
+                        # A quarantined memory supersedes and contradicts nothing.
                         memory = memory.evolve(status=Status.QUARANTINED)
+                        judged = None
+                    else:
+                        mode = self._conflict_mode(drafts[position])
+                        judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
+                    results[position] = judged or SaveResult(memory, created=True)
                     fresh.append((position, memory, vector))
                     earlier.setdefault(memory.digest, []).append(memory)
-                    results[position] = SaveResult(memory, created=True)
                 if fresh:
-                    # A quarantined memory supersedes and contradicts nothing.
-                    judged = [item for item in fresh if item[1].status is Status.ACTIVE]
-                    modes = {item[1].memory_id: self._conflict_mode(drafts[item[0]]) for item in judged}
-                    updates, edges, found = self.judge.resolve_conflicts(judged, modes, now, scope)
                     chained = episodes.chain_edges(
                         [memory for _, memory, _ in fresh], self.keeper.network.session_tail, now
                     )
                     follows = {edge.dst: edge.src for edge in chained}
                     for position, memory, _ in fresh:
-                        result = found.get(memory.memory_id, results[position])
+                        result = results[position]
                         if result is not None and memory.memory_id in follows:
-                            result = replace(result, follows=follows[memory.memory_id])
-                        results[position] = result
+                            results[position] = replace(result, follows=follows[memory.memory_id])
                     # A memory a later one of the batch superseded (new in the batch, or
                     # stored and the target of a repeat earlier in it) is answered as the
                     # transaction stores it, not as it was when its own turn was judged.
-                    final = {record.memory_id: record for record, _ in updates}
                     for position, result in enumerate(results):
-                        if result is not None and result.memory.memory_id in final:
-                            results[position] = replace(result, memory=final[result.memory.memory_id])
-                    edges += chained
+                        if result is not None and result.memory.memory_id in plan.current:
+                            results[position] = replace(result, memory=plan.current[result.memory.memory_id])
                     stored = [memory for _, memory, _ in fresh]
                     # HNSW's insertion of the new vectors runs while the store commits.
                     ahead = self.keeper.index_ahead([m.memory_id for m in stored], vectors[[p for p, _, _ in fresh]])
@@ -354,8 +357,8 @@ class MemoryService:
                         self.store.insert_linked(
                             stored,
                             [vector for _, _, vector in fresh],
-                            updates=updates,
-                            edges=edges,
+                            updates=plan.updates,
+                            edges=plan.edges + chained,
                             changed_by=actor,
                         )
                     except BaseException:

@@ -1,11 +1,14 @@
 """What a save does to the memories already there: repeats, supersessions, contradictions.
 
-For each new memory of a ``MemoryService.save_batch`` (under its write lock), ``SaveJudge``
-answers from candidates the fast network finds, and reads from the store only the few
-records a rule then needs, in one call:
+For each new memory of a ``MemoryService.save_batch`` (under its write lock), in the
+batch's order, ``SaveJudge`` answers from candidates the fast network finds, and reads from
+the store only the few records a rule then needs, in one call. The batch's memories are
+judged one after another, each after the earlier ones' dedup and conflicts (``BatchPlan``),
+so a batch ends as the same saves one at a time would:
 
 * ``same_text``: an active, unexpired memory of the same audience with the same content
-  digest (the network's digest postings), else one earlier in the batch;
+  digest (the network's digest postings), else one earlier in the batch (one the batch
+  superseded is no longer active: a repeat of it is saved anew, as after the batch);
 * ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities and mostly
   the same words (the network's semantic channel; only neighbours at the threshold are read);
 * ``resolve_conflicts``: what each new memory supersedes or contradicts
@@ -22,7 +25,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -60,6 +63,32 @@ class SaveResult:
     guard: guards.WriteVerdict = guards.ALLOWED
     # The memory of the same session this one was linked ``NEXT`` from (engine/episodes.py).
     follows: str | None = None
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """What one ``save_batch`` will write, built as its memories are judged in order, so
+    that each is judged against the state the earlier ones leave (as a save of each in
+    turn would be): the batch's new memories later ones may repeat or be judged against,
+    the new versions of the records it changed, and the edges."""
+
+    # Records the batch changed (superseded), latest version, by id.
+    current: dict[str, Memory] = field(default_factory=dict)
+    updates: list[tuple[Memory, str]] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    # The batch's new memories so far that later ones are judged against (position in
+    # the batch, memory, vector): all but the quarantined ones.
+    judged: list[tuple[int, Memory, Vector]] = field(default_factory=list)
+
+    def latest(self, memory: Memory) -> Memory:
+        """``memory`` as the batch leaves it so far."""
+        return self.current.get(memory.memory_id, memory)
+
+    def active(self, memory: Memory) -> bool:
+        """Whether ``memory`` (active when read, or new in the batch) is active still: one
+        an earlier memory of the batch superseded is, as for a later save, no memory a
+        save may repeat, supersede or contradict."""
+        return self.latest(memory).status is Status.ACTIVE
 
 
 def _peers(older: Memory, new: Memory, writer: Scope | None) -> bool:
@@ -157,81 +186,81 @@ class SaveJudge:
 
     def resolve_conflicts(
         self,
-        fresh: Sequence[tuple[int, Memory, Vector]],
-        modes: Mapping[str, str],
+        plan: BatchPlan,
+        new: tuple[int, Memory, Vector],
+        mode: str,
         now: datetime,
         scope: Scope | None,
-    ) -> tuple[list[tuple[Memory, str]], list[Edge], dict[str, SaveResult]]:
-        """Conflicts on write, planned before the one store transaction that applies them.
+    ) -> SaveResult | None:
+        """Conflicts on write for one new memory of a batch (``new``: its position in the
+        batch, the memory, its vector), added to ``plan`` before the one store transaction
+        that applies them; the batch's new memories are judged in order, each right after
+        its own dedup, so that each is judged as a save of it after the earlier ones would.
 
-        Each new memory whose mode (``modes``, by id) is not ``off`` is judged
-        (``engine.conflicts``) against its candidates: active memories of its
-        namespace that are semantically close (the recall candidate search), that
-        share an entity, or that carry the same ``key``, plus the memories earlier
-        in the same batch. A verdict counts only between memories the embedder
-        finds close (``min_similarity``), unless both carry the same ``key``: one
-        over-broad rule must not take out a namespace. A replaced one gets a
-        ``SUPERSEDES`` edge from the new one and, in ``supersede`` mode, a new
-        version with status ``superseded`` (in ``flag`` mode it stays active); a
-        clash without a winner gets a ``CONTRADICTS`` edge. Time order decides a
-        replacement: a new memory created before the one the rules say it replaces
-        is itself the replaced one (the edge from the newer, and superseded on
-        arrival in ``supersede`` mode); at equal times the new one replaces. Returns the updates and
-        edges for ``Store.insert_linked`` and, per new id, its result. Runs under
-        the write lock, so the records it reads cannot change before the
-        transaction lands.
+        With ``mode`` not ``off``, the new memory is judged (``engine.conflicts``) against
+        its candidates: active memories of its namespace that are semantically close (the
+        recall candidate search), that share an entity, or that carry the same ``key``,
+        plus the memories earlier in the same batch (``plan.judged``); one the batch has
+        already superseded is no candidate, as it would not be for a save after the batch.
+        A verdict counts only between memories the embedder finds close
+        (``min_similarity``), unless both carry the same ``key``: one over-broad rule must
+        not take out a namespace. A replaced one gets a ``SUPERSEDES`` edge from the new
+        one and, in ``supersede`` mode, a new version with status ``superseded`` (in
+        ``flag`` mode it stays active); a clash without a winner gets a ``CONTRADICTS``
+        edge. Time order decides a replacement: a new memory created before the one the
+        rules say it replaces is itself the replaced one (the edge from the newer, and
+        superseded on arrival in ``supersede`` mode); at equal times the new one replaces.
+        Returns the memory's result, or ``None`` when it was not judged. Runs under the
+        write lock, so the records it reads cannot change before the transaction lands.
         """
-        current: dict[str, Memory] = {}  # superseded records, latest version, by id
-        updates: list[tuple[Memory, str]] = []
-        edges: list[Edge] = []
-        found: dict[str, SaveResult] = {}
+        _, memory, vector = new
+        earlier = list(plan.judged)
+        plan.judged.append(new)
+        if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
+            return None  # a verdict needs a claim the rules read on both sides, or a key on both
+        current = plan.current
         floor = self.embedder.similarity_floor
-        for number, (_, memory, vector) in enumerate(fresh):
-            mode = modes[memory.memory_id]
-            if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
-                continue  # a verdict needs a claim the rules read on both sides, or a key on both
-            olds = self._conflict_candidates(memory, vector, now, scope)
-            self._learn_slots(olds)
-            olds += _related_earlier(memory, vector, fresh[:number])
-            by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id}
-            statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
-            verdicts = conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements)
-            close = self._similarities(vector, [old.memory_id for old, _ in verdicts], fresh[:number])
-            linked: dict[str, list[str]] = {SUPERSEDES: [], CONTRADICTS: [], "flagged": []}
-            for old, judgement in verdicts:
-                keyed = memory.key is not None and old.key is not None
-                if judgement.verdict is Verdict.DUPLICATE or (
-                    not keyed
-                    and scoring.calibrated_similarity(close.get(old.memory_id, 0.0), floor)
-                    < self.config.conflicts.min_similarity
-                ):
+        olds = self._conflict_candidates(memory, vector, now, scope)
+        self._learn_slots(olds)
+        olds += _related_earlier(memory, vector, earlier)
+        by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id and plan.active(old)}
+        statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
+        verdicts = conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements)
+        close = self._similarities(vector, [old.memory_id for old, _ in verdicts], earlier)
+        linked: dict[str, list[str]] = {SUPERSEDES: [], CONTRADICTS: [], "flagged": []}
+        for old, judgement in verdicts:
+            keyed = memory.key is not None and old.key is not None
+            if judgement.verdict is Verdict.DUPLICATE or (
+                not keyed
+                and scoring.calibrated_similarity(close.get(old.memory_id, 0.0), floor)
+                < self.config.conflicts.min_similarity
+            ):
+                continue
+            record = current.get(old.memory_id, by_id[old.memory_id])
+            if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
+                if memory.created_at < record.created_at:
+                    # Time order decides: a back-dated memory (an old chat imported) is
+                    # the one replaced, stored superseded by the newer one.
+                    self._superseded_on_arrival(memory, record, mode, now, current, plan.updates, plan.edges)
                     continue
-                record = current.get(old.memory_id, by_id[old.memory_id])
-                if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
-                    if memory.created_at < record.created_at:
-                        # Time order decides: a back-dated memory (an old chat imported) is
-                        # the one replaced, stored superseded by the newer one.
-                        self._superseded_on_arrival(memory, record, mode, now, current, updates, edges)
-                        continue
-                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
-                    if mode == "flag":
-                        linked["flagged"].append(record.memory_id)
-                        continue
-                    record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
-                    current[record.memory_id] = record
-                    updates.append((record, superseded_reason(memory.memory_id)))
-                    linked[SUPERSEDES].append(record.memory_id)
-                elif judgement.verdict is Verdict.CONTRADICT:
-                    edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
-                    linked[CONTRADICTS].append(record.memory_id)
-            found[memory.memory_id] = SaveResult(
-                current.get(memory.memory_id, memory),
-                created=True,
-                superseded=tuple(linked[SUPERSEDES]),
-                contradicted=tuple(linked[CONTRADICTS]),
-                flagged=tuple(linked["flagged"]),
-            )
-        return updates, edges, found
+                plan.edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
+                if mode == "flag":
+                    linked["flagged"].append(record.memory_id)
+                    continue
+                record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
+                current[record.memory_id] = record
+                plan.updates.append((record, superseded_reason(memory.memory_id)))
+                linked[SUPERSEDES].append(record.memory_id)
+            elif judgement.verdict is Verdict.CONTRADICT:
+                plan.edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
+                linked[CONTRADICTS].append(record.memory_id)
+        return SaveResult(
+            plan.latest(memory),
+            created=True,
+            superseded=tuple(linked[SUPERSEDES]),
+            contradicted=tuple(linked[CONTRADICTS]),
+            flagged=tuple(linked["flagged"]),
+        )
 
     @staticmethod
     def _superseded_on_arrival(
@@ -364,15 +393,20 @@ class SaveJudge:
         return [by_id[memory_id] for memory_id in ids if memory_id in by_id]
 
     def same_text(
-        self, memory: Memory, earlier: Mapping[str, list[Memory]], now: datetime, scope: Scope | None
+        self,
+        memory: Memory,
+        earlier: Mapping[str, list[Memory]],
+        plan: BatchPlan,
+        now: datetime,
+        scope: Scope | None,
     ) -> Memory | None:
         """The oldest active, unexpired memory of ``memory``'s audience with the same content
         digest: stored (the fast network's digest postings, then one read), else earlier in
-        the batch (``earlier``, by digest)."""
+        the batch (``earlier``, by digest); one the batch superseded (``plan``) is none."""
         ids = self._plan("text", memory, lambda: self._same_text_ids(memory, scope))
         stored = self._read_in_order(memory.namespace, ids, now)
         for other in [*stored, *earlier.get(memory.digest, [])]:
-            if _peers(other, memory, scope) and _same_thing(other, memory):
+            if plan.active(other) and _peers(other, memory, scope) and _same_thing(other, memory):
                 return other
         return None
 
@@ -387,14 +421,16 @@ class SaveJudge:
         memory: Memory,
         vector: Vector,
         fresh: Sequence[tuple[int, Memory, Vector]],
+        plan: BatchPlan,
         now: datetime,
         scope: Scope | None,
         *,
         fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
-        and mostly the same words (``text.word_overlap``). The fast network finds the stored
-        ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
+        and mostly the same words (``text.word_overlap``): stored, or new earlier in the batch
+        (``fresh``), and not superseded by the batch (``plan``). The fast network finds the
+        stored ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
         threshold = self._dedup_at
         keys = entity_keys(memory.entities)
@@ -420,7 +456,7 @@ class SaveJudge:
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
-            if not _same_thing(candidate, memory):
+            if not plan.active(candidate) or not _same_thing(candidate, memory):
                 continue
             other = entity_keys(candidate.entities)
             same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP

@@ -4,6 +4,7 @@ check, over real HTTP with the real MiniLM model."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -108,6 +109,63 @@ def test_a_batch_answers_what_it_stored_for_a_memory_a_later_one_of_it_supersede
         assert result["version"] == stored["version"]
     assert (berlin["memory"]["status"], berlin["version"]) == ("superseded", 2)
     assert (paris["memory"]["status"], paris["version"]) == ("active", 1)
+
+
+BERLIN, PARIS = "I live in Berlin.", "I moved to Paris."
+# What is stored before, the saves (namespace suffix, content), and what each namespace
+# recalls at the end: the user's latest statement.
+IN_TURN_CASES = [
+    ([], [("", BERLIN), ("", PARIS), ("", BERLIN)], {"": BERLIN}),
+    ([BERLIN], [("", PARIS), ("", BERLIN)], {"": BERLIN}),
+    ([], [("", PARIS), ("", BERLIN), ("", BERLIN)], {"": BERLIN}),
+    ([], [("", BERLIN), ("", BERLIN), ("", PARIS)], {"": PARIS}),
+    ([], [("", BERLIN), ("", PARIS), ("", PARIS)], {"": PARIS}),
+    ([], [(":a", BERLIN), (":b", BERLIN), (":a", PARIS), (":b", PARIS), (":a", BERLIN)], {":a": BERLIN, ":b": PARIS}),
+]
+
+
+def _saved_over_http(
+    http: httpx.Client, namespace: str, stored: list[str], saves: list[tuple[str, str]], *, batch: bool
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The answers to ``saves`` (one batch, or one save each) after ``stored``, and a name
+    for each memory id (``s<n>``: stored; ``<n>``: the one the n-th save created)."""
+    names = {save(http, text, namespace=namespace)["memory_id"]: f"s{n}" for n, text in enumerate(stored)}
+    memories = [{"content": text, "namespace": namespace + suffix} for suffix, text in saves]
+    if batch:
+        response = http.post("/v1/memory/save_batch", json={"memories": memories})
+        assert response.status_code == 200, response.text
+        results: list[dict[str, Any]] = response.json()["results"]
+    else:
+        results = [http.post("/v1/memory/save", json=memory).json() for memory in memories]
+    names.update((result["memory_id"], str(n)) for n, result in enumerate(results) if result["created"])
+    return results, names
+
+
+def test_a_batch_ends_as_its_saves_one_at_a_time_would(http: httpx.Client) -> None:
+    every = ["active", "superseded"]
+    for number, (stored, saves, latest) in enumerate(IN_TURN_CASES):
+        outcomes = []
+        for batch in (False, True):
+            namespace = f"case{number}:{'batch' if batch else 'in-turn'}"
+            results, names = _saved_over_http(http, namespace, stored, saves, batch=batch)
+            answers = [
+                (r["created"], r["deduplicated_by"], names[r["memory_id"]], sorted(names[i] for i in r["superseded"]))
+                for r in results
+            ]
+            left = set()
+            for suffix, content in latest.items():
+                hits = recall(http, "where does the user live?", namespaces=[namespace + suffix])
+                assert [hit["content"] for hit in hits] == [content], (number, batch, suffix)
+                listed = http.get("/v1/memories", params={"namespace": namespace + suffix, "status": every}).json()
+                left |= {(names[m["memory_id"]], m["status"], m["version"]) for m in listed["memories"]}
+            outcomes.append((answers, left))
+            if batch:
+                # Each answer carries the memory as the batch's transaction stored it.
+                for result in results:
+                    ns = result["namespace"]
+                    now = http.get(f"/v1/memory/{result['memory_id']}", params={"namespace": ns}).json()
+                    assert (result["memory"]["status"], result["version"]) == (now["status"], now["version"])
+        assert outcomes[1] == outcomes[0], number
 
 
 def test_a_replacement_between_memories_far_apart_in_meaning_is_not_taken(http: httpx.Client) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from engine import conflicts
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
-from engine.service import MemoryService
+from engine.service import MemoryService, SaveResult
 from tests.integration.conftest import OpenService
 
 NS = "user:7"
@@ -77,6 +77,77 @@ def test_a_batch_answers_a_memory_a_later_one_of_it_superseded_as_stored(
         assert (result.memory.status, result.memory.version) == (stored.status, stored.version)
         assert result.memory.updated_at == stored.updated_at
     assert [r.memory.status for r in results] == [Status.SUPERSEDED] * 3 + [Status.ACTIVE]
+
+
+BERLIN, PARIS = "I live in Berlin.", "I moved to Paris."
+# Each case: what is stored before, then the memories saved (namespace suffix, content),
+# and the contents each namespace recalls at the end (the user's latest statement).
+IN_TURN_CASES = {
+    "back-to-the-first": ([], [("", BERLIN), ("", PARIS), ("", BERLIN)], {"": {BERLIN}}),
+    "back-to-the-stored": ([BERLIN], [("", PARIS), ("", BERLIN)], {"": {BERLIN}}),
+    "back-to-the-stored-it-repeated": ([BERLIN], [("", BERLIN), ("", PARIS), ("", BERLIN)], {"": {BERLIN}}),
+    "changed-then-said-twice": ([], [("", PARIS), ("", BERLIN), ("", BERLIN)], {"": {BERLIN}}),
+    "said-twice-then-changed": ([], [("", BERLIN), ("", BERLIN), ("", PARIS)], {"": {PARIS}}),
+    "changed-then-repeated": ([], [("", BERLIN), ("", PARIS), ("", PARIS)], {"": {PARIS}}),
+    "there-and-back-twice": ([], [("", BERLIN), ("", PARIS), ("", BERLIN), ("", PARIS)], {"": {PARIS}}),
+    "two-namespaces": (
+        [],
+        [(":a", BERLIN), (":b", BERLIN), (":a", PARIS), (":b", PARIS), (":a", BERLIN)],
+        {":a": {BERLIN}, ":b": {PARIS}},
+    ),
+}
+
+
+def _saved(
+    service: MemoryService, namespace: str, stored: list[str], saves: list[tuple[str, str]], *, batch: bool
+) -> tuple[list[SaveResult], dict[str, str]]:
+    """Save ``stored`` one by one, then ``saves`` as one batch or one at a time. Returns the
+    results and a name for each memory id: ``s<n>`` for the stored ones, ``<n>`` for the
+    memory the n-th save created, so two runs compare whatever their ids."""
+    names = {
+        service.save(MemoryDraft(text, namespace=namespace)).memory.memory_id: f"s{n}" for n, text in enumerate(stored)
+    }
+    drafts = [MemoryDraft(text, namespace=namespace + suffix) for suffix, text in saves]
+    results = service.save_batch(drafts) if batch else [service.save(d) for d in drafts]
+    for n, result in enumerate(results):
+        if result.created:
+            names[result.memory.memory_id] = str(n)
+    return results, names
+
+
+def _outcome(
+    service: MemoryService, namespaces: list[str], results: list[SaveResult], names: dict[str, str]
+) -> tuple[list[tuple[bool, str | None, str, list[str]]], list[tuple[str, Status, int]]]:
+    """What the saves left, by name: each save's answer (created, how it was folded, which
+    memory, what it superseded) and every memory's status and version in the store."""
+    answers = [
+        (r.created, r.deduplicated_by, names[r.memory.memory_id], sorted(names[i] for i in r.superseded))
+        for r in results
+    ]
+    every = MemoryFilter(statuses=tuple(Status))
+    stored = sorted((names[m.memory_id], m.status, m.version) for m in service.list_page(namespaces, every).items)
+    return answers, stored
+
+
+@pytest.mark.parametrize("case", sorted(IN_TURN_CASES))
+def test_a_batch_ends_as_its_saves_one_at_a_time_would(service: MemoryService, case: str) -> None:
+    stored, saves, recalled_at_end = IN_TURN_CASES[case]
+    outcomes = []
+    for batch in (False, True):
+        namespace = f"{case}:{'batch' if batch else 'in-turn'}"
+        namespaces = [namespace + suffix for suffix in recalled_at_end]
+        results, names = _saved(service, namespace, stored, saves, batch=batch)
+        outcomes.append(_outcome(service, namespaces, results, names))
+        for suffix, contents in recalled_at_end.items():
+            hits = service.recall("where do I live", namespaces=[namespace + suffix], reinforce=False).hits
+            assert {hit.memory.content for hit in hits} == contents, (case, batch, suffix)
+        if batch:
+            # Each answer carries the memory as the batch's transaction stored it.
+            for result in results:
+                now = service.get(result.memory.namespace, result.memory.memory_id)
+                assert (result.memory.status, result.memory.version) == (now.status, now.version)
+    in_turn, as_batch = outcomes
+    assert as_batch == in_turn
 
 
 def test_claim_slots_kept_under_other_rules_are_read_again(
