@@ -345,6 +345,26 @@ def test_a_later_run_of_the_session_saying_an_old_fact_again_promotes_it(
     ]
 
 
+def test_a_session_that_goes_back_to_what_it_said_first_promotes_the_latest(
+    open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    sessions = open_sess()
+    for said in ("I live in Paris.", "I moved to Berlin.", "I live in Paris."):  # one run, one batch
+        sessions.append(REF, say(said), reach=Reach.FULL)
+        clock.advance(seconds=5)
+    promotion = sessions.close(REF)
+    assert len(promotion.created) == 3 and promotion.deduplicated == []
+    every = MemoryFilter(statuses=tuple(Status), session_id=REF.session_id)
+    stored = sorted(sessions.service.list_page([REF.namespace], every, limit=10).items, key=lambda m: m.created_at)
+    assert [(m.content, m.status) for m in stored] == [
+        ("I live in Paris.", Status.SUPERSEDED),
+        ("I moved to Berlin.", Status.SUPERSEDED),
+        ("I live in Paris.", Status.ACTIVE),
+    ]
+    (home,) = sessions.service.recall("where do I live", namespaces=[REF.namespace], top_k=1, reinforce=False).hits
+    assert home.memory.memory_id == stored[2].memory_id
+
+
 def test_promotion_goes_through_the_guard_dedup_and_conflicts(open_sess: OpenSessions, clock: FrozenClock) -> None:
     sessions = open_sess()
     service = sessions.service
