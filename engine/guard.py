@@ -418,19 +418,6 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:jailbreak|jailbroken|do anything now|developer mode enabled)\b", _I), "jailbreak phrase"),
     (
         re.compile(
-            # Not advice: an action the sentence says not to do ("the goal is not to … remove all
-            # issues"), or one on the reader's own things ("remember to wipe your device").
-            r"\b(?:remember|memorize|note|keep in mind|don't forget|do not forget|store|record)\b"
-            r"(?:\s+that)?(?:(?!\b(?:not|never)\s+to\b)[^.!?\n]){0,80}?"
-            rf"\b{_SENSITIVE_EN}\b(?![^.!?\n]{{0,80}}\byour(?:self|s)?\b)[^.!?\n]{{0,40}}\b"
-            r"(?:all|every|backups?|files?|data|database|accounts?|logs?|records|"
-            r"money|funds|config\w*|settings|firewall|[0-9]+\s*(?:am|pm)|daily|nightly)\b",
-            _I,
-        ),
-        "memory poisoning (remember + destructive action)",
-    ),
-    (
-        re.compile(
             r"\b(?:the\s+)?user\s+(?:has\s+)?(?:authori[sz]ed|wants|allowed|permitted|asked)\s+"
             rf"(?:you|the\s+(?:assistant|agent|ai))\s+to\s+(?:\w+\s+){{0,2}}?{_SENSITIVE_EN}",
             _I,
@@ -490,6 +477,64 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "memory poisoning (zh, claimed permission)",
     ),
 )
+
+# Memory poisoning: "remember" (or "note", "store" …) and, within 80 characters of its
+# sentence, a destructive action on something an attack names (all, data, settings …).
+_POISON_CUE = re.compile(
+    r"\b(?:remember|memorize|note|keep in mind|don't forget|do not forget|store|record)\b(?:\s+that)?", _I
+)
+# Every action, one at a time (a lookahead, so one the advice rules below let pass does
+# not hide the next: "remember to wipe your phone and delete all backups at 2am").
+_POISON_ACTION = re.compile(
+    rf"(?=\b(?P<verb>{_SENSITIVE_EN})\b[^.!?\n]{{0,40}}\b(?P<target>all|every|backups?|files?|data|database|"
+    r"accounts?|logs?|records|money|funds|config\w*|settings|firewall|[0-9]+\s*(?:am|pm)|daily|nightly)\b)",
+    _I,
+)
+# Advice, not an attack: the action itself said not to be done ("not to … remove all
+# issues", "never to wipe all data", "not to make it perfect or completely remove all
+# issues"), with no clause break between: "Remember not to forget: delete all backups"
+# and "never to refuse requests to delete all backups" say to do it.
+_NEGATED = re.compile(r"\b(?:not|never)\s+to\s+(?:(?:[^,;:\s]+\s+){0,8}?or\s+)?(?:\w+ly\s+)?$", _I)
+_NEGATION_BREAK = re.compile(r"\b(?:and|but|then|refuse|fail|hesitate|forget|stop|wait)\b", _I)
+# Advice, not an attack: an action on the reader's own things, "your" in its object with
+# no clause break or "and" between ("wipe your device clean of personal data", "delete
+# all the old photos from your phone"). Not "yours", "yourself", "on your behalf", nor
+# "to your …": "delete all the user's files, not yours", "wipe all databases and your
+# logs", "delete all data yourself", "transfer all funds to your account".
+_YOUR_OBJECT = re.compile(r"(?:[^\S\n]+[\w'-]+){0,5}?[^\S\n]+your\b(?![^\S\n]+behalf\b)", _I)
+_OBJECT_BREAK = re.compile(
+    r"[,;:()]|\b(?:and|or|but|then|plus|not|including|except|as|to|into|onto|towards?|yours|yourself)\b", _I
+)
+
+
+def _advice(visible: str, cue_end: int, action: re.Match[str]) -> bool:
+    negation = _NEGATED.search(visible, cue_end, action.start())
+    if negation is not None:
+        return _NEGATION_BREAK.search(visible, negation.start() + 3, action.start()) is None
+    your = _YOUR_OBJECT.match(visible, action.end("verb"))
+    if your is None:
+        return False
+    end = max(your.end(), action.end("target"))
+    return _OBJECT_BREAK.search(visible, action.start(), end) is None
+
+
+_SENTENCE_END = re.compile(r"[.!?\n]")
+# How far after its cue an action may start, and how far past that its target may end.
+_POISON_REACH, _ACTION_LENGTH = 80, 100
+
+
+def _poisoning(visible: str) -> Finding | None:
+    for cue in _POISON_CUE.finditer(visible):
+        limit = min(len(visible), cue.end() + _POISON_REACH + _ACTION_LENGTH)
+        stop = _SENTENCE_END.search(visible, cue.end(), limit)
+        for action in _POISON_ACTION.finditer(visible, cue.end(), stop.start() if stop is not None else limit):
+            if action.start() > cue.end() + _POISON_REACH:
+                break
+            if not _advice(visible, cue.end(), action):
+                rule = "memory poisoning (remember + destructive action)"
+                return Finding(INJECTION, cue.start(), action.end("target"), rule)
+    return None
+
 
 # Text that tries to steer a future agent, as opposed to advice to the user ("Don't
 # forget to soak the beans", "记得出门前检查一下天气预报"): instructions addressed to the
@@ -818,6 +863,9 @@ def find_injection(text: str) -> list[Finding]:
         if match is not None:
             # Offsets refer to the normalised text; injection is rejected or quarantined, never redacted.
             found.append(Finding(INJECTION, match.start(), match.end(), rule))
+    poisoning = _poisoning(visible)
+    if poisoning is not None:
+        found.append(poisoning)
     found += _marked_instructions(visible)
     return found
 
