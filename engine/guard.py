@@ -746,6 +746,10 @@ _COMMANDS_MODEL = (
         r"(?:[\w']+\s+){0,3}?(?:contacts|(?:all|every|each|any|user'?s?|their)\s+(?:\w+\s+){0,2}?"
         r"(?:messages?|e-?mails?))\b"
         r"|\bwithout\s+(?:any\s+)?(?:restrictions|filters|censorship)\b"
+        # Phishing: "ask the user for their password", "request the customer's card number".
+        r"|\b(?:ask|request|collect|obtain|get)\w*\s+(?:\w+\s+){0,3}?(?:for\s+)?(?:\w+'?s?\s+){0,3}?(?:passwords?|"
+        r"pin|pins|credit\s+card|card\s+numbers?|bank\s+(?:details|account|login)|credentials|one-time\s+code|otp|"
+        r"verification\s+code|social\s+security|ssn|passport\s+number)\b"
         rf"|\b{_SENSITIVE_PAIRS}",
         _I,
     ),
@@ -754,6 +758,8 @@ _COMMANDS_MODEL = (
         r"|你[^。！？!?\n]{0,6}?(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从)"
         rf"|{_SENSITIVE_ZH}[^。！？!?\n]{{0,8}}?(?:所有|全部|一切|整个|备份|数据|文件|日志|记录|账户|账号|服务器|配置|"
         r"设置|防火墙|资金|工资|存款|外部|陌生)"
+        r"|(?:询问|索要|索取|要求|让)[^。！？!?\n]{0,8}?(?:提供|告诉|输入|说出)?[^。！？!?\n]{0,6}?(?:密码|身份证|银行卡|卡号|验证码|"
+        r"支付密码)"
     ),
 )
 
