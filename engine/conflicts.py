@@ -145,12 +145,13 @@ _CLAUSE_SPLIT = re.compile(r"([.;!?\n，,。；！？]+|(?<!\s)\s+(?:and|but|so|
 _EN_JOINED = frozenset({"and", "but", "so", "then"})
 
 
-def _clauses(sentence: str) -> Iterator[tuple[str, bool]]:
-    """The clauses of ``sentence``, each with whether "and", "but", "so" or "then" joins it
-    to the one before ("I met Tom and moved to Paris")."""
+def _clauses(sentence: str) -> Iterator[tuple[str, str]]:
+    """The clauses of ``sentence``, each with the "and", "but", "so" or "then" that joins it
+    to the one before ("I met Tom and moved to Paris"), or "" where none does."""
     parts = _CLAUSE_SPLIT.split(sentence)
     for at in range(0, len(parts), 2):
-        yield parts[at], at > 0 and parts[at - 1].strip() in _EN_JOINED
+        joiner = parts[at - 1].strip() if at > 0 else ""
+        yield parts[at], joiner if joiner in _EN_JOINED else ""
 
 
 def _normal(text: str) -> str:
@@ -192,12 +193,13 @@ def _claims(text: str) -> tuple[Claim, ...]:
     # Whom the he/she/they of the next clause are, and whom it is about if it has no
     # subject and is joined to the one before by "and" (see _Subject).
     holder = joined = voice.me
+    infinitive = False
     voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))))
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
         dated = False
-        for clause, and_before in _clauses(_normal(sentence)):
+        for clause, joiner in _clauses(_normal(sentence)):
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
@@ -205,7 +207,12 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 read, holder = _chinese_clause(clause, holder, voice)
                 joined = holder
             else:
-                read, holder, joined = _english_clause(clause, holder, voice, joined if and_before else None)
+                # "but" sets what holds against the verb left open ("I wanted to stay but live in …").
+                open_verb = infinitive and joiner != "but"
+                read, holder, joined = _english_clause(
+                    clause, holder, voice, joined if joiner else None, infinitive=open_verb
+                )
+            infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
                 # holder stays or works that day is no home or employer, unless they say it
@@ -614,10 +621,18 @@ _EN_IS = re.compile(r"(?:is|am|are|was|were|works? as|worked as|working as)\b")
 _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?name is\b")
 
 
-def _english_clause(clause: str, holder: str, voice: _Voice, joined: str | None = None) -> tuple[list[Claim], str, str]:
+def _english_clause(
+    clause: str, holder: str, voice: _Voice, joined: str | None = None, *, infinitive: bool = False
+) -> tuple[list[Claim], str, str]:
     """The claims an English clause reads, and whom the clauses after it are about
-    (:attr:`_Subject.after` and :attr:`_Subject.joined`)."""
+    (:attr:`_Subject.after` and :attr:`_Subject.joined`). With ``infinitive`` the clause
+    before it leaves a verb to come open (:data:`_EN_INFINITIVE`)."""
     clause = _EN_FILLERS.sub("", clause).strip()
+    if joined is not None and infinitive and _EN_BARE_START.match(clause):
+        # "I want my son to retire and live in Paris", "I will quit and work at Acme": the
+        # bare verb goes on with the one left open, as "I want my son to live in Paris"
+        # would, whoever's it is; no one's claim.
+        joined = _SOMEONE
     change = bool(_EN_CHANGE.search(clause))
     subject = _english_subject(_EN_PAST_LEAD.sub("", clause), holder, voice, joined)
     return _english_claims(subject, change), subject.after, subject.joined
@@ -803,6 +818,26 @@ _EN_HALT = re.compile(r"(?:at|by|in|for|to|over|off|on|overnight|briefly|there|h
 _EN_BARE_VERBS = frozenset(
     """like love enjoy adore prefer want drink eat use play watch write smoke speak run read listen go hate dislike
     avoid have own get take""".split()
+)
+# What leaves a verb to come open, so that a bare verb joined after it by "and" goes on with
+# it: an infinitive after a wish or a request ("I want my husband to leave Google", "I asked
+# Tom to come back"), a modal ("I will quit", "my son can finish school"), someone made,
+# let, helped, seen or watched doing it ("I let my daughter quit school").
+_EN_INFINITIVE = re.compile(
+    r"\b(?:(?:wants?|wanted|like|love|hop(?:e|es|ed)|plan(?:s|ned)?|wish(?:es|ed)?|ask(?:s|ed)?|tell|tells|told|"
+    r"need(?:s|ed)?|expect(?:s|ed)?|encourag(?:e|es|ed)|convinc(?:e|es|ed)|persuad(?:e|es|ed)|urg(?:e|es|ed)|"
+    r"advis(?:e|es|ed)|allow(?:s|ed)?|forc(?:e|es|ed)|tr(?:y|ies|ied)|going|intend(?:s|ed)?|beg(?:s|ged)?|"
+    r"invit(?:e|es|ed))(?: [\w']+){0,4}? to [a-z]+|"
+    r"would|could|can|might|will|shall|should|must|i'd|we'd|i'll|we'll|"
+    r"(?:let|lets|make|makes|made|help|helps|helped|watch|watches|watched|see|sees|saw|hear|hears|heard) "
+    r"(?:(?:[a-z]+'s |my |his |her |our |their |the |a |an |your )[a-z]+|"
+    r"(?!(?:the|a|an|my|his|her|our|their|your)\b)[a-z]+) "
+    r"(?!(?:and|but|so|then|in|at|to|for|with|from|on|of|by|yesterday|today|tonight|last|this|a|an|the)\b)[a-z]+)\b"
+)
+# A clause that opens with a verb's bare form ("live in Paris", "work at Acme", "not eat meat").
+_EN_BARE_START = re.compile(
+    rf"^{_EN_ADVERBS}(?:(?:do not|never|not|no longer) )?(?:{'|'.join(sorted(_EN_BARE_VERBS))}|"
+    r"live|reside|stay|work|be|become|move|relocate|join|leave|quit|stop|start|switch|change|call|pick|give)\b"
 )
 
 # What "I am …" says of a passing moment: hedges, feelings, plans and anything in progress.
