@@ -119,7 +119,8 @@ class QueryVectors:
 @dataclass(frozen=True, slots=True)
 class Deletion:
     """What ``MemoryService.delete`` did: the memory as deleted (as it was, for a purge), and
-    the memories it had superseded that are active again (``engine.supersession``)."""
+    the memories it had superseded that are active again (``engine.supersession``), of
+    those the caller sees."""
 
     memory: Memory
     reinstated: tuple[str, ...] = ()
@@ -536,7 +537,9 @@ class MemoryService:
             back = supersession.reinstated_by_deleting(
                 self.store, current, now, lambda memory: self.guard_record(memory)[0]
             )
-            reinstated = tuple(memory.memory_id for memory, _ in back)
+            # Named only where the caller sees them: a memory made private since it was
+            # superseded is reinstated all the same (its writer's claim is back), unseen.
+            reinstated = tuple(memory.memory_id for memory, _ in back if scope is None or scope.sees(memory))
             if hard:
                 # Reinstated first: a purge cut short leaves the older memory recalled beside
                 # the newer, never hidden with the link that said why purged.

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from engine.ports import Embedder
-from tests.api.conftest import LiveServer, recall, save
+from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token, recall, save
 
 pytestmark = pytest.mark.slow
 
@@ -325,3 +325,28 @@ def test_a_newer_memory_quarantined_by_an_edit_hides_the_older_no_more(http: htt
     assert (injected.status_code, injected.json()["status"]) == (200, "quarantined")  # the write guard's doing
     assert _status(http, berlin) == "active"
     assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [berlin]
+
+
+def test_a_deletion_names_only_the_reinstated_memories_the_caller_sees(secured: LiveServer) -> None:
+    """Alice's "I live in Berlin", made private once "I moved to Paris" superseded it, comes
+    back when Bob deletes the shared Paris; Bob's answer named its id all the same, a memory
+    he cannot read (404)."""
+    alice, bob = new_token(secured, "alice", "team:*:rw"), new_token(secured, "bob", "team:*:rw")
+    with bearer(secured, alice) as api:
+        berlin = save(api, "I live in Berlin", namespace="team:a")["memory_id"]
+        paris = save(api, "I moved to Paris", namespace="team:a")
+        assert paris["superseded"] == [berlin]
+        hidden = api.patch(f"/v1/memory/{berlin}", json={"namespace": "team:a", "visibility": "private"})
+        assert hidden.status_code == 200, hidden.text
+    with bearer(secured, bob) as api:
+        assert api.get(f"/v1/memory/{berlin}", params={"namespace": "team:a"}).status_code == 404
+        deleted = api.delete(f"/v1/memory/{paris['memory_id']}", params={"namespace": "team:a"})
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["reinstated"] == []
+    with bearer(secured, alice) as api:
+        assert api.get(f"/v1/memory/{berlin}", params={"namespace": "team:a"}).json()["status"] == "active"
+    with bearer(secured, ROOT_TOKEN) as root:  # an admin of the namespace sees it: named
+        again = root.post(f"/v1/memory/{paris['memory_id']}/restore", json={"namespace": "team:a"})
+        assert again.status_code == 200, again.text
+        deleted = root.delete(f"/v1/memory/{paris['memory_id']}", params={"namespace": "team:a"})
+        assert deleted.json()["reinstated"] == [berlin]
