@@ -499,9 +499,16 @@ class MemoryService:
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
         """Whether ``edited``'s text still replaces ``older`` as a save of it would: the
-        conflict rules' verdict, and (without one key on both) the semantic check."""
-        verdict = conflicts.judge(Statement(edited.content, edited.key), Statement(older.content, older.key))
-        if verdict.verdict is not Verdict.REPLACE:
+        conflict rules' verdict, and (without one key on both) the semantic check. Either
+        way round, as time order reads a save (``engine.writing``): "I switched to light
+        mode" saved back-dated under "I prefer dark mode" was judged as the newer text and
+        superseded on arrival; the rules read the pair the other way as unrelated."""
+        forward = conflicts.judge(Statement(edited.content, edited.key), Statement(older.content, older.key))
+        if forward.verdict is not Verdict.REPLACE and not (
+            older.created_at < edited.created_at
+            and conflicts.judge(Statement(older.content, older.key), Statement(edited.content, edited.key)).verdict
+            is Verdict.REPLACE
+        ):
             return False
         if edited.key is not None and older.key is not None:
             return True

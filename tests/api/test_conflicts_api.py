@@ -350,3 +350,16 @@ def test_a_deletion_names_only_the_reinstated_memories_the_caller_sees(secured: 
         assert again.status_code == 200, again.text
         deleted = root.delete(f"/v1/memory/{paris['memory_id']}", params={"namespace": "team:a"})
         assert deleted.json()["reinstated"] == [berlin]
+
+
+def test_an_edit_judges_a_back_dated_supersession_in_time_order(http: httpx.Client) -> None:
+    """An old chat's "I switched to light mode", saved back-dated, was judged the newer text and
+    superseded on arrival by "I prefer dark mode"; an edit of the dark-mode memory judged the
+    pair the other way round, where the rules see nothing in common, and brought it back."""
+    dark = save(http, "I prefer dark mode")["memory_id"]
+    light = save(http, "I switched to light mode", created_at="2025-01-01T00:00:00Z")["memory_id"]
+    assert _status(http, light) == "superseded"
+    edited = http.patch(f"/v1/memory/{dark}", json={"content": "I prefer dark mode, always"})
+    assert edited.status_code == 200, edited.text
+    assert _status(http, light) == "superseded"
+    assert [hit["memory_id"] for hit in recall(http, "which display mode does the user like?")] == [dark]
