@@ -491,8 +491,8 @@ class MemoryService:
 
         if updated.status is Status.QUARANTINED and current.status is Status.ACTIVE:
             return supersession.reinstated_by_deleting(self.store, current, now, guard, how="quarantined")
-        if vector is None and updated.key == current.key:
-            return []
+        if updated.content == current.content and updated.key == current.key:
+            return []  # the same claim (a client that sends the text with every edit): nothing to judge
         return supersession.reinstated_by_editing(
             self.store, updated, now, guard, lambda older: self._replaces(updated, vector, older)
         )

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from engine import conflicts
+from engine.conflicts import SUPERSEDES
+from engine.ports import Edge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService, SaveResult
 from tests.integration.conftest import OpenService
@@ -316,3 +318,20 @@ def test_the_users_own_move_still_supersedes_their_home(service: MemoryService, 
     old = service.save(draft(home)).memory.memory_id
     assert service.save(draft(move)).superseded == (old,)
     assert old not in recalled(service, home)
+
+
+def test_an_edit_that_keeps_the_text_and_key_judges_nothing_again(service: MemoryService) -> None:
+    """An edit that sent the text unchanged (LangGraph's put sends it with every update) judged
+    the pair again, and today's rules brought back what another judge, older rules or another
+    model had superseded (here: a link as an import keeps it)."""
+    muse = service.save(draft("The user's favourite band is Muse")).memory
+    jazz = service.save(draft("The user now listens mostly to jazz")).memory
+    service.link([Edge(NS, jazz.memory_id, muse.memory_id, SUPERSEDES, jazz.created_at)])
+    service.update(NS, muse.memory_id, MemoryPatch(status=Status.SUPERSEDED), reason=f"superseded by {jazz.memory_id}")
+
+    kept = service.update(NS, jazz.memory_id, MemoryPatch(content=jazz.content, metadata={"checked": True}))
+    assert kept.version == jazz.version + 1
+    assert service.get(NS, muse.memory_id).status is Status.SUPERSEDED
+    # An edit of the text is judged: the rules see nothing in common, so Muse is back.
+    service.update(NS, jazz.memory_id, MemoryPatch(content="The user now listens mostly to jazz and blues"))
+    assert service.get(NS, muse.memory_id).status is Status.ACTIVE
