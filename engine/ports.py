@@ -373,10 +373,13 @@ class Store(Protocol):
         changed_by: str | None,
         reason: str,
         sets_base_score: bool = False,
+        also: Sequence[tuple[Memory, str]] = (),
     ) -> int:
         """Replace a memory's record with ``memory`` (whose version must be the
         stored version + 1, else ``Conflict``), keep the old version, replace the
-        vector when one is given; return the seq.
+        vector when one is given; return the seq. ``also``: other memories' next
+        versions (record, why), written as ``insert_linked``'s ``updates`` in the same
+        transaction (an edit and what it reinstates land together or not at all).
 
         Applied to the stored record as it is when the write takes its lock, so that
         use landing after the caller read the record (from this process or another)

@@ -470,12 +470,11 @@ class MemoryService:
             changes["embedding_version"] = self.embedder.version
         updated = current.evolve(**changes)
         back = self._reinstated_by_edit(current, updated, vector, now)
+        # One transaction: an edit cut short after it landed must not leave the older memory
+        # superseded by a text that no longer replaces it.
         self.store.update(
-            updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None
+            updated, vector, changed_by=actor, reason=reason, sets_base_score=patch.base_score is not None, also=back
         )
-        if back:
-            # A second transaction: cut short, the older memory stays superseded as before the edit.
-            self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
         self.keeper.catch_up()
         return updated
 

@@ -797,9 +797,16 @@ class Neo4jStore:
         changed_by: str | None,
         reason: str,
         sets_base_score: bool = False,
+        also: Sequence[tuple[Memory, str]] = (),
     ) -> int:
         def work(tx: neo4j.ManagedTransaction) -> int:
-            return _update(tx, memory, vector, changed_by, reason, sets_base_score)
+            if also:  # every memory by id before the counter (which _update takes): the lock order
+                tx.run(_LOCK_MEMORIES, ids=sorted({memory.memory_id, *(r.memory_id for r, _ in also)})).consume()
+            seq = _update(tx, memory, vector, changed_by, reason, sets_base_score)
+            if also:
+                _apply_updates(tx, also, changed_by)
+                seq = _log(tx, [_change(record, "update") for record, _ in also])
+            return seq
 
         return self._write("update", work)
 

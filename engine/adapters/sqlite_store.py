@@ -371,9 +371,13 @@ class SqliteStore:
         changed_by: str | None,
         reason: str,
         sets_base_score: bool = False,
+        also: Sequence[tuple[Memory, str]] = (),
     ) -> int:
         with self._write("update") as db:
-            return self._update_row(db, memory, vector, changed_by, reason, sets_base_score)
+            seq = self._update_row(db, memory, vector, changed_by, reason, sets_base_score)
+            for record, why in also:
+                seq = self._update_row(db, record, None, changed_by, why)
+            return seq
 
     def insert_linked(
         self,

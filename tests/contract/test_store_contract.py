@@ -1215,6 +1215,34 @@ def test_insert_linked_writes_nothing_when_an_update_is_in_another_namespace(sto
     assert store.get(Scope.whole([OTHER_NS]), theirs.memory_id) == theirs
 
 
+def test_update_writes_also_in_its_transaction(store: Store) -> None:
+    old, new = put(store, mem("user lives in Berlin", status=Status.SUPERSEDED), mem("user moved to Paris"))
+    edited = new.evolve(content="the weather is nice", version=2)
+    back = old.evolve(status=Status.ACTIVE, version=2)
+    seq = store.update(edited, vec(5), changed_by="editor", reason="edit", also=[(back, "reinstated")])
+    assert seq == store.last_seq()
+    assert (store.get(SCOPE, new.memory_id), store.get(SCOPE, old.memory_id)) == (edited, back)
+    np.testing.assert_array_equal(store.vectors([new.memory_id], MODEL)[new.memory_id], vec(5))
+    assert [(v.reason, v.changed_by) for v in store.versions(SCOPE, old.memory_id)][-1] == ("reinstated", "editor")
+    assert [change.memory_id for change in store.changes_since(seq - 2, 10)] == [new.memory_id, old.memory_id]
+
+
+def test_update_writes_nothing_when_one_of_also_is_stale(store: Store) -> None:
+    old, new = put(store, mem("user lives in Berlin", status=Status.SUPERSEDED), mem("user moved to Paris"))
+    seq = store.last_seq()
+    with pytest.raises(Conflict):
+        store.update(
+            new.evolve(content="the weather is nice", version=2),
+            vec(5),
+            changed_by=None,
+            reason="edit",
+            also=[(old.evolve(status=Status.ACTIVE, version=3), "reinstated")],
+        )
+    assert (store.get(SCOPE, new.memory_id), store.get(SCOPE, old.memory_id)) == (new, old)
+    np.testing.assert_array_equal(store.vectors([new.memory_id], MODEL)[new.memory_id], vec(1))
+    assert store.last_seq() == seq
+
+
 def test_find_by_key_returns_active_memories_of_the_namespace_newest_first(store: Store) -> None:
     old, new, _gone, other, _unkeyed = put(
         store,

@@ -21,7 +21,7 @@ from engine import change_log
 from engine.adapters import INDEX_DIR, open_service
 from engine.config import Config, load_config
 from engine.errors import VersionMismatch
-from engine.records import MemoryDraft, MemoryPatch, Scope
+from engine.records import MemoryDraft, MemoryPatch, Scope, Status
 from engine.service import MemoryService
 from tests.bolt import BoltTarget
 
@@ -324,3 +324,30 @@ def test_consolidation_skips_a_memory_another_replica_purged_since_its_read_and_
     assert report.purged == 1  # the other one: the run went on
     assert [o.status for o in report.outcomes if o.action.memory_id in gone] == ["skipped"]
     assert a.store.get(Scope.whole([NS]), first) is None and a.store.get(Scope.whole([NS]), second) is None
+
+
+def test_an_edit_and_what_it_reinstates_land_together_when_another_replica_wrote_first(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reinstatement an edit decides was a second transaction: where it failed (here the
+    older memory edited on another replica just before; a crash does the same), the edit had
+    landed alone, and "I live in Berlin" stayed superseded by "The weather is nice today"."""
+    a, b = replicas
+    berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
+    assert a.get(NS, berlin).status is Status.SUPERSEDED
+    update = a.store.update
+    done: list[bool] = []
+
+    def older_edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+        if not done:
+            done.append(True)
+            b.update(NS, berlin, MemoryPatch(metadata={"checked": True}))
+        return update(memory, *args, **kwargs)
+
+    monkeypatch.setattr(a.store, "update", older_edited_on_b_first)
+    edited = a.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+    assert edited.content == "The weather is nice today"
+    back = a.get(NS, berlin)
+    assert (back.status, back.metadata) == (Status.ACTIVE, {"checked": True})
+    reasons = [v.reason for v in a.history(NS, berlin)]
+    assert reasons[-1] == f"reinstated: {paris}, which superseded it, no longer replaces it"
