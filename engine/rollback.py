@@ -160,14 +160,18 @@ class Rollbacks:
             # The history as it is now, under the lock: a quarantine that landed meanwhile counts.
             if releasing and held(self._store.versions(sight, memory_id)) and not _admin(scope, namespace):
                 raise Forbidden("only a namespace admin may release a quarantined memory")
-            updated = self._write(current, target, vector, actor, f"rolled back to version {version}")
-            if current.status is Status.DELETED and updated.status is Status.ACTIVE:
+            now = self._clock()
+            also: list[tuple[Memory, str]] = []
+            if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):
+                # Deleted or quarantined by a rollback as by a DELETE or an edit: what it
+                # superseded is recalled again, not left hidden under a memory out of recall.
+                how = "deleted" if target.status is Status.DELETED else "quarantined"
+                also = supersession.reinstated_by_deleting(self._store, current, now, self._guard, how=how)
+            elif current.status is Status.DELETED and target.status is Status.ACTIVE:
                 # Undeleted by a rollback as by a restore: what its deletion reinstated is
-                # superseded again (a second transaction; cut short, both stay recalled).
-                again = supersession.superseded_again_by_restoring(self._store, updated, self._clock())
-                if again:
-                    self._store.insert_linked([], [], updates=again, edges=[], changed_by=actor)
-                    self._keeper.catch_up()
+                # superseded again.
+                also = supersession.superseded_again_by_restoring(self._store, current, now)
+            updated = self._write(current, target, vector, actor, f"rolled back to version {version}", also=also)
         return updated
 
     def to_time(self, namespace: str, as_of: datetime, *, actor: str | None = None) -> NamespaceRollback:
@@ -300,8 +304,18 @@ class Rollbacks:
                     report.note("restored", memory_id)
             self._keeper.catch_up()
 
-    def _write(self, current: Memory, target: Memory, vector: Vector | None, actor: str | None, reason: str) -> Memory:
-        """Store the restoration of ``target`` over ``current``; the caller holds the lock."""
+    def _write(
+        self,
+        current: Memory,
+        target: Memory,
+        vector: Vector | None,
+        actor: str | None,
+        reason: str,
+        *,
+        also: Sequence[tuple[Memory, str]] = (),
+    ) -> Memory:
+        """Store the restoration of ``target`` over ``current``, with the other memories'
+        versions ``also`` in its transaction; the caller holds the lock."""
         updated = restored(current, target, self._clock())
         if updated.content != current.content:
             if vector is None:
@@ -309,6 +323,6 @@ class Rollbacks:
             updated = updated.evolve(embedding_model=self._embedder.name, embedding_version=self._embedder.version)
         else:
             vector = None
-        self._store.update(updated, vector, changed_by=actor, reason=reason)
+        self._store.update(updated, vector, changed_by=actor, reason=reason, also=also)
         self._keeper.catch_up()
         return updated

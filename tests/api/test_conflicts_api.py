@@ -363,3 +363,31 @@ def test_an_edit_judges_a_back_dated_supersession_in_time_order(http: httpx.Clie
     assert edited.status_code == 200, edited.text
     assert _status(http, light) == "superseded"
     assert [hit["memory_id"] for hit in recall(http, "which display mode does the user like?")] == [dark]
+
+
+def test_a_rollback_to_a_deleted_version_brings_the_older_memory_back(http: httpx.Client) -> None:
+    """Rolling "I moved to Paris" back to its deleted version deleted it as a DELETE does, but
+    left "I live in Berlin" superseded by it: nothing about the home was recalled."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    assert http.delete(f"/v1/memory/{paris}").json()["reinstated"] == [berlin]
+    assert http.post(f"/v1/memory/{paris}/restore", json={}).status_code == 200
+    assert _status(http, berlin) == "superseded"
+
+    rolled = http.post(f"/v1/memory/{paris}/rollback", json={"version": 2})  # its deleted version
+    assert (rolled.status_code, rolled.json()["status"]) == (200, "deleted")
+    assert _status(http, berlin) == "active"
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [berlin]
+    reasons = [v["reason"] for v in http.get(f"/v1/memory/{berlin}/history").json()["versions"]]
+    assert reasons[-1] == f"reinstated: {paris}, which superseded it, was deleted"
+    # Rolled forward again, it supersedes Berlin again, as a restore does.
+    assert http.post(f"/v1/memory/{paris}/rollback", json={"version": 3}).json()["status"] == "active"
+    assert _status(http, berlin) == "superseded"
+    # So does a rollback to a quarantined version: quarantined, it hides nothing.
+    assert http.patch(f"/v1/memory/{paris}", json={"status": "quarantined"}).json()["status"] == "quarantined"
+    assert _status(http, berlin) == "active"
+    assert http.patch(f"/v1/memory/{paris}", json={"status": "active"}).status_code == 200
+    assert http.patch(f"/v1/memory/{berlin}", json={"status": "superseded"}).status_code == 200
+    quarantined = http.post(f"/v1/memory/{paris}/rollback", json={"version": 6})
+    assert (quarantined.status_code, quarantined.json()["status"]) == (200, "quarantined")
+    assert _status(http, berlin) == "active"
