@@ -375,6 +375,9 @@ def _purge(action: Purge, store: Store, now: datetime, policy: Policy) -> Outcom
     current = store.get(Scope.whole([action.namespace]), action.memory_id)
     if current is None or current.version != action.version or purge_reason(current, now, policy) is None:
         return Outcome(action, "skipped", "changed since planned")
+    carried = carried_past(store, current, now)
+    if carried:  # a crash before the purge leaves one link more, saying what held already
+        store.add_edges(carried)
     store.purge(action.namespace, action.memory_id, version=current.version)
     log.info("purged memory %s of namespace %r: %s", action.memory_id, action.namespace, action.reason)
     return Outcome(action, "applied")
@@ -441,6 +444,26 @@ def _carried_links(
                 continue
             carried.setdefault(link, Edge(namespace, *link, now))
     return list(carried.values())
+
+
+def carried_past(store: Store, memory: Memory, now: datetime) -> list[Edge]:
+    """The ``SUPERSEDES`` links that keep, once ``memory`` is purged with its links, what
+    ran through it: from each memory that superseded it to each memory it superseded that
+    is still superseded ("I moved to Lisbon" → "I live in Berlin" once "I moved to Paris"
+    between them is purged), so that deleting the newest one still brings the oldest back
+    (``engine.supersession``). None for an active memory: its deletion reinstates them."""
+    if memory.status is Status.ACTIVE:
+        return []
+    whole = Scope.whole([memory.namespace])
+    links = [edge for edge in store.edges(whole, memory.memory_id) if edge.kind == SUPERSEDES]
+    newer = dict.fromkeys(edge.src for edge in links if edge.dst == memory.memory_id != edge.src)
+    older = dict.fromkeys(edge.dst for edge in links if edge.src == memory.memory_id != edge.dst)
+    hidden = [
+        found.memory_id
+        for found in (store.get(whole, o) for o in older)
+        if found is not None and found.status is Status.SUPERSEDED
+    ]
+    return [Edge(memory.namespace, src, dst, SUPERSEDES, now) for src in newer for dst in hidden if src != dst]
 
 
 # --- a run over one namespace ---------------------------------------------------------------

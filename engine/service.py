@@ -40,7 +40,7 @@ from engine.errors import (
     expect_version,
 )
 from engine.index_keeper import IndexKeeper
-from engine.lifecycle import Consolidator, Schedule
+from engine.lifecycle import Consolidator, Schedule, carried_past
 from engine.ports import (
     BlockList,
     Edge,
@@ -551,6 +551,11 @@ class MemoryService:
                 # the newer, never hidden with the link that said why purged.
                 if back:
                     self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
+                # What ran through it stays linked: "I moved to Lisbon" still supersedes "I live
+                # in Berlin" once "I moved to Paris" between them is purged.
+                carried = carried_past(self.store, current, now)
+                if carried:
+                    self.store.add_edges(carried)
                 # A condition holds to the end: checked again in the purge's transaction,
                 # where another process may have written the memory since it was read.
                 self.store.purge(namespace, memory_id, version=expected_version)

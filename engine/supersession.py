@@ -16,7 +16,10 @@ supersedes too (still replaced), a keyed value replaced under the same explicit 
 (a key-value client's older value of a key it deletes is not its value again), the
 sources of a merge (``MERGED_INTO``: the merged memory holds their text, so deleting it
 deletes that text), and what the deletion of a memory that was itself no longer active
-(superseded, archived) would touch.
+(superseded, archived) would touch. Through such a memory deleted or quarantined since,
+the chain runs on: once "I moved to Paris" between them is gone, deleting "I moved to
+Lisbon" brings "I live in Berlin" back (after a purge, by the link carried past it:
+``engine.lifecycle.carried_past``).
 """
 
 from __future__ import annotations
@@ -121,15 +124,35 @@ def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -
     return again
 
 
+# A memory out of recall for good: what it superseded, the memory that superseded it replaced.
+_GONE = (Status.DELETED, Status.QUARANTINED)
+
+
 def _superseded_by(store: Store, memory: Memory) -> list[Memory]:
+    """The memories ``memory`` supersedes: by its own ``SUPERSEDES`` links, and through a
+    memory it superseded that left recall for good since (deleted or quarantined while
+    superseded: "I moved to Paris" deleted after "I moved to Lisbon" replaced it), whose
+    own older memories it replaced too; else deleting Lisbon would leave "I live in
+    Berlin" superseded by a deleted memory, nothing in recall in its place."""
     whole = Scope.whole([memory.namespace])
-    ids = [
-        edge.dst
-        for edge in store.edges(whole, memory.memory_id)
-        if edge.kind == SUPERSEDES and edge.src == memory.memory_id
-    ]
-    found = (store.get(whole, memory_id) for memory_id in dict.fromkeys(ids))
-    return [older for older in found if older is not None]
+    found: list[Memory] = []
+    seen, below = {memory.memory_id}, [memory.memory_id]
+    while below:
+        ids = [
+            edge.dst
+            for edge in store.edges(whole, below.pop())
+            if edge.kind == SUPERSEDES and edge.dst not in seen and edge.src != edge.dst
+        ]
+        for memory_id in dict.fromkeys(ids):
+            seen.add(memory_id)
+            older = store.get(whole, memory_id)
+            if older is None:
+                continue
+            if older.status in _GONE:
+                below.append(memory_id)
+            else:
+                found.append(older)
+    return found
 
 
 def _last_reason(store: Store, memory: Memory) -> str | None:

@@ -391,3 +391,29 @@ def test_a_rollback_to_a_deleted_version_brings_the_older_memory_back(http: http
     quarantined = http.post(f"/v1/memory/{paris}/rollback", json={"version": 6})
     assert (quarantined.status_code, quarantined.json()["status"]) == (200, "quarantined")
     assert _status(http, berlin) == "active"
+
+
+@pytest.mark.parametrize("gone", ["deleted", "purged", "quarantined"])
+def test_deleting_the_newest_of_a_chain_brings_the_oldest_back_once_the_middle_is_gone(
+    http: httpx.Client, gone: str
+) -> None:
+    """Berlin ← Paris ← Lisbon: with Paris deleted (or purged, or quarantined) while superseded,
+    deleting Lisbon left Berlin superseded by a memory out of recall for good (after a purge,
+    by nothing at all): nothing about the home was recalled."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    lisbon = save(http, "I moved to Lisbon")
+    assert lisbon["superseded"] == [paris]
+    if gone == "quarantined":
+        assert http.patch(f"/v1/memory/{paris}", json={"status": "quarantined"}).status_code == 200
+    else:
+        deleted = http.delete(f"/v1/memory/{paris}", params={"hard": str(gone == "purged").lower()})
+        assert deleted.json()["reinstated"] == []  # Lisbon still replaces Berlin
+    assert _status(http, berlin) == "superseded"
+
+    assert http.delete(f"/v1/memory/{lisbon['memory_id']}").json()["reinstated"] == [berlin]
+    assert _status(http, berlin) == "active"
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [berlin]
+    # Restored, Lisbon supersedes it again.
+    assert http.post(f"/v1/memory/{lisbon['memory_id']}/restore", json={}).status_code == 200
+    assert _status(http, berlin) == "superseded"

@@ -86,6 +86,23 @@ def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
     assert service.store.versions(Scope.whole([NS]), gone.memory_id) == []
 
 
+def test_a_purge_keeps_the_chain_that_ran_through_the_purged_memory(service: MemoryService, clock: Any) -> None:
+    """Berlin ← Paris ← Lisbon, Paris deleted while superseded: its purge took both links, so
+    deleting Lisbon later left Berlin superseded by nothing, out of recall for good."""
+    berlin, paris, lisbon = (
+        r.memory
+        for r in service.save_batch([draft("I live in Berlin"), draft("I moved to Paris"), draft("I moved to Lisbon")])
+    )
+    assert service.get(NS, berlin.memory_id).status is Status.SUPERSEDED
+    service.delete(NS, paris.memory_id)
+    clock.advance(days=31)
+    assert service.consolidator.run(NS).purged == 1
+    links = {(e.src, e.dst, e.kind) for e in service.store.edges(Scope.whole([NS]), berlin.memory_id)}
+    assert links == {(lisbon.memory_id, berlin.memory_id, SUPERSEDES)}
+    assert service.delete(NS, lisbon.memory_id).reinstated == (berlin.memory_id,)
+    assert service.get(NS, berlin.memory_id).status is Status.ACTIVE
+
+
 def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemoryService, clock: Any) -> None:
     one, two = (
         f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
