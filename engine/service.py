@@ -406,8 +406,9 @@ class MemoryService:
             except StaleWrite as stale:
                 # Another process wrote the memory between the read under the lock and the
                 # store's write. A conditional edit answers that as a stale condition (412);
-                # an unconditional one reads again.
-                if expected_version is not None:
+                # an unconditional one reads again, and so does one where the memory written
+                # first was another (one the edit reinstates): the caller's condition held.
+                if expected_version is not None and stale.memory_id == memory_id:
                     raise VersionMismatch(
                         memory_id, expected=expected_version, current=stale.current_version
                     ) from stale

@@ -351,3 +351,26 @@ def test_an_edit_and_what_it_reinstates_land_together_when_another_replica_wrote
     assert (back.status, back.metadata) == (Status.ACTIVE, {"checked": True})
     reasons = [v.reason for v in a.history(NS, berlin)]
     assert reasons[-1] == f"reinstated: {paris}, which superseded it, no longer replaces it"
+
+
+def test_a_conditional_edit_is_not_refused_for_another_memorys_version(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An If-Match edit whose reinstatement found the older memory edited on another replica
+    first was answered 412, as though the edited memory had moved, with the older one's
+    version as its current one: the caller's condition held; the edit is read again and lands."""
+    a, b = replicas
+    berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
+    update = a.store.update
+    done: list[bool] = []
+
+    def older_edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+        if not done:
+            done.append(True)
+            b.update(NS, berlin, MemoryPatch(metadata={"checked": True}))
+        return update(memory, *args, **kwargs)
+
+    monkeypatch.setattr(a.store, "update", older_edited_on_b_first)
+    edited = a.update(NS, paris, MemoryPatch(content="The weather is nice today"), expected_version=1)
+    assert (edited.version, edited.content) == (2, "The weather is nice today")
+    assert a.get(NS, berlin).status is Status.ACTIVE
