@@ -6,6 +6,7 @@ silently does nothing); responses carry every field of the record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
@@ -42,12 +43,16 @@ def _utc(moment: datetime | None) -> datetime | None:
     return as_utc(moment)
 
 
+# What the lax datetime read takes from a string as Unix seconds: "86400", "-1.5", ".5".
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+
+
 def _text_time(value: object) -> object:
     """A time on the wire is ISO 8601 text. The lax datetime read that takes the text would
-    take a number as Unix seconds too: ``expire_at: 86400`` (meant as a day to live) expired
-    the memory in 1970, out of recall at once, and a rollback ``as_of: 12345`` soft-deleted
-    every memory of the namespace."""
-    if isinstance(value, (int, float)):
+    take a number as Unix seconds too, and a number in quotes as well: ``expire_at: 86400``
+    (meant as a day to live) expired the memory in 1970, out of recall at once, and a
+    rollback ``as_of: 12345`` (or ``"12345"``) soft-deleted every memory of the namespace."""
+    if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER_TEXT.fullmatch(value)):
         raise ValueError("a time is ISO 8601 text with a timezone, e.g. 2026-01-31T09:00:00Z, not a number")
     return value
 

@@ -262,11 +262,13 @@ def test_wire_types_are_not_coerced(http: httpx.Client, path: str, body: dict[st
     _refused(http.post(path, json=body), 422, field)
 
 
-@pytest.mark.parametrize("number", [86400, 12345.5])
-def test_a_time_sent_as_a_number_is_a_422_and_changes_nothing(http: httpx.Client, kept: str, number: float) -> None:
+@pytest.mark.parametrize("number", [86400, 12345.5, "86400", "-12345.5"])
+def test_a_time_sent_as_a_number_is_a_422_and_changes_nothing(
+    http: httpx.Client, kept: str, number: float | str
+) -> None:
     """A number was read as Unix seconds: ``expire_at: 86400`` (meant as a day to live) hid the
     memory from recall at once (1970-01-02), and a rollback ``as_of: 12345`` soft-deleted
-    every memory of the namespace."""
+    every memory of the namespace; so did the number in quotes, ``"12345"``."""
     cases = [
         (http.post("/v1/memory/save", json={"content": "Dentist is Dr Weber", "expire_at": number}), "expire_at"),
         (http.post("/v1/memory/save", json={"content": "Dentist is Dr Weber", "created_at": number}), "created_at"),
