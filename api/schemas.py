@@ -43,8 +43,9 @@ def _utc(moment: datetime | None) -> datetime | None:
     return as_utc(moment)
 
 
-# What the lax datetime read takes from a string as Unix seconds: "86400", "-1.5", ".5".
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
+# What the lax datetime read takes from a string as Unix seconds: "86400", "-1.5", ".5",
+# and with an exponent, "8.64e4" (a day into 1970 as well).
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _text_time(value: object) -> object:
