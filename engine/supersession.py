@@ -33,18 +33,22 @@ from engine.lifecycle import MERGED_INTO
 from engine.ports import Store
 from engine.records import Memory, Scope, Status
 
+# How the reasons of the versions written here begin (``released_from`` reads them).
+_SUPERSEDED = "superseded by "
+_REINSTATED = "reinstated: "
+
 
 def superseded_reason(newer_id: str) -> str:
     """The reason of the version a supersession writes (``engine.writing``)."""
-    return f"superseded by {newer_id}"
+    return f"{_SUPERSEDED}{newer_id}"
 
 
 def reinstated_reason(deleted_id: str, how: str = "deleted") -> str:
-    return f"reinstated: {deleted_id}, which superseded it, was {how}"
+    return f"{_REINSTATED}{deleted_id}, which superseded it, was {how}"
 
 
 def edited_reason(edited_id: str) -> str:
-    return f"reinstated: {edited_id}, which superseded it, no longer replaces it"
+    return f"{_REINSTATED}{edited_id}, which superseded it, no longer replaces it"
 
 
 def reinstated_by_deleting(
@@ -92,13 +96,19 @@ def _reinstated(
     for older in _superseded_by(store, memory):
         if older.status is not Status.SUPERSEDED or (older.key is not None and older.key == memory.key):
             continue
+        released = released_from(store, older)
+        if memory.memory_id in released:
+            continue  # its link says nothing now: what hides the older memory is another
         links = store.edges(whole, older.memory_id)
         if any(edge.kind == MERGED_INTO and edge.src == older.memory_id for edge in links):
             continue
         others = [
             edge.src
             for edge in links
-            if edge.kind == SUPERSEDES and edge.dst == older.memory_id and edge.src != memory.memory_id
+            if edge.kind == SUPERSEDES
+            and edge.dst == older.memory_id
+            and edge.src != memory.memory_id
+            and edge.src not in released
         ]
         if any(_active(store, whole, other) for other in others) or replaces(older):
             continue
@@ -153,6 +163,30 @@ def _superseded_by(store: Store, memory: Memory) -> list[Memory]:
             else:
                 found.append(older)
     return found
+
+
+def released_from(store: Store, memory: Memory) -> set[str]:
+    """The memories whose ``SUPERSEDES`` link to ``memory`` says nothing now: a later version
+    of ``memory`` reinstated it from them (an edit that no longer replaces it, a deletion
+    restored after ``memory`` changed), and none superseded it again. The links stay, and
+    read as they are they hid what they no longer hide: "I moved to Paris" edited into "The
+    weather is nice today" brought "I live in Berlin" back, and deleting a later "I moved to
+    Rome" that superseded it then left it superseded, the edited memory still active. Without
+    versions (an import without them) every link counts, and so does each once ``memory``
+    is made superseded again by hand (an edit of its status, a rollback): by what, the
+    links say."""
+    released: set[str] = set()
+    before: Status | None = None
+    for version in store.versions(Scope.whole([memory.namespace]), memory.memory_id):
+        reason = version.reason or ""
+        if reason.startswith(_SUPERSEDED):
+            released.discard(reason.removeprefix(_SUPERSEDED))
+        elif reason.startswith(_REINSTATED):
+            released.add(reason.removeprefix(_REINSTATED).split(",", 1)[0])
+        elif version.record.status is Status.SUPERSEDED and before is not Status.SUPERSEDED:
+            released.clear()
+        before = version.record.status
+    return released
 
 
 def _last_reason(store: Store, memory: Memory) -> str | None:

@@ -318,6 +318,30 @@ def test_an_edit_that_takes_the_claim_out_of_the_newer_memory_brings_the_older_b
     assert _status(http, blue) == "superseded"
 
 
+def test_a_link_an_edit_released_hides_nothing_later(http: httpx.Client) -> None:
+    """The edit that brought "I live in Berlin" back keeps the old SUPERSEDES link from the
+    edited memory: deleting a later "I moved to Rome" that superseded Berlin then left it
+    superseded, read as still replaced by "The weather is nice today", which is active."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    assert http.patch(f"/v1/memory/{paris}", json={"content": "The weather is nice today"}).status_code == 200
+    assert _status(http, berlin) == "active"
+    rome = save(http, "I moved to Rome")
+    assert rome["superseded"] == [berlin]
+    deleted = http.delete(f"/v1/memory/{rome['memory_id']}")
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["reinstated"] == [berlin]
+    assert _status(http, berlin) == "active"
+    # Nor does the link reinstate Berlin when the edited memory is deleted: Rome hides it,
+    # and Madrid hides Rome.
+    rome = save(http, "I moved to Rome")
+    assert rome["superseded"] == [berlin]
+    assert save(http, "I moved to Madrid")["superseded"] == [rome["memory_id"]]
+    deleted = http.delete(f"/v1/memory/{paris}")
+    assert (deleted.status_code, deleted.json()["reinstated"]) == (200, [])
+    assert _status(http, berlin) == "superseded"
+
+
 def test_a_newer_memory_quarantined_by_an_edit_hides_the_older_no_more(http: httpx.Client) -> None:
     berlin = save(http, "I live in Berlin")["memory_id"]
     paris = save(http, "I moved to Paris")["memory_id"]
