@@ -452,16 +452,24 @@ def carried_past(store: Store, memory: Memory, now: datetime) -> list[Edge]:
     is still superseded ("I moved to Lisbon" → "I live in Berlin" once "I moved to Paris"
     between them is purged), so that deleting the newest one still brings the oldest back
     (``engine.supersession``). None for an active memory: its deletion reinstates them."""
+    from engine.supersession import released_from  # it reads this module's MERGED_INTO
+
     if memory.status is Status.ACTIVE:
         return []
     whole = Scope.whole([memory.namespace])
     links = [edge for edge in store.edges(whole, memory.memory_id) if edge.kind == SUPERSEDES]
     newer = dict.fromkeys(edge.src for edge in links if edge.dst == memory.memory_id != edge.src)
+    if not newer:
+        return []
     older = dict.fromkeys(edge.dst for edge in links if edge.src == memory.memory_id != edge.dst)
+    # Not one it no longer hid (an edit reinstated it, something else superseded it since):
+    # the carried link would hide it behind a memory that never replaced it.
     hidden = [
         found.memory_id
         for found in (store.get(whole, o) for o in older)
-        if found is not None and found.status is Status.SUPERSEDED
+        if found is not None
+        and found.status is Status.SUPERSEDED
+        and memory.memory_id not in released_from(store, found)
     ]
     return [Edge(memory.namespace, src, dst, SUPERSEDES, now) for src in newer for dst in hidden if src != dst]
 

@@ -103,6 +103,30 @@ def test_a_purge_keeps_the_chain_that_ran_through_the_purged_memory(service: Mem
     assert service.get(NS, berlin.memory_id).status is Status.ACTIVE
 
 
+def test_a_purge_carries_no_link_past_a_memory_that_no_longer_hid_the_older_one(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I moved to Paris" edited into "I work at Google" brought Berlin back; Rome superseded
+    Berlin since, Acme the edited memory. Purging that memory carried its stale link on as
+    Acme → Berlin, so deleting Rome left Berlin superseded by an employer."""
+    berlin = service.save(draft("I live in Berlin")).memory
+    paris = service.save(draft("I moved to Paris")).memory
+    service.update(NS, paris.memory_id, MemoryPatch(content="I work at Google"))
+    assert service.get(NS, berlin.memory_id).status is Status.ACTIVE
+    rome = service.save(draft("I moved to Rome")).memory
+    acme = service.save(draft("I work at Acme")).memory
+    assert service.get(NS, berlin.memory_id).status is Status.SUPERSEDED
+    assert service.get(NS, paris.memory_id).status is Status.SUPERSEDED
+    service.delete(NS, paris.memory_id)
+    clock.advance(days=31)
+    assert service.consolidator.run(NS).purged == 1
+    links = {(e.src, e.dst) for e in service.store.edges(Scope.whole([NS]), berlin.memory_id) if e.kind == SUPERSEDES}
+    assert links == {(rome.memory_id, berlin.memory_id)}
+    assert acme.memory_id not in {src for src, _ in links}
+    assert service.delete(NS, rome.memory_id).reinstated == (berlin.memory_id,)
+    assert service.get(NS, berlin.memory_id).status is Status.ACTIVE
+
+
 def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemoryService, clock: Any) -> None:
     one, two = (
         f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
