@@ -222,7 +222,9 @@ class SaveJudge:
         floor = self.embedder.similarity_floor
         olds = self._conflict_candidates(memory, vector, now, scope)
         self._learn_slots(olds)
-        olds += _related_earlier(memory, vector, earlier)
+        # Only those of the batch still active count for its caps, as only active ones
+        # are a later save's candidates (the batch's own superseded ones would crowd them out).
+        olds += _related_earlier(memory, vector, [item for item in earlier if plan.active(item[1])])
         by_id = {old.memory_id: old for old in olds if old.memory_id != memory.memory_id and plan.active(old)}
         statements = [Statement(old.content, old.key, old.memory_id) for old in by_id.values()]
         verdicts = conflicts.detect(Statement(memory.content, memory.key, memory.memory_id), statements)
@@ -475,8 +477,9 @@ class SaveJudge:
 
 def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int, Memory, Vector]]) -> list[Memory]:
     """Memories earlier in the same batch that may be about the same thing: sharing
-    an entity or the key, or among the most similar. Bounded, so a large batch does
-    not judge every pair."""
+    an entity or the key (the newest ones, as the fast network's entity channel picks
+    stored ones), or among the most similar. Bounded, so a large batch does not judge
+    every pair."""
     same_ns = [(other, other_vector) for _, other, other_vector in earlier if same_audience(other, memory)]
     keys = entity_keys(memory.entities)
     linked = [
@@ -485,4 +488,5 @@ def _related_earlier(memory: Memory, vector: Vector, earlier: Sequence[tuple[int
         if (keys & entity_keys(other.entities)) or (memory.key is not None and other.key == memory.key)
     ]
     closest = heapq.nlargest(conflicts.CANDIDATES_PER_CHANNEL, same_ns, key=lambda pair: float(np.dot(pair[1], vector)))
-    return linked[: conflicts.CANDIDATES_PER_CHANNEL] + [other for other, _ in closest]
+    newest = sorted(linked, key=lambda other: other.created_at)[-conflicts.CANDIDATES_PER_CHANNEL :]
+    return newest + [other for other, _ in closest]

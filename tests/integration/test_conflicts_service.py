@@ -335,3 +335,24 @@ def test_an_edit_that_keeps_the_text_and_key_judges_nothing_again(service: Memor
     # An edit of the text is judged: the rules see nothing in common, so Muse is back.
     service.update(NS, jazz.memory_id, MemoryPatch(content="The user now listens mostly to jazz and blues"))
     assert service.get(NS, muse.memory_id).status is Status.ACTIVE
+
+
+def test_a_long_batch_judges_a_memory_against_its_newest_active_earlier_ones(service: MemoryService) -> None:
+    """Of a batch's earlier memories, those about the same entity are a bounded channel:
+    the newest active ones, as the fast network picks stored ones for a later save, not
+    the first ones nor ones the batch itself superseded."""
+    texts = [
+        *(f"Alice moved jobs to Acme {n}." for n in range(24)),  # no claim, yet the closest
+        "Alice lives in Berlin.",
+        *(f"Alice joined Paris {n}." for n in range(25)),  # each replaces the one before
+        "Alice moved to Paris.",
+    ]
+    outcomes = []
+    for batch in (False, True):
+        namespace = f"long:{batch}"
+        drafts = [MemoryDraft(text, namespace=namespace) for text in texts]
+        results = service.save_batch(drafts) if batch else [service.save(d) for d in drafts]
+        berlin, paris = results[24].memory.memory_id, results[-1]
+        assert paris.superseded == (berlin,), batch
+        outcomes.append(service.get(namespace, berlin).status)
+    assert outcomes == [Status.SUPERSEDED, Status.SUPERSEDED]
