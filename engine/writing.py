@@ -407,7 +407,9 @@ class SaveJudge:
         the batch (``earlier``, by digest); one the batch superseded (``plan``) is none."""
         ids = self._plan("text", memory, lambda: self._same_text_ids(memory, scope))
         stored = self._read_in_order(memory.namespace, ids, now)
-        for other in [*stored, *earlier.get(memory.digest, [])]:
+        # The oldest first, as one at a time would have stored them: a back-dated memory
+        # of the batch is older than stored ones and than the batch's earlier ones.
+        for other in sorted([*stored, *earlier.get(memory.digest, [])], key=lambda other: other.created_at):
             if plan.active(other) and _peers(other, memory, scope) and _same_thing(other, memory):
                 return other
         return None

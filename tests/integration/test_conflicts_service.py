@@ -356,3 +356,21 @@ def test_a_long_batch_judges_a_memory_against_its_newest_active_earlier_ones(ser
         assert paris.superseded == (berlin,), batch
         outcomes.append(service.get(namespace, berlin).status)
     assert outcomes == [Status.SUPERSEDED, Status.SUPERSEDED]
+
+
+def test_a_batch_repeat_folds_into_the_oldest_of_its_text_as_one_at_a_time(service: MemoryService) -> None:
+    """Two active memories with one text (one keyed, back-dated): a repeat is the oldest
+    one's, whether the three come in one batch or one by one."""
+    green = "My favourite colour is green."
+    folded = []
+    for batch in (False, True):
+        namespace = f"oldest:{batch}"
+        drafts = [
+            MemoryDraft(green, namespace=namespace),
+            MemoryDraft(green, namespace=namespace, key="colour", created_at=datetime(2020, 1, 1, tzinfo=UTC)),
+            MemoryDraft(green, namespace=namespace),
+        ]
+        results = service.save_batch(drafts) if batch else [service.save(d) for d in drafts]
+        assert [r.created for r in results] == [True, True, False], batch
+        folded.append(results[2].memory.memory_id == results[1].memory.memory_id)
+    assert folded == [True, True]
