@@ -326,6 +326,22 @@ def test_consolidation_skips_a_memory_another_replica_purged_since_its_read_and_
     assert a.store.get(Scope.whole([NS]), first) is None and a.store.get(Scope.whole([NS]), second) is None
 
 
+def _edit_on_b_before_as_next_write(
+    a: MemoryService, b: MemoryService, memory_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replica ``b`` edits ``memory_id`` (its metadata) just before ``a``'s next store update."""
+    update = a.store.update
+    done: list[bool] = []
+
+    def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+        if not done:
+            done.append(True)
+            b.update(NS, memory_id, MemoryPatch(metadata={"checked": True}))
+        return update(memory, *args, **kwargs)
+
+    monkeypatch.setattr(a.store, "update", edited_on_b_first)
+
+
 def test_an_edit_and_what_it_reinstates_land_together_when_another_replica_wrote_first(
     replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -335,16 +351,7 @@ def test_an_edit_and_what_it_reinstates_land_together_when_another_replica_wrote
     a, b = replicas
     berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
     assert a.get(NS, berlin).status is Status.SUPERSEDED
-    update = a.store.update
-    done: list[bool] = []
-
-    def older_edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-        if not done:
-            done.append(True)
-            b.update(NS, berlin, MemoryPatch(metadata={"checked": True}))
-        return update(memory, *args, **kwargs)
-
-    monkeypatch.setattr(a.store, "update", older_edited_on_b_first)
+    _edit_on_b_before_as_next_write(a, b, berlin, monkeypatch)
     edited = a.update(NS, paris, MemoryPatch(content="The weather is nice today"))
     assert edited.content == "The weather is nice today"
     back = a.get(NS, berlin)
@@ -361,16 +368,7 @@ def test_a_conditional_edit_is_not_refused_for_another_memorys_version(
     version as its current one: the caller's condition held; the edit is read again and lands."""
     a, b = replicas
     berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
-    update = a.store.update
-    done: list[bool] = []
-
-    def older_edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-        if not done:
-            done.append(True)
-            b.update(NS, berlin, MemoryPatch(metadata={"checked": True}))
-        return update(memory, *args, **kwargs)
-
-    monkeypatch.setattr(a.store, "update", older_edited_on_b_first)
+    _edit_on_b_before_as_next_write(a, b, berlin, monkeypatch)
     edited = a.update(NS, paris, MemoryPatch(content="The weather is nice today"), expected_version=1)
     assert (edited.version, edited.content) == (2, "The weather is nice today")
     assert a.get(NS, berlin).status is Status.ACTIVE
