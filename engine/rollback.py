@@ -255,10 +255,7 @@ class Rollbacks:
                 if current.status is Status.DELETED and active.status is Status.ACTIVE
                 else []
             )
-            if again:
-                self._store.insert_linked([], [], updates=[(active, reason), *again], edges=[], changed_by=actor)
-            else:
-                self._store.update(active, None, changed_by=actor, reason=reason)
+            self._store.update(active, None, changed_by=actor, reason=reason, also=again)
             self._keeper.catch_up()
         return active
 

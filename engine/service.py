@@ -183,7 +183,7 @@ class MemoryService:
             lock=lock,
             clock=clock,
             check_namespace=check,
-            guard=lambda memory: self.guard_record(memory)[0],
+            guard=self._guarded,
         )
         self.reembedder = Reembedder(
             store,
@@ -485,16 +485,12 @@ class MemoryService:
         """What an edit of ``current`` into ``updated`` makes active again of the memories it
         superseded (``engine.supersession``): all of them where it is quarantined now (by
         the write guard or by hand), those it no longer replaces where its text or key changed."""
-
-        def guard(memory: Memory) -> Memory:
-            return self.guard_record(memory)[0]
-
         if updated.status is Status.QUARANTINED and current.status is Status.ACTIVE:
-            return supersession.reinstated_by_deleting(self.store, current, now, guard, how="quarantined")
+            return supersession.reinstated_by_deleting(self.store, current, now, self._guarded, how="quarantined")
         if updated.content == current.content and updated.key == current.key:
             return []  # the same claim (a client that sends the text with every edit): nothing to judge
         return supersession.reinstated_by_editing(
-            self.store, updated, now, guard, lambda older: self._replaces(updated, vector, older)
+            self.store, updated, now, self._guarded, lambda older: self._replaces(updated, vector, older)
         )
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
@@ -541,9 +537,7 @@ class MemoryService:
                 raise MemoryNotFound(memory_id, namespace)
             expect_version(memory_id, current.version, expected_version)
             now = self._clock()
-            back = supersession.reinstated_by_deleting(
-                self.store, current, now, lambda memory: self.guard_record(memory)[0]
-            )
+            back = supersession.reinstated_by_deleting(self.store, current, now, self._guarded)
             # Named only where the caller sees them: a memory made private since it was
             # superseded is reinstated all the same (its writer's claim is back), unseen.
             reinstated = tuple(memory.memory_id for memory, _ in back if scope is None or scope.sees(memory))
@@ -563,10 +557,7 @@ class MemoryService:
                 self.keeper.catch_up()
                 return Deletion(current, reinstated)
             deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=now)
-            if back:
-                self.store.insert_linked([], [], updates=[(deleted, "deleted"), *back], edges=[], changed_by=actor)
-            else:
-                self.store.update(deleted, None, changed_by=actor, reason="deleted")
+            self.store.update(deleted, None, changed_by=actor, reason="deleted", also=back)
             self.keeper.catch_up()
         return Deletion(deleted, reinstated)
 
@@ -709,15 +700,10 @@ class MemoryService:
                             self.store,
                             memory,
                             now,
-                            lambda older: self.guard_record(older)[0],
+                            self._guarded,
                             how=f"quarantined ({kind.value} blocked)",
                         )
-                        if back:
-                            self.store.insert_linked(
-                                [], [], updates=[(changed, f"{kind.value} blocked"), *back], edges=[], changed_by=actor
-                            )
-                        else:
-                            self.store.update(changed, None, changed_by=actor, reason=f"{kind.value} blocked")
+                        self.store.update(changed, None, changed_by=actor, reason=f"{kind.value} blocked", also=back)
                         quarantined.append(memory.memory_id)
                     self.keeper.catch_up()
                 if len(page) < QUARANTINE_BATCH:
@@ -1121,6 +1107,10 @@ class MemoryService:
                 field=where + checked.refused,
             )
         return checked
+
+    def _guarded(self, memory: Memory) -> Memory:
+        """``guard_record``'s record alone: what a memory made current again may be stored as."""
+        return self.guard_record(memory)[0]
 
     def guard_record(self, memory: Memory) -> tuple[Memory, guards.WriteVerdict]:
         """The write guard over a record written other than by a save (an import), under
