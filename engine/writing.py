@@ -111,6 +111,19 @@ def clashes(memory: Memory, older: Memory) -> bool:
     return verdict in (Verdict.REPLACE, Verdict.CONTRADICT)
 
 
+def _supersede(plan: BatchPlan, newer_id: str, older: Memory, mode: str, now: datetime) -> bool:
+    """``newer_id`` replaces ``older`` (active as the batch leaves it): a ``SUPERSEDES``
+    edge between them and, in ``supersede`` mode, ``older``'s next version with status
+    ``superseded``. Returns whether it was superseded (in ``flag`` mode it stays active)."""
+    plan.edges.append(Edge(older.namespace, newer_id, older.memory_id, SUPERSEDES, now))
+    if mode == "flag":
+        return False
+    record = older.evolve(status=Status.SUPERSEDED, version=older.version + 1, updated_at=now)
+    plan.current[older.memory_id] = record
+    plan.updates.append((record, superseded_reason(newer_id)))
+    return True
+
+
 class SaveJudge:
     """See the module docstring. Holds no state of its own between saves (what
     ``reads_for`` gathers lives for its block only)."""
@@ -218,7 +231,6 @@ class SaveJudge:
         plan.judged.append(new)
         if mode == "off" or (memory.key is None and not conflicts.claims(memory.content)):
             return None  # a verdict needs a claim the rules read on both sides, or a key on both
-        current = plan.current
         floor = self.embedder.similarity_floor
         olds = self._conflict_candidates(memory, vector, now, scope)
         self._learn_slots(olds)
@@ -238,21 +250,18 @@ class SaveJudge:
                 < self.config.conflicts.min_similarity
             ):
                 continue
-            record = current.get(old.memory_id, by_id[old.memory_id])
+            record = plan.latest(by_id[old.memory_id])
             if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
                 if memory.created_at < record.created_at:
-                    # Time order decides: a back-dated memory (an old chat imported) is
-                    # the one replaced, stored superseded by the newer one.
-                    self._superseded_on_arrival(memory, record, mode, now, current, plan.updates, plan.edges)
+                    # Time order decides: a back-dated memory (an old chat imported) is the
+                    # one replaced, stored superseded by the newer one (in the save's
+                    # transaction: ``Store.insert_linked`` updates a memory it inserts);
+                    # nothing where another newer memory already superseded it.
+                    if plan.active(memory):
+                        _supersede(plan, record.memory_id, plan.latest(memory), mode, now)
                     continue
-                plan.edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, SUPERSEDES, now))
-                if mode == "flag":
-                    linked["flagged"].append(record.memory_id)
-                    continue
-                record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
-                current[record.memory_id] = record
-                plan.updates.append((record, superseded_reason(memory.memory_id)))
-                linked[SUPERSEDES].append(record.memory_id)
+                superseded = _supersede(plan, memory.memory_id, record, mode, now)
+                linked[SUPERSEDES if superseded else "flagged"].append(record.memory_id)
             elif judgement.verdict is Verdict.CONTRADICT:
                 plan.edges.append(Edge(memory.namespace, memory.memory_id, record.memory_id, CONTRADICTS, now))
                 linked[CONTRADICTS].append(record.memory_id)
@@ -263,31 +272,6 @@ class SaveJudge:
             contradicted=tuple(linked[CONTRADICTS]),
             flagged=tuple(linked["flagged"]),
         )
-
-    @staticmethod
-    def _superseded_on_arrival(
-        memory: Memory,
-        newer: Memory,
-        mode: str,
-        now: datetime,
-        current: dict[str, Memory],
-        updates: list[tuple[Memory, str]],
-        edges: list[Edge],
-    ) -> None:
-        """``newer`` (active, created after ``memory``) replaces the new ``memory``: a
-        ``SUPERSEDES`` edge from ``newer`` and, in ``supersede`` mode, a second version of
-        ``memory`` with status ``superseded``, written in the save's transaction
-        (``Store.insert_linked`` updates a memory it inserts). Nothing when ``memory`` is
-        already superseded (by another newer memory)."""
-        record = current.get(memory.memory_id, memory)
-        if record.status is not Status.ACTIVE:
-            return
-        edges.append(Edge(memory.namespace, newer.memory_id, memory.memory_id, SUPERSEDES, now))
-        if mode == "flag":
-            return
-        record = record.evolve(status=Status.SUPERSEDED, version=record.version + 1, updated_at=now)
-        current[memory.memory_id] = record
-        updates.append((record, superseded_reason(newer.memory_id)))
 
     def _learn_slots(self, stored: Sequence[Memory]) -> None:
         """File the claim slots of those of ``stored`` whose slots the fast network does not
