@@ -182,6 +182,10 @@ class _Voice:
     spoken: bool = False
     # The text says "I", "my", "我": its "he"/"she"/"他" is never who speaks it.
     first_person: bool = False
+    # Names the text gives after a verb of fondness or "a friend of" ("The user loves Anna",
+    # "… is a friend of Tom"), casefolded: read lowercased, "loves anna" could be "loves
+    # coffee" (see _after).
+    fond_of: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=8192)
@@ -193,8 +197,13 @@ def _claims(text: str) -> tuple[Claim, ...]:
     # Whom the he/she/they of the next clause are, and whom it is about if it has no
     # subject and is joined to the one before by "and" (see _Subject).
     holder = joined = voice.me
-    infinitive = False
-    voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))))
+    infinitive = speaker = away = False
+    fond_of = frozenset(
+        name.casefold()
+        for name in _EN_FOND_OF.findall(body)
+        if name[0].isupper() and canonical_key(name) not in ALIASES.values()  # not "Paris", "Python"
+    ) - {"i"}
+    voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=fond_of)
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
@@ -205,12 +214,12 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 continue
             if _HAN.search(clause):
                 read, holder = _chinese_clause(clause, holder, voice)
-                joined = holder
+                joined, speaker = holder, False
             else:
                 # "but" sets what holds against the verb left open ("I wanted to stay but live in …").
                 open_verb = infinitive and joiner != "but"
-                read, holder, joined = _english_clause(
-                    clause, holder, voice, joined if joiner else None, infinitive=open_verb
+                read, holder, joined, speaker = _english_clause(
+                    clause, holder, voice, joined if joiner else None, infinitive=open_verb, speaker=speaker
                 )
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if dated:
@@ -218,7 +227,12 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 # holder stays or works that day is no home or employer, unless they say it
                 # changed ("去年我在上海工作，现在住在北京").
                 read = [claim for claim in read if claim.change or claim.slot not in ("residence", "employer")]
+            elif away and _EN_STAY.search(clause):
+                # "I'm on a trip. I stay in Shanghai": past its sentence a trip still tells a
+                # stay from a home; "… I live in Shanghai" is a home.
+                read = [claim for claim in read if claim.change or claim.slot != "residence"]
             dated = dated or _dated(clause)
+            away = away or (not _HAN.search(clause) and bool(_EN_TRIP.search(clause)))
             found += [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
     return tuple(found)
 
@@ -238,6 +252,14 @@ _NO_VALUE = frozenset(
 )
 
 
+# A trip: it holds for the clauses after it in its sentence, as a day does (_EN_PERIOD),
+# and for the stays in the sentences after it too ("I'm on a trip. I stay in …").
+_EN_TRIP_WORDS = (
+    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|"
+    r"while (?:(?:i|we|he|she|they) (?:am |are |is )?)?(?:travel|visit)\w*"
+)
+_EN_TRIP = re.compile(rf"\b(?:{_EN_TRIP_WORDS})\b")
+_EN_STAY = re.compile(r"\bstay(?:s|ing|ed)?\b")
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
 # ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 _EN_PERIOD = re.compile(
@@ -245,9 +267,7 @@ _EN_PERIOD = re.compile(
     r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter)|"
     r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
     r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)|"
-    r"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|"
-    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|"
-    r"while (?:(?:i|we|he|she|they) (?:am |are |is )?)?(?:travel|visit)\w*)\b"
+    rf"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|{_EN_TRIP_WORDS})\b"
 )
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
@@ -415,7 +435,7 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "residence+",
     ),
     (
-        re.compile(rf"^{_EN_NEG}(?:lives?|living|resides?|stays?|is based|am based|based)(?: .*)? in (?P<v>.+)$"),
+        re.compile(rf"^{_EN_NEG}(?P<verb>lives?|living|resides?|stays?|is based|am based|based)(?: .*)? in (?P<v>.+)$"),
         "residence",
     ),
     (
@@ -506,6 +526,9 @@ class _Subject:
     owned: bool = False
     # "my X is …" where X is no relative: read as an attribute of the holder.
     attribute: bool = False
+    # It opens with "I" or "we": a verb joined to it without a subject agrees with them
+    # ("… and live in Paris"), and one that does not ("… and now lives in Paris") is not theirs.
+    speaker: bool = False
 
 
 def _english_subject(clause: str, holder: str, voice: _Voice, joined: str | None = None) -> _Subject:
@@ -532,29 +555,32 @@ def _english_subject(clause: str, holder: str, voice: _Voice, joined: str | None
             after = owner if _EN_OWN_NAME.match(rest) else _SOMEONE
             return _Subject(owner, rest, after, after, named, owned=True, attribute=True)
         whose, rest = f"{owner}'s {relative.group(1)}", relative.group(2)
-        after = _after(whose, rest)
+        after = _after(whose, rest, fond_of=voice.fond_of)
         return _Subject(whose, rest, after, _joined(whose, rest, after), named, owned=True)
     if subject is None:
         if joined is not None and _EN_PARTICIPLE.match(clause):
             joined = None  # "a friend living in Rome and working at …": the friend's
         about = holder if joined is None else joined
-        after = _after(holder, clause, opened=False)
+        after = _after(holder, clause, opened=False, fond_of=voice.fond_of)
         if first := _EN_FIRST_WORD.match(clause):
             joined = _holder(first.group(1), holder, voice)  # "I met Tom and moved to …"
-        return _Subject(about, clause, after, after if joined is None else _joined(joined, clause, after))
+        speaker = first is not None and first.group(1) in ("i", "we")
+        return _Subject(
+            about, clause, after, after if joined is None else _joined(joined, clause, after), speaker=speaker
+        )
     word, rest = subject.group(1), clause[subject.end() :]
     if word in _NOT_A_HOLDER:
         # "that is …", "there was a guy": about no one, though it may name someone.
         after = _after(holder, rest, opened=False)
         return _Subject(None, rest, after, after, named)
     if word in _EN_NOT_HOLDER:
-        after = _after(holder, rest)
+        after = _after(holder, rest, fond_of=voice.fond_of)
         return _Subject(holder, rest, after, after, named)
     found = _holder(word, holder, voice)
     if found is None:
         return _Subject(None, rest, _SOMEONE, _SOMEONE, named)
-    after = _after(found, rest)
-    return _Subject(found, rest, after, _joined(found, rest, after), named)
+    after = _after(found, rest, fond_of=voice.fond_of)
+    return _Subject(found, rest, after, _joined(found, rest, after), named, speaker=word in ("i", "we"))
 
 
 def _joined(subject: str, rest: str, after: str) -> str:
@@ -572,14 +598,16 @@ _EN_RELATIVE_CLAUSE = re.compile(r"\b(?:who|whom|whose|which|that|where)\b")
 _EN_PARTICIPLE = re.compile(r"\w+ing\b|based\b")
 
 
-def _after(holder: str, rest: str, *, opened: bool = True) -> str:
+def _after(holder: str, rest: str, *, opened: bool = True, fond_of: frozenset[str] = frozenset()) -> str:
     """Whom the clauses after one about ``holder`` are about, where ``rest`` is what it says
     of them: ``holder``, unless it names someone else too ("met a friend", "talked to her
-    doctor", "visited Tom", "lives with her sister"), whom a "he", "she" or "they" after it
-    may be. With ``opened`` the holder opened the clause, and a person after "is" is the
-    holder itself ("The user's sister is a nurse. She …")."""
+    doctor", "visited Tom", "lives with her sister", "loves Anna": a name in ``fond_of``),
+    whom a "he", "she" or "they" after it may be. With ``opened`` the holder opened the
+    clause, and a person after "is" is the holder itself ("The user's sister is a nurse. She …")."""
     if _EN_WITH_SOMEONE.search(rest):
         return _SOMEONE
+    if fond_of and any(match.group(1) in fond_of for match in _EN_FOND_OF.finditer(rest)):
+        return _SOMEONE  # "The user loves Anna. She …", not "The user loves coffee. She …"
     if opened and _EN_IS.match(rest):
         return holder  # "is a nurse", "works as a nurse": the holder itself
     return _SOMEONE if _EN_PERSON.search(rest) else holder
@@ -599,6 +627,17 @@ _EN_WITH_SOMEONE = re.compile(
     rf"{_NOT_AFTER_BE}named|"
     # Someone's ("Tom's car"), but not "it's", "the user's", "today's" …
     r"(?!(?:it|that|he|she|there|here|what|who|let|user|one|today|tonight|tomorrow|yesterday)'s)[a-z]+'s)\b"
+)
+# A verb of fondness and the word after it. "Loves Anna" names someone and "loves coffee"
+# does not, which only the capital tells: _claims reads the capitalised words after these
+# in the text as it came (Voice.fond_of), _after finds them in the clause read lowercased.
+_EN_FOND_OF = re.compile(
+    r"\b(?i:lov(?:e|es|ed|ing)|lik(?:e|es|ed|ing)|ador(?:e|es|ed|ing)|miss(?:es|ed|ing)?|"
+    r"hat(?:e|es|ed|ing)|dislik(?:e|es|ed|ing)|admir(?:e|es|ed|ing)|fanc(?:y|ies|ied|ying)|trust(?:s|ed|ing)?|"
+    r"respect(?:s|ed|ing)?|env(?:y|ies|ied|ying)|worship(?:s|ped|ping)?|idoli[sz](?:e|es|ed|ing)|"
+    r"(?:has|have|had) a crush on|(?:(?:boy|girl)?friend|fan|colleague|co-?worker|neighbou?r|cousin|classmate|"
+    r"roommate|partner|relative|sister|brother|daughter|son|wife|husband|mother|father|student|assistant) of) "
+    r"([A-Za-z][\w'-]*)"
 )
 # People by what they are to someone: "a friend", "her doctor", "a guy".
 _EN_PERSON = re.compile(
@@ -622,20 +661,30 @@ _EN_OWN_NAME = re.compile(r"(?:(?:full|first|last|real|preferred|given|nick) ?)?
 
 
 def _english_clause(
-    clause: str, holder: str, voice: _Voice, joined: str | None = None, *, infinitive: bool = False
-) -> tuple[list[Claim], str, str]:
-    """The claims an English clause reads, and whom the clauses after it are about
-    (:attr:`_Subject.after` and :attr:`_Subject.joined`). With ``infinitive`` the clause
-    before it leaves a verb to come open (:data:`_EN_INFINITIVE`)."""
+    clause: str,
+    holder: str,
+    voice: _Voice,
+    joined: str | None = None,
+    *,
+    infinitive: bool = False,
+    speaker: bool = False,
+) -> tuple[list[Claim], str, str, bool]:
+    """The claims an English clause reads, whom the clauses after it are about
+    (:attr:`_Subject.after` and :attr:`_Subject.joined`), and whether it opens with "I"
+    or "we" (:attr:`_Subject.speaker`). With ``infinitive`` the clause before it leaves a
+    verb to come open (:data:`_EN_INFINITIVE`); with ``speaker`` it opened with "I" or "we"."""
     clause = _EN_FILLERS.sub("", clause).strip()
     if joined is not None and infinitive and _EN_BARE_START.match(clause):
         # "I want my son to retire and live in Paris", "I will quit and work at Acme": the
         # bare verb goes on with the one left open, as "I want my son to live in Paris"
         # would, whoever's it is; no one's claim.
         joined = _SOMEONE
+    elif joined is not None and speaker and _EN_THIRD_SINGULAR.match(clause):
+        # "I sent my son to college and now lives in Paris": "lives" is not what "I" does.
+        joined = _SOMEONE
     change = bool(_EN_CHANGE.search(clause))
     subject = _english_subject(_EN_PAST_LEAD.sub("", clause), holder, voice, joined)
-    return _english_claims(subject, change), subject.after, subject.joined
+    return _english_claims(subject, change), subject.after, subject.joined, subject.speaker
 
 
 def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
@@ -767,6 +816,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
     if kind == "residence" and (_LODGING.search(match.group(0)) or _EN_PERIOD.search(match.group(0))):
         return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
+    if kind == "residence" and match.group("verb").startswith("stay") and " with " in match.group(0):
+        return []  # "I stay with my friend in Shanghai": their home, if anyone's
     if kind == "employer" and _EN_PERIOD.search(match.group(0)):
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
@@ -833,6 +884,14 @@ _EN_INFINITIVE = re.compile(
     r"(?:(?:[a-z]+'s |my |his |her |our |their |the |a |an |your )[a-z]+|"
     r"(?!(?:the|a|an|my|his|her|our|their|your)\b)[a-z]+) "
     r"(?!(?:and|but|so|then|in|at|to|for|with|from|on|of|by|yesterday|today|tonight|last|this|a|an|the)\b)[a-z]+)\b"
+)
+# A clause that opens with a verb of the rules in its third person singular ("lives in
+# Paris", "now works at Acme"): joined to "I …" or "we …", its subject is someone else.
+_EN_THIRD_SINGULAR = re.compile(
+    rf"^{_EN_ADVERBS}(?:(?:no longer|never) )?(?:is|has|does|goes|"
+    r"(?:live|reside|stay|work|move|relocate|join|leave|quit|stop|start|change|like|love|enjoy|adore|prefer|want|"
+    r"drink|eat|use|play|write|smoke|speak|run|read|listen|hate|dislike|avoid|own|get|take)s|"
+    r"(?:watch|switch)es)\b"
 )
 # A clause that opens with a verb's bare form ("live in Paris", "work at Acme", "not eat meat").
 _EN_BARE_START = re.compile(
@@ -966,7 +1025,41 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim
     others = rest.replace("一个人", "")  # alone, not with anyone
     if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
         return read, _SOMEONE
+    if _zh_fond_of_someone(rest) or _zh_of_someone(rest):
+        return read, _SOMEONE
     return read, after
+
+
+# A verb of fondness before a name ("用户喜欢张伟", "用户崇拜王芳的…"): a surname and one or
+# two characters, or 小/老/阿 and one, ending the clause or before 的. Not "喜欢咖啡"; but
+# also "喜欢李子", "喜欢马拉松" (as jieba tags them too): the clauses after them go to no one,
+# a change missed rather than a home taken from someone else.
+_ZH_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢"
+    "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
+_ZH_GIVEN_NAME = rf"(?:[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小老阿][\u4e00-\u9fff])"
+_ZH_FOND_OF = re.compile(
+    rf"(?:喜欢|爱上?|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼)(?P<who>{_ZH_GIVEN_NAME})(?:的|$)"
+)
+# "是张伟的朋友", "当他的助理": the holder is someone's X, and a 他 after it may be that someone.
+# Not "是两个孩子的妈妈" (a 她 is no two children), nor "是公司的老板".
+_ZH_WHOSE = re.compile(r"^(?:是|当|做)(?P<owner>[^的，,]{1,8}?)的")
+_ZH_MANY = re.compile(r"^[两二三四五六七八九十几多好许]|^(?:这|那)些|们$")
+
+
+def _zh_fond_of_someone(rest: str) -> bool:
+    """Whether ``rest`` is fond of someone by name ("喜欢张伟"), not of a known concept ("喜欢上海")."""
+    return any(canonical_key(match.group("who")) not in ALIASES.values() for match in _ZH_FOND_OF.finditer(rest))
+
+
+def _zh_of_someone(rest: str) -> bool:
+    """Whether ``rest`` makes its subject one person's X ("是张伟的朋友", "是一个孩子的妈妈")."""
+    whose = _ZH_WHOSE.match(rest)
+    if whose is None:
+        return False
+    owner = whose.group("owner")
+    return not _ZH_MANY.search(owner) and bool(_ZH_PERSON.search(owner) or re.fullmatch(_ZH_GIVEN_NAME, owner))
 
 
 # Words that bring someone besides the subject into a clause, a name included ("见了张伟").

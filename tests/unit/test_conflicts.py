@@ -430,6 +430,45 @@ def test_he_or_she_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user lives in Berlin", "The user loves Anna. She lives in Paris"),
+        ("The user lives in Berlin", "The user adores Maria. She lives in Paris"),
+        ("The user lives in Berlin", "The user misses Tom, and he lives in Paris"),
+        ("The user lives in Berlin", "The user is a friend of Tom. He lives in Paris"),
+        ("用户住在北京", "用户喜欢张伟，他住在上海"),
+        ("用户住在北京", "用户崇拜王芳，她住在上海"),
+        ("用户住在北京", "用户是张伟的朋友，他住在上海"),
+        ("用户住在北京", "用户是小红的同事。她住在上海"),
+    ],
+)
+def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(old: str, new: str) -> None:
+    # "loves Anna" names someone as "met Anna" does; only the capital tells it from "loves
+    # coffee", and a surname from "喜欢咖啡". "是张伟的朋友": the 他 after it may be 张伟.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("The user lives in Berlin", "The user loves coffee. She lives in Paris") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user loves Lisbon. She lives in Paris") is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户喜欢咖啡，她住在上海") is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户是公司的老板，她住在上海") is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I sent my son to college and now lives in Paris"),
+        ("I live in Berlin", "We sold the house and lives in Paris"),
+        ("I work at Google", "I met Tom and works at Acme"),
+    ],
+)
+def test_a_verb_joined_to_i_or_we_that_does_not_agree_with_them_is_not_theirs(old: str, new: str) -> None:
+    # "I … and now lives in Paris": "lives" is not what "I" does, so the son does.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I sent my son to college and now live in Paris") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "The user sent her son to college and now lives in Paris") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     "new",
     [
         "用户有个保姆，她住在上海",
@@ -513,6 +552,24 @@ def test_a_clause_joined_to_one_about_someone_else_is_not_the_users(new: str) ->
 )
 def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: str) -> None:
     assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I stay with my friend in Shanghai",
+        "I stay with my parents in Shanghai",
+        "I stay in Shanghai with Tom",
+        "I'm on a trip. I stay in Shanghai",
+        "I am on vacation. It is hot. I stay in Shanghai",
+    ],
+)
+def test_a_stay_with_someone_or_after_a_trip_in_an_earlier_sentence_is_not_a_home(new: str) -> None:
+    # The trip held only within its own sentence ("I'm on a trip and stay in …").
+    assert verdict("I live in Berlin", new) is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I live with my friend in Shanghai") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I'm on a trip. I moved to Shanghai") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I went on a trip. I live in Shanghai") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
@@ -656,6 +713,20 @@ def test_a_long_run_of_spaces_is_split_into_clauses_in_linear_time() -> None:
     8,000 spaces took a third of a second and 200,000 minutes. A fresh interpreter, so a
     hang fails."""
     script = 'from engine.conflicts import claims; claims("I" + " " * 200_000 + "live in Rome")'
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_names_someone_is_fond_of_and_a_trip_are_read_in_linear_time() -> None:
+    """A fresh interpreter, so a hang fails."""
+    script = """
+from engine.conflicts import claims
+for text in ("The user loves " + "Anna " * 40000 + ". She lives in Paris", "loves " * 40000,
+             "I met Tom and " + "now " * 40000 + "lives in Paris", "I stay " + "with " * 40000 + "in Paris",
+             "I am on a trip. " + "I stay in Paris. " * 5000, "用户喜欢" + "张伟" * 4000 + "，他住在上海",
+             "用户是" + "张" * 8000 + "的朋友，他住在上海"):
+    claims(text)
+"""
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
