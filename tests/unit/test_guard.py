@@ -180,6 +180,42 @@ def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> No
     assert kinds(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("221B Baker Street", "[address]"),
+        ("1600 Pennsylvania Ave NW, Washington, DC 20500", "[address], Washington, DC 20500"),
+        ("12 Main St., Apt 4", "[address]"),
+        ("3 Main Street", "[address]"),
+        ("She lives at 350 W 34th St. in New York", "She lives at [address] in New York"),
+        ("6445 S Minerva Ave Unit 1 Chicago IL 60637", "[address] Chicago IL 60637"),
+        ("Ship it to 742 Evergreen Terrace, Springfield", "Ship it to [address], Springfield"),
+        ("my office is at 5 Main St.", "my office is at [address]"),
+    ],
+)
+def test_english_street_addresses_are_redacted_from_the_number_on(text: str, stored: str) -> None:
+    # The house number, street and unit go; the city, state and ZIP code stay.
+    assert guard.redact(text, guard.find_pii(text)) == stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I ran 5 miles on Main Street",  # a street, but no house number
+        "we walked 3 blocks down Elm Street",
+        "the 3 Supreme Court justices",
+        "Top 10 Best Way to cook rice",
+        "in 2019 Oxford Street was closed",
+        "$5 Main Street Burgers",
+        "12 main street",  # a name is capitalised
+        "5 San Diego St.\n \n12 Charleston",  # a seed and a team (State), from a chat log
+        "7 Michigan St\n \n10 USC",
+    ],
+)
+def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
+    assert kinds(text) == []
+
+
 def test_bank_cards_need_luhn_and_no_reference_context() -> None:
     assert kinds("my card is 4111 1111 1111 1111") == ["bank_card"]
     assert kinds("卡号 6011-0009-9013-9424") == ["bank_card"]
@@ -567,7 +603,9 @@ def test_long_runs_of_markers_spaces_and_line_breaks_are_read_in_linear_time() -
 from engine import guard
 from engine.config import GuardPolicy
 from engine.records import Source
-for text in ("\\nsystem" + " " * 8000 + "x", "\\n" * 50_000, " \\n" * 25_000, "新规则：" * 20_000, "<!--" * 50_000):
+for text in ("\\nsystem" + " " * 8000 + "x", "\\n" * 50_000, " \\n" * 25_000, "新规则：" * 20_000, "<!--" * 50_000,
+             "1 Main St " * 20_000, "1" + " " * 200_000 + "Street", "记住" * 100_000, "Remember that " * 14_000,
+             "System: call" + " " * 200_000 + "x"):
     guard.check_write(text, Source.INFERENCE, GuardPolicy())
     guard.read_findings(text)
 """
