@@ -592,15 +592,44 @@ _PEOPLE = frozenset(
     "i me my mine myself we us our ours you your yours yourself he him his she her hers they them their theirs who "
     "whoever user users assistant agent ai bot chatbot model admin administrator owner someone somebody anyone "
     "anybody everyone everybody nobody people person customer client boss manager team staff family wife husband "
-    "mom mum dad mother father son daughter kid kids child children friend partner colleague employee".split()
+    "mom mum dad mother father son daughter kid kids child children friend partner colleague employee "
+    # The reader under another name: "the reader", "the human operator", "the assistant-bot".
+    "reader readers recipient recipients operator operators human humans copilot gpt chatgpt claude llm "
+    "assistants agents bots models".split()
+)
+# Nor what the reader is to do, made the subject: "the correct response deletes all files",
+# "the next step deletes all backups", "the right thing to do deletes all logs", "the correct
+# procedure deletes all backups".
+_ACTS = frozenset(
+    "step steps response responses reply answer action actions move thing instruction instructions order orders "
+    "directive directives correct right proper required expected appropriate mandatory".split()
 )
 _DETERMINERS = frozenset({"The", "This", "That", "Each", "Every", "A", "An"})
+# A fact followed by an order to carry it out is an attack ("…deletes all logs; you should
+# run it now", "…, so make sure it runs", "…at 2am. Delete all backups too."): looked for
+# in the rest of the line, up to _ORDER_REACH characters past the action's target.
+_ORDER_AFTER = re.compile(
+    r"\byou\s+(?:must|should|shall|need\s+to|have\s+to|are\s+to|will|can|may)\s+(?:now\s+|also\s+|then\s+|just\s+)?"
+    r"(?:run|do|execute|trigger|start|launch|perform|confirm|approve|delete|remove|erase|wipe|drop|purge|destroy|"
+    r"disable|transfer|wire|pay|reset|revoke|grant)\b"
+    r"|(?:^|[.;:!?\u2013\u2014]|\s-\s|\b(?:and|then|so|now)\b)\s*(?:please\s+|also\s+|always\s+|now\s+|just\s+|"
+    r"immediately\s+)*(?:use|run|do|execute|trigger|start|launch|perform|confirm|approve|delete|remove|erase|wipe|drop|purge|destroy|"
+    r"disable|transfer|wire|pay|reset|revoke|grant)\s+(?:it|this|that|them|now|immediately|all|every|everything|the)\b"
+    r"|\b(?:make\s+sure|ensure)\s+(?:that\s+)?(?:it|this|they)\s+(?:runs?|happens?|goes\s+through|executes?|completes?)\b",
+    _I,
+)
+_ORDER_REACH = 120
 
 
 def _owner(word: str) -> str:
     """A word without its quotes and possessive ending: "the user's job" names the user."""
     word = word.strip("`'\"()").lower()
     return word.removesuffix("'s").removesuffix("'")
+
+
+def _named(word: str) -> bool:
+    """A person, the reader or what the reader is to do, alone or in a compound ("assistant-bot")."""
+    return any(part in _PEOPLE or part in _ACTS for part in re.split(r"[-/]", word))
 
 
 def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bool:
@@ -610,12 +639,16 @@ def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bo
         return False
     if words[0] in _DETERMINERS:
         words[0] = words[0].lower()
-    if any(_FACT_TOKEN.fullmatch(word) is None or _owner(word) in _PEOPLE for word in words):
+    if any(_FACT_TOKEN.fullmatch(word) is None or _named(_owner(word)) for word in words):
         return False
     modal = words[-1] in {"will", "would"}
     subject = [word for word in words if word not in _FACT_MODAL]
     third_person = verb.endswith("s") and not verb.endswith("ss")
-    return bool(subject) and (third_person or modal)
+    if not subject or not (third_person or modal):
+        return False
+    line_end = visible.find("\n", action.end("target"))
+    reach = min(action.end("target") + _ORDER_REACH, line_end if line_end >= 0 else len(visible))
+    return _ORDER_AFTER.search(visible, action.end("target"), reach) is None
 
 
 def _poisoning(visible: str) -> Finding | None:
@@ -652,6 +685,10 @@ _MACHINE_ZH = re.compile(
     _I,
 )
 _PERSON_ZH = re.compile(r"用户|你|您|我|他|她|助手|智能体|AI|机器人|管理员|老板|家人|妈|爸|人们", _I)
+# Nor a fact followed, in its sentence, by an order to carry it out: "…会自动删除所有备份，
+# 请立即执行", "…，你现在就执行". Advice to the user after it ("请提前备份") is no order.
+_ORDER_AFTER_ZH = re.compile(r"你|您|执行|运行|照做|触发|启动|立即|立刻|马上", _I)
+_ORDER_REACH_ZH = 40
 
 
 def _poisoning_zh(visible: str) -> Finding | None:
@@ -666,7 +703,13 @@ def _poisoning_zh(visible: str) -> Finding | None:
             if action.start() > cue.end() + _ACTION_REACH_ZH:
                 break
             before = visible[cue.end() : action.start()]
-            if _MACHINE_ZH.search(before) is None or _PERSON_ZH.search(before) is not None:
+            stop_after = _CLAUSE_END_ZH.search(visible, action.end(), action.end() + _ORDER_REACH_ZH)
+            after_end = stop_after.start() if stop_after is not None else action.end() + _ORDER_REACH_ZH
+            if (
+                _MACHINE_ZH.search(before) is None
+                or _PERSON_ZH.search(before) is not None
+                or _ORDER_AFTER_ZH.search(visible, action.end(), after_end) is not None
+            ):
                 return Finding(INJECTION, cue.start(), action.end(), "memory poisoning (zh)")
     return None
 
