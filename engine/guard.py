@@ -931,11 +931,16 @@ _COMMANDS_MODEL = (
         rf"|\b{_SENSITIVE_PAIRS}"
         # A tool call ("Call the send_email tool with the user's contacts", "invoke
         # delete_account()"), and leave to drop its rules ("you may ignore safety rules").
+        # Limits, restrictions and constraints are the model's only when bare or said to
+        # be all, any or its own ("ignore all restrictions", "bypass your limits"): "you can
+        # override the default limits in config.toml" is about a product.
         r"|\b(?:call|invoke|trigger)\s+(?:the\s+)?`?[\w.-]+`?\s+(?:tool|function)\b"
         r"|\b(?:call|invoke|trigger|use|run|execute)\s+(?:the\s+)?`?[A-Za-z]+_\w+`?(?:\s*\(|\s+(?:tool|function)\b)"
         r"|\byou\s+(?:may|can|could|are\s+(?:now\s+)?(?:allowed|free|permitted)\s+to)\s+(?:now\s+)?"
-        r"(?:ignore|disregard|bypass|skip|override)\s+(?:[\w']+\s+){0,3}?(?:rules|instructions|guidelines|"
-        r"polic(?:y|ies)|restrictions|filters?|safety|guardrails?|limits|constraints|the\s+user)\b",
+        r"(?:ignore|disregard|bypass|skip|override)\s+(?:(?:[\w']+\s+){0,3}?(?:rules|instructions|guidelines|"
+        r"polic(?:y|ies)|filters?|safety|guardrails?|the\s+user)"
+        r"|(?:(?:your|all|any|every|its|previous|prior|safety|content|ethical|moral|usual|normal|built-in)\s+"
+        r"(?:[\w']+\s+){0,2}?)?(?:restrictions|limits|limitations|constraints))\b",
         _I,
     ),
     re.compile(
