@@ -155,13 +155,14 @@ _DATE_AFTER = re.compile(
 # do in Chinese: they do not find a door. A street without a house number is no address
 # ("I ran 5 miles on Main Street": the number is not the street's). The name is one to
 # four capitalised words or an ordinal ("5 big roads" is none); a number that counts or is
-# a year is no house number ("the 3 Supreme Court justices", "Top 10 Best Way", "in 2019
-# Oxford Street"). A number of one or two digits before an abbreviation ("5 San Diego
+# a year is no house number ("the 3 Supreme Court justices", "Top 10 Best Way", "I bought 2
+# Park Avenue tickets", "in 2019 Oxford Street"), nor one with a label before it ("Chapter
+# 12 The Road Home"). A number of one or two digits before an abbreviation ("5 San Diego
 # St.", "7 Michigan St": a seed and a team, State) wants more: a word that says it is a
-# place before it ("at", "address:", "("), a unit, or a city after it.
+# place before it ("at", "address:", "Office:", "("), a unit, or a city after it.
 _EN_STREET_KIND = (
     r"(?:Street|Avenue|Road|Boulevard|Drive|Lane|Court|Place|Terrace|Way|Highway|Parkway|Circle|Square|Expressway|"
-    r"Crescent|Close|Alley|Row|Plaza)"
+    r"Crescent|Close|Alley|Row|Plaza|Loop|Trail)"
 )
 _EN_STREET_ABBREVIATION = r"(?:St|Ave?|Rd|Blvd|Dr|Ln|Ct|Pl|Ter|Hwy|Pkwy|Cir|Sq|Expy|Cres)"
 _EN_STREET = re.compile(
@@ -174,15 +175,27 @@ _EN_STREET = re.compile(
 )
 _COUNTED = re.compile(
     r"\b(?:the|top|best|first|last|next|only|all|these|those|over|under|about|around|nearly|almost|than|of|per|"
-    r"every|some|many)[^\S\n]{1,3}$",
+    r"every|some|many|bought|buy|buying|ordered|order|ordering|sold|sell|ate|won|lost|scored|rated|need|needs|needed|"
+    r"want|wants|wanted)[^\S\n]{1,3}$",
     re.IGNORECASE,
 )
 _IN_A_YEAR = re.compile(
     r"\b(?:in|since|until|till|by|from|before|after|during|circa|early|late|mid)[^\S\n]{1,3}(?:1[89]|20)\d\d$",
     re.IGNORECASE,
 )
+# A number with its label before it is no house number: "Chapter 12 The Road Home", "Season
+# 3 Park Avenue Secrets", "Level 7 Castle Road", "Exit 12 Garden State Parkway". ("No. 10
+# Downing Street" is one.)
+_LABELLED = re.compile(
+    r"\b(?:chapter|ch|episode|ep|season|series|part|volume|vol|book|page|pg|level|lvl|track|round|week|day|game|"
+    r"step|act|scene|version|item|figure|fig|table|verse|lesson|grade|section|sec|article|hole|lap|mile|exit|gate|"
+    r"seed|pick|stage|phase|tip|slide|question|problem|exercise|issue|platform|channel|bus|route|line|stop)"
+    r"\.?[^\S\n]{1,3}$",
+    re.IGNORECASE,
+)
 _PLACE_BEFORE = re.compile(
-    r"(?:\b(?:at|address|addr|lives?|lived|living|located|visit|to|on|near)[^\S\n]{0,3}:?|\()[^\S\n]{0,3}$",
+    r"(?:\b(?:at|address|addr|lives?|lived|living|located|visit|to|on|near)[^\S\n]{0,3}:?"
+    r"|\b(?:home|house|office|residence|headquarters|hq)[^\S\n]{0,3}:|\()[^\S\n]{0,3}$",
     re.IGNORECASE,
 )
 _CITY_AFTER = re.compile(r",?[^\S\n]{1,3}[A-Z][a-z]+|[^\S\n]{1,3}\d{5}\b")
@@ -191,7 +204,11 @@ _CONTEXT_WORD = 16
 
 def _english_street_address(text: str, match: re.Match[str]) -> bool:
     before = max(0, match.start() - _CONTEXT_WORD)
-    if _COUNTED.search(text, before, match.start()) or _IN_A_YEAR.search(text, before, match.end("number")):
+    if (
+        _COUNTED.search(text, before, match.start())
+        or _LABELLED.search(text, before, match.start())
+        or _IN_A_YEAR.search(text, before, match.end("number"))
+    ):
         return False
     if len(match["number"]) > 2 or match["kind"] or match["unit"]:
         return True

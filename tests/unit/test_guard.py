@@ -191,6 +191,11 @@ def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> No
         ("6445 S Minerva Ave Unit 1 Chicago IL 60637", "[address] Chicago IL 60637"),
         ("Ship it to 742 Evergreen Terrace, Springfield", "Ship it to [address], Springfield"),
         ("my office is at 5 Main St.", "my office is at [address]"),
+        ("I live at 1 Infinite Loop, Cupertino", "I live at [address], Cupertino"),
+        ("we moved to 48 Pine Trail", "we moved to [address]"),
+        ("Office: 18 Rainbow Ave", "Office: [address]"),
+        ("Home: 7 Elm St, Dover", "Home: [address], Dover"),
+        ("No. 10 Downing Street", "No. [address]"),
     ],
 )
 def test_english_street_addresses_are_redacted_from_the_number_on(text: str, stored: str) -> None:
@@ -210,6 +215,15 @@ def test_english_street_addresses_are_redacted_from_the_number_on(text: str, sto
         "12 main street",  # a name is capitalised
         "5 San Diego St.\n \n12 Charleston",  # a seed and a team (State), from a chat log
         "7 Michigan St\n \n10 USC",
+        # A number with its label before it is a chapter, an episode or a level.
+        "Chapter 12 The Road Home",
+        "Season 3 Park Avenue Secrets",
+        "Episode 4 Baker Street Boys",
+        "Level 7 Castle Road",
+        "Exit 12 Garden State Parkway",
+        # A number bought, ordered or scored counts.
+        "I bought 2 Park Avenue tickets for the show",
+        "we ordered 3 Main Street Pizzas",
     ],
 )
 def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
