@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import engine.sessions
 from engine.adapters import open_sessions
 from engine.config import Config
 from engine.prompt_context import Shares
@@ -190,6 +192,23 @@ def test_a_promotion_interrupted_midway_is_finished_once(open_sess: OpenSessions
     contents = [m.content for m in session_memories(sessions.service)]
     assert sorted(contents) == ["I have two cats.", "I live in Berlin."]
     assert promotion.linked == 1
+
+
+def test_a_promotion_taken_again_finds_its_run_whatever_digits_its_id_holds(
+    open_sess: OpenSessions, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One run id in about 400 holds a run of digits that reads as a mobile number or a
+    # card; the write guard had redacted it in the memories' metadata, and the promotion
+    # taken again did not find what its first attempt stored (a flaky test found it).
+    phone_like = uuid.UUID("f1b7819b15a14971901511f487b399c4")
+    monkeypatch.setattr(engine.sessions.uuid, "uuid4", lambda: phone_like)
+    sessions = open_sess()
+    sessions.append(REF, say("I live in Berlin.", "I have two cats."), reach=Reach.FULL, expire_after_seconds=60)
+    first = _died_after_writing(sessions, clock)
+    stored = every_session_memory(sessions.service)
+    assert {m.metadata["generation"] for m in stored.values()} == {phone_like.hex}
+    (again,) = sessions.sweep()
+    assert again.created == [] and sorted(again.already_promoted) == sorted(first.created)
 
 
 def test_a_close_whose_process_died_is_finished_at_the_next_start(
