@@ -197,6 +197,9 @@ def _claims(text: str) -> tuple[Claim, ...]:
     # Whom the he/she/they of the next clause are, and whom it is about if it has no
     # subject and is joined to the one before by "and" (see _Subject).
     holder = joined = voice.me
+    # Whom a Chinese clause with no subject goes on with: the holder, but after "用户喜欢张伟"
+    # the user, where a 他 may be 张伟 ("用户喜欢张伟，住在上海" is the user's home).
+    subject = voice.me
     infinitive = speaker = away = False
     fond_of = frozenset(
         name.casefold()
@@ -213,7 +216,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
             if not clause or _chatter(clause):
                 continue
             if _HAN.search(clause):
-                read, holder = _chinese_clause(clause, holder, voice)
+                read, holder, subject = _chinese_clause(clause, holder, voice, subject)
                 joined, speaker = holder, False
             else:
                 # "but" sets what holds against the verb left open ("I wanted to stay but live in …").
@@ -221,6 +224,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 read, holder, joined, speaker = _english_clause(
                     clause, holder, voice, joined if joiner else None, infinitive=open_verb, speaker=speaker
                 )
+                subject = holder
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
@@ -1007,27 +1011,31 @@ _ZH_ATTR = re.compile(
 )
 
 
-def _chinese_clause(clause: str, holder: str, voice: _Voice) -> tuple[list[Claim], str]:
-    """The claims a Chinese clause reads, and whom the clauses after it are about: its
-    subject (the claims' holder, or :func:`_chinese_subject`'s), unless the clause opens
-    with the holder's X ("我的医生是李医生，住在…": what follows may be the X's) or names
-    someone besides its subject ("用户认识了一个朋友，他住在…", "用户有个朋友，住在…"): then
-    ``_SOMEONE``, as in English (:func:`_english_subject`)."""
-    read = _chinese_claims(clause, holder, voice)
-    after = read[0].holder if read else _chinese_subject(clause, holder, voice)
+def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tuple[list[Claim], str, str]:
+    """The claims a Chinese clause reads, whom the 他/她 of the clauses after it are, and
+    whom those with no subject are about; ``holder`` and ``subject`` are the same of the
+    clause before. Both are the clause's subject (the claims' holder, or
+    :func:`_chinese_subject`'s), unless the clause opens with the holder's X ("我的医生是李医生，
+    住在…": what follows may be the X's) or names someone besides its subject ("用户认识了一个
+    朋友，他住在…", "用户有个朋友，住在…"): then ``_SOMEONE``, as in English
+    (:func:`_english_subject`). A name the subject is fond of ("用户喜欢张伟") may be a 他
+    after it, but a clause with no subject goes on with the subject ("…，住在上海")."""
+    read = _chinese_claims(clause, holder, voice, subject)
+    after = read[0].holder if read else _chinese_subject(clause, holder, voice, subject)
     lead = _chinese_lead(clause)
     rest = clause[lead.end() :] if lead else clause
     if relative := _ZH_RELATIVE.match(rest):
         rest = rest[relative.end() :]
     rest = _ZH_LEAD.sub("", rest)
     if lead and rest.startswith("的"):
-        return read, after if _ZH_OWN_NAME.match(rest) else _SOMEONE
+        after = after if _ZH_OWN_NAME.match(rest) else _SOMEONE
+        return read, after, after
     others = rest.replace("一个人", "")  # alone, not with anyone
     if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
-        return read, _SOMEONE
+        return read, _SOMEONE, _SOMEONE
     if _zh_fond_of_someone(rest) or _zh_of_someone(rest):
-        return read, _SOMEONE
-    return read, after
+        return read, _SOMEONE, after
+    return read, after, after
 
 
 # A verb of fondness before a name ("用户喜欢张伟", "用户崇拜王芳的…"): a surname and one or
@@ -1072,12 +1080,15 @@ _ZH_IS = re.compile(r"是|当|做|(?:在.{1,12}?)?(?:当|做)")
 _ZH_OWN_NAME = re.compile(r"的(?:名字|姓名|全名|小名|昵称|称呼)")
 
 
-def _chinese_claims(clause: str, holder: str, voice: _Voice) -> list[Claim]:
+def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> list[Claim]:
+    """The claims ``clause`` reads: about whom it opens with (a 他 is ``holder``), or ``subject``."""
     change = bool(_ZH_CHANGE.search(clause))
     rest = clause
     possessive = False
     lead = _chinese_lead(rest)
-    if lead:
+    if not lead:
+        holder = subject
+    else:
         found = _holder(lead.group(1), holder, voice)
         if found is None:
             return []
@@ -1140,10 +1151,11 @@ def _chinese_lead(clause: str) -> re.Match[str] | None:
     return lead or (_ZH_FIRST.match(clause, at) if at else None)
 
 
-def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
+def _chinese_subject(clause: str, holder: str, voice: _Voice, subject: str) -> str:
     """Whom a clause that reads no claim names as its subject, for the clauses after it
     that have none: "王芳下周去上海出差，住在外滩附近" is 王芳's stay, "我朋友来杭州玩，住在
-    西湖边" the friend's. Where it names no one the holder before it still holds. On a trip
+    西湖边" the friend's. Where it names no one, ``subject`` still holds: whom a clause with
+    no subject was about before it (:func:`_chinese_clause`). On a trip
     ("下周去上海出差，住在外滩附近") the holder is the trip, named by its clause: where they
     stay on it is no home, and no other trip's stay either. After "我" only a person counts
     ("我朋友"): what follows "我" is mostly its predicate ("我觉得…")."""
@@ -1166,7 +1178,7 @@ def _chinese_subject(clause: str, holder: str, voice: _Voice) -> str:
         owner = words
     elif owner is not None and words and _ZH_PERSON.match(words):
         owner = f"{owner}的{words}"
-    owner = owner or holder
+    owner = owner or subject
     trip = _ZH_TRIP.search(clause)
     return f"{owner}的{trip.group()}（{clause}）" if trip else owner
 

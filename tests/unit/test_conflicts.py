@@ -456,6 +456,23 @@ def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("用户住在北京", "用户喜欢张伟，住在上海"),
+        ("用户住在北京", "用户喜欢夏天，现在住在上海"),
+        ("用户住在北京", "用户是张伟的朋友，住在上海"),
+        ("我住在北京", "我喜欢李白的诗。最近搬到了上海"),
+        ("用户在腾讯工作", "用户崇拜王芳，在阿里巴巴工作"),
+    ],
+)
+def test_a_clause_with_no_subject_after_a_name_the_user_is_fond_of_is_still_the_users(old: str, new: str) -> None:
+    # Only a 他/她 after "喜欢张伟" may be 张伟; a clause with no subject goes on with the user.
+    assert verdict(old, new) is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户喜欢张伟，他住在上海，在腾讯工作") is Verdict.UNRELATED
+    assert verdict("用户住在北京", "用户认识了张伟，住在上海") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("I live in Berlin", "I sent my son to college and now lives in Paris"),
         ("I live in Berlin", "We sold the house and lives in Paris"),
         ("I work at Google", "I met Tom and works at Acme"),
