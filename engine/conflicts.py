@@ -201,12 +201,7 @@ def _claims(text: str) -> tuple[Claim, ...]:
     # the user, where a 他 may be 张伟 ("用户喜欢张伟，住在上海" is the user's home).
     subject = voice.me
     infinitive = speaker = away = False
-    fond_of = frozenset(
-        name.casefold()
-        for name in _EN_FOND_OF.findall(body)
-        if name[0].isupper() and canonical_key(name) not in ALIASES.values()  # not "Paris", "Python"
-    ) - {"i"}
-    voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=fond_of)
+    voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=_fond_of(body))
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             continue
@@ -643,6 +638,29 @@ _EN_FOND_OF = re.compile(
     r"roommate|partner|relative|sister|brother|daughter|son|wife|husband|mother|father|student|assistant) of) "
     r"([A-Za-z][\w'-]*)"
 )
+# What the rules know by name ("Paris", "New York", "Python"), which no "he" or "she" is.
+_KNOWN = frozenset(ALIASES.values())
+# The capitalised words that may go on with a name's first ("New York"): two at most, so
+# that a run of them is not read again from each name in it.
+_EN_NAME_RUN = re.compile(r"(?: [A-Z][\w'-]*){1,2}")
+
+
+def _fond_of(body: str) -> frozenset[str]:
+    """The names ``body`` is fond of (:attr:`_Voice.fond_of`), casefolded: the capitalised
+    word after a verb of fondness ("loves Anna"), unless it, or it with the capitalised
+    words after it, is a known concept ("loves Paris", "loves New York")."""
+    names = set()
+    for match in _EN_FOND_OF.finditer(body):
+        name = match.group(1)
+        if not name[0].isupper() or name == "I":
+            continue
+        run = _EN_NAME_RUN.match(body, match.end())
+        words = [name, *(run.group().split() if run else ())]
+        if all(canonical_key(" ".join(words[:count])) not in _KNOWN for count in range(1, len(words) + 1)):
+            names.add(name.casefold())
+    return frozenset(names)
+
+
 # People by what they are to someone: "a friend", "her doctor", "a guy".
 _EN_PERSON = re.compile(
     r"\b(?:(?:boy|girl)?friend|fianc[eé]e?|partner|wife|husband|spouse|ex|mother|father|mom|mum|dad|parent|"
@@ -1058,7 +1076,7 @@ _ZH_MANY = re.compile(r"^[两二三四五六七八九十几多好许]|^(?:这|�
 
 def _zh_fond_of_someone(rest: str) -> bool:
     """Whether ``rest`` is fond of someone by name ("喜欢张伟"), not of a known concept ("喜欢上海")."""
-    return any(canonical_key(match.group("who")) not in ALIASES.values() for match in _ZH_FOND_OF.finditer(rest))
+    return any(canonical_key(match.group("who")) not in _KNOWN for match in _ZH_FOND_OF.finditer(rest))
 
 
 def _zh_of_someone(rest: str) -> bool:

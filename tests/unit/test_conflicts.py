@@ -448,6 +448,7 @@ def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(
     assert verdict(old, new) is Verdict.UNRELATED
     assert verdict("The user lives in Berlin", "The user loves coffee. She lives in Paris") is Verdict.REPLACE
     assert verdict("The user lives in Berlin", "The user loves Lisbon. She lives in Paris") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user loves New York. She moved to Lisbon") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户喜欢咖啡，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户是公司的老板，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
