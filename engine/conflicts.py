@@ -1068,6 +1068,9 @@ _ZH_GIVEN_NAME = rf"(?:[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小老阿][\u4e00
 _ZH_FOND_OF = re.compile(
     rf"(?:喜欢|爱上?|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼)(?P<who>{_ZH_GIVEN_NAME})(?:的|$)"
 )
+# A clause with no subject that ends as a noun ("住在上海的那个", "…的那位"): it says who
+# someone is, not what its subject does.
+_ZH_THE_ONE = re.compile(r"的(?:那|这)一?[个位](?:人)?$")
 # "是张伟的朋友", "当他的助理": the holder is someone's X, and a 他 after it may be that someone.
 # Not "是两个孩子的妈妈" (a 她 is no two children), nor "是公司的老板".
 _ZH_WHOSE = re.compile(r"^(?:是|当|做)(?P<owner>[^的，,]{1,8}?)的")
@@ -1105,6 +1108,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
     possessive = False
     lead = _chinese_lead(rest)
     if not lead:
+        if _ZH_THE_ONE.search(rest):
+            return []  # "用户喜欢张伟，住在上海的那个": who lives there, not what the subject does
         holder = subject
     else:
         found = _holder(lead.group(1), holder, voice)

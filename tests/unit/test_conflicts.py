@@ -469,6 +469,9 @@ def test_a_clause_with_no_subject_after_a_name_the_user_is_fond_of_is_still_the_
     assert verdict(old, new) is Verdict.REPLACE
     assert verdict("用户住在北京", "用户喜欢张伟，他住在上海，在腾讯工作") is Verdict.UNRELATED
     assert verdict("用户住在北京", "用户认识了张伟，住在上海") is Verdict.UNRELATED
+    # "住在上海的那个": the one who lives there, 张伟, not a predicate of the user.
+    assert verdict("用户住在北京", "用户喜欢张伟，住在上海的那个") is Verdict.UNRELATED
+    assert verdict("用户住在北京", "住在上海的那位") is Verdict.UNRELATED
 
 
 @pytest.mark.parametrize(
