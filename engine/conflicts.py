@@ -1065,8 +1065,10 @@ _ZH_SURNAMES = (
     "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
 _ZH_GIVEN_NAME = rf"(?:[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小老阿][\u4e00-\u9fff])"
+# An aspect mark may come between ("爱上了张伟", "喜欢过王芳"), and how long after ("喜欢张伟很久了").
 _ZH_FOND_OF = re.compile(
-    rf"(?:喜欢|爱上?|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼)(?P<who>{_ZH_GIVEN_NAME})(?:的|$)"
+    r"(?:喜欢|爱|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼)(?:上了|上|了|过)?"
+    rf"(?P<who>{_ZH_GIVEN_NAME})(?:的|$|很久|好久|多年|[了啊呀吧呢])"
 )
 # A clause with no subject that ends as a noun ("住在上海的那个", "…的那位"): it says who
 # someone is, not what its subject does.
@@ -1075,6 +1077,8 @@ _ZH_THE_ONE = re.compile(r"的(?:那|这)一?[个位](?:人)?$")
 # Not "是两个孩子的妈妈" (a 她 is no two children), nor "是公司的老板".
 _ZH_WHOSE = re.compile(r"^(?:是|当|做)(?P<owner>[^的，,]{1,8}?)的")
 _ZH_MANY = re.compile(r"^[两二三四五六七八九十几多好许]|^(?:这|那)些|们$")
+# What may come between the one person and 的 ("是张伟最好的朋友", "张伟多年的同事").
+_ZH_WHOSE_HOW = re.compile(r"(?:最[\u4e00-\u9fff]{1,2}|多年|唯一)$")
 
 
 def _zh_fond_of_someone(rest: str) -> bool:
@@ -1087,7 +1091,7 @@ def _zh_of_someone(rest: str) -> bool:
     whose = _ZH_WHOSE.match(rest)
     if whose is None:
         return False
-    owner = whose.group("owner")
+    owner = _ZH_WHOSE_HOW.sub("", whose.group("owner"))
     return not _ZH_MANY.search(owner) and bool(_ZH_PERSON.search(owner) or re.fullmatch(_ZH_GIVEN_NAME, owner))
 
 

@@ -440,6 +440,10 @@ def test_he_or_she_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no
         ("用户住在北京", "用户崇拜王芳，她住在上海"),
         ("用户住在北京", "用户是张伟的朋友，他住在上海"),
         ("用户住在北京", "用户是小红的同事。她住在上海"),
+        ("用户住在北京", "用户爱上了张伟，他住在上海"),
+        ("用户住在北京", "用户喜欢过王芳，她住在上海"),
+        ("用户住在北京", "用户喜欢张伟很久了，他住在上海"),
+        ("用户住在北京", "用户是张伟最好的朋友，他住在上海"),
     ],
 )
 def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(old: str, new: str) -> None:
