@@ -423,11 +423,11 @@ class Sessions:
         earlier = _Earlier(self.service, info, claimed.candidates, now)
         for position, candidate in enumerate(claimed.candidates):
             if earlier.handled(position, candidate):
-                stored = earlier.memory_of(candidate)
+                stored = earlier.memory_of(position, candidate)
                 if stored is not None:
                     promotion.already_promoted.append(stored.memory_id)
                 continue
-            drafts.append((candidate, self._draft(ref, info, candidate, now)))
+            drafts.append((candidate, self._draft(ref, info, position, candidate, now)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
         # not bounded, and a promotion cut short by a crash finds what it saved already
         # (``_Earlier``).
@@ -442,7 +442,9 @@ class Sessions:
         promotion.linked = sum(1 for result in results if result.created and result.follows is not None)
         return promotion
 
-    def _draft(self, ref: SessionRef, info: SessionInfo, candidate: Candidate, now: datetime) -> MemoryDraft:
+    def _draft(
+        self, ref: SessionRef, info: SessionInfo, position: int, candidate: Candidate, now: datetime
+    ) -> MemoryDraft:
         # The guard judges what was said when the rules left out an explicit request, so
         # "remember that …" cannot carry an injection past it.
         content = candidate.content
@@ -462,6 +464,7 @@ class Sessions:
                 "rule": candidate.rule,
                 "generation": info.generation,
                 "candidate": content_digest(candidate.content),
+                "position": position,
             },
         )
 
@@ -529,18 +532,21 @@ class _Earlier:
     one store read of them), so that each candidate is handled once.
 
     Each memory a promotion stores names its run and its candidate (metadata
-    ``generation`` and ``candidate``, the candidate's content digest, so one the guard
-    redacted is found too), and candidates are saved in order. So every candidate up to
+    ``generation``, ``position`` in the run's candidates, and ``candidate``, the
+    candidate's content digest, so one the guard redacted is found too), and candidates
+    are saved in order. So every candidate up to
     the last one the first attempt stored was handled then, whatever became of it:
     stored (and perhaps superseded by a later one or quarantined since), folded into an
     earlier memory (which a later candidate may then have superseded), or dropped.
     Those are skipped; saved again, an old fact came back active and superseded the
     newer one (a crash probe and a review found both ways). The candidates after it are
     saved: one the first attempt reached but that left no memory of its own (folded) is
-    folded again, one more reinforcement. A later run of the session that says an old
-    fact again promotes it as anything new. Memories a release before runs were recorded
-    stored count where active and of the candidate's content (or its words as said), as
-    they did then."""
+    folded again, one more reinforcement; so is a later candidate that repeats an
+    earlier one's text ("I live in Berlin", "I moved to Paris", "I live in Berlin"):
+    found by its text alone, it was skipped, and Paris stayed. Memories a release before
+    positions were recorded stored are found by their candidate's digest, the first
+    position of that text; those of a release before runs were recorded count where
+    active and of the candidate's content (or its words as said), as they did then."""
 
     def __init__(
         self, service: MemoryService, info: SessionInfo, candidates: Sequence[Candidate], now: datetime
@@ -553,27 +559,35 @@ class _Earlier:
             m for m in service.store.get_many(Scope.whole([ref.namespace]), ids, every, now) if m.actor == ref.agent
         ]
         self._of_run: dict[str, Memory] = {}
+        self._at: dict[int, Memory] = {}  # by the position of its candidate
         self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
         for memory in sorted(mine, key=lambda m: (m.created_at, m.memory_id)):
             if memory.metadata.get("generation") == info.generation:
                 key = memory.metadata.get("candidate") or content_digest(memory.content)
                 self._of_run.setdefault(str(key), memory)
+                position = memory.metadata.get("position")
+                if isinstance(position, int) and not isinstance(position, bool):
+                    self._at.setdefault(position, memory)
             elif "generation" not in memory.metadata and memory.status is Status.ACTIVE:
                 self._before_runs.setdefault(content_digest(memory.content), memory)
         first: dict[str, int] = {}
         for position, candidate in enumerate(candidates):
             first.setdefault(content_digest(candidate.content), position)
-        self._reached = max((first[key] for key in self._of_run if key in first), default=-1)
+        by_text = (first[key] for key in self._of_run if key in first)
+        self._reached = max(self._at, default=-1) if self._at else max(by_text, default=-1)
 
     def handled(self, position: int, candidate: Candidate) -> bool:
         """Whether the first attempt handled the candidate at ``position``."""
-        return position <= self._reached or self.memory_of(candidate) is not None
+        return position <= self._reached or self.memory_of(position, candidate) is not None
 
-    def memory_of(self, candidate: Candidate) -> Memory | None:
-        """The memory the first attempt stored for ``candidate`` (or a release before runs
-        were recorded did), if any."""
+    def memory_of(self, position: int, candidate: Candidate) -> Memory | None:
+        """The memory the first attempt stored for the candidate at ``position`` (where it
+        stored none, that of its text it was folded into; or the one a release before
+        runs were recorded stored), if any."""
         digest = content_digest(candidate.content)
-        found = self._of_run.get(digest) or self._before_runs.get(digest)
+        if self._at and position > self._reached:
+            return self._before_runs.get(digest)  # a later repeat of an earlier one's text is new
+        found = self._at.get(position) or self._of_run.get(digest) or self._before_runs.get(digest)
         if found is None and candidate.said:
             found = self._before_runs.get(content_digest(candidate.said))
         return found

@@ -183,7 +183,7 @@ def test_a_promotion_interrupted_midway_is_finished_once(open_sess: OpenSessions
     claimed = sessions.store.claim(generation, clock(), 300)
     assert claimed is not None
     # The promoter stored the first memory, then died before finishing.
-    first = sessions._draft(REF, claimed.info, claimed.candidates[0], clock())
+    first = sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock())
     sessions.service.save(first)
     assert sessions.sweep() == []  # its claim is not stale yet
     clock.advance(seconds=300)
@@ -220,7 +220,7 @@ def test_a_close_whose_process_died_is_finished_at_the_next_start(
     # The close claimed the session and stored its first candidate, then the process died.
     claimed = sessions.store.close_session(REF, clock(), CLAIM_STALE_SECONDS)
     assert claimed is not None
-    sessions.service.save(sessions._draft(REF, claimed.info, claimed.candidates[0], clock()))
+    sessions.service.save(sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock()))
     sessions.stop()
     service.close()
     clock.advance(seconds=10)  # back long before the claim would go stale
@@ -344,6 +344,46 @@ def test_a_promotion_taken_again_finds_a_candidate_the_guard_redacted(
     (again,) = sessions.sweep()
     assert again.created == [] and again.already_promoted == [memory.memory_id]
     assert [m.status for m in every_session_memory(sessions.service).values()] == [Status.DELETED]
+
+
+def test_a_promotion_taken_again_saves_a_later_repeat_of_what_it_stored(
+    open_svc: OpenService, open_sess: OpenSessions, clock: FrozenClock, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user went back to the first home within one run, and the promoter died between
+    # batches: the repeat was found by its text alone and skipped, so Paris stayed.
+    two_at_a_time = replace(config, limits=replace(config.limits, max_batch=2))
+    sessions = open_sess(open_svc(config=two_at_a_time))
+    said = say("I live in Berlin.", "I moved to Paris.", "I live in Berlin.", "I have two cats.")
+    sessions.append(REF, said, reach=Reach.FULL, expire_after_seconds=60)
+    save, batches = sessions._save, []
+
+    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
+        if batches:
+            raise KeyboardInterrupt("the promoter died")
+        batches.append(1)
+        return save(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sessions, "_save", dies_after_the_first_batch)
+        with pytest.raises(KeyboardInterrupt):
+            _died_after_writing(sessions, clock)
+    clock.advance(seconds=300)
+    (again,) = sessions.sweep()
+    assert len(again.already_promoted) == 2 and len(again.created) == 2
+    (home,) = sessions.service.recall("where do I live", namespaces=[REF.namespace], top_k=1, reinforce=False).hits
+    assert home.memory.content == "I live in Berlin."
+    stored = sorted(every_session_memory_list(sessions.service), key=lambda m: m.metadata["position"])
+    assert [(m.content, m.status, m.metadata["position"]) for m in stored] == [
+        ("I live in Berlin.", Status.SUPERSEDED, 0),
+        ("I moved to Paris.", Status.SUPERSEDED, 1),
+        ("I live in Berlin.", Status.ACTIVE, 2),
+        ("I have two cats.", Status.ACTIVE, 3),
+    ]
+
+
+def every_session_memory_list(service: MemoryService, ref: SessionRef = REF) -> list[Any]:
+    every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
+    return service.list_page([ref.namespace], every, limit=100).items
 
 
 def test_a_later_run_of_the_session_saying_an_old_fact_again_promotes_it(
