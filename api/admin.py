@@ -13,11 +13,11 @@ before the quarantine; ``restore`` does not release a quarantined memory).
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from litestar import Controller, Response, delete, get, post
 from litestar.datastructures import State
+from litestar.openapi.spec.enums import OpenAPIFormat
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 from pydantic import Field, Strict
 
@@ -215,13 +215,16 @@ class AdminController(Controller):
         actor: FromQuery[str | None] = None,
         action: FromQuery[str | None] = None,
         namespace: FromQuery[str | None] = None,
-        since: FromQuery[datetime | None] = None,
+        since: Annotated[
+            str | None,
+            QueryParameter(
+                format=OpenAPIFormat.DATE_TIME, description="ISO 8601, never a number; without a timezone, UTC"
+            ),
+        ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         """Audit entries, newest first, filtered by actor, action, namespace and time."""
         access.require_admin()
-        if since is not None and since.tzinfo is None:
-            since = since.replace(tzinfo=UTC)
-        since = schemas.query_time(since, "since")
-        query = AuditQuery(actor=actor, action=action, namespace=namespace, since=since, limit=limit)
+        after = schemas.query_time(since, "since", naive_is_utc=True)
+        query = AuditQuery(actor=actor, action=action, namespace=namespace, since=after, limit=limit)
         return {"entries": [audit_out(row) for row in _security(state).audit(query)]}

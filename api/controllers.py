@@ -6,11 +6,11 @@ SQLite are blocking, CPU- or disk-bound calls.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.datastructures import State
+from litestar.openapi.spec.enums import OpenAPIFormat
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
 
 from api import schemas
@@ -23,6 +23,12 @@ from engine.security import Permission
 from engine.service import MemoryService
 
 NamespaceParam = Annotated[str, QueryParameter(min_length=1, max_length=128, description="Memory space")]
+# Taken as text and read by ``schemas.query_time``: Litestar's read of a ``datetime``
+# parameter takes a number as Unix seconds (``created_after=86400`` meant 1970-01-02).
+QueryTime = Annotated[
+    str | None,
+    QueryParameter(format=OpenAPIFormat.DATE_TIME, description="ISO 8601, e.g. 2026-01-31T09:00:00Z; never a number"),
+]
 IfMatch = Annotated[
     str | None,
     HeaderParameter(
@@ -128,8 +134,8 @@ class MemoryController(Controller):
         category: FromQuery[list[str] | None] = None,
         source: FromQuery[list[Source] | None] = None,
         status: FromQuery[list[Status] | None] = None,
-        created_after: FromQuery[datetime | None] = None,
-        created_before: FromQuery[datetime | None] = None,
+        created_after: QueryTime = None,
+        created_before: QueryTime = None,
         session_id: FromQuery[str | None] = None,
         include_expired: Annotated[
             bool, QueryParameter(description="Also memories whose expire_at passed (archived by expiry, say).")

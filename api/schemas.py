@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
 
 from engine.codec import as_utc, memory_to_dict, to_iso
 from engine.errors import InvalidInput
@@ -58,10 +58,26 @@ def _text_time(value: object) -> object:
     return value
 
 
-def query_time(moment: datetime | None, name: str) -> datetime | None:
-    """A time given as a query parameter, checked as ``UtcDatetime`` checks a body's."""
+_QUERY_TIME: TypeAdapter[datetime] = TypeAdapter(Annotated[datetime, Strict(False), BeforeValidator(_text_time)])
+
+
+def query_time(text: str | None, name: str, *, naive_is_utc: bool = False) -> datetime | None:
+    """A time given as a query parameter, read as a body's ``UtcDatetime`` is: ISO 8601 text,
+    never a number. The handler takes the parameter as text, because Litestar's own read of a
+    ``datetime`` parameter takes ``86400`` (or ``8.64e4``) as Unix seconds, a day into 1970.
+    With ``naive_is_utc``, a time without a timezone is read as UTC; else it is refused."""
+    if text is None:
+        return None
     try:
+        moment = _QUERY_TIME.validate_python(text)
+        if naive_is_utc and moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
         return _utc(moment)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        if "ISO 8601" not in reason:
+            reason = f"not an ISO 8601 time ({reason}), e.g. 2026-01-31T09:00:00Z"
+        raise InvalidInput(f"{name}: {reason}", field=name) from exc
     except ValueError as exc:
         raise InvalidInput(f"{name}: {exc}", field=name) from exc
 

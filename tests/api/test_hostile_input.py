@@ -292,6 +292,36 @@ def test_a_time_sent_as_a_number_is_a_422_and_changes_nothing(
     assert "Dentist is Dr Weber" not in {memory["content"] for memory in listed["memories"]}
 
 
+@pytest.mark.parametrize("number", ["86400", "-12345.5", ".5", "8.64e4", "1.0E+5", "-0"])
+def test_a_time_sent_as_a_number_in_a_query_string_is_a_422(http: httpx.Client, kept: str, number: str) -> None:
+    """A query parameter was read as Litestar reads a ``datetime``, a number as Unix seconds:
+    ``GET /v1/memories?created_after=86400`` (meant as "the last day") listed from 1970-01-02,
+    and ``created_before=86400`` listed nothing, without a word."""
+    cases = [
+        (http.get("/v1/memories", params={"created_after": number}), "created_after"),
+        (http.get("/v1/memories", params={"created_before": number}), "created_before"),
+        (http.get("/v1/admin/audit", params={"since": number}), "since"),
+    ]
+    for response, field in cases:
+        body = _refused(response, 422, field, "ISO 8601", "not a number")
+        assert body["field"] == field
+    _still_there(http, kept)
+
+
+def test_query_string_times_still_read_iso_8601(http: httpx.Client, kept: str) -> None:
+    listed = http.get("/v1/memories", params={"created_after": "2000-01-01T00:00:00Z"})
+    assert listed.status_code == 200, listed.text
+    assert kept in {memory["memory_id"] for memory in listed.json()["memories"]}
+    before = http.get("/v1/memories", params={"created_before": "2000-01-01T00:00:00+02:00"})
+    assert before.status_code == 200, before.text
+    assert before.json()["memories"] == []
+    # The audit log reads a time without a timezone as UTC, as it always did.
+    audit = http.get("/v1/admin/audit", params={"since": "2000-01-01T00:00:00"})
+    assert audit.status_code == 200, audit.text
+    assert audit.json()["entries"]
+    _refused(http.get("/v1/memories", params={"created_after": "yesterday"}), 422, "created_after", "ISO 8601")
+
+
 def test_strict_types_still_read_times_and_names(http: httpx.Client) -> None:
     body = {
         "content": "The user met Ada in Paris",
