@@ -215,6 +215,9 @@ class Rollbacks:
     ) -> Memory:
         """Make an archived, superseded or soft-deleted memory active again (a new version).
 
+        A soft-deleted memory that an active memory superseded, or whose deletion reinstated
+        it, comes back superseded by it where neither changed since (``engine.supersession``):
+        restoring both of a supersession chain leaves it as if neither was deleted.
         Restore does not release a quarantine: a memory deleted while quarantined comes
         back quarantined, and so does one the write guard would quarantine today (its
         text, or a block on its writer)."""
@@ -249,10 +252,21 @@ class Rollbacks:
                 reason += f", its expiry {to_iso(expired)} cleared"
             if active.status is Status.QUARANTINED:
                 reason += ", quarantined"
-            # Back from its deletion, it supersedes again what that deletion reinstated.
+            # Back from its deletion while the memory that superseded it is back too: superseded
+            # again, as if neither had been deleted.
+            newer = (
+                supersession.superseding_on_restore(self._store, current)
+                if current.status is Status.DELETED and active.status is Status.ACTIVE
+                else None
+            )
+            if newer is not None:
+                active = active.evolve(status=Status.SUPERSEDED)
+                reason = supersession.restored_superseded_reason(newer)
+            # Back from its deletion, it supersedes again what that deletion reinstated (so
+            # does one back superseded: the older memory is one link further down the chain).
             again = (
                 supersession.superseded_again_by_restoring(self._store, active, now)
-                if current.status is Status.DELETED and active.status is Status.ACTIVE
+                if current.status is Status.DELETED and active.status in (Status.ACTIVE, Status.SUPERSEDED)
                 else []
             )
             self._store.update(active, None, changed_by=actor, reason=reason, also=again)

@@ -7,7 +7,9 @@ with nothing in recall in its place: a purge even takes the ``SUPERSEDES`` link 
 why it is hidden. So deleting an active memory reinstates each memory it superseded
 (a new version, status ``active``, its reason naming the deleted memory), and restoring
 the deleted memory supersedes them again, unless they changed meanwhile (an edit then
-leaves them recalled).
+leaves them recalled). Deletions and restores of both leave the end state as if neither
+was deleted: whichever is restored last, the newer memory is active and the older one
+superseded.
 
 Which memories it superseded the ``SUPERSEDES`` links say, not the reasons of their
 versions: an import without versions, or into another namespace (new ids), keeps the
@@ -41,6 +43,12 @@ _REINSTATED = "reinstated: "
 def superseded_reason(newer_id: str) -> str:
     """The reason of the version a supersession writes (``engine.writing``)."""
     return f"{_SUPERSEDED}{newer_id}"
+
+
+def restored_superseded_reason(newer_id: str) -> str:
+    """The reason of a restore that brings a deleted memory back superseded
+    (``superseding_on_restore``)."""
+    return f"{_SUPERSEDED}{newer_id}, which still replaces it: restored from deleted"
 
 
 def reinstated_reason(deleted_id: str, how: str = "deleted") -> str:
@@ -124,14 +132,67 @@ def _reinstated(
 
 def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that supersede again, for the transaction that makes
-    ``memory`` active again after its deletion, the memories that deletion reinstated and
-    that have not changed since."""
+    ``memory`` active again after its deletion, the memories it superseded that are active
+    now only because of deletions: reinstated by its deletion, or deleted and restored
+    since it superseded them (deleting "I moved to Paris", deleting "I live in Berlin" it
+    brought back, then restoring both left both active), unchanged since (``_stands``)."""
     again: list[tuple[Memory, str]] = []
     for older in _superseded_by(store, memory):
-        if older.status is Status.ACTIVE and _last_reason(store, older) == reinstated_reason(memory.memory_id):
+        if older.status is Status.ACTIVE and _stands(store, older, memory):
             version = older.evolve(status=Status.SUPERSEDED, version=older.version + 1, updated_at=now)
             again.append((version, superseded_reason(memory.memory_id)))
     return again
+
+
+def superseding_on_restore(store: Store, memory: Memory) -> str | None:
+    """The id of the active memory that supersedes ``memory`` again as a restore makes it
+    current after its deletion: one that superseded it (a ``SUPERSEDES`` link of its own),
+    or whose deletion reinstated it, and is active again, with neither changed since
+    (``_stands``). "I moved to Paris" deleted, "I live in Berlin" it brought back deleted
+    too, then Paris restored before Berlin: Berlin came back active beside Paris. None
+    where no such memory is (the restore makes it active)."""
+    whole = Scope.whole([memory.namespace])
+    newer_ids = [
+        edge.src
+        for edge in store.edges(whole, memory.memory_id)
+        if edge.kind == SUPERSEDES and edge.dst == memory.memory_id and edge.src != memory.memory_id
+    ]
+    for newer_id in dict.fromkeys(newer_ids):
+        newer = store.get(whole, newer_id)
+        if newer is not None and newer.status is Status.ACTIVE and _stands(store, memory, newer):
+            return newer_id
+    return None
+
+
+# What an edit of a memory changes: every field a rollback restores but its status.
+_CLAIM = ("content", "category", "entities", "importance", "visibility", "expire_at", "key", "metadata")
+
+
+def _stands(store: Store, older: Memory, newer: Memory) -> bool:
+    """Whether ``newer``'s supersession of ``older`` holds again, with nothing but deletions
+    and restores between: ``older``'s last version that names ``newer`` is the one that
+    ``newer`` superseded it by or the one ``newer``'s deletion reinstated it by; every
+    version of ``older`` since only deleted it or undeleted it (active right after deleted),
+    its fields as they were; and ``newer`` says what it said then (content and key). Any
+    edit, of either, a release by a quarantine or by hand, or a history that names
+    ``newer`` otherwise, and it does not: unsure, the older memory stays recalled."""
+    whole = Scope.whole([older.namespace])
+    versions = store.versions(whole, older.memory_id)
+    naming = (superseded_reason(newer.memory_id), reinstated_reason(newer.memory_id))
+    marks = [at for at, version in enumerate(versions) if version.reason in naming]
+    if not marks:
+        return False
+    mark = versions[marks[-1]]
+    before = mark.record.status
+    for version in versions[marks[-1] + 1 :]:
+        status = version.record.status
+        if not (status is Status.DELETED or (status is Status.ACTIVE and before is Status.DELETED)):
+            return False
+        if any(getattr(version.record, name) != getattr(mark.record, name) for name in _CLAIM):
+            return False
+        before = status
+    then = [v.record for v in store.versions(whole, newer.memory_id) if v.changed_at <= mark.changed_at]
+    return bool(then) and (then[-1].content, then[-1].key) == (newer.content, newer.key)
 
 
 # A memory out of recall for good: what it superseded, the memory that superseded it replaced.
@@ -180,18 +241,13 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     for version in store.versions(Scope.whole([memory.namespace]), memory.memory_id):
         reason = version.reason or ""
         if reason.startswith(_SUPERSEDED):
-            released.discard(reason.removeprefix(_SUPERSEDED))
+            released.discard(reason.removeprefix(_SUPERSEDED).split(",", 1)[0])
         elif reason.startswith(_REINSTATED):
             released.add(reason.removeprefix(_REINSTATED).split(",", 1)[0])
         elif version.record.status is Status.SUPERSEDED and before is not Status.SUPERSEDED:
             released.clear()
         before = version.record.status
     return released
-
-
-def _last_reason(store: Store, memory: Memory) -> str | None:
-    versions = store.versions(Scope.whole([memory.namespace]), memory.memory_id)
-    return versions[-1].reason if versions else None
 
 
 def _active(store: Store, scope: Scope, memory_id: str) -> bool:

@@ -252,6 +252,54 @@ def test_deleting_the_newer_memory_brings_the_older_back_and_restoring_it_hides_
     assert _status(http, berlin) == "active"
 
 
+@pytest.mark.parametrize("deleted_first", ["paris", "berlin"])
+@pytest.mark.parametrize("restored_first", ["paris", "berlin"])
+def test_deleting_and_restoring_both_memories_of_a_supersession_leaves_it_as_it_was(
+    http: httpx.Client, deleted_first: str, restored_first: str
+) -> None:
+    """Delete "I moved to Paris" (Berlin comes back) and "I live in Berlin", or Berlin first,
+    then restore both: both were left active, recall answering Berlin beside Paris. The
+    restores read the deletions away: Paris active, Berlin superseded by it, whichever way."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    ids = {"paris": paris, "berlin": berlin}
+    for name in (deleted_first, *{"paris", "berlin"} - {deleted_first}):
+        assert http.delete(f"/v1/memory/{ids[name]}").status_code == 200
+    assert recall(http, "where does the user live?") == []
+    for name in (restored_first, *{"paris", "berlin"} - {restored_first}):
+        restored = http.post(f"/v1/memory/{ids[name]}/restore", json={})
+        assert restored.status_code == 200, restored.text
+    assert (_status(http, paris), _status(http, berlin)) == ("active", "superseded")
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [paris]
+    # The link holds as before: deleting Paris again brings Berlin back.
+    assert http.delete(f"/v1/memory/{paris}").json()["reinstated"] == [berlin]
+    assert _status(http, berlin) == "active"
+
+
+def test_a_memory_edited_between_the_deletions_stays_recalled_when_both_are_restored(http: httpx.Client) -> None:
+    """Unsure whether the newer memory still replaces the older, restoring hides nothing: an
+    edit of Berlin once Paris's deletion brought it back, or of Paris once restored."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    paris = save(http, "I moved to Paris")["memory_id"]
+    assert http.delete(f"/v1/memory/{paris}").json()["reinstated"] == [berlin]
+    edited = http.patch(f"/v1/memory/{berlin}", json={"content": "I live in Berlin, in Kreuzberg"})
+    assert edited.status_code == 200, edited.text
+    assert http.delete(f"/v1/memory/{berlin}").status_code == 200
+    assert http.post(f"/v1/memory/{paris}/restore", json={}).status_code == 200
+    back = http.post(f"/v1/memory/{berlin}/restore", json={})
+    assert (back.status_code, back.json()["status"]) == (200, "active")
+
+    rome = save(http, "I live in Rome", namespace="n2")["memory_id"]
+    oslo = save(http, "I moved to Oslo", namespace="n2")["memory_id"]
+    assert http.delete(f"/v1/memory/{oslo}", params={"namespace": "n2"}).json()["reinstated"] == [rome]
+    assert http.delete(f"/v1/memory/{rome}", params={"namespace": "n2"}).status_code == 200
+    assert http.post(f"/v1/memory/{oslo}/restore", json={"namespace": "n2"}).status_code == 200
+    changed = http.patch(f"/v1/memory/{oslo}", json={"namespace": "n2", "content": "The weather in Oslo is nice"})
+    assert changed.status_code == 200, changed.text
+    back = http.post(f"/v1/memory/{rome}/restore", json={"namespace": "n2"})
+    assert (back.status_code, back.json()["status"]) == (200, "active")
+
+
 def test_deleting_a_memory_leaves_hidden_what_something_else_still_replaces(http: httpx.Client) -> None:
     """What a deletion does not bring back: a keyed value replaced under its key, the first
     home when the deleted one was itself replaced, and an older memory edited since."""
