@@ -88,8 +88,8 @@ NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
-# An unconditional edit that another process's write beat between its read and its own
-# write is read and applied again, at most this many times in all.
+# An unconditional edit or deletion that another process's write beat between its read and
+# its own write is read and applied again, at most this many times in all.
 EDIT_TRIES = 3
 # Namespaces per store read when a memory is looked for by id alone (a bound on query parameters).
 FIND_BATCH = 500
@@ -529,36 +529,64 @@ class MemoryService:
 
         An active memory's deletion reinstates the memories it superseded
         (``engine.supersession``): the newer claim gone, the older one is recalled again
-        rather than hidden with nothing in its place. ``Deletion.reinstated`` names them."""
+        rather than hidden with nothing in its place. ``Deletion.reinstated`` names them.
+
+        Another process's write that lands between the read and the store's write (a replica
+        that edits the deleted memory or one the deletion reinstates) is read again and the
+        deletion decided anew, as an unconditional edit is (``EDIT_TRIES`` in all); with
+        ``expected_version``, a write to the deleted memory itself is a stale condition."""
         self._refuse_blocked(actor, None)
-        with self._write_lock:
-            current = self.store.get(sight_of([namespace], scope), memory_id)
-            if current is None or (current.status is Status.DELETED and not hard):
-                raise MemoryNotFound(memory_id, namespace)
-            expect_version(memory_id, current.version, expected_version)
-            now = self._clock()
-            back = supersession.reinstated_by_deleting(self.store, current, now, self._guarded)
-            # Named only where the caller sees them: a memory made private since it was
-            # superseded is reinstated all the same (its writer's claim is back), unseen.
-            reinstated = tuple(memory.memory_id for memory, _ in back if scope is None or scope.sees(memory))
-            if hard:
-                # Reinstated first: a purge cut short leaves the older memory recalled beside
-                # the newer, never hidden with the link that said why purged.
-                if back:
-                    self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
-                # What ran through it stays linked: "I moved to Lisbon" still supersedes "I live
-                # in Berlin" once "I moved to Paris" between them is purged.
-                carried = carried_past(self.store, current, now)
-                if carried:
-                    self.store.add_edges(carried)
-                # A condition holds to the end: checked again in the purge's transaction,
-                # where another process may have written the memory since it was read.
-                self.store.purge(namespace, memory_id, version=expected_version)
-                self.keeper.catch_up()
-                return Deletion(current, reinstated)
-            deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=now)
-            self.store.update(deleted, None, changed_by=actor, reason="deleted", also=back)
+        tries = 1
+        while True:
+            try:
+                with self._write_lock:
+                    return self._deleted(namespace, memory_id, hard, actor, scope, expected_version)
+            except StaleWrite as stale:
+                if expected_version is not None and stale.memory_id == memory_id:
+                    raise VersionMismatch(
+                        memory_id, expected=expected_version, current=stale.current_version
+                    ) from stale
+                if tries == EDIT_TRIES:
+                    raise
+                tries += 1
+
+    def _deleted(
+        self,
+        namespace: str,
+        memory_id: str,
+        hard: bool,
+        actor: str | None,
+        scope: Scope | None,
+        expected_version: int | None,
+    ) -> Deletion:
+        """``delete``'s write, under the write lock."""
+        current = self.store.get(sight_of([namespace], scope), memory_id)
+        if current is None or (current.status is Status.DELETED and not hard):
+            raise MemoryNotFound(memory_id, namespace)
+        expect_version(memory_id, current.version, expected_version)
+        now = self._clock()
+        back = supersession.reinstated_by_deleting(self.store, current, now, self._guarded)
+        # Named only where the caller sees them: a memory made private since it was
+        # superseded is reinstated all the same (its writer's claim is back), unseen.
+        reinstated = tuple(memory.memory_id for memory, _ in back if scope is None or scope.sees(memory))
+        if hard:
+            # Reinstated first: a purge cut short leaves the older memory recalled beside
+            # the newer, never hidden with the link that said why purged.
+            if back:
+                self.store.insert_linked([], [], updates=back, edges=[], changed_by=actor)
+            # What ran through it stays linked: "I moved to Lisbon" still supersedes "I live
+            # in Berlin" once "I moved to Paris" between them is purged.
+            carried = carried_past(self.store, current, now)
+            if carried:
+                self.store.add_edges(carried)
+            # A condition holds to the end: checked again in the purge's transaction,
+            # where another process may have written the memory since it was read.
+            self.store.purge(namespace, memory_id, version=expected_version)
             self.keeper.catch_up()
+            return Deletion(current, reinstated)
+        deleted = current.evolve(status=Status.DELETED, version=current.version + 1, updated_at=now)
+        self.store.update(deleted, None, changed_by=actor, reason="deleted", also=back)
+        self.keeper.catch_up()
         return Deletion(deleted, reinstated)
 
     def write_imported(

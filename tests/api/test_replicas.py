@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from api.client import TwinmemClient
 from engine.ports import Embedder
-from tests.api.conftest import LiveServer, start_server, store_overrides
+from tests.api.conftest import LiveServer, save, start_server, store_overrides
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +64,48 @@ def test_each_replica_recalls_what_the_other_wrote(
             health = a.health()
             assert health["index_current"]
             assert health["memories_indexed"] == 1
+    finally:
+        for live in servers:
+            live.stop()
+
+
+@pytest.mark.parametrize("if_match", [None, '"1"'])
+def test_a_delete_whose_reinstatement_meets_the_other_replicas_edit_lands(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    minilm: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    if_match: str | None,
+) -> None:
+    """DELETE "I moved to Paris" on one replica while the other edits "I live in Berlin",
+    which the deletion reinstates, between the first's read and its write: answered 409
+    and nothing deleted, though the request (and its If-Match, on Paris) held. It is read
+    again and lands, Berlin back with the other replica's edit."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            berlin = save(a, "I live in Berlin")["memory_id"]
+            paris = save(a, "I moved to Paris")
+            assert paris["superseded"] == [berlin]
+            store = servers[0].service.store
+            update = store.update
+            edited: list[httpx.Response] = []
+
+            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+                if not edited:
+                    edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+                return update(memory, *args, **kwargs)
+
+            monkeypatch.setattr(store, "update", edited_on_b_first)
+            headers = {"If-Match": if_match} if if_match else {}
+            deleted = a.delete(f"/v1/memory/{paris['memory_id']}", headers=headers)
+            assert edited[0].status_code == 200, edited[0].text
+            assert deleted.status_code == 200, deleted.text
+            assert deleted.json()["reinstated"] == [berlin]
+            back = a.get(f"/v1/memory/{berlin}").json()
+            assert (back["status"], back["metadata"]) == ("active", {"checked": True})
     finally:
         for live in servers:
             live.stop()

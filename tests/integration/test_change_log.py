@@ -372,3 +372,39 @@ def test_a_conditional_edit_is_not_refused_for_another_memorys_version(
     edited = a.update(NS, paris, MemoryPatch(content="The weather is nice today"), expected_version=1)
     assert (edited.version, edited.content) == (2, "The weather is nice today")
     assert a.get(NS, berlin).status is Status.ACTIVE
+
+
+@pytest.mark.parametrize("expected_version", [None, 1])
+def test_a_deletion_whose_reinstatement_meets_another_replicas_write_is_read_again_and_lands(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch, expected_version: int | None
+) -> None:
+    """Deleting "I moved to Paris" while another replica edited "I live in Berlin", which the
+    deletion reinstates, was answered 409 and deleted nothing, though the caller's request (and
+    its If-Match, on Paris) held: the deletion is read again and lands, Berlin back with the edit."""
+    a, b = replicas
+    berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
+    _edit_on_b_before_as_next_write(a, b, berlin, monkeypatch)
+    deletion = a.delete(NS, paris, expected_version=expected_version)
+    assert (deletion.memory.status, deletion.reinstated) == (Status.DELETED, (berlin,))
+    back = a.get(NS, berlin)
+    assert (back.status, back.metadata) == (Status.ACTIVE, {"checked": True})
+    reasons = [v.reason for v in a.history(NS, berlin)]
+    assert reasons[-1] == f"reinstated: {paris}, which superseded it, was deleted"
+
+
+def test_a_deletion_after_another_replica_edited_the_memory_itself(
+    replicas: list[MemoryService], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unconditional, the deletion is read again and deletes the edited version; with
+    If-Match on the version read, it is a stale condition (412), and nothing changes."""
+    a, b = replicas
+    berlin, paris = _save(a, "I live in Berlin", "I moved to Paris")
+    _edit_on_b_before_as_next_write(a, b, paris, monkeypatch)
+    with pytest.raises(VersionMismatch):
+        a.delete(NS, paris, expected_version=1)
+    assert (a.get(NS, paris).status, a.get(NS, berlin).status) == (Status.ACTIVE, Status.SUPERSEDED)
+    monkeypatch.undo()
+    _edit_on_b_before_as_next_write(a, b, paris, monkeypatch)
+    deletion = a.delete(NS, paris)
+    # Saved, edited twice on b, deleted on a.
+    assert (deletion.memory.status, deletion.memory.version, deletion.reinstated) == (Status.DELETED, 4, (berlin,))
