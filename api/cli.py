@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from engine.config import Config, load_config
-from engine.errors import InvalidInput, TwinmemError
+from engine.errors import ConfigError, InvalidInput, TwinmemError
 from engine.security import check_bind
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
 # (twinmem_client: 30 s), so a client does not send a request just as the server
 # closes the connection under it (uvicorn's default is 5 s, the same as httpx's).
 SERVER_KEEP_ALIVE_S = 75
+# The status of a serve whose app failed to start (uvicorn.run's own).
+STARTUP_FAILURE = 3
 
 
 @contextlib.contextmanager
@@ -52,6 +55,26 @@ def _stops_kept() -> Iterator[list[int]]:
             signal.signal(number, handler)
 
 
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """The socket ``serve`` listens on, bound as uvicorn binds its own, before anything opens:
+    bound by uvicorn, an address in use failed after the engine had opened and the log said
+    "twinmem serving …", in uvicorn's error line and a lifespan shutdown."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+        raise ConfigError(
+            f"cannot listen on {where}: {exc.strerror or exc} (another twinmem, or another server, on it?);"
+            " choose another with --port or [server] port"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -73,6 +96,11 @@ def _serve(args: argparse.Namespace) -> int:
     # Taken here, to refuse a directory in use in one line, and held until the engine opens
     # with it: no other process can take it in between.
     held = hold_data_dir(config.data_dir)
+    try:
+        listening = _listening_socket(config.server.host, config.server.port)
+    except BaseException:
+        held.release()
+        raise
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         with _stops_kept() as stops:
@@ -94,7 +122,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "twinmem serving %s on http://%s:%d (embedder: %s)",
                 config.data_dir,
                 config.server.host,
-                config.server.port,
+                listening.getsockname()[1],
                 config.embedding.provider,
             )
             handed: list[MemoryService] = []
@@ -103,8 +131,8 @@ def _serve(args: argparse.Namespace) -> int:
                 handed.append(service)  # the app's start-up takes both, and its shutdown closes both
                 return service
 
-            try:
-                uvicorn.run(
+            uvicorn_server = uvicorn.Server(
+                uvicorn.Config(
                     create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
                     host=config.server.host,
                     port=config.server.port,
@@ -112,6 +140,11 @@ def _serve(args: argparse.Namespace) -> int:
                     timeout_graceful_shutdown=10,
                     timeout_keep_alive=SERVER_KEEP_ALIVE_S,
                 )
+            )
+            try:
+                uvicorn_server.run(sockets=[listening])
+                if not uvicorn_server.started:
+                    return STARTUP_FAILURE  # the app's start-up failed; uvicorn logged why
             finally:
                 # Not taken by the app's start-up, or not closed by its shutdown: a force quit
                 # (a second Ctrl-C) skips that, and the end of uvicorn's loop cancels it
@@ -120,6 +153,7 @@ def _serve(args: argparse.Namespace) -> int:
                     sessions.stop()
                     service.close()
     finally:
+        listening.close()
         held.release()  # the engine freed it when it closed; not where it never opened
     return 0
 

@@ -123,6 +123,30 @@ def test_a_second_serve_on_a_data_directory_in_use_says_so_in_one_line(tmp_path:
     assert f"twinmem: data directory {data_dir} is in use by another twinmem process" in done.stderr
 
 
+def test_serve_on_a_port_in_use_says_so_in_one_line_without_claiming_to_serve(tmp_path: Path) -> None:
+    """Another program listens on the port: serve opened the engine, logged "twinmem serving
+    …", and only then failed in uvicorn's bind. It refuses at once now, in one line, status 2,
+    and leaves the data directory free."""
+    import fcntl
+
+    data_dir = tmp_path / "data"
+    twinmem = Path(sys.executable).with_name("twinmem")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [str(twinmem), "serve", "--port", str(port), "--data-dir", str(data_dir)]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "serving" not in done.stdout + done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"twinmem: cannot listen on 127.0.0.1:{port}: "), done.stderr
+    assert "in use" in lines[0], done.stderr
+    with (data_dir / ".lock").open("a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nothing holds it
+
+
 @pytest.mark.parametrize(
     ("table", "reason"),
     [
@@ -166,7 +190,7 @@ def test_serve_holds_the_data_directory_from_its_check_to_its_start(
     data_dir = tmp_path / "data"
     held_at_start: list[bool] = []
 
-    def run(app: object, **options: object) -> None:
+    def run(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
         with (data_dir / ".lock").open("a+") as other:
             try:
                 fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -175,8 +199,9 @@ def test_serve_holds_the_data_directory_from_its_check_to_its_start(
             else:
                 held_at_start.append(False)
                 fcntl.flock(other.fileno(), fcntl.LOCK_UN)
+        server.started = True  # as a server that started, then stopped
 
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     monkeypatch.setattr(signal, "signal", lambda *args: None)
     assert main(["serve", "--port", str(_free_port()), "--data-dir", str(data_dir)]) == 0
     assert held_at_start == [True]
@@ -216,7 +241,7 @@ def test_a_stop_asked_while_serve_starts_lets_the_start_finish_then_stops_cleanl
 
     served: list[object] = []
     monkeypatch.setattr(engine.adapters, "open_sessions", open_while_asked_to_stop)
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets=None: served.append(server))
     handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         status = main(["serve", "--port", str(_free_port()), "--data-dir", str(data_dir)])
@@ -252,9 +277,7 @@ def test_serve_closes_the_engine_when_a_force_quit_skips_the_apps_shutdown(
     real_run = uvicorn.Server.run
     saved: list[int] = []
 
-    def run(app: object, **options: object) -> None:
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))  # type: ignore[arg-type]
-
+    def run(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
         def save_then_force_quit() -> None:
             while not server.started and not server.should_exit:
                 time.sleep(0.05)
@@ -263,9 +286,9 @@ def test_serve_closes_the_engine_when_a_force_quit_skips_the_apps_shutdown(
             server.should_exit = server.force_exit = True  # what two Ctrl-C set
 
         threading.Thread(target=save_then_force_quit, daemon=True).start()
-        real_run(server)
+        real_run(server, sockets)
 
-    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     assert main(["serve", "--port", str(port), "--data-dir", str(data_dir)]) == 0
     assert saved == [201]
     meta = json.loads((data_dir / "index" / "hnsw.meta.json").read_text())
