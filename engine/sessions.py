@@ -566,7 +566,16 @@ class _Earlier:
                 key = memory.metadata.get("candidate") or content_digest(memory.content)
                 self._of_run.setdefault(str(key), memory)
                 position = memory.metadata.get("position")
-                if isinstance(position, int) and not isinstance(position, bool):
+                # Trusted only where it names a candidate of this run whose digest the
+                # memory holds: a memory saved into the session or imported with a
+                # position of its own (a huge number, another candidate's) hid the
+                # candidates after it.
+                if (
+                    isinstance(position, int)
+                    and not isinstance(position, bool)
+                    and 0 <= position < len(candidates)
+                    and key == content_digest(candidates[position].content)
+                ):
                     self._at.setdefault(position, memory)
             elif "generation" not in memory.metadata and memory.status is Status.ACTIVE:
                 self._before_runs.setdefault(content_digest(memory.content), memory)
@@ -585,9 +594,10 @@ class _Earlier:
         stored none, that of its text it was folded into; or the one a release before
         runs were recorded stored), if any."""
         digest = content_digest(candidate.content)
-        if self._at and position > self._reached:
-            return self._before_runs.get(digest)  # a later repeat of an earlier one's text is new
-        found = self._at.get(position) or self._of_run.get(digest) or self._before_runs.get(digest)
+        found = None
+        if not (self._at and position > self._reached):  # a later repeat of an earlier one's text is new
+            found = self._at.get(position) or self._of_run.get(digest)
+        found = found or self._before_runs.get(digest)
         if found is None and candidate.said:
             found = self._before_runs.get(content_digest(candidate.said))
         return found

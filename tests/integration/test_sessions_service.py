@@ -381,6 +381,79 @@ def test_a_promotion_taken_again_saves_a_later_repeat_of_what_it_stored(
     ]
 
 
+def _dies_after_the_first_batch(sessions: Sessions, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Promote the session, the promoter dying once its first batch is saved; then let
+    the claim go stale."""
+    save, batches = sessions._save, []
+
+    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
+        if batches:
+            raise KeyboardInterrupt("the promoter died")
+        batches.append(1)
+        return save(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sessions, "_save", dies_after_the_first_batch)
+        with pytest.raises(KeyboardInterrupt):
+            _died_after_writing(sessions, clock)
+    clock.advance(seconds=300)
+
+
+def test_a_promotion_taken_again_still_finds_the_words_as_said_in_a_memory_without_a_run(
+    open_svc: OpenService, open_sess: OpenSessions, clock: FrozenClock, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A memory of the session that names no run (a release before runs were recorded)
+    # holds the words as said: the promotion counts the candidate promoted, taken
+    # again after a crash too (it was saved again then, a second memory of it).
+    one_at_a_time = replace(config, limits=replace(config.limits, max_batch=1))
+    sessions = open_sess(open_svc(config=one_at_a_time))
+    vegetarian = "Remember that I'm vegetarian this week."
+    before = sessions.service.save(
+        MemoryDraft(vegetarian, namespace=REF.namespace, session_id=REF.session_id, actor=REF.agent)
+    )
+    said = say("I live in Berlin.", "I have two cats.", vegetarian)
+    sessions.append(REF, said, reach=Reach.FULL, expire_after_seconds=60)
+    _dies_after_the_first_batch(sessions, clock, monkeypatch)
+    (again,) = sessions.sweep()
+    assert len(again.created) == 1 and before.memory.memory_id in again.already_promoted
+    assert sorted(m.content for m in every_session_memory_list(sessions.service)) == [
+        "I have two cats.",
+        "I live in Berlin.",
+        vegetarian,
+    ]
+
+
+@pytest.mark.parametrize("position", [10**9, 2**70, 1, -1, "1", True, 1.0])
+def test_a_memory_of_the_run_with_a_position_of_its_own_does_not_hide_the_candidates(
+    open_svc: OpenService,
+    open_sess: OpenSessions,
+    clock: FrozenClock,
+    config: Config,
+    monkeypatch: pytest.MonkeyPatch,
+    position: object,
+) -> None:
+    # A memory saved into the session (or imported) whose metadata names the run and a
+    # position that is not its candidate's: the promotion taken again saves what its
+    # first attempt never reached all the same.
+    one_at_a_time = replace(config, limits=replace(config.limits, max_batch=1))
+    sessions = open_sess(open_svc(config=one_at_a_time))
+    sessions.append(REF, say("I live in Berlin.", "I have two cats."), reach=Reach.FULL, expire_after_seconds=60)
+    _dies_after_the_first_batch(sessions, clock, monkeypatch)
+    (berlin,) = every_session_memory_list(sessions.service)
+    note = MemoryDraft(
+        "A note of mine about the garden.",
+        namespace=REF.namespace,
+        session_id=REF.session_id,
+        actor=REF.agent,
+        metadata={"generation": berlin.metadata["generation"], "position": position},
+    )
+    noted = sessions.service.save(note).memory
+    (again,) = sessions.sweep()
+    assert again.already_promoted == [berlin.memory_id] and noted.memory_id not in again.already_promoted
+    (cats,) = again.created
+    assert sessions.service.get(REF.namespace, cats).content == "I have two cats."
+
+
 def every_session_memory_list(service: MemoryService, ref: SessionRef = REF) -> list[Any]:
     every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
     return service.list_page([ref.namespace], every, limit=100).items
