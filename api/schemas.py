@@ -59,6 +59,12 @@ def _text_time(value: object) -> object:
 
 
 _QUERY_TIME: TypeAdapter[datetime] = TypeAdapter(Annotated[datetime, Strict(False), BeforeValidator(_text_time)])
+# A query string reads "+" as a space, and a time's "+08:00" sent without URL encoding
+# (curl '...?created_after=2026-01-31T09:00:00+08:00') arrives as " 08:00". A space is
+# nothing else right after a time of day and before an offset's hours, so it was that "+".
+_UNENCODED_PLUS = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]+)?)?) ([0-9]{2}(?::?[0-9]{2})?)"
+)
 
 
 def query_time(text: str | None, name: str, *, naive_is_utc: bool = False) -> datetime | None:
@@ -68,6 +74,8 @@ def query_time(text: str | None, name: str, *, naive_is_utc: bool = False) -> da
     With ``naive_is_utc``, a time without a timezone is read as UTC; else it is refused."""
     if text is None:
         return None
+    if plus := _UNENCODED_PLUS.fullmatch(text):
+        text = f"{plus[1]}+{plus[2]}"
     try:
         moment = _QUERY_TIME.validate_python(text)
         if naive_is_utc and moment.tzinfo is None:

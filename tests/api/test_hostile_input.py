@@ -322,6 +322,27 @@ def test_query_string_times_still_read_iso_8601(http: httpx.Client, kept: str) -
     _refused(http.get("/v1/memories", params={"created_after": "yesterday"}), 422, "created_after", "ISO 8601")
 
 
+@pytest.mark.parametrize(
+    "written", ["2000-01-01T08:00:00+08:00", "2000-01-01 08:00:00.250+08:00", "2000-01-01T08:00+0800"]
+)
+def test_an_offset_whose_plus_was_not_url_encoded_is_read_as_plus(http: httpx.Client, kept: str, written: str) -> None:
+    """``curl '...?created_after=2026-01-31T09:00:00+08:00'`` sends the ``+`` as it is, and a
+    query string reads ``+`` as a space: the time arrived as ``...09:00:00 08:00`` and was a
+    422 that named no cause. A space is never anything else before an offset's hours, so it
+    is read as the ``+`` it was."""
+    listed = http.get(f"/v1/memories?created_after={written}")
+    assert listed.status_code == 200, listed.text
+    assert kept in {memory["memory_id"] for memory in listed.json()["memories"]}
+    before = http.get(f"/v1/memories?created_before={written}")
+    assert before.status_code == 200, before.text
+    assert before.json()["memories"] == []
+    audit = http.get(f"/v1/admin/audit?since={written}")
+    assert audit.status_code == 200, audit.text
+    assert audit.json()["entries"]
+    # What is not an offset after the space is still refused.
+    _refused(http.get("/v1/memories?created_after=2000-01-01T08:00:00+later"), 422, "created_after", "ISO 8601")
+
+
 def test_strict_types_still_read_times_and_names(http: httpx.Client) -> None:
     body = {
         "content": "The user met Ada in Paris",
