@@ -255,7 +255,7 @@ class Rollbacks:
             # Back from its deletion while the memory that superseded it is back too: superseded
             # again, as if neither had been deleted.
             newer = (
-                supersession.superseding_on_restore(self._store, current)
+                supersession.superseding_on_restore(self._store, current, now)
                 if current.status is Status.DELETED and active.status is Status.ACTIVE
                 else None
             )

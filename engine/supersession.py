@@ -144,13 +144,14 @@ def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -
     return again
 
 
-def superseding_on_restore(store: Store, memory: Memory) -> str | None:
+def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str | None:
     """The id of the active memory that supersedes ``memory`` again as a restore makes it
     current after its deletion: one that superseded it (a ``SUPERSEDES`` link of its own),
     or whose deletion reinstated it, and is active again, with neither changed since
     (``_stands``). "I moved to Paris" deleted, "I live in Berlin" it brought back deleted
-    too, then Paris restored before Berlin: Berlin came back active beside Paris. None
-    where no such memory is (the restore makes it active)."""
+    too, then Paris restored before Berlin: Berlin came back active beside Paris. Not one
+    whose expiry passed: out of recall, it would hide the restored memory with nothing in
+    its place. None where no such memory is (the restore makes it active)."""
     whole = Scope.whole([memory.namespace])
     newer_ids = [
         edge.src
@@ -159,7 +160,11 @@ def superseding_on_restore(store: Store, memory: Memory) -> str | None:
     ]
     for newer_id in dict.fromkeys(newer_ids):
         newer = store.get(whole, newer_id)
-        if newer is not None and newer.status is Status.ACTIVE and _stands(store, memory, newer):
+        if newer is None or newer.status is not Status.ACTIVE:
+            continue
+        if newer.expire_at is not None and newer.expire_at <= now:
+            continue
+        if _stands(store, memory, newer):
             return newer_id
     return None
 

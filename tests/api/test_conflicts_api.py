@@ -3,7 +3,9 @@ check, over real HTTP with the real MiniLM model."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -274,6 +276,21 @@ def test_deleting_and_restoring_both_memories_of_a_supersession_leaves_it_as_it_
     # The link holds as before: deleting Paris again brings Berlin back.
     assert http.delete(f"/v1/memory/{paris}").json()["reinstated"] == [berlin]
     assert _status(http, berlin) == "active"
+
+
+def test_a_memory_restored_is_not_hidden_under_a_newer_memory_whose_expiry_passed(http: httpx.Client) -> None:
+    """Berlin deleted while Paris superseded it, and Paris's expiry passed since: the restore
+    brought Berlin back superseded by a memory out of recall, and nothing about the home was
+    recalled. Unsure that an expired memory still replaces it, the restore hides nothing."""
+    berlin = save(http, "I live in Berlin")["memory_id"]
+    soon = (datetime.now(UTC) + timedelta(seconds=1.5)).isoformat()
+    save(http, "I moved to Paris", expire_at=soon)
+    assert _status(http, berlin) == "superseded"
+    assert http.delete(f"/v1/memory/{berlin}").status_code == 200
+    time.sleep(2)
+    back = http.post(f"/v1/memory/{berlin}/restore", json={})
+    assert (back.status_code, back.json()["status"]) == (200, "active"), back.text
+    assert [hit["memory_id"] for hit in recall(http, "where does the user live?")] == [berlin]
 
 
 def test_a_memory_edited_between_the_deletions_stays_recalled_when_both_are_restored(http: httpx.Client) -> None:
