@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import signal
@@ -67,10 +68,15 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
-        raise ConfigError(
-            f"cannot listen on {where}: {exc.strerror or exc} (another twinmem, or another server, on it?);"
-            " choose another with --port or [server] port"
-        ) from exc
+        if exc.errno == errno.EADDRINUSE:
+            hint = "(another twinmem, or another server, on it?); choose another with --port or [server] port"
+        elif isinstance(exc, socket.gaierror):
+            hint = f"(no address for {host}); choose another with --host or [server] host"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            hint = f"({host} is not an address of this machine); choose another with --host or [server] host"
+        else:
+            hint = "; choose another with --host or [server] host, or --port or [server] port"
+        raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc} {hint}".replace(" ;", ";")) from exc
     sock.set_inheritable(True)
     return sock
 
@@ -87,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["data_dir"] = args.data_dir
     if args.host:
         server["host"] = args.host
-    if args.port:
+    if args.port is not None:  # --port 0 too: refused as [server] port = 0 is, not dropped
         server["port"] = args.port
     if server:
         overrides["server"] = server

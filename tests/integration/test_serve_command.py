@@ -147,6 +147,43 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_without_claiming_to_serve(tm
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nothing holds it
 
 
+def test_serve_port_0_is_refused_not_replaced_by_the_configured_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--port 0`` was dropped as if not given (a falsy port), and serve went on with the
+    configured port, or 8420: asked for port 0, it served where it was not asked to. Port 0
+    is refused as ``[server] port = 0`` is, in one line, before anything opens."""
+    from api.cli import main
+
+    with socket.socket() as taken:  # the configured port: one serve must never reach
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        config = tmp_path / "twinmem.toml"
+        config.write_text(f"[server]\nport = {taken.getsockname()[1]}\n")
+        status = main(["serve", "--port", "0", "--config", str(config), "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.strip() == "twinmem: server.port must be a TCP port, got 0", err
+
+
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [("no-such-host.invalid", "no address for no-such-host.invalid"), ("192.0.2.1", "not an address")],
+)
+def test_an_address_serve_cannot_bind_is_not_blamed_on_another_server(host: str, said: str) -> None:
+    """Every bind error said "(another twinmem, or another server, on it?); choose another
+    with --port": a host name that does not resolve, or an address of no interface here, is
+    not a port someone else holds."""
+    from api.cli import _listening_socket
+    from engine.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        _listening_socket(host, 0)
+    assert said in str(refused.value), refused.value
+    assert "another server" not in str(refused.value)
+    assert "--host or [server] host" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("table", "reason"),
     [
