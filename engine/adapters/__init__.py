@@ -17,7 +17,7 @@ import fcntl
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = "index"
 LOCK_FILE = ".lock"
+# How long a close waits for a library still loading in the background (torch takes
+# about 2 s, jieba's dictionary 1.5 s).
+LOADING_WAIT_S = 60.0
 
 
 def load_embedder(config: Config) -> Embedder:
@@ -230,18 +233,19 @@ def open_service(
         if keeper.rebuilt_at_start or keeper.network_rebuilt_at_start:
             keeper.save()
         times = WorkerTimeExpressions() if config.recall.time_worker else LibraryTimeExpressions()
+        loading: list[threading.Thread] = []
         service = MemoryService(
             config,
             store,
             keeper,
             embedder,
             clock=clock,
-            on_close=_closing(owned, lock, times),
+            on_close=_closing(owned, lock, times, loading),
             times=times,
             security=security,
         )
         service.start(background_reembed=background_reembed)
-        _load_language_data(service, times)
+        loading.append(_load_language_data(service, times))
         # torch, for the exact scan, imported from now on in the background (it would slow
         # the loading above): engine/adapters/half_cosines.py
         half_cosines.ready()
@@ -257,7 +261,9 @@ def open_service(
         raise
 
 
-def _load_language_data(service: MemoryService, times: LibraryTimeExpressions | WorkerTimeExpressions) -> None:
+def _load_language_data(
+    service: MemoryService, times: LibraryTimeExpressions | WorkerTimeExpressions
+) -> threading.Thread:
     """The libraries that read text, loaded in a background thread once the service is
     open, so that the first request needing one does not wait for it: dateparser (about
     0.3 s and 12 MB here) when the time signal is on; for a store that holds Chinese, also
@@ -276,17 +282,29 @@ def _load_language_data(service: MemoryService, times: LibraryTimeExpressions | 
         except Exception:  # a library that fails here fails again, and is reported, where it is used
             log.warning("loading the text libraries in the background failed", exc_info=True)
 
-    threading.Thread(target=load, name="language-data", daemon=True).start()
+    loader = threading.Thread(target=load, name="language-data", daemon=True)
+    loader.start()
+    return loader
 
 
 def _closing(
-    owned: SecurityStore | None, lock: _DirLock, times: LibraryTimeExpressions | WorkerTimeExpressions | None = None
+    owned: SecurityStore | None,
+    lock: _DirLock,
+    times: LibraryTimeExpressions | WorkerTimeExpressions | None = None,
+    loading: Sequence[threading.Thread] = (),
 ) -> Callable[[], None]:
-    """Close the security store ``open_service`` opened itself and the time-parsing
-    worker, then free the data directory."""
+    """Wait for the libraries still loading in the background (a process that ends while
+    a thread is inside a native import can abort: ``HalfCosines.settle``), close the
+    security store ``open_service`` opened itself and the time-parsing worker, then free
+    the data directory."""
 
     def close() -> None:
         try:
+            from engine.adapters.half_cosines import half_cosines
+
+            for loader in loading:
+                loader.join(LOADING_WAIT_S)
+            half_cosines.settle(LOADING_WAIT_S)
             if times is not None:
                 times.close()
             if owned is not None:

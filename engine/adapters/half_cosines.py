@@ -78,6 +78,15 @@ class HalfCosines:
                 self._loader.start()
         return False
 
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait for the background import ``ready`` began, if it still runs. A process
+        that ends while the thread is inside torch's import can abort in its native
+        code or print a half traceback ("Exception in thread"): ``twinmem serve``
+        stopped at once after its start did, 1 run in about 20."""
+        loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+
     def load(self) -> bool:
         """Import torch now (waiting for it); False where it is not installed. Where
         nothing in the process had imported torch before (no model runs on it), the

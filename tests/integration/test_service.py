@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -745,6 +746,31 @@ def test_the_text_libraries_load_in_the_background_once_the_service_is_open(open
     chinese = open_svc()  # the same store, now holding Chinese
     assert chinese.keeper.network.holds_chinese()
     assert _loaded(chinese, chinese=True)
+
+
+def test_a_close_waits_for_what_the_service_loads_in_the_background(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A process that ended while such a thread was inside a native import aborted, or
+    # printed half a traceback ("Exception in thread"): `twinmem serve` stopped at once
+    # after its start, about 1 run in 20.
+    from engine import entities as entity_rules
+
+    slow = entity_rules.extract_entities
+
+    def slow_load(text: str, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)  # jieba's dictionary, in a store that holds Chinese
+        return slow(text, *args, **kwargs)
+
+    first = open_svc()
+    first.save(MemoryDraft("我喜欢喝绿茶", namespace="n"))
+    first.close()
+    monkeypatch.setattr("engine.adapters.extract_entities", slow_load)
+    service = open_svc()
+    loading = [t for t in threading.enumerate() if t.name in ("language-data", "torch-import")]
+    assert any(t.name == "language-data" and t.is_alive() for t in loading)
+    service.close()
+    assert not any(t.is_alive() for t in loading)
 
 
 def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenService, config: Any) -> None:
