@@ -84,6 +84,30 @@ DEDUP_MIN_OVERLAP = 0.6
 MERGE_MIN_OVERLAP = 0.4
 
 
+# Nor is a text a repeat of another that gives other numbers: "the rent is 1500 euros"
+# folded into "the rent is 1200 euros" (cosine over the threshold, most words shared) kept
+# only the old rent, as a meeting moved from 3pm to 4pm and 5月3日 to 5月5日 did. A number
+# is a run of digits (its thousands separators dropped), a number word, an ordinal or a
+# run of Chinese numerals.
+_NUMBER = re.compile(
+    r"\d+(?:[.,:]\d+)*|[零〇一二三四五六七八九十百千万亿两]+|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|half|dozen|first|second|third|fourth|fifth|"
+    r"sixth|seventh|eighth|ninth|tenth|once|twice)\b",
+    re.IGNORECASE,
+)
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers ``text`` gives, in order of value as text (``same_numbers``)."""
+    return sorted(match.replace(",", "").casefold() for match in _NUMBER.findall(text))
+
+
+def same_numbers(a: str, b: str) -> bool:
+    """Whether the two texts give the same numbers, each as often."""
+    return numbers(a) == numbers(b)
+
+
 def is_blank(text: str) -> bool:
     """Whether ``text`` says nothing: only whitespace, control characters (NUL, say) and
     invisible format marks (zero-width spaces, direction marks, a byte-order mark)."""

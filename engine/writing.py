@@ -415,8 +415,8 @@ class SaveJudge:
         *,
         fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
-        """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities
-        and mostly the same words (``text.word_overlap``): stored, or new earlier in the batch
+        """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities,
+        mostly the same words (``text.word_overlap``) and the same numbers: stored, or new earlier in the batch
         (``fresh``), and not superseded by the batch (``plan``). The fast network finds the
         stored ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
@@ -448,7 +448,9 @@ class SaveJudge:
                 continue
             other = entity_keys(candidate.entities)
             same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
-            if same_words and ((not keys and not other) or keys & other):
+            if not same_words or not text.same_numbers(candidate.content, memory.content):
+                continue
+            if (not keys and not other) or keys & other:
                 return candidate, similarity
         return None
 

@@ -50,3 +50,33 @@ def test_a_near_repeat_still_folds(open_svc: OpenService, model: Embedder) -> No
         MemoryDraft(content="Bart went to the zoo and saw his favorite elephants, feeling really happy.")
     )
     assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
+
+
+# A changed number in a near-identical text is news: folded, only the old value was kept.
+CHANGED_NUMBERS = [
+    (
+        "The user's monthly rent for the apartment in Berlin is 1200 euros.",
+        "The user's monthly rent for the apartment in Berlin is 1500 euros.",
+    ),
+    (
+        "Remind me that the team meeting on Monday starts at 3pm in room B.",
+        "Remind me that the team meeting on Monday starts at 4pm in room B.",
+    ),
+    (
+        "My daughter Emma is 7 years old and goes to Lincoln Elementary.",
+        "My daughter Emma is 8 years old and goes to Lincoln Elementary.",
+    ),
+    ("我的航班是5月3日上午9点从北京出发", "我的航班是5月5日上午9点从北京出发"),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), CHANGED_NUMBERS)
+def test_a_near_repeat_with_other_numbers_is_kept(
+    open_svc: OpenService, model: Embedder, older: str, newer: str
+) -> None:
+    service = open_svc(embedder=model)
+    service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.created and again.memory.content == newer
+    both = service.save_batch([MemoryDraft(content=older, namespace="b"), MemoryDraft(content=newer, namespace="b")])
+    assert [r.created for r in both] == [True, True]
