@@ -16,7 +16,7 @@ from engine.service import MemoryService
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "### Reading an export without twinmem"
-CONTENTS = ["User's favourite colour is blue", "喜欢蓝色\tand tabs", "Old address: 1 Elm Street"]
+CONTENTS = ["User's favourite colour is blue", "喜欢蓝色\tand tabs", "Old hobby: stamp collecting"]
 
 
 def readme_block(language: str) -> str:
