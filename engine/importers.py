@@ -311,14 +311,7 @@ def read_table(
     text = _utf8(raw) if isinstance(raw, bytes) else raw
     rows: Iterator[tuple[int, Any]]
     if kind == "csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        columns = reader.fieldnames or []
-        absent = [column for column in mapping.values() if column not in columns]
-        if absent:
-            raise InvalidInput(
-                f"the CSV has no column(s) {', '.join(absent)}; it has {', '.join(columns)}", field="map"
-            )
-        rows = ((reader.line_num, row) for row in reader)
+        rows = _csv_rows(text, mapping)
     else:
         rows = _jsonl_rows(text)
     build = _Builder(config, namespace, now)
@@ -355,6 +348,42 @@ def _utf8(raw: bytes) -> str:
             "save the file as UTF-8 and import it again",
             field="body",
         ) from exc
+
+
+def _csv_rows(text: str, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
+    """(line, row as a dict of column to value) of a CSV; a row that cannot be read, or
+    whose values do not fit the header's columns one to one, comes as a ``ValueError``
+    (an unquoted line break splits a row in two; a value without a column would be lost)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        columns = next(reader, [])
+    except csv.Error as exc:
+        raise InvalidInput(f"the CSV's header line cannot be read: {exc}", field="body") from exc
+    twice = sorted({column for column in columns if columns.count(column) > 1})
+    if twice:
+        raise InvalidInput(
+            f"column {twice[0]!r} appears twice in the CSV's header: name each column once", field="body"
+        )
+    absent = [column for column in mapping.values() if column not in columns]
+    if absent:
+        raise InvalidInput(f"the CSV has no column(s) {', '.join(absent)}; it has {', '.join(columns)}", field="map")
+    while True:
+        line = reader.line_num + 1  # where the next row starts
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # a field over the reader's limit, say
+            yield line, ValueError(f"the CSV row cannot be read: {exc}")
+            continue
+        if not values:
+            continue  # a blank line, as csv.DictReader skips it
+        if len(values) != len(columns):
+            held = f"{len(values)} value{'s' if len(values) != 1 else ''}"
+            named = f"{len(columns)} column{'s' if len(columns) != 1 else ''}"
+            yield line, ValueError(f"the row holds {held}, but the header names {named} (a line break not in quotes?)")
+            continue
+        yield line, dict(zip(columns, values, strict=True))
 
 
 def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:

@@ -502,3 +502,21 @@ def test_a_key_holds_1_to_200_characters_on_save_batch_and_patch(http: httpx.Cli
     _refused(http.post("/v1/memory/save_batch", json=batch), 422, "key")
     _refused(http.patch(f"/v1/memory/{kept}", json={"key": key}), 422, "key")
     _still_there(http, kept)
+
+
+# --- H: a CSV field longer than the csv module reads ----------------------------------------
+
+
+@pytest.mark.parametrize("column", ["content", "note"])
+def test_a_csv_field_over_the_readers_limit_is_a_422_on_its_line(http: httpx.Client, kept: str, column: str) -> None:
+    """Python's csv reader refuses a field over 131,072 characters with ``csv.Error``,
+    which came out as a 500 and named no line."""
+    huge = "y" * 200_000
+    row = f"{huge},x" if column == "content" else f"fine,{huge}"
+    data = f"content,note\nfirst,ok\n{row}\n".encode()
+    response = http.post("/v1/import", params={"format": "csv", "namespace": "imports"}, content=data)
+    report = _refused(response, 422, "nothing was imported")["report"]
+    assert [e["line"] for e in report["errors"]] == [3], report
+    assert "CSV" in report["errors"][0]["error"], report
+    assert http.get("/v1/memories", params={"namespace": "imports"}).json()["memories"] == []
+    _still_there(http, kept)

@@ -146,3 +146,31 @@ def test_a_row_that_expired_before_it_arrived_is_named_in_the_report(service: Me
     assert report.written and report.inserted == 2
     (note,) = report.notes
     assert note.startswith("line 1: expire_at 1970-01-02T00:00:00") and "out of recall" in note
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # More values than the header names: the extras had no column and were dropped
+        # (or, without an id column, failed with "'<' not supported ... NoneType").
+        (b"memory_id,content\nn-1,first,lost value\n", "3 values, but the header names 2 columns"),
+        (b"content\nfirst,lost value\n", "2 values, but the header names 1 column"),
+        # Fewer: most likely a text with a line break that was not quoted, split in two.
+        (b"content,place\nI moved to\nParis,home\n", "1 value, but the header names 2 columns"),
+    ],
+)
+def test_a_csv_row_whose_values_do_not_fit_the_header_is_refused(
+    service: MemoryService, data: bytes, message: str
+) -> None:
+    report = run_import(service, io.BytesIO(data), format_name="csv", namespace="notes")
+    assert not report.written
+    assert [error.line for error in report.errors] == [2]
+    assert message in report.errors[0].message
+    assert service.store.last_seq() == 0
+
+
+def test_a_csv_header_that_names_a_column_twice_is_invalid(service: MemoryService) -> None:
+    """``csv.DictReader`` keeps the last of two same-named columns: the first's values were lost."""
+    with pytest.raises(InvalidInput, match="column 'content' appears twice"):
+        run_import(service, io.BytesIO(b"content,content\nkept,lost\n"), format_name="csv", namespace="notes")
+    assert service.store.last_seq() == 0
