@@ -511,7 +511,7 @@ def import_entries(
     _check_edges(service, planned, fresh, report, now)
     if report.errors:
         return report
-    records = _embed(service, fresh, report)
+    records = _with_links_from_kept(_embed(service, fresh, report), kept)
 
     def still_valid() -> bool:
         # Under the write lock: a link target deleted since the check above fails its line.
@@ -890,6 +890,26 @@ def _check_edges(
                         item.original_id,
                     )
                 )
+
+
+def _with_links_from_kept(records: list[ImportedRecord], kept: list[tuple[_Planned, str]]) -> list[ImportedRecord]:
+    """The file's links from memories left as stored to memories this import adds, each
+    written with the memory it points to: a stored memory's line is left as stored, links
+    included, so without this a history imported again after it grew lost the ``NEXT``
+    from its last stored message to the first new one (and a memory brought back lost the
+    ``SUPERSEDES`` that says which one replaced it). Links between stored memories stay
+    as they are."""
+    incoming: dict[tuple[str, str], list[Edge]] = {}
+    for item, stored_id in kept:
+        namespace = item.memory.namespace
+        for kind, to, at in item.edges:
+            incoming.setdefault((namespace, to), []).append(Edge(namespace, stored_id, to, kind, at))
+    return [
+        replace(record, edges=(*record.edges, *incoming[(record.memory.namespace, record.memory.memory_id)]))
+        if (record.memory.namespace, record.memory.memory_id) in incoming
+        else record
+        for record in records
+    ]
 
 
 def _embed(service: MemoryService, fresh: list[_Planned], report: ImportReport) -> list[ImportedRecord]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,29 @@ def test_a_csv_header_that_names_a_column_twice_is_invalid(service: MemoryServic
     with pytest.raises(InvalidInput, match="column 'content' appears twice"):
         run_import(service, io.BytesIO(b"content,content\nkept,lost\n"), format_name="csv", namespace="notes")
     assert service.store.last_seq() == 0
+
+
+def test_a_history_that_grew_by_several_messages_keeps_its_next_chain_whole(service: MemoryService) -> None:
+    """The history imported again after it grew: the last message already stored links
+    ``NEXT`` to the first new one. That link is on the stored message's line, which an
+    import leaves as stored, so it was dropped whenever two or more messages were new
+    (with one, the session's tail chaining happened to add it)."""
+    said = ["I'm planning a trip to Rome", "When are you going?", "In May, for a week", "Rome in May is lovely"]
+    messages = [{"type": "human" if i % 2 == 0 else "ai", "data": {"content": text}} for i, text in enumerate(said)]
+    first = run_import(
+        service,
+        io.BytesIO(json.dumps(messages[:2]).encode()),
+        format_name="langchain",
+        namespace="alex",
+        session_id="trip",
+    )
+    assert first.written and first.inserted == 2
+    grown = run_import(
+        service, io.BytesIO(json.dumps(messages).encode()), format_name="langchain", namespace="alex", session_id="trip"
+    )
+    assert grown.written and (grown.inserted, grown.unchanged) == (2, 2)
+    events = sorted(stored(service, "alex"), key=lambda m: m.metadata["position"])
+    assert [m.content for m in events] == said
+    for earlier, later in itertools.pairwise(events):
+        links = service.store.edges(Scope.whole(["alex"]), earlier.memory_id)
+        assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}, earlier.content
