@@ -493,6 +493,10 @@ def import_entries(
             memory_id = record.get("memory_id") if isinstance(record, dict) else None
             report.errors.append(LineError(entry.line, str(exc), memory_id if isinstance(memory_id, str) else None))
             continue
+        late = _in_the_future(item, now + CLOCK_SKEW)
+        if late:
+            report.errors.append(LineError(entry.line, late, item.original_id))
+            continue
         if item.original_id in seen:
             report.errors.append(
                 LineError(entry.line, f"memory id repeats line {seen[item.original_id]}", item.original_id)
@@ -563,6 +567,27 @@ def _guarded(
         item.versions.append(Version(memory.memory_id, memory.version, memory, at, actor, QUARANTINED_ON_IMPORT))
         item.memory = memory
     return item
+
+
+def _in_the_future(item: _Planned, later: datetime) -> str | None:
+    """What of a memory's times is later than ``later`` (this machine's clock and the skew
+    allowed to another's), as a save refuses a ``created_at`` in the future: time order
+    decides a replacement, so a memory dated in 2999 would have every later save that
+    replaces it stored superseded, and hide it. ``expire_at`` may be any time."""
+    memory = item.memory
+    times = [
+        ("created_at", memory.created_at),
+        ("updated_at", memory.updated_at),
+        ("last_accessed_at", memory.last_accessed_at),
+        *((f"version {v.version}'s changed_at", v.changed_at) for v in item.versions),
+        *((f"version {v.version}'s created_at", v.record.created_at) for v in item.versions),
+        *((f"the {kind} link's created_at", at) for kind, _, at in item.edges),
+    ]
+    late = [f"{name} {to_iso(at)}" for name, at in times if at > later]
+    if not late:
+        return None
+    clock = to_iso(later - CLOCK_SKEW)
+    return f"a time in the memory's history is in the future: {', '.join(late)} (this machine's clock reads {clock})"
 
 
 def _said(record: Memory) -> str:
@@ -738,7 +763,8 @@ def is_memory_id(text: str) -> bool:
 
 def _owned(service: MemoryService, planned: list[_Planned], owner: str, report: ImportReport, now: datetime) -> None:
     """Make the file the ``owner``'s (see ``import_entries``): ids of its own, links within
-    the file, no history dated in the future (which a later rollback could bring back).
+    the file. (A history dated in the future, which a later rollback could bring back, is
+    refused for every import: ``_in_the_future``.)
 
     An id the owner already holds in that namespace (its own export, imported again) is
     kept, so that re-importing it changes nothing; every other id becomes one derived
@@ -759,7 +785,6 @@ def _owned(service: MemoryService, planned: list[_Planned], owner: str, report: 
         )
         for item in planned
     }
-    later = now + CLOCK_SKEW
     for item in planned:
         namespace, new = item.memory.namespace, renamed[(item.memory.namespace, item.original_id)]
         outside = [to for _, to, _ in item.edges if (namespace, to) not in renamed]
@@ -770,10 +795,6 @@ def _owned(service: MemoryService, planned: list[_Planned], owner: str, report: 
                     f"links to memories outside the file ({', '.join(outside)}) need an admin of {namespace!r}",
                     item.original_id,
                 )
-            )
-        if item.memory.updated_at > later or any(v.changed_at > later for v in item.versions):
-            report.errors.append(
-                LineError(item.line, "a time in the memory's history is in the future", item.original_id)
             )
         item.edges = [(kind, renamed.get((namespace, to), to), at) for kind, to, at in item.edges]
         item.memory = item.memory.evolve(memory_id=new)

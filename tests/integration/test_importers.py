@@ -14,8 +14,8 @@ import pytest
 from api.cli import IMPORT_FORMATS
 from engine.errors import InvalidInput
 from engine.importers import FORMATS, parse_mapping, run_import
-from engine.portability import ImportReport
-from engine.records import Memory, MemoryFilter, Scope, Source, Status
+from engine.portability import ImportReport, open_export
+from engine.records import Memory, MemoryDraft, MemoryFilter, Scope, Source, Status
 from engine.service import MemoryService
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
@@ -201,3 +201,34 @@ def test_a_history_that_grew_by_several_messages_keeps_its_next_chain_whole(serv
     for earlier, later in itertools.pairwise(events):
         links = service.store.edges(Scope.whole(["alex"]), earlier.memory_id)
         assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}, earlier.content
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"content": "I live in Berlin", "created_at": "2999-01-01T00:00:00Z"},
+        {"content": "I live in Berlin", "updated_at": "2999-01-01T00:00:00Z"},
+    ],
+)
+def test_an_import_dated_in_the_future_is_refused_as_a_save_is(service: MemoryService, row: dict[str, str]) -> None:
+    """A save refuses a ``created_at`` in the future; an import took one. Time order decides a
+    replacement, so every later save that replaced "I live in Berlin" (2999) was stored
+    superseded by it: the newer fact left recall and the stale one stayed."""
+    data = json.dumps(row).encode() + b"\n"
+    report = run_import(service, io.BytesIO(data), format_name="jsonl", namespace="alex")
+    assert not report.written
+    assert [error.line for error in report.errors] == [1]
+    assert "in the future" in report.errors[0].message
+    assert service.store.last_seq() == 0
+
+
+def test_a_twinmem_export_dated_in_the_future_is_refused(service: MemoryService) -> None:
+    service.save(MemoryDraft(content="I live in Berlin", namespace="alex"))
+    exported = b"".join(open_export(service, "alex").chunks()).splitlines()
+    line = json.loads(exported[1])
+    line["memory"]["created_at"] = line["memory"]["updated_at"] = "2999-01-01T00:00:00+00:00"
+    data = b"\n".join([exported[0], json.dumps(line).encode(), *exported[2:]])
+    report = run_import(service, io.BytesIO(data), namespace="copy")
+    assert [error.line for error in report.errors] == [2]
+    assert "in the future" in report.errors[0].message
+    assert not service.list_page(["copy"], EVERYTHING, limit=10).items
