@@ -492,6 +492,14 @@ def run_import(
     elif format_name == "langchain":
         session = session_id or "langchain-" + hashlib.sha256(raw).hexdigest()[:12]
         foreign = read_langchain(raw, config=config, namespace=target, now=now, session_id=session)
+        if session_id is None:
+            # Named by the content, so the history grown by a message is another session:
+            # without this id, importing it again stores every message it had once more.
+            foreign.notes.append(
+                f"no session_id given: the messages went into session {session}, named by this file's content; "
+                f"to import this history again after it grew, pass session_id={session}, or its messages are "
+                "stored twice"
+            )
     else:
         foreign = read_table(raw, kind=format_name, mapping=mapping or {}, config=config, namespace=target, now=now)
     return import_entries(

@@ -232,3 +232,28 @@ def test_a_twinmem_export_dated_in_the_future_is_refused(service: MemoryService)
     assert [error.line for error in report.errors] == [2]
     assert "in the future" in report.errors[0].message
     assert not service.list_page(["copy"], EVERYTHING, limit=10).items
+
+
+def test_a_history_without_a_session_id_names_the_session_it_went_to(service: MemoryService) -> None:
+    """Without ``session_id`` (the API's default) the session is named by the file's
+    content, so the same history imported again after it grew went to another session
+    and every message it had already was stored twice, with no word of why. The report
+    says which session it chose, so the next import of that history can pass it."""
+    said = ["I'm planning a trip to Rome", "When are you going?", "In May, for a week"]
+    messages = [{"type": "human" if i % 2 == 0 else "ai", "data": {"content": text}} for i, text in enumerate(said)]
+    first = run_import(
+        service, io.BytesIO(json.dumps(messages[:2]).encode()), format_name="langchain", namespace="alex"
+    )
+    assert first.written and first.inserted == 2
+    (session,) = {m.session_id for m in stored(service, "alex")}
+    assert session is not None
+    assert any(f"session_id={session}" in note for note in first.notes), first.notes
+    grown = run_import(
+        service,
+        io.BytesIO(json.dumps(messages).encode()),
+        format_name="langchain",
+        namespace="alex",
+        session_id=session,
+    )
+    assert (grown.inserted, grown.unchanged) == (1, 2)
+    assert [m.content for m in sorted(stored(service, "alex"), key=lambda m: m.metadata["position"])] == said
