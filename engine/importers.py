@@ -387,7 +387,9 @@ def _csv_rows(text: str, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]
 
 
 def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" alone (a "\r" before it is whitespace to JSON): ``splitlines`` would
+    # also split inside a string at U+2028, U+0085 or a form feed, which JSON leaves as is.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

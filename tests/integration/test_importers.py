@@ -257,3 +257,17 @@ def test_a_history_without_a_session_id_names_the_session_it_went_to(service: Me
     )
     assert (grown.inserted, grown.unchanged) == (1, 2)
     assert [m.content for m in sorted(stored(service, "alex"), key=lambda m: m.metadata["position"])] == said
+
+
+def test_a_jsonl_row_whose_text_holds_a_unicode_line_separator_is_one_row(service: MemoryService) -> None:
+    """JSON Lines are split at "\\n" alone; ``str.splitlines`` also split inside a string at
+    U+2028, U+0085 and form feeds, which JSON leaves unescaped, so such a row failed as
+    broken JSON (and every later line was numbered wrong)."""
+    texts = ["first part\u2028second part", "form\x0cfeed and next\x85line", "plain"]
+    data = "\r\n".join(json.dumps({"content": text}, ensure_ascii=False) for text in texts).encode()
+    report = run_import(service, io.BytesIO(data), format_name="jsonl", namespace="notes")
+    assert report.written, report.errors
+    assert sorted(m.content for m in stored(service, "notes")) == sorted(texts)
+    bad = data + b'\n{"content": ""}'
+    refused = run_import(service, io.BytesIO(bad), format_name="jsonl", namespace="other")
+    assert [error.line for error in refused.errors] == [4]
