@@ -50,12 +50,18 @@ class ImportedRecord:
     ``memory.embedding_model``; ``None`` leaves the index keeper to embed it.
     ``edges`` are links from this memory, and links to it from a memory already
     stored (``NEXT`` from the end of its session's chain, ``engine.episodes``).
+
+    ``forward_from``: set when the memory is already stored in its namespace at
+    that version, as ``versions`` has it there (a later export of the same memory,
+    imported after an older one): the import brings it forward to ``memory``
+    (``Store.import_records``). ``None``: a memory new to the target.
     """
 
     memory: Memory
     versions: tuple[Version, ...]
     vector: Vector | None
     edges: tuple[Edge, ...]
+    forward_from: int | None = None
 
 
 @runtime_checkable
@@ -449,12 +455,22 @@ class Store(Protocol):
         """Store records exactly as given (an import); return the ids stored, in order.
 
         A record whose id is already in its namespace is skipped and left as
-        stored, edges included (so a repeated import changes nothing). Each new
-        record keeps every field (version, timestamps, access count, status) and
-        its ``versions`` as given; without versions it gets one, of the record
-        as it is, with reason ``imported``. Each new memory is one change in the
-        sequence. An id held by another namespace raises ``Conflict``; like
-        every write, all of it happens in one transaction or none of it does.
+        stored, edges included (so a repeated import changes nothing), unless it
+        has a ``forward_from`` and is stored at that version: then it is brought
+        forward, after every new record. Its stored record becomes ``memory``
+        (with the larger of the two ``access_count`` and ``last_accessed_at``, as
+        an update keeps use; with the stored vector and vector fields unless a
+        vector is given, which then replaces the stored one), the ``versions``
+        after ``forward_from`` are added as given, its ``edges`` are added (an
+        identical link is kept once; none is removed), and it is one change in
+        the sequence. Stored at another version (written since the caller looked),
+        it is left as stored and its id is not returned; not stored at all, it is
+        stored as a new record. Each new record keeps every field (version,
+        timestamps, access count, status) and its ``versions`` as given; without
+        versions it gets one, of the record as it is, with reason ``imported``.
+        Each new memory is one change in the sequence. An id held by another
+        namespace raises ``Conflict``; like every write, all of it happens in one
+        transaction or none of it does.
         """
         ...
 

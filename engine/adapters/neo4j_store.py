@@ -956,19 +956,28 @@ class Neo4jStore:
         if not records:
             return []
         ids = [record.memory.memory_id for record in records]
+        onward = sorted({record.memory.memory_id for record in records if record.forward_from is not None})
 
         def work(tx: neo4j.ManagedTransaction) -> list[str]:
+            # Memories brought forward are locked first, before the counter (which _log takes).
+            locked = {
+                memory.memory_id: memory for memory in (_memory(row["m"]) for row in tx.run(_LOCK_MEMORIES, ids=onward))
+            }
             held = {row["memory_id"]: row["namespace"] for row in tx.run(_ID_NAMESPACES, ids=ids)}
             fresh: dict[str, ImportedRecord] = {}
+            later: dict[str, tuple[ImportedRecord, Memory]] = {}
             for record in records:
                 memory = record.memory
                 if memory.memory_id in held and held[memory.memory_id] != memory.namespace:
                     raise Conflict(
                         f"memory id {memory.memory_id} is taken by another namespace", memory_id=memory.memory_id
                     )
+                there = locked.get(memory.memory_id)
                 if memory.memory_id not in held:
                     fresh.setdefault(memory.memory_id, record)
-            if not fresh:
+                elif there is not None and there.version == record.forward_from:
+                    later.setdefault(memory.memory_id, (record, there))
+            if not fresh and not later:
                 return []
             news = list(fresh.values())
             memories = [record.memory for record in news]
@@ -991,8 +1000,11 @@ class Neo4jStore:
             tx.run(_CREATE_IMPORTED_VERSIONS, rows=versions).consume()
             tx.run(_LINK_ENTITIES, links=[link for m in memories for link in _entity_links(m)]).consume()
             _merge_edges(tx, [edge for r in news for edge in r.edges])
-            _log(tx, [_change(m, "import") for m in memories])
-            return [m.memory_id for m in memories]
+            # After the new records: a link from a memory brought forward may point to one.
+            onward_written = _bring_forward(tx, list(later.values()))
+            _log(tx, [_change(m, "import") for m in (*memories, *onward_written)])
+            stored = {m.memory_id for m in (*memories, *onward_written)}
+            return [memory_id for memory_id in dict.fromkeys(ids) if memory_id in stored]
 
         return self._write("import_records", work)
 
@@ -1490,6 +1502,41 @@ def _apply_updates(
     tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
     rows = [_version_row(m, changed_by, why) for m, (_, why) in zip(written, updates, strict=True)]
     tx.run(_CREATE_VERSIONS, rows=rows).consume()
+    return written
+
+
+def _bring_forward(tx: neo4j.ManagedTransaction, later: Sequence[tuple[ImportedRecord, Memory]]) -> list[Memory]:
+    """Each imported record written over its locked stored record (at the record's
+    ``forward_from``; ``Store.import_records``): the versions after it, its links, and
+    its vector when it brings one. Returns the records as written; the caller logs them."""
+    if not later:
+        return []
+    written = [
+        record.memory.over(there, revectored=record.vector is not None, sets_base_score=True) for record, there in later
+    ]
+    tx.run(_REPLACE_MEMORIES, rows=[{"memory_id": m.memory_id, "props": _props(m)} for m in written]).consume()
+    ids = [m.memory_id for m in written]
+    unlinked = tx.run(_UNLINK_ENTITIES, ids=ids).data()
+    tx.run(_LINK_ENTITIES, links=[link for m in written for link in _entity_links(m)]).consume()
+    tx.run(_DROP_ORPHAN_ENTITIES, entities=unlinked).consume()
+    revectored = [
+        (m, record.vector) for m, (record, _) in zip(written, later, strict=True) if record.vector is not None
+    ]
+    for memory, _ in revectored:
+        tx.run(_DROP_EMBEDDINGS, memory_id=memory.memory_id).consume()
+    tx.run(_PUT_EMBEDDINGS, rows=[_embedding_row(m.memory_id, m.embedding_model, v) for m, v in revectored]).consume()
+    versions = [
+        {
+            **_version_row(v.record, v.changed_by, v.reason),
+            "changed_at": to_iso(v.changed_at),
+            "namespace": memory.namespace,
+        }
+        for memory, (record, there) in zip(written, later, strict=True)
+        for v in record.versions
+        if v.version > there.version
+    ]
+    tx.run(_CREATE_IMPORTED_VERSIONS, rows=versions).consume()
+    _merge_edges(tx, [edge for record, _ in later for edge in record.edges])
     return written
 
 

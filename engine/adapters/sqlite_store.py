@@ -538,49 +538,78 @@ class SqliteStore:
         )
 
     def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:
-        stored: list[str] = []
+        stored: set[str] = set()
         with self._write("import_records") as db:
+            later: list[tuple[ImportedRecord, Memory]] = []
             for record in records:
                 memory = record.memory
-                row = db.execute("SELECT namespace FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
+                row = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory.memory_id,)).fetchone()
                 if row is not None:
-                    if row[0] != memory.namespace:
+                    there = _memory(row)
+                    if there.namespace != memory.namespace:
                         raise Conflict(
                             f"memory id {memory.memory_id} is taken by another namespace", memory_id=memory.memory_id
                         )
+                    if record.forward_from is not None and there.version == record.forward_from:
+                        later.append((record, there))
                     continue
-                db.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
-                    (*_row(memory), memory.digest),
+                self._import_new(db, record, changed_by)
+                stored.add(memory.memory_id)
+            # After the new records: a link from a memory brought forward may point to one.
+            for record, there in later:
+                self._bring_forward(db, record, there)
+                stored.add(record.memory.memory_id)
+        return [record.memory.memory_id for record in records if record.memory.memory_id in stored]
+
+    def _import_new(self, db: sqlite3.Connection, record: ImportedRecord, changed_by: str | None) -> None:
+        memory = record.memory
+        db.execute(
+            f"INSERT INTO memories ({_COLUMNS}, digest) VALUES ({', '.join('?' * 23)})",
+            (*_row(memory), memory.digest),
+        )
+        self._put_entities(db, memory)
+        if record.vector is not None:
+            self._put_vector(db, memory.memory_id, memory.embedding_model, record.vector)
+        if not record.versions:
+            self._put_version(db, memory, changed_by, "imported")
+        self._put_imported_versions(db, memory, record.versions)
+        self._put_edges(db, record.edges)
+        self._log(db, memory, "import")
+
+    def _bring_forward(self, db: sqlite3.Connection, record: ImportedRecord, there: Memory) -> None:
+        """``record`` written over ``there``, the stored record at ``record.forward_from``."""
+        memory = record.memory.over(there, revectored=record.vector is not None, sets_base_score=True)
+        assignments = ", ".join(f"{col} = ?" for col in (name.strip() for name in _COLUMNS.split(",")[1:]))
+        db.execute(
+            f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
+            (*_row(memory)[1:], memory.digest, memory.memory_id),
+        )
+        db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
+        self._put_entities(db, memory)
+        if record.vector is not None:
+            db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
+            self._put_vector(db, memory.memory_id, memory.embedding_model, record.vector)
+        self._put_imported_versions(db, memory, [v for v in record.versions if v.version > there.version])
+        self._put_edges(db, record.edges)
+        self._log(db, memory, "import")
+
+    @staticmethod
+    def _put_imported_versions(db: sqlite3.Connection, memory: Memory, versions: Sequence[Version]) -> None:
+        db.executemany(
+            _INSERT_VERSION,
+            [
+                (
+                    memory.memory_id,
+                    version.version,
+                    memory.namespace,
+                    json.dumps(memory_to_dict(version.record), ensure_ascii=False),
+                    to_iso(version.changed_at),
+                    version.changed_by,
+                    version.reason,
                 )
-                self._put_entities(db, memory)
-                if record.vector is not None:
-                    self._put_vector(db, memory.memory_id, memory.embedding_model, record.vector)
-                if not record.versions:
-                    self._put_version(db, memory, changed_by, "imported")
-                db.executemany(
-                    "INSERT INTO memory_versions (memory_id, version, namespace, record, changed_at, changed_by, "
-                    "reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            memory.memory_id,
-                            version.version,
-                            memory.namespace,
-                            json.dumps(memory_to_dict(version.record), ensure_ascii=False),
-                            to_iso(version.changed_at),
-                            version.changed_by,
-                            version.reason,
-                        )
-                        for version in record.versions
-                    ],
-                )
-                db.executemany(
-                    "INSERT OR IGNORE INTO edges (src, dst, kind, namespace, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [(e.src, e.dst, e.kind, e.namespace, to_iso(e.created_at)) for e in record.edges],
-                )
-                self._log(db, memory, "import")
-                stored.append(memory.memory_id)
-        return stored
+                for version in versions
+            ],
+        )
 
     @staticmethod
     def _put_entities(db: sqlite3.Connection, memory: Memory) -> None:

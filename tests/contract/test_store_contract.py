@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from engine.records import (
     Version,
     Visibility,
     content_digest,
+    entity_keys,
     new_memory_id,
 )
 from tests.bolt import BoltTarget
@@ -1120,6 +1122,77 @@ def test_import_records_of_an_id_held_by_another_namespace_conflicts_and_writes_
     assert store.get(SCOPE, fresh.memory_id) is None
     assert store.get(Scope.whole([OTHER_NS]), theirs.memory_id) == theirs
     assert store.last_seq() == seq
+
+
+def test_import_records_brings_forward_a_memory_stored_at_forward_from(store: Store) -> None:
+    """A later export of a memory imported after an older one (engine/portability.py): the
+    stored record becomes the file's, with the file's later versions and links, after the
+    memories the import adds (a link may point to one); one change each."""
+    first = mem("lives in Berlin", entities=("Berlin",), access_count=5, last_accessed_at=T0 + timedelta(days=5))
+    before = imported(first, history=1, vector=vec(1))
+    assert store.import_records([before], changed_by=None) == [first.memory_id]
+    seq = store.last_seq()
+    now = first.evolve(
+        status=Status.SUPERSEDED,
+        version=3,
+        entities=("Berlin", "home"),
+        access_count=2,
+        base_score=0.8,
+        updated_at=T0 + timedelta(days=2),
+        embedding_model="model-of-the-file",
+    )
+    fresh = mem("moved to Paris")
+    onward = replace(
+        imported(now, history=3, edges=(Edge(NS, first.memory_id, fresh.memory_id, "RELATED_TO", T0),)),
+        forward_from=1,
+    )
+    assert store.import_records([onward, imported(fresh)], changed_by=None) == [first.memory_id, fresh.memory_id]
+    # Use only accumulates, and the stored vector (with its model) is kept without a new one.
+    assert store.get(SCOPE, first.memory_id) == now.evolve(
+        access_count=5, last_accessed_at=T0 + timedelta(days=5), embedding_model=MODEL
+    )
+    assert store.versions(SCOPE, first.memory_id) == [*before.versions, *onward.versions[1:]]
+    np.testing.assert_array_equal(store.vectors([first.memory_id], MODEL)[first.memory_id], vec(1))
+    assert [(e.src, e.dst, e.kind) for e in store.links([fresh.memory_id])] == [
+        (first.memory_id, fresh.memory_id, "RELATED_TO")
+    ]
+    (home,) = entity_keys(["home"])
+    mentions = store.memories_by_entity(SCOPE, home, MemoryFilter(statuses=tuple(Status)), NOW, 10)
+    assert [m.memory_id for m in mentions] == [first.memory_id]
+    assert [c.memory_id for c in store.changes_since(seq, 10)] == [fresh.memory_id, first.memory_id]
+    assert store.index_status([first.memory_id]) == {first.memory_id: Status.SUPERSEDED}
+
+
+def test_import_records_brings_forward_a_vector_when_given(store: Store) -> None:
+    first = mem("lives in Berlin")
+    store.import_records([imported(first, vector=vec(1))], changed_by=None)
+    now = first.evolve(content="lives in Paris", version=2, embedding_model="model-b", embedding_version="2")
+    onward = replace(imported(now, history=2, vector=vec(2)), forward_from=1)
+    assert store.import_records([onward], changed_by=None) == [first.memory_id]
+    assert store.get(SCOPE, first.memory_id) == now
+    assert store.vectors([first.memory_id], "model-b")[first.memory_id].tolist() == vec(2).tolist()
+    assert store.find_by_digest(SCOPE, content_digest("lives in Paris")) == [now]
+
+
+def test_import_records_leaves_a_memory_written_since_forward_from(store: Store) -> None:
+    first = mem("lives in Berlin")
+    store.import_records([imported(first)], changed_by=None)
+    edited = first.evolve(content="lives in Munich", version=2)
+    store.update(edited, None, changed_by="here", reason="edited here")
+    seq = store.last_seq()
+    onward = replace(imported(first.evolve(status=Status.DELETED, version=2), history=2), forward_from=1)
+    assert store.import_records([onward], changed_by=None) == []
+    assert store.get(SCOPE, first.memory_id) == edited
+    assert [v.reason for v in store.versions(SCOPE, first.memory_id)] == ["imported", "edited here"]
+    assert store.last_seq() == seq
+
+
+def test_import_records_stores_a_record_to_bring_forward_that_is_not_stored_as_new(store: Store) -> None:
+    now = mem("lives in Paris", version=2)
+    onward = replace(imported(now, history=2), forward_from=1)
+    assert store.import_records([onward], changed_by=None) == [now.memory_id]
+    assert store.get(SCOPE, now.memory_id) == now
+    assert store.versions(SCOPE, now.memory_id) == list(onward.versions)
 
 
 # --- linked writes, keys and entities (conflicts on write, graph endpoints) --------------------
