@@ -255,7 +255,9 @@ def _import(args: argparse.Namespace) -> int:
         finally:
             service.close()
         entry.outcome = "ok" if report.written else "rejected"
-        entry.detail = f"{args.file}: {report.inserted} inserted, {report.unchanged} unchanged"
+        entry.detail = (
+            f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
+        )
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)

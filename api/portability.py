@@ -87,8 +87,8 @@ class PortabilityController(Controller):
         """Import a file (the request body): a twinmem export, or mem0, LangChain, CSV or JSONL data.
 
         All or nothing: 200 with the report when everything was written (memories
-        already present count as unchanged), 422 with every line's problem when
-        nothing was.
+        already present count as unchanged, or as updated when the file is a later
+        export of them), 422 with every line's problem when nothing was.
         """
         # Without a target namespace the file's own namespaces are written: only a writer of every one may.
         access.allow(namespace or "*", Permission.WRITE)

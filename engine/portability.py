@@ -18,7 +18,9 @@ problem is reported with its line number; only a file without a single problem
 is written, in one store transaction, under the service's write lock like every
 other write (what the check assumed of the store is checked again under it). Ids are kept, so importing the same file
 again changes nothing (a memory whose id is already in the target namespace is
-left as stored). An id that belongs to a memory of *another* namespace (a copy
+left as stored), except that a later export with versions brings forward a memory
+an older one imported, where the target has not changed it since (``_onward``).
+An id that belongs to a memory of *another* namespace (a copy
 of a namespace into another one on the same deployment) is mapped to a new id,
 derived from the target namespace and the old id, so that the mapping is the
 same on every run; the report lists each mapping, and edges follow it.
@@ -322,8 +324,12 @@ class ImportReport:
     redacted: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
     remapped: dict[str, str] = field(default_factory=dict)
+    # Memories already stored at a version the file's history holds, unchanged here since,
+    # brought forward to the file's record (``_onward``).
+    updated: int = 0
     # Of the memories left as stored (``unchanged``), those whose stored record is not the
-    # file's: another version, text or status (an edited file, or the memory changed since).
+    # file's: another version, text or status (an edited file, or the memory changed since;
+    # ``notes`` says which, where the file carries the memory's history).
     differing: list[str] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -340,6 +346,7 @@ class ImportReport:
             "lines": self.lines,
             "memories": self.memories,
             "inserted": self.inserted,
+            "updated": self.updated,
             "unchanged": self.unchanged,
             "vectors_kept": self.vectors_kept,
             "reembedded": self.reembedded,
@@ -512,25 +519,32 @@ def import_entries(
     fresh, kept = _resolve_ids(service, planned, report, now)
     if report.errors:
         return report
-    _check_edges(service, planned, fresh, report, now)
+    onward, left, why = _onward(service, kept, now)
+    linking = [*fresh, *(item for item, _ in onward)]
+    _check_edges(service, planned, linking, report, now)
     if report.errors:
         return report
-    records = _with_links_from_kept(_embed(service, fresh, report), kept)
+    records = _with_links_from_kept(_embed(service, fresh, onward, report), left)
 
     def still_valid() -> bool:
         # Under the write lock: a link target deleted since the check above fails its line.
-        _check_edges(service, planned, fresh, report, now)
+        _check_edges(service, planned, linking, report, now)
         return not report.errors
 
-    inserted = service.write_imported(records, actor=actor, still_valid=still_valid)
-    if inserted is None:
+    stored_ids = service.write_imported(records, actor=actor, still_valid=still_valid)
+    if stored_ids is None:
         return report
-    report.inserted = len(inserted)
-    report.unchanged = len(planned) - len(inserted)
-    stored = set(inserted)
+    stored = set(stored_ids)
+    brought = {item.memory.memory_id for item, _ in onward} & stored
+    report.inserted = len(stored - brought)
+    report.updated = len(brought)
+    report.unchanged = len(planned) - len(stored)
     report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in stored)
     report.namespaces = sorted({item.memory.namespace for item in planned})
     report.differing = _differing(service, kept, now)
+    for item, _ in kept:
+        if item.original_id in report.differing and item.original_id in why:
+            report.notes.append(f"memory {item.original_id} left as stored: {why[item.original_id]}")
     return report
 
 
@@ -846,6 +860,79 @@ def _resolve_ids(
     return fresh, kept
 
 
+# What a version holds of a record that only a change with a version of its own alters:
+# not use (``access_count``, ``last_accessed_at``, the reinforced ``base_score``) nor the
+# vector in use (``embedding_model``, ``embedding_version``: a re-embedding), which change
+# without one.
+_AS_OF_A_VERSION = tuple(
+    sorted(RECORD_FIELDS - {"access_count", "last_accessed_at", "base_score", "embedding_model", "embedding_version"})
+)
+
+
+def _as_of_a_version(record: Memory) -> dict[str, Any]:
+    data = memory_to_dict(record)
+    return {name: data[name] for name in _AS_OF_A_VERSION}
+
+
+def _onward(
+    service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime
+) -> tuple[list[tuple[_Planned, Memory]], list[tuple[_Planned, str]], dict[str, str]]:
+    """Split ``kept`` (stored already, under the id beside each) into the memories to
+    bring forward, each with its stored record, and those left as stored, with why each
+    of those carrying a history is left (by the file's id).
+
+    A memory is brought forward when the file carries its history, the file's record is
+    a later version than the stored one, and the stored record is exactly the file's at
+    its version: the target has not changed it since the file's source exported it
+    before (an older export of the same namespace, imported earlier). A memory the
+    target changed since (its record is not the file's at that version), or whose
+    stored version is not in the file's history (the file is the older one), is left
+    as stored, as is every memory of a file without histories."""
+    by_namespace: dict[str, list[tuple[_Planned, str]]] = {}
+    for item, stored_id in kept:
+        if item.versions:
+            by_namespace.setdefault(item.memory.namespace, []).append((item, stored_id))
+    onward: dict[int, tuple[_Planned, Memory]] = {}
+    why: dict[str, str] = {}
+    for namespace, items in by_namespace.items():
+        ids = [stored_id for _, stored_id in items]
+        stored = {m.memory_id: m for m in service.store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)}
+        for item, stored_id in items:
+            there = stored.get(stored_id)
+            if there is None:
+                continue
+            changed = (
+                f"its stored version {there.version} is not the file's version {there.version} "
+                "(changed here since the file's source had it, or the file was edited)"
+            )
+            if there.version == item.memory.version:
+                why[item.original_id] = changed  # reported only where it differs (``_differing``)
+                continue
+            if there.version > item.memory.version:
+                why[item.original_id] = (
+                    f"it is stored at version {there.version}, later than the file's {item.memory.version}"
+                )
+                continue
+            then = next((v.record for v in item.versions if v.version == there.version), None)
+            if then is None:
+                why[item.original_id] = f"the file's history has no version {there.version}, the stored one"
+                continue
+            if _as_of_a_version(then.evolve(memory_id=stored_id)) != _as_of_a_version(there):
+                why[item.original_id] = changed
+                continue
+            if stored_id != item.memory.memory_id:  # an id mapped away from another namespace's
+                item.memory = item.memory.evolve(memory_id=stored_id)
+                item.versions = [
+                    replace(v, memory_id=stored_id, record=v.record.evolve(memory_id=stored_id)) for v in item.versions
+                ]
+            onward[id(item)] = (item, there)
+    return (
+        [onward[id(item)] for item, _ in kept if id(item) in onward],
+        [(item, stored_id) for item, stored_id in kept if id(item) not in onward],
+        why,
+    )
+
+
 def _differing(service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime) -> list[str]:
     """The file's ids of ``kept`` (already stored in their namespace under the id given
     beside each, left as stored) whose stored record is another version, or says
@@ -918,8 +1005,8 @@ def _with_links_from_kept(records: list[ImportedRecord], kept: list[tuple[_Plann
     written with the memory it points to: a stored memory's line is left as stored, links
     included, so without this a history imported again after it grew lost the ``NEXT``
     from its last stored message to the first new one (and a memory brought back lost the
-    ``SUPERSEDES`` that says which one replaced it). Links between stored memories stay
-    as they are."""
+    ``SUPERSEDES`` that says which one replaced it); so are its links to a memory brought
+    forward. Links between memories left as stored stay as they are."""
     incoming: dict[tuple[str, str], list[Edge]] = {}
     for item, stored_id in kept:
         namespace = item.memory.namespace
@@ -933,34 +1020,45 @@ def _with_links_from_kept(records: list[ImportedRecord], kept: list[tuple[_Plann
     ]
 
 
-def _embed(service: MemoryService, fresh: list[_Planned], report: ImportReport) -> list[ImportedRecord]:
+def _embed(
+    service: MemoryService, fresh: list[_Planned], onward: list[tuple[_Planned, Memory]], report: ImportReport
+) -> list[ImportedRecord]:
+    """The records to write: ``fresh`` ones, each with its vector (the file's, when of this
+    service's model, else embedded here), then those brought forward, each over the
+    record stored (``forward_from``), with a vector only when its text is not the stored
+    one's (else the stored vector is kept, and the record names the stored model)."""
     embedder = service.embedder
+    moved = [item for item, there in onward if item.memory.content != there.content]
+    wanted = [*fresh, *moved]
     vectors: dict[int, Vector] = {}
     todo: list[int] = []
-    for position, item in enumerate(fresh):
+    for position, item in enumerate(wanted):
         if item.vector is not None and item.vector[0] == embedder.name and item.vector[1].shape[0] == embedder.dim:
             vectors[position] = item.vector[1]
         else:
             todo.append(position)
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start : start + EMBED_BATCH]
-        matrix = embedder.embed_documents([fresh[p].memory.content for p in batch])
+        matrix = embedder.embed_documents([wanted[p].memory.content for p in batch])
         for position, row in zip(batch, matrix, strict=True):
             vectors[position] = row
-            item = fresh[position]
+            item = wanted[position]
             if (item.memory.embedding_model, item.memory.embedding_version) != (embedder.name, embedder.version):
                 item.memory = item.memory.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
-    report.vectors_kept = len(fresh) - len(todo)
+    report.vectors_kept = len(wanted) - len(todo)
     report.reembedded = len(todo)
-    report.stale_vectors = [item.original_id for item in fresh if item.stale_vector]
-    return [
-        ImportedRecord(
+    report.stale_vectors = [item.original_id for item in wanted if item.stale_vector]
+    by_item = {id(item): vectors[position] for position, item in enumerate(wanted)}
+
+    def record(item: _Planned, forward_from: int | None) -> ImportedRecord:
+        return ImportedRecord(
             memory=item.memory,
             versions=tuple(item.versions),
-            vector=vectors[position],
+            vector=by_item.get(id(item)),
             edges=tuple(
                 Edge(item.memory.namespace, item.memory.memory_id, to, kind, at) for kind, to, at in item.edges
             ),
+            forward_from=forward_from,
         )
-        for position, item in enumerate(fresh)
-    ]
+
+    return [*(record(item, None) for item in fresh), *(record(item, there.version) for item, there in onward)]

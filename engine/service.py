@@ -593,7 +593,8 @@ class MemoryService:
         self, records: Sequence[ImportedRecord], *, actor: str | None = None, still_valid: Callable[[], bool]
     ) -> list[str] | None:
         """Store records an import planned and embedded (``engine.portability``), under the
-        write lock like every other write, and return the ids inserted. ``still_valid`` runs
+        write lock like every other write, and return the ids stored (inserted, or brought
+        forward: ``Store.import_records``). ``still_valid`` runs
         first, under the lock, and re-reads what the plan assumed of the store; when it says
         no, nothing is written and None is returned."""
         with self._write_lock:
@@ -610,7 +611,8 @@ class MemoryService:
         """Imported records of a session linked ``NEXT`` in the order they were written
         (created_at, then their order in the import), the first from the session's
         chain end (``engine.episodes``); a session whose records bring ``NEXT`` links
-        of their own (an export of twinmem, a LangChain history) keeps those alone."""
+        of their own (an export of twinmem, a LangChain history) keeps those alone, and a
+        memory brought forward (stored already, in its chain) is not linked again."""
         linked = {
             (record.memory.namespace, record.memory.session_id)
             for record in records
@@ -621,6 +623,7 @@ class MemoryService:
                 record.memory
                 for record in records
                 if record.memory.session_id is not None
+                and record.forward_from is None
                 and (record.memory.namespace, record.memory.session_id) not in linked
             ),
             key=lambda memory: memory.created_at,

@@ -99,3 +99,39 @@ def test_bad_requests_are_4xx_with_a_message(
     response = httpx.request(method, server.url + path, params=params, content=b"text\nhello\n")
     assert response.status_code == 422, response.text
     assert message in response.json()["detail"]
+
+
+def test_a_newer_export_brings_forward_what_an_older_one_imported(
+    server: LiveServer, server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    """Home exports E1, then "I moved to Paris" supersedes "I live in Berlin" and the door
+    code is deleted, and home exports E2: a target importing E1 then E2 holds what home
+    does, and recall there hides Berlin and the door code as home's does."""
+    home = server_factory(minilm, "home")
+    with TwinmemClient(home.url, namespace="user:42") as client:
+        berlin = client.save("I live in Berlin", key="home city").memory_id
+        door = client.save("The door code is 4711").memory_id
+        e1 = export(home, "user:42", versions="true")
+        paris = client.save("I moved to Paris", key="home city").memory_id
+        client.delete(door)
+        assert client.get(berlin).status == "superseded"
+        home_history = [(v.version, v.reason, v.changed_at) for v in client.history(berlin)]
+    e2 = export(home, "user:42", versions="true")
+
+    assert upload(server, e1).json()["inserted"] == 2
+    report = upload(server, e2).json()
+    assert (report["inserted"], report["updated"], report["unchanged"], report["differing"]) == (1, 2, 0, [])
+    assert export(server, "user:42", versions="true").splitlines()[1:] == e2.splitlines()[1:]
+    with TwinmemClient(server.url, namespace="user:42") as client:
+        assert client.get(berlin).status == "superseded"
+        assert [(v.version, v.reason, v.changed_at) for v in client.history(berlin)] == home_history
+        hits = client.recall("Where do I live? What is the door code?", top_k=5)
+        assert {hit.memory_id for hit in hits} == {paris}
+
+    # Older after newer: E1's versions are all there already, so nothing changes.
+    other = server_factory(minilm, "other")
+    assert upload(other, e2).json()["inserted"] == 3
+    report = upload(other, e1).json()
+    assert (report["inserted"], report["updated"], report["unchanged"]) == (0, 0, 2)
+    assert sorted(report["differing"]) == sorted([berlin, door])
+    assert export(other, "user:42", versions="true").splitlines()[1:] == e2.splitlines()[1:]

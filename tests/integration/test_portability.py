@@ -593,3 +593,82 @@ def test_an_import_writes_under_the_services_write_lock(
     report = run_import(target, io.BytesIO(data))
     assert report.written and report.inserted == 7
     assert watched.held_at_import == [True]
+
+
+def home_and_two_exports(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> tuple[MemoryService, dict[str, str], bytes, bytes]:
+    """A home deployment exported twice (with versions): E1, then E2 after "I moved to
+    Paris" superseded "I live in Berlin" and the door code was deleted."""
+    home = make_service(name="home")
+
+    def put(content: str, **fields: Any) -> str:
+        clock.advance(minutes=7)
+        return home.save(MemoryDraft(content=content, namespace=NS, **fields)).memory.memory_id
+
+    ids = {"berlin": put("I live in Berlin", key="home city"), "door": put("The door code is 4711")}
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    ids["paris"] = put("I moved to Paris", key="home city")
+    home.delete(NS, ids["door"])
+    assert home.get(NS, ids["berlin"]).status is Status.SUPERSEDED
+    clock.advance(hours=1)
+    return home, ids, e1, export_bytes(home, versions=True)
+
+
+def recalled(service: MemoryService, query: str) -> set[str]:
+    return {hit.memory.memory_id for hit in service.recall(query, namespaces=[NS], top_k=5, reinforce=False).hits}
+
+
+def test_a_newer_export_brings_forward_what_an_older_one_imported(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    home, ids, e1, e2 = home_and_two_exports(make_service, clock)
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 2
+    assert {ids["berlin"], ids["door"]} <= recalled(target, "where do I live? the door code")
+    report = import_bytes(target, e2)
+    assert report.written, report.errors
+    assert (report.inserted, report.updated, report.unchanged, report.differing) == (1, 2, 0, [])
+    # Exactly what home holds: records, histories (numbers, times, reasons) and links.
+    assert snapshot(target) == snapshot(home)
+    # And recall sees it at once, as home does: Berlin superseded, the door code deleted.
+    assert recalled(target, "where do I live? the door code") == {ids["paris"]}
+    assert target.keeper.network.applied_seq == target.store.last_seq()
+    # Importing either again changes nothing.
+    seq = target.store.last_seq()
+    assert (import_bytes(target, e2).updated, import_bytes(target, e1).updated) == (0, 0)
+    assert target.store.last_seq() == seq and snapshot(target) == snapshot(home)
+
+
+def test_an_older_export_after_a_newer_one_changes_nothing(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    _, ids, e1, e2 = home_and_two_exports(make_service, clock)
+    target = make_service(name="target")
+    assert import_bytes(target, e2).inserted == 3
+    seq, before = target.store.last_seq(), snapshot(target)
+    report = import_bytes(target, e1)
+    assert (report.inserted, report.updated, report.unchanged) == (0, 0, 2)
+    assert sorted(report.differing) == sorted([ids["berlin"], ids["door"]])
+    assert all("later than the file's 1" in note for note in report.notes) and len(report.notes) == 2
+    assert target.store.last_seq() == seq and snapshot(target) == before
+    assert recalled(target, "where do I live? the door code") == {ids["paris"]}
+
+
+def test_a_memory_changed_in_the_target_since_is_left_as_stored(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    _, ids, e1, e2 = home_and_two_exports(make_service, clock)
+    target = make_service(name="target")
+    import_bytes(target, e1)
+    target.update(NS, ids["berlin"], MemoryPatch(content="I live in Munich"), reason="moved here")
+    edited_here = target.get(NS, ids["berlin"])
+    report = import_bytes(target, e2)
+    assert (report.inserted, report.updated, report.unchanged, report.differing) == (1, 1, 1, [ids["berlin"]])
+    (note,) = report.notes
+    assert ids["berlin"] in note and "changed here" in note
+    assert target.get(NS, ids["berlin"]) == edited_here
+    assert [v.reason for v in target.store.versions(Scope.whole([NS]), ids["berlin"])] == ["created", "moved here"]
+    door = target.store.get(Scope.whole([NS]), ids["door"])
+    assert door is not None and door.status is Status.DELETED  # brought forward: unchanged here since
