@@ -108,6 +108,100 @@ def same_numbers(a: str, b: str) -> bool:
     return numbers(a) == numbers(b)
 
 
+# Nor is a text a repeat of another that differs from it in a word that turns what it says
+# around while its vector barely moves (USE, cosine 0.96 to 0.99): "can" / "can't", "喜欢" /
+# "不喜欢", "yes" / "no", "Monday" / "Tuesday", "tomorrow" / "today", "明天" / "后天",
+# "before" / "after", "early" / "late", "liked" / "hated", "km" / "miles", "公斤" / "斤".
+# Each was folded into the older memory and the new one lost. The conflict rules' ``clashes``
+# reads none of these: it needs a claim (a holder, a slot and a value) on both sides, and a
+# reminder, a question with its answer or a plan with a day gives it none. A closed list,
+# each word read as its canonical form ("does not" and "doesn't" are one "not", "kilometres"
+# and "km" one "km"); a pair that differs only in how it says a marker may be kept twice,
+# which hides nothing. Of a pair of opposites one side is enough where the other is a common
+# word in other senses ("like", "up", "right", "yes": "I'd like to add", "follow up", "you're
+# right"): "likes" → "hates" and "yes" → "no" differ in "hates" and "no" all the same.
+_MARKER_FORMS: dict[str, tuple[str, ...]] = {
+    # negation ("n't" and "cannot" are read apart, below)
+    "not": ("not", "no", "nope", "never", "nothing", "nobody", "none", "neither", "nor", "without"),
+    # days, months (not "may": a verb far more often), relative days and weeks
+    **{day: (day,) for day in "monday tuesday wednesday thursday friday saturday sunday weekend".split()},
+    **{
+        month: (month,)
+        for month in "january february march april june july august september october november december".split()
+    },
+    **{word: (word,) for word in "today tonight tomorrow yesterday next last".split()},
+    "morning": ("morning", "mornings"),
+    "afternoon": ("afternoon", "afternoons"),
+    "evening": ("evening", "evenings"),
+    # order in time, direction
+    "before": ("before", "earlier"),
+    "after": ("after", "later"),
+    **{word: (word,) for word in "early late down left north south east west".split()},
+    # not liking
+    "hates": ("hate", "hates", "hated", "dislike", "dislikes", "disliked", "detest", "detests"),
+    # units and currencies
+    "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres"),
+    "mile": ("mile", "miles", "mi"),
+    "m": ("meter", "meters", "metre", "metres"),
+    "ft": ("ft",),
+    "kg": ("kg", "kilo", "kilos", "kilogram", "kilograms", "kilogramme", "kilogrammes"),
+    "lb": ("lb", "lbs", "pound", "pounds"),
+    "g": ("gram", "grams", "gramme", "grammes"),
+    "second": ("sec", "secs", "seconds"),
+    "minute": ("min", "mins", "minute", "minutes"),
+    "hour": ("hr", "hrs", "hour", "hours"),
+    "day": ("day", "days"),
+    "week": ("week", "weeks"),
+    "month": ("month", "months"),
+    "year": ("year", "years"),
+    "celsius": ("celsius", "centigrade"),
+    "fahrenheit": ("fahrenheit",),
+    "eur": ("eur", "euro", "euros", "€"),
+    "usd": ("usd", "dollar", "dollars", "$"),
+    "gbp": ("gbp", "£"),
+    "cny": ("cny", "rmb", "yuan", "元", "块", "块钱", "人民币"),
+    # Chinese: negation, relative days and parts of the day, before and after, not liking, units
+    "不": ("不", "没", "别", "未"),
+    **{
+        word: (word,)
+        for word in (
+            "今天 明天 后天 大后天 昨天 前天 大前天 今晚 明晚 昨晚 上周 下周 周末 上个月 下个月 "
+            "今年 明年 去年 前年 后年 早上 上午 中午 下午 晚上 早 晚 左 讨厌 恨"
+        ).split()
+    },
+    "这周": ("这周", "本周", "这个星期", "这星期"),
+    "这个月": ("这个月", "本月"),
+    "周日": ("周日", "周天", "星期日", "星期天", "礼拜天", "礼拜日"),
+    "之前": ("之前", "以前", "前"),
+    "之后": ("之后", "以后", "后"),
+    "公里": ("公里", "千米"),
+    "英里": ("英里",),
+    "公斤": ("公斤", "千克"),
+    **{word: (word,) for word in "斤 磅 分钟 小时 美元 欧元 英镑 日元".split()},
+}
+_MARKER_OF = {form: canonical for canonical, forms in _MARKER_FORMS.items() for form in forms}
+_LATIN_MARKERS = sorted((form for form in _MARKER_OF if form.isascii() and form.isalpha()), key=len, reverse=True)
+_OTHER_MARKERS = sorted((form for form in _MARKER_OF if not (form.isascii() and form.isalpha())), key=len, reverse=True)
+_MARKER = re.compile(
+    r"n['’]t\b|\bcannot\b|\b(?:" + "|".join(_LATIN_MARKERS) + r")\b|" + "|".join(map(re.escape, _OTHER_MARKERS)),
+    re.IGNORECASE,
+)
+
+
+def markers(text: str) -> list[str]:
+    """The words of ``text`` that turn what it says around (``same_markers``), each in its
+    canonical form, sorted."""
+    found = []
+    for match in _MARKER.findall(unicodedata.normalize("NFKC", text).casefold()):
+        found.append("not" if match.startswith(("n'", "n’")) or match == "cannot" else _MARKER_OF[match])
+    return sorted(found)
+
+
+def same_markers(a: str, b: str) -> bool:
+    """Whether the two texts hold the same such words, each as often."""
+    return markers(a) == markers(b)
+
+
 def is_blank(text: str) -> bool:
     """Whether ``text`` says nothing: only whitespace, control characters (NUL, say) and
     invisible format marks (zero-width spaces, direction marks, a byte-order mark)."""

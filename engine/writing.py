@@ -9,8 +9,9 @@ so a batch ends as the same saves one at a time would:
 * ``same_text``: an active, unexpired memory of the same audience with the same content
   digest (the network's digest postings), else one earlier in the batch (one the batch
   superseded is no longer active: a repeat of it is saved anew, as after the batch);
-* ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities and mostly
-  the same words (the network's semantic channel; only neighbours at the threshold are read);
+* ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities, mostly
+  the same words, the same numbers and the same ``text.markers`` (the network's semantic channel;
+  only neighbours at the threshold are read);
 * ``resolve_conflicts``: what each new memory supersedes or contradicts
   (``engine.conflicts``), judged only for a memory the rules read a claim in or that
   carries a key, against candidates close enough to count.
@@ -416,7 +417,8 @@ class SaveJudge:
         fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities,
-        mostly the same words (``text.word_overlap``) and the same numbers: stored, or new earlier in the batch
+        mostly the same words (``text.word_overlap``), the same numbers and the same words that turn
+        a text around (``text.markers``: a negation, a day, before/after, a unit): stored, or new earlier in the batch
         (``fresh``), and not superseded by the batch (``plan``). The fast network finds the
         stored ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
@@ -450,6 +452,8 @@ class SaveJudge:
             same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
             if not same_words or not text.same_numbers(candidate.content, memory.content):
                 continue
+            if not text.same_markers(candidate.content, memory.content):
+                continue  # "can" / "can't", "Monday" / "Tuesday", "km" / "miles": news, not a repeat
             if (not keys and not other) or keys & other:
                 return candidate, similarity
         return None

@@ -80,3 +80,50 @@ def test_a_near_repeat_with_other_numbers_is_kept(
     assert again.created and again.memory.content == newer
     both = service.save_batch([MemoryDraft(content=older, namespace="b"), MemoryDraft(content=newer, namespace="b")])
     assert [r.created for r in both] == [True, True]
+
+
+# A near-identical text that differs in a word that turns what it says around (a day, a
+# relative day, before/after, yes/no, a unit, a negation) is news: with USE each of these
+# was folded into the older memory (cosine 0.96 to 0.99, most words shared) and the new one lost.
+CHANGED_MARKERS = [
+    (
+        "Remind me to call the dentist on Monday morning about the appointment.",
+        "Remind me to call the dentist on Tuesday morning about the appointment.",
+    ),
+    (
+        "The user has a doctor's appointment tomorrow at the clinic near the office.",
+        "The user has a doctor's appointment today at the clinic near the office.",
+    ),
+    ("Remind me to take the medicine before lunch every day.", "Remind me to take the medicine after lunch every day."),
+    (
+        "Did the user pay the electricity bill this month? Yes.",
+        "Did the user pay the electricity bill this month? No.",
+    ),
+    (
+        "The user's commute to the office is about 20 km each way.",
+        "The user's commute to the office is about 20 miles each way.",
+    ),
+    (
+        "My son can ride his bike to school by himself now that we moved to the new house near the park "
+        "and the school is only ten minutes away.",
+        "My son can't ride his bike to school by himself now that we moved to the new house near the park "
+        "and the school is only ten minutes away.",
+    ),
+    ("提醒我明天下午去医院复查", "提醒我后天下午去医院复查"),
+    (
+        "我女儿会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",
+        "我女儿不会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",
+    ),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), CHANGED_MARKERS)
+def test_a_near_repeat_that_turns_a_word_around_is_kept(
+    open_svc: OpenService, model: Embedder, older: str, newer: str
+) -> None:
+    service = open_svc(embedder=model)
+    service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.created and again.memory.content == newer
+    both = service.save_batch([MemoryDraft(content=older, namespace="b"), MemoryDraft(content=newer, namespace="b")])
+    assert [r.created for r in both] == [True, True]
