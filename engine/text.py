@@ -87,20 +87,28 @@ MERGE_MIN_OVERLAP = 0.4
 # Nor is a text a repeat of another that gives other numbers: "the rent is 1500 euros"
 # folded into "the rent is 1200 euros" (cosine over the threshold, most words shared) kept
 # only the old rent, as a meeting moved from 3pm to 4pm and 5月3日 to 5月5日 did. A number
-# is a run of digits (its thousands separators dropped), a number word, an ordinal or a
-# run of Chinese numerals.
+# is a run of digits (full-width ones read as ASCII; commas dropped only where they group
+# thousands, so "1,200" is 1200 but "1,5" stays apart from 15), a number word, an ordinal
+# or a run of Chinese numerals.
 _NUMBER = re.compile(
     r"\d+(?:[.,:]\d+)*|[零〇一二三四五六七八九十百千万亿两]+|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
     r"eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|"
     r"sixty|seventy|eighty|ninety|hundred|thousand|million|billion|half|dozen|first|second|third|fourth|fifth|"
-    r"sixth|seventh|eighth|ninth|tenth|once|twice)\b",
-    re.IGNORECASE,
+    r"sixth|seventh|eighth|ninth|tenth|once|twice)\b"
 )
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _folded(text: str) -> str:
+    """``text`` as ``numbers`` and ``markers`` read it: NFKC (full-width forms as ASCII,
+    "℃" as "°C") and casefolded."""
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def numbers(text: str) -> list[str]:
-    """The numbers ``text`` gives, in order of value as text (``same_numbers``)."""
-    return sorted(match.replace(",", "").casefold() for match in _NUMBER.findall(text))
+    """The numbers ``text`` gives, each as text, sorted (``same_numbers``)."""
+    found = _NUMBER.findall(_folded(text))
+    return sorted(match.replace(",", "") if _THOUSANDS.fullmatch(match) else match for match in found)
 
 
 def same_numbers(a: str, b: str) -> bool:
@@ -120,33 +128,60 @@ def same_numbers(a: str, b: str) -> bool:
 # which hides nothing. Of a pair of opposites one side is enough where the other is a common
 # word in other senses ("like", "up", "right", "yes": "I'd like to add", "follow up", "you're
 # right"): "likes" → "hates" and "yes" → "no" differ in "hates" and "no" all the same.
+# A Latin form counts glued to a number ("20km", "3pm") but not inside a word; a Chinese
+# form counts anywhere, so a common word that holds one without its sense ("不错", "特别",
+# "然后", "没错", "左右") is a marker of its own: "不错" / "不好" and "特别好吃" / "不好吃"
+# differ, "这家店不错" / "这家店真不错" do not.
 _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     # negation ("n't" and "cannot" are read apart, below)
-    "not": ("not", "no", "nope", "never", "nothing", "nobody", "none", "neither", "nor", "without"),
-    # days, months (not "may": a verb far more often), relative days and weeks
-    **{day: (day,) for day in "monday tuesday wednesday thursday friday saturday sunday weekend".split()},
+    "not": (
+        *("not", "no", "nope", "never", "nothing", "nobody", "none", "neither", "nor", "without", "cannot"),
+        *("n't", "n’t"),
+    ),
+    # days and months, also abbreviated (not "may": a verb far more often), relative days and weeks
+    "monday": ("monday", "mon"),
+    "tuesday": ("tuesday", "tue", "tues"),
+    "wednesday": ("wednesday", "wed"),
+    "thursday": ("thursday", "thu", "thur", "thurs"),
+    "friday": ("friday", "fri"),
+    "saturday": ("saturday", "sat"),
+    "sunday": ("sunday", "sun"),
+    "weekend": ("weekend",),
     **{
-        month: (month,)
+        month: (month, month[:3], *(("sept",) if month == "september" else ()))
         for month in "january february march april june july august september october november december".split()
     },
-    **{word: (word,) for word in "today tonight tomorrow yesterday next last".split()},
+    **{word: (word,) for word in "today tonight tomorrow yesterday next last ago".split()},
+    "am": ("a.m.",),
+    "pm": ("pm", "p.m."),
     "morning": ("morning", "mornings"),
     "afternoon": ("afternoon", "afternoons"),
     "evening": ("evening", "evenings"),
     # order in time, direction
     "before": ("before", "earlier"),
     "after": ("after", "later"),
-    **{word: (word,) for word in "early late down left north south east west".split()},
+    **{word: (word,) for word in "early late down off left north south east west".split()},
+    "less": ("less", "fewer", "least"),
     # not liking
     "hates": ("hate", "hates", "hated", "dislike", "dislikes", "disliked", "detest", "detests"),
     # units and currencies
     "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres"),
     "mile": ("mile", "miles", "mi"),
     "m": ("meter", "meters", "metre", "metres"),
-    "ft": ("ft",),
+    "cm": ("cm", "centimeter", "centimeters", "centimetre", "centimetres"),
+    "mm": ("mm", "millimeter", "millimeters", "millimetre", "millimetres"),
+    "ft": ("ft", "foot", "feet"),
+    "inch": ("inch", "inches"),
+    "yard": ("yard", "yards", "yd", "yds"),
     "kg": ("kg", "kilo", "kilos", "kilogram", "kilograms", "kilogramme", "kilogrammes"),
     "lb": ("lb", "lbs", "pound", "pounds"),
     "g": ("gram", "grams", "gramme", "grammes"),
+    "mg": ("mg", "milligram", "milligrams"),
+    "mcg": ("mcg", "μg", "microgram", "micrograms"),
+    "oz": ("oz", "ounce", "ounces"),
+    "l": ("liter", "liters", "litre", "litres"),
+    "ml": ("ml", "milliliter", "milliliters", "millilitre", "millilitres"),
+    "gallon": ("gallon", "gallons", "gal"),
     "second": ("sec", "secs", "seconds"),
     "minute": ("min", "mins", "minute", "minutes"),
     "hour": ("hr", "hrs", "hour", "hours"),
@@ -154,8 +189,8 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     "week": ("week", "weeks"),
     "month": ("month", "months"),
     "year": ("year", "years"),
-    "celsius": ("celsius", "centigrade"),
-    "fahrenheit": ("fahrenheit",),
+    "celsius": ("celsius", "centigrade", "°c"),
+    "fahrenheit": ("fahrenheit", "°f"),
     "eur": ("eur", "euro", "euros", "€"),
     "usd": ("usd", "dollar", "dollars", "$"),
     "gbp": ("gbp", "£"),
@@ -178,23 +213,27 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     "英里": ("英里",),
     "公斤": ("公斤", "千克"),
     **{word: (word,) for word in "斤 磅 分钟 小时 美元 欧元 英镑 日元".split()},
+    # Chinese words that hold one of the forms above without its sense
+    **{
+        word: (word,)
+        for word in "不错 没错 不过 差不多 不少 不断 不然 没关系 特别 别人 别的 区别 分别 个别 级别 类别 "
+        "然后 目前 左右".split()
+    },
 }
 _MARKER_OF = {form: canonical for canonical, forms in _MARKER_FORMS.items() for form in forms}
 _LATIN_MARKERS = sorted((form for form in _MARKER_OF if form.isascii() and form.isalpha()), key=len, reverse=True)
 _OTHER_MARKERS = sorted((form for form in _MARKER_OF if not (form.isascii() and form.isalpha())), key=len, reverse=True)
+# Read in casefolded text and matched as they are: ignoring case, "i" would match the
+# Turkish dotless "ı" too, and "mı" or "kılometre" is in no list.
 _MARKER = re.compile(
-    r"n['’]t\b|\bcannot\b|\b(?:" + "|".join(_LATIN_MARKERS) + r")\b|" + "|".join(map(re.escape, _OTHER_MARKERS)),
-    re.IGNORECASE,
+    r"(?<![^\W\d_])(?:" + "|".join(_LATIN_MARKERS) + r")(?![^\W\d_])|" + "|".join(map(re.escape, _OTHER_MARKERS))
 )
 
 
 def markers(text: str) -> list[str]:
     """The words of ``text`` that turn what it says around (``same_markers``), each in its
     canonical form, sorted."""
-    found = []
-    for match in _MARKER.findall(unicodedata.normalize("NFKC", text).casefold()):
-        found.append("not" if match.startswith(("n'", "n’")) or match == "cannot" else _MARKER_OF[match])
-    return sorted(found)
+    return sorted(_MARKER_OF[match] for match in _MARKER.findall(_folded(text)))
 
 
 def same_markers(a: str, b: str) -> bool:

@@ -57,3 +57,46 @@ def test_other_markers_are_not_the_same(a: str, b: str) -> None:
 )
 def test_the_same_markers_in_other_words_or_order_are_the_same(a: str, b: str) -> None:
     assert text.same_markers(a, b)
+
+
+def test_a_letter_that_matches_a_marker_only_when_case_is_ignored_is_no_marker() -> None:
+    # Turkish dotless ı: the question particle "mı" and "kılometre" once matched "mi" and
+    # "kilometre" ignoring case, and reading their canonical form raised KeyError mid-save.
+    assert text.markers("Yarın geliyor mı?") == []
+    assert text.same_markers("Bu yol 5 kılometre mı?", "Bu yol 5 kılometre mı?")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The user runs 20km every day.", "The user runs 20mi every day."),
+        ("The user weighs 80kg.", "The user weighs 80lb."),
+        ("The meeting starts at 3pm.", "The meeting starts at 3 a.m."),
+        ("It was 20°C outside.", "It was 20°F outside."),
+        ("It was 20℃ outside.", "It was 20℉ outside."),
+        ("Take 500 mg of the medicine.", "Take 500 mcg of the medicine."),
+        ("The shelf is 30 cm deep.", "The shelf is 30 mm deep."),
+        ("Turn on the lights at night.", "Turn off the lights at night."),
+        ("The party is on Sat.", "The party is on Sun."),
+        ("这家店特别好吃", "这家店不好吃"),
+        ("这家店不错", "这家店不好"),
+        ("他的朋友不少", "他的朋友不多"),
+        ("你说得没错", "你说得不对"),
+        ("然后天气很好", "后天天气很好"),
+    ],
+)
+def test_markers_glued_to_numbers_abbreviated_or_inside_ordinary_words_are_not_the_same(a: str, b: str) -> None:
+    assert not text.same_markers(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("The user runs 20km a day.", "The user runs 20 km a day."),
+        ("The party is on Sat.", "The party is on Saturday."),
+        ("这家店不错", "这家店真不错"),
+        ("It was 20℃ outside.", "It was 20 °C outside."),
+    ],
+)
+def test_a_marker_glued_to_a_number_or_abbreviated_is_the_same(a: str, b: str) -> None:
+    assert text.same_markers(a, b)

@@ -39,3 +39,12 @@ def test_other_numbers_are_not_the_same(a: str, b: str) -> None:
 )
 def test_the_same_numbers_in_other_words_or_order_are_the_same(a: str, b: str) -> None:
     assert text.same_numbers(a, b)
+
+
+def test_a_decimal_comma_is_no_thousands_separator() -> None:
+    assert not text.same_numbers("The bag weighs 1,5 kg.", "The bag weighs 15 kg.")
+    assert text.same_numbers("The rent is 1,200.50 euros.", "The rent is 1200.50 euros.")
+
+
+def test_full_width_digits_are_the_same_numbers() -> None:
+    assert text.same_numbers("房租是１２００元", "房租是1200元")
