@@ -531,9 +531,11 @@ def import_entries(
         _check_edges(service, planned, linking, report, now)
         return not report.errors
 
-    stored_ids = service.write_imported(records, actor=actor, still_valid=still_valid)
+    reinstated: list[tuple[Memory, str]] = []
+    stored_ids = service.write_imported(records, actor=actor, still_valid=still_valid, reinstated=reinstated)
     if stored_ids is None:
         return report
+    report.notes.extend(f"memory {memory.memory_id} made active again ({reason})" for memory, reason in reinstated)
     stored = set(stored_ids)
     brought = {item.memory.memory_id for item, _ in onward} & stored
     report.inserted = len(stored - brought)

@@ -590,22 +590,70 @@ class MemoryService:
         return Deletion(deleted, reinstated)
 
     def write_imported(
-        self, records: Sequence[ImportedRecord], *, actor: str | None = None, still_valid: Callable[[], bool]
+        self,
+        records: Sequence[ImportedRecord],
+        *,
+        actor: str | None = None,
+        still_valid: Callable[[], bool],
+        reinstated: list[tuple[Memory, str]] | None = None,
     ) -> list[str] | None:
         """Store records an import planned and embedded (``engine.portability``), under the
         write lock like every other write, and return the ids stored (inserted, or brought
         forward: ``Store.import_records``). ``still_valid`` runs
         first, under the lock, and re-reads what the plan assumed of the store; when it says
-        no, nothing is written and None is returned."""
+        no, nothing is written and None is returned.
+
+        A memory brought forward deleted, quarantined or with a text that no longer
+        replaces what it superseded here makes those memories active again in the same
+        transaction, as that delete or edit here would (``_reinstated_by_import``); each
+        is appended to ``reinstated`` (its new record and the version's reason)."""
         with self._write_lock:
             self._refuse_blocked(actor, None)  # again under the lock, as a save does
             self.keeper.ensure_current()
             if not still_valid():
                 return None
             records = self._chained(records)
-            inserted = self.store.import_records(records, changed_by=actor) if records else []
+            back = self._reinstated_by_import(records, actor)
+            written = self.store.import_records([*records, *back], changed_by=actor) if records else []
             self.keeper.catch_up()
-        return inserted
+        ours = {record.memory.memory_id for record in records}
+        if reinstated is not None:
+            done = set(written)
+            reinstated.extend((r.memory, r.versions[0].reason or "") for r in back if r.memory.memory_id in done)
+        return [memory_id for memory_id in written if memory_id in ours]
+
+    def _reinstated_by_import(self, records: Sequence[ImportedRecord], actor: str | None) -> list[ImportedRecord]:
+        """For the memories ``records`` bring forward (``forward_from``), the memories each
+        superseded here that it hides no more (``engine.supersession``): deleted, or
+        quarantined, or edited into a text that no longer replaces them. Each comes back
+        as a record brought forward from its stored version by one version, so that it is
+        written in the import's transaction, or not at all if it changed meanwhile. A
+        memory the file itself writes is left to the file: its history says what it is."""
+        ours = {record.memory.memory_id for record in records}
+        now = self._clock()
+        back: dict[str, ImportedRecord] = {}
+        for record in records:
+            if record.forward_from is None:
+                continue
+            memory = record.memory
+            current = self.store.get(Scope.whole([memory.namespace]), memory.memory_id)
+            if current is None or current.version != record.forward_from:
+                continue  # not brought forward: Store.import_records leaves it as stored
+            if memory.status is Status.DELETED:
+                found = supersession.reinstated_by_deleting(self.store, current, now, self._guarded)
+            else:
+                found = self._reinstated_by_edit(current, memory, record.vector, now)
+            for older, reason in found:
+                if older.memory_id in ours or older.memory_id in back:
+                    continue
+                back[older.memory_id] = ImportedRecord(
+                    memory=older,
+                    versions=(Version(older.memory_id, older.version, older, now, actor, reason),),
+                    vector=None,
+                    edges=(),
+                    forward_from=older.version - 1,
+                )
+        return list(back.values())
 
     def _chained(self, records: Sequence[ImportedRecord]) -> list[ImportedRecord]:
         """Imported records of a session linked ``NEXT`` in the order they were written

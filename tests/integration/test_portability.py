@@ -672,3 +672,60 @@ def test_a_memory_changed_in_the_target_since_is_left_as_stored(
     assert [v.reason for v in target.store.versions(Scope.whole([NS]), ids["berlin"])] == ["created", "moved here"]
     door = target.store.get(Scope.whole([NS]), ids["door"])
     assert door is not None and door.status is Status.DELETED  # brought forward: unchanged here since
+
+
+def test_bringing_forward_a_deletion_reinstates_what_it_superseded_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """The target's own "I live in Lisbon" (saved dated before "I live in Berlin", which E1
+    brought, so stored superseded by it) is not left hidden when E2 brings Berlin forward to
+    deleted: as a delete here would, the import makes it active again."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    berlin = home.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory.memory_id
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.delete(NS, berlin)
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 1
+    lisbon = target.save(
+        MemoryDraft(content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5))
+    ).memory.memory_id
+    assert target.get(NS, lisbon).status is Status.SUPERSEDED  # Berlin is the later claim here
+
+    report = import_bytes(target, e2)
+    assert (report.inserted, report.updated, report.unchanged) == (0, 1, 0), report
+    assert target.get(NS, berlin, include_deleted=True).status is Status.DELETED
+    assert target.get(NS, lisbon).status is Status.ACTIVE
+    (reason,) = [v.reason for v in target.store.versions(Scope.whole([NS]), lisbon)][-1:]
+    assert reason is not None and berlin in reason and "deleted" in reason
+    assert any(lisbon in note for note in report.notes)
+    assert recalled(target, "where do I live") == {lisbon}
+    assert target.keeper.network.applied_seq == target.store.last_seq()
+
+
+def test_bringing_forward_a_new_text_reinstates_what_it_no_longer_replaces(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    """E2 brings "I live in Berlin" forward edited into an unrelated text: the target's own
+    memory it superseded here is hidden by it no more (as the same edit here would do)."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    berlin = home.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory.memory_id
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.update(NS, berlin, MemoryPatch(content="The weather is nice today"), reason="edited")
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+    target = make_service(name="target")
+    import_bytes(target, e1)
+    lisbon = target.save(
+        MemoryDraft(content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5))
+    ).memory.memory_id
+    assert target.get(NS, lisbon).status is Status.SUPERSEDED
+    assert import_bytes(target, e2).updated == 1
+    assert target.get(NS, berlin).content == "The weather is nice today"
+    assert target.get(NS, lisbon).status is Status.ACTIVE
+
