@@ -519,7 +519,7 @@ def import_entries(
     fresh, kept = _resolve_ids(service, planned, report, now)
     if report.errors:
         return report
-    onward, left, why = _onward(service, kept, now)
+    onward, left, why = _onward(service, kept, now, admin=owner is None)
     linking = [*fresh, *(item for item, _ in onward)]
     _check_edges(service, planned, linking, report, now)
     if report.errors:
@@ -877,7 +877,7 @@ def _as_of_a_version(record: Memory) -> dict[str, Any]:
 
 
 def _onward(
-    service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime
+    service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime, *, admin: bool
 ) -> tuple[list[tuple[_Planned, Memory]], list[tuple[_Planned, str]], dict[str, str]]:
     """Split ``kept`` (stored already, under the id beside each) into the memories to
     bring forward, each with its stored record, and those left as stored, with why each
@@ -889,7 +889,9 @@ def _onward(
     before (an older export of the same namespace, imported earlier). A memory the
     target changed since (its record is not the file's at that version), or whose
     stored version is not in the file's history (the file is the older one), is left
-    as stored, as is every memory of a file without histories."""
+    as stored, as is every memory of a file without histories. Without ``admin`` (an
+    importer who is not an admin of the namespace), a quarantined memory the file would
+    release is left as stored too: only an admin may release one (``MemoryService.update``)."""
     by_namespace: dict[str, list[tuple[_Planned, str]]] = {}
     for item, stored_id in kept:
         if item.versions:
@@ -904,7 +906,7 @@ def _onward(
             if there is None:
                 continue
             changed = (
-                f"its stored version {there.version} is not the file's version {there.version} "
+                f"its stored version {there.version} is not what the file's version {there.version} says "
                 "(changed here since the file's source had it, or the file was edited)"
             )
             if there.version == item.memory.version:
@@ -921,6 +923,9 @@ def _onward(
                 continue
             if _as_of_a_version(then.evolve(memory_id=stored_id)) != _as_of_a_version(there):
                 why[item.original_id] = changed
+                continue
+            if not admin and there.status is Status.QUARANTINED and item.memory.status is not Status.QUARANTINED:
+                why[item.original_id] = "it is quarantined, and only a namespace admin may release it"
                 continue
             if stored_id != item.memory.memory_id:  # an id mapped away from another namespace's
                 item.memory = item.memory.evolve(memory_id=stored_id)

@@ -729,3 +729,30 @@ def test_bringing_forward_a_new_text_reinstates_what_it_no_longer_replaces(
     assert target.get(NS, berlin).content == "The weather is nice today"
     assert target.get(NS, lisbon).status is Status.ACTIVE
 
+
+def test_an_importer_who_is_not_an_admin_cannot_release_a_quarantine_by_bringing_forward(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> None:
+    """Only a namespace admin may release a quarantined memory (``MemoryService.update``): a
+    writer's file that brings its own quarantined memory forward to active leaves it as stored."""
+    service = make_service(name="t")
+    clock.advance(minutes=5)
+    held = service.save(MemoryDraft(content="Lunch on Friday is pizza", namespace=NS, actor="bob")).memory
+    clock.advance(minutes=5)
+    service.update(NS, held.memory_id, MemoryPatch(status=Status.QUARANTINED), actor="admin", reason="held")
+    clock.advance(minutes=5)
+    rows = lines(export_bytes(service, versions=True))
+    for row in rows:
+        if row.get("kind") == "memory":
+            record = {**row["memory"], "status": "active", "version": row["memory"]["version"] + 1}
+            row["memory"] = record
+            row["versions"].append({**row["versions"][-1], "version": record["version"], "record": record})
+    crafted = ("\n".join(json.dumps(row) for row in rows) + "\n").encode()
+    before = snapshot(service)
+    report = import_bytes(service, crafted, namespace=NS, owner="bob", actor="bob")
+    assert report.written and report.updated == 0 and report.differing == [held.memory_id], report
+    assert any("admin" in note for note in report.notes)
+    assert snapshot(service) == before
+    # An admin's import of the same file releases it, as an admin's edit would.
+    assert import_bytes(service, crafted, namespace=NS, actor="admin").updated == 1
+    assert service.get(NS, held.memory_id).status is Status.ACTIVE
