@@ -500,6 +500,14 @@ def import_entries(
             memory_id = record.get("memory_id") if isinstance(record, dict) else None
             report.errors.append(LineError(entry.line, str(exc), memory_id if isinstance(memory_id, str) else None))
             continue
+        if item.memory.last_accessed_at > now:
+            # A use time orders nothing (decay alone reads it, and none before it): one of a
+            # machine whose clock runs ahead is taken as now, not a reason to refuse the file.
+            report.notes.append(
+                f"memory {item.original_id}: last_accessed_at {to_iso(item.memory.last_accessed_at)} is in the "
+                f"future; stored as {to_iso(now)}"
+            )
+            item.memory = item.memory.evolve(last_accessed_at=now)
         late = _in_the_future(item, now + CLOCK_SKEW)
         if late:
             report.errors.append(LineError(entry.line, late, item.original_id))
@@ -589,12 +597,12 @@ def _in_the_future(item: _Planned, later: datetime) -> str | None:
     """What of a memory's times is later than ``later`` (this machine's clock and the skew
     allowed to another's), as a save refuses a ``created_at`` in the future: time order
     decides a replacement, so a memory dated in 2999 would have every later save that
-    replaces it stored superseded, and hide it. ``expire_at`` may be any time."""
+    replaces it stored superseded, and hide it. ``expire_at`` may be any time, and a
+    ``last_accessed_at`` ahead is taken as the import's time (``import_entries``)."""
     memory = item.memory
     times = [
         ("created_at", memory.created_at),
         ("updated_at", memory.updated_at),
-        ("last_accessed_at", memory.last_accessed_at),
         *((f"version {v.version}'s changed_at", v.changed_at) for v in item.versions),
         *((f"version {v.version}'s created_at", v.record.created_at) for v in item.versions),
         *((f"the {kind} link's created_at", at) for kind, _, at in item.edges),

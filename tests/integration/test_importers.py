@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +271,22 @@ def test_a_jsonl_row_whose_text_holds_a_unicode_line_separator_is_one_row(servic
     bad = data + b'\n{"content": ""}'
     refused = run_import(service, io.BytesIO(bad), format_name="jsonl", namespace="other")
     assert [error.line for error in refused.errors] == [4]
+
+
+@pytest.mark.parametrize("ahead", [timedelta(minutes=6), timedelta(days=365 * 900)])
+def test_a_use_time_in_the_future_is_taken_as_now_not_refused(service: MemoryService, ahead: timedelta) -> None:
+    """``last_accessed_at`` orders no replacement (only decay reads it, and no decay
+    before it): a memory recalled on a machine whose clock runs ahead imports, its last
+    use the import's time, rather than failing the whole file."""
+    service.save(MemoryDraft(content="I live in Berlin", namespace="alex"))
+    exported = b"".join(open_export(service, "alex").chunks()).splitlines()
+    line = json.loads(exported[1])
+    now = datetime.now(UTC)
+    line["memory"]["last_accessed_at"] = (now + ahead).isoformat()
+    data = b"\n".join([exported[0], json.dumps(line).encode(), *exported[2:]])
+    report = run_import(service, io.BytesIO(data), namespace="elsewhere", now=now)
+    assert report.written and report.inserted == 1, report.errors
+    memory_id = report.remapped[line["memory"]["memory_id"]]  # a copy within one deployment
+    (stored,) = service.store.get_many(Scope.whole(["elsewhere"]), [memory_id], EVERYTHING, now)
+    assert stored.last_accessed_at == now
+    assert any("last_accessed_at" in note for note in report.notes)
