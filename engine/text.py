@@ -82,6 +82,13 @@ def analysis() -> str:
 # which keeps both texts (values measured on MADial-Bench, benchmarks/chatlogs.py --folded).
 DEDUP_MIN_OVERLAP = 0.6
 MERGE_MIN_OVERLAP = 0.4
+# Nor is a text a repeat when it adds more than a few words of its own: "I'd like to explore
+# more courses in data science, specifically machine learning and deep learning. …" was
+# folded into the same sentence without "specifically machine learning and deep learning"
+# (Jaccard 0.76, cosine over the threshold), and the new part lost. On the chat logs the
+# folds this stops are long answers rewritten with a list item, an address or a paragraph
+# more (benchmarks/chatlogs.py --folded).
+DEDUP_MAX_NEW_TERMS = 3
 
 
 # Nor is a text a repeat of another that gives other numbers: "the rent is 1500 euros"
@@ -259,6 +266,11 @@ def without_chinese(text: str) -> str:
     """``text`` with its runs of CJK characters replaced by spaces: what is left has the
     same Latin-script terms, and segmenting it never needs jieba."""
     return _CJK.sub(" ", text)
+
+
+def new_terms(newer: str, older: str) -> int:
+    """How many search terms ``newer`` holds that ``older`` does not."""
+    return len(set(terms(newer)) - set(terms(older)))
 
 
 def word_overlap(a: str, b: str) -> float:

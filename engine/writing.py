@@ -454,6 +454,8 @@ class SaveJudge:
                 continue
             if not text.same_markers(candidate.content, memory.content):
                 continue  # "can" / "can't", "Monday" / "Tuesday", "km" / "miles": news, not a repeat
+            if text.new_terms(memory.content, candidate.content) > text.DEDUP_MAX_NEW_TERMS:
+                continue  # it says more than the older one, which alone a fold would keep
             if (not keys and not other) or keys & other:
                 return candidate, similarity
         return None

@@ -127,3 +127,20 @@ def test_a_near_repeat_that_turns_a_word_around_is_kept(
     assert again.created and again.memory.content == newer
     both = service.save_batch([MemoryDraft(content=older, namespace="b"), MemoryDraft(content=newer, namespace="b")])
     assert [r.created for r in both] == [True, True]
+
+
+def test_a_near_repeat_that_adds_more_than_a_few_words_is_kept(open_svc: OpenService, model: Embedder) -> None:
+    # Folded (Jaccard 0.76, cosine over the threshold with USE), it kept the older text only,
+    # and "specifically machine learning and deep learning" was lost.
+    service = open_svc(embedder=model)
+    older = (
+        "I'd like to explore more courses in data science. "
+        "I've already taken some online courses in Python programming and data visualization."
+    )
+    newer = (
+        "I'd like to explore more courses in data science, specifically machine learning and deep learning. "
+        "I've already taken some online courses in Python programming and data visualization."
+    )
+    service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.created and again.memory.content == newer

@@ -48,3 +48,12 @@ def test_a_decimal_comma_is_no_thousands_separator() -> None:
 
 def test_full_width_digits_are_the_same_numbers() -> None:
     assert text.same_numbers("房租是１２００元", "房租是1200元")
+
+
+def test_new_terms_counts_the_words_only_the_newer_text_holds() -> None:
+    older = "I'd like to explore more courses in data science."
+    assert text.new_terms(older, older) == 0
+    assert text.new_terms("I'd like to explore more courses in data science!", older) == 0
+    newer = "I'd like to explore more courses in data science, specifically machine learning and deep learning."
+    assert text.new_terms(newer, older) == 4  # specif, machin, learn, deep
+    assert text.new_terms(older, newer) == 0
