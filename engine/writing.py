@@ -10,8 +10,9 @@ so a batch ends as the same saves one at a time would:
   digest (the network's digest postings), else one earlier in the batch (one the batch
   superseded is no longer active: a repeat of it is saved anew, as after the batch);
 * ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities, mostly
-  the same words, the same numbers and the same ``text.markers`` (the network's semantic channel;
-  only neighbours at the threshold are read);
+  the same words and no more than ``text.DEDUP_MAX_NEW_TERMS`` of the new text's own, the same
+  numbers and the same ``text.markers`` (the network's semantic channel; only neighbours at the
+  threshold are read);
 * ``resolve_conflicts``: what each new memory supersedes or contradicts
   (``engine.conflicts``), judged only for a memory the rules read a claim in or that
   carries a key, against candidates close enough to count.
@@ -417,7 +418,8 @@ class SaveJudge:
         fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities,
-        mostly the same words (``text.word_overlap``), the same numbers and the same words that turn
+        mostly the same words (``text.word_overlap``) with at most ``text.DEDUP_MAX_NEW_TERMS`` the new
+        text adds (``text.new_terms``), the same numbers and the same words that turn
         a text around (``text.markers``: a negation, a day, before/after, a unit): stored, or new earlier in the batch
         (``fresh``), and not superseded by the batch (``plan``). The fast network finds the
         stored ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.

@@ -144,3 +144,21 @@ def test_a_near_repeat_that_adds_more_than_a_few_words_is_kept(open_svc: OpenSer
     service.save(MemoryDraft(content=older))
     again = service.save(MemoryDraft(content=newer))
     assert again.created and again.memory.content == newer
+
+
+def test_a_shorter_restatement_of_a_longer_memory_still_folds(open_svc: OpenService, model: Embedder) -> None:
+    # Only the words the new text adds count: folded into the longer memory, the shorter
+    # one loses nothing, so it is a repeat as before.
+    service = open_svc(embedder=model)
+    longer = (
+        "I'd like to explore more courses in data science, specifically machine learning and deep learning. "
+        "I've already taken some online courses in Python programming and data visualization."
+    )
+    shorter = (
+        "I'd like to explore more courses in data science. "
+        "I've already taken some online courses in Python programming and data visualization."
+    )
+    first = service.save(MemoryDraft(content=longer))
+    again = service.save(MemoryDraft(content=shorter))
+    assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
+    assert again.memory.content == longer
