@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from engine import change_log, conflicts, episodes, limits, persons, procedures, scoring, supersession, text
 from engine import guard as guards
@@ -81,6 +81,7 @@ from engine.writing import BatchPlan, SaveJudge, clashes
 from engine.writing import SaveResult as SaveResult  # where callers have always found it
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
@@ -396,18 +397,26 @@ class MemoryService:
         self._refuse_blocked(actor, None)
         patch, quarantine = self._guard_patch(namespace, self._live(namespace, memory_id, scope), patch)
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
+        return self._retrying(
+            lambda: self._patched(
+                namespace, memory_id, patch, quarantine, vector, actor, reason, scope, expected_version
+            ),
+            memory_id,
+            expected_version,
+        )
+
+    def _retrying(self, write: Callable[[], _T], memory_id: str, expected_version: int | None) -> _T:
+        """``write`` under the write lock, read again and decided anew (``EDIT_TRIES`` in
+        all) where another process wrote between the read under the lock and the store's
+        write. A conditional write answers that as a stale condition (412) where the memory
+        written first was ``memory_id`` itself; where it was another (one the write
+        reinstates), the caller's condition held, and it reads again too."""
         tries = 1
         while True:
             try:
                 with self._write_lock:
-                    return self._patched(
-                        namespace, memory_id, patch, quarantine, vector, actor, reason, scope, expected_version
-                    )
+                    return write()
             except StaleWrite as stale:
-                # Another process wrote the memory between the read under the lock and the
-                # store's write. A conditional edit answers that as a stale condition (412);
-                # an unconditional one reads again, and so does one where the memory written
-                # first was another (one the edit reinstates): the caller's condition held.
                 if expected_version is not None and stale.memory_id == memory_id:
                     raise VersionMismatch(
                         memory_id, expected=expected_version, current=stale.current_version
@@ -536,19 +545,11 @@ class MemoryService:
         deletion decided anew, as an unconditional edit is (``EDIT_TRIES`` in all); with
         ``expected_version``, a write to the deleted memory itself is a stale condition."""
         self._refuse_blocked(actor, None)
-        tries = 1
-        while True:
-            try:
-                with self._write_lock:
-                    return self._deleted(namespace, memory_id, hard, actor, scope, expected_version)
-            except StaleWrite as stale:
-                if expected_version is not None and stale.memory_id == memory_id:
-                    raise VersionMismatch(
-                        memory_id, expected=expected_version, current=stale.current_version
-                    ) from stale
-                if tries == EDIT_TRIES:
-                    raise
-                tries += 1
+        return self._retrying(
+            lambda: self._deleted(namespace, memory_id, hard, actor, scope, expected_version),
+            memory_id,
+            expected_version,
+        )
 
     def _deleted(
         self,

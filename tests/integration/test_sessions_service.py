@@ -271,6 +271,22 @@ def _died_after_writing(sessions: Sessions, clock: FrozenClock) -> Any:
     return first
 
 
+def _died_after_the_first_batch(sessions: Sessions, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``_died_after_writing``, but the promoter died after its first batch."""
+    save, batches = sessions._save, []
+
+    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
+        if batches:
+            raise KeyboardInterrupt("the promoter died")
+        batches.append(1)
+        return save(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sessions, "_save", dies_after_the_first_batch)
+        with pytest.raises(KeyboardInterrupt):
+            _died_after_writing(sessions, clock)
+
+
 def test_a_promotion_taken_again_skips_a_repeat_its_first_attempt_folded_and_then_superseded(
     open_sess: OpenSessions, clock: FrozenClock
 ) -> None:
@@ -313,18 +329,7 @@ def test_a_promotion_taken_again_saves_what_its_first_attempt_never_reached(
     sessions.close(REF)  # an earlier run
     clock.advance(minutes=10)
     sessions.append(REF, say("I moved to Berlin.", "I live in Paris."), reach=Reach.FULL, expire_after_seconds=60)
-    save, batches = sessions._save, []
-
-    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
-        if batches:
-            raise KeyboardInterrupt("the promoter died")
-        batches.append(1)
-        return save(*args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(sessions, "_save", dies_after_the_first_batch)
-        with pytest.raises(KeyboardInterrupt):
-            _died_after_writing(sessions, clock)
+    _died_after_the_first_batch(sessions, clock, monkeypatch)
     clock.advance(seconds=300)
     (again,) = sessions.sweep()
     assert len(again.created) == 1 and len(again.already_promoted) == 1  # Paris again: the user moved back
@@ -355,18 +360,7 @@ def test_a_promotion_taken_again_saves_a_later_repeat_of_what_it_stored(
     sessions = open_sess(open_svc(config=two_at_a_time))
     said = say("I live in Berlin.", "I moved to Paris.", "I live in Berlin.", "I have two cats.")
     sessions.append(REF, said, reach=Reach.FULL, expire_after_seconds=60)
-    save, batches = sessions._save, []
-
-    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
-        if batches:
-            raise KeyboardInterrupt("the promoter died")
-        batches.append(1)
-        return save(*args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(sessions, "_save", dies_after_the_first_batch)
-        with pytest.raises(KeyboardInterrupt):
-            _died_after_writing(sessions, clock)
+    _died_after_the_first_batch(sessions, clock, monkeypatch)
     clock.advance(seconds=300)
     (again,) = sessions.sweep()
     assert len(again.already_promoted) == 2 and len(again.created) == 2
@@ -384,18 +378,7 @@ def test_a_promotion_taken_again_saves_a_later_repeat_of_what_it_stored(
 def _dies_after_the_first_batch(sessions: Sessions, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """Promote the session, the promoter dying once its first batch is saved; then let
     the claim go stale."""
-    save, batches = sessions._save, []
-
-    def dies_after_the_first_batch(*args: Any, **kwargs: Any) -> Any:
-        if batches:
-            raise KeyboardInterrupt("the promoter died")
-        batches.append(1)
-        return save(*args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(sessions, "_save", dies_after_the_first_batch)
-        with pytest.raises(KeyboardInterrupt):
-            _died_after_writing(sessions, clock)
+    _died_after_the_first_batch(sessions, clock, monkeypatch)
     clock.advance(seconds=300)
 
 
