@@ -457,16 +457,7 @@ class SqliteStore:
             raise StaleWrite(memory.memory_id, replaces=memory.version - 1, current=stored.version)
         # Use and vectors that landed after the edit's record was read are kept.
         memory = memory.over(stored, revectored=vector is not None, sets_base_score=sets_base_score)
-        assignments = ", ".join(f"{col} = ?" for col in (name.strip() for name in _COLUMNS.split(",")[1:]))
-        db.execute(
-            f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
-            (*_row(memory)[1:], memory.digest, memory.memory_id),
-        )
-        db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
-        self._put_entities(db, memory)
-        if vector is not None:
-            db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
-            self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+        self._overwrite(db, memory, vector)
         self._put_version(db, memory, changed_by, reason)
         return self._log(db, memory, "update")
 
@@ -576,9 +567,9 @@ class SqliteStore:
         self._put_edges(db, record.edges)
         self._log(db, memory, "import")
 
-    def _bring_forward(self, db: sqlite3.Connection, record: ImportedRecord, there: Memory) -> None:
-        """``record`` written over ``there``, the stored record at ``record.forward_from``."""
-        memory = record.memory.over(there, revectored=record.vector is not None, sets_base_score=True)
+    def _overwrite(self, db: sqlite3.Connection, memory: Memory, vector: Vector | None) -> None:
+        """The stored row of ``memory`` and its entities made ``memory``'s; its vector too,
+        where one is given."""
         assignments = ", ".join(f"{col} = ?" for col in (name.strip() for name in _COLUMNS.split(",")[1:]))
         db.execute(
             f"UPDATE memories SET {assignments}, digest = ? WHERE memory_id = ?",
@@ -586,9 +577,14 @@ class SqliteStore:
         )
         db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory.memory_id,))
         self._put_entities(db, memory)
-        if record.vector is not None:
+        if vector is not None:
             db.execute("DELETE FROM vectors WHERE memory_id = ?", (memory.memory_id,))
-            self._put_vector(db, memory.memory_id, memory.embedding_model, record.vector)
+            self._put_vector(db, memory.memory_id, memory.embedding_model, vector)
+
+    def _bring_forward(self, db: sqlite3.Connection, record: ImportedRecord, there: Memory) -> None:
+        """``record`` written over ``there``, the stored record at ``record.forward_from``."""
+        memory = record.memory.over(there, revectored=record.vector is not None, sets_base_score=True)
+        self._overwrite(db, memory, record.vector)
         self._put_imported_versions(db, memory, [v for v in record.versions if v.version > there.version])
         self._put_edges(db, record.edges)
         self._log(db, memory, "import")
