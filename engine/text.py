@@ -169,6 +169,10 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     "after": ("after", "later"),
     **{word: (word,) for word in "early late down off left north south east west".split()},
     "less": ("less", "fewer", "least"),
+    # who, by their sex ("what are her pain points" / "… his …": pronouns are stop words, so
+    # the terms do not tell them apart)
+    "he": ("he", "him", "his", "himself"),
+    "she": ("she", "her", "hers", "herself"),
     # not liking
     "hates": ("hate", "hates", "hated", "dislike", "dislikes", "disliked", "detest", "detests"),
     # units and currencies
@@ -219,12 +223,12 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     "公里": ("公里", "千米"),
     "英里": ("英里",),
     "公斤": ("公斤", "千克"),
-    **{word: (word,) for word in "斤 磅 分钟 小时 美元 欧元 英镑 日元".split()},
+    **{word: (word,) for word in "斤 磅 分钟 小时 美元 欧元 英镑 日元 他 她".split()},
     # Chinese words that hold one of the forms above without its sense
     **{
         word: (word,)
         for word in "不错 没错 不过 差不多 不少 不断 不然 没关系 特别 别人 别的 区别 分别 个别 级别 类别 "
-        "然后 目前 左右".split()
+        "然后 目前 左右 其他".split()
     },
 }
 _MARKER_OF = {form: canonical for canonical, forms in _MARKER_FORMS.items() for form in forms}
