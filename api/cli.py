@@ -10,7 +10,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
@@ -35,20 +35,41 @@ SERVER_KEEP_ALIVE_S = 75
 STARTUP_FAILURE = 3
 
 
+class _Stops:
+    """The SIGINT and SIGTERM ``_stops_kept`` noted, and what a stop does once the server
+    that answers it exists (``then``)."""
+
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self._act: Callable[[], None] | None = None
+
+    def note(self, signum: int, frame: FrameType | None) -> None:
+        self.noted.append(signum)
+        if self._act is not None:
+            self._act()
+
+    def then(self, act: Callable[[], None]) -> None:
+        """Do ``act`` at a stop from now on, and at once for one already noted."""
+        self._act = act
+        if self.noted:
+            act()
+
+    def __bool__(self) -> bool:
+        return bool(self.noted)
+
+
 @contextlib.contextmanager
-def _stops_kept() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM noted (the list it yields) instead of raised, while ``serve``
-    opens or closes the engine itself: raised in the main thread, a stop cut the start-up
-    (an index build, a promotion of expired sessions) wherever it was, and Ctrl-C ended in
-    a traceback. uvicorn takes both signals while it runs, and on the way out raises again
-    the one that stopped it, which is then only noted: a clean stop is status 0, on
-    SIGTERM as on Ctrl-C (the default handler would turn SIGTERM into status 143)."""
-    stops: list[int] = []
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        stops.append(signum)
-
-    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
+def _stops_kept() -> Iterator[_Stops]:
+    """SIGINT and SIGTERM noted instead of raised, while ``serve`` opens or closes the
+    engine itself: raised in the main thread, a stop cut the start-up (an index build, a
+    promotion of expired sessions) wherever it was, and Ctrl-C ended in a traceback.
+    uvicorn takes both signals while it runs, and on the way out raises again the one that
+    stopped it, which is then only noted: a clean stop is status 0, on SIGTERM as on
+    Ctrl-C (the default handler would turn SIGTERM into status 143). A stop that comes
+    after the start-up but before uvicorn takes the signals asks the server to exit
+    (``_Stops.then``): it was noted and nothing read it, and the server served on."""
+    stops = _Stops()
+    previous = {number: signal.signal(number, stops.note) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield stops
     finally:
@@ -124,10 +145,11 @@ def _serve(args: argparse.Namespace) -> int:
                 sessions.stop()
                 service.close()
                 return 0
+            host = config.server.host
             logging.getLogger(__name__).info(
                 "twinmem serving %s on http://%s:%d (embedder: %s)",
                 config.data_dir,
-                config.server.host,
+                f"[{host}]" if ":" in host else host,  # an IPv6 address, as a URL writes it
                 listening.getsockname()[1],
                 config.embedding.provider,
             )
@@ -147,6 +169,7 @@ def _serve(args: argparse.Namespace) -> int:
                     timeout_keep_alive=SERVER_KEEP_ALIVE_S,
                 )
             )
+            stops.then(lambda: setattr(uvicorn_server, "should_exit", True))
             try:
                 uvicorn_server.run(sockets=[listening])
                 if not uvicorn_server.started:
