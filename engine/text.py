@@ -14,6 +14,7 @@ import logging
 import re
 import threading
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import version
 
@@ -272,17 +273,42 @@ def without_chinese(text: str) -> str:
     return _CJK.sub(" ", text)
 
 
-def new_terms(newer: str, older: str) -> int:
-    """How many search terms ``newer`` holds that ``older`` does not."""
-    return len(set(terms(newer)) - set(terms(older)))
-
-
 def word_overlap(a: str, b: str) -> float:
     """The Jaccard similarity of the two texts' search terms (0 when either has none)."""
-    left, right = set(terms(a)), set(terms(b))
+    return _jaccard(frozenset(terms(a)), frozenset(terms(b)))
+
+
+def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
     if not left or not right:
         return 0.0
     return len(left & right) / len(left | right)
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """What write-time dedup compares of a text (``repeats``): its search terms, numbers
+    and markers, each read once however many candidates it meets."""
+
+    terms: frozenset[str]
+    numbers: tuple[str, ...]
+    markers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, text: str) -> Wording:
+        return cls(frozenset(terms(text)), tuple(numbers(text)), tuple(markers(text)))
+
+
+def repeats(newer: Wording, older: Wording) -> bool:
+    """Whether ``newer`` says nothing ``older`` does not, by its words: mostly the same
+    words (``DEDUP_MIN_OVERLAP``), at most ``DEDUP_MAX_NEW_TERMS`` of its own, the same
+    numbers and the same words that turn what it says around ("can" / "can't", "Monday" /
+    "Tuesday", "km" / "miles")."""
+    return (
+        _jaccard(newer.terms, older.terms) >= DEDUP_MIN_OVERLAP
+        and len(newer.terms - older.terms) <= DEDUP_MAX_NEW_TERMS
+        and newer.numbers == older.numbers
+        and newer.markers == older.markers
+    )
 
 
 def _latin_terms(text: str) -> list[str]:

@@ -418,9 +418,9 @@ class SaveJudge:
         fresh_vectors: Matrix,
     ) -> tuple[Memory, float] | None:
         """An active memory of ``memory``'s audience with cosine ≥ threshold, overlapping entities,
-        mostly the same words (``text.word_overlap``) with at most ``text.DEDUP_MAX_NEW_TERMS`` the new
-        text adds (``text.new_terms``), the same numbers and the same words that turn
-        a text around (``text.markers``: a negation, a day, before/after, a unit): stored, or new earlier in the batch
+        and that the new text repeats by its words (``text.repeats``: mostly the same words, at
+        most ``text.DEDUP_MAX_NEW_TERMS`` of its own, the same numbers and the same words that
+        turn a text around): stored, or new earlier in the batch
         (``fresh``), and not superseded by the batch (``plan``). The fast network finds the
         stored ones close enough (its ``DEDUP_NEIGHBOURS`` nearest); only those are read.
         ``fresh_vectors`` holds the vectors of ``fresh``, row by row."""
@@ -445,19 +445,16 @@ class SaveJudge:
             exact = dict(self.keeper.index.similarities(vector, ids))
             read = self._read_in_order(memory.namespace, ids, now)
             pairs += [(other, exact[other.memory_id]) for other in read if other.memory_id in exact]
+        said: text.Wording | None = None
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
             if not plan.active(candidate) or not _same_thing(candidate, memory):
                 continue
+            said = said or text.Wording.of(memory.content)
+            if not text.repeats(said, text.Wording.of(candidate.content)):
+                continue  # news, not a repeat: a fold would keep only the older text
             other = entity_keys(candidate.entities)
-            same_words = text.word_overlap(candidate.content, memory.content) >= text.DEDUP_MIN_OVERLAP
-            if not same_words or not text.same_numbers(candidate.content, memory.content):
-                continue
-            if not text.same_markers(candidate.content, memory.content):
-                continue  # "can" / "can't", "Monday" / "Tuesday", "km" / "miles": news, not a repeat
-            if text.new_terms(memory.content, candidate.content) > text.DEDUP_MAX_NEW_TERMS:
-                continue  # it says more than the older one, which alone a fold would keep
             if (not keys and not other) or keys & other:
                 return candidate, similarity
         return None

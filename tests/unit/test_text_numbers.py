@@ -50,10 +50,17 @@ def test_full_width_digits_are_the_same_numbers() -> None:
     assert text.same_numbers("房租是１２００元", "房租是1200元")
 
 
+def _new_terms(newer: str, older: str) -> int:
+    return len(text.Wording.of(newer).terms - text.Wording.of(older).terms)
+
+
 def test_new_terms_counts_the_words_only_the_newer_text_holds() -> None:
     older = "I'd like to explore more courses in data science."
-    assert text.new_terms(older, older) == 0
-    assert text.new_terms("I'd like to explore more courses in data science!", older) == 0
+    assert _new_terms(older, older) == 0
+    assert _new_terms("I'd like to explore more courses in data science!", older) == 0
     newer = "I'd like to explore more courses in data science, specifically machine learning and deep learning."
-    assert text.new_terms(newer, older) == 4  # specif, machin, learn, deep
-    assert text.new_terms(older, newer) == 0
+    assert _new_terms(newer, older) == 4  # specif, machin, learn, deep
+    assert _new_terms(older, newer) == 0
+    # Over DEDUP_MAX_NEW_TERMS (3): no repeat, whatever else it shares; the other way round it is.
+    assert not text.repeats(text.Wording.of(newer), text.Wording.of(older))
+    assert text.repeats(text.Wording.of(older), text.Wording.of(newer))
