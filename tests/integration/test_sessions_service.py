@@ -231,6 +231,12 @@ def test_a_close_whose_process_died_is_finished_at_the_next_start(
     assert reopened.store.due(clock() + timedelta(days=1), 10) == []  # promoted and forgotten
 
 
+def every_session_memory_list(service: MemoryService, ref: SessionRef = REF) -> list[Any]:
+    """The session's memories, whatever their status, oldest first."""
+    every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
+    return sorted(service.list_page([ref.namespace], every, limit=100).items, key=lambda m: m.created_at)
+
+
 def every_session_memory(service: MemoryService, ref: SessionRef = REF) -> dict[str, Any]:
     """The session's memories, whatever their status, by content."""
     every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
@@ -437,11 +443,6 @@ def test_a_memory_of_the_run_with_a_position_of_its_own_does_not_hide_the_candid
     assert sessions.service.get(REF.namespace, cats).content == "I have two cats."
 
 
-def every_session_memory_list(service: MemoryService, ref: SessionRef = REF) -> list[Any]:
-    every = MemoryFilter(statuses=tuple(Status), session_id=ref.session_id)
-    return service.list_page([ref.namespace], every, limit=100).items
-
-
 def test_a_later_run_of_the_session_saying_an_old_fact_again_promotes_it(
     open_sess: OpenSessions, clock: FrozenClock
 ) -> None:
@@ -451,8 +452,7 @@ def test_a_later_run_of_the_session_saying_an_old_fact_again_promotes_it(
         promotion = sessions.close(REF)
         assert len(promotion.created) == 1, said
         clock.advance(minutes=10)
-    every = MemoryFilter(statuses=tuple(Status), session_id=REF.session_id)
-    stored = sorted(sessions.service.list_page([REF.namespace], every, limit=10).items, key=lambda m: m.created_at)
+    stored = every_session_memory_list(sessions.service)
     assert [(m.content, m.status) for m in stored] == [
         ("I live in Paris.", Status.SUPERSEDED),
         ("I moved to Berlin.", Status.SUPERSEDED),
@@ -469,8 +469,7 @@ def test_a_session_that_goes_back_to_what_it_said_first_promotes_the_latest(
         clock.advance(seconds=5)
     promotion = sessions.close(REF)
     assert len(promotion.created) == 3 and promotion.deduplicated == []
-    every = MemoryFilter(statuses=tuple(Status), session_id=REF.session_id)
-    stored = sorted(sessions.service.list_page([REF.namespace], every, limit=10).items, key=lambda m: m.created_at)
+    stored = every_session_memory_list(sessions.service)
     assert [(m.content, m.status) for m in stored] == [
         ("I live in Paris.", Status.SUPERSEDED),
         ("I moved to Berlin.", Status.SUPERSEDED),
