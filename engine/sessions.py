@@ -558,6 +558,7 @@ class _Earlier:
         mine = [
             m for m in service.store.get_many(Scope.whole([ref.namespace]), ids, every, now) if m.actor == ref.agent
         ]
+        self._digests = [content_digest(candidate.content) for candidate in candidates]
         self._of_run: dict[str, Memory] = {}
         self._at: dict[int, Memory] = {}  # by the position of its candidate
         self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
@@ -574,14 +575,14 @@ class _Earlier:
                     isinstance(position, int)
                     and not isinstance(position, bool)
                     and 0 <= position < len(candidates)
-                    and key == content_digest(candidates[position].content)
+                    and key == self._digests[position]
                 ):
                     self._at.setdefault(position, memory)
             elif "generation" not in memory.metadata and memory.status is Status.ACTIVE:
                 self._before_runs.setdefault(content_digest(memory.content), memory)
         first: dict[str, int] = {}
-        for position, candidate in enumerate(candidates):
-            first.setdefault(content_digest(candidate.content), position)
+        for position, digest in enumerate(self._digests):
+            first.setdefault(digest, position)
         by_text = (first[key] for key in self._of_run if key in first)
         self._reached = max(self._at, default=-1) if self._at else max(by_text, default=-1)
 
@@ -593,7 +594,7 @@ class _Earlier:
         """The memory the first attempt stored for the candidate at ``position`` (where it
         stored none, that of its text it was folded into; or the one a release before
         runs were recorded stored), if any."""
-        digest = content_digest(candidate.content)
+        digest = self._digests[position]
         found = None
         if not (self._at and position > self._reached):  # a later repeat of an earlier one's text is new
             found = self._at.get(position) or self._of_run.get(digest)
