@@ -627,16 +627,28 @@ _EN_WITH_SOMEONE = re.compile(
     # Someone's ("Tom's car"), but not "it's", "the user's", "today's" …
     r"(?!(?:it|that|he|she|there|here|what|who|let|user|one|today|tonight|tomorrow|yesterday)'s)[a-z]+'s)\b"
 )
-# A verb of fondness and the word after it. "Loves Anna" names someone and "loves coffee"
-# does not, which only the capital tells: _claims reads the capitalised words after these
-# in the text as it came (Voice.fond_of), _after finds them in the clause read lowercased.
+# A verb of fondness, or a word that a person may follow, and the word after it. "Loves
+# Anna" names someone and "loves coffee" does not, which only the capital tells: _claims
+# reads the capitalised words after these in the text as it came (Voice.fond_of), _after
+# finds them in the clause read lowercased. After "about", "for" and "of" ("worries about
+# Anna", "has a soft spot for Tom", "is a friend of Tom") any verb may bring someone in; an
+# organisation there ("works for Acme") reads as someone too: a change missed, not a home
+# taken from someone else.
 _EN_FOND_OF = re.compile(
     r"\b(?i:lov(?:e|es|ed|ing)|lik(?:e|es|ed|ing)|ador(?:e|es|ed|ing)|miss(?:es|ed|ing)?|"
     r"hat(?:e|es|ed|ing)|dislik(?:e|es|ed|ing)|admir(?:e|es|ed|ing)|fanc(?:y|ies|ied|ying)|trust(?:s|ed|ing)?|"
-    r"respect(?:s|ed|ing)?|env(?:y|ies|ied|ying)|worship(?:s|ped|ping)?|idoli[sz](?:e|es|ed|ing)|"
-    r"(?:has|have|had) a crush on|(?:(?:boy|girl)?friend|fan|colleague|co-?worker|neighbou?r|cousin|classmate|"
-    r"roommate|partner|relative|sister|brother|daughter|son|wife|husband|mother|father|student|assistant) of) "
+    r"respect(?:s|ed|ing)?|env(?:y|ies|ied|ying)|worship(?:s|ped|ping)?|idoli[sz](?:e|es|ed|ing)|about|for|of|"
+    r"(?:look(?:s|ed|ing)? up|close|engaged|devoted|attached|kind|loyal) to|(?:a crush|hooked|dot(?:e|es|ed|ing)) on) "
     r"([A-Za-z][\w'-]*)"
+)
+# Where someone or something comes from ("loves Italian food", "likes Korean dramas"):
+# capitalised, but never the name of a person a "she" after it could be.
+_EN_ORIGINS = frozenset(
+    """american british english irish scottish welsh canadian australian mexican brazilian argentinian peruvian
+    cuban caribbean french italian spanish portuguese german dutch belgian swiss austrian greek turkish
+    polish russian ukrainian swedish norwegian danish finnish nordic scandinavian european mediterranean
+    chinese japanese korean taiwanese cantonese thai vietnamese indonesian malaysian filipino indian pakistani
+    nepali persian iranian lebanese israeli arab arabic moroccan egyptian ethiopian african asian latin""".split()
 )
 # What the rules know by name ("Paris", "New York", "Python"), which no "he" or "she" is.
 _KNOWN = frozenset(ALIASES.values())
@@ -647,12 +659,13 @@ _EN_NAME_RUN = re.compile(r"(?: [A-Z][\w'-]*){1,2}")
 
 def _fond_of(body: str) -> frozenset[str]:
     """The names ``body`` is fond of (:attr:`_Voice.fond_of`), casefolded: the capitalised
-    word after a verb of fondness ("loves Anna"), unless it, or it with the capitalised
-    words after it, is a known concept ("loves Paris", "loves New York")."""
+    word after a verb of fondness ("loves Anna", "用户喜欢Anna"), unless it, or it with the
+    capitalised words after it, is a known concept ("loves Paris", "loves New York") or
+    says where something comes from ("loves Italian food")."""
     names = set()
-    for match in _EN_FOND_OF.finditer(body):
+    for match in (*_EN_FOND_OF.finditer(body), *_ZH_FOND_OF_LATIN.finditer(body)):
         name = match.group(1)
-        if not name[0].isupper() or name == "I":
+        if not name[0].isupper() or name == "I" or name.casefold() in _EN_ORIGINS:
             continue
         run = _EN_NAME_RUN.match(body, match.end())
         words = [name, *(run.group().split() if run else ())]
@@ -1051,7 +1064,7 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
     others = rest.replace("一个人", "")  # alone, not with anyone
     if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
         return read, _SOMEONE, _SOMEONE
-    if _zh_fond_of_someone(rest) or _zh_of_someone(rest):
+    if _zh_fond_of_someone(rest, voice.fond_of) or _zh_of_someone(rest):
         return read, _SOMEONE, after
     return read, after, after
 
@@ -1064,12 +1077,23 @@ _ZH_SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢"
     "姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
-_ZH_GIVEN_NAME = rf"(?:[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小老阿][\u4e00-\u9fff])"
-# An aspect mark may come between ("爱上了张伟", "喜欢过王芳"), and how long after ("喜欢张伟很久了").
-_ZH_FOND_OF = re.compile(
-    r"(?:喜欢|爱|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼)(?:上了|上|了|过)?"
-    rf"(?P<who>{_ZH_GIVEN_NAME})(?:的|$|很久|好久|多年|[了啊呀吧呢])"
+# Surnames of two characters: "欧阳娜娜" has no surname above.
+_ZH_DOUBLE_SURNAMES = (
+    "欧阳|司马|诸葛|上官|东方|皇甫|慕容|司徒|令狐|公孙|夏侯|尉迟|长孙|端木|独孤|南宫|西门|宇文|轩辕|呼延"
 )
+_ZH_GIVEN_NAME = (
+    rf"(?:(?:{_ZH_DOUBLE_SURNAMES})[\u4e00-\u9fff]{{1,2}}|[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|"
+    r"[小老阿][\u4e00-\u9fff])"
+)
+# An aspect mark may come between ("爱上了张伟", "喜欢过王芳"), and how long after ("喜欢张伟很久了").
+_ZH_FOND_VERB = (
+    r"(?:喜欢|爱|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼|担心|关心|在乎|惦记|尊敬|敬佩|支持)"
+    r"(?:上了|上|了|过)?"
+)
+_ZH_FOND_OF = re.compile(rf"{_ZH_FOND_VERB}(?P<who>{_ZH_GIVEN_NAME})(?:的|$|很久|好久|多年|[了啊呀吧呢])")
+# A Latin word after one ("用户喜欢Anna"): a name where the text as it came capitalises
+# it, as in English (_fond_of); "喜欢python" is a taste.
+_ZH_FOND_OF_LATIN = re.compile(rf"{_ZH_FOND_VERB}\s*([A-Za-z][A-Za-z'-]*)")
 # A clause with no subject that ends as a noun ("住在上海的那个", "…的那位"): it says who
 # someone is, not what its subject does.
 _ZH_THE_ONE = re.compile(r"的(?:那|这)一?[个位](?:人)?$")
@@ -1081,8 +1105,11 @@ _ZH_MANY = re.compile(r"^[两二三四五六七八九十几多好许]|^(?:这|�
 _ZH_WHOSE_HOW = re.compile(r"(?:最[\u4e00-\u9fff]{1,2}|多年|唯一)$")
 
 
-def _zh_fond_of_someone(rest: str) -> bool:
-    """Whether ``rest`` is fond of someone by name ("喜欢张伟"), not of a known concept ("喜欢上海")."""
+def _zh_fond_of_someone(rest: str, fond_of: frozenset[str]) -> bool:
+    """Whether ``rest`` is fond of someone by name ("喜欢张伟", "喜欢Anna": a name in
+    ``fond_of``), not of a known concept ("喜欢上海")."""
+    if any(match.group(1) in fond_of for match in _ZH_FOND_OF_LATIN.finditer(rest)):
+        return True
     return any(canonical_key(match.group("who")) not in _KNOWN for match in _ZH_FOND_OF.finditer(rest))
 
 

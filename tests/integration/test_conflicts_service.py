@@ -292,6 +292,9 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("I live in Berlin", "My doctor is Dr. Lee and lives in Paris"),
         ("我住在杭州", "我今天在上海，住在酒店"),
         ("I live in Berlin", "I stay in a hotel in Shanghai this week"),
+        ("用户住在北京", "用户喜欢欧阳娜娜，她住在上海"),
+        ("用户住在北京", "用户喜欢Anna，她住在上海"),
+        ("The user lives in Berlin", "The user looks up to Anna. She lives in Paris"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
@@ -312,6 +315,7 @@ def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
         ("我住在杭州", "现在我住在上海"),
         ("The user lives in Berlin", "The user moved to Paris"),
         ("I live in Berlin", "I married Tom and moved to Paris"),
+        ("The user lives in Berlin", "The user loves Italian food. She moved to Lisbon"),
     ],
 )
 def test_the_users_own_move_still_supersedes_their_home(service: MemoryService, home: str, move: str) -> None:

@@ -444,11 +444,28 @@ def test_he_or_she_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no
         ("用户住在北京", "用户喜欢过王芳，她住在上海"),
         ("用户住在北京", "用户喜欢张伟很久了，他住在上海"),
         ("用户住在北京", "用户是张伟最好的朋友，他住在上海"),
+        ("The user lives in Berlin", "The user looks up to Anna. She lives in Paris"),
+        ("The user lives in Berlin", "The user is close to Anna. She lives in Paris"),
+        ("The user lives in Berlin", "The user is very close to Tom. He moved to Paris"),
+        ("The user lives in Berlin", "The user cares about Maria. She lives in Paris"),
+        ("The user lives in Berlin", "The user is crazy about Kevin. He is based in Rome"),
+        ("The user lives in Berlin", "The user is engaged to Priya. She lives in Paris"),
+        ("The user lives in Berlin", "The user has feelings for Omar. He lives in Paris"),
+        ("用户住在北京", "用户喜欢欧阳娜娜，她住在上海"),
+        ("用户住在北京", "用户崇拜司马光，他住在上海"),
+        ("用户住在北京", "用户欣赏诸葛亮，他住在上海"),
+        ("用户住在北京", "用户爱上了慕容复，他住在上海"),
+        ("用户住在北京", "用户喜欢Anna，她住在上海"),
+        ("用户住在北京", "用户暗恋Tom，他搬到上海了"),
+        ("用户住在北京", "用户喜欢过Taylor Swift，她住在上海"),
     ],
 )
 def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(old: str, new: str) -> None:
     # "loves Anna" names someone as "met Anna" does; only the capital tells it from "loves
     # coffee", and a surname from "喜欢咖啡". "是张伟的朋友": the 他 after it may be 张伟.
+    # Superseded before: "looks up to", "is close to" … were no verbs of fondness, a
+    # surname of two characters (欧阳, 司马) no surname, and a Latin name in Chinese text
+    # no name.
     assert verdict(old, new) is Verdict.UNRELATED
     assert verdict("The user lives in Berlin", "The user loves coffee. She lives in Paris") is Verdict.REPLACE
     assert verdict("The user lives in Berlin", "The user loves Lisbon. She lives in Paris") is Verdict.REPLACE
@@ -456,6 +473,21 @@ def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(
     assert verdict("用户住在北京", "用户喜欢咖啡，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户是公司的老板，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户喜欢Python，她住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "The user loves Italian food. She moved to Lisbon",
+        "The user likes Korean dramas. She moved to Lisbon",
+        "The user adores French wine. He now lives in Lisbon",
+        "The user loves Japanese. She moved to Lisbon",
+    ],
+)
+def test_a_nationality_after_a_verb_of_fondness_is_no_ones_name(new: str) -> None:
+    # "Italian" was read as a name the user is fond of, so "she" was someone else.
+    assert verdict("The user lives in Berlin", new) is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
