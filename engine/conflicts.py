@@ -220,19 +220,22 @@ def _claims(text: str) -> tuple[Claim, ...]:
                     clause, holder, voice, joined if joiner else None, infinitive=open_verb, speaker=speaker
                 )
                 subject = holder
+            read = [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
                 # holder stays or works that day is no home or employer, unless they say it
                 # changed ("去年我在上海工作，现在住在北京").
                 read = [claim for claim in read if claim.change or claim.slot not in ("residence", "employer")]
-            elif away and _EN_STAY.search(clause):
-                # "I'm on a trip. I stay in Shanghai": past its sentence a trip still tells a
-                # stay from a home; "… I live in Shanghai" is a home.
-                read = [claim for claim in read if claim.change or claim.slot != "residence"]
+            elif away and _STAY.search(clause) and not _MOVED.search(clause):
+                # "I'm on a trip. I stay in Shanghai", "我在出差。我住在外滩附近": past its
+                # sentence a trip still tells a stay from a home; "… I live in Shanghai" is
+                # a home, and so is a move ("我在出差。我搬到上海了"). A trip's own stay
+                # (_chinese_subject) stays, to meet the same trip again.
+                read = [claim for claim in read if claim.slot != "residence" or _ZH_TRIP.search(claim.holder)]
             dated = dated or _dated(clause)
-            away = away or (not _HAN.search(clause) and bool(_EN_TRIP.search(clause)))
-            found += [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
+            away = away or _away(clause, read)
+            found += read
     return tuple(found)
 
 
@@ -254,11 +257,23 @@ _NO_VALUE = frozenset(
 # A trip: it holds for the clauses after it in its sentence, as a day does (_EN_PERIOD),
 # and for the stays in the sentences after it too ("I'm on a trip. I stay in …").
 _EN_TRIP_WORDS = (
-    r"on (?:a |my |the |our |this )?(?:trip|vacation|holiday|business trip)|on business|"
-    r"while (?:(?:i|we|he|she|they) (?:am |are |is )?)?(?:travel|visit)\w*"
+    r"on (?:a |my |the |our |this )?(?:(?:business|work|road|school|family|ski|camping) )?(?:trip|vacation|holiday)|"
+    r"on business|on the road|while (?:(?:i|we|he|she|they) (?:am |are |is )?)?(?:travel|visit)\w*|"
+    r"(?:am|are|is) (?:currently |still |now |just )?(?:travell?ing|visiting|backpacking|touring|sightseeing)"
 )
 _EN_TRIP = re.compile(rf"\b(?:{_EN_TRIP_WORDS})\b")
-_EN_STAY = re.compile(r"\bstay(?:s|ing|ed)?\b")
+# Where one stays, which after a trip is no home: "stay", and "住" but not "居住" (reside).
+_STAY = re.compile(r"\bstay(?:s|ing|ed)?\b|(?<!居)住")
+
+
+def _away(clause: str, read: list[Claim]) -> bool:
+    """Whether ``clause`` says its holder is on a trip ("I'm on a trip", "我在出差"); not a
+    Chinese clause that reads a claim of its own ("我喜欢旅游": a taste, not a trip)."""
+    if _HAN.search(clause):
+        return not read and bool(_ZH_TRIP.search(clause))
+    return bool(_EN_TRIP.search(clause))
+
+
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
 # ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 _EN_PERIOD = re.compile(
@@ -325,8 +340,10 @@ _EN_QUESTION = re.compile(
     r"^\W*(?:what|how|why|which|who|whom|whose|do|does|did|can|could|would|will|shall|should|is|are|am|was|were|"
     r"have|has|may|might|any idea|wonder)\b.*\b(?:you|i|we|it|there|they|he|she|this|that)\b"
 )
+# 几 asks "how many", but not as "a few" ("这几天", "好几年", "十几个", "前几天", "最近几周").
 _ZH_QUESTION = re.compile(
-    r"(?:吗|呢|么|吧|啊|嘛)\W*$|什么|怎么|为什么|哪|几|多少|是否|是不是|有没有|能不能|可不可以|要不要"
+    r"(?:吗|呢|么|吧|啊|嘛)\W*$|什么|怎么|为什么|哪|(?<![这那好十前近])几(?!乎)|多少|是否|是不是|有没有|能不能|"
+    r"可不可以|要不要"
 )
 # Greetings, thanks and reactions: said to someone, not about anyone.
 _EN_CHATTER = re.compile(
@@ -851,8 +868,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
     if kind == "residence" and (_LODGING.search(match.group(0)) or _EN_PERIOD.search(match.group(0))):
         return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
-    if kind == "residence" and match.group("verb").startswith("stay") and " with " in match.group(0):
-        return []  # "I stay with my friend in Shanghai": their home, if anyone's
+    if kind == "residence" and match.group("verb").startswith("stay") and _EN_HOSTED.search(match.group(0)):
+        return []  # "I stay with my friend in Shanghai", "… at Tom's place": their home, if anyone's
     if kind == "employer" and _EN_PERIOD.search(match.group(0)):
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
@@ -898,6 +915,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
     return []
 
 
+# Staying with someone, or at someone's ("at my friend's place", "at my parents' flat").
+_EN_HOSTED = re.compile(r" with | at (?:(?:my|a|an|our|his|her|their|the) )?[a-z]+(?:'s|s')(?: |$)")
 _EN_HALT = re.compile(r"(?:at|by|in|for|to|over|off|on|overnight|briefly|there|here|when|after|before)\b")
 # Verbs in their bare form: with no subject before them they command ("write a reply",
 # "play over 265 million tracks"), they do not describe anyone.

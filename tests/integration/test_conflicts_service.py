@@ -295,6 +295,9 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("用户住在北京", "用户喜欢欧阳娜娜，她住在上海"),
         ("用户住在北京", "用户喜欢Anna，她住在上海"),
         ("The user lives in Berlin", "The user looks up to Anna. She lives in Paris"),
+        ("我住在北京", "我在出差。我住在外滩附近"),
+        ("I live in Berlin", "I'm travelling. I stay in Shanghai"),
+        ("I live in Berlin", "I stay at my friend's place in Shanghai"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(

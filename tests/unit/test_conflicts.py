@@ -326,10 +326,19 @@ def test_the_user_after_an_adverbial_that_opens_the_clause_is_still_the_holder(n
         "我去三亚旅游，住在海边",
         "下周去上海出差，住在外滩附近",
         "明天去上海开会，住在酒店",
+        "我在出差。我住在外滩附近",
+        "我正在出差！我住在外滩附近",
+        "我在旅游。住在西湖边",
+        "我这几天在出差。我现在住在外滩附近",
+        "我去上海出差了。我住在外滩附近",
+        "我在度假。我住三亚",
     ],
 )
 def test_a_clause_without_a_subject_after_the_users_trip_is_a_stay_not_a_home(new: str) -> None:
+    # Past its sentence a trip was forgotten: "我在出差。我住在外滩附近" replaced the home.
     assert verdict("我住在杭州", new) is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我在出差。我搬到上海了") is Verdict.REPLACE
+    assert verdict("我住在杭州", "我喜欢旅游。我住在上海") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
@@ -619,6 +628,17 @@ def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: 
         "I stay in Shanghai with Tom",
         "I'm on a trip. I stay in Shanghai",
         "I am on vacation. It is hot. I stay in Shanghai",
+        "I'm travelling. I stay in Shanghai",
+        "I am traveling. I'm staying in Shanghai",
+        "We are travelling. We stay in Shanghai",
+        "I'm visiting. I stay in Shanghai",
+        "I'm visiting my aunt. I stay in Shanghai",
+        "I'm backpacking. I stay in Shanghai",
+        "I'm on a work trip. I stay in Shanghai",
+        "I stay at my friend's place in Shanghai",
+        "I'm staying at a friend's flat in Shanghai",
+        "I stay at my parents' place in Shanghai",
+        "I stay at Tom's place in Shanghai",
     ],
 )
 def test_a_stay_with_someone_or_after_a_trip_in_an_earlier_sentence_is_not_a_home(new: str) -> None:
@@ -627,6 +647,9 @@ def test_a_stay_with_someone_or_after_a_trip_in_an_earlier_sentence_is_not_a_hom
     assert verdict("I live in Berlin", "I live with my friend in Shanghai") is Verdict.REPLACE
     assert verdict("I live in Berlin", "I'm on a trip. I moved to Shanghai") is Verdict.REPLACE
     assert verdict("I live in Berlin", "I went on a trip. I live in Shanghai") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I'm travelling. I moved to Shanghai") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I like travelling. I stay in Shanghai") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I live at my friend's place in Shanghai") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
