@@ -1011,7 +1011,7 @@ _ZH_AFTER = re.compile(r"[^，,]{1,8}?(?:之后|以后|后)")
 _ZH_PERSON = re.compile(
     r"[他她它你们人]|妈|爸|父|母|哥|姐|弟|妹|儿|女|孩|爷|奶|姥|外公|外婆|叔|伯|姑|舅|姨|婶|老婆|老公|妻|夫|"
     r"朋友|同事|同学|室友|邻居|对象|老板|领导|上司|客户|宝宝|家人|亲戚|猫|狗|"
-    r"先生|太太|媳妇|伴侣|保姆|师傅|师兄|学长|网友|闺蜜|男友|前任|上级|下属|员工|房东|租客|侄|甥|队友|患者|"
+    r"先生|太太|媳妇|伴侣|保姆|师傅|师兄|学长|网友|闺蜜|男友|前任|上级|下属|员工|房东|租客|侄|甥|队友|患者|娃|"
     r"医生|大夫|护士|律师|老师|导师|教练|司机|学生"
 )
 # The most characters a Chinese value or attribute may hold: the labelled pairs' longest
@@ -1082,10 +1082,21 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
         return read, after, after
     others = rest.replace("一个人", "")  # alone, not with anyone
     if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
+        if lead and _ZH_CHILDREN.fullmatch(rest):
+            # "我有两个孩子，住在上海": a 他 may be one child, but a clause about them says
+            # 都 or 他们 (_ZH_ALL); one with no subject goes on with the holder.
+            return read, _SOMEONE, after
         return read, _SOMEONE, _SOMEONE
     if _zh_fond_of_someone(rest, voice.fond_of) or _zh_of_someone(rest):
         return read, _SOMEONE, after
     return read, after, after
+
+
+# The holder's children, more than one ("有两个孩子", "有一儿一女"). Not "有个儿子，住在…",
+# which says where the son lives.
+_ZH_CHILDREN = re.compile(r"有(?:[两二三四五几]|好几)个(?:孩子|小孩|儿子|女儿|娃)|有一儿一女")
+# A clause with no subject about several ("…，都住在上海", "也都…"): never one holder's.
+_ZH_ALL = re.compile(r"(?:也|还)?(?:都|全都|各自|分别)")
 
 
 # A verb of fondness before a name ("用户喜欢张伟", "用户崇拜王芳的…"): a surname and one or
@@ -1160,6 +1171,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
     if not lead:
         if _ZH_THE_ONE.search(rest):
             return []  # "用户喜欢张伟，住在上海的那个": who lives there, not what the subject does
+        if _ZH_ALL.match(rest):
+            return []  # "我有两个孩子，都住在上海": theirs
         holder = subject
     else:
         found = _holder(lead.group(1), holder, voice)

@@ -411,6 +411,22 @@ def test_he_she_they_after_a_clause_that_names_someone_besides_its_subject_are_n
     assert verdict("用户住在杭州", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize("new", ["我有两个孩子，住在上海", "我有三个女儿，现在住在上海", "用户有两个儿子，搬到上海了"])
+def test_a_clause_without_a_subject_after_the_users_children_is_still_the_users(new: str) -> None:
+    # "有两个孩子" named people besides the user, so "住在上海" went to no one: a move missed.
+    assert verdict("我住在杭州", new) is Verdict.REPLACE
+    # Theirs where it may be: one child ("有个儿子，住在…" says where he lives), friends, a
+    # clause about all of them ("都住在…"), a 他们.
+    for theirs in (
+        "我有个儿子，住在上海",
+        "我有两个朋友，住在上海",
+        "我有两个孩子，都住在上海",
+        "我有两个娃，都住在上海",
+    ):
+        assert verdict("我住在杭州", theirs) is Verdict.UNRELATED, theirs
+    assert verdict("我住在杭州", "我有两个孩子，他们住在上海") is Verdict.UNRELATED
+
+
 @pytest.mark.parametrize(
     "new",
     [
