@@ -183,8 +183,8 @@ class _Voice:
     # The text says "I", "my", "我": its "he"/"she"/"他" is never who speaks it.
     first_person: bool = False
     # Names the text gives after a verb of fondness or "a friend of" ("The user loves Anna",
-    # "… is a friend of Tom"), casefolded: read lowercased, "loves anna" could be "loves
-    # coffee" (see _after).
+    # "… is a friend of Tom"), and in Chinese text ("用户是Anna的粉丝"), casefolded: read
+    # lowercased, "loves anna" could be "loves coffee" (see _after).
     fond_of: frozenset[str] = frozenset()
 
 
@@ -676,11 +676,11 @@ _EN_NAME_RUN = re.compile(r"(?: [A-Z][\w'-]*){1,2}")
 
 def _fond_of(body: str) -> frozenset[str]:
     """The names ``body`` is fond of (:attr:`_Voice.fond_of`), casefolded: the capitalised
-    word after a verb of fondness ("loves Anna", "用户喜欢Anna"), unless it, or it with the
-    capitalised words after it, is a known concept ("loves Paris", "loves New York") or
-    says where something comes from ("loves Italian food")."""
+    word after a verb of fondness ("loves Anna") or in Chinese text ("用户喜欢Anna"),
+    unless it, or it with the capitalised words after it, is a known concept ("loves
+    Paris", "loves New York") or says where something comes from ("loves Italian food")."""
     names = set()
-    for match in (*_EN_FOND_OF.finditer(body), *_ZH_FOND_OF_LATIN.finditer(body)):
+    for match in (*_EN_FOND_OF.finditer(body), *_ZH_LATIN_WORD.finditer(body)):
         name = match.group(1)
         if not name[0].isupper() or name == "I" or name.casefold() in _EN_ORIGINS:
             continue
@@ -1121,9 +1121,10 @@ _ZH_FOND_VERB = (
     r"(?:上了|上|了|过)?"
 )
 _ZH_FOND_OF = re.compile(rf"{_ZH_FOND_VERB}(?P<who>{_ZH_GIVEN_NAME})(?:的|$|很久|好久|多年|[了啊呀吧呢])")
-# A Latin word after one ("用户喜欢Anna"): a name where the text as it came capitalises
-# it, as in English (_fond_of); "喜欢python" is a taste.
-_ZH_FOND_OF_LATIN = re.compile(rf"{_ZH_FOND_VERB}\s*([A-Za-z][A-Za-z'-]*)")
+# A Latin word in Chinese text ("用户喜欢Anna", "用户是Anna的粉丝"): a name where the text as
+# it came capitalises it and the alias table does not know it (_fond_of), whatever the verb;
+# "喜欢python", "换了iPhone" are things. "在Google工作" reads as a name too: a change missed.
+_ZH_LATIN_WORD = re.compile(r"[\u4e00-\u9fff]\s*([A-Za-z][A-Za-z'-]*)")
 # A clause with no subject that ends as a noun ("住在上海的那个", "…的那位"): it says who
 # someone is, not what its subject does.
 _ZH_THE_ONE = re.compile(r"的(?:那|这)一?[个位](?:人)?$")
@@ -1136,9 +1137,9 @@ _ZH_WHOSE_HOW = re.compile(r"(?:最[\u4e00-\u9fff]{1,2}|多年|唯一)$")
 
 
 def _zh_fond_of_someone(rest: str, fond_of: frozenset[str]) -> bool:
-    """Whether ``rest`` is fond of someone by name ("喜欢张伟", "喜欢Anna": a name in
-    ``fond_of``), not of a known concept ("喜欢上海")."""
-    if any(match.group(1) in fond_of for match in _ZH_FOND_OF_LATIN.finditer(rest)):
+    """Whether ``rest`` is fond of someone by name ("喜欢张伟"), not of a known concept
+    ("喜欢上海"), or names someone in Latin letters ("是Anna的粉丝": a name in ``fond_of``)."""
+    if any(word in fond_of for word in re.findall(r"[a-z][a-z'-]*", rest)):
         return True
     return any(canonical_key(match.group("who")) not in _KNOWN for match in _ZH_FOND_OF.finditer(rest))
 

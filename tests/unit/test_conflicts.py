@@ -483,6 +483,8 @@ def test_he_or_she_after_a_person_or_a_verb_for_one_the_rules_did_not_list_is_no
         ("用户住在北京", "用户喜欢Anna，她住在上海"),
         ("用户住在北京", "用户暗恋Tom，他搬到上海了"),
         ("用户住在北京", "用户喜欢过Taylor Swift，她住在上海"),
+        ("用户住在北京", "用户是Anna的粉丝，她住在上海"),
+        ("用户住在北京", "用户想起了Anna，她住在上海"),
     ],
 )
 def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(old: str, new: str) -> None:
@@ -499,6 +501,7 @@ def test_he_or_she_after_a_name_the_user_is_fond_of_or_is_a_friend_of_is_no_one(
     assert verdict("用户住在北京", "用户是公司的老板，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户是两个孩子的妈妈，她住在上海") is Verdict.REPLACE
     assert verdict("用户住在北京", "用户喜欢Python，她住在上海") is Verdict.REPLACE
+    assert verdict("用户住在北京", "用户换了iPhone，她住在上海") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
