@@ -1070,6 +1070,17 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
     朋友，他住在…", "用户有个朋友，住在…"): then ``_SOMEONE``, as in English
     (:func:`_english_subject`). A name the subject is fond of ("用户喜欢张伟") may be a 他
     after it, but a clause with no subject goes on with the subject ("…，住在上海")."""
+    if subject.startswith(_KIDS):
+        # After the holder's children ("我有两个孩子，…") a clause with no subject is the
+        # holder's, unless it may be about the children: then it, and those after it, are
+        # no one's ("…，现在都住在上海", "…，都上大学了，住在上海", "…，住在上海的学校").
+        subject = subject.removeprefix(_KIDS)
+        if not _chinese_lead(clause):
+            if _ZH_THEIRS.search(clause) or _ZH_PERSON.search(clause.replace("一家人", "")):
+                return [], _SOMEONE, _SOMEONE
+            read, holder, after = _chinese_clause(clause, holder, voice, subject)
+            # One that reads nothing ("…，一男一女，…") leaves the children the topic.
+            return read, holder, after if read or after != subject else _KIDS + subject
     read = _chinese_claims(clause, holder, voice, subject)
     after = read[0].holder if read else _chinese_subject(clause, holder, voice, subject)
     lead = _chinese_lead(clause)
@@ -1085,7 +1096,7 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
         if lead and _ZH_CHILDREN.fullmatch(rest):
             # "我有两个孩子，住在上海": a 他 may be one child, but a clause about them says
             # 都 or 他们 (_ZH_ALL); one with no subject goes on with the holder.
-            return read, _SOMEONE, after
+            return read, _SOMEONE, _KIDS + after
         return read, _SOMEONE, _SOMEONE
     if _zh_fond_of_someone(rest, voice.fond_of) or _zh_of_someone(rest):
         return read, _SOMEONE, after
@@ -1097,6 +1108,14 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
 _ZH_CHILDREN = re.compile(r"有(?:[两二三四五几]|好几)个(?:孩子|小孩|儿子|女儿|娃)|有一儿一女")
 # A clause with no subject about several ("…，都住在上海", "也都…"): never one holder's.
 _ZH_ALL = re.compile(r"(?:也|还)?(?:都|全都|各自|分别)")
+# The subject of the clauses with no subject after the holder's children (_chinese_clause):
+# the holder, marked so.
+_KIDS = "\x01"
+# A clause after the holder's children that may be about them: all of them, anywhere in it
+# ("现在都住在…", "都上大学了"), "也" (they too, or the holder too), school, one of them.
+_ZH_THEIRS = re.compile(
+    r"都|各自|分别|也|上学|读书|念书|上课|学校|幼儿园|宿舍|寄宿|^(?:一个|一男|一女|老[大二三四]|大的|小的|两个|俩)"
+)
 
 
 # A verb of fondness before a name ("用户喜欢张伟", "用户崇拜王芳的…"): a surname and one or

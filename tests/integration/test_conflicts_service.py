@@ -298,6 +298,7 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("我住在北京", "我在出差。我住在外滩附近"),
         ("I live in Berlin", "I'm travelling. I stay in Shanghai"),
         ("I live in Berlin", "I stay at my friend's place in Shanghai"),
+        ("我住在北京", "我有两个孩子，现在都住在上海"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(

@@ -428,6 +428,28 @@ def test_a_clause_without_a_subject_after_the_users_children_is_still_the_users(
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在杭州", "我有两个孩子，现在都住在上海"),
+        ("我住在杭州", "用户有三个孩子，目前都搬到上海了"),
+        ("我在阿里巴巴工作", "我有两个孩子，现在都在上海工作"),
+        ("我住在杭州", "我有两个孩子，都上大学了，住在上海"),
+        ("我住在杭州", "我有两个女儿，都很可爱，住在上海"),
+        ("用户住在杭州", "用户有两个孩子，住在上海的学校"),
+        ("我住在杭州", "我有两个孩子，在上海上学，住在学校"),
+        ("我住在杭州", "我有两个儿子，平时住在上海的奶奶家"),
+        ("我住在杭州", "我有两个孩子，也住在上海"),
+        ("我住在杭州", "我有两个孩子，一个八岁，住在上海"),
+    ],
+)
+def test_a_clause_after_the_users_children_that_may_be_about_them_is_no_ones(old: str, new: str) -> None:
+    # Read as the user's: a 都 after an adverbial ("现在都"), a clause after one about all
+    # of them ("都上大学了，…"), their school, a grandparent's home, "也" (they too, or the
+    # user too) all replaced the user's home or employer.
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
     "new",
     [
         "The user has a nanny. She lives in Paris",
