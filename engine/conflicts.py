@@ -667,6 +667,9 @@ _EN_ORIGINS = frozenset(
     chinese japanese korean taiwanese cantonese thai vietnamese indonesian malaysian filipino indian pakistani
     nepali persian iranian lebanese israeli arab arabic moroccan egyptian ethiopian african asian latin""".split()
 )
+# A name after where someone comes from and what they are ("Italian singer Laura",
+# "Korean YouTuber Jisoo"): one or two words, then a capitalised one.
+_EN_TITLED_NAME = re.compile(r"(?: (?!(?:and|or|but|in|at|to|from|with|by)\b)[A-Za-z][\w'-]*){1,2} [A-Z]")
 # What the rules know by name ("Paris", "New York", "Python"), which no "he" or "she" is.
 _KNOWN = frozenset(ALIASES.values())
 # The capitalised words that may go on with a name's first ("New York"): two at most, so
@@ -682,8 +685,10 @@ def _fond_of(body: str) -> frozenset[str]:
     names = set()
     for match in (*_EN_FOND_OF.finditer(body), *_ZH_LATIN_WORD.finditer(body)):
         name = match.group(1)
-        if not name[0].isupper() or name == "I" or name.casefold() in _EN_ORIGINS:
+        if not name[0].isupper() or name == "I":
             continue
+        if name.casefold() in _EN_ORIGINS and not _EN_TITLED_NAME.match(body, match.end()):
+            continue  # "loves Italian food", not "loves Italian singer Laura"
         run = _EN_NAME_RUN.match(body, match.end())
         words = [name, *(run.group().split() if run else ())]
         if all(canonical_key(" ".join(words[:count])) not in _KNOWN for count in range(1, len(words) + 1)):

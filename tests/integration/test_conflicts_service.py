@@ -299,6 +299,7 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("I live in Berlin", "I'm travelling. I stay in Shanghai"),
         ("I live in Berlin", "I stay at my friend's place in Shanghai"),
         ("我住在北京", "我有两个孩子，现在都住在上海"),
+        ("The user lives in Berlin", "The user is a fan of Italian singer Laura. She lives in Rome"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(

@@ -541,6 +541,21 @@ def test_a_nationality_after_a_verb_of_fondness_is_no_ones_name(new: str) -> Non
 
 
 @pytest.mark.parametrize(
+    "new",
+    [
+        "The user is a fan of Italian singer Laura. She lives in Rome",
+        "The user admires French designer Coco. She moved to Rome",
+        "The user loves British rapper Stormzy. He lives in Rome",
+        "The user likes Korean YouTuber Jisoo. She moved to Rome",
+    ],
+)
+def test_a_nationality_before_a_name_is_someone_a_she_after_it_may_be(new: str) -> None:
+    # "Italian" is no name, but "Italian singer Laura" names someone: "she" may be Laura,
+    # and was read as the user, whose home she replaced.
+    assert verdict("The user lives in Berlin", new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("用户住在北京", "用户喜欢张伟，住在上海"),
