@@ -227,12 +227,18 @@ def _claims(text: str) -> tuple[Claim, ...]:
                 # holder stays or works that day is no home or employer, unless they say it
                 # changed ("去年我在上海工作，现在住在北京").
                 read = [claim for claim in read if claim.change or claim.slot not in ("residence", "employer")]
-            elif away and _STAY.search(clause) and not _MOVED.search(clause):
+            elif away and _STAY.search(clause):
                 # "I'm on a trip. I stay in Shanghai", "我在出差。我住在外滩附近": past its
                 # sentence a trip still tells a stay from a home; "… I live in Shanghai" is
-                # a home, and so is a move ("我在出差。我搬到上海了"). A trip's own stay
-                # (_chinese_subject) stays, to meet the same trip again.
-                read = [claim for claim in read if claim.slot != "residence" or _ZH_TRIP.search(claim.holder)]
+                # a home, and so is a move ("我在出差。我搬到上海住了"), but not one the
+                # claim does not make ("… while they are moving the office"), nor a 现在.
+                # A trip's own stay (_chinese_subject) stays, to meet the same trip again.
+                moved = bool(_MOVED.search(clause))
+                read = [
+                    claim
+                    for claim in read
+                    if claim.slot != "residence" or (moved and claim.change) or _ZH_TRIP.search(claim.holder)
+                ]
             dated = dated or _dated(clause)
             away = away or _away(clause, read)
             found += read

@@ -695,6 +695,10 @@ def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: 
         "I'm staying at a friend's flat in Shanghai",
         "I stay at my parents' place in Shanghai",
         "I stay at Tom's place in Shanghai",
+        # A move in the clause that is not the stay's own is no move of the holder's.
+        "I'm on a business trip. I stay in Shanghai while they are moving the office",
+        "I'm on a work trip. I stay in Shanghai while we are moving offices",
+        "I'm travelling. I stay in Lisbon while my sister is moving",
     ],
 )
 def test_a_stay_with_someone_or_after_a_trip_in_an_earlier_sentence_is_not_a_home(new: str) -> None:
