@@ -1123,9 +1123,9 @@ _ZH_ALL = re.compile(r"(?:也|还)?(?:都|全都|各自|分别)")
 # the holder, marked so.
 _KIDS = "\x01"
 # A clause after the holder's children that may be about them: all of them, anywhere in it
-# ("现在都住在…", "都上大学了"), "也" (they too, or the holder too), school, one of them.
+# ("现在都住在…", "都上大学了"), "也" (they too, or the holder too), school (住校), one of them.
 _ZH_THEIRS = re.compile(
-    r"都|各自|分别|也|上学|读书|念书|上课|学校|幼儿园|宿舍|寄宿|^(?:一个|一男|一女|老[大二三四]|大的|小的|两个|俩)"
+    r"都|各自|分别|也|上学|读书|念书|上课|校|幼儿园|宿舍|寄宿|^(?:一个|一男|一女|老[大二三四]|大的|小的|两个|俩)"
 )
 
 
