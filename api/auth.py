@@ -118,6 +118,9 @@ class AuditRecord:
     memory_ids: list[str] = field(default_factory=list)
     content_sha256: str | None = None
     principal: Principal | None = None
+    # The SHA-256 of the token the request carried, so a long request can ask again
+    # whether it still holds (``Access.revoked``); never written to the log.
+    token_hash: str | None = None
 
 
 def _record(scope: ASGIScope) -> AuditRecord | None:
@@ -220,7 +223,7 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
         raise RuntimeError("AuditMiddleware is not installed")
     name = handler.handler_name
     record.action = ACTIONS.get(name, "admin")
-    principal = _principal(connection)
+    principal, record.token_hash = _principal(connection)
     record.principal, record.actor = principal, principal.agent
     limiter: RateLimiter | None = connection.app.state.get(RATE_LIMITER)
     if limiter is not None:
@@ -248,15 +251,16 @@ def _presented_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
 
 
-def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> tuple[Principal, str | None]:
+    """The caller and the hash of the token it presented (none in local mode)."""
     if connection.app.state.config.auth.mode == "local":
-        return LOCAL_PRINCIPAL
-    token = _presented_token(connection)
+        return LOCAL_PRINCIPAL, None
+    token_hash = hash_token(_presented_token(connection))
     security: SecurityStore = connection.app.state.security
-    principal = security.principal_for(hash_token(token))
+    principal = security.principal_for(token_hash)
     if principal is None:
         raise Unauthenticated("the bearer token is not valid")
-    return principal
+    return principal, token_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +271,7 @@ class Access:
     record: AuditRecord
     tokens_mode: bool
     blocks: BlockList
+    security: SecurityStore
 
     @property
     def actor(self) -> str:
@@ -328,6 +333,16 @@ class Access:
             return Reach.FULL
         return Reach.MEMBER if self.principal.may(namespace, Permission.READ) else None
 
+    def revoked(self) -> bool:
+        """Whether the token this request was authenticated with has been revoked since. A
+        request that runs long (a streamed export, an import whose body takes minutes to
+        arrive) asks before it goes on, so a revocation holds for it too, not only for the
+        requests that start after it."""
+        if self.record.token_hash is None:
+            return False
+        current = self.security.principal_for(self.record.token_hash)
+        return current is None or current.token_id != self.principal.token_id
+
     def require_admin(self) -> None:
         self.record.namespaces.append("*")
         if not self.principal.is_admin:
@@ -349,7 +364,7 @@ def provide_access(request: Request[Any, Any, Any]) -> Access:
     if record is None or record.principal is None:
         raise Unauthenticated("the request was not authenticated")
     state = request.app.state
-    return Access(record.principal, record, state.config.auth.mode == "tokens", state.security)
+    return Access(record.principal, record, state.config.auth.mode == "tokens", state.security, state.security)
 
 
 # What handlers declare to receive the caller: ``access: Caller``.

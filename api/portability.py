@@ -8,7 +8,9 @@ thread; nothing is written unless every line is sound.
 
 from __future__ import annotations
 
+import logging
 import tempfile
+from collections.abc import Iterator
 from functools import partial
 from typing import Annotated, Any
 
@@ -18,8 +20,9 @@ from litestar.datastructures import State
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Stream
 
-from api.auth import Caller
+from api.auth import Access, Caller
 from api.controllers import NamespaceParam
+from engine.errors import Unauthenticated
 from engine.importers import FORMATS, parse_mapping, run_import
 from engine.portability import MEDIA_TYPE, deployment_id, open_export
 from engine.records import DEFAULT_NAMESPACE
@@ -30,11 +33,27 @@ from engine.service import MemoryService
 # vectors are about 150 MB.
 MAX_IMPORT_BYTES = 2 * 1024**3
 SPOOL_BYTES = 16 * 1024**2
+log = logging.getLogger(__name__)
 
 
 def _service(state: State) -> MemoryService:
     service: MemoryService = state.service
     return service
+
+
+def _while_valid(chunks: Iterator[bytes], access: Access) -> Iterator[bytes]:
+    """The export's chunks (a page of memories each) for as long as the caller's token holds:
+    revoked mid-way, the export stops before its next page, without its end line, so the
+    file reads as cut off (an import refuses it) rather than whole."""
+    for number, chunk in enumerate(chunks):
+        if number and access.revoked():
+            log.warning(
+                "export of request %s stopped: the token of %r was revoked during it",
+                access.record.request_id,
+                access.actor,
+            )
+            return
+        yield chunk
 
 
 class PortabilityController(Controller):
@@ -66,7 +85,7 @@ class PortabilityController(Controller):
         )
         filename = "twinmem-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in namespace) + ".jsonl"
         return Stream(
-            export.chunks(),
+            _while_valid(export.chunks(), access),
             media_type=MEDIA_TYPE,
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
@@ -100,6 +119,8 @@ class PortabilityController(Controller):
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
             async for chunk in request.stream():
                 spool.write(chunk)
+            if await anyio.to_thread.run_sync(access.revoked):
+                raise Unauthenticated("the bearer token was revoked while the file arrived; nothing was imported")
             spool.seek(0)
             run = partial(
                 run_import,

@@ -4,8 +4,15 @@ audit entries requests leave. Visibility and attacks on isolation: test_isolatio
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
+import pytest
+
+from engine import portability
 from engine.security import content_sha256, verify_chain
 from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token
 
@@ -169,3 +176,66 @@ def test_a_read_grant_reads_an_entitys_memories_by_either_form(secured: LiveServ
         by_query = api.get("/v1/entities/memories", params={**ns, "name": "TCP/IP"})
         assert by_query.status_code == 200
         assert [m["memory_id"] for m in by_query.json()["memories"]] == [saved.json()["memory_id"]]
+
+
+def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
+    secured: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revocation holds for requests already under way: a streamed export stops at the next
+    page (the file then lacks its end line), and an import whose body was still arriving
+    writes nothing (401)."""
+    frank = new_token(secured, "frank", "bulk:rw")
+    with bearer(secured, frank) as api:
+        saved = api.post(
+            "/v1/memory/save_batch",
+            json={
+                "namespace": "bulk",
+                "memories": [
+                    {"content": f"Shelf {n} holds the {w} boxes"}
+                    for n, w in enumerate(("red", "blue", "green", "grey"))
+                ],
+            },
+        )
+        assert saved.status_code == 200, saved.text
+    with bearer(secured, ROOT_TOKEN) as root:
+        (token_id,) = [t["token_id"] for t in root.get("/v1/admin/tokens").json()["tokens"] if t["agent"] == "frank"]
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    store = secured.service.store
+    first_page, go_on = threading.Event(), threading.Event()
+    list_page = store.list_page
+
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("cursor") is not None and kwargs.get("limit") == 1:  # the export's second page
+            first_page.set()
+            assert go_on.wait(30)
+        return list_page(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_page", paused)
+    with httpx.stream(
+        "GET", secured.url + "/v1/export", params={"namespace": "bulk"}, headers={"Authorization": f"Bearer {frank}"}
+    ) as response:
+        assert response.status_code == 200
+        assert first_page.wait(30)  # the header and the first memory are out; the export waits for its second page
+        with bearer(secured, ROOT_TOKEN) as root:
+            assert root.delete(f"/v1/admin/tokens/{token_id}").status_code == 200
+        go_on.set()
+        lines = [json.loads(line) for line in response.read().splitlines()]
+    assert lines[0]["kind"] == "header"
+    assert [line["kind"] for line in lines[1:]] == ["memory"], lines  # not the other three, nor the end line
+
+    george = new_token(secured, "george", "bulk:rw")
+    with bearer(secured, ROOT_TOKEN) as root:
+        (george_id,) = [t["token_id"] for t in root.get("/v1/admin/tokens").json()["tokens"] if t["agent"] == "george"]
+
+    def upload() -> Iterator[bytes]:
+        yield json.dumps({"content": "Shelf 8 is full"}).encode() + b"\n"
+        with bearer(secured, ROOT_TOKEN) as root:  # revoked while the body is still arriving
+            assert root.delete(f"/v1/admin/tokens/{george_id}").status_code == 200
+        yield json.dumps({"content": "Shelf 9 is empty"}).encode() + b"\n"
+
+    with bearer(secured, george) as api:
+        imported = api.post("/v1/import", params={"namespace": "bulk", "format": "jsonl"}, content=upload())
+    assert imported.status_code == 401, imported.text
+    with bearer(secured, ROOT_TOKEN) as root:
+        listed = root.get("/v1/memories", params={"namespace": "bulk"}).json()["memories"]
+    assert len(listed) == 4 and not {"Shelf 8 is full", "Shelf 9 is empty"} & {m["content"] for m in listed}
