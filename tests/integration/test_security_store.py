@@ -164,6 +164,30 @@ def test_a_cut_off_tail_shows_against_a_noted_head(logged: Path, capsys: pytest.
     assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", head]) == 1
 
 
+def test_a_noted_head_still_verifies_once_the_log_has_grown(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A head is noted to be checked later, when a running service has logged more since:
+    the check is that the noted entry is still in the chain, not that it is still the last."""
+    capsys.readouterr()
+    main(["audit", "verify", "--data-dir", str(logged.parent)])
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    security = open_security(load_config(env={}, data_dir=str(logged.parent)))
+    for n in range(6, 9):
+        security.append_audit(_event(n))
+    security.close()
+    assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", head]) == 0
+    assert "8 entries" in capsys.readouterr().out
+    # Cut back to before the noted entry and grown again: the noted head is gone.
+    _tamper(logged, ("DELETE FROM audit_namespaces WHERE seq >= 5", ()), ("DELETE FROM audit WHERE seq >= 5", ()))
+    security = open_security(load_config(env={}, data_dir=str(logged.parent)))
+    for n in range(5, 9):
+        security.append_audit(_event(n + 10))
+    security.close()
+    assert main(["audit", "verify", "--data-dir", str(logged.parent)]) == 0
+    capsys.readouterr()
+    assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", head]) == 1
+    assert f"the noted head {head} is not in the audit log" in capsys.readouterr().err
+
+
 def test_cli_creates_lists_and_revokes_tokens_and_audits_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = str(tmp_path)
     assert main(["token", "create", "--agent", "planner", "--grant", "user:*:rw", "--data-dir", data]) == 0
