@@ -225,14 +225,22 @@ class SqliteSecurityStore:
 
     def audit_rows(self) -> Iterator[AuditRow]:
         archived = 0
+        # The rows of the file before and of this one, by position: a rotation whose transaction
+        # failed after its file was written leaves its rows in the next rotation's file too,
+        # which starts where it did. Such a second copy is read once; any other row at a
+        # position already read (a forged line beside the real one) goes to verification.
+        before: dict[int, AuditRow] = {}
         for path in sorted(self._archive.glob("audit-*.jsonl")) if self._archive.is_dir() else []:
+            current: dict[int, AuditRow] = {}
             with path.open(encoding="utf-8") as lines:
                 for line in lines:
                     row = _archived(line)
-                    if 0 < row.seq <= archived:
-                        continue  # archived twice (a rotation whose transaction failed after its file was written)
+                    if 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq)):
+                        continue  # the same row archived twice
                     archived = max(archived, row.seq)
+                    current[row.seq] = row
                     yield row
+            before = current
         with self._transaction() as db:
             rows = db.execute(
                 "SELECT seq, entry, prev_hash, hash FROM audit WHERE seq > ? ORDER BY seq", (archived,)

@@ -26,6 +26,7 @@ from engine.security import (
     Block,
     BlockKind,
     Permission,
+    chain_hash,
     check_bind,
     hash_token,
     parse_grant,
@@ -119,8 +120,6 @@ def test_verify_detects_an_edited_entry(logged: Path, capsys: pytest.CaptureFixt
 
 
 def test_verify_detects_an_edit_whose_own_hash_was_recomputed(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engine.security import chain_hash
-
     with sqlite3.connect(logged) as db:
         entry_text, prev = db.execute("SELECT entry, prev_hash FROM audit WHERE seq = 2").fetchone()
     entry = json.loads(entry_text)
@@ -327,4 +326,28 @@ def test_a_bounded_audit_log_moves_old_entries_to_an_archive_and_the_chain_still
     edited = json.loads(lines[1])
     edited["entry"] = edited["entry"].replace('"save"', '"read"')
     archives[0].write_text("\n".join([lines[0], json.dumps(edited), *lines[2:]]) + "\n")
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
+
+
+def test_an_archived_entry_found_twice_passes_only_when_both_copies_are_the_same(tmp_path: Path) -> None:
+    """A rotation whose transaction failed after its file was written leaves the same rows in
+    two archive files, which verification reads once. A second, different copy of an entry
+    is no such thing: it is reported, not skipped, so no forged line hides beside a real one."""
+    config = load_config(env={}, data_dir=str(tmp_path), audit={"max_entries": 10})
+    security = open_security(config)
+    for n in range(1, 51):
+        security.append_audit(_event(n % 60))
+    security.close()
+    first, second, *_ = sorted((tmp_path / ARCHIVE_DIR).glob("audit-*.jsonl"))
+    lines, next_line = first.read_text().splitlines(), second.read_text().splitlines()[0]
+    start, end = (int(part) for part in first.stem.split("-")[1:])
+    retried = first.with_name(f"audit-{start:012d}-{end + 1:012d}.jsonl")  # the same rows and one more
+    retried.write_text("\n".join([*lines, next_line]) + "\n")
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 0
+
+    forged = json.loads(lines[1])
+    entry = json.loads(forged["entry"])
+    forged["entry"] = json.dumps({**entry, "actor": "mallory", "action": "delete"})
+    forged["hash"] = chain_hash(forged["prev_hash"], json.loads(forged["entry"]))
+    first.write_text("\n".join([*lines[:2], json.dumps(forged), *lines[2:]]) + "\n")
     assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
