@@ -451,6 +451,7 @@ def load_config(
             raise ConfigError(f"config file not found: {path}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        _check_token_file(Path(path), raw)
     _merge(raw, env_tree)
     _merge(raw, overrides)
     try:
@@ -461,6 +462,22 @@ def load_config(
         if named and not _reaches(overrides, exc.path):
             raise UnknownKeyError(f"environment variable {min(named)}: {exc}", exc.path) from None
         raise
+
+
+def _check_token_file(path: Path, raw: Mapping[str, Any]) -> None:
+    """A file that gives a token in plain text (``token = ...`` in ``[[auth.tokens]]``) must be
+    one only its owner can read, as for an ssh key: anyone else who can read it holds the token."""
+    auth = raw.get("auth")
+    entries = auth.get("tokens") if isinstance(auth, Mapping) else None
+    plain = isinstance(entries, list) and any(isinstance(e, Mapping) and "token" in e for e in entries)
+    if not plain or os.name != "posix":
+        return
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise ConfigError(
+            f"config file {path} gives a token in plain text but other users may read it (mode {mode:o}):"
+            f" chmod 600 {path}, or give its SHA-256 as token-hash instead"
+        )
 
 
 class UnknownKeyError(ConfigError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -364,3 +366,24 @@ def test_every_documented_environment_variable_and_toml_block_loads() -> None:
     assert len(shown) >= 4
     for name, value in shown:
         load_config(env={name: value})
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_a_config_file_holding_a_token_in_plain_text_must_be_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """The README says a token may be written in plain text "in a file only you can read";
+    a file other users can read would hand them the token, so it is refused, with the fix."""
+    path = tmp_path / "twinmem.toml"
+    path.write_text(
+        '[auth]\nmode = "tokens"\n[[auth.tokens]]\nagent = "ops"\ntoken = "a-long-enough-secret"\ngrants = ["*:a"]\n'
+    )
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600") as refused:
+        load_config(path, env={})
+    assert "a-long-enough-secret" not in str(refused.value)
+    path.chmod(0o600)
+    assert load_config(path, env={}).auth.tokens[0].agent == "ops"
+    # A hash in a readable file gives nothing away.
+    digest = hashlib.sha256(b"a-long-enough-secret").hexdigest()
+    path.write_text(f'[[auth.tokens]]\nagent = "ops"\ntoken-hash = "{digest}"\ngrants = ["*:a"]\n')
+    path.chmod(0o644)
+    assert load_config(path, env={}).auth.tokens[0].token_hash == digest
