@@ -14,6 +14,10 @@ import numpy.typing as npt
 import xxhash
 
 BLOCK = 8 << 20
+# A data directory twinmem makes is its owner's alone (as PostgreSQL's is): with tokens, the
+# grants keep agents apart, and other local users must not read the files behind them. The
+# parents it makes on the way and a directory that already exists keep their modes.
+DATA_DIR_MODE = 0o700
 # What a meta file names a checksum by; "sha256" is read in the files saved before.
 CHECKSUM = "xxh3_128"
 _ZIP_LOCAL_HEADER = struct.Struct("<4s22xHH")

@@ -29,6 +29,7 @@ from typing import Any
 
 from engine.codec import from_iso, to_iso
 from engine.errors import StoreError
+from engine.files import DATA_DIR_MODE
 from engine.security import (
     GENESIS_HASH,
     AuditEvent,
@@ -100,7 +101,7 @@ class SqliteSecurityStore:
 
     def open(self) -> None:
         with self._translate("open the security store"):
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._path.parent.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")

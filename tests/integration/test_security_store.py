@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +20,8 @@ import pytest
 from api.cli import main
 from engine.adapters import open_security
 from engine.adapters.security_store import ARCHIVE_DIR, SECURITY_FILE, SqliteSecurityStore
+from engine.adapters.session_sqlite import SqliteSessionStore
+from engine.adapters.sqlite_store import SqliteStore
 from engine.config import load_config
 from engine.errors import ConfigError, InvalidInput
 from engine.security import (
@@ -351,3 +355,24 @@ def test_an_archived_entry_found_twice_passes_only_when_both_copies_are_the_same
     forged["hash"] = chain_hash(forged["prev_hash"], json.loads(forged["entry"]))
     first.write_text("\n".join([*lines[:2], json.dumps(forged), *lines[2:]]) + "\n")
     assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_a_new_data_directory_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """With tokens, namespaces and grants keep agents apart; a data directory any local user
+    could open would let them read every memory, session and audit entry straight from the
+    files. One twinmem makes is its owner's alone (0700), as PostgreSQL's is."""
+    for name in ("security", "sessions", "store"):
+        data = tmp_path / name / "twinmem-data"
+        config = load_config(env={}, data_dir=str(data))
+        if name == "security":
+            open_security(config).close()
+        elif name == "sessions":
+            sessions = SqliteSessionStore(data / "sessions.sqlite3")
+            sessions.open()
+            sessions.close()
+        else:
+            store = SqliteStore(data / "twinmem.sqlite3")
+            store.open()
+            store.close()
+        assert stat.S_IMODE(data.stat().st_mode) & 0o077 == 0, name
