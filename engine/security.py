@@ -193,6 +193,9 @@ class AuditRow:
     entry: Mapping[str, Any]
     prev_hash: str
     hash: str
+    # What the store found wrong with the row beside the chain (the columns it is looked up
+    # by disagree with the entry), for verification to report.
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +238,8 @@ def verify_chain(rows: Iterable[AuditRow]) -> ChainReport:
             problems.append(f"entry {row.seq}: does not follow the entry before it (removed or reordered)")
         if chain_hash(row.prev_hash, row.entry) != row.hash:
             problems.append(f"entry {row.seq}: content does not match its hash (edited)")
+        if row.problem is not None:
+            problems.append(f"entry {row.seq}: {row.problem}")
         if problems:
             break
         prev = row.hash

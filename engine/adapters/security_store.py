@@ -21,8 +21,9 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -244,10 +245,14 @@ class SqliteSecurityStore:
             before = current
         with self._transaction() as db:
             rows = db.execute(
-                "SELECT seq, entry, prev_hash, hash FROM audit WHERE seq > ? ORDER BY seq", (archived,)
+                "SELECT seq, entry, prev_hash, hash, actor, action, at,"
+                " (SELECT json_group_array(namespace) FROM audit_namespaces n WHERE n.seq = audit.seq)"
+                " FROM audit WHERE seq > ? ORDER BY seq",
+                (archived,),
             ).fetchall()
-        for row in rows:
-            yield _row(row)
+        for seq, entry, prev_hash, digest, *columns in rows:
+            row = _row((seq, entry, prev_hash, digest))
+            yield replace(row, problem=_columns_problem(row.entry, *columns))
 
     # --- blocked sources -------------------------------------------------------
 
@@ -332,6 +337,28 @@ def _token(row: tuple[Any, ...]) -> TokenRecord:
 def _block(row: tuple[Any, ...]) -> Block:
     kind, value, blocked_by, blocked_at, reason = row
     return Block(BlockKind(kind), value, blocked_by, from_iso(blocked_at), reason)
+
+
+def _columns_problem(entry: Mapping[str, Any], actor: str, action: str, at: str, namespaces: str) -> str | None:
+    """What is wrong with the columns the audit log is looked up by (``audit``: actor, action,
+    time; ``audit_namespaces``), which the chain's hash does not cover: an edit there would hide
+    an entry from the admins' filtered listing while the chain still verified."""
+    if "unreadable" in entry:
+        return None  # the hash check reports it
+    stored = json.loads(namespaces) if namespaces else []
+    named = entry.get("namespaces")
+    differing = [
+        name
+        for name, column, value in (("actor", actor, entry.get("actor")), ("action", action, entry.get("action")))
+        if column != value
+    ]
+    if at != entry.get("at"):
+        differing.append("time")
+    if not isinstance(named, list) or sorted(set(stored)) != sorted({str(n) for n in named}):
+        differing.append("namespaces")
+    if not differing:
+        return None
+    return f"the audit listing's index disagrees with the entry on its {', '.join(differing)} (edited)"
 
 
 def _archived(line: str) -> AuditRow:

@@ -156,6 +156,26 @@ def test_verify_detects_reordered_entries(logged: Path, capsys: pytest.CaptureFi
     assert "entry 2" in _verify(logged, capsys)
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE audit SET actor = 'nobody' WHERE seq = 2",
+        "UPDATE audit SET action = 'read' WHERE seq = 2",
+        "UPDATE audit SET at = '2020-01-01T00:00:00+00:00' WHERE seq = 2",
+        "DELETE FROM audit_namespaces WHERE seq = 2",
+        "UPDATE audit_namespaces SET namespace = 'user:9' WHERE seq = 2",
+    ],
+)
+def test_verify_detects_an_edit_of_the_columns_the_audit_api_filters_on(
+    logged: Path, capsys: pytest.CaptureFixture[str], statement: str
+) -> None:
+    """``GET /v1/admin/audit?actor=&action=&namespace=&since=`` filters on columns kept beside
+    each hashed entry; one edited there hides the entry from such a listing, so verification
+    checks them against the entry too."""
+    _tamper(logged, (statement, ()))
+    assert "entry 2" in _verify(logged, capsys)
+
+
 def test_a_cut_off_tail_shows_against_a_noted_head(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     main(["audit", "verify", "--data-dir", str(logged.parent)])
