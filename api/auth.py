@@ -42,6 +42,7 @@ from litestar.types import ASGIApp, Message, Receive, Send
 from litestar.types import Scope as ASGIScope
 
 from api.ratelimit import RateLimiter, retry_after
+from engine import guard
 from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, StoreError, Unauthenticated
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
@@ -348,11 +349,19 @@ class Access:
         if not self.principal.is_admin:
             raise Forbidden("this endpoint needs an admin grant on '*'")
 
-    def note(self, *, memory_ids: list[str] | tuple[str, ...] = (), content: str | None = None) -> None:
-        """Add what the request touched to its audit entry."""
+    def note(
+        self, *, memory_ids: list[str] | tuple[str, ...] = (), content: str | None = None, query: str | None = None
+    ) -> None:
+        """Add what the request touched to its audit entry: the ids, and the digest of the text
+        written (``content``) or asked (``query``). Written text is hashed with its personal
+        data replaced by the guard's placeholders (``[phone]``), as a memory stores it by
+        default: the digest of the text as sent, beside the stored memory, would let anyone
+        who reads both try every value in the placeholder's place until the digest matched."""
         self.record.memory_ids.extend(memory_ids)
         if content is not None:
-            self.record.content_sha256 = content_sha256(content)
+            self.record.content_sha256 = content_sha256(guard.redact(content, guard.find_pii(content)))
+        if query is not None:
+            self.record.content_sha256 = content_sha256(query)
 
     def own(self, draft: MemoryDraft) -> MemoryDraft:
         """With tokens, a memory's actor is the authenticated agent, whatever the body claims."""

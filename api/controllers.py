@@ -86,7 +86,7 @@ class MemoryController(Controller):
         if data.focus is not None:
             limits.check_query(data.focus, _service(state).config.limits, field="focus")
         scope = access.read_scope(data.scope())
-        access.note(content=data.query if data.focus is None else f"{data.query}\n{data.focus}")
+        access.note(query=data.query if data.focus is None else f"{data.query}\n{data.focus}")
         service = _service(state)
         result = service.recall(
             data.query,

@@ -438,7 +438,7 @@ class Mem0Controller(Controller):
             raise InvalidInput(f"limit must be within 1..{service.config.recall.max_top_k}", field="limit")
         owner, metadata = _search_owner(data)
         scope = access.read_scope([owner.namespace])
-        access.note(content=data.query)
+        access.note(query=data.query)
         flt = owner.narrowing(MemoryFilter(metadata=metadata))
         result = service.recall(data.query, namespaces=[owner.namespace], top_k=top_k, flt=flt, scope=scope)
         hits = [hit for hit in result.hits if data.threshold is None or hit.score >= data.threshold]

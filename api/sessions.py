@@ -238,10 +238,10 @@ class SessionController(Controller):
         split = data.split
         shares = Shares(split.window, split.memories, split.procedures) if split is not None else None
         if data.query is not None:  # noted before it is asked, as a recall's query is, so a failure keeps it
-            access.note(content=data.query)
+            access.note(query=data.query)
         context = _sessions(state).context(ref, scope=scope, budget=data.budget_tokens, shares=shares, query=data.query)
         # What the recall asked, given or made of the session's messages, as a recall notes it.
         if context.query is not None:
-            access.note(content=context.query if context.focus is None else f"{context.query}\n{context.focus}")
+            access.note(query=context.query if context.focus is None else f"{context.query}\n{context.focus}")
         access.note(memory_ids=context.memory_ids)
         return context_out(context)

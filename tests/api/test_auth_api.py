@@ -239,3 +239,27 @@ def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
     with bearer(secured, ROOT_TOKEN) as root:
         listed = root.get("/v1/memories", params={"namespace": "bulk"}).json()["memories"]
     assert len(listed) == 4 and not {"Shelf 8 is full", "Shelf 9 is empty"} & {m["content"] for m in listed}
+
+
+def test_the_audit_digest_of_a_write_cannot_recover_what_the_guard_redacted(secured: LiveServer) -> None:
+    """A memory is stored with its phone number redacted; were the audit entry the SHA-256 of the
+    text as sent, whoever reads the log and the memory could try every number in the
+    placeholder's place (some billions, minutes of hashing) until the digest matched. The
+    digest is of the text with its personal data replaced as the guard replaces it."""
+    ivy = new_token(secured, "ivy", "ivy:rw")
+    said = "Ivy's phone number is 138 1234 5678"
+    with bearer(secured, ivy) as api:
+        saved = api.post("/v1/memory/save", json={"content": said, "namespace": "ivy"})
+        assert saved.status_code == 201, saved.text
+        stored = saved.json()["memory"]["content"]
+        assert "5678" not in stored
+        batch = {"namespace": "ivy", "memories": [{"content": "Ivy's card is 4111 1111 1111 1111"}]}
+        assert api.post("/v1/memory/save_batch", json=batch).status_code == 200
+        patch = {"namespace": "ivy", "content": "Ivy's new phone number is 139 8765 4321"}
+        assert api.patch(f"/v1/memory/{saved.json()['memory_id']}", json=patch).status_code == 200
+    with bearer(secured, ROOT_TOKEN) as root:
+        entries = root.get("/v1/admin/audit", params={"actor": "ivy"}).json()["entries"]
+    update, batch_save, save = entries[:3]
+    assert save["content_sha256"] == content_sha256(stored) != content_sha256(said)
+    assert batch_save["content_sha256"] == content_sha256("Ivy's card is [bank_card]")
+    assert update["content_sha256"] == content_sha256("Ivy's new phone number is [phone]")
