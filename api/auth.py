@@ -46,7 +46,15 @@ from engine import guard
 from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, StoreError, Unauthenticated
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
-from engine.security import LOCAL_PRINCIPAL, AuditEvent, Permission, Principal, content_sha256, hash_token
+from engine.security import (
+    CONFIG_TOKEN_PREFIX,
+    LOCAL_PRINCIPAL,
+    AuditEvent,
+    Permission,
+    Principal,
+    content_sha256,
+    hash_token,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -259,9 +267,18 @@ def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> tuple[Principa
     token_hash = hash_token(_presented_token(connection))
     security: SecurityStore = connection.app.state.security
     principal = security.principal_for(token_hash)
-    if principal is None:
+    if principal is None or not _still_declared(connection, principal, token_hash):
         raise Unauthenticated("the bearer token is not valid")
     return principal, token_hash
+
+
+def _still_declared(connection: ASGIConnection[Any, Any, Any, Any], principal: Principal, token_hash: str) -> bool:
+    """A token the config file declared holds while the file still declares it: one the
+    operator took out of the file (a leaked one, say) is refused from the next start on,
+    though the store keeps its row, as it keeps a revoked token's."""
+    if principal.token_id is None or not principal.token_id.startswith(CONFIG_TOKEN_PREFIX):
+        return True
+    return any(seed.token_hash == token_hash for seed in connection.app.state.config.auth.tokens)
 
 
 @dataclass(frozen=True, slots=True)

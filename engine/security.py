@@ -34,6 +34,9 @@ GENESIS_HASH = "0" * 64
 # The identity of every request when ``[auth] mode = "local"``: no token, full rights,
 # and only ever on a loopback address (``check_bind``).
 LOCAL_AGENT = "local"
+# The id of a token the config file declares (``[[auth.tokens]]``) starts so: such a token
+# holds only while the file of the running service still declares it.
+CONFIG_TOKEN_PREFIX = "cfg-"
 AUTH_MODES = ("local", "tokens")
 
 

@@ -324,7 +324,7 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
     It lives beside the system of record (``registry.STORES``): a file of the data
     directory with SQLite, the graph itself in server mode, shared by every replica."""
     from engine.errors import InvalidInput
-    from engine.security import TokenRecord, grants_from
+    from engine.security import CONFIG_TOKEN_PREFIX, TokenRecord, grants_from
 
     store = registry.store_kind(config).security(config)
     store.open()
@@ -334,7 +334,7 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
                 grants = grants_from(seed.grants)
             except InvalidInput as exc:
                 raise ConfigError(f"[[auth.tokens]] of agent {seed.agent!r}: {exc}") from exc
-            record = TokenRecord("cfg-" + seed.token_hash[:12], seed.agent, grants, clock())
+            record = TokenRecord(CONFIG_TOKEN_PREFIX + seed.token_hash[:12], seed.agent, grants, clock())
             store.add_token(record, seed.token_hash)
     except BaseException:
         store.close()

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from engine import portability
+from engine.ports import Embedder
 from engine.security import content_sha256, verify_chain
 from tests.api.conftest import ROOT_TOKEN, LiveServer, bearer, new_token
 
@@ -263,3 +264,24 @@ def test_the_audit_digest_of_a_write_cannot_recover_what_the_guard_redacted(secu
     assert save["content_sha256"] == content_sha256(stored) != content_sha256(said)
     assert batch_save["content_sha256"] == content_sha256("Ivy's card is [bank_card]")
     assert update["content_sha256"] == content_sha256("Ivy's new phone number is [phone]")
+
+
+def test_a_token_taken_out_of_the_config_file_no_longer_works_after_a_restart(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    """Tokens the config file declares follow the file: one the operator takes out of it (a
+    leaked admin token, say) stops working at the next start, as one revoked does."""
+    ops = "ops-token-declared-in-the-config"
+    root = {"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}
+    first = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [root, {"agent": "ops", "token": ops, "grants": ["*:a"]}]}
+    )
+    with bearer(first, ops) as api:
+        assert api.get("/v1/admin/tokens").status_code == 200
+    first.stop()
+    second = server_factory(minilm, auth={"mode": "tokens", "tokens": [root]})
+    with bearer(second, ops) as api:
+        assert api.get("/v1/admin/tokens").status_code == 401
+        assert api.get("/v1/memories", params={"namespace": "a"}).status_code == 401
+    with bearer(second, ROOT_TOKEN) as api:
+        assert api.get("/v1/admin/tokens").status_code == 200
