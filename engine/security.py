@@ -235,14 +235,15 @@ def verify_chain(rows: Iterable[AuditRow]) -> ChainReport:
     prev, count, problems = GENESIS_HASH, 0, []
     for expected_seq, row in enumerate(rows, start=1):
         count += 1
+        if row.problem is not None:  # found by the store (an unreadable line, say): the rest follows from it
+            problems.append(f"entry {row.seq or expected_seq}: {row.problem}")
+            break
         if row.entry.get("seq") != expected_seq or row.seq != expected_seq:
             problems.append(f"entry {row.seq}: out of sequence (expected entry {expected_seq})")
         if row.prev_hash != prev:
             problems.append(f"entry {row.seq}: does not follow the entry before it (removed or reordered)")
         if chain_hash(row.prev_hash, row.entry) != row.hash:
             problems.append(f"entry {row.seq}: content does not match its hash (edited)")
-        if row.problem is not None:
-            problems.append(f"entry {row.seq}: {row.problem}")
         if problems:
             break
         prev = row.hash

@@ -235,8 +235,8 @@ class SqliteSecurityStore:
         for path in sorted(self._archive.glob("audit-*.jsonl")) if self._archive.is_dir() else []:
             current: dict[int, AuditRow] = {}
             with path.open(encoding="utf-8") as lines:
-                for line in lines:
-                    row = _archived(line)
+                for number, line in enumerate(lines, start=1):
+                    row = _archived(line, f"line {number} of {ARCHIVE_DIR}/{path.name}")
                     if 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq)):
                         continue  # the same row archived twice
                     archived = max(archived, row.seq)
@@ -361,13 +361,14 @@ def _columns_problem(entry: Mapping[str, Any], actor: str, action: str, at: str,
     return f"the audit listing's index disagrees with the entry on its {', '.join(differing)} (edited)"
 
 
-def _archived(line: str) -> AuditRow:
-    """A row of an archive file; a damaged line is still a row, for verification to report."""
+def _archived(line: str, where: str) -> AuditRow:
+    """A row of an archive file; a damaged line is still a row, for verification to report
+    ``where`` it is."""
     try:
         data = json.loads(line)
         return _row((int(data["seq"]), data["entry"], data["prev_hash"], data["hash"]))
     except (ValueError, KeyError, TypeError):
-        return AuditRow(0, {"unreadable": line}, "", "")
+        return AuditRow(0, {"unreadable": line}, "", "", problem=f"an unreadable line ({where})")
 
 
 def _row(row: tuple[Any, ...]) -> AuditRow:

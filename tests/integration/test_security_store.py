@@ -396,3 +396,20 @@ def test_a_new_data_directory_is_readable_by_its_owner_only(tmp_path: Path) -> N
             store.open()
             store.close()
         assert stat.S_IMODE(data.stat().st_mode) & 0o077 == 0, name
+
+
+def test_verify_names_the_archive_file_that_holds_an_unreadable_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = load_config(env={}, data_dir=str(tmp_path), audit={"max_entries": 10})
+    security = open_security(config)
+    for n in range(1, 31):
+        security.append_audit(_event(n))
+    security.close()
+    first = sorted((tmp_path / ARCHIVE_DIR).glob("audit-*.jsonl"))[0]
+    lines = first.read_text().splitlines()
+    first.write_text("\n".join([lines[0], lines[1][:40], *lines[2:]]) + "\n")
+    capsys.readouterr()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"entry 2: an unreadable line (line 2 of {ARCHIVE_DIR}/{first.name})" in err, err
