@@ -237,10 +237,11 @@ class SqliteSecurityStore:
             with path.open(encoding="utf-8") as lines:
                 for number, line in enumerate(lines, start=1):
                     row = _archived(line, f"line {number} of {ARCHIVE_DIR}/{path.name}")
-                    if 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq)):
+                    copy = 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq))
+                    current[row.seq] = row  # a copy too: a third file of a twice-failed rotation holds it
+                    if copy:
                         continue  # the same row archived twice
                     archived = max(archived, row.seq)
-                    current[row.seq] = row
                     yield row
             before = current
         with self._transaction() as db:

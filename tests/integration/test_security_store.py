@@ -413,3 +413,22 @@ def test_verify_names_the_archive_file_that_holds_an_unreadable_line(
     assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"entry 2: an unreadable line (line 2 of {ARCHIVE_DIR}/{first.name})" in err, err
+
+
+def test_an_archived_entry_found_in_three_files_after_two_failed_rotations_reads_once(tmp_path: Path) -> None:
+    """Two rotations whose transactions failed after their files were written (the first
+    bound changed between the restarts) leave three files that start at the same entry:
+    each copy is the same row, so the chain still reads as intact."""
+    config = load_config(env={}, data_dir=str(tmp_path), audit={"max_entries": 10})
+    security = open_security(config)
+    for n in range(1, 51):
+        security.append_audit(_event(n % 60))
+    security.close()
+    archives = sorted((tmp_path / ARCHIVE_DIR).glob("audit-*.jsonl"))
+    lines = [line for path in archives for line in path.read_text().splitlines()]
+    for path in archives:
+        path.unlink()
+    assert len(lines) >= 6
+    for count in (3, 5, len(lines)):  # two failed tries, then the one that committed
+        (tmp_path / ARCHIVE_DIR / f"audit-{1:012d}-{count:012d}.jsonl").write_text("\n".join(lines[:count]) + "\n")
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 0
