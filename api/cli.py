@@ -418,9 +418,11 @@ def _block(args: argparse.Namespace) -> int:
 
 def _audit_verify(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
-    from engine.security import AuditRow, verify_chain
+    from engine.security import GENESIS_HASH, AuditRow, verify_chain
 
-    noted: list[int] = []  # where the noted head is in the chain, once found
+    # Where the noted head is in the chain, once found. The genesis hash (the head an empty
+    # log prints) is before every chain: nothing before it can have been cut off.
+    noted: list[int] = [0] if args.expect_head == GENESIS_HASH else []
 
     def watched(rows: Iterator[AuditRow]) -> Iterator[AuditRow]:
         for row in rows:

@@ -211,6 +211,23 @@ def test_a_noted_head_still_verifies_once_the_log_has_grown(logged: Path, capsys
     assert f"the noted head {head} is not in the audit log" in capsys.readouterr().err
 
 
+def test_the_head_of_an_empty_log_noted_verifies_as_the_log_grows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Verified before anything was logged, the log prints the genesis hash as its head; noted
+    and passed back, it is in every chain (nothing before it can be cut off), empty or grown."""
+    config = load_config(env={}, data_dir=str(tmp_path))
+    open_security(config).close()
+    capsys.readouterr()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path)]) == 0
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path), "--expect-head", head]) == 0
+    security = open_security(config)
+    security.append_audit(_event(1))
+    security.close()
+    assert main(["audit", "verify", "--data-dir", str(tmp_path), "--expect-head", head]) == 0
+
+
 def test_cli_creates_lists_and_revokes_tokens_and_audits_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = str(tmp_path)
     assert main(["token", "create", "--agent", "planner", "--grant", "user:*:rw", "--data-dir", data]) == 0
