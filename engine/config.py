@@ -466,17 +466,21 @@ def load_config(
 
 def _check_token_file(path: Path, raw: Mapping[str, Any]) -> None:
     """A file that gives a token in plain text (``token = ...`` in ``[[auth.tokens]]``) must be
-    one only its owner can read, as for an ssh key: anyone else who can read it holds the token."""
+    one only its owner can read, as for an ssh key: anyone else who can read it holds the token.
+    A file owned by root may also be read by its group (mode 640, as PostgreSQL allows for its
+    key files): the usual system set-up, root's file read by the service's group."""
     auth = raw.get("auth")
     entries = auth.get("tokens") if isinstance(auth, Mapping) else None
     plain = isinstance(entries, list) and any(isinstance(e, Mapping) and "token" in e for e in entries)
     if not plain or os.name != "posix":
         return
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
+    info = path.stat()
+    mode = info.st_mode & 0o777
+    if mode & (0o037 if info.st_uid == 0 else 0o077):
         raise ConfigError(
             f"config file {path} gives a token in plain text but other users may read it (mode {mode:o}):"
-            f" chmod 600 {path}, or give its SHA-256 as token-hash instead"
+            f" chmod 600 {path} (640 if root owns it and the service's group reads it),"
+            " or give its SHA-256 as token-hash instead"
         )
 
 

@@ -387,3 +387,28 @@ def test_a_config_file_holding_a_token_in_plain_text_must_be_readable_by_its_own
     path.write_text(f'[[auth.tokens]]\nagent = "ops"\ntoken-hash = "{digest}"\ngrants = ["*:a"]\n')
     path.chmod(0o644)
     assert load_config(path, env={}).auth.tokens[0].token_hash == digest
+
+
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() != 0, reason="needs to give the file to root and to another user"
+)
+def test_a_root_owned_config_file_the_services_group_reads_may_hold_a_plain_token(tmp_path: Path) -> None:
+    """The usual system set-up: /etc/twinmem/twinmem.toml owned by root, mode 640, its group the
+    service's (as PostgreSQL allows for its key files). Only root may change it and only that
+    group read it, so it is accepted; other users' reading, or a group-readable file of an
+    ordinary user (who is not the one setting such groups up), is still refused."""
+    path = tmp_path / "twinmem.toml"
+    path.write_text(
+        '[auth]\nmode = "tokens"\n[[auth.tokens]]\nagent = "ops"\ntoken = "a-long-enough-secret"\ngrants = ["*:a"]\n'
+    )
+    os.chown(path, 0, 0)
+    path.chmod(0o640)
+    assert load_config(path, env={}).auth.tokens[0].agent == "ops"
+    for mode in (0o644, 0o660, 0o604):
+        path.chmod(mode)
+        with pytest.raises(ConfigError, match="chmod 600"):
+            load_config(path, env={})
+    os.chown(path, 65534, 0)
+    path.chmod(0o640)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        load_config(path, env={})
