@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -489,17 +489,25 @@ class MemoryService:
         return updated
 
     def _reinstated_by_edit(
-        self, current: Memory, updated: Memory, vector: Vector | None, now: datetime
+        self, current: Memory, updated: Memory, vector: Vector | None, now: datetime, leaving: Collection[str] = ()
     ) -> list[tuple[Memory, str]]:
         """What an edit of ``current`` into ``updated`` makes active again of the memories it
         superseded (``engine.supersession``): all of them where it is quarantined now (by
-        the write guard or by hand), those it no longer replaces where its text or key changed."""
+        the write guard or by hand), those it no longer replaces where its text or key changed.
+        ``leaving``: other memories the same transaction takes out of recall."""
         if updated.status is Status.QUARANTINED and current.status is Status.ACTIVE:
-            return supersession.reinstated_by_deleting(self.store, current, now, self._guarded, how="quarantined")
+            return supersession.reinstated_by_deleting(
+                self.store, current, now, self._guarded, how="quarantined", leaving=leaving
+            )
         if updated.content == current.content and updated.key == current.key:
             return []  # the same claim (a client that sends the text with every edit): nothing to judge
         return supersession.reinstated_by_editing(
-            self.store, updated, now, self._guarded, lambda older: self._replaces(updated, vector, older)
+            self.store,
+            updated,
+            now,
+            self._guarded,
+            lambda older: self._replaces(updated, vector, older),
+            leaving=leaving,
         )
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
@@ -629,8 +637,16 @@ class MemoryService:
         quarantined, or edited into a text that no longer replaces them. Each comes back
         as a record brought forward from its stored version by one version, so that it is
         written in the import's transaction, or not at all if it changed meanwhile. A
-        memory the file itself writes is left to the file: its history says what it is."""
+        memory the file itself writes is left to the file: its history says what it is.
+        A memory the file brings forward out of recall hides nothing once the import lands:
+        two of them that both superseded a memory here each read the other as active
+        before, and left it superseded by two deleted memories."""
         ours = {record.memory.memory_id for record in records}
+        leaving = {
+            record.memory.memory_id
+            for record in records
+            if record.forward_from is not None and record.memory.status is not Status.ACTIVE
+        }
         now = self._clock()
         back: dict[str, ImportedRecord] = {}
         for record in records:
@@ -641,9 +657,9 @@ class MemoryService:
             if current is None or current.version != record.forward_from:
                 continue  # not brought forward: Store.import_records leaves it as stored
             if memory.status is Status.DELETED:
-                found = supersession.reinstated_by_deleting(self.store, current, now, self._guarded)
+                found = supersession.reinstated_by_deleting(self.store, current, now, self._guarded, leaving=leaving)
             else:
-                found = self._reinstated_by_edit(current, memory, record.vector, now)
+                found = self._reinstated_by_edit(current, memory, record.vector, now, leaving)
             for older, reason in found:
                 if older.memory_id in ours or older.memory_id in back:
                     continue

@@ -26,7 +26,7 @@ Lisbon" brings "I live in Berlin" back (after a purge, by the link carried past 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 from engine.conflicts import SUPERSEDES
@@ -60,19 +60,27 @@ def edited_reason(edited_id: str) -> str:
 
 
 def reinstated_by_deleting(
-    store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory], *, how: str = "deleted"
+    store: Store,
+    memory: Memory,
+    now: datetime,
+    guard: Callable[[Memory], Memory],
+    *,
+    how: str = "deleted",
+    leaving: Collection[str] = (),
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again the memories ``memory``
     superseded, for the transaction that deletes it (see the module docstring), or
     quarantines it (``how``: a block on its writer; a memory of a writer an admin blocked
     must not go on hiding what it replaced). ``guard``: the write guard over a record made
     current again; one whose text it would change today stays superseded, one it would
-    quarantine comes back quarantined."""
+    quarantine comes back quarantined. ``leaving``: the ids of other memories the same
+    transaction takes out of recall (an import that brings several forward deleted),
+    whose links hide nothing once it lands, active as they are read now."""
     if memory.status is not Status.ACTIVE:
         return []
     return [
         (version, reinstated_reason(memory.memory_id, how))
-        for version in _reinstated(store, memory, now, guard, lambda older: False)
+        for version in _reinstated(store, memory, now, guard, lambda older: False, leaving)
     ]
 
 
@@ -82,14 +90,20 @@ def reinstated_by_editing(
     now: datetime,
     guard: Callable[[Memory], Memory],
     replaces: Callable[[Memory], bool],
+    *,
+    leaving: Collection[str] = (),
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again the memories ``edited`` (as
     the edit leaves it, still active) superseded and that, by ``replaces`` (the conflict
     rules and the semantic check of a save, over the new text), it no longer replaces:
-    "I moved to Paris" edited to "The weather is nice" hides "I live in Berlin" no more."""
+    "I moved to Paris" edited to "The weather is nice" hides "I live in Berlin" no more.
+    ``leaving``: as for ``reinstated_by_deleting``."""
     if edited.status is not Status.ACTIVE:
         return []
-    return [(version, edited_reason(edited.memory_id)) for version in _reinstated(store, edited, now, guard, replaces)]
+    return [
+        (version, edited_reason(edited.memory_id))
+        for version in _reinstated(store, edited, now, guard, replaces, leaving)
+    ]
 
 
 def _reinstated(
@@ -98,6 +112,7 @@ def _reinstated(
     now: datetime,
     guard: Callable[[Memory], Memory],
     replaces: Callable[[Memory], bool],
+    leaving: Collection[str],
 ) -> list[Memory]:
     whole = Scope.whole([memory.namespace])
     back: list[Memory] = []
@@ -117,6 +132,7 @@ def _reinstated(
             and edge.dst == older.memory_id
             and edge.src != memory.memory_id
             and edge.src not in released
+            and edge.src not in leaving
         ]
         if any(_active(store, whole, other) for other in others) or replaces(older):
             continue

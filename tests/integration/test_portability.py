@@ -756,3 +756,41 @@ def test_an_importer_who_is_not_an_admin_cannot_release_a_quarantine_by_bringing
     # An admin's import of the same file releases it, as an admin's edit would.
     assert import_bytes(service, crafted, namespace=NS, actor="admin").updated == 1
     assert service.get(NS, held.memory_id).status is Status.ACTIVE
+
+
+def test_two_memories_brought_forward_deleted_reinstate_what_both_superseded_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """The target's own "I live in Lisbon", saved back-dated in flag mode, is linked from both
+    "I live in Paris" and "I live in Rome" (home's, kept apart there with conflicts off), and
+    marked superseded here by hand, as a flag's review does. Home deleted both; E2 brings both
+    forward deleted. Each read the other as still active, and Lisbon stayed superseded by two
+    deleted memories: nothing about the home recalled."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
+    clock.advance(minutes=5)
+    rome = home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off")).memory.memory_id
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.delete(NS, paris)
+    home.delete(NS, rome)
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 2
+    lisbon = target.save(
+        MemoryDraft(
+            content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5), conflicts="flag"
+        )
+    ).memory.memory_id
+    links = {e.src for e in target.store.edges(Scope.whole([NS]), lisbon) if e.kind == "SUPERSEDES"}
+    assert links == {paris, rome}
+    target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+
+    report = import_bytes(target, e2)
+    assert (report.updated, report.differing) == (2, []), report
+    assert [target.get(NS, m, include_deleted=True).status for m in (paris, rome)] == [Status.DELETED] * 2
+    assert target.get(NS, lisbon).status is Status.ACTIVE
+    assert recalled(target, "where do I live") == {lisbon}
