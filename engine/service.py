@@ -70,6 +70,7 @@ from engine.records import (
     entity_keys,
     new_memory_id,
     normalize_entities,
+    same_audience,
     sight_of,
     utcnow,
 )
@@ -499,14 +500,17 @@ class MemoryService:
             return supersession.reinstated_by_deleting(
                 self.store, current, now, self._guarded, how="quarantined", leaving=leaving
             )
-        if updated.content == current.content and updated.key == current.key:
+        if updated.content == current.content and updated.key == current.key and same_audience(updated, current):
             return []  # the same claim (a client that sends the text with every edit): nothing to judge
+        # Made private since, it supersedes nothing others see, as a save of it would not:
+        # Bob's "I moved to Paris" made private hid Alice's "I live in Berlin" from her
+        # under a memory she cannot read.
         return supersession.reinstated_by_editing(
             self.store,
             updated,
             now,
             self._guarded,
-            lambda older: self._replaces(updated, vector, older),
+            lambda older: same_audience(updated, older) and self._replaces(updated, vector, older),
             leaving=leaving,
         )
 

@@ -33,7 +33,7 @@ from engine.conflicts import SUPERSEDES
 from engine.errors import GuardRejected
 from engine.lifecycle import MERGED_INTO
 from engine.ports import Store
-from engine.records import Memory, Scope, Status
+from engine.records import Memory, Scope, Status, same_audience
 
 # How the reasons of the versions written here begin (``released_from`` reads them).
 _SUPERSEDED = "superseded by "
@@ -151,10 +151,12 @@ def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -
     ``memory`` active again after its deletion, the memories it superseded that are active
     now only because of deletions: reinstated by its deletion, or deleted and restored
     since it superseded them (deleting "I moved to Paris", deleting "I live in Berlin" it
-    brought back, then restoring both left both active), unchanged since (``_stands``)."""
+    brought back, then restoring both left both active), unchanged since (``_stands``), and
+    of its audience still (``same_audience``: a memory made private since supersedes nothing
+    others see, as a save of it would not)."""
     again: list[tuple[Memory, str]] = []
     for older in _superseded_by(store, memory):
-        if older.status is Status.ACTIVE and _stands(store, older, memory):
+        if older.status is Status.ACTIVE and same_audience(older, memory) and _stands(store, older, memory):
             version = older.evolve(status=Status.SUPERSEDED, version=older.version + 1, updated_at=now)
             again.append((version, superseded_reason(memory.memory_id)))
     return again
@@ -167,7 +169,10 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     (``_stands``). "I moved to Paris" deleted, "I live in Berlin" it brought back deleted
     too, then Paris restored before Berlin: Berlin came back active beside Paris. Not one
     whose expiry passed: out of recall, it would hide the restored memory with nothing in
-    its place. None where no such memory is (the restore makes it active)."""
+    its place. Nor one of another audience now (``same_audience``: Bob's "I moved to Paris"
+    made private since): a private memory supersedes nothing others see, and would hide the
+    restored memory from its writer under one they cannot read. None where no such memory
+    is (the restore makes it active)."""
     whole = Scope.whole([memory.namespace])
     newer_ids = [
         edge.src
@@ -176,7 +181,7 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     ]
     for newer_id in dict.fromkeys(newer_ids):
         newer = store.get(whole, newer_id)
-        if newer is None or newer.status is not Status.ACTIVE:
+        if newer is None or newer.status is not Status.ACTIVE or not same_audience(newer, memory):
             continue
         if newer.expire_at is not None and newer.expire_at <= now:
             continue

@@ -434,10 +434,19 @@ def test_a_deletion_names_only_the_reinstated_memories_the_caller_sees(secured: 
         assert deleted.json()["reinstated"] == []
     with bearer(secured, alice) as api:
         assert api.get(f"/v1/memory/{berlin}", params={"namespace": "team:a"}).json()["status"] == "active"
-    with bearer(secured, ROOT_TOKEN) as root:  # an admin of the namespace sees it: named
+    with bearer(secured, ROOT_TOKEN) as root:
+        # Restored, the shared Paris supersedes her private Berlin no more: as a save of it
+        # would not, it leaves alone a memory of another audience.
         again = root.post(f"/v1/memory/{paris['memory_id']}/restore", json={"namespace": "team:a"})
         assert again.status_code == 200, again.text
-        deleted = root.delete(f"/v1/memory/{paris['memory_id']}", params={"namespace": "team:a"})
+        assert root.get(f"/v1/memory/{berlin}", params={"namespace": "team:a"}).json()["status"] == "active"
+    with bearer(secured, alice) as api:
+        berlin = save(api, "I live in Berlin", namespace="team:b")["memory_id"]
+        paris = save(api, "I moved to Paris", namespace="team:b")
+        hidden = api.patch(f"/v1/memory/{berlin}", json={"namespace": "team:b", "visibility": "private"})
+        assert hidden.status_code == 200, hidden.text
+    with bearer(secured, ROOT_TOKEN) as root:  # an admin of the namespace sees it: named
+        deleted = root.delete(f"/v1/memory/{paris['memory_id']}", params={"namespace": "team:b"})
         assert deleted.json()["reinstated"] == [berlin]
 
 

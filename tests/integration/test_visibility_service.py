@@ -248,3 +248,63 @@ def test_a_memory_named_by_id_alone_is_found_only_where_the_caller_sees_it(servi
     with pytest.raises(MemoryNotFound):
         service.find(ids["b"], ["a", "b", "c"])
     assert service.find(ids["b"], ["a", "b", "c"], include_deleted=True).status is Status.DELETED
+
+
+def _berlin_and_bobs_paris(service: MemoryService) -> tuple[str, str]:
+    """Alice's shared "I live in Berlin", superseded by Bob's shared "I moved to Paris"."""
+    berlin = service.save(MemoryDraft("I live in Berlin", namespace=NS, actor="alice")).memory.memory_id
+    paris = service.save(MemoryDraft("I moved to Paris", namespace=NS, actor="bob"))
+    assert paris.superseded == (berlin,)
+    return berlin, paris.memory.memory_id
+
+
+@pytest.mark.parametrize("how", ["private", "deleted", "quarantined"])
+def test_a_restore_is_not_hidden_under_a_newer_memory_out_of_its_audience_or_of_recall(
+    service: MemoryService, how: str
+) -> None:
+    """Alice deleted her "I live in Berlin" while Bob's "I moved to Paris" superseded it; Bob
+    made Paris private since. Her restore brought Berlin back superseded by a memory she
+    cannot read (its id in her history): nothing about the home recalled for her. A private
+    memory supersedes nothing others see (``same_audience``), on a restore as on a save; a
+    newer memory out of recall (deleted, quarantined) hides nothing either."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.delete(NS, berlin, actor="alice", scope=ALICE)
+    if how == "private":
+        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    elif how == "deleted":
+        service.delete(NS, paris, actor="bob", scope=BOB)
+    else:
+        service.update(NS, paris, MemoryPatch(status=Status.QUARANTINED), actor="root", scope=ADMIN)
+    back = service.rollbacks.restore(NS, berlin, actor="alice", scope=ALICE)
+    assert back.status is Status.ACTIVE
+    assert [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits] == [
+        berlin
+    ]
+    assert all(paris not in (v.reason or "") for v in service.history(NS, berlin, scope=ALICE)[-1:])
+
+
+def test_a_restore_by_the_newer_memorys_audience_is_superseded_as_before(service: MemoryService) -> None:
+    """Both shared, nothing changed but the deletion: the restore leaves Berlin superseded by
+    Paris, as if it had not been deleted (``engine.supersession``)."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.delete(NS, berlin, actor="alice", scope=ALICE)
+    back = service.rollbacks.restore(NS, berlin, actor="alice", scope=ALICE)
+    assert back.status is Status.SUPERSEDED
+    assert [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits] == [paris]
+
+
+def test_a_newer_memory_made_private_hides_nothing_others_see(service: MemoryService) -> None:
+    """Bob made his "I moved to Paris" private: Alice's "I live in Berlin" stayed superseded
+    by a memory she cannot read, and nothing about the home was recalled for her. Then
+    deleted (Berlin back) and restored, it hid Berlin under it again."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+    alices = service.recall("where do I live", namespaces=[NS], scope=ALICE).hits
+    assert [h.memory.memory_id for h in alices] == [berlin]
+    # Bob sees both: his private move beside the shared home it no longer hides.
+    bobs = {h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=BOB).hits}
+    assert bobs == {berlin, paris}
+    service.delete(NS, paris, actor="bob", scope=BOB)
+    service.rollbacks.restore(NS, paris, actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
