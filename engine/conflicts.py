@@ -46,9 +46,13 @@ from engine import entities
 from engine.entities import ALIASES, canonical_key
 from engine.text import is_chinese, terms, without_chinese
 
-# Edge kinds (DESIGN.md): newer → older for SUPERSEDES; CONTRADICTS is read in both directions.
+# Edge kinds (DESIGN.md): newer → older for SUPERSEDES; CONTRADICTS is read in both directions;
+# MERGED_INTO from each source of a consolidation's merge to the merged memory (engine.lifecycle),
+# named here with the other links a replacement follows, so that engine.supersession reads it
+# without importing the consolidation.
 SUPERSEDES = "SUPERSEDES"
 CONTRADICTS = "CONTRADICTS"
+MERGED_INTO = "MERGED_INTO"
 # How many memories each candidate channel (semantic, each shared entity) offers the detector.
 CANDIDATES_PER_CHANNEL = 20
 

@@ -49,7 +49,7 @@ import numpy as np
 
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
-from engine.conflicts import CONTRADICTS, SUPERSEDES
+from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Store, Vector
@@ -65,12 +65,12 @@ from engine.records import (
     same_audience,
 )
 from engine.scoring import current_score, decayed_base, raw_cosine
+from engine.supersession import released_from
 from engine.text import MERGE_MIN_OVERLAP, word_overlap
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-MERGED_INTO = "MERGED_INTO"
 CHANGED_BY = "consolidate"
 # A memory's merge partners on other pages: the namespace's memories that share one of its
 # entities, every one's cosine taken, up to this many; past it (an entity most memories
@@ -452,8 +452,6 @@ def carried_past(store: Store, memory: Memory, now: datetime) -> list[Edge]:
     is still superseded ("I moved to Lisbon" → "I live in Berlin" once "I moved to Paris"
     between them is purged), so that deleting the newest one still brings the oldest back
     (``engine.supersession``). None for an active memory: its deletion reinstates them."""
-    from engine.supersession import released_from  # it reads this module's MERGED_INTO
-
     if memory.status is Status.ACTIVE:
         return []
     whole = Scope.whole([memory.namespace])

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from datetime import datetime
 
-from engine.conflicts import SUPERSEDES
+from engine.conflicts import MERGED_INTO, SUPERSEDES
 from engine.errors import GuardRejected
-from engine.lifecycle import MERGED_INTO
 from engine.ports import Store
 from engine.records import Memory, Scope, Status, same_audience
 

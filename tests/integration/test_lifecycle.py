@@ -14,9 +14,9 @@ import pytest
 from engine import lifecycle, recall
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import Config, load_config
-from engine.conflicts import CONTRADICTS, SUPERSEDES
+from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
-from engine.lifecycle import MERGED_INTO, Merge
+from engine.lifecycle import Merge
 from engine.ports import Edge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService
