@@ -527,7 +527,7 @@ def import_entries(
     fresh, kept = _resolve_ids(service, planned, report, now)
     if report.errors:
         return report
-    onward, left, why = _onward(service, kept, now, admin=owner is None)
+    onward, left, why, shifts = _onward(service, kept, now, admin=owner is None)
     linking = [*fresh, *(item for item, _ in onward)]
     _check_edges(service, planned, linking, report, now)
     if report.errors:
@@ -551,7 +551,7 @@ def import_entries(
     report.unchanged = len(planned) - len(stored)
     report.edges = sum(len(record.edges) for record in records if record.memory.memory_id in stored)
     report.namespaces = sorted({item.memory.namespace for item in planned})
-    report.differing = _differing(service, kept, now)
+    report.differing = _differing(service, kept, now, shifts)
     for item, _ in kept:
         if item.original_id in report.differing and item.original_id in why:
             report.notes.append(f"memory {item.original_id} left as stored: {why[item.original_id]}")
@@ -886,10 +886,11 @@ def _as_of_a_version(record: Memory) -> dict[str, Any]:
 
 def _onward(
     service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime, *, admin: bool
-) -> tuple[list[tuple[_Planned, Memory]], list[tuple[_Planned, str]], dict[str, str]]:
+) -> tuple[list[tuple[_Planned, Memory]], list[tuple[_Planned, str]], dict[str, str], dict[str, int]]:
     """Split ``kept`` (stored already, under the id beside each) into the memories to
     bring forward, each with its stored record, and those left as stored, with why each
-    of those carrying a history is left (by the file's id).
+    of those carrying a history is left, and how many versions imports here added to
+    each history read for it (``_added_here``; both by the file's id).
 
     A memory is brought forward when the file carries its history, the file's record is
     a later version than the stored one, and the stored record is exactly the file's at
@@ -897,7 +898,12 @@ def _onward(
     before (an older export of the same namespace, imported earlier). A memory the
     target changed since (its record is not the file's at that version), or whose
     stored version is not in the file's history (the file is the older one), is left
-    as stored, as is every memory of a file without histories. Without ``admin`` (an
+    as stored, as is every memory of a file without histories. A memory the write guard
+    quarantined on its import here has a version of this target's in its history
+    (``QUARANTINED_ON_IMPORT``): read past it, the rest is the file's, and the file's later
+    versions follow it, numbered after it (before, such a memory was never brought
+    forward: an edit at home that took out what the guard held stayed out of recall
+    here for good). Without ``admin`` (an
     importer who is not an admin of the namespace), a quarantined memory the file would
     release is left as stored too: only an admin may release one (``MemoryService.update``)."""
     by_namespace: dict[str, list[tuple[_Planned, str]]] = {}
@@ -906,35 +912,51 @@ def _onward(
             by_namespace.setdefault(item.memory.namespace, []).append((item, stored_id))
     onward: dict[int, tuple[_Planned, Memory]] = {}
     why: dict[str, str] = {}
+    shifts: dict[str, int] = {}
     for namespace, items in by_namespace.items():
         ids = [stored_id for _, stored_id in items]
-        stored = {m.memory_id: m for m in service.store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)}
+        whole = Scope.whole([namespace])
+        stored = {m.memory_id: m for m in service.store.get_many(whole, ids, EVERYTHING, now)}
         for item, stored_id in items:
             there = stored.get(stored_id)
             if there is None:
                 continue
+            # The file's version the stored record is: its own number, less the versions an
+            # import here added to its history (``QUARANTINED_ON_IMPORT``), read only where
+            # the record is not simply the file's at its number.
+            added = 0
+            if not _stored_as(item, there.version, there, stored_id):
+                added = _added_here(service.store.versions(whole, stored_id), item)
+                shifts[item.original_id] = added
+            at = there.version - added
             changed = (
-                f"its stored version {there.version} is not what the file's version {there.version} says "
+                f"its stored version {there.version} is not what the file's version {at} says "
                 "(changed here since the file's source had it, or the file was edited)"
             )
-            if there.version == item.memory.version:
+            if at in (item.file_version, item.memory.version):
                 why[item.original_id] = changed  # reported only where it differs (``_differing``)
                 continue
-            if there.version > item.memory.version:
-                why[item.original_id] = (
-                    f"it is stored at version {there.version}, later than the file's {item.memory.version}"
-                )
+            if at > item.memory.version:
+                why[item.original_id] = f"it is stored at version {at}, later than the file's {item.memory.version}"
                 continue
-            then = next((v.record for v in item.versions if v.version == there.version), None)
-            if then is None:
-                why[item.original_id] = f"the file's history has no version {there.version}, the stored one"
+            if not any(v.version == at for v in item.versions):
+                why[item.original_id] = f"the file's history has no version {at}, the stored one"
                 continue
-            if _as_of_a_version(then.evolve(memory_id=stored_id)) != _as_of_a_version(there):
+            if not (_held_as(item, at, there) if added else _stored_as(item, at, there, stored_id)):
                 why[item.original_id] = changed
                 continue
             if not admin and there.status is Status.QUARANTINED and item.memory.status is not Status.QUARANTINED:
                 why[item.original_id] = "it is quarantined, and only a namespace admin may release it"
                 continue
+            if added:
+                # The file's later versions follow the ones added here, numbered after them.
+                item.versions = [
+                    v
+                    if v.version <= at
+                    else replace(v, version=v.version + added, record=v.record.evolve(version=v.version + added))
+                    for v in item.versions
+                ]
+                item.memory = item.memory.evolve(version=item.memory.version + added)
             if stored_id != item.memory.memory_id:  # an id mapped away from another namespace's
                 item.memory = item.memory.evolve(memory_id=stored_id)
                 item.versions = [
@@ -945,13 +967,52 @@ def _onward(
         [onward[id(item)] for item, _ in kept if id(item) in onward],
         [(item, stored_id) for item, stored_id in kept if id(item) not in onward],
         why,
+        shifts,
     )
 
 
-def _differing(service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime) -> list[str]:
+def _stored_as(item: _Planned, version: int, there: Memory, stored_id: str) -> bool:
+    """Whether the stored record ``there`` is exactly the file's at ``version``."""
+    then = next((v.record for v in item.versions if v.version == version), None)
+    return then is not None and _as_of_a_version(then.evolve(memory_id=stored_id)) == _as_of_a_version(there)
+
+
+def _held_as(item: _Planned, version: int, there: Memory) -> bool:
+    """Whether the stored record ``there``, whose history has versions an import here added,
+    is the file's at ``version`` but for those: its number, and where it is quarantined on
+    import still, that status and the time of it."""
+    then = next((v.record for v in item.versions if v.version == version), None)
+    if then is None:
+        return False
+    expected = then.evolve(memory_id=there.memory_id, version=there.version)
+    if there.status is Status.QUARANTINED and then.status is not Status.QUARANTINED:
+        expected = expected.evolve(status=Status.QUARANTINED, updated_at=there.updated_at)
+    return _as_of_a_version(expected) == _as_of_a_version(there)
+
+
+def _added_here(stored: list[Version], item: _Planned) -> int:
+    """How many versions imports here added to a memory's history (``QUARANTINED_ON_IMPORT``:
+    the write guard quarantined it on arrival) where the rest of it is the file's, number
+    for number after them, with the same times and reasons; 0 where it is not so."""
+    file = {v.version: v for v in item.versions}
+    added = 0
+    for version in stored:
+        theirs = file.get(version.version - added)
+        if theirs is not None and (theirs.changed_at, theirs.reason) == (version.changed_at, version.reason):
+            continue
+        if version.reason != QUARANTINED_ON_IMPORT:
+            return 0
+        added += 1
+    return added
+
+
+def _differing(
+    service: MemoryService, kept: list[tuple[_Planned, str]], now: datetime, shifts: dict[str, int]
+) -> list[str]:
     """The file's ids of ``kept`` (already stored in their namespace under the id given
     beside each, left as stored) whose stored record is another version, or says
-    something else, than the file's."""
+    something else, than the file's. ``shifts``: by the file's id, the versions an import
+    here added to a memory's history (``_added_here``), which its numbers count too."""
     by_namespace: dict[str, list[tuple[_Planned, str]]] = {}
     for item, stored_id in kept:
         by_namespace.setdefault(item.memory.namespace, []).append((item, stored_id))
@@ -965,7 +1026,7 @@ def _differing(service: MemoryService, kept: list[tuple[_Planned, str]], now: da
             # The file's version, or the one a quarantine on import adds (now, or not by an
             # import before that rule: either way the file was imported as it is).
             if there is not None and (
-                there.version not in (item.file_version, item.memory.version)
+                there.version - shifts.get(item.original_id, 0) not in (item.file_version, item.memory.version)
                 or (there.status, *(getattr(there, name) for name in _VERSIONED)) != said
             ):
                 differing.append(item.original_id)
