@@ -162,16 +162,24 @@ class Rollbacks:
                 raise Forbidden("only a namespace admin may release a quarantined memory")
             now = self._clock()
             also: list[tuple[Memory, str]] = []
+            reason = f"rolled back to version {version}"
             if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):
                 # Deleted or quarantined by a rollback as by a DELETE or an edit: what it
                 # superseded is recalled again, not left hidden under a memory out of recall.
                 how = "deleted" if target.status is Status.DELETED else "quarantined"
                 also = supersession.reinstated_by_deleting(self._store, current, now, self._guard, how=how)
             elif current.status is Status.DELETED and target.status is Status.ACTIVE:
-                # Undeleted by a rollback as by a restore: what its deletion reinstated is
-                # superseded again.
-                also = supersession.superseded_again_by_restoring(self._store, current, now)
-            updated = self._write(current, target, vector, actor, f"rolled back to version {version}", also=also)
+                # Undeleted by a rollback as by a restore: back superseded where the memory
+                # that superseded it still replaces it, and what its deletion reinstated is
+                # superseded again. Only where the version says what the deleted record
+                # said: another text is a change no supersession has judged.
+                if supersession.same_claim(current, target):
+                    newer = supersession.superseding_on_restore(self._store, current, now)
+                    if newer is not None:
+                        target = target.evolve(status=Status.SUPERSEDED)
+                        reason = supersession.restored_superseded_reason(newer, reason)
+                also = supersession.superseded_again_by_restoring(self._store, restored(current, target, now), now)
+            updated = self._write(current, target, vector, actor, reason, also=also)
         return updated
 
     def to_time(self, namespace: str, as_of: datetime, *, actor: str | None = None) -> NamespaceRollback:

@@ -44,10 +44,10 @@ def superseded_reason(newer_id: str) -> str:
     return f"{_SUPERSEDED}{newer_id}"
 
 
-def restored_superseded_reason(newer_id: str) -> str:
-    """The reason of a restore that brings a deleted memory back superseded
-    (``superseding_on_restore``)."""
-    return f"{_SUPERSEDED}{newer_id}, which still replaces it: restored from deleted"
+def restored_superseded_reason(newer_id: str, how: str = "restored from deleted") -> str:
+    """The reason of a restore (or, ``how``, a rollback) that brings a deleted memory back
+    superseded (``superseding_on_restore``)."""
+    return f"{_SUPERSEDED}{newer_id}, which still replaces it: {how}"
 
 
 def reinstated_reason(deleted_id: str, how: str = "deleted") -> str:
@@ -191,6 +191,12 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
 
 # What an edit of a memory changes: every field a rollback restores but its status.
 _CLAIM = ("content", "category", "entities", "importance", "visibility", "expire_at", "key", "metadata")
+
+
+def same_claim(a: Memory, b: Memory) -> bool:
+    """Whether two records of a memory say the same, whatever their status: a rollback to a
+    version that said something else than the deleted record is a change, not an undeletion."""
+    return all(getattr(a, name) == getattr(b, name) for name in _CLAIM)
 
 
 def _stands(store: Store, older: Memory, newer: Memory) -> bool:

@@ -421,6 +421,39 @@ def test_roll_a_memory_back_to_a_version_as_a_new_version(service: MemoryService
         service.rollbacks.to_version(NS, "no-such-id", 1)
 
 
+def test_a_deleted_memory_rolled_back_to_an_active_version_is_superseded_as_a_restore_leaves_it(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Berlin" deleted while "I moved to Paris" superseded it, then rolled back
+    to its first version: it came back active beside Paris, where a restore brings it back
+    superseded by Paris. A rollback out of deleted reads the supersession as a restore does;
+    one to a version that said something else than when Paris replaced it hides nothing."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(minutes=5)
+    paris = service.save(draft("I moved to Paris")).memory.memory_id
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+    clock.advance(minutes=5)
+    service.delete(NS, berlin)
+    clock.advance(minutes=5)
+    back = service.rollbacks.to_version(NS, berlin, 1)
+    assert (back.status, back.version) == (Status.SUPERSEDED, 4)
+    assert (service.history(NS, berlin)[-1].reason or "").startswith(f"superseded by {paris}")
+    assert recalled(service, "where do I live") == [paris]
+    # The link holds as before: deleting Paris brings Berlin back.
+    assert service.delete(NS, paris).reinstated == (berlin,)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+
+    # Edited while active, then replaced and deleted: rolled back to the text before the
+    # edit, which Paris never replaced as such, it comes back active.
+    porto = service.save(draft("I live in Porto", namespace="n2")).memory.memory_id
+    service.update("n2", porto, MemoryPatch(content="I live in Porto, by the river"))
+    clock.advance(minutes=5)
+    lisbon = service.save(draft("I moved to Lisbon", namespace="n2"))
+    assert lisbon.superseded == (porto,)
+    service.delete("n2", porto)
+    assert service.rollbacks.to_version("n2", porto, 1).status is Status.ACTIVE
+
+
 def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, clock: Any) -> None:
     edited = service.save(draft("the user lives in Porto")).memory
     deleted = service.save(draft("the user owns a red bicycle")).memory
