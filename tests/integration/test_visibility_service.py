@@ -258,7 +258,7 @@ def _berlin_and_bobs_paris(service: MemoryService) -> tuple[str, str]:
     return berlin, paris.memory.memory_id
 
 
-@pytest.mark.parametrize("how", ["private", "deleted", "quarantined"])
+@pytest.mark.parametrize("how", ["private", "deleted", "archived", "quarantined"])
 def test_a_restore_is_not_hidden_under_a_newer_memory_out_of_its_audience_or_of_recall(
     service: MemoryService, how: str
 ) -> None:
@@ -266,13 +266,15 @@ def test_a_restore_is_not_hidden_under_a_newer_memory_out_of_its_audience_or_of_
     made Paris private since. Her restore brought Berlin back superseded by a memory she
     cannot read (its id in her history): nothing about the home recalled for her. A private
     memory supersedes nothing others see (``same_audience``), on a restore as on a save; a
-    newer memory out of recall (deleted, quarantined) hides nothing either."""
+    newer memory out of recall (deleted, archived, quarantined) hides nothing either."""
     berlin, paris = _berlin_and_bobs_paris(service)
     service.delete(NS, berlin, actor="alice", scope=ALICE)
     if how == "private":
         service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
     elif how == "deleted":
         service.delete(NS, paris, actor="bob", scope=BOB)
+    elif how == "archived":
+        service.update(NS, paris, MemoryPatch(status=Status.ARCHIVED), actor="bob", scope=BOB)
     else:
         service.update(NS, paris, MemoryPatch(status=Status.QUARANTINED), actor="root", scope=ADMIN)
     back = service.rollbacks.restore(NS, berlin, actor="alice", scope=ALICE)
