@@ -543,7 +543,11 @@ def import_entries(
     stored_ids = service.write_imported(records, actor=actor, still_valid=still_valid, reinstated=reinstated)
     if stored_ids is None:
         return report
-    report.notes.extend(f"memory {memory.memory_id} made active again ({reason})" for memory, reason in reinstated)
+    report.notes.extend(
+        f"memory {memory.memory_id} made {'active again' if memory.status is Status.ACTIVE else memory.status.value} "
+        f"({reason})"
+        for memory, reason in reinstated
+    )
     stored = set(stored_ids)
     brought = {item.memory.memory_id for item, _ in onward} & stored
     report.inserted = len(stored - brought)

@@ -618,8 +618,10 @@ class MemoryService:
 
         A memory brought forward deleted, quarantined or with a text that no longer
         replaces what it superseded here makes those memories active again in the same
-        transaction, as that delete or edit here would (``_reinstated_by_import``); each
-        is appended to ``reinstated`` (its new record and the version's reason)."""
+        transaction, as that delete or edit here would, and one brought forward from deleted
+        to active supersedes again what its deletion brought back, as a restore would
+        (``_reinstated_by_import``); each memory so changed is appended to ``reinstated``
+        (its new record and the version's reason)."""
         with self._write_lock:
             self._refuse_blocked(actor, None)  # again under the lock, as a save does
             self.keeper.ensure_current()
@@ -638,7 +640,9 @@ class MemoryService:
     def _reinstated_by_import(self, records: Sequence[ImportedRecord], actor: str | None) -> list[ImportedRecord]:
         """For the memories ``records`` bring forward (``forward_from``), the memories each
         superseded here that it hides no more (``engine.supersession``): deleted, or
-        quarantined, or edited into a text that no longer replaces them. Each comes back
+        quarantined, or edited into a text that no longer replaces them; and those a memory
+        brought forward from deleted to active supersedes again, as a restore here would
+        (its deletion, brought forward before, brought them back). Each comes back
         as a record brought forward from its stored version by one version, so that it is
         written in the import's transaction, or not at all if it changed meanwhile. A
         memory the file itself writes is left to the file: its history says what it is.
@@ -662,6 +666,10 @@ class MemoryService:
                 continue  # not brought forward: Store.import_records leaves it as stored
             if memory.status is Status.DELETED:
                 found = supersession.reinstated_by_deleting(self.store, current, now, self._guarded, leaving=leaving)
+            elif current.status is Status.DELETED and memory.status is Status.ACTIVE:
+                # Undeleted at home: it supersedes again, as a restore here would, what its
+                # deletion brought back here, where neither changed since.
+                found = supersession.superseded_again_by_restoring(self.store, memory, now)
             else:
                 found = self._reinstated_by_edit(current, memory, record.vector, now, leaving)
             for older, reason in found:

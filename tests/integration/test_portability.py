@@ -857,3 +857,38 @@ def test_a_memory_quarantined_on_import_catches_up_with_later_exports(
     assert (gone.status, gone.version) == (Status.DELETED, 4)
     # Exported from here, the target's history imports anywhere: its latest version says what it says.
     assert import_bytes(make_service(name="third"), export_bytes(target, versions=True)).inserted == 1
+
+
+def test_bringing_forward_an_undeletion_supersedes_again_what_the_deletion_reinstated_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """E2 brought "I live in Berlin" forward deleted, and the target's own older "I live in
+    Lisbon" came back; home restored Berlin since (E3). Brought forward active again, it left
+    Lisbon active beside it, where a restore here supersedes it again."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    berlin = home.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory.memory_id
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.delete(NS, berlin)
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+    home.rollbacks.restore(NS, berlin)
+    clock.advance(hours=1)
+    e3 = export_bytes(home, versions=True)
+    target = make_service(name="target", store=store_factory())
+    import_bytes(target, e1)
+    lisbon = target.save(
+        MemoryDraft(content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5))
+    ).memory.memory_id
+    assert import_bytes(target, e2).updated == 1
+    assert target.get(NS, lisbon).status is Status.ACTIVE
+
+    report = import_bytes(target, e3)
+    assert report.updated == 1, report
+    assert target.get(NS, berlin).status is Status.ACTIVE
+    assert target.get(NS, lisbon).status is Status.SUPERSEDED
+    assert any(lisbon in note and "superseded" in note for note in report.notes), report.notes
+    assert recalled(target, "where do I live") == {berlin}
+    # The link holds as before: deleting Berlin here brings Lisbon back.
+    assert target.delete(NS, berlin).reinstated == (lisbon,)
