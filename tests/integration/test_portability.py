@@ -892,3 +892,44 @@ def test_bringing_forward_an_undeletion_supersedes_again_what_the_deletion_reins
     assert recalled(target, "where do I live") == {berlin}
     # The link holds as before: deleting Berlin here brings Lisbon back.
     assert target.delete(NS, berlin).reinstated == (lisbon,)
+
+
+def test_two_memories_that_superseded_one_at_home_in_turn_brought_forward_deleted_bring_it_back(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """Home: "I moved to Paris" superseded "I live in Berlin", was deleted (Berlin back), "I moved
+    to Rome" superseded Berlin, and Paris was restored: both active, both linked to Berlin, Paris's
+    link released. E1 took that; the target noted something on Berlin (so E2 leaves it as
+    stored). Home deleted both; E2 brings both forward deleted, and Berlin is recalled here."""
+    home = make_service(name="home")
+
+    def put(content: str) -> str:
+        clock.advance(minutes=7)
+        return home.save(MemoryDraft(content=content, namespace=NS)).memory.memory_id
+
+    berlin, paris = put("I live in Berlin"), put("I moved to Paris")
+    clock.advance(minutes=1)
+    home.delete(NS, paris)
+    rome = put("I moved to Rome")
+    clock.advance(minutes=1)
+    home.rollbacks.restore(NS, paris)
+    links = {e.src for e in home.store.edges(Scope.whole([NS]), berlin) if e.dst == berlin and e.kind == "SUPERSEDES"}
+    assert links == {paris, rome}
+    assert [home.get(NS, m).status for m in (berlin, paris, rome)] == [Status.SUPERSEDED, Status.ACTIVE, Status.ACTIVE]
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    clock.advance(minutes=1)
+    home.delete(NS, paris)
+    clock.advance(minutes=1)
+    home.delete(NS, rome)
+    assert home.get(NS, berlin).status is Status.ACTIVE
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 3
+    target.update(NS, berlin, MemoryPatch(metadata={"checked": True}), reason="noted here")
+    report = import_bytes(target, e2)
+    assert (report.updated, report.differing) == (2, [berlin]), report
+    assert target.get(NS, berlin).status is Status.ACTIVE
+    assert recalled(target, "where do I live") == {berlin}
