@@ -116,7 +116,12 @@ def _reinstated(
     whole = Scope.whole([memory.namespace])
     back: list[Memory] = []
     for older in _superseded_by(store, memory):
-        if older.status is not Status.SUPERSEDED or (older.key is not None and older.key == memory.key):
+        if older.status is not Status.SUPERSEDED:
+            continue
+        if older.key is not None and older.key == memory.key and same_audience(older, memory):
+            # A key-value client's older value of a key is not its value again; but a keyed
+            # memory of another audience now (made private since) is not that client's value
+            # of the key at all, and hides nothing others see.
             continue
         released = released_from(store, older)
         if memory.memory_id in released:

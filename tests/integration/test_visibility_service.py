@@ -310,3 +310,27 @@ def test_a_newer_memory_made_private_hides_nothing_others_see(service: MemorySer
     service.delete(NS, paris, actor="bob", scope=BOB)
     service.rollbacks.restore(NS, paris, actor="bob", scope=BOB)
     assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+
+
+def test_a_keyed_value_replaced_by_another_writers_is_back_when_that_one_is_made_private(
+    service: MemoryService,
+) -> None:
+    """Bob's shared "theme is light" replaced Alice's "theme is dark" under the same explicit
+    key; Bob made his private since. Her value stayed superseded by a memory she cannot read,
+    and she had no value of the key at all. The keyed exception (a client's older value of a
+    key it deletes is not its value again) holds within one audience only."""
+    dark = service.save(MemoryDraft("theme is dark", namespace=NS, actor="alice", key="ui.theme")).memory.memory_id
+    light = service.save(MemoryDraft("theme is light", namespace=NS, actor="bob", key="ui.theme"))
+    assert light.superseded == (dark,)
+    service.update(NS, light.memory.memory_id, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    assert service.get(NS, dark, scope=ALICE).status is Status.ACTIVE
+    assert dark in {m.memory_id for m in service.list_page([NS], MemoryFilter(), scope=ALICE).items}
+
+
+def test_a_keyed_value_replaced_in_one_audience_stays_replaced_when_the_newer_is_deleted(
+    service: MemoryService,
+) -> None:
+    dark = service.save(MemoryDraft("theme is dark", namespace=NS, actor="alice", key="ui.theme")).memory.memory_id
+    light = service.save(MemoryDraft("theme is light", namespace=NS, actor="bob", key="ui.theme")).memory.memory_id
+    service.delete(NS, light, actor="bob", scope=BOB)
+    assert service.get(NS, dark, scope=ALICE).status is Status.SUPERSEDED
