@@ -490,15 +490,22 @@ class MemoryService:
         return updated
 
     def _reinstated_by_edit(
-        self, current: Memory, updated: Memory, vector: Vector | None, now: datetime, leaving: Collection[str] = ()
+        self,
+        current: Memory,
+        updated: Memory,
+        vector: Vector | None,
+        now: datetime,
+        leaving: Collection[str] = (),
+        still_hides: Callable[[str, Memory], bool] | None = None,
     ) -> list[tuple[Memory, str]]:
         """What an edit of ``current`` into ``updated`` makes active again of the memories it
         superseded (``engine.supersession``): all of them where it is quarantined now (by
         the write guard or by hand), those it no longer replaces where its text or key changed.
-        ``leaving``: other memories the same transaction takes out of recall."""
+        ``leaving``: other memories the same transaction takes out of recall; ``still_hides``:
+        whether another memory the same transaction rewords still replaces an older one."""
         if updated.status is Status.QUARANTINED and current.status is Status.ACTIVE:
             return supersession.reinstated_by_deleting(
-                self.store, current, now, self._guarded, how="quarantined", leaving=leaving
+                self.store, current, now, self._guarded, how="quarantined", leaving=leaving, still_hides=still_hides
             )
         if updated.content == current.content and updated.key == current.key and same_audience(updated, current):
             return []  # the same claim (a client that sends the text with every edit): nothing to judge
@@ -512,6 +519,7 @@ class MemoryService:
             self._guarded,
             lambda older: same_audience(updated, older) and self._replaces(updated, vector, older),
             leaving=leaving,
+            still_hides=still_hides,
         )
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
@@ -650,28 +658,52 @@ class MemoryService:
         two of them that both superseded a memory here each read the other as active
         before, and left it superseded by two deleted memories."""
         ours = {record.memory.memory_id for record in records}
-        leaving = {
-            record.memory.memory_id
-            for record in records
-            if record.forward_from is not None and record.memory.status is not Status.ACTIVE
-        }
         now = self._clock()
-        back: dict[str, ImportedRecord] = {}
+        # The records brought forward, each with its stored record (the import leaves the
+        # others as stored: Store.import_records).
+        forward: list[tuple[ImportedRecord, Memory]] = []
         for record in records:
             if record.forward_from is None:
                 continue
+            current = self.store.get(Scope.whole([record.memory.namespace]), record.memory.memory_id)
+            if current is not None and current.version == record.forward_from:
+                forward.append((record, current))
+        leaving = {record.memory.memory_id for record, _ in forward if record.memory.status is not Status.ACTIVE}
+        # Those brought forward active with another claim: whether each still hides a memory
+        # it superseded is judged on its new text, as for itself; two reworded together that
+        # superseded one memory here each read the other as still replacing it, and left it
+        # superseded by two memories that replace it no more.
+        reworded = {
+            record.memory.memory_id: record
+            for record, current in forward
+            if record.memory.status is Status.ACTIVE
+            and current.status is Status.ACTIVE
+            and (
+                record.memory.content != current.content
+                or record.memory.key != current.key
+                or not same_audience(record.memory, current)
+            )
+        }
+
+        def still_hides(other: str, older: Memory) -> bool:
+            record = reworded.get(other)
+            if record is None:
+                return True
+            return same_audience(record.memory, older) and self._replaces(record.memory, record.vector, older)
+
+        back: dict[str, ImportedRecord] = {}
+        for record, current in forward:
             memory = record.memory
-            current = self.store.get(Scope.whole([memory.namespace]), memory.memory_id)
-            if current is None or current.version != record.forward_from:
-                continue  # not brought forward: Store.import_records leaves it as stored
             if memory.status is Status.DELETED:
-                found = supersession.reinstated_by_deleting(self.store, current, now, self._guarded, leaving=leaving)
+                found = supersession.reinstated_by_deleting(
+                    self.store, current, now, self._guarded, leaving=leaving, still_hides=still_hides
+                )
             elif current.status is Status.DELETED and memory.status is Status.ACTIVE:
                 # Undeleted at home: it supersedes again, as a restore here would, what its
                 # deletion brought back here, where neither changed since.
                 found = supersession.superseded_again_by_restoring(self.store, memory, now)
             else:
-                found = self._reinstated_by_edit(current, memory, record.vector, now, leaving)
+                found = self._reinstated_by_edit(current, memory, record.vector, now, leaving, still_hides)
             for older, reason in found:
                 if older.memory_id in ours or older.memory_id in back:
                     continue

@@ -66,6 +66,7 @@ def reinstated_by_deleting(
     *,
     how: str = "deleted",
     leaving: Collection[str] = (),
+    still_hides: Callable[[str, Memory], bool] | None = None,
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again the memories ``memory``
     superseded, for the transaction that deletes it (see the module docstring), or
@@ -74,12 +75,14 @@ def reinstated_by_deleting(
     current again; one whose text it would change today stays superseded, one it would
     quarantine comes back quarantined. ``leaving``: the ids of other memories the same
     transaction takes out of recall (an import that brings several forward deleted),
-    whose links hide nothing once it lands, active as they are read now."""
+    whose links hide nothing once it lands, active as they are read now. ``still_hides``:
+    for another memory that supersedes one of them too, whether it still replaces it as the
+    same transaction leaves it (an import that brings it forward reworded); by default, yes."""
     if memory.status is not Status.ACTIVE:
         return []
     return [
         (version, reinstated_reason(memory.memory_id, how))
-        for version in _reinstated(store, memory, now, guard, lambda older: False, leaving)
+        for version in _reinstated(store, memory, now, guard, lambda older: False, leaving, still_hides)
     ]
 
 
@@ -91,17 +94,18 @@ def reinstated_by_editing(
     replaces: Callable[[Memory], bool],
     *,
     leaving: Collection[str] = (),
+    still_hides: Callable[[str, Memory], bool] | None = None,
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again the memories ``edited`` (as
     the edit leaves it, still active) superseded and that, by ``replaces`` (the conflict
     rules and the semantic check of a save, over the new text), it no longer replaces:
     "I moved to Paris" edited to "The weather is nice" hides "I live in Berlin" no more.
-    ``leaving``: as for ``reinstated_by_deleting``."""
+    ``leaving``, ``still_hides``: as for ``reinstated_by_deleting``."""
     if edited.status is not Status.ACTIVE:
         return []
     return [
         (version, edited_reason(edited.memory_id))
-        for version in _reinstated(store, edited, now, guard, replaces, leaving)
+        for version in _reinstated(store, edited, now, guard, replaces, leaving, still_hides)
     ]
 
 
@@ -112,6 +116,7 @@ def _reinstated(
     guard: Callable[[Memory], Memory],
     replaces: Callable[[Memory], bool],
     leaving: Collection[str],
+    still_hides: Callable[[str, Memory], bool] | None = None,
 ) -> list[Memory]:
     whole = Scope.whole([memory.namespace])
     back: list[Memory] = []
@@ -138,7 +143,9 @@ def _reinstated(
             and edge.src not in released
             and edge.src not in leaving
         ]
-        if any(_active(store, whole, other) for other in others) or replaces(older):
+        if any(
+            _active(store, whole, other) and (still_hides is None or still_hides(other, older)) for other in others
+        ) or replaces(older):
             continue
         try:
             guarded = guard(older.evolve(status=Status.ACTIVE))

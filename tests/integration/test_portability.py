@@ -933,3 +933,64 @@ def test_two_memories_that_superseded_one_at_home_in_turn_brought_forward_delete
     assert (report.updated, report.differing) == (2, [berlin]), report
     assert target.get(NS, berlin).status is Status.ACTIVE
     assert recalled(target, "where do I live") == {berlin}
+
+
+def test_two_memories_brought_forward_reworded_reinstate_what_both_superseded_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """As above, but home reworded both ("The weather is nice today", "I like green tea"),
+    still active, neither replacing a home any more. E2 brings both forward: each read the
+    other as still active, so still replacing Lisbon, and left it superseded by two memories
+    that replace it no more: nothing about the home recalled."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
+    clock.advance(minutes=5)
+    rome = home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off")).memory.memory_id
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+    home.update(NS, rome, MemoryPatch(content="I like green tea"))
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 2
+    lisbon = target.save(
+        MemoryDraft(
+            content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5), conflicts="flag"
+        )
+    ).memory.memory_id
+    target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+
+    report = import_bytes(target, e2)
+    assert (report.updated, report.differing) == (2, []), report
+    assert target.get(NS, lisbon).status is Status.ACTIVE
+    assert lisbon in recalled(target, "where do I live")
+
+
+def test_one_of_two_brought_forward_reworded_leaves_what_the_other_still_replaces(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """Only Paris reworded at home; Rome still says "I live in Rome" and still replaces Lisbon."""
+    home = make_service(name="home")
+    clock.advance(minutes=5)
+    paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
+    clock.advance(minutes=5)
+    home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off"))
+    clock.advance(hours=1)
+    e1 = export_bytes(home, versions=True)
+    home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+
+    target = make_service(name="target", store=store_factory())
+    import_bytes(target, e1)
+    lisbon = target.save(
+        MemoryDraft(
+            content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5), conflicts="flag"
+        )
+    ).memory.memory_id
+    target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    assert import_bytes(target, e2).updated == 1
+    assert target.get(NS, lisbon).status is Status.SUPERSEDED
