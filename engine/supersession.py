@@ -222,7 +222,10 @@ def _stands(store: Store, older: Memory, newer: Memory) -> bool:
     whole = Scope.whole([older.namespace])
     versions = store.versions(whole, older.memory_id)
     naming = (superseded_reason(newer.memory_id), reinstated_reason(newer.memory_id))
-    marks = [at for at, version in enumerate(versions) if version.reason in naming]
+    # A restore or rollback that brought it back superseded by ``newer`` names it too
+    # (``restored_superseded_reason``): superseded by it again, as by the save.
+    again = superseded_reason(newer.memory_id) + ","
+    marks = [at for at, version in enumerate(versions) if version.reason in naming or version.reason.startswith(again)]
     if not marks:
         return False
     mark = versions[marks[-1]]

@@ -454,6 +454,32 @@ def test_a_deleted_memory_rolled_back_to_an_active_version_is_superseded_as_a_re
     assert service.rollbacks.to_version("n2", porto, 1).status is Status.ACTIVE
 
 
+@pytest.mark.parametrize("how", ["restore", "rollback"])
+def test_a_memory_deleted_and_brought_back_twice_under_a_newer_one_is_superseded_both_times(
+    service: MemoryService, clock: Any, how: str
+) -> None:
+    """ "I live in Berlin", superseded by "I moved to Paris", deleted and brought back (a
+    restore, or a rollback to its first version) came back superseded by Paris; deleted and
+    brought back once more, it came back active beside Paris: the version that brought it
+    back superseded names Paris otherwise than the supersession did, and was read
+    as a change of it. Nothing but deletions and restores between: superseded again."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(minutes=5)
+    paris = service.save(draft("I moved to Paris")).memory.memory_id
+    for _ in range(2):
+        clock.advance(minutes=5)
+        service.delete(NS, berlin)
+        clock.advance(minutes=5)
+        if how == "restore":
+            back = service.rollbacks.restore(NS, berlin)
+        else:
+            back = service.rollbacks.to_version(NS, berlin, 1)
+        assert back.status is Status.SUPERSEDED
+    assert recalled(service, "where do I live") == [paris]
+    # The link holds as before: deleting Paris brings Berlin back.
+    assert service.delete(NS, paris).reinstated == (berlin,)
+
+
 def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, clock: Any) -> None:
     edited = service.save(draft("the user lives in Porto")).memory
     deleted = service.save(draft("the user owns a red bicycle")).memory
