@@ -144,7 +144,8 @@ def _reinstated(
             and edge.src not in leaving
         ]
         if any(
-            _active(store, whole, other) and (still_hides is None or still_hides(other, older)) for other in others
+            _hides(store, whole, other, older) and (still_hides is None or still_hides(other, older))
+            for other in others
         ) or replaces(older):
             continue
         try:
@@ -296,6 +297,9 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     return released
 
 
-def _active(store: Store, scope: Scope, memory_id: str) -> bool:
+def _hides(store: Store, scope: Scope, memory_id: str, older: Memory) -> bool:
+    """Whether the memory ``memory_id``, which superseded ``older`` too, still hides it: active,
+    and of its audience (``same_audience``: Bob's "I moved to Paris", made private since,
+    supersedes nothing of Alice's, as a save of it would not)."""
     found = store.get(scope, memory_id)
-    return found is not None and found.status is Status.ACTIVE
+    return found is not None and found.status is Status.ACTIVE and same_audience(found, older)

@@ -4,6 +4,7 @@ memories of one audience are deduplicated, superseded, contradicted or merged to
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -334,3 +335,27 @@ def test_a_keyed_value_replaced_in_one_audience_stays_replaced_when_the_newer_is
     light = service.save(MemoryDraft("theme is light", namespace=NS, actor="bob", key="ui.theme")).memory.memory_id
     service.delete(NS, light, actor="bob", scope=BOB)
     assert service.get(NS, dark, scope=ALICE).status is Status.SUPERSEDED
+
+
+def test_a_memory_superseded_twice_is_back_when_one_is_deleted_and_the_other_is_private(
+    service: MemoryService, clock: Any
+) -> None:
+    """Alice's "I live in Lisbon" superseded by both Bob's "I live in Paris" and Carol's "I live
+    in Rome" (flagged from both, marked superseded on review). Bob made Paris private (Rome
+    still hid Lisbon), then Carol deleted Rome: Paris, a memory Alice cannot read, was read
+    as still hiding Lisbon, and nothing about the home was recalled for her."""
+    paris = service.save(MemoryDraft("I live in Paris", namespace=NS, actor="bob")).memory.memory_id
+    rome = service.save(MemoryDraft("I live in Rome", namespace=NS, actor="carol", conflicts="off")).memory.memory_id
+    lisbon = service.save(
+        MemoryDraft(
+            "I live in Lisbon", namespace=NS, actor="alice", conflicts="flag", created_at=clock.now - timedelta(hours=5)
+        )
+    ).memory.memory_id
+    links = {e.src for e in service.store.edges(Scope.whole([NS]), lisbon) if e.kind == "SUPERSEDES"}
+    assert links == {paris, rome}
+    service.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), actor="root", scope=ADMIN)
+    service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    assert service.get(NS, lisbon).status is Status.SUPERSEDED  # Rome, shared, replaces it still
+    service.delete(NS, rome, actor="carol", scope=Scope(member=(NS,), agent="carol"))
+    assert service.get(NS, lisbon, scope=ALICE).status is Status.ACTIVE
+    assert lisbon in {h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits}
