@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from datetime import datetime
 
-from engine.conflicts import MERGED_INTO, SUPERSEDES
+from engine import conflicts
+from engine.conflicts import MERGED_INTO, SUPERSEDES, Statement, Verdict
 from engine.errors import GuardRejected
-from engine.ports import Store
+from engine.ports import Edge, Store
 from engine.records import Memory, Scope, Status, same_audience
 
 # How the reasons of the versions written here begin (``released_from`` reads them).
@@ -135,7 +136,7 @@ def _reinstated(
         if any(edge.kind == MERGED_INTO and edge.src == older.memory_id for edge in links):
             continue
         others = [
-            edge.src
+            edge
             for edge in links
             if edge.kind == SUPERSEDES
             and edge.dst == older.memory_id
@@ -144,8 +145,8 @@ def _reinstated(
             and edge.src not in leaving
         ]
         if any(
-            _hides(store, whole, other, older) and (still_hides is None or still_hides(other, older))
-            for other in others
+            _hides(store, whole, edge, older) and (still_hides is None or still_hides(edge.src, older))
+            for edge in others
         ) or replaces(older):
             continue
         try:
@@ -297,9 +298,20 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     return released
 
 
-def _hides(store: Store, scope: Scope, memory_id: str, older: Memory) -> bool:
-    """Whether the memory ``memory_id``, which superseded ``older`` too, still hides it: active,
-    and of its audience (``same_audience``: Bob's "I moved to Paris", made private since,
-    supersedes nothing of Alice's, as a save of it would not)."""
-    found = store.get(scope, memory_id)
-    return found is not None and found.status is Status.ACTIVE and same_audience(found, older)
+def _hides(store: Store, scope: Scope, link: Edge, older: Memory) -> bool:
+    """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, of
+    its audience (``same_audience``: Bob's "I moved to Paris", made private since, supersedes
+    nothing of Alice's, as a save of it would not), and, where its text or key changed since
+    the link was made, still replacing it by the conflict rules ("I live in Paris" edited into
+    "The weather is nice today" hides "I live in Lisbon" no more, though its own edit did not
+    bring Lisbon back while another memory replaced it too)."""
+    found = store.get(scope, link.src)
+    if found is None or found.status is not Status.ACTIVE or not same_audience(found, older):
+        return False
+    then = [v.record for v in store.versions(scope, found.memory_id) if v.changed_at <= link.created_at]
+    if not then or (then[-1].content, then[-1].key) == (found.content, found.key):
+        return True  # as it was when it superseded ``older`` (or no history says otherwise)
+    newer, old = Statement(found.content, found.key), Statement(older.content, older.key)
+    return conflicts.judge(newer, old).verdict is Verdict.REPLACE or (
+        older.created_at < found.created_at and conflicts.judge(old, newer).verdict is Verdict.REPLACE
+    )

@@ -480,6 +480,52 @@ def test_a_memory_deleted_and_brought_back_twice_under_a_newer_one_is_superseded
     assert service.delete(NS, paris).reinstated == (berlin,)
 
 
+@pytest.mark.parametrize("then", ["edited", "deleted"])
+def test_a_memory_superseded_by_two_is_back_once_neither_replaces_it(
+    service: MemoryService, clock: Any, then: str
+) -> None:
+    """ "I live in Lisbon" superseded by both "I live in Paris" and "I live in Rome" (flagged
+    from both, marked superseded on review). Paris edited into "The weather is nice today":
+    Rome still replaced Lisbon. Then Rome edited into "I like green tea" (or deleted): Paris
+    was read as still replacing Lisbon, its link made before its edit, and Lisbon stayed
+    superseded by memories that replace it no more: nothing about the home recalled. A
+    memory edited since its link is judged on its text now, by the rules."""
+    paris = service.save(draft("I live in Paris")).memory.memory_id
+    rome = service.save(draft("I live in Rome", conflicts="off")).memory.memory_id
+    lisbon = service.save(
+        draft("I live in Lisbon", conflicts="flag", created_at=clock.now - timedelta(hours=5))
+    ).memory.memory_id
+    assert {e.src for e in service.store.edges(Scope.whole([NS]), lisbon) if e.kind == SUPERSEDES} == {paris, rome}
+    service.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    clock.advance(minutes=5)
+    service.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+    assert service.get(NS, lisbon).status is Status.SUPERSEDED  # Rome replaces it still
+    clock.advance(minutes=5)
+    if then == "edited":
+        service.update(NS, rome, MemoryPatch(content="I like green tea"))
+    else:
+        assert service.delete(NS, rome).reinstated == (lisbon,)
+    assert service.get(NS, lisbon).status is Status.ACTIVE
+    assert lisbon in recalled(service, "where do I live")
+
+
+def test_a_memory_superseded_by_two_stays_so_while_an_edited_one_still_replaces_it(
+    service: MemoryService, clock: Any
+) -> None:
+    """Paris edited into "I live in Paris, France" still replaces Lisbon: deleting Rome leaves it so."""
+    paris = service.save(draft("I live in Paris")).memory.memory_id
+    rome = service.save(draft("I live in Rome", conflicts="off")).memory.memory_id
+    lisbon = service.save(
+        draft("I live in Lisbon", conflicts="flag", created_at=clock.now - timedelta(hours=5))
+    ).memory.memory_id
+    service.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    clock.advance(minutes=5)
+    service.update(NS, paris, MemoryPatch(content="I live in Paris, France"))
+    clock.advance(minutes=5)
+    assert service.delete(NS, rome).reinstated == ()
+    assert service.get(NS, lisbon).status is Status.SUPERSEDED
+
+
 def test_roll_a_namespace_back_to_a_moment_and_undo_it(service: MemoryService, clock: Any) -> None:
     edited = service.save(draft("the user lives in Porto")).memory
     deleted = service.save(draft("the user owns a red bicycle")).memory
