@@ -1028,9 +1028,14 @@ def _differing(
             there = stored.get(stored_id)
             said = (item.memory.status, *(getattr(item.memory, name) for name in _VERSIONED))
             # The file's version, or the one a quarantine on import adds (now, or not by an
-            # import before that rule: either way the file was imported as it is).
+            # import before that rule: either way the file was imported as it is); for one
+            # brought forward past versions added here, its number already counts them
+            # (``_onward``): held again on the way, the stored version is that one.
             if there is not None and (
-                there.version - shifts.get(item.original_id, 0) not in (item.file_version, item.memory.version)
+                (
+                    there.version != item.memory.version
+                    and there.version - shifts.get(item.original_id, 0) not in (item.file_version, item.memory.version)
+                )
                 or (there.status, *(getattr(there, name) for name in _VERSIONED)) != said
             ):
                 differing.append(item.original_id)
