@@ -163,6 +163,16 @@ class Rollbacks:
             now = self._clock()
             also: list[tuple[Memory, str]] = []
             reason = f"rolled back to version {version}"
+            if (
+                current.status is Status.DELETED
+                and target.status is Status.SUPERSEDED
+                and not supersession.hidden_by_any(self._store, restored(current, target, now))
+            ):
+                # Out of deleted to a superseded version while nothing of its audience that
+                # superseded it is recalled (deleted, made private since): superseded, it would
+                # be hidden with nothing in its place. It comes back as a restore brings it.
+                target = target.evolve(status=Status.ACTIVE)
+                reason += ", active: nothing of its audience that superseded it is recalled"
             if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):
                 # Deleted or quarantined by a rollback as by a DELETE or an edit: what it
                 # superseded is recalled again, not left hidden under a memory out of recall.

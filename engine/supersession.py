@@ -203,6 +203,24 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     return None
 
 
+def hidden_by_any(store: Store, memory: Memory) -> bool:
+    """Whether a memory that superseded ``memory`` (a ``SUPERSEDES`` link of its own, not
+    released since: ``released_from``) still hides it (``_hides``: active, of its audience,
+    still replacing it). A rollback out of deleted to a superseded version reads it: "I live
+    in Berlin" rolled back so while "I moved to Paris" is deleted, or made private since,
+    would be hidden with nothing of its audience in its place."""
+    whole = Scope.whole([memory.namespace])
+    released = released_from(store, memory)
+    return any(
+        _hides(store, whole, edge, memory)
+        for edge in store.edges(whole, memory.memory_id)
+        if edge.kind == SUPERSEDES
+        and edge.dst == memory.memory_id
+        and edge.src != memory.memory_id
+        and edge.src not in released
+    )
+
+
 # What an edit of a memory changes: every field a rollback restores but its status.
 _CLAIM = ("content", "category", "entities", "importance", "visibility", "expire_at", "key", "metadata")
 

@@ -359,3 +359,26 @@ def test_a_memory_superseded_twice_is_back_when_one_is_deleted_and_the_other_is_
     service.delete(NS, rome, actor="carol", scope=Scope(member=(NS,), agent="carol"))
     assert service.get(NS, lisbon, scope=ALICE).status is Status.ACTIVE
     assert lisbon in {h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits}
+
+
+@pytest.mark.parametrize("how", ["private", "deleted", "kept"])
+def test_a_rollback_out_of_deleted_to_a_superseded_version_is_not_hidden_under_nothing(
+    service: MemoryService, how: str
+) -> None:
+    """Alice deleted her "I live in Berlin" (superseded by Bob's "I moved to Paris"), Bob made
+    Paris private (or deleted it) since, and Alice rolled Berlin back to its superseded
+    version: it came back superseded by a memory she cannot read (or by a deleted one), and
+    nothing about the home was recalled for her. Out of deleted it is superseded only while a
+    memory of its audience that superseded it is active, as on a restore."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.delete(NS, berlin, actor="alice", scope=ALICE)
+    if how == "private":
+        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    elif how == "deleted":
+        service.delete(NS, paris, actor="bob", scope=BOB)
+    back = service.rollbacks.to_version(NS, berlin, 2, actor="alice", scope=ALICE)
+    hits = [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits]
+    if how == "kept":
+        assert (back.status, hits) == (Status.SUPERSEDED, [paris])
+    else:
+        assert (back.status, hits) == (Status.ACTIVE, [berlin])
