@@ -196,6 +196,14 @@ def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> No
         ("Office: 18 Rainbow Ave", "Office: [address]"),
         ("Home: 7 Elm St, Dover", "Home: [address], Dover"),
         ("No. 10 Downing Street", "No. [address]"),
+        # Typed in lower case, with a street word in full, after an address word or alone on its line.
+        ("12 main street", "[address]"),
+        ("i live at 45 oak avenue, springfield", "i live at [address], springfield"),
+        ("Address:\n12 main street\nSpringfield", "Address:\n[address]\nSpringfield"),
+        # A bare Broadway only after an address word, with nothing but the city after it.
+        ("She lives at 1585 Broadway, New York", "She lives at [address], New York"),
+        ("Office: 17 Broadway.", "Office: [address]."),
+        ("**Paragon Sports**: 867 Broadway, New York, NY 10003", "**Paragon Sports**: [address], New York, NY 10003"),
     ],
 )
 def test_english_street_addresses_are_redacted_from_the_number_on(text: str, stored: str) -> None:
@@ -212,7 +220,19 @@ def test_english_street_addresses_are_redacted_from_the_number_on(text: str, sto
         "Top 10 Best Way to cook rice",
         "in 2019 Oxford Street was closed",
         "$5 Main Street Burgers",
-        "12 main street",  # a name is capitalised
+        # In lower case a street needs its word in full, an address word before it or a line
+        # of its own, and no word that measures: "drive", "way" and "lane" are nouns too.
+        "it is a 10 minute drive from here",
+        "a 2 way street",
+        "we took the 4 lane road home",
+        "there are 3 main streets in town",
+        "we walked 12 main street blocks",
+        "I have 2 main road bikes",
+        # A bare Broadway is a show as often as a street.
+        "17 Broadway",
+        "We saw 17 Broadway shows last year",
+        "She has starred in 3 Broadway musicals",
+        "at 17 Broadway shows this season",
         "5 San Diego St.\n \n12 Charleston",  # a seed and a team (State), from a chat log
         "7 Michigan St\n \n10 USC",
         # A number with its label before it is a chapter, an episode or a level.
@@ -227,6 +247,53 @@ def test_english_street_addresses_are_redacted_from_the_number_on(text: str, sto
     ],
 )
 def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
+    assert kinds(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        # French: the number before the street word.
+        ("8 Rue de Rivoli", "[address]"),
+        ("Elle habite au 8, rue de Rivoli, 75001 Paris", "Elle habite au [address], 75001 Paris"),
+        ("15 avenue des Champs-Élysées", "[address]"),
+        ("12 boulevard Haussmann, Paris", "[address], Paris"),
+        # German, Italian and Spanish: the number after the street.
+        ("Hauptstraße 5", "[address]"),
+        ("Er wohnt in der Berliner Strasse 12a, 10115 Berlin", "Er wohnt in der [address], 10115 Berlin"),
+        ("Potsdamer Platz 1, Berlin", "[address], Berlin"),
+        ("Marienplatz 8", "[address]"),
+        ("Via Roma 12", "[address]"),
+        ("Via del Corso, 120, 00186 Roma", "[address], 00186 Roma"),
+        ("abito in via Garibaldi 7", "abito in [address]"),
+        ("Piazza Navona 5", "[address]"),
+        ("Calle Mayor 3", "[address]"),
+        ("vivo en la calle de Alcalá 42, Madrid", "vivo en la [address], Madrid"),
+    ],
+)
+def test_continental_street_addresses_are_redacted(text: str, stored: str) -> None:
+    assert guard.redact(text, guard.find_pii(text)) == stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We sent it via Zoom 3 times",
+        "Via Amazon 2 days ago",
+        "We drove via Route 66.",
+        "Via Highway 1, then north",
+        "via Rome 12 hours later",
+        "Wir waren am Marienplatz 2 Stunden",
+        "Die Hauptstraße 5 Minuten von hier",
+        "Hauptstraße",
+        "I rue the day",
+        "I bought 3 Avenue Q tickets",
+        "the 2 avenues of research",
+        "Calle 13 is a band",
+        "Piazza",
+    ],
+)
+def test_continental_street_words_that_are_not_an_address(text: str) -> None:
     assert kinds(text) == []
 
 
