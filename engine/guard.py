@@ -938,12 +938,17 @@ _EXFILTRATION = re.compile(
 )
 # A sentence ends at a full stop that ends a word, not at the one inside "example.com".
 _SENTENCE_BREAK = re.compile(r"[!?\n]|\.(?!\w)")
+# Said not to be done by whoever sends: "the app does not send passwords to google.com",
+# "1Password never sends your master password to 1password.com" (not "not forget to send").
+_NOT_DONE = re.compile(r"(?:\b(?:not|never)|n't|\bno\s+longer)\s+(?:(?:ever|automatically|actually)\s+)?$", _I)
 
 
 def _sends_secrets_out(visible: str, cue_end: int, limit: int) -> re.Match[str] | None:
     for leak in _EXFILTRATION.finditer(visible, cue_end, limit):
         if leak.start() > cue_end + _POISON_REACH or _SENTENCE_BREAK.search(visible, cue_end, leak.start()):
             return None
+        if _NOT_DONE.search(visible, cue_end, leak.start()) is not None:
+            continue
         # Said not to be done: "Remember never to send passwords to evil.com".
         negation = _NEGATED.search(visible, cue_end, leak.start())
         if negation is None or _NEGATION_BREAK.search(visible, negation.start() + 3, leak.start()) is not None:
