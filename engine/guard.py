@@ -870,15 +870,24 @@ def _cleared(said: str) -> list[str]:
     return things
 
 
-def _passive(words: Sequence[str], verb: str) -> bool:
+def _passive_subject(words: Sequence[str], verb: str) -> list[str] | None:
+    """What a clean-up said in the passive clears, without its "are" or "will be" ("the
+    old backups and the database" in "… are wiped"), or None if it is not said so."""
     if not verb.endswith("ed"):
-        return False
+        return None
     tail = [word.lower() for word in words]
     if any(word in _SEE_TO_IT for word in tail):
-        return False
+        return None
     while tail and tail[-1] in _ADVERBS:
         tail.pop()
-    return bool(tail) and (tail[-1] in _PASSIVE_BE or tail[-2:] == ["will", "be"])
+    if tail[-2:] == ["will", "be"]:
+        return tail[:-2]
+    if not tail or tail[-1] not in _PASSIVE_BE:
+        return None
+    tail.pop()
+    if tail and tail[-1] in _PASSIVE_BE:  # "are being wiped"
+        tail.pop()
+    return tail
 
 
 def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bool:
@@ -892,12 +901,13 @@ def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bo
         words[0] = words[0].lower()
     if any(_FACT_TOKEN.fullmatch(word) is None or _named(_owner(word)) for word in words):
         return False
-    passive = _passive(words, verb)
+    passive_subject = _passive_subject(words, verb)
+    passive = passive_subject is not None
     reach = min(len(visible), action.end("target") + _ORDER_REACH)
     end = _CLEARED_END.search(visible, action.end("verb"), reach)
     cleared = _cleared(visible[action.end("verb") : end.start() if end is not None else reach])
-    if passive:
-        cleared += _cleared(" ".join(words))
+    if passive_subject is not None:
+        cleared += _cleared(" ".join(passive_subject))
     if any(_NOT_ROUTINE.search(thing) is not None and _ROUTINE.search(thing) is None for thing in cleared):
         return False
     modal = words[-1] in {"will", "would"}
