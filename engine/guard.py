@@ -859,12 +859,23 @@ _ADVERBS = frozenset({"automatically", "also", "then", "usually", "normally", "p
 _SEE_TO_IT = frozenset({"make", "sure", "ensure", "see", "let", "have", "please", "check", "verify", "confirm"})
 
 
+# Nor is a part with a verb of its own that clears nothing: "… and all backups are kept for a
+# year", "… and every account stays untouched" ("… and all backups are deleted too" is).
+_OWN_VERB = re.compile(
+    r"\b(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|gets?|got|will|would|must|should|can|could|"
+    r"may|has|have|had|keeps?|kept)\b",
+    _I,
+)
+
+
 def _cleared(said: str) -> list[str]:
     """The things a clause's words name as cleared, each on its own (_ONE_MORE_CLEARED)."""
     first, *rest = _CONJUNCTION.split(said)
     things = [first]
     for part in rest:
-        if _ONE_MORE_CLEARED.match(part) is None:
+        if _ONE_MORE_CLEARED.match(part) is None or (
+            _OWN_VERB.search(part) is not None and _CLEAN_UP.search(part) is None
+        ):
             break
         things.append(part)
     return things
