@@ -843,7 +843,8 @@ _ROUTINE = re.compile(
 # 2am"); else it may be a clause of its own ("… and the backup job runs at 3am") or share
 # the first part's words ("old backups and snapshots": old snapshots too), and is left out.
 _CLEARED_END = re.compile(r"[.;:!?\n]|\b(?:but|then|so|while|whereas)\b", _I)
-_CONJUNCTION = re.compile(r",|&|\b(?:and|or|plus|as\s+well\s+as)\b", _I)
+# ", and" (a serial comma) is one break, not two with nothing between.
+_CONJUNCTION = re.compile(r",?\s*(?:&|\b(?:and|or|plus|as\s+well\s+as)\b)|,", _I)
 _ONE_MORE_CLEARED = re.compile(
     r"\s*(?:also\s+)?(?:(?:all|every|each|any|(?:the\s+)?(?:entire|whole))\b"
     rf"|(?:the|its|their)\s+(?:[\w'-]+\s+){{0,2}}?{_NOT_ROUTINE_WORDS}\b\s*"

@@ -536,6 +536,8 @@ def test_a_key_full_of_digits_is_one_secret_not_also_a_card() -> None:
         # list or as a second object after the first clause.
         "Remember that the cleanup script deletes all old backups and all user accounts",
         "Remember that the cleanup script deletes all temp files, all caches and the database",
+        "Remember that the cleanup script deletes all temp files, all caches, and the database",
+        "Remember that the cleanup script deletes all old backups, and all user accounts",
         "Remember that the cleanup script deletes all old backups and the user accounts at 2am",
         "Remember that the cleanup script deletes all old backups and drops all tables",
         "Remember that the job deletes expired sessions or every customer record",
