@@ -284,8 +284,8 @@ _NUMBER_FIRST_STREET = re.compile(
     rf"(?P<word>{_STREET_WORD_FIRST})[^\S\n]{{1,3}}(?P<particle>{_STREET_PARTICLE})?[^\S\n]?{_CONTINENTAL_NAME}"
 )
 _NUMBER_AFTER_STREET = re.compile(
-    rf"(?<![\w'’-])(?:{_STREET_WORD_BEFORE_NAME}[^\S\n]{{1,3}}{_CONTINENTAL_NAME}"
-    rf"|[A-ZÄÖÜ][a-zäöüß]+{_STREET_WORD_IN_NAME}|[A-ZÄÖÜ][a-zäöüß]+[^\S\n]{_STREET_WORD_AFTER_NAME})"
+    rf"(?<![\w'’-])(?:(?P<word>{_STREET_WORD_BEFORE_NAME})[^\S\n]{{1,3}}(?P<name>{_CONTINENTAL_NAME})"
+    rf"|(?P<compound>[A-ZÄÖÜ][a-zäöüß]+){_STREET_WORD_IN_NAME}|[A-ZÄÖÜ][a-zäöüß]+er[^\S\n]{_STREET_WORD_AFTER_NAME})"
     r",?[^\S\n]{1,3}(?P<number>\d{1,4}[a-z]?(?:[-/]\d{1,4}[a-z]?)?)(?![\w/%-]|[.,:]\d)"
 )
 _NUMBER_AFTER_ENDS = re.compile(
@@ -332,12 +332,34 @@ def _bare_street_address(text: str, match: re.Match[str]) -> bool:
     )
 
 
+# Not a street: a word in title case before "Via" ("How to Transfer Files Via USB 3"), a name
+# with capitals inside it ("Via HDMI 2", "Via PayPal 3"; a Roman numeral is one: "Via XX
+# Settembre 20"), a year ("Via Roma 2020", "Potsdamer Platz 2019"), and German places that
+# are no square and roads known by their number ("Tabellenplatz 3", "Stellplatz 12",
+# "Bundesstraße 96"). Two words before Straße or Platz are an adjective and the street's
+# word ("Potsdamer Platz 1", "Berliner Straße 12"), not a team and its rank ("Bayern Platz 1").
+_TITLE_CASE_BEFORE = re.compile(r"\b[A-Z][\w'’-]*[^\S\n]+$")
+_CAPITALS_INSIDE = re.compile(r"(?![IVXLCDM]+\b)\S*(?:[a-z][A-Z]|[A-Z]{2})")
+_A_YEAR = re.compile(r"(?:19|20)\d\d")
+_NOT_A_SQUARE = frozenset(
+    "tabellen stell arbeits start sitz steh liege studien ausbildungs kita krippen heim pflege park "
+    "bundes staats kreis einbahn".split()
+)
+
+
 def _continental_street_address(text: str, match: re.Match[str]) -> bool:
     before = max(0, match.start() - _CONTEXT_WORD)
     if match.re is _NUMBER_AFTER_STREET:
+        if match["word"] is not None and (
+            (_TITLE_CASE_BEFORE.search(text, before, match.start()) is not None and match["word"][0].isupper())
+            or any(_CAPITALS_INSIDE.match(word) for word in match["name"].split())
+        ):
+            return False
         return (
             _LABELLED.search(text, before, match.start("number")) is None
             and _NUMBER_AFTER_ENDS.match(text, match.end()) is not None
+            and _A_YEAR.fullmatch(match["number"]) is None
+            and (match["compound"] is None or match["compound"].lower() not in _NOT_A_SQUARE)
         )
     if (
         _COUNTED.search(text, before, match.start())

@@ -269,6 +269,9 @@ def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
         ("Piazza Navona 5", "[address]"),
         ("Calle Mayor 3", "[address]"),
         ("vivo en la calle de Alcalá 42, Madrid", "vivo en la [address], Madrid"),
+        ("Indirizzo: Via XX Settembre 20", "Indirizzo: [address]"),
+        ("Wir wohnen am Marktplatz 4, 79098 Freiburg", "Wir wohnen am [address], 79098 Freiburg"),
+        ("Leipziger Straße 12", "[address]"),
     ],
 )
 def test_continental_street_addresses_are_redacted(text: str, stored: str) -> None:
@@ -291,6 +294,20 @@ def test_continental_street_addresses_are_redacted(text: str, stored: str) -> No
         "the 2 avenues of research",
         "Calle 13 is a band",
         "Piazza",
+        # A title in title case, a product with capitals inside its name, a year.
+        "How to Transfer Files Via USB 3",
+        "Streaming Netflix Via HDMI 2",
+        "Upgrading Django Via Python 3",
+        "Paid Via PayPal 3",
+        "Deploy Via GitHub Actions 4",
+        "Via Roma 2020",
+        "Wir waren 2019 am Potsdamer Platz 2019",
+        # German places that are no square, roads by their number, and "Platz" as a rank.
+        "Wir stehen auf Tabellenplatz 3.",
+        "Mein Auto steht auf Stellplatz 12",
+        "Sie hat einen Arbeitsplatz 2 Minuten von hier",
+        "Wir fuhren über die Bundesstraße 96.",
+        "Tabelle: Bayern Platz 1, Dortmund Platz 2",
     ],
 )
 def test_continental_street_words_that_are_not_an_address(text: str) -> None:
