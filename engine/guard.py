@@ -234,9 +234,15 @@ _EN_STREET_LOWER = re.compile(
 )
 _NOT_A_STREET_NAME = frozenset(
     "a an the my your his her our their its this that these those of to in on at for and or by with from "
-    "minute minutes hour hours mile miles block blocks lane lanes way ways side".split()
+    "minute minutes hour hours mile miles block blocks lane lanes way ways side "
+    # A time, then where: "we met at 7 near main street", "at 6 am wall street".
+    "am pm near outside inside via past down up along across behind beyond toward towards opposite beside into "
+    "onto through over under around off".split()
 )
 _LINE_START = re.compile(r"(?:^|\n)[^\S\n]*(?:[-*•][^\S\n]*)?$")
+# A line of its own beside another that opens with a number is an item in a numbered list
+# ("top songs:\n1 penny lane\n2 abbey road", "1 sunset boulevard\n2 mulholland drive").
+_NUMBERED_LINE = re.compile(r"[^\S\n]*(?:[-*•][^\S\n]*)?\d{1,3}[.)]?[^\S\n]")
 _NOTHING_AFTER_LOWER = re.compile(r"[^\S\n]*(?:$|[\n,;)]|\.(?!\w))|[^\S\n]{1,3}\d{5}\b")
 # A street well known by its name alone ("1585 Broadway") is a show as often ("17 Broadway
 # shows", "3 Broadway musicals"): only after an address word ("at", "lives at", "Office:"),
@@ -318,8 +324,20 @@ def _lower_case_street_address(text: str, match: re.Match[str]) -> bool:
         or any(word in _NOT_A_STREET_NAME for word in match["name"].split())
     ):
         return False
-    placed = _PLACE_BEFORE.search(text, before, match.start()) or _LINE_START.search(text, before, match.start())
-    return placed is not None and _NOTHING_AFTER_LOWER.match(text, match.end()) is not None
+    placed = _PLACE_BEFORE.search(text, before, match.start()) is not None or (
+        _LINE_START.search(text, before, match.start()) is not None
+        and not _in_a_numbered_list(text, match.start(), match.end())
+    )
+    return placed and _NOTHING_AFTER_LOWER.match(text, match.end()) is not None
+
+
+def _in_a_numbered_list(text: str, start: int, end: int) -> bool:
+    """Whether the line before or after the one from start to end opens with a number."""
+    here = text.rfind("\n", 0, start)
+    if here > 0 and _NUMBERED_LINE.match(text, text.rfind("\n", 0, here) + 1) is not None:
+        return True
+    after = text.find("\n", end)
+    return after >= 0 and _NUMBERED_LINE.match(text, after + 1) is not None
 
 
 def _bare_street_address(text: str, match: re.Match[str]) -> bool:

@@ -224,6 +224,15 @@ def test_english_street_addresses_are_redacted_from_the_number_on(text: str, sto
         # of its own, and no word that measures: "drive", "way" and "lane" are nouns too.
         "it is a 10 minute drive from here",
         "a 2 way street",
+        # A time after "at", then where: "at 7 near main street" is no door.
+        "we met at 7 near main street",
+        "see you at 8 opposite high street",
+        "i'm at 4 pm main street",
+        "at 6 am wall street",
+        "i got home at 11 via main street",
+        # A numbered list of songs or films, one a line.
+        "my ranking:\n1 sunset boulevard\n2 mulholland drive",
+        "top songs:\n1 penny lane\n2 abbey road",
         "we took the 4 lane road home",
         "there are 3 main streets in town",
         "we walked 12 main street blocks",
