@@ -993,8 +993,14 @@ _OUTSIDE = (
     r"|(?:an?|the|some)\s+(?:external|outside|remote|unknown|foreign)\s+(?:server|host|address|site|website|endpoint|"
     r"url|domain|machine|account)\b|(?:an?\s+|the\s+)?third[- ]part(?:y|ies)\b|(?:the\s+)?(?:attackers?|hackers?)\b"
 )
+# A secret's word before a noun names that noun: "the password reset link", "the API key
+# request form", "the password policy".
+_SECRET_AS_MODIFIER = (
+    r"(?!\s+(?:reset|managers?|polic(?:y|ies)|requests?|forms?|changes?|strength|fields?|hints?|rules|requirements|"
+    r"expiry|expiration|rotation|generators?|vaults?|pages?|links?|e-?mails?|recovery|checkers?|tips|guides?)\b)"
+)
 _EXFILTRATION = re.compile(
-    rf"\b(?P<verb>{_SEND_OUT})\b[^.!?\n]{{0,40}}?\b(?P<target>{_SECRETS_EN})\b"
+    rf"\b(?P<verb>{_SEND_OUT})\b[^.!?\n]{{0,40}}?\b(?P<target>{_SECRETS_EN})\b{_SECRET_AS_MODIFIER}"
     rf"[^.!?\n]{{0,40}}?\bto\s+(?P<outside>{_OUTSIDE})",
     _I,
 )
