@@ -985,11 +985,14 @@ _SEND_OUT = (
 _SECRETS_EN = (
     r"(?:passwords?|passwd|passcodes?|credentials?|secrets?|(?:api|access|private|secret|ssh|encryption)\s+keys?|"
     r"tokens?|cookies|(?:credit\s+)?card\s+numbers|ssns?|(?:users?|customers?|clients?|patients?|employees?|personal|"
-    r"private)(?:'s?|')?\s+(?:data|info\w*|details|records|files|credentials|passwords))"
+    r"private)(?:'s?|')?\s+(?:data|info\w*|details|records|files|credentials|passwords)|"
+    r"logins?|login\s+(?:details|info\w*|credentials)|(?:2fa|mfa|otp|one-time|verification|backup|recovery)\s+codes?|"
+    r"(?:seed|recovery)\s+phrases?|(?:bank|banking|card|payment)\s+(?:details|info\w*)|social\s+security\s+numbers?)"
 )
 _OUTSIDE = (
     r"(?:(?:https?|ftp)://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\d{1,3}(?:\.\d{1,3}){3}\b"
-    r"|[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|info|biz|xyz|ru|cn|top|site|online|onion|cc|tk|su|pw|co)\b"
+    r"|[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|info|biz|xyz|ru|cn|top|site|online|onion|cc|tk|su|pw|co|de|uk|fr|it|es|"
+    r"eu|nl|ch|us|ca|au|jp|br|me|ai|app|dev|tv|ws|link|club|shop|store|live|cloud|tech)\b"
     r"|(?:an?|the|some)\s+(?:external|outside|remote|unknown|foreign)\s+(?:server|host|address|site|website|endpoint|"
     r"url|domain|machine|account)\b|(?:an?\s+|the\s+)?third[- ]part(?:y|ies)\b|(?:the\s+)?(?:attackers?|hackers?)\b"
 )
