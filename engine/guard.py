@@ -227,8 +227,10 @@ _CONTEXT_WORD = 16
 # street (not "drive", "way" or "lane": "a 10 minute drive", "a 2 way street"), an address
 # word before it or a line of its own, and nothing after it but a unit, a comma, the end
 # of the line or a ZIP code ("we walked 12 main street blocks", "2 main road bikes").
+# A Chinese character before a number is no part of its word ("他住在1585 Broadway").
+_NUMBER_OPENS = r"(?<![^\W\u3400-\u4dbf\u4e00-\u9fff]|[.,#/:$€£%+-])"
 _EN_STREET_LOWER = re.compile(
-    r"(?<![\w.,#/:$€£%+-])(?P<number>\d{1,6})[a-z]?(?:-\d{1,6})?(?![\w.,:/%-])[^\S\n]{1,3}"
+    rf"{_NUMBER_OPENS}(?P<number>\d{{1,6}})[a-z]?(?:-\d{{1,6}})?(?![\w.,:/%-])[^\S\n]{{1,3}}"
     r"(?P<name>(?:[a-z]+[^\S\n]{1,3}){1,3}?)(?:street|avenue|road|boulevard)\b\.?"
     r"(?:,?[^\S\n]{1,3}(?:apt|apartment|suite|ste|unit|#)\.?[^\S\n]{0,3}#?[a-z0-9-]{1,6}\b)?"
 )
@@ -252,7 +254,7 @@ _NOTHING_AFTER_LOWER = re.compile(r"[^\S\n]*(?:$|[\n,;)]|\.(?!\w))|[^\S\n]{1,3}\
 _BARE_STREET_NAMES = r"(?:Broadway)"
 _CITY_STATE_ZIP = re.compile(r",[^\S\n]{0,3}(?:[A-Z][a-z]+[^\S\n]?){1,3},?[^\S\n]{1,3}[A-Z]{2}[^\S\n]{1,3}\d{5}\b")
 _BARE_STREET = re.compile(
-    rf"(?<![\w.,#/:$€£%+-])(?P<number>\d{{1,6}})[A-Za-z]?(?![\w.,:/%-])[^\S\n]{{1,3}}{_BARE_STREET_NAMES}\b"
+    rf"{_NUMBER_OPENS}(?P<number>\d{{1,6}})[A-Za-z]?(?![\w.,:/%-])[^\S\n]{{1,3}}{_BARE_STREET_NAMES}\b"
 )
 _ADDRESS_BEFORE = re.compile(
     r"(?:\b(?:at|address|addr|lives?|lived|living|located|resides?|residing)[^\S\n]{0,3}:?"
@@ -286,11 +288,11 @@ _STREET_WORD_BEFORE_NAME = r"(?:Via|Viale|Piazza|Calle|calle|(?<=\bin[^\S\n])(?:
 _STREET_WORD_IN_NAME = r"(?:straße|strasse|str\.|platz)"
 _STREET_WORD_AFTER_NAME = r"(?:Straße|Strasse|Str\.|Platz)"
 _NUMBER_FIRST_STREET = re.compile(
-    rf"(?<![\w.,#/:$€£%+-])(?P<number>\d{{1,4}})(?:[^\S\n]?(?:bis|ter)|[A-Za-z])?(?![\w.:/%-]),?[^\S\n]{{1,3}}"
+    rf"{_NUMBER_OPENS}(?P<number>\d{{1,4}})(?:[^\S\n]?(?:bis|ter)|[A-Za-z])?(?![\w.:/%-]),?[^\S\n]{{1,3}}"
     rf"(?P<word>{_STREET_WORD_FIRST})[^\S\n]{{1,3}}(?P<particle>{_STREET_PARTICLE})?[^\S\n]?{_CONTINENTAL_NAME}"
 )
 _NUMBER_AFTER_STREET = re.compile(
-    rf"(?<![\w'’-])(?:(?P<word>{_STREET_WORD_BEFORE_NAME})[^\S\n]{{1,3}}(?P<name>{_CONTINENTAL_NAME})"
+    rf"(?<![^\W\u3400-\u4dbf\u4e00-\u9fff]|['’-])(?:(?P<word>{_STREET_WORD_BEFORE_NAME})[^\S\n]{{1,3}}(?P<name>{_CONTINENTAL_NAME})"
     rf"|(?P<compound>[A-ZÄÖÜ][a-zäöüß]+){_STREET_WORD_IN_NAME}|[A-ZÄÖÜ][a-zäöüß]+er[^\S\n]{_STREET_WORD_AFTER_NAME})"
     r",?[^\S\n]{1,3}(?P<number>\d{1,4}[a-z]?(?:[-/]\d{1,4}[a-z]?)?)(?![\w/%-]|[.,:]\d)"
 )
@@ -324,7 +326,7 @@ def _lower_case_street_address(text: str, match: re.Match[str]) -> bool:
         or any(word in _NOT_A_STREET_NAME for word in match["name"].split())
     ):
         return False
-    placed = _PLACE_BEFORE.search(text, before, match.start()) is not None or (
+    placed = _placed_before(text, match.start()) or (
         _LINE_START.search(text, before, match.start()) is not None
         and not _in_a_numbered_list(text, match.start(), match.end())
     )
@@ -344,9 +346,17 @@ def _bare_street_address(text: str, match: re.Match[str]) -> bool:
     before = max(0, match.start() - _CONTEXT_WORD)
     if _CITY_STATE_ZIP.match(text, match.end()) is not None:
         return True
+    placed = _ADDRESS_BEFORE.search(text, before, match.start()) or _ADDRESS_CUE.search(
+        text, max(0, match.start() - _CUE_BEFORE), match.start()
+    )
+    return placed is not None and _NOTHING_AFTER.match(text, match.end()) is not None
+
+
+def _placed_before(text: str, at: int) -> bool:
+    """An English or a Chinese address word just before a street ("at", "lives", "地址是")."""
     return (
-        _ADDRESS_BEFORE.search(text, before, match.start()) is not None
-        and _NOTHING_AFTER.match(text, match.end()) is not None
+        _PLACE_BEFORE.search(text, max(0, at - _CONTEXT_WORD), at) is not None
+        or _ADDRESS_CUE.search(text, max(0, at - _CUE_BEFORE), at) is not None
     )
 
 
@@ -358,6 +368,7 @@ def _bare_street_address(text: str, match: re.Match[str]) -> bool:
 # word ("Potsdamer Platz 1", "Berliner Straße 12"), not a team and its rank ("Bayern Platz 1").
 _TITLE_CASE_BEFORE = re.compile(r"\b[A-Z][\w'’-]*[^\S\n]+$")
 _CAPITALS_INSIDE = re.compile(r"(?![IVXLCDM]+\b)\S*(?:[a-z][A-Z]|[A-Z]{2})")
+_CJK_BEFORE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _A_YEAR = re.compile(r"(?:19|20)\d\d")
 _NOT_A_SQUARE = frozenset(
     "tabellen stell arbeits start sitz steh liege studien ausbildungs kita krippen heim pflege park "
@@ -367,6 +378,12 @@ _NOT_A_SQUARE = frozenset(
 
 def _continental_street_address(text: str, match: re.Match[str]) -> bool:
     before = max(0, match.start() - _CONTEXT_WORD)
+    # Glued to Chinese, only after a Chinese address word: "我住在Via Roma 12", not "我用Via Zoom 3".
+    if (
+        _CJK_BEFORE.match(text, max(0, match.start() - 1)) is not None
+        and _ADDRESS_CUE.search(text, max(0, match.start() - _CUE_BEFORE), match.start()) is None
+    ):
+        return False
     if match.re is _NUMBER_AFTER_STREET:
         if match["word"] is not None and (
             (_TITLE_CASE_BEFORE.search(text, before, match.start()) is not None and match["word"][0].isupper())

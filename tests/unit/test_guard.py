@@ -204,6 +204,10 @@ def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> No
         ("She lives at 1585 Broadway, New York", "She lives at [address], New York"),
         ("Office: 17 Broadway.", "Office: [address]."),
         ("**Paragon Sports**: 867 Broadway, New York, NY 10003", "**Paragon Sports**: [address], New York, NY 10003"),
+        # In Chinese text: a Chinese address word says it is a place, and a Chinese character
+        # before the number is no part of a word.
+        ("我的地址是 12 main street", "我的地址是 [address]"),
+        ("他住在1585 Broadway", "他住在[address]"),
     ],
 )
 def test_english_street_addresses_are_redacted_from_the_number_on(text: str, stored: str) -> None:
@@ -278,6 +282,9 @@ def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
         ("Piazza Navona 5", "[address]"),
         ("Calle Mayor 3", "[address]"),
         ("vivo en la calle de Alcalá 42, Madrid", "vivo en la [address], Madrid"),
+        ("我住在Via Roma 12", "我住在[address]"),
+        ("她家在Hauptstraße 5, 10115 Berlin", "她家在[address], 10115 Berlin"),
+        ("我在巴黎住8 rue de Rivoli", "我在巴黎住[address]"),
         ("Indirizzo: Via XX Settembre 20", "Indirizzo: [address]"),
         ("Wir wohnen am Marktplatz 4, 79098 Freiburg", "Wir wohnen am [address], 79098 Freiburg"),
         ("Leipziger Straße 12", "[address]"),
@@ -317,6 +324,10 @@ def test_continental_street_addresses_are_redacted(text: str, stored: str) -> No
         "Sie hat einen Arbeitsplatz 2 Minuten von hier",
         "Wir fuhren über die Bundesstraße 96.",
         "Tabelle: Bayern Platz 1, Dortmund Platz 2",
+        "他们通过Via Zoom 3次开会",
+        "我们用Zoom 3次",
+        "我用Via Zoom 3",
+        "我买了3 Rue de la Paix",
     ],
 )
 def test_continental_street_words_that_are_not_an_address(text: str) -> None:
