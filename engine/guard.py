@@ -905,7 +905,8 @@ _CONJUNCTION = re.compile(r",?\s*(?:&|\b(?:and|or|plus|as\s+well\s+as)\b)|,", _I
 _ONE_MORE_CLEARED = re.compile(
     r"\s*(?:also\s+)?(?:(?:all|every|each|any|(?:the\s+)?(?:entire|whole))\b"
     rf"|(?:the|its|their)\s+(?:[\w'-]+\s+){{0,2}}?{_NOT_ROUTINE_WORDS}\b\s*"
-    r"(?:$|(?:at|on|in|from|every|each|daily|nightly|weekly|monthly|too)\b))",
+    r"(?:$|(?:at|on|in|from|every|each|daily|nightly|weekly|monthly|too|tonight|today|tomorrow|now|immediately|"
+    r"as\s+well)\b))",
     _I,
 )
 # Said in the passive, what is cleared is the subject: "all logs are deleted after 30 days",
