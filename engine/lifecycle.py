@@ -404,10 +404,13 @@ def _merge(
         return Outcome(action, "skipped", "no embedding for the merged content")
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
     # The id comes from the sources: it exists when these sources were merged before and then
-    # restored (the merged memory may still be active: the sources then join it again).
+    # restored. The sources join it again only while it is active and still says what they
+    # say: one edited since holds their text no more, and they would leave recall into it.
     existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
     if existing is not None and existing.status is not Status.ACTIVE:
         return Outcome(action, "skipped", f"their merged memory exists and is {existing.status.value}")
+    if existing is not None and content_digest(existing.content) != content_digest(merged.content):
+        return Outcome(action, "skipped", "their merged memory exists and says something else now")
     # One transaction: the merged memory, its sources superseded and the MERGED_INTO links
     # land together or not at all.
     reason = f"merged into {merged.memory_id}"

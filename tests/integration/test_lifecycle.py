@@ -185,6 +185,34 @@ def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemorySer
     assert {service.get(NS, s.memory_id).status for s in (first, second)} == {Status.ACTIVE}
 
 
+def test_restored_sources_do_not_rejoin_a_merged_memory_that_no_longer_holds_their_text(
+    service: MemoryService, clock: Any
+) -> None:
+    """Sources merged, their merged memory edited to say something else, the sources restored:
+    the next run planned the same merge again (the merged id comes from the source ids) and,
+    the merged memory being active, superseded the sources into it. Their text then sat in no
+    active memory: out of recall, linked to a memory that no longer says it."""
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
+    clock.advance(days=1)
+    (outcome,) = service.consolidator.run(NS).outcomes
+    assert isinstance(outcome.action, Merge)
+    merged = outcome.action.merged.memory_id
+    service.update(NS, merged, MemoryPatch(content="bob keeps bees on the roof", category="event"))
+    for source in sources:
+        service.rollbacks.restore(NS, source.memory_id)
+
+    report = service.consolidator.run(NS)
+    assert (report.merged, report.skipped) == (0, 1)
+    assert "says something else" in (report.outcomes[0].detail or "")
+    assert [service.get(NS, m.memory_id).status for m in sources] == [Status.ACTIVE, Status.ACTIVE]
+    assert {m.memory_id for m in sources} <= set(recalled(service, one, top_k=10))
+    assert service.get(NS, merged).content == "bob keeps bees on the roof"
+
+
 def test_a_merge_carries_its_sources_conflict_links_to_the_merged_memory(service: MemoryService, clock: Any) -> None:
     """A source's CONTRADICTS and SUPERSEDES links were left on the source, out of recall once
     merged: the merged memory's hit listed no clash, and deleting it left hidden for good what
