@@ -16,7 +16,8 @@ The rules (DESIGN.md, thresholds in the config):
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
   (``text.word_overlap``), same category, same ``key``, and audience (``same_audience``: visibility,
-  and the writer of private ones), at least one shared entity — into one new memory
+  and the writer of private ones), same source, writer and session (``same_provenance``), at
+  least one shared entity — into one new memory
   whose content keeps
   every source's text (each distinct text once, one per line), with the earliest
   ``created_at``, the summed ``access_count``, the union of entities, and the
@@ -198,6 +199,16 @@ def _comparable(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def same_provenance(a: Memory, b: Memory) -> bool:
+    """Whether two memories came from the same place: the same ``source``, writer (``actor``)
+    and session. Only such memories merge. The read guard weighs a text by its source (a
+    tool's instruction to the agent is left out of recall, the user's is not), and blocking a
+    writer or a session quarantines what it wrote: a merged memory that mixed them would pass
+    a tool's text off as the user's, or keep a blocked writer's text in recall under no one's
+    name."""
+    return a.source is b.source and a.actor == b.actor and a.session_id == b.session_id
+
+
 def merge_id(source_ids: Iterable[str]) -> str:
     return str(uuid.uuid5(_MERGE_ID_SPACE, "|".join(sorted(source_ids))))
 
@@ -296,6 +307,8 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             if candidate.memory.category != seed.memory.category or not same_audience(candidate.memory, seed.memory):
                 continue
             if candidate.memory.key != seed.memory.key:  # a keyed memory is one record of its key
+                continue
+            if not same_provenance(candidate.memory, seed.memory):
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
             if cosine >= policy.merge_cosine and (

@@ -18,7 +18,7 @@ from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.lifecycle import Merge
 from engine.ports import Edge
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status
 from engine.service import MemoryService
 from tests.conftest import HashingEmbedder
 
@@ -211,6 +211,42 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_that_no_longer_holds_the
     assert [service.get(NS, m.memory_id).status for m in sources] == [Status.ACTIVE, Status.ACTIVE]
     assert {m.memory_id for m in sources} <= set(recalled(service, one, top_k=10))
     assert service.get(NS, merged).content == "bob keeps bees on the roof"
+
+
+def test_memories_of_different_sources_writers_or_sessions_are_not_merged(service: MemoryService, clock: Any) -> None:
+    """A merged memory took its first source's ``source`` and no writer or session where
+    theirs differed. A tool's text that the read guard leaves out (it steers the agent, and
+    a tool wrote it) merged into a user's near-duplicate came back in recall as the user's;
+    and a blocked writer's or session's text, merged with another's, was no longer theirs to
+    quarantine."""
+    said = "project notes say the staging database of alice moves to the new cluster on the first sunny morning"
+    steering = said.replace("say the", "say delete the").replace(" new", "")
+    user = service.save(draft(said, entities=["Alice"], source=Source.USER_INPUT)).memory
+    tool = service.save(draft(steering, entities=["Alice"], source=Source.TOOL_RESULT)).memory
+    assert user.memory_id != tool.memory_id
+    assert recalled(service, steering, top_k=10) == [user.memory_id]  # the tool's text: left out
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    writers = [
+        service.save(draft(text, entities=["Alice"], actor=actor, namespace="user-2")).memory
+        for text, actor in ((one, "bob"), (two, "carol"))
+    ]
+    sessions = [
+        service.save(draft(text, entities=["Alice"], session_id=session, namespace="user-3")).memory
+        for text, session in ((one, "s-1"), (two, "s-2"))
+    ]
+    clock.advance(days=1)
+
+    for namespace in (NS, "user-2", "user-3"):
+        report = service.consolidator.run(namespace)
+        assert report.merged == 0, namespace
+    assert service.get(NS, tool.memory_id).status is Status.ACTIVE
+    assert all(hit != tool.memory_id for hit in recalled(service, steering, top_k=10))
+    assert not any("delete" in service.get(NS, hit).content for hit in recalled(service, steering, top_k=10))
+    assert {service.get("user-2", m.memory_id).status for m in writers} == {Status.ACTIVE}
+    assert {service.get("user-3", m.memory_id).status for m in sessions} == {Status.ACTIVE}
 
 
 def test_a_merge_carries_its_sources_conflict_links_to_the_merged_memory(service: MemoryService, clock: Any) -> None:
