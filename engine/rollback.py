@@ -28,6 +28,7 @@ from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, Memo
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import Memory, Scope, Status, Version, sight_of
+from engine.scoring import current_score
 
 RESTORED_FIELDS = (
     "content",
@@ -258,6 +259,16 @@ class Rollbacks:
             # out of recall and lists, and archived again by the next consolidation.
             expired = current.expire_at if current.expire_at is not None and current.expire_at <= now else None
             back = current.evolve(status=wanted, expire_at=None if expired else current.expire_at)
+            # So would one archived because its score faded: its decay restarts from the restore,
+            # at no less than a new memory of its source starts with.
+            scoring = self._config.scoring
+            faded = current.status is Status.ARCHIVED and current_score(back, now, scoring) < scoring.archive_below(
+                back.category
+            )
+            if faded:
+                back = back.evolve(
+                    base_score=max(back.base_score, scoring.initial_score(back.source)), last_accessed_at=now
+                )
             active = self._guard(back).evolve(version=current.version + 1, updated_at=now)
             if active.content != current.content:  # redacted under today's policy
                 raise Conflict(
@@ -268,6 +279,8 @@ class Rollbacks:
             reason = f"restored from {current.status.value}"
             if expired is not None:
                 reason += f", its expiry {to_iso(expired)} cleared"
+            if faded:
+                reason += ", its decay restarted"
             if active.status is Status.QUARANTINED:
                 reason += ", quarantined"
             # Back from its deletion while the memory that superseded it is back too: superseded

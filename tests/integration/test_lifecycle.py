@@ -63,12 +63,28 @@ def test_consolidate_archives_faded_and_expired_memories_and_restore_brings_them
 
     back = service.rollbacks.restore(NS, faded.memory_id)
     assert back.status is Status.ACTIVE and back.version == 3
-    assert service.history(NS, faded.memory_id)[-1].reason == "restored from archived"
+    assert service.history(NS, faded.memory_id)[-1].reason == "restored from archived, its decay restarted"
     assert recalled(service, "oat milk")[0] == faded.memory_id
     # Restoring an active memory changes nothing; PATCH status=active restores too.
     assert service.rollbacks.restore(NS, faded.memory_id) == back
     service.update(NS, expiring.memory_id, MemoryPatch(status=Status.ACTIVE, clear_expire_at=True))
     assert recalled(service, "door code")[0] == expiring.memory_id
+
+
+def test_a_memory_restored_from_decay_is_not_archived_again_by_the_next_run(service: MemoryService, clock: Any) -> None:
+    """Restore made a faded memory active with its decayed score as it was, still below the
+    threshold: the next consolidation archived it again, the restore undone without a word."""
+    faded = service.save(draft("buy oat milk on the way home", category="task")).memory
+    clock.advance(days=40)
+    assert service.consolidator.run(NS).archived == 1
+    back = service.rollbacks.restore(NS, faded.memory_id)
+    assert service.consolidator.run(NS).archived == 0
+    assert recalled(service, "oat milk") == [faded.memory_id]
+    assert back.status is Status.ACTIVE and back.last_accessed_at == clock.now
+    assert service.history(NS, faded.memory_id)[-1].reason == "restored from archived, its decay restarted"
+    # It fades again from the restore on, as a new memory does.
+    clock.advance(days=40)
+    assert service.consolidator.run(NS).archived == 1
 
 
 def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
