@@ -15,7 +15,8 @@ The rules (DESIGN.md, thresholds in the config):
 * **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
-  (``text.word_overlap``), same category, same ``key``, and audience (``same_audience``: visibility,
+  (``text.word_overlap``), the same numbers and markers (``text.numbers``, ``text.markers``,
+  as write-time dedup asks), same category, same ``key``, and audience (``same_audience``: visibility,
   and the writer of private ones), same source, writer and session (``same_provenance``), at
   least one shared entity — into one new memory
   whose content keeps
@@ -67,7 +68,7 @@ from engine.records import (
 )
 from engine.scoring import current_score, decayed_base, raw_cosine
 from engine.supersession import released_from
-from engine.text import MERGE_MIN_OVERLAP, word_overlap
+from engine.text import MERGE_MIN_OVERLAP, markers, numbers, word_overlap
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -291,6 +292,18 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
     for position, (item, names) in enumerate(zip(ordered, keys, strict=True)):
         for name in names:
             by_entity.setdefault((item.memory.namespace, name), []).append(position)
+    # Nor do texts merge that give other numbers or differ in a word that turns what they say
+    # around ("1200" / "1500", "Monday" / "Tuesday", "likes" / "hates", "he" / "she", "can" /
+    # "can't"), as write-time dedup keeps them apart (``text.repeats``): one merged memory,
+    # dated when the first was said, held both values and no longer told which one holds now.
+    read: dict[int, tuple[list[str], list[str]]] = {}
+
+    def said(position: int) -> tuple[list[str], list[str]]:
+        if position not in read:
+            content = ordered[position].memory.content
+            read[position] = (numbers(content), markers(content))
+        return read[position]
+
     taken: set[int] = set()
     merges: list[Merge] = []
     for position, seed in enumerate(ordered):
@@ -311,8 +324,10 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             if not same_provenance(candidate.memory, seed.memory):
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
-            if cosine >= policy.merge_cosine and (
-                word_overlap(seed.memory.content, candidate.memory.content) >= MERGE_MIN_OVERLAP
+            if (
+                cosine >= policy.merge_cosine
+                and word_overlap(seed.memory.content, candidate.memory.content) >= MERGE_MIN_OVERLAP
+                and said(position) == said(other)
             ):
                 partners.append((other, cosine))
         if not partners:
