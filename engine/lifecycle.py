@@ -16,10 +16,10 @@ The rules (DESIGN.md, thresholds in the config):
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
   (``text.word_overlap``), the same numbers and markers (``text.numbers``, ``text.markers``,
-  as write-time dedup asks), same category, same ``key``, and audience (``same_audience``: visibility,
-  and the writer of private ones), same source, writer and session (``same_provenance``), at
-  least one shared entity — into one new memory
-  whose content keeps
+  as write-time dedup asks), said within ``MERGE_MAX_SPAN`` (a day) of each other, same
+  category, same ``key``, and audience (``same_audience``: visibility, and the writer of
+  private ones), same source, writer and session (``same_provenance``), at least one
+  shared entity — into one new memory whose content keeps
   every source's text (each distinct text once, one per line), with the earliest
   ``created_at``, the summed ``access_count``, the union of entities, and the
   strongest source's current score. Each source gets a ``MERGED_INTO`` edge to it
@@ -79,6 +79,10 @@ CHANGED_BY = "consolidate"
 # name), its this many nearest in the namespace, of which those sharing an entity.
 PARTNER_SCAN_MAX = 4096
 MERGE_NEIGHBOURS = 16
+# Near-duplicates merge only when said within this span: the merged memory is dated when
+# the first was said, so a later one's text moves back by as much (out of a recall filtered
+# by ``created_after`` between the two, away from a query that names the later day).
+MERGE_MAX_SPAN = timedelta(days=1)
 # Memories compared (or searched for) at one hold of the fast network.
 PARTNER_BATCH = 64
 # The fast network's cosines may be of float16 vectors; ``plan`` decides on the store's.
@@ -322,6 +326,9 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             if candidate.memory.key != seed.memory.key:  # a keyed memory is one record of its key
                 continue
             if not same_provenance(candidate.memory, seed.memory):
+                continue
+            # The seed is the earliest of its group: its partners were said within a day after it.
+            if not seed.memory.created_at <= candidate.memory.created_at <= seed.memory.created_at + MERGE_MAX_SPAN:
                 continue
             cosine = float(np.dot(seed.vector, candidate.vector))
             if (

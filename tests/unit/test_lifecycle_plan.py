@@ -128,7 +128,7 @@ def test_a_soft_deleted_memory_is_purged_after_the_retention_period() -> None:
 
 
 def test_near_duplicates_sharing_an_entity_merge_keeping_both_facts_counts_and_the_earliest_time() -> None:
-    older = mem("Alice likes green tea", entities=("Alice",), access_count=3, created_at=T0 - timedelta(days=9))
+    older = mem("Alice likes green tea", entities=("Alice",), access_count=3, created_at=T0 - timedelta(hours=9))
     newer = mem("Alice drinks green tea with honey", entities=("alice", "tea"), access_count=4)
     now = T0 + timedelta(days=1)
     (action,) = plan([Item(newer, unit(1, 0.1)), Item(older, unit(1, 0.0))], now, POLICY)
@@ -179,6 +179,18 @@ def test_near_duplicates_that_give_other_numbers_or_turn_around_are_not_merged(o
     a = mem(one, entities=("Alice",), created_at=T0 - timedelta(days=3))
     b = mem(two, entities=("Alice",))
     assert plan([Item(a, unit(1, 0)), Item(b, unit(1, 0.01))], T0, POLICY) == []
+
+
+def test_near_duplicates_said_more_than_a_day_apart_are_not_merged() -> None:
+    """The merged memory is dated when the first source was said: a recall with
+    ``created_after`` between the two (or a query naming the later day) missed the later
+    text, which sat in a memory dated months before it was said."""
+    a = mem("Lisa: Hmm, I'll give it a try, thank you.", entities=("Lisa",), created_at=T0 - timedelta(days=71))
+    b = mem("Lisa: Hmm, I'll give it a try. Thank you!", entities=("Lisa",))
+    assert plan([Item(a, unit(1, 0)), Item(b, unit(1, 0.01))], T0, POLICY) == []
+    c = mem("Lisa: Hmm, I'll give it a try, thank you!", entities=("Lisa",), created_at=T0 - timedelta(hours=20))
+    (merge,) = plan([Item(a, unit(1, 0)), Item(b, unit(1, 0.01)), Item(c, unit(1, 0.02))], T0, POLICY)
+    assert isinstance(merge, Merge) and set(merge.source_ids) == {b.memory_id, c.memory_id}
 
 
 def test_memories_below_the_merge_cosine_are_not_merged() -> None:
