@@ -7,7 +7,10 @@ a rollback is itself undone by rolling back to a moment just before it.
 Restored fields: content, category, entities, importance, visibility,
 expire_at, status, key and metadata. Use counters (base_score, access_count,
 last_accessed_at) are left as they are: reinforcement is use, not an edit, and
-keeps no versions. A restored content is embedded again with the current model.
+keeps no versions. The one exception is ``restore`` of a memory whose score faded:
+it restarts its decay (``last_accessed_at`` now, ``base_score`` no lower than a new
+memory of its source starts with), which a rollback does not undo. A restored
+content is embedded again with the current model.
 
 A namespace rollback to ``as_of`` gives each memory the fields of its last
 version at or before ``as_of``; a memory first stored after ``as_of`` is
@@ -300,7 +303,9 @@ class Rollbacks:
                 if current.status is Status.DELETED and active.status in (Status.ACTIVE, Status.SUPERSEDED)
                 else []
             )
-            self._store.update(active, None, changed_by=actor, reason=reason, also=again)
+            # The store keeps its own base score unless told the update sets one: a restart's
+            # raised base would be answered here and lost there.
+            self._store.update(active, None, changed_by=actor, reason=reason, sets_base_score=faded, also=again)
             self._keeper.catch_up()
         return active
 

@@ -87,6 +87,27 @@ def test_a_memory_restored_from_decay_is_not_archived_again_by_the_next_run(serv
     assert service.consolidator.run(NS).archived == 1
 
 
+def test_a_memory_restored_from_decay_keeps_the_base_score_its_restore_gave_it(
+    service: MemoryService, clock: Any
+) -> None:
+    """Restore raised a faded memory's base score to a new memory's of its source, and
+    answered with it, but the store kept the old one (an update keeps the stored base score
+    unless it says it sets one): the restored memory read back with another score than the
+    restore returned, and faded from the old, lower base."""
+    faded = service.save(draft("buy oat milk on the way home", category="task", base_score=0.2)).memory
+    clock.advance(days=40)
+    assert service.consolidator.run(NS).archived == 1
+    back = service.rollbacks.restore(NS, faded.memory_id)
+    initial = service.config.scoring.initial_score(Source.USER_INPUT)
+    assert back.base_score == initial
+    stored = service.get(NS, faded.memory_id)
+    assert (stored.base_score, stored.last_accessed_at) == (initial, clock.now)
+    assert service.history(NS, faded.memory_id)[-1].record.base_score == initial
+    # It fades as a new memory of its source would: still in recall after 20 days (0.6 → 0.083).
+    clock.advance(days=20)
+    assert service.consolidator.run(NS).archived == 0
+
+
 def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
     service: MemoryService, clock: Any
 ) -> None:
