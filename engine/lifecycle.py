@@ -83,6 +83,9 @@ MERGE_NEIGHBOURS = 16
 # the first was said, so a later one's text moves back by as much (out of a recall filtered
 # by ``created_after`` between the two, away from a query that names the later day).
 MERGE_MAX_SPAN = timedelta(days=1)
+# Restored sources rejoin their merged memory only while these are as a merge of them makes
+# them (beside its content): who sees it, how long it stays, what finds it.
+REJOIN_FIELDS = ("visibility", "expire_at", "category", "key", "entities")
 # Memories compared (or searched for) at one hold of the fast network.
 PARTNER_BATCH = 64
 # The fast network's cosines may be of float16 vectors; ``plan`` decides on the store's.
@@ -439,13 +442,19 @@ def _merge(
         return Outcome(action, "skipped", "no embedding for the merged content")
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
     # The id comes from the sources: it exists when these sources were merged before and then
-    # restored. The sources join it again only while it is active and still says what they
-    # say: one edited since holds their text no more, and they would leave recall into it.
+    # restored. The sources join it again only while it is active and still is what a merge
+    # of them makes: one edited since may hold their text no more, or hold it where not all
+    # who saw them see it (made private), or for less long (an expiry, another category).
     existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
     if existing is not None and existing.status is not Status.ACTIVE:
         return Outcome(action, "skipped", f"their merged memory exists and is {existing.status.value}")
     if existing is not None and content_digest(existing.content) != content_digest(merged.content):
         return Outcome(action, "skipped", "their merged memory exists and says something else now")
+    edited = [
+        name for name in REJOIN_FIELDS if existing is not None and getattr(existing, name) != getattr(merged, name)
+    ]
+    if edited:
+        return Outcome(action, "skipped", f"their merged memory exists and its {', '.join(edited)} changed since")
     # One transaction: the merged memory, its sources superseded and the MERGED_INTO links
     # land together or not at all.
     reason = f"merged into {merged.memory_id}"

@@ -18,7 +18,7 @@ from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
 from engine.lifecycle import Merge
 from engine.ports import Edge
-from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status
+from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Reach, Scope, Source, Status, Visibility
 from engine.service import MemoryService
 from tests.conftest import HashingEmbedder
 
@@ -248,6 +248,46 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_that_no_longer_holds_the
     assert [service.get(NS, m.memory_id).status for m in sources] == [Status.ACTIVE, Status.ACTIVE]
     assert {m.memory_id for m in sources} <= set(recalled(service, one, top_k=10))
     assert service.get(NS, merged).content == "bob keeps bees on the roof"
+
+
+def test_restored_sources_do_not_rejoin_a_merged_memory_made_private_or_otherwise_edited(
+    service: MemoryService, clock: Any
+) -> None:
+    """The merged memory's writer made it private (or gave it an expiry, another category,
+    a key or other entities), the sources were restored: the next run superseded the shared sources into it again,
+    their text unchanged, so every other member of the namespace lost it from recall (or it
+    left recall with the merged memory's expiry)."""
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    edits = {
+        "private": MemoryPatch(visibility=Visibility.PRIVATE),
+        "expiring": MemoryPatch(expire_at=clock.now + timedelta(days=3)),
+        "event": MemoryPatch(category="event"),
+        "keyed": MemoryPatch(key="tea"),  # the next save of that key supersedes it
+        "entities": MemoryPatch(entities=("Bob",)),  # no longer found by Alice
+    }
+    kept: dict[str, list[str]] = {}
+    for namespace, patch in edits.items():
+        sources = [
+            service.save(draft(t, entities=["Alice"], actor="bob", namespace=namespace)).memory for t in (one, two)
+        ]
+        kept[namespace] = [m.memory_id for m in sources]
+        clock.advance(days=1)
+        (outcome,) = service.consolidator.run(namespace).outcomes
+        assert isinstance(outcome.action, Merge)
+        merged = outcome.action.merged.memory_id
+        service.update(namespace, merged, patch, actor="bob")
+        for source in sources:
+            service.rollbacks.restore(namespace, source.memory_id)
+
+        report = service.consolidator.run(namespace)
+        assert (report.merged, report.skipped) == (0, 1), namespace
+        assert [service.get(namespace, m.memory_id).status for m in sources] == [Status.ACTIVE] * 2, namespace
+    # Another member of the namespace still recalls the shared sources.
+    member = Scope.of({"private": Reach.MEMBER}, "carol")
+    assert set(kept["private"]) <= set(recalled(service, one, namespaces=["private"], scope=member, top_k=10))
 
 
 def test_memories_of_different_sources_writers_or_sessions_are_not_merged(service: MemoryService, clock: Any) -> None:
