@@ -441,20 +441,10 @@ def _merge(
     if vector is None or content_digest(merged.content) != content_digest(action.merged.content):
         return Outcome(action, "skipped", "no embedding for the merged content")
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
-    # The id comes from the sources: it exists when these sources were merged before and then
-    # restored. The sources join it again only while it is active and still is what a merge
-    # of them makes: one edited since may hold their text no more, or hold it where not all
-    # who saw them see it (made private), or for less long (an expiry, another category).
     existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
-    if existing is not None and existing.status is not Status.ACTIVE:
-        return Outcome(action, "skipped", f"their merged memory exists and is {existing.status.value}")
-    if existing is not None and content_digest(existing.content) != content_digest(merged.content):
-        return Outcome(action, "skipped", "their merged memory exists and says something else now")
-    edited = [
-        name for name in REJOIN_FIELDS if existing is not None and getattr(existing, name) != getattr(merged, name)
-    ]
-    if edited:
-        return Outcome(action, "skipped", f"their merged memory exists and its {', '.join(edited)} changed since")
+    refused = rejoin_refused(existing, merged)
+    if refused is not None:
+        return Outcome(action, "skipped", refused)
     # One transaction: the merged memory, its sources superseded and the MERGED_INTO links
     # land together or not at all.
     reason = f"merged into {merged.memory_id}"
@@ -468,6 +458,25 @@ def _merge(
         reason=f"merged from {', '.join(action.source_ids)}",
     )
     return Outcome(action, "applied")
+
+
+def rejoin_refused(existing: Memory | None, merged: Memory) -> str | None:
+    """Why a merge's sources may not join ``existing``, the stored memory of its merged id,
+    or None where they may (or it is not stored). The id comes from the sources: it exists
+    when these sources were merged before and then restored. They join it again only while
+    it is active and still is what a merge of them makes: one edited since may hold their
+    text no more, or hold it where not all who saw them see it (made private), or for less
+    long (an expiry, another category)."""
+    if existing is None:
+        return None
+    if existing.status is not Status.ACTIVE:
+        return f"their merged memory exists and is {existing.status.value}"
+    if content_digest(existing.content) != content_digest(merged.content):
+        return "their merged memory exists and says something else now"
+    edited = [name for name in REJOIN_FIELDS if getattr(existing, name) != getattr(merged, name)]
+    if edited:
+        return f"their merged memory exists and its {', '.join(edited)} changed since"
+    return None
 
 
 def _carried_links(
@@ -598,7 +607,7 @@ class Consolidator:
                 if isinstance(action, Merge):
                     claimed.update(action.source_ids)
             if dry_run:
-                report.add(Outcome(action, "planned") for action in actions)
+                report.add(self._planned(namespace, action) for action in actions)
             else:
                 self._apply(actions, now, report)
             if len(page) < size:
@@ -619,6 +628,17 @@ class Consolidator:
 
     def run_all(self) -> list[Report]:
         return [self.run(namespace) for namespace in self._store.namespaces()]
+
+    def _planned(self, namespace: str, action: Action) -> Outcome:
+        """What a dry run reports of ``action``: planned, or skipped where the run would
+        skip it before any write (its sources' merged memory exists and may not take them
+        back, ``rejoin_refused``)."""
+        if isinstance(action, Merge):
+            existing = self._store.get(Scope.whole([namespace]), action.merged.memory_id)
+            refused = rejoin_refused(existing, action.merged)
+            if refused is not None:
+                return Outcome(action, "skipped", refused)
+        return Outcome(action, "planned")
 
     def _items(self, namespace: str, page: Sequence[Memory], claimed: set[str], now: datetime) -> list[Item]:
         """The page's records, plus their merge partners on other pages (``_partners``)."""

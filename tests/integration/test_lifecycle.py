@@ -282,8 +282,11 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_made_private_or_otherwis
         for source in sources:
             service.rollbacks.restore(namespace, source.memory_id)
 
+        # The dry run says what the run does.
+        planned = service.consolidator.run(namespace, dry_run=True)
         report = service.consolidator.run(namespace)
         assert (report.merged, report.skipped) == (0, 1), namespace
+        assert [(o.status, o.detail) for o in planned.outcomes] == [(o.status, o.detail) for o in report.outcomes]
         assert [service.get(namespace, m.memory_id).status for m in sources] == [Status.ACTIVE] * 2, namespace
     # Another member of the namespace still recalls the shared sources.
     member = Scope.of({"private": Reach.MEMBER}, "carol")
