@@ -15,8 +15,8 @@ The rules (DESIGN.md, thresholds in the config):
 * **purge** a soft-deleted memory ``purge_after_days`` after its deletion: the
   record, its versions, vectors and edges go for good.
 * **merge** active near-duplicates — cosine ≥ ``merge_cosine``, mostly the same words
-  (``text.word_overlap``), the same numbers and markers (``text.numbers``, ``text.markers``,
-  as write-time dedup asks), said within ``MERGE_MAX_SPAN`` (a day) of each other, same
+  (``text.word_overlap``), the same numbers and markers (``text.Wording.says_as``, as
+  write-time dedup asks), said within ``MERGE_MAX_SPAN`` (a day) of each other, same
   category, same ``key``, and audience (``same_audience``: visibility, and the writer of
   private ones), same source, writer and session (``same_provenance``), at least one
   shared entity — into one new memory whose content keeps
@@ -68,7 +68,7 @@ from engine.records import (
 )
 from engine.scoring import current_score, decayed_base, raw_cosine
 from engine.supersession import released_from
-from engine.text import MERGE_MIN_OVERLAP, markers, numbers, word_overlap
+from engine.text import MERGE_MIN_OVERLAP, Wording
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -301,14 +301,14 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             by_entity.setdefault((item.memory.namespace, name), []).append(position)
     # Nor do texts merge that give other numbers or differ in a word that turns what they say
     # around ("1200" / "1500", "Monday" / "Tuesday", "likes" / "hates", "he" / "she", "can" /
-    # "can't"), as write-time dedup keeps them apart (``text.repeats``): one merged memory,
-    # dated when the first was said, held both values and no longer told which one holds now.
-    read: dict[int, tuple[list[str], list[str]]] = {}
+    # "can't"), as write-time dedup keeps them apart (``Wording.says_as``, which ``text.repeats``
+    # asks too): one merged memory, dated when the first was said, held both values and no
+    # longer told which one holds now. Each text is read once, however many it meets.
+    read: dict[int, Wording] = {}
 
-    def said(position: int) -> tuple[list[str], list[str]]:
+    def wording(position: int) -> Wording:
         if position not in read:
-            content = ordered[position].memory.content
-            read[position] = (numbers(content), markers(content))
+            read[position] = Wording.of(ordered[position].memory.content)
         return read[position]
 
     taken: set[int] = set()
@@ -336,8 +336,8 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
             cosine = float(np.dot(seed.vector, candidate.vector))
             if (
                 cosine >= policy.merge_cosine
-                and word_overlap(seed.memory.content, candidate.memory.content) >= MERGE_MIN_OVERLAP
-                and said(position) == said(other)
+                and wording(position).overlap(wording(other)) >= MERGE_MIN_OVERLAP
+                and wording(position).says_as(wording(other))
             ):
                 partners.append((other, cosine))
         if not partners:

@@ -297,17 +297,25 @@ class Wording:
     def of(cls, text: str) -> Wording:
         return cls(frozenset(terms(text)), tuple(numbers(text)), tuple(markers(text)))
 
+    def overlap(self, other: Wording) -> float:
+        """The Jaccard similarity of the two texts' search terms (``word_overlap``)."""
+        return _jaccard(self.terms, other.terms)
+
+    def says_as(self, other: Wording) -> bool:
+        """Whether the two give the same numbers and the same words that turn what they say
+        around ("can" / "can't", "Monday" / "Tuesday", "km" / "miles"), each as often: what
+        both write-time dedup (``repeats``) and a consolidation merge ask of a pair."""
+        return self.numbers == other.numbers and self.markers == other.markers
+
 
 def repeats(newer: Wording, older: Wording) -> bool:
     """Whether ``newer`` says nothing ``older`` does not, by its words: mostly the same
     words (``DEDUP_MIN_OVERLAP``), at most ``DEDUP_MAX_NEW_TERMS`` of its own, the same
-    numbers and the same words that turn what it says around ("can" / "can't", "Monday" /
-    "Tuesday", "km" / "miles")."""
+    numbers and the same words that turn what it says around (``Wording.says_as``)."""
     return (
-        _jaccard(newer.terms, older.terms) >= DEDUP_MIN_OVERLAP
+        newer.overlap(older) >= DEDUP_MIN_OVERLAP
         and len(newer.terms - older.terms) <= DEDUP_MAX_NEW_TERMS
-        and newer.numbers == older.numbers
-        and newer.markers == older.markers
+        and newer.says_as(older)
     )
 
 
