@@ -7,10 +7,11 @@ a rollback is itself undone by rolling back to a moment just before it.
 Restored fields: content, category, entities, importance, visibility,
 expire_at, status, key and metadata. Use counters (base_score, access_count,
 last_accessed_at) are left as they are: reinforcement is use, not an edit, and
-keeps no versions. The one exception is ``restore`` of a memory whose score faded:
-it restarts its decay (``last_accessed_at`` now, ``base_score`` no lower than a new
-memory of its source starts with), which a rollback does not undo. A restored
-content is embedded again with the current model.
+keeps no versions. The one exception is ``restore`` of a memory whose score faded
+(archived for it, or deleted or superseded meanwhile): it restarts its decay
+(``last_accessed_at`` now, ``base_score`` no lower than a new memory of its source
+starts with), which a rollback does not undo. A restored content is embedded again
+with the current model.
 
 A namespace rollback to ``as_of`` gives each memory the fields of its last
 version at or before ``as_of``; a memory first stored after ``as_of`` is
@@ -262,12 +263,11 @@ class Rollbacks:
             # out of recall and lists, and archived again by the next consolidation.
             expired = current.expire_at if current.expire_at is not None and current.expire_at <= now else None
             back = current.evolve(status=wanted, expire_at=None if expired else current.expire_at)
-            # So would one archived because its score faded: its decay restarts from the restore,
-            # at no less than a new memory of its source starts with.
+            # So would one whose score faded, archived for it or not (a deletion undone weeks
+            # later, the sources of a merge undone): its decay restarts from the restore, at no
+            # less than a new memory of its source starts with.
             scoring = self._config.scoring
-            faded = current.status is Status.ARCHIVED and current_score(back, now, scoring) < scoring.archive_below(
-                back.category
-            )
+            faded = current_score(back, now, scoring) < scoring.archive_below(back.category)
             if faded:
                 back = back.evolve(
                     base_score=max(back.base_score, scoring.initial_score(back.source)), last_accessed_at=now

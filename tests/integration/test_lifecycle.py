@@ -108,6 +108,35 @@ def test_a_memory_restored_from_decay_keeps_the_base_score_its_restore_gave_it(
     assert service.consolidator.run(NS).archived == 0
 
 
+def test_a_deleted_or_merged_memory_restored_after_its_score_faded_is_not_archived_by_the_next_run(
+    service: MemoryService, clock: Any
+) -> None:
+    """Only a memory restored from archived had its decay restarted. One restored from its
+    deletion, or a merge undone as the README says (delete the merged memory, restore its
+    sources), came back active with the score it had faded to meanwhile, below the threshold:
+    the next consolidation archived it, the restore undone without a word."""
+    deleted = service.save(draft("the kettle is on the top shelf today", category="state")).memory
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    sources = [service.save(draft(text, entities=["Alice"], category="task")).memory for text in (one, two)]
+    clock.advance(days=1)
+    service.delete(NS, deleted.memory_id)
+    (outcome,) = service.consolidator.run(NS).outcomes
+    assert isinstance(outcome.action, Merge)
+    clock.advance(days=28)  # within the retention of the deleted memories
+    service.delete(NS, outcome.action.merged.memory_id)
+    for memory in (deleted, *sources):
+        back = service.rollbacks.restore(NS, memory.memory_id)
+        assert back.status is Status.ACTIVE
+        assert service.history(NS, memory.memory_id)[-1].reason.endswith("its decay restarted")
+
+    report = service.consolidator.run(NS)
+    assert report.archived == 0
+    assert {service.get(NS, m.memory_id).status for m in (deleted, *sources)} == {Status.ACTIVE}
+
+
 def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
     service: MemoryService, clock: Any
 ) -> None:
