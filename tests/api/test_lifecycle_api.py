@@ -42,7 +42,7 @@ def recall_ids(server: LiveServer, query: str) -> list[str]:
 
 def test_consolidate_archives_a_faded_task_and_restore_brings_it_back(server: LiveServer) -> None:
     long_ago = (datetime.now(UTC) - timedelta(days=90)).isoformat()
-    faded = save(server, "Renew the car insurance", category="task", created_at=long_ago)
+    faded = save(server, "Renew the car insurance", category="task", created_at=long_ago, base_score=0.3)
     kept = save(server, "The user's car is a blue Volvo", category="fact")
 
     dry = post(server, "/v1/memory/consolidate", {"namespace": "u1", "dry_run": True})
@@ -61,7 +61,11 @@ def test_consolidate_archives_a_faded_task_and_restore_brings_it_back(server: Li
     restored = post(server, f"/v1/memory/{faded['memory_id']}/restore", {"namespace": "u1"})
     assert restored.status_code == 200, restored.text
     assert restored.json()["status"] == "active"
+    # Its decay restarted, from a new memory's base score, in the store as in the answer.
+    stored = get(server, faded["memory_id"])
+    assert (stored["base_score"], stored["last_accessed_at"]) == (0.6, restored.json()["last_accessed_at"])
     assert recall_ids(server, "car insurance renewal")[0] == faded["memory_id"]
+    assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 0
 
 
 def test_a_memory_archived_by_expiry_is_listed_and_restored_without_its_expiry(server: LiveServer) -> None:
