@@ -191,3 +191,36 @@ def test_concurrent_http_recalls_reinforce_exactly(server: LiveServer) -> None:
     assert tops == [target["memory_id"]] * 60
     server.service.flush()
     assert get(server, target["memory_id"])["access_count"] == 60
+
+
+def test_restored_sources_rejoin_their_merged_memory_on_every_store(server: LiveServer) -> None:
+    """Restored sources that still merge into their merged memory, untouched since, rejoin it
+    on every store: its entities (in the merge's order, not sorted) and its expiry (to the
+    microsecond) read back from the store as a merge of them makes them."""
+    expiry = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=123456).isoformat()
+    sources = [
+        save(server, text, entities=entities, expire_at=expiry)
+        for text, entities in (
+            (
+                "Zoe and Alice like to drink hot green tea with honey in the garden every sunny morning",
+                ["Zoe", "Alice"],
+            ),
+            (
+                "Zoe and Alice like to drink hot green tea with lemon in the garden every sunny morning",
+                ["alice", "Tea"],
+            ),
+        )
+    ]
+    first = post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()
+    assert (first["merged"], first["skipped"]) == (1, 0), first
+    for source in sources:
+        restored = post(server, f"/v1/memory/{source['memory_id']}/restore", {"namespace": "u1"})
+        assert restored.status_code == 200, restored.text
+    dry = post(server, "/v1/memory/consolidate", {"namespace": "u1", "dry_run": True}).json()
+    again = post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()
+    assert (again["merged"], again["skipped"]) == (1, 0), again
+    assert [a["status"] for a in dry["actions"]] == ["planned"]
+    assert {get(server, s["memory_id"])["status"] for s in sources} == {"superseded"}
+    merged = get(server, first["actions"][0]["merged"]["memory_id"])
+    assert (merged["status"], merged["entities"]) == ("active", ["Zoe", "Alice", "Tea"])
+    assert datetime.fromisoformat(merged["expire_at"]) == datetime.fromisoformat(expiry)
