@@ -7,10 +7,11 @@ a rollback is itself undone by rolling back to a moment just before it.
 Restored fields: content, category, entities, importance, visibility,
 expire_at, status, key and metadata. Use counters (base_score, access_count,
 last_accessed_at) are left as they are: reinforcement is use, not an edit, and
-keeps no versions. The one exception is ``restore`` of a memory whose score faded
-(archived for it, or deleted or superseded meanwhile): it restarts its decay
-(``last_accessed_at`` now, ``base_score`` no lower than a new memory of its source
-starts with), which a rollback does not undo. A restored content is embedded again
+keeps no versions. The one exception is a memory whose score faded (archived for it,
+or deleted or superseded meanwhile) that a ``restore`` or a rollback makes active again:
+its decay restarts (``last_accessed_at`` now, ``base_score`` no lower than a new memory
+of its source starts with, ``restarted``), else the next consolidation would archive it
+again; rolling back further does not undo that. A restored content is embedded again
 with the current model.
 
 A namespace rollback to ``as_of`` gives each memory the fields of its last
@@ -27,7 +28,7 @@ from datetime import datetime
 
 from engine import supersession
 from engine.codec import to_iso
-from engine.config import Config
+from engine.config import Config, ScoringConfig
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
@@ -62,6 +63,15 @@ def restored(current: Memory, target: Memory, now: datetime) -> Memory:
     """``current`` with ``target``'s restored fields, as the next version."""
     fields = {name: getattr(target, name) for name in RESTORED_FIELDS}
     return current.evolve(**fields, version=current.version + 1, updated_at=now)
+
+
+def restarted(memory: Memory, now: datetime, scoring: ScoringConfig) -> Memory | None:
+    """``memory`` with its decay restarted at ``now``, where its score faded below its
+    category's archive threshold: ``last_accessed_at`` now and ``base_score`` no lower than
+    a new memory of its source starts with. None where it did not fade."""
+    if current_score(memory, now, scoring) >= scoring.archive_below(memory.category):
+        return None
+    return memory.evolve(base_score=max(memory.base_score, scoring.initial_score(memory.source)), last_accessed_at=now)
 
 
 def held(versions: Sequence[Version]) -> bool:
@@ -266,12 +276,10 @@ class Rollbacks:
             # So would one whose score faded, archived for it or not (a deletion undone weeks
             # later, the sources of a merge undone): its decay restarts from the restore, at no
             # less than a new memory of its source starts with.
-            scoring = self._config.scoring
-            faded = current_score(back, now, scoring) < scoring.archive_below(back.category)
-            if faded:
-                back = back.evolve(
-                    base_score=max(back.base_score, scoring.initial_score(back.source)), last_accessed_at=now
-                )
+            fresh = restarted(back, now, self._config.scoring)
+            faded = fresh is not None
+            if fresh is not None:
+                back = fresh
             active = self._guard(back).evolve(version=current.version + 1, updated_at=now)
             if active.content != current.content:  # redacted under today's policy
                 raise Conflict(
@@ -362,14 +370,26 @@ class Rollbacks:
         also: Sequence[tuple[Memory, str]] = (),
     ) -> Memory:
         """Store the restoration of ``target`` over ``current``, with the other memories'
-        versions ``also`` in its transaction; the caller holds the lock."""
-        updated = restored(current, target, self._clock())
+        versions ``also`` in its transaction; the caller holds the lock. Made active out of
+        another status, a memory whose score faded has its decay restarted (``restarted``)."""
+        now = self._clock()
+        updated = restored(current, target, now)
+        fresh = (
+            restarted(updated, now, self._config.scoring)
+            if current.status is not Status.ACTIVE and updated.status is Status.ACTIVE
+            else None
+        )
+        if fresh is not None:
+            updated = fresh
+            reason += ", its decay restarted"
         if updated.content != current.content:
             if vector is None:
                 vector = self._embedder.embed_documents([updated.content])[0]
             updated = updated.evolve(embedding_model=self._embedder.name, embedding_version=self._embedder.version)
         else:
             vector = None
-        self._store.update(updated, vector, changed_by=actor, reason=reason, also=also)
+        self._store.update(
+            updated, vector, changed_by=actor, reason=reason, sets_base_score=fresh is not None, also=also
+        )
         self._keeper.catch_up()
         return updated

@@ -137,6 +137,35 @@ def test_a_deleted_or_merged_memory_restored_after_its_score_faded_is_not_archiv
     assert {service.get(NS, m.memory_id).status for m in (deleted, *sources)} == {Status.ACTIVE}
 
 
+def test_a_faded_memory_rolled_back_to_an_active_version_is_not_archived_by_the_next_run(
+    service: MemoryService, clock: Any
+) -> None:
+    """A rollback that made a faded memory active again (out of its archiving, out of its
+    deletion, a namespace rolled back to before either) left its decayed score as it was,
+    below the threshold: the next consolidation archived all three again, the rollback
+    undone without a word, as a restore was before its decay restarted."""
+    archived, deleted, rolled = (
+        service.save(draft(text, category="task")).memory
+        for text in ("buy oat milk on the way home", "call the plumber about the sink", "renew the gym card")
+    )
+    start = clock.now
+    clock.advance(days=1)
+    service.delete(NS, deleted.memory_id)
+    clock.advance(days=28)  # within the retention of the deleted memory
+    assert service.consolidator.run(NS).archived == 2
+    for memory in (archived, deleted):
+        back = service.rollbacks.to_version(NS, memory.memory_id, 1)
+        assert back.status is Status.ACTIVE and back.last_accessed_at == clock.now
+        assert service.history(NS, memory.memory_id)[-1].reason.endswith("its decay restarted")
+    report = service.rollbacks.to_time(NS, start + timedelta(hours=1))
+    assert rolled.memory_id in report.restored
+    assert service.get(NS, rolled.memory_id).last_accessed_at == clock.now
+
+    assert service.consolidator.run(NS).archived == 0
+    assert {service.get(NS, m.memory_id).status for m in (archived, deleted, rolled)} == {Status.ACTIVE}
+    assert archived.memory_id in recalled(service, "oat milk")
+
+
 def test_consolidate_purges_soft_deleted_memories_after_the_retention_period(
     service: MemoryService, clock: Any
 ) -> None:
