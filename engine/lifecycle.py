@@ -442,7 +442,7 @@ def _merge(
         return Outcome(action, "skipped", "no embedding for the merged content")
     merged = merged.evolve(embedding_model=embedder.name, embedding_version=embedder.version)
     existing = store.get(Scope.whole([action.namespace]), merged.memory_id)
-    refused = rejoin_refused(existing, merged)
+    refused = rejoin_refused(existing, merged, now, policy)
     if refused is not None:
         return Outcome(action, "skipped", refused)
     # One transaction: the merged memory, its sources superseded and the MERGED_INTO links
@@ -460,17 +460,21 @@ def _merge(
     return Outcome(action, "applied")
 
 
-def rejoin_refused(existing: Memory | None, merged: Memory) -> str | None:
+def rejoin_refused(existing: Memory | None, merged: Memory, now: datetime, policy: Policy) -> str | None:
     """Why a merge's sources may not join ``existing``, the stored memory of its merged id,
     or None where they may (or it is not stored). The id comes from the sources: it exists
     when these sources were merged before and then restored. They join it again only while
-    it is active and still is what a merge of them makes: one edited since may hold their
-    text no more, or hold it where not all who saw them see it (made private), or for less
-    long (an expiry, another category)."""
+    it is active, not due for archiving (its score faded while the restore restarted theirs:
+    joined, they would leave recall with it), and still is what a merge of them makes: one
+    edited since may hold their text no more, or hold it where not all who saw them see it
+    (made private), or for less long (an expiry, another category)."""
     if existing is None:
         return None
     if existing.status is not Status.ACTIVE:
         return f"their merged memory exists and is {existing.status.value}"
+    due = archive_reason(existing, now, policy)
+    if due is not None:
+        return f"their merged memory exists and is due for archiving: {due}"
     if content_digest(existing.content) != content_digest(merged.content):
         return "their merged memory exists and says something else now"
     edited = [name for name in REJOIN_FIELDS if getattr(existing, name) != getattr(merged, name)]
@@ -607,7 +611,7 @@ class Consolidator:
                 if isinstance(action, Merge):
                     claimed.update(action.source_ids)
             if dry_run:
-                report.add(self._planned(namespace, action) for action in actions)
+                report.add(self._planned(namespace, action, now) for action in actions)
             else:
                 self._apply(actions, now, report)
             if len(page) < size:
@@ -629,13 +633,13 @@ class Consolidator:
     def run_all(self) -> list[Report]:
         return [self.run(namespace) for namespace in self._store.namespaces()]
 
-    def _planned(self, namespace: str, action: Action) -> Outcome:
+    def _planned(self, namespace: str, action: Action, now: datetime) -> Outcome:
         """What a dry run reports of ``action``: planned, or skipped where the run would
         skip it before any write (its sources' merged memory exists and may not take them
         back, ``rejoin_refused``)."""
         if isinstance(action, Merge):
             existing = self._store.get(Scope.whole([namespace]), action.merged.memory_id)
-            refused = rejoin_refused(existing, action.merged)
+            refused = rejoin_refused(existing, action.merged, now, self._policy)
             if refused is not None:
                 return Outcome(action, "skipped", refused)
         return Outcome(action, "planned")

@@ -308,6 +308,46 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_that_no_longer_holds_the
     assert service.get(NS, merged).content == "bob keeps bees on the roof"
 
 
+def test_restored_sources_do_not_rejoin_a_merged_memory_whose_score_faded(
+    open_svc: OpenService, config: Config, clock: Any
+) -> None:
+    """Sources merged, left unused until their merged memory's score faded, then restored (their
+    decay restarted): a run whose pages put the sources before their merged memory superseded
+    them into it, then archived it for its faded score, so the text the user had just brought
+    back left recall in the run right after. A faded merged memory does not take them back."""
+    service = open_svc(config=small_pages(config))
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    sources = [service.save(draft(text, entities=["Alice"], category="task")).memory for text in (one, two)]
+    clock.advance(days=1)
+    (outcome,) = service.consolidator.run(NS).outcomes
+    assert isinstance(outcome.action, Merge)
+    merged = outcome.action.merged.memory_id
+    assert merged > max(m.memory_id for m in sources)  # scanned on a later page than the sources
+    clock.advance(days=40)  # no run meanwhile: the merged memory faded, still active
+    for source in sources:
+        service.rollbacks.restore(NS, source.memory_id)
+
+    planned = service.consolidator.run(NS, dry_run=True)
+    report = service.consolidator.run(NS)
+    joined = f"near-duplicates (cosine ≥ {outcome.action.cosine:.3f}) sharing an entity"
+    faded = "score 0.0104 fell below the archive threshold 0.05 of 'task'"
+    refused = f"their merged memory exists and is due for archiving: {faded}"
+    assert [(o.action.reason, o.status, o.detail) for o in report.outcomes] == [
+        (joined, "skipped", refused),
+        (faded, "applied", None),
+    ]
+    assert [(o.action.reason, o.status, o.detail) for o in planned.outcomes] == [
+        (joined, "skipped", refused),
+        (faded, "planned", None),
+    ]
+    assert [service.get(NS, m.memory_id).status for m in sources] == [Status.ACTIVE, Status.ACTIVE]
+    assert service.get(NS, merged).status is Status.ARCHIVED
+    assert {m.memory_id for m in sources} <= set(recalled(service, one, top_k=10))
+
+
 def test_restored_sources_do_not_rejoin_a_merged_memory_made_private_or_otherwise_edited(
     service: MemoryService, clock: Any
 ) -> None:
