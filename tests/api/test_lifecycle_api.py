@@ -68,6 +68,22 @@ def test_consolidate_archives_a_faded_task_and_restore_brings_it_back(server: Li
     assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 0
 
 
+def test_a_faded_task_rolled_back_out_of_its_archiving_restarts_its_decay(server: LiveServer) -> None:
+    """A rollback to an active version restarts a faded memory's decay as a restore does, in
+    the store as in the answer, on each store tier: the next consolidation leaves it active."""
+    long_ago = (datetime.now(UTC) - timedelta(days=90)).isoformat()
+    faded = save(server, "Renew the car insurance", category="task", created_at=long_ago, base_score=0.3)
+    assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 1
+
+    back = post(server, f"/v1/memory/{faded['memory_id']}/rollback", {"namespace": "u1", "version": 1})
+    assert back.status_code == 200, back.text
+    stored = get(server, faded["memory_id"])
+    assert (stored["status"], stored["base_score"]) == ("active", 0.6)
+    assert stored["last_accessed_at"] == back.json()["last_accessed_at"] > faded["last_accessed_at"]
+    assert post(server, "/v1/memory/consolidate", {"namespace": "u1"}).json()["archived"] == 0
+    assert recall_ids(server, "car insurance renewal")[0] == faded["memory_id"]
+
+
 def test_a_memory_archived_by_expiry_is_listed_and_restored_without_its_expiry(server: LiveServer) -> None:
     passed = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
     code = save(server, "The door code is 4711 this week", expire_at=passed)
