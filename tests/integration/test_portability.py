@@ -1027,3 +1027,32 @@ def test_a_memory_held_again_when_brought_forward_is_not_named_as_differing(
     assert import_bytes(target, e3).updated == 1
     assert target.get(NS, lunch).status is Status.ACTIVE
     assert recalled(target, "what is lunch on Friday") == {lunch}
+
+
+def test_a_faded_memory_restored_at_home_is_brought_forward_with_its_restarted_decay(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """Home archived a faded task (E1), then restored it, its decay restarted (E2). A target
+    that imported E1 brings it forward from E2 with the restore's base score and time, as home
+    holds it, and keeps it active through its own next consolidation; importing either again
+    changes nothing."""
+    home = make_service(name="home")
+    task = home.save(MemoryDraft(content="Renew the car insurance", namespace=NS, category="task")).memory
+    clock.advance(days=40)
+    assert home.consolidator.run(NS).archived == 1
+    e1 = export_bytes(home, versions=True)
+    clock.advance(hours=1)
+    back = home.rollbacks.restore(NS, task.memory_id)
+    assert back.last_accessed_at == clock.now
+    clock.advance(hours=1)
+    e2 = export_bytes(home, versions=True)
+
+    target = make_service(name="target", store=store_factory())
+    assert import_bytes(target, e1).inserted == 1
+    report = import_bytes(target, e2)
+    assert (report.updated, report.differing) == (1, []), report.notes
+    assert snapshot(target) == snapshot(home)
+    assert target.consolidator.run(NS).archived == 0
+    seq = target.store.last_seq()
+    assert (import_bytes(target, e2).updated, import_bytes(target, e1).updated) == (0, 0)
+    assert target.store.last_seq() == seq
