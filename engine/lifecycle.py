@@ -597,6 +597,7 @@ class Consolidator:
         report = Report(namespace, dry_run, now)
         size = self._config.lifecycle.page_size
         claimed: set[str] = set()  # ids already in a merge of this run (as many as merges)
+        purged: set[str] = set()  # a dry run's: ids the run would have purged by now
         after = ""
         while True:
             page = self._store.scan(Scope.whole([namespace]), after, size)
@@ -611,7 +612,7 @@ class Consolidator:
                 if isinstance(action, Merge):
                     claimed.update(action.source_ids)
             if dry_run:
-                report.add(self._planned(namespace, action, now) for action in actions)
+                report.add(self._planned(namespace, action, now, purged) for action in actions)
             else:
                 self._apply(actions, now, report)
             if len(page) < size:
@@ -633,12 +634,18 @@ class Consolidator:
     def run_all(self) -> list[Report]:
         return [self.run(namespace) for namespace in self._store.namespaces()]
 
-    def _planned(self, namespace: str, action: Action, now: datetime) -> Outcome:
+    def _planned(self, namespace: str, action: Action, now: datetime, purged: set[str]) -> Outcome:
         """What a dry run reports of ``action``: planned, or skipped where the run would
         skip it before any write (its sources' merged memory exists and may not take them
-        back, ``rejoin_refused``)."""
+        back, ``rejoin_refused``). ``purged``: the ids the run would have purged before this
+        action (a page's purges come before its merges), added to here; a merged memory
+        among them is gone by the merge, which makes it anew."""
+        if isinstance(action, Purge):
+            purged.add(action.memory_id)
         if isinstance(action, Merge):
             existing = self._store.get(Scope.whole([namespace]), action.merged.memory_id)
+            if existing is not None and existing.memory_id in purged:
+                existing = None
             refused = rejoin_refused(existing, action.merged, now, self._policy)
             if refused is not None:
                 return Outcome(action, "skipped", refused)

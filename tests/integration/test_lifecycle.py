@@ -348,6 +348,37 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_whose_score_faded(
     assert {m.memory_id for m in sources} <= set(recalled(service, one, top_k=10))
 
 
+def test_a_dry_run_reports_a_merge_whose_deleted_merged_memory_the_run_purges_first_as_planned(
+    service: MemoryService, clock: Any
+) -> None:
+    """A merge undone (merged memory deleted, sources restored), then the retention passed: the
+    run purges the deleted merged memory and then merges the sources anew, but the dry run
+    read the deleted memory still stored and reported the merge skipped."""
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
+    clock.advance(days=1)
+    (outcome,) = service.consolidator.run(NS).outcomes
+    assert isinstance(outcome.action, Merge)
+    service.delete(NS, outcome.action.merged.memory_id)
+    for source in sources:
+        service.rollbacks.restore(NS, source.memory_id)
+    clock.advance(days=31)  # past the retention of the deleted merged memory
+
+    planned = service.consolidator.run(NS, dry_run=True)
+    report = service.consolidator.run(NS)
+    assert [(type(o.action), o.status, o.detail) for o in planned.outcomes] == [
+        (lifecycle.Purge, "planned", None),
+        (Merge, "planned", None),
+    ]
+    assert [(type(o.action), o.status, o.detail) for o in report.outcomes] == [
+        (lifecycle.Purge, "applied", None),
+        (Merge, "applied", None),
+    ]
+
+
 def test_restored_sources_do_not_rejoin_a_merged_memory_made_private_or_otherwise_edited(
     service: MemoryService, clock: Any
 ) -> None:
