@@ -179,13 +179,14 @@ class Rollbacks:
             also: list[tuple[Memory, str]] = []
             reason = f"rolled back to version {version}"
             if (
-                current.status is Status.DELETED
+                current.status is not Status.SUPERSEDED
                 and target.status is Status.SUPERSEDED
                 and not supersession.hidden_by_any(self._store, restored(current, target, now))
             ):
-                # Out of deleted to a superseded version while nothing of its audience that
-                # superseded it is recalled (deleted, made private since): superseded, it would
-                # be hidden with nothing in its place. It comes back as a restore brings it.
+                # To a superseded version while nothing of its audience that superseded it is
+                # recalled (deleted, made private since): superseded, it would be hidden with
+                # nothing in its place, whether it comes out of deleted or was active again
+                # (reinstated by that deletion). It comes back as a restore brings it.
                 target = target.evolve(status=Status.ACTIVE)
                 reason += ", active: nothing of its audience that superseded it is recalled"
             if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):

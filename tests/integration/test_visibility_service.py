@@ -382,3 +382,27 @@ def test_a_rollback_out_of_deleted_to_a_superseded_version_is_not_hidden_under_n
         assert (back.status, hits) == (Status.SUPERSEDED, [paris])
     else:
         assert (back.status, hits) == (Status.ACTIVE, [berlin])
+
+
+@pytest.mark.parametrize("how", ["private", "deleted", "kept"])
+def test_a_rollback_of_an_active_memory_to_a_superseded_version_is_not_hidden_under_nothing(
+    service: MemoryService, how: str
+) -> None:
+    """Bob made his "I moved to Paris" private (or deleted it), which brought Alice's "I live
+    in Berlin" back, and Alice then rolled Berlin back to its superseded version: it was
+    hidden under a memory she cannot read (or a deleted one), nothing about the home recalled
+    for her. From any status, as out of deleted, a rollback to a superseded version leaves it
+    superseded only while a memory of its audience that superseded it is active."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    if how == "private":
+        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    elif how == "deleted":
+        service.delete(NS, paris, actor="bob", scope=BOB)
+    else:
+        service.rollbacks.to_version(NS, berlin, 1, actor="alice", scope=ALICE)
+    back = service.rollbacks.to_version(NS, berlin, 2, actor="alice", scope=ALICE)
+    hits = [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits]
+    if how == "kept":
+        assert (back.status, hits) == (Status.SUPERSEDED, [paris])
+    else:
+        assert (back.status, hits) == (Status.ACTIVE, [berlin])
