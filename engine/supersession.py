@@ -81,10 +81,8 @@ def reinstated_by_deleting(
     same transaction leaves it (an import that brings it forward reworded); by default, yes."""
     if memory.status is not Status.ACTIVE:
         return []
-    return [
-        (version, reinstated_reason(memory.memory_id, how))
-        for version in _reinstated(store, memory, now, guard, lambda older: False, leaving, still_hides)
-    ]
+    reason = reinstated_reason(memory.memory_id, how)
+    return _reinstated(store, memory, now, guard, lambda older: False, leaving, still_hides, reason)
 
 
 def reinstated_by_editing(
@@ -104,10 +102,8 @@ def reinstated_by_editing(
     ``leaving``, ``still_hides``: as for ``reinstated_by_deleting``."""
     if edited.status is not Status.ACTIVE:
         return []
-    return [
-        (version, edited_reason(edited.memory_id))
-        for version in _reinstated(store, edited, now, guard, replaces, leaving, still_hides)
-    ]
+    reason = edited_reason(edited.memory_id)
+    return _reinstated(store, edited, now, guard, replaces, leaving, still_hides, reason)
 
 
 def _reinstated(
@@ -117,12 +113,21 @@ def _reinstated(
     guard: Callable[[Memory], Memory],
     replaces: Callable[[Memory], bool],
     leaving: Collection[str],
-    still_hides: Callable[[str, Memory], bool] | None = None,
-) -> list[Memory]:
+    still_hides: Callable[[str, Memory], bool] | None,
+    reason: str,
+    taken: set[str] | None = None,
+) -> list[tuple[Memory, str]]:
+    """The versions (record, ``reason``) that make active again the memories ``memory``
+    superseded and no longer hides; and, below each brought back that superseded others in
+    turn, those it no longer hides as it is now (``_replaces_now``): Bob's "I moved to Paris",
+    made private or reworded while "I live in Rome" superseded it, back when Rome is deleted,
+    hides Alice's "I live in Berlin" no more. ``taken``: the ids already brought back."""
     whole = Scope.whole([memory.namespace])
-    back: list[Memory] = []
+    taken = set() if taken is None else taken
+    back: list[tuple[Memory, str]] = []
+    below: list[Memory] = []
     for older in _superseded_by(store, memory):
-        if older.status is not Status.SUPERSEDED:
+        if older.status is not Status.SUPERSEDED or older.memory_id in taken:
             continue
         if older.key is not None and older.key == memory.key and same_audience(older, memory):
             # A key-value client's older value of a key is not its value again; but a keyed
@@ -155,8 +160,23 @@ def _reinstated(
             continue
         if guarded.content != older.content:
             continue
-        back.append(older.evolve(status=guarded.status, version=older.version + 1, updated_at=now))
+        record = older.evolve(status=guarded.status, version=older.version + 1, updated_at=now)
+        taken.add(older.memory_id)
+        back.append((record, reason))
+        if any(edge.kind == SUPERSEDES and edge.src == older.memory_id != edge.dst for edge in links):
+            below.append(record)
+    for record in below:
+        judged = _replacing_now(store, record)
+        back.extend(
+            _reinstated(store, record, now, guard, judged, leaving, still_hides, edited_reason(record.memory_id), taken)
+        )
     return back
+
+
+def _replacing_now(store: Store, newer: Memory) -> Callable[[Memory], bool]:
+    """Whether ``newer``, brought back, still replaces each older memory it superseded: not
+    at all where it comes back quarantined (``_replaces_now``)."""
+    return lambda older: newer.status is Status.ACTIVE and _replaces_now(store, newer, older)
 
 
 def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -> list[tuple[Memory, str]]:
@@ -317,19 +337,42 @@ def released_from(store: Store, memory: Memory) -> set[str]:
 
 
 def _hides(store: Store, scope: Scope, link: Edge, older: Memory) -> bool:
-    """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, of
-    its audience (``same_audience``: Bob's "I moved to Paris", made private since, supersedes
-    nothing of Alice's, as a save of it would not), and, where its text or key changed since
-    the link was made, still replacing it by the conflict rules ("I live in Paris" edited into
+    """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, and
+    still replacing it as it is now (``_still_replaces``)."""
+    found = store.get(scope, link.src)
+    if found is None or found.status is not Status.ACTIVE:
+        return False
+    return _still_replaces(store, scope, found, older, link.created_at)
+
+
+def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
+    """Whether ``newer``, brought back, still replaces ``older`` it superseded
+    (``_still_replaces``, as of its own link to it; through a memory gone since, its
+    audience alone decides)."""
+    scope = Scope.whole([newer.namespace])
+    links = [
+        edge
+        for edge in store.edges(scope, older.memory_id)
+        if edge.kind == SUPERSEDES and edge.src == newer.memory_id and edge.dst == older.memory_id
+    ]
+    if not links:
+        return same_audience(newer, older)
+    return _still_replaces(store, scope, newer, older, max(edge.created_at for edge in links))
+
+
+def _still_replaces(store: Store, scope: Scope, newer: Memory, older: Memory, since: datetime) -> bool:
+    """Whether ``newer`` as it is now still replaces ``older``, which it superseded at
+    ``since``: of its audience (``same_audience``: Bob's "I moved to Paris", made private
+    since, supersedes nothing of Alice's, as a save of it would not), and, where its text or
+    key changed since, still replacing it by the conflict rules ("I live in Paris" edited into
     "The weather is nice today" hides "I live in Lisbon" no more, though its own edit did not
     bring Lisbon back while another memory replaced it too)."""
-    found = store.get(scope, link.src)
-    if found is None or found.status is not Status.ACTIVE or not same_audience(found, older):
+    if not same_audience(newer, older):
         return False
-    then = [v.record for v in store.versions(scope, found.memory_id) if v.changed_at <= link.created_at]
-    if not then or (then[-1].content, then[-1].key) == (found.content, found.key):
+    then = [v.record for v in store.versions(scope, newer.memory_id) if v.changed_at <= since]
+    if not then or (then[-1].content, then[-1].key) == (newer.content, newer.key):
         return True  # as it was when it superseded ``older`` (or no history says otherwise)
-    newer, old = Statement(found.content, found.key), Statement(older.content, older.key)
-    return conflicts.judge(newer, old).verdict is Verdict.REPLACE or (
-        older.created_at < found.created_at and conflicts.judge(old, newer).verdict is Verdict.REPLACE
+    new, old = Statement(newer.content, newer.key), Statement(older.content, older.key)
+    return conflicts.judge(new, old).verdict is Verdict.REPLACE or (
+        older.created_at < newer.created_at and conflicts.judge(old, new).verdict is Verdict.REPLACE
     )

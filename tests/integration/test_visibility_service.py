@@ -406,3 +406,30 @@ def test_a_rollback_of_an_active_memory_to_a_superseded_version_is_not_hidden_un
         assert (back.status, hits) == (Status.SUPERSEDED, [paris])
     else:
         assert (back.status, hits) == (Status.ACTIVE, [berlin])
+
+
+@pytest.mark.parametrize("how", ["private", "reworded", "kept"])
+def test_a_memory_changed_while_superseded_hides_what_it_superseded_only_as_it_is_now(
+    service: MemoryService, clock: Any, how: str
+) -> None:
+    """Alice's "I live in Berlin", superseded by Bob's "I moved to Paris", itself superseded by
+    Carol's "I live in Rome". Bob made Paris private (or reworded it into the weather) while it
+    was superseded, and Carol deleted Rome: Paris came back, and Berlin stayed superseded under
+    a memory Alice cannot read (or one that no longer replaces it), nothing about the home
+    recalled for her. A memory brought back hides what it superseded only where it still
+    would: of its audience, its text still replacing it."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    rome = service.save(MemoryDraft("I live in Rome", namespace=NS, actor="carol"))
+    assert rome.superseded == (paris,)
+    clock.advance(seconds=1)
+    if how == "private":
+        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    elif how == "reworded":
+        service.update(NS, paris, MemoryPatch(content="The weather is nice today"), actor="bob", scope=BOB)
+    service.delete(NS, rome.memory.memory_id, actor="carol", scope=Scope(member=(NS,), agent="carol"))
+    hits = [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits]
+    if how == "kept":
+        assert (service.get(NS, berlin, scope=ALICE).status, hits) == (Status.SUPERSEDED, [paris])
+    else:
+        assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+        assert berlin in hits
