@@ -29,6 +29,7 @@ from datetime import datetime
 from engine import supersession
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
+from engine.conflicts import SUPERSEDES
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
@@ -181,7 +182,7 @@ class Rollbacks:
             if (
                 current.status is not Status.SUPERSEDED
                 and target.status is Status.SUPERSEDED
-                and not supersession.hidden_by_any(self._store, restored(current, target, now))
+                and not supersession.hidden_by_any(self._store, restored(current, target, now), now)
             ):
                 # To a superseded version while nothing of its audience that superseded it is
                 # recalled (deleted, made private since): superseded, it would be hidden with
@@ -219,6 +220,7 @@ class Rollbacks:
         reason = f"namespace rolled back to {to_iso(as_of)}"
         size = self._config.lifecycle.page_size
         after = ""
+        superseded: list[str] = []  # those the run makes superseded: checked once it is done
         while True:
             page = self._store.scan(Scope.whole([namespace]), after, size)
             report.scanned += len(page)
@@ -239,10 +241,57 @@ class Rollbacks:
                 else:
                     report.unchanged += 1
             self._restore_page(namespace, page, targets, actor, reason, report)
+            superseded += [
+                memory_id
+                for memory_id, target in targets.items()
+                if target is not None and target.status is Status.SUPERSEDED and memory_id in report.restored
+            ]
             if len(page) < size:
                 break
             after = page[-1].memory_id
+        self._not_hidden_under_nothing(namespace, superseded, actor, reason)
         return report
+
+    def _not_hidden_under_nothing(
+        self, namespace: str, memory_ids: Sequence[str], actor: str | None, reason: str
+    ) -> None:
+        """Make active again each of ``memory_ids``, made superseded by a namespace rollback,
+        that nothing of its audience that superseded it hides once the rollback is done
+        (``supersession.hidden_by_any``): the memory that superseded it then purged since, or
+        its expiry passed. Those that another of them superseded wait for it: "I moved to
+        Paris", superseded then by "I moved to Rome", purged since, comes back active, and
+        "I live in Berlin" stays superseded by Paris."""
+        whole = Scope.whole([namespace])
+        pending = dict.fromkeys(memory_ids)
+        with self._lock:
+            while pending:
+                now = self._clock()
+                ready = []
+                for memory_id in list(pending):
+                    current = self._store.get(whole, memory_id)
+                    if (
+                        current is None
+                        or current.status is not Status.SUPERSEDED
+                        or supersession.hidden_by_any(self._store, current, now)
+                    ):
+                        del pending[memory_id]
+                    elif not any(
+                        edge.kind == SUPERSEDES and edge.dst == memory_id and edge.src in pending
+                        for edge in self._store.edges(whole, memory_id)
+                    ):
+                        ready.append(current)
+                if pending and not ready:
+                    ready = [m for m in (self._store.get(whole, i) for i in pending) if m is not None]
+                for current in ready:
+                    del pending[current.memory_id]
+                    active = current.evolve(status=Status.ACTIVE, version=current.version + 1, updated_at=now)
+                    self._store.update(
+                        active,
+                        None,
+                        changed_by=actor,
+                        reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
+                    )
+            self._keeper.catch_up()
 
     def restore(
         self, namespace: str, memory_id: str, *, actor: str | None = None, scope: Scope | None = None

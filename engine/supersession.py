@@ -150,7 +150,7 @@ def _reinstated(
             and edge.src not in leaving
         ]
         if any(
-            _hides(store, whole, edge, older) and (still_hides is None or still_hides(edge.src, older))
+            _hides(store, whole, edge, older, now) and (still_hides is None or still_hides(edge.src, older))
             for edge in others
         ) or replaces(older):
             continue
@@ -223,22 +223,32 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     return None
 
 
-def hidden_by_any(store: Store, memory: Memory) -> bool:
+def hidden_by_any(store: Store, memory: Memory, now: datetime, seen: set[str] | None = None) -> bool:
     """Whether a memory that superseded ``memory`` (a ``SUPERSEDES`` link of its own, not
-    released since: ``released_from``) still hides it (``_hides``: active, of its audience,
-    still replacing it). A rollback out of deleted to a superseded version reads it: "I live
-    in Berlin" rolled back so while "I moved to Paris" is deleted, or made private since,
-    would be hidden with nothing of its audience in its place."""
+    released since: ``released_from``) still hides it (``_hides``: active, its expiry not
+    passed, of its audience, still replacing it), or, superseded or gone itself since, is
+    hidden in turn by one that does: "I live in Berlin" under "I moved to Paris" under "I
+    moved to Rome" is replaced in recall by Rome. A rollback to a superseded version reads
+    it: "I live in Berlin" rolled back so while "I moved to Paris" is deleted, or made
+    private since, would be hidden with nothing of its audience in its place."""
     whole = Scope.whole([memory.namespace])
+    seen = {memory.memory_id} if seen is None else seen
     released = released_from(store, memory)
-    return any(
-        _hides(store, whole, edge, memory)
-        for edge in store.edges(whole, memory.memory_id)
-        if edge.kind == SUPERSEDES
-        and edge.dst == memory.memory_id
-        and edge.src != memory.memory_id
-        and edge.src not in released
-    )
+    for edge in store.edges(whole, memory.memory_id):
+        if edge.kind != SUPERSEDES or edge.dst != memory.memory_id or edge.src in released or edge.src in seen:
+            continue
+        if _hides(store, whole, edge, memory, now):
+            return True
+        seen.add(edge.src)
+        newer = store.get(whole, edge.src)
+        if (
+            newer is not None
+            and (newer.status is Status.SUPERSEDED or newer.status in _GONE)
+            and _still_replaces(store, whole, newer, memory, edge.created_at)
+            and hidden_by_any(store, newer, now, seen)
+        ):
+            return True
+    return False
 
 
 # What an edit of a memory changes: every field a rollback restores but its status.
@@ -336,11 +346,12 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     return released
 
 
-def _hides(store: Store, scope: Scope, link: Edge, older: Memory) -> bool:
-    """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, and
+def _hides(store: Store, scope: Scope, link: Edge, older: Memory, now: datetime) -> bool:
+    """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, its
+    expiry not passed (out of recall, it would hide ``older`` with nothing in its place), and
     still replacing it as it is now (``_still_replaces``)."""
     found = store.get(scope, link.src)
-    if found is None or found.status is not Status.ACTIVE:
+    if found is None or found.status is not Status.ACTIVE or (found.expire_at is not None and found.expire_at <= now):
         return False
     return _still_replaces(store, scope, found, older, link.created_at)
 

@@ -964,3 +964,35 @@ def test_memories_embedded_at_start_up_without_the_previous_model_record_the_new
         assert second.get(NS, memory_id).embedding_model == "fake-new"  # as its vector is
     assert second.reembedder.progress().remaining == 0
     second.close()
+
+
+@pytest.mark.parametrize("how", ["purged", "expired", "chain"])
+def test_a_namespace_rollback_hides_nothing_under_a_memory_out_of_recall(
+    service: MemoryService, clock: Any, how: str
+) -> None:
+    """A namespace rolled back to a time when "I moved to Paris" superseded "I live in Berlin":
+    Paris purged since (or deleted, and back active by the rollback with its expiry passed),
+    Berlin came back superseded with nothing in recall in its place. It comes back active; and where what superseded it comes back
+    active itself (Rome purged, Paris it superseded back), Berlin stays superseded by that."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    expire_at = clock.now + timedelta(minutes=1) if how == "expired" else None
+    paris = service.save(draft("I moved to Paris", expire_at=expire_at))
+    assert paris.superseded == (berlin,)
+    clock.advance(seconds=1)
+    gone = paris.memory.memory_id
+    if how == "chain":
+        rome = service.save(draft("I moved to Rome"))
+        assert rome.superseded == (paris.memory.memory_id,)
+        gone = rome.memory.memory_id
+    as_of = clock.advance(seconds=1)
+    clock.advance(hours=1)
+    service.delete(NS, gone, hard=how != "expired")
+    service.rollbacks.to_time(NS, as_of)
+    hits = recalled(service, "where do I live")
+    if how == "chain":
+        assert service.get(NS, berlin).status is Status.SUPERSEDED
+        assert hits == [paris.memory.memory_id]
+    else:
+        assert service.get(NS, berlin).status is Status.ACTIVE
+        assert hits == [berlin]
