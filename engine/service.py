@@ -480,6 +480,16 @@ class MemoryService:
             changes["embedding_model"] = self.embedder.name
             changes["embedding_version"] = self.embedder.version
         updated = current.evolve(**changes)
+        if (
+            current.status is Status.SUPERSEDED
+            and patch.status is None
+            and not same_audience(current, updated)
+            and not supersession.hidden_by_any(self.store, updated, now)
+        ):
+            # Of another audience now (Bob's private "I live in Berlin" made shared), it is
+            # superseded only while a memory of that audience hides it: under Bob's private
+            # "I moved to Paris" it would be hidden from Alice under a memory she cannot read.
+            updated = updated.evolve(status=Status.ACTIVE)
         back = self._reinstated_by_edit(current, updated, vector, now)
         # One transaction: an edit cut short after it landed must not leave the older memory
         # superseded by a text that no longer replaces it.

@@ -414,3 +414,24 @@ def test_a_memory_changed_while_superseded_hides_what_it_superseded_only_as_it_i
     else:
         assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
         assert berlin in hits
+
+
+def test_a_superseded_memory_made_shared_is_not_hidden_under_a_private_one(service: MemoryService) -> None:
+    """Bob's private "I live in Berlin", superseded by his private "I moved to Paris", made
+    shared: Alice could now read Berlin, and it stayed superseded by a memory she cannot read,
+    nothing about his home recalled for her. Widened, it is superseded only while a memory of
+    its new audience that superseded it is active, as a save of it would not be by Paris."""
+    berlin = _save(service, "I live in Berlin", "bob", Visibility.PRIVATE)
+    paris = service.save(
+        MemoryDraft("I moved to Paris", namespace=NS, actor="bob", visibility=Visibility.PRIVATE, entities=("Lisbon",))
+    )
+    assert paris.superseded == (berlin,)
+    service.update(NS, berlin, MemoryPatch(visibility=Visibility.SHARED), actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+    assert [h.memory.memory_id for h in service.recall("where does bob live", namespaces=[NS], scope=ALICE).hits] == [
+        berlin
+    ]
+    # Private again, it stays active: an edit supersedes nothing new (a stale hit, never a
+    # hidden memory).
+    service.update(NS, berlin, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=BOB).status is Status.ACTIVE
