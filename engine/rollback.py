@@ -29,7 +29,7 @@ from datetime import datetime
 from engine import supersession
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
-from engine.conflicts import SUPERSEDES
+from engine.conflicts import MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
@@ -220,7 +220,9 @@ class Rollbacks:
         reason = f"namespace rolled back to {to_iso(as_of)}"
         size = self._config.lifecycle.page_size
         after = ""
-        superseded: list[str] = []  # those the run makes superseded: checked once it is done
+        # Those the run makes superseded or deletes (what they superseded is checked in turn):
+        # once it is done, none may leave a memory superseded under nothing in recall.
+        superseded: list[str] = []
         while True:
             page = self._store.scan(Scope.whole([namespace]), after, size)
             report.scanned += len(page)
@@ -240,12 +242,8 @@ class Rollbacks:
                     targets[memory.memory_id] = target
                 else:
                     report.unchanged += 1
-            self._restore_page(namespace, page, targets, actor, reason, report)
-            superseded += [
-                memory_id
-                for memory_id, target in targets.items()
-                if target is not None and target.status is Status.SUPERSEDED and memory_id in report.restored
-            ]
+            written = self._restore_page(namespace, page, targets, actor, reason, report)
+            superseded += [m for m in written if (t := targets[m]) is None or t.status is Status.SUPERSEDED]
             if len(page) < size:
                 break
             after = page[-1].memory_id
@@ -255,15 +253,24 @@ class Rollbacks:
     def _not_hidden_under_nothing(
         self, namespace: str, memory_ids: Sequence[str], actor: str | None, reason: str
     ) -> None:
-        """Make active again each of ``memory_ids``, made superseded by a namespace rollback,
-        that nothing of its audience that superseded it hides once the rollback is done
+        """Make active again each memory that a namespace rollback made superseded, or
+        whose superseding memory it deleted (``memory_ids``: those it made superseded or
+        deleted), that nothing of its audience hides once the rollback is done
         (``supersession.hidden_by_any``): the memory that superseded it then purged since, or
         its expiry passed. Those that another of them superseded wait for it: "I moved to
         Paris", superseded then by "I moved to Rome", purged since, comes back active, and
-        "I live in Berlin" stays superseded by Paris."""
+        "I live in Berlin" stays superseded by Paris. A merge's sources stay merged."""
         whole = Scope.whole([namespace])
-        pending = dict.fromkeys(memory_ids)
         with self._lock:
+            pending: dict[str, None] = {}
+            for memory_id in memory_ids:  # those it deleted: what they superseded, a level down
+                edges = self._store.edges(whole, memory_id)
+                pending.update(dict.fromkeys(e.dst for e in edges if e.kind == SUPERSEDES and e.src == memory_id))
+                pending[memory_id] = None
+            for memory_id in list(pending):
+                # A merged memory's source is hidden by the merge, which holds its text.
+                if any(e.kind == MERGED_INTO and e.src == memory_id for e in self._store.edges(whole, memory_id)):
+                    del pending[memory_id]
             while pending:
                 now = self._clock()
                 ready = []
@@ -381,9 +388,11 @@ class Rollbacks:
         actor: str | None,
         reason: str,
         report: NamespaceRollback,
-    ) -> None:
+    ) -> list[str]:
+        """Write ``targets`` over the page's memories; the ids written."""
+        written: list[str] = []
         if not targets:
-            return
+            return written
         before = {m.memory_id: m for m in page}
         to_embed = [
             (memory_id, target.content)
@@ -407,7 +416,9 @@ class Rollbacks:
                 else:
                     self._write(current, target, vectors.get(memory_id), actor, reason)
                     report.note("restored", memory_id)
+                written.append(memory_id)
             self._keeper.catch_up()
+        return written
 
     def _write(
         self,

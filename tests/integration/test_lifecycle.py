@@ -996,3 +996,45 @@ def test_a_namespace_rollback_hides_nothing_under_a_memory_out_of_recall(
     else:
         assert service.get(NS, berlin).status is Status.ACTIVE
         assert hits == [berlin]
+
+
+def test_a_namespace_rollback_leaves_a_merged_source_merged(service: MemoryService, clock: Any) -> None:
+    """Two near-duplicates merged, one restored since: rolled back to a time after the
+    merge, the restored source is superseded again by its merge (a ``MERGED_INTO`` link, no
+    ``SUPERSEDES``), not taken for a memory superseded under nothing."""
+    one, two = (
+        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+        for word in ("honey", "lemon")
+    )
+    first = service.save(draft(one, entities=["Alice"])).memory
+    clock.advance(days=1)
+    service.save(draft(two, entities=["alice", "tea"]))
+    clock.advance(days=1)
+    assert service.consolidator.run(NS).merged == 1
+    as_of = clock.advance(hours=1)
+    clock.advance(hours=1)
+    service.rollbacks.restore(NS, first.memory_id)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, first.memory_id).status is Status.SUPERSEDED
+
+
+def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_back(
+    service: MemoryService, clock: Any
+) -> None:
+    """"I live in Berlin", superseded by "I moved to Paris" purged since, then by "I moved to
+    Lisbon", and rolled back to that superseded state by hand: the namespace rolled back to a
+    time before Lisbon deletes Lisbon, and Berlin, superseded then as now, stayed superseded
+    under nothing in recall."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris")).memory.memory_id
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    service.delete(NS, paris, hard=True)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Lisbon")).superseded == (berlin,)
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    assert recalled(service, "where do I live") == [berlin]
