@@ -480,15 +480,23 @@ class MemoryService:
             changes["embedding_model"] = self.embedder.name
             changes["embedding_version"] = self.embedder.version
         updated = current.evolve(**changes)
+        reworded = (updated.content, updated.key) != (current.content, current.key)
         if (
             current.status is Status.SUPERSEDED
             and patch.status is None
-            and not same_audience(current, updated)
-            and not supersession.hidden_by_any(self.store, updated, now)
+            and (reworded or not same_audience(current, updated))
+            and not supersession.hidden_by_any(
+                self.store,
+                updated,
+                now,
+                replaces=(lambda newer, older: self._replaces(newer, None, older)) if reworded else None,
+            )
         ):
             # Of another audience now (Bob's private "I live in Berlin" made shared), it is
             # superseded only while a memory of that audience hides it: under Bob's private
             # "I moved to Paris" it would be hidden from Alice under a memory she cannot read.
+            # Reworded ("I live in Berlin" into "I like green tea"), only while a memory that
+            # superseded it replaces its new text.
             updated = updated.evolve(status=Status.ACTIVE)
         back = self._reinstated_by_edit(current, updated, vector, now)
         # One transaction: an edit cut short after it landed must not leave the older memory

@@ -223,14 +223,22 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     return None
 
 
-def hidden_by_any(store: Store, memory: Memory, now: datetime, seen: set[str] | None = None) -> bool:
+def hidden_by_any(
+    store: Store,
+    memory: Memory,
+    now: datetime,
+    seen: set[str] | None = None,
+    replaces: Callable[[Memory, Memory], bool] | None = None,
+) -> bool:
     """Whether a memory that superseded ``memory`` (a ``SUPERSEDES`` link of its own, not
     released since: ``released_from``) still hides it (``_hides``: active, its expiry not
     passed, of its audience, still replacing it), or, superseded or gone itself since, is
     hidden in turn by one that does: "I live in Berlin" under "I moved to Paris" under "I
     moved to Rome" is replaced in recall by Rome. A rollback to a superseded version reads
     it: "I live in Berlin" rolled back so while "I moved to Paris" is deleted, or made
-    private since, would be hidden with nothing of its audience in its place."""
+    private since, would be hidden with nothing of its audience in its place. ``replaces``:
+    for ``memory`` as an edit of its text leaves it, whether a memory that superseded it
+    replaces that text (the links judged the text it had): only such a one, active, hides it."""
     whole = Scope.whole([memory.namespace])
     seen = {memory.memory_id} if seen is None else seen
     released = released_from(store, memory)
@@ -238,7 +246,13 @@ def hidden_by_any(store: Store, memory: Memory, now: datetime, seen: set[str] | 
         if edge.kind != SUPERSEDES or edge.dst != memory.memory_id or edge.src in released or edge.src in seen:
             continue
         if _hides(store, whole, edge, memory, now):
-            return True
+            if replaces is None:
+                return True
+            newer = store.get(whole, edge.src)
+            if newer is not None and replaces(newer, memory):
+                return True
+        if replaces is not None:
+            continue
         seen.add(edge.src)
         newer = store.get(whole, edge.src)
         if (

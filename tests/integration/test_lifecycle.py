@@ -972,8 +972,9 @@ def test_a_namespace_rollback_hides_nothing_under_a_memory_out_of_recall(
 ) -> None:
     """A namespace rolled back to a time when "I moved to Paris" superseded "I live in Berlin":
     Paris purged since (or deleted, and back active by the rollback with its expiry passed),
-    Berlin came back superseded with nothing in recall in its place. It comes back active; and where what superseded it comes back
-    active itself (Rome purged, Paris it superseded back), Berlin stays superseded by that."""
+    Berlin came back superseded with nothing in recall in its place. It comes back active; and
+    where what superseded it comes back active itself (Rome purged, Paris it superseded back),
+    Berlin stays superseded by that."""
     berlin = service.save(draft("I live in Berlin")).memory.memory_id
     clock.advance(seconds=1)
     expire_at = clock.now + timedelta(minutes=1) if how == "expired" else None
@@ -1021,7 +1022,7 @@ def test_a_namespace_rollback_leaves_a_merged_source_merged(service: MemoryServi
 def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_back(
     service: MemoryService, clock: Any
 ) -> None:
-    """"I live in Berlin", superseded by "I moved to Paris" purged since, then by "I moved to
+    """ "I live in Berlin", superseded by "I moved to Paris" purged since, then by "I moved to
     Lisbon", and rolled back to that superseded state by hand: the namespace rolled back to a
     time before Lisbon deletes Lisbon, and Berlin, superseded then as now, stayed superseded
     under nothing in recall."""
@@ -1038,3 +1039,21 @@ def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_ba
     service.rollbacks.to_time(NS, as_of)
     assert service.get(NS, berlin).status is Status.ACTIVE
     assert recalled(service, "where do I live") == [berlin]
+
+
+@pytest.mark.parametrize(
+    ("text", "status"), [("I like green tea", Status.ACTIVE), ("I live in Berlin, Germany", Status.SUPERSEDED)]
+)
+def test_a_superseded_memory_edited_stays_superseded_only_while_the_newer_replaces_its_new_text(
+    service: MemoryService, clock: Any, text: str, status: Status
+) -> None:
+    """ "I live in Berlin", superseded by "I moved to Paris", edited into "I like green tea":
+    it stayed superseded under a memory that does not replace it, and the tea was never
+    recalled. Edited into another claim, it is superseded only while the newer memory's text
+    replaces the new one by the rules ("I live in Berlin, Germany" still is)."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Paris")).superseded == (berlin,)
+    clock.advance(seconds=1)
+    assert service.update(NS, berlin, MemoryPatch(content=text)).status is status
+    assert (berlin in recalled(service, text)) is (status is Status.ACTIVE)
