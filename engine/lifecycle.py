@@ -521,12 +521,15 @@ def carried_past(store: Store, memory: Memory, now: datetime) -> list[Edge]:
         return []
     older = dict.fromkeys(edge.dst for edge in links if edge.src == memory.memory_id != edge.dst)
     # Not one it no longer hid (an edit reinstated it, something else superseded it since):
-    # the carried link would hide it behind a memory that never replaced it.
+    # the carried link would hide it behind a memory that never replaced it. One deleted or
+    # quarantined since counts, as superseded ones do: the chain runs on through it ("I moved
+    # to Paris" deleted under "I live in Rome", Rome purged: else nothing led from "I moved
+    # to Lisbon" to Paris, and past it to the "I live in Berlin" it hides).
     hidden = [
         found.memory_id
         for found in (store.get(whole, o) for o in older)
         if found is not None
-        and found.status is Status.SUPERSEDED
+        and found.status in (Status.SUPERSEDED, Status.DELETED, Status.QUARANTINED)
         and memory.memory_id not in released_from(store, found)
     ]
     return [Edge(memory.namespace, src, dst, SUPERSEDES, now) for src in newer for dst in hidden if src != dst]

@@ -1057,3 +1057,22 @@ def test_a_superseded_memory_edited_stays_superseded_only_while_the_newer_replac
     clock.advance(seconds=1)
     assert service.update(NS, berlin, MemoryPatch(content=text)).status is status
     assert (berlin in recalled(service, text)) is (status is Status.ACTIVE)
+
+
+def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
+    """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
+    then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
+    Paris (deleted, not superseded) and so to Berlin, and deleting Lisbon left Berlin
+    superseded for good, nothing about the home recalled."""
+    ids = []
+    for text in ("I live in Berlin", "I moved to Paris", "I live in Rome", "I moved to Lisbon"):
+        saved = service.save(draft(text))
+        assert saved.superseded == tuple(ids[-1:])
+        ids.append(saved.memory.memory_id)
+        clock.advance(seconds=1)
+    berlin, paris, rome, lisbon = ids
+    service.delete(NS, paris)
+    service.delete(NS, rome)
+    service.delete(NS, rome, hard=True)
+    assert service.delete(NS, lisbon).reinstated == (berlin,)
+    assert recalled(service, "where do I live") == [berlin]
