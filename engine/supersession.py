@@ -33,7 +33,7 @@ from engine import conflicts
 from engine.conflicts import MERGED_INTO, SUPERSEDES, Statement, Verdict
 from engine.errors import GuardRejected
 from engine.ports import Edge, Store
-from engine.records import Memory, Scope, Status, same_audience
+from engine.records import Memory, Scope, Status, Version, same_audience
 
 # How the reasons of the versions written here begin (``released_from`` reads them).
 _SUPERSEDED = "superseded by "
@@ -123,6 +123,7 @@ def _reinstated(
     made private or reworded while "I live in Rome" superseded it, back when Rome is deleted,
     hides Alice's "I live in Berlin" no more. ``taken``: the ids already brought back."""
     whole = Scope.whole([memory.namespace])
+    reads = _Reads(store, whole)  # one read of each memory that superseded several of them
     taken = set() if taken is None else taken
     back: list[tuple[Memory, str]] = []
     below: list[Memory] = []
@@ -150,8 +151,7 @@ def _reinstated(
             and edge.src not in leaving
         ]
         if any(
-            _hides(store, whole, edge, older, now) and (still_hides is None or still_hides(edge.src, older))
-            for edge in others
+            _hides(reads, edge, older, now) and (still_hides is None or still_hides(edge.src, older)) for edge in others
         ) or replaces(older):
             continue
         try:
@@ -245,7 +245,7 @@ def hidden_by_any(
     for edge in store.edges(whole, memory.memory_id):
         if edge.kind != SUPERSEDES or edge.dst != memory.memory_id or edge.src in released or edge.src in seen:
             continue
-        if _hides(store, whole, edge, memory, now):
+        if _hides(_Reads(store, whole), edge, memory, now):
             if replaces is None:
                 return True
             newer = store.get(whole, edge.src)
@@ -258,7 +258,7 @@ def hidden_by_any(
         if (
             newer is not None
             and (newer.status is Status.SUPERSEDED or newer.status in _GONE)
-            and _still_replaces(store, whole, newer, memory, edge.created_at)
+            and _still_replaces(_Reads(store, whole), newer, memory, edge.created_at)
             and hidden_by_any(store, newer, now, seen)
         ):
             return True
@@ -360,14 +360,35 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     return released
 
 
-def _hides(store: Store, scope: Scope, link: Edge, older: Memory, now: datetime) -> bool:
+class _Reads:
+    """The records and histories of the memories that superseded others, each read once for
+    one decision under the write lock (a memory that superseded a thousand is read once,
+    not once for each: a round trip each on a graph store)."""
+
+    def __init__(self, store: Store, scope: Scope) -> None:
+        self._store, self._scope = store, scope
+        self._records: dict[str, Memory | None] = {}
+        self._histories: dict[str, list[Version]] = {}
+
+    def get(self, memory_id: str) -> Memory | None:
+        if memory_id not in self._records:
+            self._records[memory_id] = self._store.get(self._scope, memory_id)
+        return self._records[memory_id]
+
+    def versions(self, memory_id: str) -> list[Version]:
+        if memory_id not in self._histories:
+            self._histories[memory_id] = list(self._store.versions(self._scope, memory_id))
+        return self._histories[memory_id]
+
+
+def _hides(reads: _Reads, link: Edge, older: Memory, now: datetime) -> bool:
     """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, its
     expiry not passed (out of recall, it would hide ``older`` with nothing in its place), and
     still replacing it as it is now (``_still_replaces``)."""
-    found = store.get(scope, link.src)
+    found = reads.get(link.src)
     if found is None or found.status is not Status.ACTIVE or (found.expire_at is not None and found.expire_at <= now):
         return False
-    return _still_replaces(store, scope, found, older, link.created_at)
+    return _still_replaces(reads, found, older, link.created_at)
 
 
 def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
@@ -382,10 +403,10 @@ def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
     ]
     if not links:
         return same_audience(newer, older)
-    return _still_replaces(store, scope, newer, older, max(edge.created_at for edge in links))
+    return _still_replaces(_Reads(store, scope), newer, older, max(edge.created_at for edge in links))
 
 
-def _still_replaces(store: Store, scope: Scope, newer: Memory, older: Memory, since: datetime) -> bool:
+def _still_replaces(reads: _Reads, newer: Memory, older: Memory, since: datetime) -> bool:
     """Whether ``newer`` as it is now still replaces ``older``, which it superseded at
     ``since``: of its audience (``same_audience``: Bob's "I moved to Paris", made private
     since, supersedes nothing of Alice's, as a save of it would not), and, where its text or
@@ -394,7 +415,7 @@ def _still_replaces(store: Store, scope: Scope, newer: Memory, older: Memory, si
     bring Lisbon back while another memory replaced it too)."""
     if not same_audience(newer, older):
         return False
-    then = [v.record for v in store.versions(scope, newer.memory_id) if v.changed_at <= since]
+    then = [v.record for v in reads.versions(newer.memory_id) if v.changed_at <= since]
     if not then or (then[-1].content, then[-1].key) == (newer.content, newer.key):
         return True  # as it was when it superseded ``older`` (or no history says otherwise)
     new, old = Statement(newer.content, newer.key), Statement(older.content, older.key)
