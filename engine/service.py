@@ -67,6 +67,7 @@ from engine.records import (
     Status,
     TimeWindow,
     Version,
+    Visibility,
     entity_keys,
     new_memory_id,
     normalize_entities,
@@ -139,6 +140,11 @@ class Neighbourhood:
 _ANY_LIVE = MemoryFilter(
     statuses=(Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED, Status.QUARANTINED), include_expired=True
 )
+
+
+# How widely each visibility is read: a memory made more widely read is no longer hidden
+# under a memory its new readers cannot read.
+_READERS = {Visibility.PRIVATE: 0, Visibility.SHARED: 1, Visibility.PUBLIC: 2}
 
 
 class MemoryService:
@@ -484,7 +490,7 @@ class MemoryService:
         if (
             current.status is Status.SUPERSEDED
             and patch.status is None
-            and (reworded or not same_audience(current, updated))
+            and (reworded or _READERS[updated.visibility] > _READERS[current.visibility])
             and not supersession.hidden_by_any(
                 self.store,
                 updated,
@@ -492,9 +498,10 @@ class MemoryService:
                 replaces=(lambda newer, older: self._replaces(newer, None, older)) if reworded else None,
             )
         ):
-            # Of another audience now (Bob's private "I live in Berlin" made shared), it is
+            # Read by more callers now (Bob's private "I live in Berlin" made shared), it is
             # superseded only while a memory of that audience hides it: under Bob's private
             # "I moved to Paris" it would be hidden from Alice under a memory she cannot read.
+            # Made private, it stays superseded: its writer reads what superseded it.
             # Reworded ("I live in Berlin" into "I like green tea"), only while a memory that
             # superseded it replaces its new text.
             updated = updated.evolve(status=Status.ACTIVE)

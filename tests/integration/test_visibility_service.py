@@ -435,3 +435,13 @@ def test_a_superseded_memory_made_shared_is_not_hidden_under_a_private_one(servi
     # hidden memory).
     service.update(NS, berlin, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
     assert service.get(NS, berlin, scope=BOB).status is Status.ACTIVE
+
+
+def test_a_superseded_memory_made_private_stays_superseded(service: MemoryService) -> None:
+    """Alice's shared "I live in Berlin", superseded by Bob's shared "I moved to Paris", made
+    private: she reads Paris, so it still replaces Berlin for every reader of Berlin."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.update(NS, berlin, MemoryPatch(visibility=Visibility.PRIVATE), actor="alice", scope=ALICE)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.SUPERSEDED
+    assert service.delete(NS, paris, actor="bob", scope=BOB).reinstated == ()
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
