@@ -366,6 +366,9 @@ class Rollbacks:
             again = (
                 supersession.superseded_again_by_restoring(self._store, active, now)
                 if current.status is Status.DELETED and active.status in (Status.ACTIVE, Status.SUPERSEDED)
+                # Back out of superseded, it hides what it superseded only as it is now.
+                else supersession.reinstated_below(self._store, active, now, self._guard)
+                if current.status is Status.SUPERSEDED
                 else []
             )
             # The store keeps its own base score unless told the update sets one: a restart's

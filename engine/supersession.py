@@ -173,6 +173,19 @@ def _reinstated(
     return back
 
 
+def reinstated_below(
+    store: Store, memory: Memory, now: datetime, guard: Callable[[Memory], Memory]
+) -> list[tuple[Memory, str]]:
+    """The versions (record, reason) that make active again, for the transaction that brings
+    ``memory`` back out of superseded (a restore), the memories it superseded that it no
+    longer hides as it is now (``_replaces_now``): made private while superseded, Bob's "I
+    moved to Paris" restored hid Alice's "I live in Berlin" under a memory she cannot read."""
+    if memory.status is not Status.ACTIVE:
+        return []
+    judged = _replacing_now(store, memory)
+    return _reinstated(store, memory, now, guard, judged, (), None, edited_reason(memory.memory_id))
+
+
 def _replacing_now(store: Store, newer: Memory) -> Callable[[Memory], bool]:
     """Whether ``newer``, brought back, still replaces each older memory it superseded: not
     at all where it comes back quarantined (``_replaces_now``)."""

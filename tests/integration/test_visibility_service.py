@@ -445,3 +445,16 @@ def test_a_superseded_memory_made_private_stays_superseded(service: MemoryServic
     assert service.get(NS, berlin, scope=ALICE).status is Status.SUPERSEDED
     assert service.delete(NS, paris, actor="bob", scope=BOB).reinstated == ()
     assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+
+
+def test_a_memory_made_private_while_superseded_and_restored_hides_nothing_of_another_audience(
+    service: MemoryService,
+) -> None:
+    """Bob's "I moved to Paris" (which superseded Alice's "I live in Berlin") superseded by
+    Carol's "I live in Rome", made private and then restored: Berlin stayed superseded under a
+    memory Alice cannot read."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    assert service.save(MemoryDraft("I live in Rome", namespace=NS, actor="carol")).superseded == (paris,)
+    service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    service.rollbacks.restore(NS, paris, actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
