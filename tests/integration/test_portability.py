@@ -758,14 +758,17 @@ def test_an_importer_who_is_not_an_admin_cannot_release_a_quarantine_by_bringing
     assert service.get(NS, held.memory_id).status is Status.ACTIVE
 
 
-def test_two_memories_brought_forward_deleted_reinstate_what_both_superseded_here(
-    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
-) -> None:
-    """The target's own "I live in Lisbon", saved back-dated in flag mode, is linked from both
-    "I live in Paris" and "I live in Rome" (home's, kept apart there with conflicts off), and
-    marked superseded here by hand, as a flag's review does. Home deleted both; E2 brings both
-    forward deleted. Each read the other as still active, and Lisbon stayed superseded by two
-    deleted memories: nothing about the home recalled."""
+def _lisbon_under_paris_and_rome(
+    make_service: Callable[..., MemoryService],
+    clock: FrozenClock,
+    store_factory: StoreFactory,
+    at_home: Callable[[MemoryService, str, str], None],
+) -> tuple[MemoryService, bytes, str, str, str]:
+    """Home's "I live in Paris" and "I live in Rome" (kept apart there with conflicts off),
+    exported (E1) and imported into a target; the target's own "I live in Lisbon", saved
+    back-dated in flag mode, is linked from both and marked superseded by hand, as a flag's
+    review does. ``at_home(home, paris, rome)`` then changes them at home, and E2 is exported:
+    returns the target, E2 and the three ids."""
     home = make_service(name="home")
     clock.advance(minutes=5)
     paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
@@ -773,8 +776,7 @@ def test_two_memories_brought_forward_deleted_reinstate_what_both_superseded_her
     rome = home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off")).memory.memory_id
     clock.advance(hours=1)
     e1 = export_bytes(home, versions=True)
-    home.delete(NS, paris)
-    home.delete(NS, rome)
+    at_home(home, paris, rome)
     clock.advance(hours=1)
     e2 = export_bytes(home, versions=True)
 
@@ -788,6 +790,22 @@ def test_two_memories_brought_forward_deleted_reinstate_what_both_superseded_her
     links = {e.src for e in target.store.edges(Scope.whole([NS]), lisbon) if e.kind == "SUPERSEDES"}
     assert links == {paris, rome}
     target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    return target, e2, paris, rome, lisbon
+
+
+def test_two_memories_brought_forward_deleted_reinstate_what_both_superseded_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """Home deleted both memories that superseded the target's Lisbon
+    (``_lisbon_under_paris_and_rome``); E2 brings both forward deleted. Each read the other as
+    still active, and Lisbon stayed superseded by two deleted memories: nothing about the home
+    recalled."""
+
+    def delete_both(home: MemoryService, paris: str, rome: str) -> None:
+        home.delete(NS, paris)
+        home.delete(NS, rome)
+
+    target, e2, paris, rome, lisbon = _lisbon_under_paris_and_rome(make_service, clock, store_factory, delete_both)
 
     report = import_bytes(target, e2)
     assert (report.updated, report.differing) == (2, []), report
@@ -942,26 +960,12 @@ def test_two_memories_brought_forward_reworded_reinstate_what_both_superseded_he
     still active, neither replacing a home any more. E2 brings both forward: each read the
     other as still active, so still replacing Lisbon, and left it superseded by two memories
     that replace it no more: nothing about the home recalled."""
-    home = make_service(name="home")
-    clock.advance(minutes=5)
-    paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
-    clock.advance(minutes=5)
-    rome = home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off")).memory.memory_id
-    clock.advance(hours=1)
-    e1 = export_bytes(home, versions=True)
-    home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
-    home.update(NS, rome, MemoryPatch(content="I like green tea"))
-    clock.advance(hours=1)
-    e2 = export_bytes(home, versions=True)
 
-    target = make_service(name="target", store=store_factory())
-    assert import_bytes(target, e1).inserted == 2
-    lisbon = target.save(
-        MemoryDraft(
-            content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5), conflicts="flag"
-        )
-    ).memory.memory_id
-    target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    def reword_both(home: MemoryService, paris: str, rome: str) -> None:
+        home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+        home.update(NS, rome, MemoryPatch(content="I like green tea"))
+
+    target, e2, _, _, lisbon = _lisbon_under_paris_and_rome(make_service, clock, store_factory, reword_both)
 
     report = import_bytes(target, e2)
     assert (report.updated, report.differing) == (2, []), report
@@ -973,25 +977,11 @@ def test_one_of_two_brought_forward_reworded_leaves_what_the_other_still_replace
     make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
 ) -> None:
     """Only Paris reworded at home; Rome still says "I live in Rome" and still replaces Lisbon."""
-    home = make_service(name="home")
-    clock.advance(minutes=5)
-    paris = home.save(MemoryDraft(content="I live in Paris", namespace=NS)).memory.memory_id
-    clock.advance(minutes=5)
-    home.save(MemoryDraft(content="I live in Rome", namespace=NS, conflicts="off"))
-    clock.advance(hours=1)
-    e1 = export_bytes(home, versions=True)
-    home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
-    clock.advance(hours=1)
-    e2 = export_bytes(home, versions=True)
 
-    target = make_service(name="target", store=store_factory())
-    import_bytes(target, e1)
-    lisbon = target.save(
-        MemoryDraft(
-            content="I live in Lisbon", namespace=NS, created_at=clock.now - timedelta(hours=5), conflicts="flag"
-        )
-    ).memory.memory_id
-    target.update(NS, lisbon, MemoryPatch(status=Status.SUPERSEDED), reason="flag reviewed")
+    def reword_paris(home: MemoryService, paris: str, rome: str) -> None:
+        home.update(NS, paris, MemoryPatch(content="The weather is nice today"))
+
+    target, e2, _, _, lisbon = _lisbon_under_paris_and_rome(make_service, clock, store_factory, reword_paris)
     assert import_bytes(target, e2).updated == 1
     assert target.get(NS, lisbon).status is Status.SUPERSEDED
 
