@@ -24,6 +24,12 @@ from tests.conftest import HashingEmbedder
 
 OpenService = Callable[..., MemoryService]
 NS = "user-1"
+# Two near-duplicates that consolidation merges and write-time dedup keeps apart (cosine
+# 0.92-0.95 with the test model).
+ALICES_TEAS = tuple(
+    f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
+    for word in ("honey", "lemon")
+)
 
 
 def draft(content: str, **fields: Any) -> MemoryDraft:
@@ -116,10 +122,7 @@ def test_a_deleted_or_merged_memory_restored_after_its_score_faded_is_not_archiv
     sources), came back active with the score it had faded to meanwhile, below the threshold:
     the next consolidation archived it, the restore undone without a word."""
     deleted = service.save(draft("the kettle is on the top shelf today", category="state")).memory
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     sources = [service.save(draft(text, entities=["Alice"], category="task")).memory for text in (one, two)]
     clock.advance(days=1)
     service.delete(NS, deleted.memory_id)
@@ -223,10 +226,7 @@ def test_a_purge_carries_no_link_past_a_memory_that_no_longer_hid_the_older_one(
 
 
 def test_consolidate_merges_near_duplicates_sharing_an_entity(service: MemoryService, clock: Any) -> None:
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     cosine = float(service.embedder.embed_query(one) @ service.embedder.embed_query(two))
     assert 0.92 <= cosine < 0.95  # merged by consolidation, yet not deduplicated at write time
     first = service.save(draft(one, entities=["Alice"])).memory
@@ -287,10 +287,7 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_that_no_longer_holds_the
     the next run planned the same merge again (the merged id comes from the source ids) and,
     the merged memory being active, superseded the sources into it. Their text then sat in no
     active memory: out of recall, linked to a memory that no longer says it."""
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
     clock.advance(days=1)
     (outcome,) = service.consolidator.run(NS).outcomes
@@ -316,10 +313,7 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_whose_score_faded(
     them into it, then archived it for its faded score, so the text the user had just brought
     back left recall in the run right after. A faded merged memory does not take them back."""
     service = open_svc(config=small_pages(config))
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     sources = [service.save(draft(text, entities=["Alice"], category="task")).memory for text in (one, two)]
     clock.advance(days=1)
     (outcome,) = service.consolidator.run(NS).outcomes
@@ -354,10 +348,7 @@ def test_a_dry_run_reports_a_merge_whose_deleted_merged_memory_the_run_purges_fi
     """A merge undone (merged memory deleted, sources restored), then the retention passed: the
     run purges the deleted merged memory and then merges the sources anew, but the dry run
     read the deleted memory still stored and reported the merge skipped."""
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
     clock.advance(days=1)
     (outcome,) = service.consolidator.run(NS).outcomes
@@ -386,10 +377,7 @@ def test_restored_sources_do_not_rejoin_a_merged_memory_made_private_or_otherwis
     a key or other entities), the sources were restored: the next run superseded the shared sources into it again,
     their text unchanged, so every other member of the namespace lost it from recall (or it
     left recall with the merged memory's expiry)."""
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     edits = {
         "private": MemoryPatch(visibility=Visibility.PRIVATE),
         "expiring": MemoryPatch(expire_at=clock.now + timedelta(days=3)),
@@ -434,10 +422,7 @@ def test_memories_of_different_sources_writers_or_sessions_are_not_merged(servic
     tool = service.save(draft(steering, entities=["Alice"], source=Source.TOOL_RESULT)).memory
     assert user.memory_id != tool.memory_id
     assert recalled(service, steering, top_k=10) == [user.memory_id]  # the tool's text: left out
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     writers = [
         service.save(draft(text, entities=["Alice"], actor=actor, namespace="user-2")).memory
         for text, actor in ((one, "bob"), (two, "carol"))
@@ -462,10 +447,7 @@ def test_a_merge_carries_its_sources_conflict_links_to_the_merged_memory(service
     """A source's CONTRADICTS and SUPERSEDES links were left on the source, out of recall once
     merged: the merged memory's hit listed no clash, and deleting it left hidden for good what
     its sources had replaced."""
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     clash = service.save(draft("alice never drinks tea", entities=["Alice"])).memory
     replaced = service.save(draft("alice drinks coffee every morning", entities=["Alice"])).memory
     first = service.save(draft(one, entities=["Alice"])).memory
@@ -498,10 +480,7 @@ def test_a_merge_carries_its_sources_conflict_links_to_the_merged_memory(service
 
 
 def test_a_merge_lands_whole_or_not_at_all(service: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     sources = [service.save(draft(text, entities=["Alice"])).memory for text in (one, two)]
     seq = service.store.last_seq()
     real, calls = SqliteStore._update_row, []
@@ -582,10 +561,7 @@ def test_merge_partners_on_other_pages_are_found_however_many_namespaces_hold_th
         monkeypatch.setattr(recall, "SCAN_US_PER_ROW", 1e6)
         monkeypatch.setattr(recall, "ROUGH_SCAN_US_PER_ROW", 1e6)
     service = open_svc(config=small_pages(config))
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     for i in range(40):
         service.save_batch([draft(text, namespace=f"other-{i}", entities=["Alice"]) for text in (one, two)])
     names = ["Alice", "Bob"] if deleted else ["Alice"]
@@ -1003,10 +979,7 @@ def test_a_namespace_rollback_leaves_a_merged_source_merged(service: MemoryServi
     """Two near-duplicates merged, one restored since: rolled back to a time after the
     merge, the restored source is superseded again by its merge (a ``MERGED_INTO`` link, no
     ``SUPERSEDES``), not taken for a memory superseded under nothing."""
-    one, two = (
-        f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-        for word in ("honey", "lemon")
-    )
+    one, two = ALICES_TEAS
     first = service.save(draft(one, entities=["Alice"])).memory
     clock.advance(days=1)
     service.save(draft(two, entities=["alice", "tea"]))
