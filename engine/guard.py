@@ -969,10 +969,14 @@ def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bo
         return False
     if words[0] in _DETERMINERS:
         words[0] = words[0].lower()
-    if any(_FACT_TOKEN.fullmatch(word) is None or _named(_owner(word)) for word in words):
+    if any(_FACT_TOKEN.fullmatch(word) is None for word in words):
         return False
     passive_subject = _passive_subject(words, verb)
     passive = passive_subject is not None
+    # Said in the passive, the subject is what is cleared, not who clears it: a person in it
+    # names whose things ("expired user accounts are deleted"), judged below as any thing.
+    if not passive and any(_named(_owner(word)) for word in words):
+        return False
     reach = min(len(visible), action.end("target") + _ORDER_REACH)
     end = _CLEARED_END.search(visible, action.end("verb"), reach)
     cleared = _cleared(visible[action.end("verb") : end.start() if end is not None else reach])
