@@ -651,10 +651,15 @@ _ROLE_WORDS = (
     r"unfiltered|uncensored|evil|hacker|no longer bound|free of|"
     r"without (?:any )?(?:rules|restrictions|limits|filters))\b"
 )
+# The verbs' own forms (and "deletion", "removal", "erasure"), not any word they open:
+# "Dropbox", "wireless", "PayPal", "payroll" and "dropdown" name no action.
 _SENSITIVE_EN = (
-    r"(?:delet\w*|remov\w*|eras\w*|wip\w*|drop\w*|purg\w*|destroy\w*|shut\w* down|disabl\w*|transfer\w*|wir\w*|"
-    r"send\w* (?:money|funds|\$)|pay\w*|chang\w* (?:the |their |its |all )?(?:config\w*|settings|password\w*)|"
-    r"modif\w* (?:the |their |its )?(?:config\w*|settings)|reset\w*|revok\w*|grant\w* (?:admin|access|root))"
+    r"(?:delet(?:e|es|ed|ing|ions?)|remov(?:e|es|ed|ing|als?)|eras(?:e|es|ed|ing|ure)|wip(?:e|es|ed|ing)|"
+    r"drop(?:s|ped|ping)?|purg(?:e|es|ed|ing)|destroy(?:s|ed|ing)?|shut(?:s|ting)? down|disabl(?:e|es|ed|ing)|"
+    r"transfer(?:s|red|ring)?|wir(?:e|es|ed|ing)|send(?:s|ing)? (?:money|funds|\$)|pay(?:s|ing)?|"
+    r"chang(?:e|es|ed|ing) (?:the |their |its |all )?(?:config\w*|settings|password\w*)|"
+    r"modif(?:y|ies|ied|ying) (?:the |their |its )?(?:config\w*|settings)|reset(?:s|ting)?|revok(?:e|es|ed|ing)|"
+    r"grant(?:s|ed|ing)? (?:admin|access|root))"
 )
 _SENSITIVE_ZH = (
     r"(?:删除|删掉|清空|清除|销毁|格式化|转账|汇款|打款|付款|转给|修改配置|更改配置|改配置|修改设置|"
