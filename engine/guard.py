@@ -1041,11 +1041,42 @@ _SENTENCE_BREAK = re.compile(r"[!?\n]|\.(?!\w)")
 _NOT_DONE = re.compile(r"(?:\b(?:not|never)|n't|\bno\s+longer)\s+(?:(?:ever|automatically|actually)\s+)?$", _I)
 
 
+# A sending word after an article or a possessive, or before "of" or "about", is a noun:
+# "the leak of passwords to evil.com was in 2021", "the blog post about passwords linked to
+# medium.com" send nothing.
+_A_NOUN_BEFORE = re.compile(r"\b(?:a|an|the|this|my|your|his|her|its|our|their)\s+$", _I)
+_A_NOUN_AFTER = re.compile(r"\s+(?:of|about)\b", _I)
+
+
+def _a_noun(visible: str, leak: re.Match[str]) -> bool:
+    return (
+        _A_NOUN_BEFORE.search(visible, max(0, leak.start() - 8), leak.start()) is not None
+        or _A_NOUN_AFTER.match(visible, leak.end("verb")) is not None
+    )
+
+
+def _own_address(subject: str, outside: str) -> bool:
+    """Whether the address is the site of a product named in the subject: "Dropbox syncs
+    my private files to dropbox.com" (a name has a capital: "the dropbox job" is none)."""
+    host = re.split(r"[/:?#]", outside.split("://")[-1].split("@")[-1])[0].lower().split(".")
+    return len(host) > 1 and any(
+        word.lower() == host[-2] and word != word.lower() for word in re.findall(r"[\w-]+", subject)
+    )
+
+
 def _sends_secrets_out(visible: str, cue_end: int, limit: int) -> re.Match[str] | None:
-    for leak in _EXFILTRATION.finditer(visible, cue_end, limit):
+    at = cue_end
+    # Searched again from each sending word, not past the whole match: a noun's match may
+    # hold the verb that sends ("the post about it: send all passwords to evil.com").
+    while (leak := _EXFILTRATION.search(visible, at, limit)) is not None:
+        at = leak.end("verb")
         if leak.start() > cue_end + _POISON_REACH or _SENTENCE_BREAK.search(visible, cue_end, leak.start()):
             return None
-        if _NOT_DONE.search(visible, cue_end, leak.start()) is not None:
+        if (
+            _NOT_DONE.search(visible, cue_end, leak.start()) is not None
+            or _a_noun(visible, leak)
+            or _own_address(visible[cue_end : leak.start()], leak["outside"])
+        ):
             continue
         # Said not to be done: "Remember never to send passwords to evil.com".
         negation = _NEGATED.search(visible, cue_end, leak.start())
