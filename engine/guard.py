@@ -293,12 +293,49 @@ _NUMBER_FIRST_STREET = re.compile(
 )
 _NUMBER_AFTER_STREET = re.compile(
     rf"(?<![^\W\u3400-\u4dbf\u4e00-\u9fff]|['’-])(?:(?P<word>{_STREET_WORD_BEFORE_NAME})[^\S\n]{{1,3}}(?P<name>{_CONTINENTAL_NAME})"
-    rf"|(?P<compound>[A-ZÄÖÜ][a-zäöüß]+){_STREET_WORD_IN_NAME}|[A-ZÄÖÜ][a-zäöüß]+er[^\S\n]{_STREET_WORD_AFTER_NAME})"
+    rf"|(?P<compound>[A-ZÄÖÜ][a-zäöüß]+)(?P<suffix>{_STREET_WORD_IN_NAME})"
+    rf"|[A-ZÄÖÜ][a-zäöüß]+er[^\S\n](?P<after>{_STREET_WORD_AFTER_NAME}))"
     r",?[^\S\n]{1,3}(?P<number>\d{1,4}[a-z]?(?:[-/]\d{1,4}[a-z]?)?)(?![\w/%-]|[.,:]\d)"
 )
 _NUMBER_AFTER_ENDS = re.compile(
     r"[^\S\n]*(?:$|[\n,;)]|\.(?!\w))|[^\S\n]{1,3}(?:\d{4,5}\b|-[^\S\n]|(?:in|im|a|à|en|di)[^\S\n]+[A-ZÀ-Þ])"
 )
+# Via, Piazza, Calle and Platz name a product, a country, a film, a playground or a pitch
+# as often as a street ("Via Zoom 3", "Via Windows 11", "Piazza Italia 3", "Calle Ocho 2",
+# "Spielplatz 3"): alone they are left, and "Via Roma 12" with them. They want a sign that
+# it is a place: an address word before ("at", "Indirizzo:", "wohnt am", "vivo en", "住在"),
+# a postcode or a city after ("…, 00184 Roma", "…, Milano", "… a Milano"), a particle or
+# a comma in it ("Via del Corso, 120"), or the Italian "in via". Straße and Viale say it
+# themselves.
+_ADDRESS_BEFORE_CONTINENTAL = re.compile(
+    r"\b(?:adresse|anschrift|indirizzo|direcci[oó]n|domicilio|wohn(?:e|t|en|te|ten)|abit(?:o|a|iamo|ano)|"
+    r"viv(?:o|e|es|imos|en)|habit(?:e|es|ons|ez|ent))[^\S\n]{0,3}:?"
+    r"(?:[^\S\n]+(?:in|im|am|an|auf|der|dem|a|al|alla|en|la|el|au|à))*[^\S\n]{0,3}$",
+    re.IGNORECASE,
+)
+_PLACE_AFTER_CONTINENTAL = re.compile(
+    r",?[^\S\n]{1,3}\d{4,5}\b|[^\S\n]{1,3}(?:in|im|a|à|en|di)[^\S\n]+[A-ZÀ-Þ]"
+    r"|,[^\S\n]{0,3}[A-ZÀ-Þ][\w'’-]+(?:[^\S\n][A-ZÀ-Þ][\w'’-]+){0,2}[^\S\n]*(?:$|[\n,;)]|\.(?!\w))"
+)
+_PARTICLE_IN_NAME = re.compile(rf"(?:^|[^\S\n]){_STREET_PARTICLE}(?=[^\S\n]|(?<='))")
+_SAYS_A_STREET = frozenset({"viale", "straße", "strasse", "str."})
+
+
+def _a_sign_of_a_place(text: str, match: re.Match[str]) -> bool:
+    """Whether a continental street written name first, then number, shows it is a place
+    (_ADDRESS_BEFORE_CONTINENTAL's comment)."""
+    word = match["word"] or match["suffix"] or match["after"]
+    before = max(0, match.start() - _CONTEXT_WORD)
+    return (
+        word.lower() in _SAYS_A_STREET
+        or word in ("via", "piazza")  # lower case only after "in" (_STREET_WORD_BEFORE_NAME)
+        or "," in text[match.start() : match.start("number")]
+        or (match["name"] is not None and _PARTICLE_IN_NAME.search(match["name"]) is not None)
+        or _PLACE_AFTER_CONTINENTAL.match(text, match.end()) is not None
+        or _ADDRESS_BEFORE.search(text, before, match.start()) is not None
+        or _ADDRESS_BEFORE_CONTINENTAL.search(text, before, match.start()) is not None
+        or _ADDRESS_CUE.search(text, max(0, match.start() - _CUE_BEFORE), match.start()) is not None
+    )
 
 
 def _english_street_address(text: str, match: re.Match[str]) -> bool:
@@ -393,6 +430,7 @@ def _continental_street_address(text: str, match: re.Match[str]) -> bool:
         return (
             _LABELLED.search(text, before, match.start("number")) is None
             and _NUMBER_AFTER_ENDS.match(text, match.end()) is not None
+            and _a_sign_of_a_place(text, match)
             and _A_YEAR.fullmatch(match["number"]) is None
             and (match["compound"] is None or match["compound"].lower() not in _NOT_A_SQUARE)
         )
