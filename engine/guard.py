@@ -196,7 +196,9 @@ _EN_STREET = re.compile(
 _COUNTED = re.compile(
     r"\b(?:the|top|best|first|last|next|only|all|these|those|over|under|about|around|nearly|almost|than|of|per|"
     r"every|some|many|bought|buy|buying|ordered|order|ordering|sold|sell|ate|won|lost|scored|rated|need|needs|needed|"
-    r"want|wants|wanted)[^\S\n]{1,3}$",
+    r"want|wants|wanted|"
+    # Bought or sold in French, Italian and Spanish: "j'ai acheté 2 Rue de la Paix" (Monopoly).
+    r"acheté|achète|acheter|vendu|comprato|venduto|comprado|compré|compró|vendido)[^\S\n]{1,3}$",
     re.IGNORECASE,
 )
 _IN_A_YEAR = re.compile(

@@ -346,6 +346,8 @@ def test_continental_street_addresses_are_redacted(text: str, stored: str) -> No
         "Sportplatz 5",
         "Campingplatz 3",
         "Wir treffen uns am Spielplatz 3.",
+        # A number bought is counted, in French too.
+        "Au Monopoly, j'ai acheté 2 Rue de la Paix",
     ],
 )
 def test_continental_street_words_that_are_not_an_address(text: str) -> None:
