@@ -351,9 +351,8 @@ def _english_street_address(text: str, match: re.Match[str]) -> bool:
     if len(match["number"]) > 2 or match["kind"] or match["unit"]:
         return True
     return (
-        _PLACE_BEFORE.search(text, before, match.start()) is not None
-        or _CITY_AFTER.match(text, match.end()) is not None
-    )
+        _PLACE_BEFORE.search(text, before, match.start()) is not None and not _at_an_hour(text, match)
+    ) or _CITY_AFTER.match(text, match.end()) is not None
 
 
 def _lower_case_street_address(text: str, match: re.Match[str]) -> bool:
@@ -365,15 +364,35 @@ def _lower_case_street_address(text: str, match: re.Match[str]) -> bool:
         or any(word in _NOT_A_STREET_NAME for word in match["name"].split())
     ):
         return False
-    placed = _placed_before(text, match.start()) or (
-        _LINE_START.search(text, before, match.start()) is not None
-        and not _in_a_numbered_list(text, match.start(), match.end())
+    placed = (_placed_before(text, match.start()) and not _at_an_hour(text, match)) or (
+        _LINE_START.search(text, before, match.start()) is not None and not _a_list_item(text, match)
     )
     return placed and _NOTHING_AFTER_LOWER.match(text, match.end()) is not None
 
 
-def _in_a_numbered_list(text: str, start: int, end: int) -> bool:
-    """Whether the line before or after the one from start to end opens with a number."""
+# "at" before a number that may be an hour is a time ("See you at 8 Broadway", "dinner at 7
+# main street"), unless a word before it says where ("lives at", "is at", "located at").
+_AT_BEFORE = re.compile(r"(?:(?P<word>[\w'’]+)[^\S\n]+)?\bat[^\S\n]{1,3}$", re.IGNORECASE)
+_AT_A_PLACE = frozenset(
+    "live lives lived living located situated based reside resides residing is are was were".split()
+)
+
+
+def _at_an_hour(text: str, match: re.Match[str]) -> bool:
+    at = _AT_BEFORE.search(text, max(0, match.start() - _CONTEXT_WORD), match.start())
+    if at is None or int(match["number"]) > 12:
+        return False
+    word = (at["word"] or "").lower().replace("’", "'")
+    return word not in _AT_A_PLACE and not word.endswith("'s")  # "the studio's at 8 Broadway"
+
+
+def _a_list_item(text: str, match: re.Match[str]) -> bool:
+    """Whether a line that opens with a street is an item in a numbered list: it opens
+    with 1, a list's head or a list of one ("1 sunset boulevard"), or the line before or
+    after it opens with a number."""
+    if match["number"] == "1":
+        return True
+    start, end = match.start(), match.end()
     here = text.rfind("\n", 0, start)
     if here > 0 and _NUMBERED_LINE.match(text, text.rfind("\n", 0, here) + 1) is not None:
         return True
@@ -385,10 +404,10 @@ def _bare_street_address(text: str, match: re.Match[str]) -> bool:
     before = max(0, match.start() - _CONTEXT_WORD)
     if _CITY_STATE_ZIP.match(text, match.end()) is not None:
         return True
-    placed = _ADDRESS_BEFORE.search(text, before, match.start()) or _ADDRESS_CUE.search(
-        text, max(0, match.start() - _CUE_BEFORE), match.start()
-    )
-    return placed is not None and _NOTHING_AFTER.match(text, match.end()) is not None
+    placed = (
+        _ADDRESS_BEFORE.search(text, before, match.start()) is not None and not _at_an_hour(text, match)
+    ) or _ADDRESS_CUE.search(text, max(0, match.start() - _CUE_BEFORE), match.start()) is not None
+    return placed and _NOTHING_AFTER.match(text, match.end()) is not None
 
 
 def _placed_before(text: str, at: int) -> bool:

@@ -203,6 +203,9 @@ def test_street_words_numbers_and_dates_that_are_not_an_address(text: str) -> No
         # A bare Broadway only after an address word, with nothing but the city after it.
         ("She lives at 1585 Broadway, New York", "She lives at [address], New York"),
         ("Office: 17 Broadway.", "Office: [address]."),
+        ("She lives at 8 Broadway", "She lives at [address]"),
+        ("The studio is at 8 Broadway.", "The studio is at [address]."),
+        ("i live at 7 main street", "i live at [address]"),
         ("**Paragon Sports**: 867 Broadway, New York, NY 10003", "**Paragon Sports**: [address], New York, NY 10003"),
         # In Chinese text: a Chinese address word says it is a place, and a Chinese character
         # before the number is no part of a word.
@@ -257,6 +260,12 @@ def test_english_street_addresses_are_redacted_from_the_number_on(text: str, sto
         # A number bought, ordered or scored counts.
         "I bought 2 Park Avenue tickets for the show",
         "we ordered 3 Main Street Pizzas",
+        # "at" and an hour is a time: only a word that says a place before it makes it one.
+        "See you at 8 Broadway",
+        "dinner at 7 main street",
+        # A line of its own that opens with 1 is the head of a list as often.
+        "1 sunset boulevard",
+        "my favourite films\n1 sunset boulevard",
     ],
 )
 def test_numbers_and_streets_that_are_not_an_english_address(text: str) -> None:
