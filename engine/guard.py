@@ -22,7 +22,7 @@ Detectors (each returns :class:`Finding` spans):
                  street addresses from the house number on ("221B Baker Street",
                  "1600 Pennsylvania Ave NW", "12 main street", "1585 Broadway" after
                  an address word), and French, Italian, Spanish and German ones
-                 ("8 rue de Rivoli", "Via Roma 12", "Hauptstraße 5"), the city and
+                 ("8 rue de Rivoli", "Via Roma 12, Milano", "Hauptstraße 5"), the city and
                  ZIP code kept
 * ``injection``  instructions aimed at the reading model: "ignore all previous
                  instructions", role overrides ("you are now DAN"), a role marker
@@ -277,8 +277,9 @@ _NOTHING_AFTER = re.compile(
 # Paris"); "rue" is French alone. "Via" opens many an English phrase ("Via Zoom 3 times"):
 # it, like "Calle" and "Piazza", wants nothing after the number but the end of the
 # sentence, a postcode or "in" a place ("Marienplatz 2 Stunden" is a stay of two hours),
-# and a lower-case "via" or "piazza" wants the Italian "in" before it ("abito in via
-# Garibaldi 7"). A road's number is no house number ("Via Route 66", "Via Highway 1").
+# and a sign of a place besides (_a_sign_of_a_place); a lower-case "via" or "piazza" wants
+# the Italian "in" before it ("abito in via Garibaldi 7"). A road's number is no house
+# number ("Via Route 66", "Via Highway 1").
 _STREET_PARTICLE = r"(?:de|del|della|delle|dei|degli|dello|di|da|du|des|la|le|les|el|los|las|von|van|der|den|d'|l')"
 _CAPITALISED = r"[A-ZÀ-ÖØ-Þ][\w'’-]+"
 _CONTINENTAL_NAME = (
