@@ -701,9 +701,10 @@ def _fact_about_a_thing(visible: str, cue_end: int, action: re.Match[str]) -> bo
 # an attack as much as an order is: no routine sends passwords to another site. Reports,
 # logs or plain "data" sent to the team or to a log server are a machine's routine, and a
 # file is no outside address ("copies all API keys to config.json").
+# Each sending verb in its own forms, as _SENSITIVE_EN's.
 _SEND_OUT = (
-    r"(?:send|sent|forward|upload|post|e-?mail|mail|leak|share?|cop(?:y|ie)|export|transmit|exfiltrate?|push|dump|"
-    r"sync)(?:s|es|d|ed|ing|ted|ting)?"
+    r"(?:send(?:s|ing)?|sent|(?:forward|upload|post|e-?mail|mail|leak|export|dump|sync)(?:s|ed|ing)?|"
+    r"shar(?:e|es|ed|ing)|cop(?:y|ies|ied|ying)|transmit(?:s|ted|ting)?|exfiltrat(?:e|es|ed|ing)|push(?:es|ed|ing)?)"
 )
 _SECRETS_EN = (
     r"(?:passwords?|passwd|passcodes?|credentials?|secrets?|(?:api|access|private|secret|ssh|encryption)\s+keys?|"
