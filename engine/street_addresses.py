@@ -319,6 +319,8 @@ def _bare_street_address(text: str, match: re.Match[str]) -> bool:
 # 12", "Calle Mayor 3", "Hauptstraße 5", "Potsdamer Platz 1"). The name is capitalised words
 # and the particles between them (de, del, des, von …).
 _STREET_PARTICLE = r"(?:de|del|della|delle|dei|degli|dello|di|da|du|des|la|le|les|el|los|las|von|van|der|den|d'|l')"
+# A particle is a word of its own, or elided ("rue d'Alésia"): in "avenue laPlaya" it opens a name.
+_PARTICLE_ENDS = r"(?=[^\S\n]|(?<='))"
 _CAPITALISED = r"[A-ZÀ-ÖØ-Þ][\w'’-]+"
 _CONTINENTAL_NAME = (
     rf"(?:{_STREET_PARTICLE}[^\S\n]?){{0,2}}{_CAPITALISED}"
@@ -338,7 +340,8 @@ def _glued_to_chinese(text: str, match: re.Match[str]) -> bool:
 _STREET_WORD_FIRST = r"(?:rue|Rue|avenue|Avenue|boulevard|Boulevard)"
 _NUMBER_FIRST_STREET = re.compile(
     rf"{_NUMBER_OPENS}(?P<number>\d{{1,4}})(?:[^\S\n]?(?:bis|ter)|[A-Za-z])?(?![\w.:/%-]),?[^\S\n]{{1,3}}"
-    rf"(?P<word>{_STREET_WORD_FIRST})[^\S\n]{{1,3}}(?P<particle>{_STREET_PARTICLE})?[^\S\n]?{_CONTINENTAL_NAME}"
+    rf"(?P<word>{_STREET_WORD_FIRST})[^\S\n]{{1,3}}(?:(?P<particle>{_STREET_PARTICLE}){_PARTICLE_ENDS})?[^\S\n]?"
+    rf"{_CONTINENTAL_NAME}"
 )
 
 
@@ -387,7 +390,7 @@ _NOT_A_SQUARE = frozenset(
 # a postcode or a city after ("…, 00184 Roma", "…, Milano", "… a Milano"), a particle or
 # a comma in it ("Via del Corso, 120"), or the Italian "in via". Straße and Viale say it
 # themselves.
-_PARTICLE_IN_NAME = re.compile(rf"(?:^|[^\S\n]){_STREET_PARTICLE}(?=[^\S\n]|(?<='))")
+_PARTICLE_IN_NAME = re.compile(rf"(?:^|[^\S\n]){_STREET_PARTICLE}{_PARTICLE_ENDS}")
 _SAYS_A_STREET = frozenset({"viale", "straße", "strasse", "str."})
 
 

@@ -355,6 +355,8 @@ def test_continental_street_addresses_are_redacted(text: str, stored: str) -> No
         "Sportplatz 5",
         "Campingplatz 3",
         "Wir treffen uns am Spielplatz 3.",
+        # A particle is a word of its own or elided (d', l'): in "laPlaya" it is part of a name.
+        "Their new resort, 5 avenue laPlaya",
         # A number bought is counted, in French too.
         "Au Monopoly, j'ai acheté 2 Rue de la Paix",
     ],
