@@ -164,11 +164,8 @@ _AFTER_BARE_STREET = _one_of(
 # Stunden" is a stay of two hours).
 _AFTER_CONTINENTAL_STREET = _one_of(_CLAUSE_END, _COMMA, _POSTCODE, r"[^\S\n]{1,3}-[^\S\n]", _IN_A_CITY)
 # What of that says a place: a postcode, "in" a place, or a city that ends the clause.
-_PLACE_AFTER_CONTINENTAL = _one_of(
-    _POSTCODE,
-    _IN_A_CITY,
-    r",[^\S\n]{0,3}[A-ZÀ-Þ][\w'’-]+(?:[^\S\n][A-ZÀ-Þ][\w'’-]+){0,2}[^\S\n]*(?:$|[\n,;)]|\.(?!\w))",
-)
+_CITY = r"[A-ZÀ-Þ][\w'’-]+(?:[^\S\n][A-ZÀ-Þ][\w'’-]+){0,2}"
+_PLACE_AFTER_CONTINENTAL = _one_of(_POSTCODE, _IN_A_CITY, rf",[^\S\n]{{0,3}}{_CITY}(?:{_CLAUSE_END}|{_COMMA})")
 # A capitalised word or a ZIP code after an English street with a short number.
 _CITY_AFTER = re.compile(r",?[^\S\n]{1,3}[A-Z][a-z]+|[^\S\n]{1,3}\d{5}\b")
 _CITY_STATE_ZIP = re.compile(r",[^\S\n]{0,3}(?:[A-Z][a-z]+[^\S\n]?){1,3},?[^\S\n]{1,3}[A-Z]{2}[^\S\n]{1,3}\d{5}\b")
