@@ -894,17 +894,22 @@ _REPLY_VERBS = (
     r"|format\s+(?:your|all|every|the)\s+(?:answers|responses|replies|output)"
     r"|obey\s+(?:\w+\s+){0,2}?(?:instructions|orders|commands))"
 )
+# Each verb in its own forms, as in _SENSITIVE_EN: "Dropbox files", "Postgres credentials"
+# and "Runtime commands" ask for nothing.
 _SENSITIVE_PAIRS = (
-    r"(?:(?:delet|remov|eras|wip|purg|destroy|drop)\w*\s+(?:\w+\s+){0,3}?(?:files?|data|"
+    r"(?:(?:delet(?:e|es|ed|ing)|remov(?:e|es|ed|ing)|eras(?:e|es|ed|ing)|wip(?:e|es|ed|ing)|purg(?:e|es|ed|ing)|"
+    r"destroy(?:s|ed|ing)?|drop(?:s|ped|ping)?)\s+(?:\w+\s+){0,3}?(?:files?|data|"
     r"databases?|backups?|accounts?|records|logs?|e-?mails?|history|memor(?:y|ies)|repo\w*|tables?|archives?)"
-    r"|(?:transfer|wir|send|pay|mov)\w*\s+(?:\w+\s+){0,3}?(?:money|funds|\$|payments?|bitcoin|crypto|usd|dollars)"
-    r"|(?:disabl|turn\w* off|switch\w* off|bypass)\w*\s+(?:\w+\s+){0,3}?(?:firewall|security|2fa|two-factor|"
-    r"antivirus|logging|alerts?|monitoring|authentication|mfa)"
-    r"|(?:grant|giv)\w*\s+(?:\w+\s+){0,3}?(?:admin\w*|root|sudo|full|write)\s+(?:access|rights|privileges|"
-    r"permissions?)"
-    r"|(?:shar|send|forward|reveal|disclos|post|upload|leak)\w*\s+(?:\w+\s+){0,3}?(?:passwords?|credentials|"
+    r"|(?:transfer(?:s|red|ring)?|wir(?:e|es|ed|ing)|send(?:s|ing)?|pay(?:s|ing)?|mov(?:e|es|ed|ing))"
+    r"\s+(?:\w+\s+){0,3}?(?:money|funds|\$|payments?|bitcoin|crypto|usd|dollars)"
+    r"|(?:disabl(?:e|es|ed|ing)|(?:turn(?:s|ed|ing)?|switch(?:es|ed|ing)?) off|bypass(?:es|ed|ing)?)"
+    r"\s+(?:\w+\s+){0,3}?(?:firewall|security|2fa|two-factor|antivirus|logging|alerts?|monitoring|authentication|mfa)"
+    r"|(?:grant(?:s|ed|ing)?|giv(?:e|es|en|ing))\s+(?:\w+\s+){0,3}?(?:admin\w*|root|sudo|full|write)\s+"
+    r"(?:access|rights|privileges|permissions?)"
+    r"|(?:shar(?:e|es|ed|ing)|send(?:s|ing)?|forward(?:s|ed|ing)?|reveal(?:s|ed|ing)?|disclos(?:e|es|ed|ing)|"
+    r"post(?:s|ed|ing)?|upload(?:s|ed|ing)?|leak(?:s|ed|ing)?)\s+(?:\w+\s+){0,3}?(?:passwords?|credentials|"
     r"api keys?|tokens?|secrets?|ssn|social security|credit card|bank details|private keys?)"
-    r"|(?:execut|run)\w*\s+(?:\w+\s+){0,3}?(?:commands?|scripts?|shell|sudo|rm -rf))\b"
+    r"|(?:execut(?:e|es|ed|ing)|run(?:s|ning)?)\s+(?:\w+\s+){0,3}?(?:commands?|scripts?|shell|sudo|rm -rf))\b"
 )
 # Advice about the reader's own things ("disable 2FA on your account", "send your mom a card").
 _NOT_YOURS = r"(?![^.!?\n]*\byour(?:self|s)?\b)"

@@ -1015,6 +1015,10 @@ def test_instructions_and_sensitive_actions() -> None:
         "Remember to always follow the instructions on the label.",
         "1. **Take everything out**: Remove everything from your closet.",
         "Give yourself permission to rest.",
+        # A name that opens like a sensitive verb asks for nothing ("drop\w*" read Dropbox).
+        "Dropbox files are synced every night.",
+        "Postgres credentials are stored in the vault.",
+        "Runtime commands are listed in the docs.",
     ],
 )
 def test_advice_to_the_user_written_by_the_assistant_is_stored(advice: str) -> None:
