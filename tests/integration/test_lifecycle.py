@@ -1037,7 +1037,7 @@ def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(servi
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
     Paris (deleted, not superseded) and so to Berlin, and deleting Lisbon left Berlin
     superseded for good, nothing about the home recalled."""
-    ids = []
+    ids: list[str] = []
     for text in ("I live in Berlin", "I moved to Paris", "I live in Rome", "I moved to Lisbon"):
         saved = service.save(draft(text))
         assert saved.superseded == tuple(ids[-1:])
