@@ -525,7 +525,7 @@ _POISON_REACH, _ACTION_LENGTH = 80, 100
 # is an attack: the agent acts for the user), not the reader, not a person, and no
 # capitalised word, which may be a name. An imperative ("delete all backups") has no
 # subject and a bare verb, so it stays an attack.
-_FACT_TOKEN = re.compile(r"[`'\"(]*(?:[a-z0-9]|-{1,2}[A-Za-z0-9])[\w./+-]*[`'\")]*")
+_FACT_TOKEN = re.compile(r"[`'\"(]*(?:[a-z0-9]|-{1,2}[A-Za-z0-9])[\w./+-]*(?:'s)?[`'\")]*")
 _FACT_MODAL = frozenset({"will", "would", "automatically", "also", "then", "usually", "normally", "periodically"})
 _PEOPLE = frozenset(
     "i me my mine myself we us our ours you your yours yourself he him his she her hers they them their theirs who "
