@@ -331,6 +331,17 @@ def same_audience(a: Memory, b: Memory) -> bool:
     )
 
 
+# How widely each visibility is read: a memory made more widely read is no longer hidden
+# under a memory its new readers cannot read.
+_READERS = {Visibility.PRIVATE: 0, Visibility.SHARED: 1, Visibility.PUBLIC: 2}
+
+
+def more_widely_read(new: Memory, old: Memory) -> bool:
+    """Whether ``new`` (a later record of a memory) is read by more callers than ``old``:
+    private made shared or public, shared made public."""
+    return _READERS[new.visibility] > _READERS[old.visibility]
+
+
 @dataclass(frozen=True, slots=True)
 class Version:
     """One kept version of a memory: the record as it was, and why it changed."""

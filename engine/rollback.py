@@ -33,7 +33,7 @@ from engine.conflicts import MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, Scope, Status, Version, sight_of
+from engine.records import Memory, Scope, Status, Version, more_widely_read, sight_of
 from engine.scoring import current_score
 
 RESTORED_FIELDS = (
@@ -180,14 +180,18 @@ class Rollbacks:
             also: list[tuple[Memory, str]] = []
             reason = f"rolled back to version {version}"
             if (
-                current.status is not Status.SUPERSEDED
-                and target.status is Status.SUPERSEDED
+                target.status is Status.SUPERSEDED
+                and (current.status is not Status.SUPERSEDED or more_widely_read(target, current))
                 and not supersession.hidden_by_any(self._store, restored(current, target, now), now)
             ):
                 # To a superseded version while nothing of its audience that superseded it is
                 # recalled (deleted, made private since): superseded, it would be hidden with
                 # nothing in its place, whether it comes out of deleted or was active again
-                # (reinstated by that deletion). It comes back as a restore brings it.
+                # (reinstated by that deletion). It comes back as a restore brings it. Out of
+                # superseded, only to a version more widely read, as an edit of its audience:
+                # Alice's private "I live in Berlin", superseded by her private "I moved to
+                # Lisbon", rolled back to its shared version superseded by Bob's "I moved to
+                # Paris" (private since) was hidden from Bob under memories he cannot read.
                 target = target.evolve(status=Status.ACTIVE)
                 reason += ", active: nothing of its audience that superseded it is recalled"
             if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):

@@ -67,8 +67,8 @@ from engine.records import (
     Status,
     TimeWindow,
     Version,
-    Visibility,
     entity_keys,
+    more_widely_read,
     new_memory_id,
     normalize_entities,
     same_audience,
@@ -140,11 +140,6 @@ class Neighbourhood:
 _ANY_LIVE = MemoryFilter(
     statuses=(Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED, Status.QUARANTINED), include_expired=True
 )
-
-
-# How widely each visibility is read: a memory made more widely read is no longer hidden
-# under a memory its new readers cannot read.
-_READERS = {Visibility.PRIVATE: 0, Visibility.SHARED: 1, Visibility.PUBLIC: 2}
 
 
 class MemoryService:
@@ -490,7 +485,7 @@ class MemoryService:
         if (
             current.status is Status.SUPERSEDED
             and patch.status is None
-            and (reworded or _READERS[updated.visibility] > _READERS[current.visibility])
+            and (reworded or more_widely_read(updated, current))
             and not supersession.hidden_by_any(
                 self.store,
                 updated,

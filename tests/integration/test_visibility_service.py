@@ -458,3 +458,30 @@ def test_a_memory_made_private_while_superseded_and_restored_hides_nothing_of_an
     service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
     service.rollbacks.restore(NS, paris, actor="bob", scope=BOB)
     assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+
+
+def test_a_superseded_memory_rolled_back_to_a_more_widely_read_version_is_not_hidden_under_a_private_one(
+    service: MemoryService,
+) -> None:
+    """Alice's "I live in Berlin", superseded by Bob's "I moved to Paris" (its version 2,
+    shared), came back when Bob made Paris private; she made Berlin private and her private
+    "I moved to Lisbon" superseded it. Rolled back to version 2 while superseded, Berlin is
+    shared again and stayed superseded under Bob's private Paris and Alice's private Lisbon:
+    Bob read neither, and nothing about her home was recalled for him. Widened by a rollback
+    as by an edit, it is superseded only while a memory of its new audience hides it."""
+    berlin, paris = _berlin_and_bobs_paris(service)
+    service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    assert service.get(NS, berlin, scope=ALICE).status is Status.ACTIVE
+    service.update(NS, berlin, MemoryPatch(visibility=Visibility.PRIVATE), actor="alice", scope=ALICE)
+    lisbon = service.save(MemoryDraft("I moved to Lisbon", namespace=NS, actor="alice", visibility=Visibility.PRIVATE))
+    assert lisbon.superseded == (berlin,)
+    assert service.history(NS, berlin, scope=ALICE)[1].record.status is Status.SUPERSEDED
+    back = service.rollbacks.to_version(NS, berlin, 2, actor="alice", scope=ALICE)
+    assert (back.status, back.visibility) == (Status.ACTIVE, Visibility.SHARED)
+    hits = service.recall("where does alice live", namespaces=[NS], scope=BOB).hits
+    assert berlin in [h.memory.memory_id for h in hits]  # beside his own private Paris
+    # Rolled back to its private superseded version, it is hidden again by her Lisbon.
+    again = service.rollbacks.to_version(NS, berlin, 5, actor="alice", scope=ALICE)
+    assert (again.status, again.visibility) == (Status.SUPERSEDED, Visibility.PRIVATE)
+    hits = service.recall("where do I live", namespaces=[NS], scope=ALICE).hits
+    assert [h.memory.memory_id for h in hits] == [lisbon.memory.memory_id]
