@@ -67,7 +67,7 @@ from engine.records import (
     same_audience,
 )
 from engine.scoring import current_score, decayed_base, raw_cosine
-from engine.supersession import released_from
+from engine.supersession import links_into, released_from
 from engine.text import MERGE_MIN_OVERLAP, Wording
 
 log = logging.getLogger(__name__)
@@ -516,7 +516,7 @@ def carried_past(store: Store, memory: Memory, now: datetime) -> list[Edge]:
         return []
     whole = Scope.whole([memory.namespace])
     links = [edge for edge in store.edges(whole, memory.memory_id) if edge.kind == SUPERSEDES]
-    newer = dict.fromkeys(edge.src for edge in links if edge.dst == memory.memory_id != edge.src)
+    newer = dict.fromkeys(edge.src for edge in links_into(links, memory.memory_id))
     if not newer:
         return []
     older = dict.fromkeys(edge.dst for edge in links if edge.src == memory.memory_id != edge.dst)

@@ -287,8 +287,8 @@ class Rollbacks:
                     ):
                         del pending[memory_id]
                     elif not any(
-                        edge.kind == SUPERSEDES and edge.dst == memory_id and edge.src in pending
-                        for edge in self._store.edges(whole, memory_id)
+                        edge.src in pending
+                        for edge in supersession.links_into(self._store.edges(whole, memory_id), memory_id)
                     ):
                         ready.append(current)
                 if pending and not ready:

@@ -26,7 +26,7 @@ Lisbon" brings "I live in Berlin" back (after a purge, by the link carried past 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 
 from engine import conflicts
@@ -141,15 +141,7 @@ def _reinstated(
         links = store.edges(whole, older.memory_id)
         if any(edge.kind == MERGED_INTO and edge.src == older.memory_id for edge in links):
             continue
-        others = [
-            edge
-            for edge in links
-            if edge.kind == SUPERSEDES
-            and edge.dst == older.memory_id
-            and edge.src != memory.memory_id
-            and edge.src not in released
-            and edge.src not in leaving
-        ]
+        others = links_into(links, older.memory_id, {memory.memory_id, *released, *leaving})
         if any(
             _hides(reads, edge, older, now) and (still_hides is None or still_hides(edge.src, older)) for edge in others
         ) or replaces(older):
@@ -220,11 +212,7 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     restored memory from its writer under one they cannot read. None where no such memory
     is (the restore makes it active)."""
     whole = Scope.whole([memory.namespace])
-    newer_ids = [
-        edge.src
-        for edge in store.edges(whole, memory.memory_id)
-        if edge.kind == SUPERSEDES and edge.dst == memory.memory_id and edge.src != memory.memory_id
-    ]
+    newer_ids = [edge.src for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id)]
     for newer_id in dict.fromkeys(newer_ids):
         newer = store.get(whole, newer_id)
         if newer is None or newer.status is not Status.ACTIVE or not same_audience(newer, memory):
@@ -255,8 +243,8 @@ def hidden_by_any(
     whole = Scope.whole([memory.namespace])
     seen = {memory.memory_id} if seen is None else seen
     released = released_from(store, memory)
-    for edge in store.edges(whole, memory.memory_id):
-        if edge.kind != SUPERSEDES or edge.dst != memory.memory_id or edge.src in released or edge.src in seen:
+    for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id, released):
+        if edge.src in seen:
             continue
         if _hides(_Reads(store, whole), edge, memory, now):
             if replaces is None:
@@ -349,6 +337,17 @@ def _superseded_by(store: Store, memory: Memory) -> list[Memory]:
     return found
 
 
+def links_into(edges: Iterable[Edge], memory_id: str, excluding: Collection[str] = ()) -> list[Edge]:
+    """The ``SUPERSEDES`` links among ``edges`` by which another memory superseded
+    ``memory_id`` (a link of a memory to itself says nothing), none from ``excluding``: the
+    memories it was released from (``released_from``), or that leave recall with the change."""
+    return [
+        edge
+        for edge in edges
+        if edge.kind == SUPERSEDES and edge.dst == memory_id and edge.src != memory_id and edge.src not in excluding
+    ]
+
+
 def released_from(store: Store, memory: Memory) -> set[str]:
     """The memories whose ``SUPERSEDES`` link to ``memory`` says nothing now: a later version
     of ``memory`` reinstated it from them (an edit that no longer replaces it, a deletion
@@ -410,9 +409,7 @@ def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
     audience alone decides)."""
     scope = Scope.whole([newer.namespace])
     links = [
-        edge
-        for edge in store.edges(scope, older.memory_id)
-        if edge.kind == SUPERSEDES and edge.src == newer.memory_id and edge.dst == older.memory_id
+        edge for edge in links_into(store.edges(scope, older.memory_id), older.memory_id) if edge.src == newer.memory_id
     ]
     if not links:
         return same_audience(newer, older)
