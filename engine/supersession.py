@@ -204,7 +204,7 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     """The id of the active memory that supersedes ``memory`` again as a restore makes it
     current after its deletion: one that superseded it (a ``SUPERSEDES`` link of its own),
     or whose deletion reinstated it, and is active again, with neither changed since
-    (``_stands``). "I moved to Paris" deleted, "I live in Berlin" it brought back deleted
+    (``_hides``, by ``_stands``). "I moved to Paris" deleted, "I live in Berlin" it brought back deleted
     too, then Paris restored before Berlin: Berlin came back active beside Paris. Not one
     whose expiry passed: out of recall, it would hide the restored memory with nothing in
     its place. Nor one of another audience now (``same_audience``: Bob's "I moved to Paris"
@@ -212,14 +212,11 @@ def superseding_on_restore(store: Store, memory: Memory, now: datetime) -> str |
     restored memory from its writer under one they cannot read. None where no such memory
     is (the restore makes it active)."""
     whole = Scope.whole([memory.namespace])
-    newer_ids = [edge.src for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id)]
-    for newer_id in dict.fromkeys(newer_ids):
-        newer = store.get(whole, newer_id)
-        if newer is None or newer.status is not Status.ACTIVE or not same_audience(newer, memory):
-            continue
-        if newer.expire_at is not None and newer.expire_at <= now:
-            continue
-        if _stands(store, memory, newer):
+    reads = _Reads(store, whole)
+    # One link of each memory, in the order they come: the test reads the memories, not the links.
+    links = {edge.src: edge for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id)}
+    for newer_id, edge in links.items():
+        if _hides(reads, edge, memory, now, stands=lambda newer, _: _stands(store, memory, newer)):
             return newer_id
     return None
 
@@ -393,14 +390,26 @@ class _Reads:
         return self._histories[memory_id]
 
 
-def _hides(reads: _Reads, link: Edge, older: Memory, now: datetime) -> bool:
+def _hides(
+    reads: _Reads,
+    link: Edge,
+    older: Memory,
+    now: datetime,
+    stands: Callable[[Memory, Edge], bool] | None = None,
+) -> bool:
     """Whether the memory that superseded ``older`` too by ``link`` still hides it: active, its
-    expiry not passed (out of recall, it would hide ``older`` with nothing in its place), and
-    still replacing it as it is now (``_still_replaces``)."""
+    expiry not passed (out of recall, it would hide ``older`` with nothing in its place), of
+    its audience (``same_audience``), and its supersession not stale: by ``stands`` (the
+    memory, the link), by default still replacing ``older`` as it is now (``_still_replaces``;
+    a restore asks more, ``_stands``: neither changed since)."""
     found = reads.get(link.src)
     if found is None or found.status is not Status.ACTIVE or (found.expire_at is not None and found.expire_at <= now):
         return False
-    return _still_replaces(reads, found, older, link.created_at)
+    if not same_audience(found, older):
+        return False
+    if stands is None:
+        return _still_replaces(reads, found, older, link.created_at)
+    return stands(found, link)
 
 
 def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
