@@ -119,7 +119,7 @@ def _reinstated(
 ) -> list[tuple[Memory, str]]:
     """The versions (record, ``reason``) that make active again the memories ``memory``
     superseded and no longer hides; and, below each brought back that superseded others in
-    turn, those it no longer hides as it is now (``_replaces_now``): Bob's "I moved to Paris",
+    turn, those it no longer hides as it is now (``_replacing_now``): Bob's "I moved to Paris",
     made private or reworded while "I live in Rome" superseded it, back when Rome is deleted,
     hides Alice's "I live in Berlin" no more. ``taken``: the ids already brought back."""
     whole = Scope.whole([memory.namespace])
@@ -170,7 +170,7 @@ def reinstated_below(
 ) -> list[tuple[Memory, str]]:
     """The versions (record, reason) that make active again, for the transaction that brings
     ``memory`` back out of superseded (a restore), the memories it superseded that it no
-    longer hides as it is now (``_replaces_now``): made private while superseded, Bob's "I
+    longer hides as it is now (``_replacing_now``): made private while superseded, Bob's "I
     moved to Paris" restored hid Alice's "I live in Berlin" under a memory she cannot read."""
     if memory.status is not Status.ACTIVE:
         return []
@@ -180,8 +180,20 @@ def reinstated_below(
 
 def _replacing_now(store: Store, newer: Memory) -> Callable[[Memory], bool]:
     """Whether ``newer``, brought back, still replaces each older memory it superseded: not
-    at all where it comes back quarantined (``_replaces_now``)."""
-    return lambda older: newer.status is Status.ACTIVE and _replaces_now(store, newer, older)
+    at all where it comes back quarantined; else as of its own link to it
+    (``_still_replaces``), and through a memory gone since, by its audience alone."""
+    scope = Scope.whole([newer.namespace])
+
+    def replaces(older: Memory) -> bool:
+        if newer.status is not Status.ACTIVE:
+            return False
+        edges = store.edges(scope, older.memory_id)
+        links = [edge for edge in links_into(edges, older.memory_id) if edge.src == newer.memory_id]
+        if not links:
+            return same_audience(newer, older)
+        return _still_replaces(_Reads(store, scope), newer, older, max(edge.created_at for edge in links))
+
+    return replaces
 
 
 def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -> list[tuple[Memory, str]]:
@@ -410,19 +422,6 @@ def _hides(
     if stands is None:
         return _still_replaces(reads, found, older, link.created_at)
     return stands(found, link)
-
-
-def _replaces_now(store: Store, newer: Memory, older: Memory) -> bool:
-    """Whether ``newer``, brought back, still replaces ``older`` it superseded
-    (``_still_replaces``, as of its own link to it; through a memory gone since, its
-    audience alone decides)."""
-    scope = Scope.whole([newer.namespace])
-    links = [
-        edge for edge in links_into(store.edges(scope, older.memory_id), older.memory_id) if edge.src == newer.memory_id
-    ]
-    if not links:
-        return same_audience(newer, older)
-    return _still_replaces(_Reads(store, scope), newer, older, max(edge.created_at for edge in links))
 
 
 def _still_replaces(reads: _Reads, newer: Memory, older: Memory, since: datetime) -> bool:
