@@ -674,12 +674,10 @@ def test_a_memory_changed_in_the_target_since_is_left_as_stored(
     assert door is not None and door.status is Status.DELETED  # brought forward: unchanged here since
 
 
-def test_bringing_forward_a_deletion_reinstates_what_it_superseded_here(
-    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
-) -> None:
-    """The target's own "I live in Lisbon" (saved dated before "I live in Berlin", which E1
-    brought, so stored superseded by it) is not left hidden when E2 brings Berlin forward to
-    deleted: as a delete here would, the import makes it active again."""
+def _berlin_exported_then_deleted(
+    make_service: Callable[..., MemoryService], clock: FrozenClock
+) -> tuple[MemoryService, str, bytes, bytes]:
+    """Home saves "I live in Berlin", exports (E1), deletes it and exports again (E2)."""
     home = make_service(name="home")
     clock.advance(minutes=5)
     berlin = home.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory.memory_id
@@ -687,7 +685,16 @@ def test_bringing_forward_a_deletion_reinstates_what_it_superseded_here(
     e1 = export_bytes(home, versions=True)
     home.delete(NS, berlin)
     clock.advance(hours=1)
-    e2 = export_bytes(home, versions=True)
+    return home, berlin, e1, export_bytes(home, versions=True)
+
+
+def test_bringing_forward_a_deletion_reinstates_what_it_superseded_here(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, store_factory: StoreFactory
+) -> None:
+    """The target's own "I live in Lisbon" (saved dated before "I live in Berlin", which E1
+    brought, so stored superseded by it) is not left hidden when E2 brings Berlin forward to
+    deleted: as a delete here would, the import makes it active again."""
+    _, berlin, e1, e2 = _berlin_exported_then_deleted(make_service, clock)
     target = make_service(name="target", store=store_factory())
     assert import_bytes(target, e1).inserted == 1
     lisbon = target.save(
@@ -883,14 +890,7 @@ def test_bringing_forward_an_undeletion_supersedes_again_what_the_deletion_reins
     """E2 brought "I live in Berlin" forward deleted, and the target's own older "I live in
     Lisbon" came back; home restored Berlin since (E3). Brought forward active again, it left
     Lisbon active beside it, where a restore here supersedes it again."""
-    home = make_service(name="home")
-    clock.advance(minutes=5)
-    berlin = home.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory.memory_id
-    clock.advance(hours=1)
-    e1 = export_bytes(home, versions=True)
-    home.delete(NS, berlin)
-    clock.advance(hours=1)
-    e2 = export_bytes(home, versions=True)
+    home, berlin, e1, e2 = _berlin_exported_then_deleted(make_service, clock)
     home.rollbacks.restore(NS, berlin)
     clock.advance(hours=1)
     e3 = export_bytes(home, versions=True)
