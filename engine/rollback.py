@@ -263,13 +263,16 @@ class Rollbacks:
         (``supersession.hidden_by_any``): the memory that superseded it then purged since, or
         its expiry passed. Those that another of them superseded wait for it: "I moved to
         Paris", superseded then by "I moved to Rome", purged since, comes back active, and
-        "I live in Berlin" stays superseded by Paris. A merge's sources stay merged."""
+        "I live in Berlin" stays superseded by Paris. Below a memory out of recall for good
+        (deleted or quarantined) the chain runs on, as a deletion's does
+        (``engine.supersession``): "I live in Rome" deleted by the rollback hid "I live in
+        Berlin" through "I moved to Lisbon", deleted while superseded. A merge's sources stay
+        merged."""
         whole = Scope.whole([namespace])
         with self._lock:
             pending: dict[str, None] = {}
             for memory_id in memory_ids:  # those it deleted: what they superseded, a level down
-                edges = self._store.edges(whole, memory_id)
-                pending.update(dict.fromkeys(e.dst for e in edges if e.kind == SUPERSEDES and e.src == memory_id))
+                pending.update(dict.fromkeys(self._superseded_through_gone(whole, memory_id)))
                 pending[memory_id] = None
             for memory_id in list(pending):
                 # A merged memory's source is hidden by the merge, which holds its text.
@@ -303,6 +306,23 @@ class Rollbacks:
                         reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
                     )
             self._keeper.catch_up()
+
+    def _superseded_through_gone(self, whole: Scope, memory_id: str) -> list[str]:
+        """The ids ``memory_id`` superseded by its own ``SUPERSEDES`` links, and, through each
+        of them deleted or quarantined, those that one superseded in turn (with it)."""
+        found: dict[str, None] = {}
+        seen, below = {memory_id}, [memory_id]
+        while below:
+            current = below.pop()
+            for edge in self._store.edges(whole, current):
+                if edge.kind != SUPERSEDES or edge.src != current or edge.dst in seen:
+                    continue
+                seen.add(edge.dst)
+                found[edge.dst] = None
+                older = self._store.get(whole, edge.dst)
+                if older is not None and older.status in (Status.DELETED, Status.QUARANTINED):
+                    below.append(edge.dst)
+        return list(found)
 
     def restore(
         self, namespace: str, memory_id: str, *, actor: str | None = None, scope: Scope | None = None

@@ -1014,6 +1014,38 @@ def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_ba
     assert recalled(service, "where do I live") == [berlin]
 
 
+def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_under_what_it_deletes(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Berlin" ← "I moved to Paris" (purged since) ← "I moved to Lisbon" (its link
+    carried to Berlin) ← "I live in Rome", Lisbon deleted while superseded: Rome hides Berlin
+    through Lisbon. Rolled back to a time before Lisbon, Rome is deleted, and the check after
+    the run looked only one link below it, at Lisbon (deleted): Berlin stayed superseded with
+    nothing in recall in its place."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris"))
+    assert paris.superseded == (berlin,)
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    lisbon = service.save(draft("I moved to Lisbon"))
+    assert lisbon.superseded == (paris.memory.memory_id,)
+    clock.advance(seconds=1)
+    service.delete(NS, paris.memory.memory_id, hard=True)
+    clock.advance(seconds=1)
+    rome = service.save(draft("I live in Rome"))
+    assert rome.superseded == (lisbon.memory.memory_id,)
+    clock.advance(seconds=1)
+    service.delete(NS, lisbon.memory.memory_id)
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+    assert recalled(service, "where do I live") == [rome.memory.memory_id]
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, rome.memory.memory_id, include_deleted=True).status is Status.DELETED
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    assert recalled(service, "where do I live") == [berlin]
+
+
 @pytest.mark.parametrize(
     ("text", "status"), [("I like green tea", Status.ACTIVE), ("I live in Berlin, Germany", Status.SUPERSEDED)]
 )
