@@ -271,8 +271,9 @@ class Rollbacks:
         whole = Scope.whole([namespace])
         with self._lock:
             pending: dict[str, None] = {}
+            walked: set[str] = set()
             for memory_id in memory_ids:  # those it deleted: what they superseded, a level down
-                pending.update(dict.fromkeys(self._superseded_through_gone(whole, memory_id)))
+                pending.update(dict.fromkeys(self._superseded_through_gone(whole, memory_id, walked)))
                 pending[memory_id] = None
             for memory_id in list(pending):
                 # A merged memory's source is hidden by the merge, which holds its text.
@@ -307,18 +308,25 @@ class Rollbacks:
                     )
             self._keeper.catch_up()
 
-    def _superseded_through_gone(self, whole: Scope, memory_id: str) -> list[str]:
+    def _superseded_through_gone(self, whole: Scope, memory_id: str, walked: set[str]) -> list[str]:
         """The ids ``memory_id`` superseded by its own ``SUPERSEDES`` links, and, through each
-        of them deleted or quarantined, those that one superseded in turn (with it)."""
+        of them deleted or quarantined, those that one superseded in turn (with it).
+        ``walked`` holds the memories whose links an earlier call of the same check read: what
+        lies below them was found then, so each link is read once in a run, not once for each
+        memory of a deleted chain above it."""
         found: dict[str, None] = {}
-        seen, below = {memory_id}, [memory_id]
+        below = [memory_id]
         while below:
             current = below.pop()
+            if current in walked:
+                continue
+            walked.add(current)
             for edge in self._store.edges(whole, current):
-                if edge.kind != SUPERSEDES or edge.src != current or edge.dst in seen:
+                if edge.kind != SUPERSEDES or edge.src != current or edge.dst == memory_id or edge.dst in found:
                     continue
-                seen.add(edge.dst)
                 found[edge.dst] = None
+                if edge.dst in walked:
+                    continue
                 older = self._store.get(whole, edge.dst)
                 if older is not None and older.status in (Status.DELETED, Status.QUARANTINED):
                     below.append(edge.dst)

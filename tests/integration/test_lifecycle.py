@@ -1046,6 +1046,33 @@ def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_
     assert recalled(service, "where do I live") == [berlin]
 
 
+def test_a_namespace_rollback_reads_each_link_of_a_deleted_chain_once(
+    service: MemoryService, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollback that deletes a chain of moves walked the chain below each memory it deleted
+    afresh, through the others it deleted: reads grew with the square of the chain (150 moves,
+    11,476 link reads). Each memory's links are read once now, and the home before the chain
+    comes back."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    as_of = clock.advance(seconds=1)
+    moves = 40
+    for number in range(moves):
+        clock.advance(seconds=1)
+        service.save(draft(f"I moved to City{number}"))
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+    reads, edges = [], service.store.edges
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return edges(*args, **kwargs)
+
+    monkeypatch.setattr(service.store, "edges", counted)
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    assert len(reads) <= 5 * moves, len(reads)
+
+
 @pytest.mark.parametrize(
     ("text", "status"), [("I like green tea", Status.ACTIVE), ("I live in Berlin, Germany", Status.SUPERSEDED)]
 )
