@@ -259,6 +259,23 @@ def _berlin_and_bobs_paris(service: MemoryService) -> tuple[str, str]:
     return berlin, paris.memory.memory_id
 
 
+def _bob_changes_paris(service: MemoryService, paris: str, how: str) -> None:
+    """Bob's "I moved to Paris" made private, deleted, archived, quarantined (by an admin) or
+    reworded; "kept" leaves it as it is."""
+    if how == "private":
+        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
+    elif how == "deleted":
+        service.delete(NS, paris, actor="bob", scope=BOB)
+    elif how == "archived":
+        service.update(NS, paris, MemoryPatch(status=Status.ARCHIVED), actor="bob", scope=BOB)
+    elif how == "quarantined":
+        service.update(NS, paris, MemoryPatch(status=Status.QUARANTINED), actor="root", scope=ADMIN)
+    elif how == "reworded":
+        service.update(NS, paris, MemoryPatch(content="The weather is nice today"), actor="bob", scope=BOB)
+    else:
+        assert how == "kept", how
+
+
 @pytest.mark.parametrize("how", ["private", "deleted", "archived", "quarantined"])
 def test_a_restore_is_not_hidden_under_a_newer_memory_out_of_its_audience_or_of_recall(
     service: MemoryService, how: str
@@ -270,14 +287,7 @@ def test_a_restore_is_not_hidden_under_a_newer_memory_out_of_its_audience_or_of_
     newer memory out of recall (deleted, archived, quarantined) hides nothing either."""
     berlin, paris = _berlin_and_bobs_paris(service)
     service.delete(NS, berlin, actor="alice", scope=ALICE)
-    if how == "private":
-        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
-    elif how == "deleted":
-        service.delete(NS, paris, actor="bob", scope=BOB)
-    elif how == "archived":
-        service.update(NS, paris, MemoryPatch(status=Status.ARCHIVED), actor="bob", scope=BOB)
-    else:
-        service.update(NS, paris, MemoryPatch(status=Status.QUARANTINED), actor="root", scope=ADMIN)
+    _bob_changes_paris(service, paris, how)
     back = service.rollbacks.restore(NS, berlin, actor="alice", scope=ALICE)
     assert back.status is Status.ACTIVE
     assert [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits] == [
@@ -375,11 +385,8 @@ def test_a_rollback_to_a_superseded_version_is_not_hidden_under_nothing(
     berlin, paris = _berlin_and_bobs_paris(service)
     if out_of == "deleted":
         service.delete(NS, berlin, actor="alice", scope=ALICE)
-    if how == "private":
-        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
-    elif how == "deleted":
-        service.delete(NS, paris, actor="bob", scope=BOB)
-    elif out_of == "active":
+    _bob_changes_paris(service, paris, how)
+    if how == "kept" and out_of == "active":
         service.rollbacks.to_version(NS, berlin, 1, actor="alice", scope=ALICE)
     back = service.rollbacks.to_version(NS, berlin, 2, actor="alice", scope=ALICE)
     hits = [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits]
@@ -403,10 +410,7 @@ def test_a_memory_changed_while_superseded_hides_what_it_superseded_only_as_it_i
     rome = service.save(MemoryDraft("I live in Rome", namespace=NS, actor="carol"))
     assert rome.superseded == (paris,)
     clock.advance(seconds=1)
-    if how == "private":
-        service.update(NS, paris, MemoryPatch(visibility=Visibility.PRIVATE), actor="bob", scope=BOB)
-    elif how == "reworded":
-        service.update(NS, paris, MemoryPatch(content="The weather is nice today"), actor="bob", scope=BOB)
+    _bob_changes_paris(service, paris, how)
     service.delete(NS, rome.memory.memory_id, actor="carol", scope=Scope(member=(NS,), agent="carol"))
     hits = [h.memory.memory_id for h in service.recall("where do I live", namespaces=[NS], scope=ALICE).hits]
     if how == "kept":
