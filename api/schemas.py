@@ -153,8 +153,12 @@ class MemoryIn(_Request):
     content: str = Field(min_length=1, description="Short natural-language text to remember.")
     namespace: Namespace | None = Field(default=None, description="Memory space; `default` when absent.")
     category: str = "fact"
-    base_score: float | None = Field(default=None, ge=0.0, le=1.0, description="Defaults by source.")
-    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    base_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Defaults to `importance`, else by source."
+    )
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Initial importance: the base score where none is given."
+    )
     source: SourceIn = Source.USER_INPUT
     entities: list[str] = Field(default_factory=list)
     actor: str | None = Field(default=None, max_length=200)

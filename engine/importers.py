@@ -117,15 +117,15 @@ class _Builder:
     ) -> Entry:
         if not isinstance(content, str) or not content.strip():
             return Entry(line, error="no text to remember (empty or missing content)")
-        base = self.config.scoring.initial_score(Source.IMPORT)
+        importance = _or(fields.pop("importance", None), self.config.scoring.initial_score(Source.IMPORT))
         created = created_at or self.now
         memory = Memory(
             memory_id=memory_id,
             namespace=self.namespace,
             content=content.strip(),
             category=category,
-            base_score=_or(fields.pop("base_score", None), base),
-            importance=_or(fields.pop("importance", None), base),
+            base_score=_or(fields.pop("base_score", None), importance),  # as a save's (MemoryService)
+            importance=importance,
             source=Source.IMPORT,
             created_at=created,
             updated_at=max(created, updated_at or created),

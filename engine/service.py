@@ -1198,7 +1198,9 @@ class MemoryService:
         return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)
 
     def _new_memory(self, draft: MemoryDraft, now: datetime, actor: str | None) -> Memory:
-        base = draft.base_score
+        # ``importance`` is the seed's initial importance: without a base score of its own,
+        # a memory starts from it, and only without either from its source's score.
+        base = draft.base_score if draft.base_score is not None else draft.importance
         if base is None:
             base = self.config.scoring.initial_score(draft.source)
         created = draft.created_at or now

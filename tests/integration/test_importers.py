@@ -139,6 +139,22 @@ def test_a_bad_mapping_is_invalid(text: str) -> None:
         parse_mapping(text)
 
 
+def test_an_imported_row_with_an_importance_starts_from_it_as_a_save_does(service: MemoryService) -> None:
+    data = (
+        b'{"content": "Our wedding day", "importance": 0.9}\n'
+        b'{"content": "Gym at six", "importance": 0.9, "base_score": 0.2}\n'
+    )
+    report = run_import(service, io.BytesIO(data), format_name="jsonl", namespace="notes")
+    assert report.written and report.inserted == 2
+    by_text = {m.content: (m.importance, m.base_score) for m in stored(service, "notes")}
+    assert by_text == {"Our wedding day": (0.9, 0.9), "Gym at six": (0.9, 0.2)}
+    imported = service.config.scoring.initial_score(Source.IMPORT)
+    plain = run_import(
+        service, io.BytesIO(b'{"content": "Dentist: Dr Weber"}\n'), format_name="jsonl", namespace="other"
+    )
+    assert plain.written and [(m.importance, m.base_score) for m in stored(service, "other")] == [(imported, imported)]
+
+
 def test_a_row_that_expired_before_it_arrived_is_named_in_the_report(service: MemoryService) -> None:
     """``expire_at: 86400`` is Unix seconds, 1970: the memory was imported out of recall
     without a word in the report."""

@@ -77,6 +77,24 @@ def test_consolidate_archives_faded_and_expired_memories_and_restore_brings_them
     assert recalled(service, "door code")[0] == expiring.memory_id
 
 
+def test_a_memory_saved_as_important_starts_from_its_importance_and_fades_later(
+    service: MemoryService, clock: Any
+) -> None:
+    """``importance`` was stored and nothing read it: an event saved with importance 1.0
+    started from its source's 0.6 like any other and was archived with them. Without a
+    base score of its own a memory now starts from its importance (the seed's initial
+    importance); a base score given beside it still wins."""
+    plain = service.save(draft("we had the team offsite at the lake", category="event")).memory
+    important = service.save(draft("our daughter was born at the city hospital", category="event", importance=1.0))
+    both = service.save(draft("the old office closed down", category="event", importance=1.0, base_score=0.3))
+    assert (plain.base_score, important.memory.base_score, both.memory.base_score) == (0.6, 1.0, 0.3)
+    # 120 days of a 30-day half-life: 0.6 -> 0.0375 and 0.3 -> 0.019 fade below 0.05, 1.0 -> 0.0625 does not.
+    clock.advance(days=120)
+    assert service.consolidator.run(NS).archived == 2
+    assert service.get(NS, important.memory.memory_id).status is Status.ACTIVE
+    assert service.get(NS, plain.memory_id).status is Status.ARCHIVED
+
+
 def test_a_memory_restored_from_decay_is_not_archived_again_by_the_next_run(service: MemoryService, clock: Any) -> None:
     """Restore made a faded memory active with its decayed score as it was, still below the
     threshold: the next consolidation archived it again, the restore undone without a word."""
