@@ -7,6 +7,7 @@ import contextlib
 import errno
 import json
 import logging
+import re
 import signal
 import socket
 import sys
@@ -102,6 +103,35 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+# Query parameters whose values an access-log line never shows. Tokens go in a header;
+# a client that puts one in the URL is refused (422), but uvicorn logs the URL first.
+_SECRET_PARAMETER = re.compile(r"token|key|secret|pass|auth|credential|signature", re.IGNORECASE)
+
+
+def redacted_target(target: str) -> str:
+    """A request's path and query with the value of each parameter whose name reads as a
+    credential (``_SECRET_PARAMETER``) replaced by ``[redacted]``; the rest as sent."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    parts = []
+    for part in query.split("&"):
+        name, equals, _ = part.partition("=")
+        parts.append(f"{name}=[redacted]" if equals and _SECRET_PARAMETER.search(name) else part)
+    return f"{path}?{'&'.join(parts)}"
+
+
+class SecretsOutOfAccessLog(logging.Filter):
+    """uvicorn's access lines (``client - "METHOD target HTTP/x" status``: the target is
+    their third argument) with ``redacted_target``'s target."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redacted_target(args[2]), *args[3:])
+        return True
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -159,16 +189,16 @@ def _serve(args: argparse.Namespace) -> int:
                 handed.append(service)  # the app's start-up takes both, and its shutdown closes both
                 return service
 
-            uvicorn_server = uvicorn.Server(
-                uvicorn.Config(
-                    create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
-                    host=config.server.host,
-                    port=config.server.port,
-                    log_level=args.log_level,
-                    timeout_graceful_shutdown=10,
-                    timeout_keep_alive=SERVER_KEEP_ALIVE_S,
-                )
+            uvicorn_config = uvicorn.Config(
+                create_app(config, open_engine=hand_over, open_session_store=lambda _config, _service: sessions),
+                host=config.server.host,
+                port=config.server.port,
+                log_level=args.log_level,
+                timeout_graceful_shutdown=10,
+                timeout_keep_alive=SERVER_KEEP_ALIVE_S,
             )
+            logging.getLogger("uvicorn.access").addFilter(SecretsOutOfAccessLog())  # after the Config's set-up
+            uvicorn_server = uvicorn.Server(uvicorn_config)
             stops.then(lambda: setattr(uvicorn_server, "should_exit", True))
             try:
                 uvicorn_server.run(sockets=[listening])

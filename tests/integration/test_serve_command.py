@@ -54,8 +54,14 @@ def test_serve_command_saves_recalls_and_survives_a_restart(tmp_path: Path) -> N
         query = {"query": "any suggestions for cool-toned colours?", "top_k": 10}
         first = httpx.post(f"{base}/v1/memory/recall", json=query).json()["memories"]
         assert first[0]["content"] == "User's favourite colour is blue"
+        # A token put in the URL is refused, and the access log line keeps it out.
+        assert httpx.get(f"{base}/v1/memories?namespace=default&token=s3cr3t-in-url").status_code == 422
     finally:
         assert _stop(process) == 0, log.read_text()
+    logged = log.read_text()
+    assert (
+        "s3cr3t-in-url" not in logged and '"GET /v1/memories?namespace=default&token=[redacted] HTTP/1.1" 422' in logged
+    )
     assert (data_dir / "index" / "hnsw.meta.json").exists()  # the index was saved on shutdown
 
     process = _serve(data_dir, port, log)
