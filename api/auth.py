@@ -189,19 +189,23 @@ class AuditMiddleware:
         if record.action is None:
             return
         security: SecurityStore = scope["app"].state.security
-        event = AuditEvent(
-            actor=record.actor,
-            action=record.action,
-            outcome=_outcome(status),
-            at=utcnow(),
-            request_id=record.request_id,
-            namespaces=tuple(dict.fromkeys(record.namespaces)),
-            memory_ids=tuple(dict.fromkeys(record.memory_ids)),
-            content_sha256=record.content_sha256,
-            status_code=status,
-            detail=detail,
-        )
-        await anyio.to_thread.run_sync(security.append_audit, event)
+        await anyio.to_thread.run_sync(security.append_audit, audit_event(record, status, detail))
+
+
+def audit_event(record: AuditRecord, status: int, detail: str | None) -> AuditEvent:
+    """The audit entry of ``record``'s request, ended with ``status``."""
+    return AuditEvent(
+        actor=record.actor,
+        action=record.action or "admin",
+        outcome=_outcome(status),
+        at=utcnow(),
+        request_id=record.request_id,
+        namespaces=tuple(dict.fromkeys(record.namespaces)),
+        memory_ids=tuple(dict.fromkeys(record.memory_ids)),
+        content_sha256=record.content_sha256,
+        status_code=status,
+        detail=detail,
+    )
 
 
 async def _unavailable(send: Send, request_id: str, exc: StoreError) -> None:

@@ -20,9 +20,9 @@ from litestar.datastructures import State
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Stream
 
-from api.auth import Access, Caller
+from api.auth import Access, Caller, audit_event
 from api.controllers import NamespaceParam
-from engine.errors import Unauthenticated
+from engine.errors import StoreError, Unauthenticated
 from engine.importers import FORMATS, parse_mapping, run_import
 from engine.portability import MEDIA_TYPE, deployment_id, open_export
 from engine.records import DEFAULT_NAMESPACE
@@ -44,14 +44,16 @@ def _service(state: State) -> MemoryService:
 def _while_valid(chunks: Iterator[bytes], access: Access) -> Iterator[bytes]:
     """The export's chunks (a page of memories each) for as long as the caller's token holds:
     revoked mid-way, the export stops before its next page, without its end line, so the
-    file reads as cut off (an import refuses it) rather than whole."""
+    file reads as cut off (an import refuses it) rather than whole. Its audit entry, "ok",
+    went out with the first byte; a second entry of the same request says it was cut."""
     for number, chunk in enumerate(chunks):
         if number and access.revoked():
-            log.warning(
-                "export of request %s stopped: the token of %r was revoked during it",
-                access.record.request_id,
-                access.actor,
-            )
+            detail = "cut off before its end: the token was revoked during the export"
+            log.warning("export of request %s by %r %s", access.record.request_id, access.actor, detail)
+            try:
+                access.security.append_audit(audit_event(access.record, 401, detail))
+            except StoreError:
+                log.exception("the audit entry of the export cut by a revocation could not be written")
             return
         yield chunk
 

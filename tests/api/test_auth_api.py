@@ -221,8 +221,17 @@ def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
             assert root.delete(f"/v1/admin/tokens/{token_id}").status_code == 200
         go_on.set()
         lines = [json.loads(line) for line in response.read().splitlines()]
+        export_id = response.headers["x-request-id"]
     assert lines[0]["kind"] == "header"
     assert [line["kind"] for line in lines[1:]] == ["memory"], lines  # not the other three, nor the end line
+    # The log said "ok" with the first byte; a second entry of the request says it was cut.
+    with bearer(secured, ROOT_TOKEN) as root:
+        audited = root.get("/v1/admin/audit", params={"actor": "frank", "action": "export"}).json()["entries"]
+    assert [(e["request_id"], e["outcome"], e["status_code"]) for e in audited] == [
+        (export_id, "unauthenticated", 401),
+        (export_id, "ok", 200),
+    ]
+    assert audited[0]["detail"] == "cut off before its end: the token was revoked during the export"
 
     george = new_token(secured, "george", "bulk:rw")
     with bearer(secured, ROOT_TOKEN) as root:
