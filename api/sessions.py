@@ -22,7 +22,7 @@ from api.schemas import Namespace, UtcDatetime, VisibilityIn, _Request
 from engine.codec import to_iso
 from engine.errors import Forbidden
 from engine.prompt_context import Shares, context_out
-from engine.records import DEFAULT_NAMESPACE, Reach, Scope, Visibility
+from engine.records import DEFAULT_NAMESPACE, Reach, Scope
 from engine.security import Permission
 from engine.session_records import Role, SessionInfo, SessionRef
 from engine.sessions import MAX_SESSIONS_PAGE, SESSIONS_PAGE, MessageDraft, Promotion, Sessions, Window
@@ -52,9 +52,10 @@ class AppendIn(_Request):
     expire_after_seconds: float | None = Field(
         default=None, gt=0, le=31_536_000, description="Time to live, refreshed by every append."
     )
-    visibility: VisibilityIn = Field(
-        default=Visibility.SHARED,
-        description="Of the memories the session's promotion writes (set by its first append).",
+    visibility: VisibilityIn | None = Field(
+        default=None,
+        description="Of the memories these messages' promotion writes; left out, the session's own "
+        "(set by its first append; shared unless that one gives one).",
     )
 
 

@@ -72,6 +72,8 @@ class Candidate:
     # The text as it was said, when ``content`` left out an explicit request ("remember
     # that …"): the write guard judges the original, so the request cannot hide an injection.
     said: str | None = None
+    # The visibility its append asked for; None: the session's own (set by its first append).
+    visibility: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ def candidate_to_json(candidate: Candidate) -> str:
             "rule": candidate.rule,
             "at": to_iso(candidate.at),
             "said": candidate.said,
+            "visibility": candidate.visibility,
         },
         ensure_ascii=False,
     )
@@ -154,4 +157,6 @@ def candidate_to_json(candidate: Candidate) -> str:
 
 def candidate_from_json(text: str | bytes) -> Candidate:
     data = json.loads(text)
-    return Candidate(data["content"], data["category"], data["rule"], from_iso(data["at"]), data.get("said"))
+    return Candidate(
+        data["content"], data["category"], data["rule"], from_iso(data["at"]), data.get("said"), data.get("visibility")
+    )

@@ -24,6 +24,7 @@ backend leaves the claim for the next sweep, so nothing is lost silently.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -190,9 +191,11 @@ class Sessions:
         reach: Reach,
         max_tokens: int | None = None,
         expire_after_seconds: float | None = None,
-        visibility: Visibility = Visibility.SHARED,
+        visibility: Visibility | None = None,
     ) -> SessionInfo:
-        """Add messages to the session's window (a new session when it has none open)."""
+        """Add messages to the session's window (a new session when it has none open).
+        ``visibility``: of the memories these messages' promotion writes; left out, the
+        session's own, which its first append sets (shared unless that one gives one)."""
         self._check_ref(ref)
         if not drafts:
             raise InvalidInput("at least one message is required", field="messages")
@@ -221,6 +224,10 @@ class Sessions:
             for draft, tokens in zip(drafts, counts, strict=True)
         ]
         candidates = [found for m in messages for found in self._extract(m.role, m.content, m.at)]
+        if visibility is not None:
+            # Each append's own: before, the first append's held for the whole run, and a
+            # later append asking for private had its messages promoted shared.
+            candidates = [dataclasses.replace(c, visibility=visibility.value) for c in candidates]
         # Settings not given are the session's own, or the defaults for a new one: the
         # store decides which in the append's own atomic step, so a concurrent first
         # append without settings cannot reset the ones this one gives (or the reverse).
@@ -234,7 +241,7 @@ class Sessions:
             default_expire_after_seconds=self.config.expire_after_seconds,
             default_max_tokens=self.config.max_tokens,
             reach=reach.value,
-            visibility=visibility.value,
+            visibility=(visibility or Visibility.SHARED).value,
             new_generation=uuid.uuid4().hex,
         )
 
@@ -457,7 +464,7 @@ class Sessions:
             source=Source.USER_INPUT,
             actor=ref.agent,
             session_id=ref.session_id,
-            visibility=Visibility(info.visibility),
+            visibility=Visibility(candidate.visibility or info.visibility),
             created_at=min(candidate.at, now),
             metadata={
                 "promoted_from": "session",

@@ -223,3 +223,42 @@ def test_a_dot_inside_an_address_or_a_number_does_not_end_the_promoted_sentence(
         promoted = api.close_session("dots")
         contents = sorted(api.get(mid).content for mid in promoted["created"])
         assert contents == ["I am 1.85 m tall.", "My email is [email]."]
+
+
+def test_messages_appended_as_private_are_promoted_private(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    # The session's first append set the visibility of everything it promoted: a later
+    # append asking for private was answered 200 and its messages promoted shared, so
+    # every agent granted the namespace recalled them.
+    live = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+    alice, bob = new_token(live, "alice", "team:rw"), new_token(live, "bob", "team:rw")
+
+    def said(content: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": content}]
+
+    with bearer(live, alice) as a, bearer(live, bob) as b:
+        for session_id, appends in {
+            "s1": [(None, "I like green tea."), ("private", "My therapist is Dr Okafor."), (None, "I live in Porto.")],
+            "s2": [("private", "My doctor is Dr Silva."), (None, "My sister is called Ines.")],
+        }.items():
+            for visibility, content in appends:
+                body: dict[str, Any] = {"namespace": "team", "messages": said(content)}
+                if visibility is not None:
+                    body["visibility"] = visibility
+                answer = a.post(f"/v1/sessions/{session_id}/messages", json=body)
+                assert answer.status_code == 200, answer.text
+            closed = a.post(f"/v1/sessions/{session_id}/close", json={"namespace": "team"}).json()
+            assert len(closed["created"]) == len(appends), closed
+        own = a.get("/v1/memories", params={"namespace": "team"}).json()["memories"]
+        assert {m["content"]: m["visibility"] for m in own} == {
+            "I like green tea.": "shared",
+            "My therapist is Dr Okafor.": "private",
+            "I live in Porto.": "shared",  # left out: the session's own, set by its first append
+            "My doctor is Dr Silva.": "private",
+            "My sister is called Ines.": "private",
+        }
+        seen = b.get("/v1/memories", params={"namespace": "team"}).json()["memories"]
+        assert sorted(m["content"] for m in seen) == ["I like green tea.", "I live in Porto."]
