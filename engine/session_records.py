@@ -74,6 +74,9 @@ class Candidate:
     said: str | None = None
     # The visibility its append asked for; None: the session's own (set by its first append).
     visibility: str | None = None
+    # The ``name`` of the message it came from (a group conversation's speaker); its
+    # content and ``said`` then read ``<name>: …`` (``engine.sessions.spoken_by``).
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,7 @@ def candidate_to_json(candidate: Candidate) -> str:
             "at": to_iso(candidate.at),
             "said": candidate.said,
             "visibility": candidate.visibility,
+            "speaker": candidate.speaker,
         },
         ensure_ascii=False,
     )
@@ -158,5 +162,11 @@ def candidate_to_json(candidate: Candidate) -> str:
 def candidate_from_json(text: str | bytes) -> Candidate:
     data = json.loads(text)
     return Candidate(
-        data["content"], data["category"], data["rule"], from_iso(data["at"]), data.get("said"), data.get("visibility")
+        data["content"],
+        data["category"],
+        data["rule"],
+        from_iso(data["at"]),
+        data.get("said"),
+        data.get("visibility"),
+        data.get("speaker"),
     )

@@ -28,6 +28,7 @@ import dataclasses
 import functools
 import logging
 import math
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -135,6 +136,26 @@ def fit_newest(messages: Sequence[Message], budget: int, *, newest_alone: bool =
     return kept, used
 
 
+# The speaker tags the conflict rules read (engine.conflicts: "<Bart>: …", as transcripts write them).
+_TAG_CHARS = re.compile(r"[<>\s]+")
+_MAX_TAG = 40
+
+
+def spoken_by(name: str, candidate: Candidate) -> Candidate:
+    """``candidate`` as the message's ``name`` said it: ``<name>: …``, a speaker's line to
+    the conflict rules, so that in a group conversation what one speaker says of
+    themselves is theirs. Before, every "I" was the same user's: Bob's "I live in Paris"
+    superseded Alice's "I live in Berlin". A name is written as a tag can hold it (no
+    ``<``, ``>`` or line breaks, at most 40 characters); the metadata keeps it whole."""
+    tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip() or "speaker"
+
+    def line(said: str) -> str:
+        return f"<{tag}>: {said}"
+
+    said = None if candidate.said is None else line(candidate.said)
+    return dataclasses.replace(candidate, content=line(candidate.content), said=said, speaker=name)
+
+
 class Sessions:
     def __init__(
         self,
@@ -223,7 +244,11 @@ class Sessions:
             )
             for draft, tokens in zip(drafts, counts, strict=True)
         ]
-        candidates = [found for m in messages for found in self._extract(m.role, m.content, m.at)]
+        candidates = [
+            spoken_by(m.name, found) if m.name else found
+            for m in messages
+            for found in self._extract(m.role, m.content, m.at)
+        ]
         if visibility is not None:
             # Each append's own: before, the first append's held for the whole run, and a
             # later append asking for private had its messages promoted shared.
@@ -472,6 +497,7 @@ class Sessions:
                 "generation": info.generation,
                 "candidate": content_digest(candidate.content),
                 "position": position,
+                **({"speaker": candidate.speaker} if candidate.speaker is not None else {}),
             },
         )
 

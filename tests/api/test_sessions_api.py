@@ -262,3 +262,38 @@ def test_messages_appended_as_private_are_promoted_private(
         }
         seen = b.get("/v1/memories", params={"namespace": "team"}).json()["memories"]
         assert sorted(m["content"] for m in seen) == ["I like green tea.", "I live in Porto."]
+
+
+def test_what_each_named_speaker_says_is_promoted_as_theirs(live: LiveServer) -> None:
+    # A group conversation: the promotion read every "I" as the same user, so Bob's
+    # "I live in Paris" superseded Alice's "I live in Berlin" and 小明's 上海 then
+    # superseded Bob's Paris: two of the three homes left recall.
+    said = [
+        ("alice", "I live in Berlin."),
+        ("bob", "I live in Paris."),
+        ("bob", "I hate jazz."),
+        ("alice", "I love jazz."),
+        (None, "我住在上海。"),
+        ("alice", "I moved to Munich."),
+    ]
+    messages = [{"role": "user", "content": content, **({"name": name} if name else {})} for name, content in said]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        appended = http.post("/v1/sessions/group/messages", json={"namespace": "club", "messages": messages})
+        assert appended.status_code == 200, appended.text
+        # The window keeps the messages as they were sent.
+        window = http.get("/v1/sessions/group", params={"namespace": "club"}).json()["window"]
+        assert [(m["name"], m["content"]) for m in window] == said
+        promoted = http.post("/v1/sessions/group/close", json={"namespace": "club"}).json()
+        assert len(promoted["created"]) == len(said), promoted
+        listed = http.get(
+            "/v1/memories", params=[("namespace", "club"), ("status", "active"), ("status", "superseded")]
+        ).json()["memories"]
+    assert {m["content"]: m["status"] for m in listed} == {
+        "<alice>: I live in Berlin.": "superseded",  # by her own move, and by nobody else's home
+        "<bob>: I live in Paris.": "active",
+        "<bob>: I hate jazz.": "active",
+        "<alice>: I love jazz.": "active",
+        "我住在上海。": "active",
+        "<alice>: I moved to Munich.": "active",
+    }
+    assert {m["metadata"].get("speaker") for m in listed} == {"alice", "bob", None}

@@ -219,7 +219,7 @@ def test_a_redis_append_answers_from_its_own_script_while_another_process_closes
 def test_claim_is_taken_once_goes_stale_and_finish_forgets(store: SessionStore) -> None:
     cands = (
         Candidate("a", "fact", "self", EPOCH),
-        Candidate("b", "task", "commitment", EPOCH, said="remember b", visibility="private"),
+        Candidate("b", "task", "commitment", EPOCH, said="remember b", visibility="private", speaker="Ana"),
     )
     gen = append(store, [msg("x", 1), msg("y", 1)], candidates=cands, ttl=10)
     assert store.claim(gen, EPOCH, 300) is None  # not due yet
