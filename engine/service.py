@@ -283,7 +283,7 @@ class MemoryService:
             )
         for position, draft in enumerate(drafts):
             self._check_draft(draft, position if len(drafts) > 1 else None)
-            self._refuse_blocked(draft.actor or actor, draft.session_id)
+            self.refuse_blocked(draft.actor or actor, draft.session_id)
         drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
@@ -292,7 +292,7 @@ class MemoryService:
             # embedded is refused here, or its quarantine pass waits for this write
             # (``quarantine_source``), so no write of a blocked source escapes both.
             for draft in drafts:
-                self._refuse_blocked(draft.actor or actor, draft.session_id)
+                self.refuse_blocked(draft.actor or actor, draft.session_id)
             self.keeper.ensure_current()
             now = self._clock()
             results: list[SaveResult | None] = [None] * len(drafts)
@@ -396,7 +396,7 @@ class MemoryService:
         if patch.is_empty():
             raise InvalidInput("an update must change at least one field")
         self._check_patch(patch)
-        self._refuse_blocked(actor, None)
+        self.refuse_blocked(actor, None)
         patch, quarantine = self._guard_patch(namespace, self._live(namespace, memory_id, scope), patch)
         vector = self.embedder.embed_documents([patch.content.strip()])[0] if patch.content is not None else None
         return self._retrying(
@@ -440,7 +440,7 @@ class MemoryService:
         expected_version: int | None,
     ) -> Memory:
         """``update``'s write, under the write lock."""
-        self._refuse_blocked(actor, None)  # again under the lock, as a save does
+        self.refuse_blocked(actor, None)  # again under the lock, as a save does
         current = self._live(namespace, memory_id, scope)
         expect_version(memory_id, current.version, expected_version)
         if patch.visibility not in (None, current.visibility) and scope is not None and not scope.owns(current):
@@ -584,7 +584,7 @@ class MemoryService:
         that edits the deleted memory or one the deletion reinstates) is read again and the
         deletion decided anew, as an unconditional edit is (``EDIT_TRIES`` in all); with
         ``expected_version``, a write to the deleted memory itself is a stale condition."""
-        self._refuse_blocked(actor, None)
+        self.refuse_blocked(actor, None)
         return self._retrying(
             lambda: self._deleted(namespace, memory_id, hard, actor, scope, expected_version),
             memory_id,
@@ -651,7 +651,7 @@ class MemoryService:
         (``_reinstated_by_import``); each memory so changed is appended to ``reinstated``
         (its new record and the version's reason)."""
         with self._write_lock:
-            self._refuse_blocked(actor, None)  # again under the lock, as a save does
+            self.refuse_blocked(actor, None)  # again under the lock, as a save does
             self.keeper.ensure_current()
             if not still_valid():
                 return None
@@ -1307,7 +1307,8 @@ class MemoryService:
     def _writer_blocked(self, memory: Memory) -> bool:
         return self.blocks.is_blocked(memory.actor, memory.session_id)
 
-    def _refuse_blocked(self, agent: str | None, session_id: str | None) -> None:
+    def refuse_blocked(self, agent: str | None, session_id: str | None) -> None:
+        """Raise :class:`SourceBlocked` (403) where an admin blocked ``agent`` or ``session_id``."""
         if self.blocks.is_blocked(agent, session_id):
             named = " or ".join(
                 f"{kind} {value!r}" for kind, value in (("agent", agent), ("session", session_id)) if value

@@ -229,6 +229,9 @@ class Sessions:
             raise InvalidInput("max_tokens must be at least 1", field="max_tokens")
         if expire_after_seconds is not None and expire_after_seconds <= 0:
             raise InvalidInput("expire_after_seconds must be positive", field="expire_after_seconds")
+        # A blocked writer's messages would only be dropped at the promotion (reported to a
+        # close, logged for an expiry): refused now, and nothing is opened.
+        self.service.refuse_blocked(ref.agent, ref.session_id)
         now = self._clock()
         for number, draft in enumerate(drafts):
             self._check_message(draft, f"messages[{number}].", now)

@@ -297,3 +297,22 @@ def test_what_each_named_speaker_says_is_promoted_as_theirs(live: LiveServer) ->
         "<alice>: I moved to Munich.": "active",
     }
     assert {m["metadata"].get("speaker") for m in listed} == {"alice", "bob", None}
+
+
+def test_an_append_to_a_blocked_session_is_refused(server_factory: Callable[..., LiveServer], minilm: Embedder) -> None:
+    # Answered 200, the messages waited in the session to be dropped at its promotion,
+    # which reports that only to a close (an expiry's promotion logs it).
+    live = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+    alice = new_token(live, "alice", "team:rw")
+    said = {"namespace": "team", "messages": [{"role": "user", "content": "I live in Faro."}]}
+    with bearer(live, alice) as a, bearer(live, ROOT_TOKEN) as root:
+        blocked = root.post("/v1/admin/blocks", json={"kind": "session", "value": "evil", "reason": "planted"})
+        assert blocked.status_code == 201, blocked.text
+        refused = a.post("/v1/sessions/evil/messages", json=said)
+        assert refused.status_code == 403 and "session 'evil'" in refused.json()["detail"], refused.text
+        assert a.get("/v1/sessions/evil", params={"namespace": "team"}).status_code == 404  # nothing opened
+        assert a.post("/v1/sessions/fine/messages", json=said).status_code == 200
+        assert root.delete("/v1/admin/blocks/session/evil").status_code == 200
+        assert a.post("/v1/sessions/evil/messages", json=said).status_code == 200
