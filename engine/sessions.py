@@ -247,11 +247,21 @@ class Sessions:
             )
             for draft, tokens in zip(drafts, counts, strict=True)
         ]
-        candidates = [
-            spoken_by(m.name, found) if m.name else found
-            for m in messages
-            for found in self._extract(m.role, m.content, m.at)
-        ]
+        cap = self.service.config.limits.max_content_chars
+        candidates: list[Candidate] = []
+        for number, message in enumerate(messages):
+            for found in self._extract(message.role, message.content, message.at):
+                if message.name:
+                    found = spoken_by(message.name, found)
+                    # The speaker's tag may carry a sentence past the cap: refused here,
+                    # not at the promotion, whose every retry would fail on it.
+                    if len(found.content) > cap:
+                        raise InvalidInput(
+                            f"a sentence of this message, promoted with its speaker's name, holds "
+                            f"{len(found.content)} characters, at most {cap} are allowed: shorten it or the name",
+                            field=f"messages[{number}].content",
+                        )
+                candidates.append(found)
         if visibility is not None:
             # Each append's own: before, the first append's held for the whole run, and a
             # later append asking for private had its messages promoted shared.
@@ -517,8 +527,9 @@ class Sessions:
         scope: Scope,
         promotion: Promotion,
     ) -> list[SaveResult]:
-        """Save the drafts in one batch; when the guard refuses one, save them one by one
-        and report the refused; a blocked writer's drafts are all reported dropped."""
+        """Save the drafts in one batch; when the guard refuses one or the write path finds
+        one invalid, save them one by one and report those refused; a blocked writer's
+        drafts are all reported dropped."""
         batch = [draft for _, draft in drafts]
         try:
             return self.service.save_batch(batch, actor=ref.agent, scope=scope)
@@ -526,13 +537,15 @@ class Sessions:
             promotion.dropped.extend({"content": c.content, "reason": str(exc)} for c, _ in drafts)
             log.warning("session %s of %s: %s; its %d candidates dropped", ref.session_id, ref.agent, exc, len(batch))
             return []
-        except GuardRejected:
+        except (GuardRejected, InvalidInput):
             pass
         results: list[SaveResult] = []
         for candidate, draft in drafts:
             try:
                 results += self.service.save_batch([draft], actor=ref.agent, scope=scope)
-            except (GuardRejected, SourceBlocked) as exc:
+            # A candidate the write path finds invalid (a plugged extractor's, longer than
+            # [limits] max_content_chars) is dropped: it failed the whole promotion at every retry.
+            except (GuardRejected, SourceBlocked, InvalidInput) as exc:
                 promotion.dropped.append({"content": candidate.content, "reason": str(exc)})
         return results
 

@@ -316,3 +316,21 @@ def test_an_append_to_a_blocked_session_is_refused(server_factory: Callable[...,
         assert a.post("/v1/sessions/fine/messages", json=said).status_code == 200
         assert root.delete("/v1/admin/blocks/session/evil").status_code == 200
         assert a.post("/v1/sessions/evil/messages", json=said).status_code == 200
+
+
+def test_a_named_message_too_long_to_promote_with_its_speaker_is_refused(live: LiveServer) -> None:
+    # "<name>: " before a sentence of a message near [limits] max_content_chars ran past
+    # it: the close answered 422 and the promotion failed again at every retry.
+    long = "I live in Berlin and " + " and ".join(f"I like dish {n}" for n in range(700))
+    long = long[:7990].rsplit(" and", 1)[0] + "."
+    message = {"role": "user", "content": long, "name": "x" * 40}
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        refused = http.post("/v1/sessions/long/messages", json={"namespace": "n", "messages": [message]})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["field"] == "messages[0].content" and "8000" in refused.json()["detail"]
+        assert http.get("/v1/sessions/long", params={"namespace": "n"}).status_code == 404
+        message["name"] = "Ana"  # it fits with a shorter name
+        fits = http.post("/v1/sessions/long/messages", json={"namespace": "n", "messages": [message]})
+        assert fits.status_code == 200, fits.text
+        promoted = http.post("/v1/sessions/long/close", json={"namespace": "n"})
+        assert promoted.status_code == 200 and len(promoted.json()["created"]) == 1, promoted.text

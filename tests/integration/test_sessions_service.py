@@ -693,3 +693,27 @@ def test_prompt_context_embeds_its_query_focus_and_their_other_phrasings_once(
     context = sessions.context(REF, scope=Scope.whole(["user:42"]), budget=300)
     assert calls == [("together", 4)]  # query, focus, and each with "the user": no embedding per recall
     assert "Porto" in context.text
+
+
+def test_a_candidate_the_write_path_refuses_as_invalid_is_dropped_and_the_rest_promoted(
+    open_sess: OpenSessions,
+) -> None:
+    # A plugged extractor may return a candidate longer than [limits] max_content_chars:
+    # the promotion failed whole at every retry, and the session's other candidates with it.
+    sessions = open_sess()
+    extract = sessions._extract
+    too_long = "I like " + "very " * 2000 + "long walks."
+
+    def verbose(role: Role, content: str, at: datetime) -> list[Any]:
+        found = extract(role, content, at)
+        return [replace(c, content=too_long) if "walks" in c.content else c for c in found]
+
+    sessions._extract = verbose
+    sessions.append(REF, say("I live in Berlin.", "I like walks.", "My sister is called Ines."), reach=Reach.FULL)
+    promotion = sessions.close(REF)
+    assert len(promotion.created) == 2 and [d["content"] for d in promotion.dropped] == [too_long]
+    assert "characters" in promotion.dropped[0]["reason"]
+    assert sorted(m.content for m in session_memories(sessions.service)) == [
+        "I live in Berlin.",
+        "My sister is called Ines.",
+    ]
