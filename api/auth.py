@@ -371,14 +371,22 @@ class Access:
             raise Forbidden("this endpoint needs an admin grant on '*'")
 
     def note(
-        self, *, memory_ids: list[str] | tuple[str, ...] = (), content: str | None = None, query: str | None = None
+        self,
+        *,
+        memory_ids: list[str] | tuple[str, ...] = (),
+        content: str | None = None,
+        query: str | None = None,
+        namespaces: list[str] | tuple[str, ...] = (),
     ) -> None:
-        """Add what the request touched to its audit entry: the ids, and the digest of the text
-        written (``content``) or asked (``query``). Written text is hashed with its personal
-        data replaced by the guard's placeholders (``[phone]``), as a memory stores it by
-        default: the digest of the text as sent, beside the stored memory, would let anyone
-        who reads both try every value in the placeholder's place until the digest matched."""
+        """Add what the request touched to its audit entry: the ids, the namespaces it wrote
+        beyond those its checks named (an import under ``*`` writes the file's), and the
+        digest of the text written (``content``) or asked (``query``). Written text is hashed
+        with its personal data replaced by the guard's placeholders (``[phone]``), as a memory
+        stores it by default: the digest of the text as sent, beside the stored memory, would
+        let anyone who reads both try every value in the placeholder's place until the
+        digest matched."""
         self.record.memory_ids.extend(memory_ids)
+        self.record.namespaces.extend(ns for ns in namespaces if ns not in self.record.namespaces)
         if content is not None:
             self.record.content_sha256 = content_sha256(guard.redact(content, guard.find_pii(content)))
         if query is not None:

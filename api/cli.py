@@ -233,6 +233,8 @@ class _CliEntry:
 
     outcome: str = "error"
     memory_ids: list[str] = field(default_factory=list)
+    # Written beyond the one the command names (an import without --namespace writes the file's).
+    namespaces: list[str] = field(default_factory=list)
     detail: str | None = None
 
 
@@ -253,7 +255,7 @@ def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> It
         yield entry, security
     finally:
         try:
-            namespaces = (namespace or "*",)
+            namespaces = tuple(dict.fromkeys([namespace or "*", *entry.namespaces]))
             event = AuditEvent(
                 "cli", action, entry.outcome, utcnow(), uuid.uuid4().hex, namespaces, tuple(entry.memory_ids)
             )
@@ -308,6 +310,7 @@ def _import(args: argparse.Namespace) -> int:
         finally:
             service.close()
         entry.outcome = "ok" if report.written else "rejected"
+        entry.namespaces, entry.memory_ids = report.namespaces, report.stored
         entry.detail = (
             f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
         )

@@ -136,6 +136,8 @@ class PortabilityController(Controller):
                 owner=owner,
             )
             report = await anyio.to_thread.run_sync(run)
+        # Logged under the namespaces it wrote too: one without ?namespace was checked under '*'.
+        access.note(namespaces=report.namespaces, memory_ids=report.stored)
         body = report.as_dict()
         if not report.written:
             count = len(report.errors)

@@ -334,6 +334,8 @@ class ImportReport:
     errors: list[LineError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
+    # The memories the import inserted or brought forward: what its audit entry names.
+    stored: list[str] = field(default_factory=list)
 
     @property
     def written(self) -> bool:
@@ -549,6 +551,7 @@ def import_entries(
         for memory, reason in reinstated
     )
     stored = set(stored_ids)
+    report.stored = list(dict.fromkeys(stored_ids))
     brought = {item.memory.memory_id for item, _ in onward} & stored
     report.inserted = len(stored - brought)
     report.updated = len(brought)

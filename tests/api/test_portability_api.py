@@ -135,3 +135,22 @@ def test_a_newer_export_brings_forward_what_an_older_one_imported(
     assert (report["inserted"], report["updated"], report["unchanged"]) == (0, 0, 2)
     assert sorted(report["differing"]) == sorted([berlin, door])
     assert export(other, "user:42", versions="true").splitlines()[1:] == e2.splitlines()[1:]
+
+
+def test_an_import_is_audited_under_the_namespaces_and_memories_it_wrote(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    source, target = server_factory(minilm, "source"), server_factory(minilm, "target")
+    with TwinmemClient(source.url, namespace="user:42") as client:
+        written = {client.save("I live in Berlin").memory_id, client.save("I like a blue theme").memory_id}
+    data = export(source, "user:42", versions="true")
+    assert upload(target, data).status_code == 200
+    assert upload(target, data).json()["unchanged"] == 2
+
+    # An admin asking what reached user:42 finds the import that wrote it (it was logged under
+    # '*' alone, with no memory ids), and the import again that wrote nothing names none.
+    audit = httpx.get(target.url + "/v1/admin/audit", params={"namespace": "user:42", "action": "import"}).json()
+    assert [(set(entry["memory_ids"]), entry["outcome"]) for entry in audit["entries"]] == [
+        (set(), "ok"),
+        (written, "ok"),
+    ]

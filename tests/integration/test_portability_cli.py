@@ -54,4 +54,12 @@ def test_import_export_import_through_the_cli(tmp_path: Path) -> None:
             security.close()
 
     assert logged(first) == [("cli", "import", "ok"), ("cli", "export", "ok")]
+    # The copy without --namespace is logged under the namespace it wrote and the memories it
+    # stored, not under '*' alone.
+    security = open_security(load_config(env={}, data_dir=second))
+    try:
+        (entry,) = [row.entry for row in security.audit_rows()]
+    finally:
+        security.close()
+    assert (entry["namespaces"], len(entry["memory_ids"])) == (["*", "notes"], 3)
     assert logged(tmp_path / "third") == [("cli", "import", "rejected")]
