@@ -54,7 +54,6 @@ Mapping (mem0 → twinmem):
 from __future__ import annotations
 
 import hashlib
-import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -71,15 +70,14 @@ from api.schemas import _Request
 from engine import limits
 from engine.codec import to_iso
 from engine.errors import InvalidInput, MemoryNotFound, NotFound
+from engine.owners import OWNERS, PREFIX, from_label, namespace_of
 from engine.records import Memory, MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status, Version
 from engine.security import Permission
 from engine.service import MemoryService
 from engine.text import is_blank
 
-OWNERS = ("user_id", "agent_id", "run_id")
 # The identifiers mem0 answers beside an item's fields rather than inside its metadata.
 PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role")
-PREFIX = {"user_id": "user:", "agent_id": "agent:", "run_id": "run:"}
 MAX_NAMESPACE = 128
 DEFAULT_SEARCH_LIMIT = 20
 DEFAULT_LIST_LIMIT = 100
@@ -89,24 +87,7 @@ SOURCE_BY_ROLE = {"user": Source.USER_INPUT, "assistant": Source.INFERENCE, "too
 UNDELETED = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED, Status.QUARANTINED)
 RETIRED = (Status.DELETED, Status.SUPERSEDED, Status.ARCHIVED)
 
-_SAFE = re.compile(r"[A-Za-z0-9_\-@]")
-_ESCAPED = re.compile(r"(?:\.[0-9a-f]{2})+")
-
 IdParam = Annotated[str | None, QueryParameter(max_length=MAX_NAMESPACE)]
-
-
-def to_label(value: str) -> str:
-    """An identifier as a namespace label: unsafe characters as ``.xx`` per UTF-8 byte."""
-    return "".join(c if _SAFE.fullmatch(c) else "".join(f".{b:02x}" for b in c.encode()) for c in value)
-
-
-def from_label(label: str) -> str | None:
-    """The identifier a label encodes, or None when it is not one ``to_label`` writes."""
-    try:
-        value = _ESCAPED.sub(lambda m: bytes.fromhex(m.group().replace(".", "")).decode(), label)
-    except UnicodeDecodeError:
-        return None
-    return value if value and to_label(value) == label else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +110,7 @@ class Owner:
         if first is None:
             # mem0's server answers this with 400 and these words.
             raise ClientException("At least one identifier (user_id, agent_id, run_id) is required.")
-        namespace = PREFIX[first] + to_label(given[first] or "")
+        namespace = namespace_of(first, given[first] or "")
         if len(namespace) > MAX_NAMESPACE:
             raise InvalidInput(
                 f"{first} is too long: as the namespace {PREFIX[first]}… it takes {len(namespace)} characters, at most "

@@ -39,6 +39,7 @@ from typing import IO, Any
 from engine.codec import from_iso, memory_to_dict
 from engine.config import Config
 from engine.errors import InvalidInput
+from engine.owners import OWNERS, namespace_of
 from engine.portability import FORMAT, Entry, ImportReport, derived_id, import_entries, is_memory_id, read_export
 from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status, Visibility, utcnow
 from engine.service import MemoryService
@@ -113,6 +114,7 @@ class _Builder:
         created_at: datetime | None = None,
         updated_at: datetime | None = None,
         edges: Iterable[tuple[str, str]] = (),
+        namespace: str | None = None,
         **fields: Any,
     ) -> Entry:
         if not isinstance(content, str) or not content.strip():
@@ -121,7 +123,7 @@ class _Builder:
         created = created_at or self.now
         memory = Memory(
             memory_id=memory_id,
-            namespace=self.namespace,
+            namespace=namespace or self.namespace,
             content=content.strip(),
             category=category,
             base_score=_or(fields.pop("base_score", None), importance),  # as a save's (MemoryService)
@@ -184,7 +186,25 @@ def _from_seconds(seconds: float, what: str) -> datetime:
 # --- mem0 ------------------------------------------------------------------------------
 
 
-def read_mem0(raw: bytes | str, *, config: Config, namespace: str, now: datetime) -> Foreign:
+def _mem0_owner(item: dict[str, Any]) -> str | None:
+    """The namespace the ``/mem0`` routes give a mem0 memory's identifiers (``user:alex``),
+    or None for one that names none."""
+    for name in OWNERS:
+        value = item.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a string, got {type(value).__name__}")
+        if value.strip():
+            return namespace_of(name, value.strip())
+    return None
+
+
+def read_mem0(raw: bytes | str, *, config: Config, namespace: str | None, now: datetime) -> Foreign:
+    """mem0's ``get_all()`` output. Into ``namespace`` when given; otherwise each memory
+    into the namespace its identifiers map to, as the ``/mem0`` routes map a request's
+    (``default`` for one without any), with ``agent_id``, ``actor_id`` and ``role`` in its
+    metadata where a ``/mem0`` add keeps them, so those routes list and narrow it alike."""
     document = _json_document(raw)
     items = document.get("results") if isinstance(document, dict) else document
     if not isinstance(items, list):
@@ -192,13 +212,14 @@ def read_mem0(raw: bytes | str, *, config: Config, namespace: str, now: datetime
     notes = []
     if isinstance(document, dict) and document.get("relations"):
         notes.append(f"{len(document['relations'])} mem0 graph relations were not imported (memories only)")
-    build = _Builder(config, namespace, now)
+    build = _Builder(config, namespace or DEFAULT_NAMESPACE, now)
     entries: list[Entry] = []
     for position, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             entries.append(Entry(position, error="a mem0 memory must be an object"))
             continue
         try:
+            owner = namespace or _mem0_owner(item)
             source_id = str(item.get("id") or "")
             if not source_id:
                 raise ValueError("a mem0 memory without an id")
@@ -211,11 +232,13 @@ def read_mem0(raw: bytes | str, *, config: Config, namespace: str, now: datetime
                 if item.get(name) is not None
             }
             metadata = dict(item.get("metadata") or {})
+            metadata.update({name: item[name] for name in ("agent_id", "actor_id", "role") if name in origin})
             metadata["mem0"] = origin
             entries.append(
                 build.entry(
                     position,
                     memory_id=source_id if is_memory_id(source_id) else derived_id("mem0", source_id),
+                    namespace=owner,
                     content=item.get("memory"),
                     created_at=created,
                     updated_at=updated,
@@ -476,7 +499,8 @@ def run_import(
     """Import a file of any of ``FORMATS`` into the service: all of it, or nothing.
 
     A twinmem export is read line by line; other formats are read whole. Other
-    tools' memories go to ``namespace`` (``default`` when not given). ``actor``
+    tools' memories go to ``namespace`` (when not given, mem0's to the namespace of their
+    identifiers, as the ``/mem0`` routes map them, the others to ``default``). ``actor``
     is recorded as the writer of the import; ``owner``: see ``import_entries``.
     """
     now = now or utcnow()
@@ -489,8 +513,10 @@ def run_import(
     target = namespace or DEFAULT_NAMESPACE
     raw = source.read()
     config = service.config
+    into: str | None = target
     if format_name == "mem0":
-        foreign = read_mem0(raw, config=config, namespace=target, now=now)
+        foreign = read_mem0(raw, config=config, namespace=namespace, now=now)
+        into = namespace  # without one, each memory stays in the namespace its identifiers gave it
     elif format_name == "langchain":
         session = session_id or "langchain-" + hashlib.sha256(raw).hexdigest()[:12]
         foreign = read_langchain(raw, config=config, namespace=target, now=now, session_id=session)
@@ -508,7 +534,7 @@ def run_import(
         service,
         foreign.entries,
         format_name=format_name,
-        namespace=target,
+        namespace=into,
         actor=actor,
         owner=owner,
         notes=foreign.notes,

@@ -154,3 +154,38 @@ def test_an_import_is_audited_under_the_namespaces_and_memories_it_wrote(
         (set(), "ok"),
         (written, "ok"),
     ]
+
+
+def test_mem0_data_without_a_namespace_lands_where_the_mem0_routes_read_it(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    server = server_factory(minilm)
+    document = json.loads((DATA / "mem0_get_all.json").read_bytes())
+    document["results"].append(
+        {"id": "7c0e3b56-2f4d-4d1a-9a55-3f6c1e2d4b7a", "memory": "Is afraid of flying", "user_id": "sam"}
+    )
+    document["results"].append({"id": "bot-note-1", "memory": "Answers in French", "agent_id": "concierge"})
+    response = upload(server, json.dumps(document).encode(), format="mem0")
+    assert response.status_code == 200, response.text
+    assert response.json()["namespaces"] == ["agent:concierge", "user:alex", "user:sam"]
+
+    # Each user's memories are listed and searched through /mem0 under their own user_id (all
+    # went into `default` together, where no mem0 request could read them), narrowed by agent too.
+    mem0 = server.url + "/mem0"
+    alex = httpx.get(mem0 + "/memories", params={"user_id": "alex"}).json()["results"]
+    assert {item["memory"] for item in alex} == {
+        "Is a vegetarian and allergic to nuts",
+        "Likes to play cricket on weekends",
+        "Prefers window seats on long flights",
+    }
+    by_agent = httpx.get(mem0 + "/memories", params={"user_id": "alex", "agent_id": "travel-assistant"}).json()
+    assert {item["memory"] for item in by_agent["results"]} == {
+        "Likes to play cricket on weekends",
+        "Prefers window seats on long flights",
+    }
+    found = httpx.post(mem0 + "/search", json={"query": "what can they not eat?", "user_id": "alex"}).json()
+    assert found["results"][0]["id"] == "892db2ae-06d9-49e5-8b3e-585ef9b85b8e"
+    sam = httpx.post(mem0 + "/search", json={"query": "flying", "user_id": "sam"}).json()["results"]
+    assert [item["memory"] for item in sam] == ["Is afraid of flying"]
+    concierge = httpx.get(mem0 + "/memories", params={"agent_id": "concierge"}).json()["results"]
+    assert [item["memory"] for item in concierge] == ["Answers in French"]
