@@ -54,6 +54,7 @@ Mapping (mem0 → twinmem):
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -88,6 +89,8 @@ UNDELETED = (Status.ACTIVE, Status.SUPERSEDED, Status.ARCHIVED, Status.QUARANTIN
 RETIRED = (Status.DELETED, Status.SUPERSEDED, Status.ARCHIVED)
 
 IdParam = Annotated[str | None, QueryParameter(max_length=MAX_NAMESPACE)]
+# The field a save's error names: ``memories[3].content``, or ``content`` for a save of one.
+_SAVED_FIELD = re.compile(r"(?:memories\[(?P<index>\d+)\]\.)?(?P<name>content|metadata)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +270,8 @@ def _service(state: State) -> MemoryService:
     return service
 
 
-def _drafts(data: AddIn, owner: Owner) -> Iterator[MemoryDraft]:
+def _drafts(data: AddIn, owner: Owner) -> Iterator[tuple[int, MemoryDraft]]:
+    """The memories an add stores, each with the position of the message it comes from."""
     messages = [Message(role="user", content=data.messages)] if isinstance(data.messages, str) else data.messages
     infer = data.infer is not False
     # The identifiers come from the request and its messages, never from the given metadata
@@ -288,15 +292,33 @@ def _drafts(data: AddIn, owner: Owner) -> Iterator[MemoryDraft]:
             metadata["role"] = message.role
             if message.name:
                 metadata["actor_id"] = message.name
-        yield MemoryDraft(
-            content=message.content,
-            namespace=owner.namespace,
-            category="procedure" if data.memory_type == "procedural_memory" else "fact",
-            source=SOURCE_BY_ROLE[message.role],
-            actor=owner.agent_id,
-            session_id=owner.run_id,
-            metadata=metadata,
+        yield (
+            position,
+            MemoryDraft(
+                content=message.content,
+                namespace=owner.namespace,
+                category="procedure" if data.memory_type == "procedural_memory" else "fact",
+                source=SOURCE_BY_ROLE[message.role],
+                actor=owner.agent_id,
+                session_id=owner.run_id,
+                metadata=metadata,
+            ),
         )
+
+
+def _at_message(error: InvalidInput, positions: Sequence[int]) -> InvalidInput:
+    """A save's error about the memories of an add, naming the add's own field: the memory
+    at ``memories[1]`` (or, alone in the save, ``content``) is the text of the message at
+    ``positions[1]``; the metadata is the request's."""
+    found = _SAVED_FIELD.fullmatch(error.field or "")
+    if found is None:
+        return error
+    index, name = int(found["index"] or 0), found["name"]
+    if name == "content":
+        error.field = f"messages[{positions[index]}].content"
+    elif name == "metadata":
+        error.field = "metadata"
+    return error
 
 
 def _owned(
@@ -355,13 +377,28 @@ class Mem0Controller(Controller):
     def mem0_add(self, state: State, access: Caller, data: JSONBody[AddIn]) -> dict[str, Any]:
         """mem0's add: one memory per user message, or per non-system message with ``infer`` false."""
         owner = Owner.of(data.user_id, data.agent_id, data.run_id)
-        drafts = [access.own(draft) for draft in _drafts(data, owner)]
+        positions, drafts = [], []
+        for position, draft in _drafts(data, owner):
+            positions.append(position)
+            drafts.append(access.own(draft))
         scope = access.write_scope(owner.namespace)
         if not drafts:
             return {"results": []}
         access.note(content="\n".join(d.content for d in drafts))
         service = _service(state)
-        saved = service.save_batch(drafts, scope=scope)
+        most = service.config.limits.max_batch
+        if len(drafts) > most:
+            # One add is one transaction: all of it is stored, or none.
+            stored = "every message but the system's" if data.infer is False else "each user message"
+            raise InvalidInput(
+                f"an add stores at most {most} messages as memories, got {len(drafts)} ({stored} is one): "
+                "send the conversation in several adds",
+                field="messages",
+            )
+        try:
+            saved = service.save_batch(drafts, scope=scope)
+        except InvalidInput as exc:
+            raise _at_message(exc, positions) from None
         access.note(memory_ids=[result.memory.memory_id for result in saved])
         results: list[dict[str, Any]] = []
         retired: dict[str, None] = {}

@@ -288,6 +288,33 @@ def test_bad_requests_get_a_4xx_with_a_message(
     assert words in response.json()["detail"]
 
 
+@pytest.mark.parametrize(
+    ("messages", "field", "words"),
+    [
+        # The third message is too long: the answer named memories[1], the second memory of the
+        # save behind the add, which the client reads as its second message (the assistant's).
+        (
+            [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}, "user:" + "x" * 8001],
+            "messages[2].content",
+            "content holds 8001 characters",
+        ),
+        (["assistant:Hello!", "user:" + "x" * 8001], "messages[1].content", "content holds 8001 characters"),
+        # More user messages than one save stores: the answer named a field the request has not.
+        ([f"user:fact {n}" for n in range(501)], "messages", "stores at most 500 messages as memories, got 501"),
+    ],
+)
+def test_an_add_refused_names_the_message_at_fault(
+    mem0: httpx.Client, messages: list[Any], field: str, words: str
+) -> None:
+    sent = [
+        m if isinstance(m, dict) else dict(zip(("role", "content"), m.split(":", 1), strict=True)) for m in messages
+    ]
+    response = mem0.post("/memories", json={"messages": sent, "user_id": "faulty"})
+    assert response.status_code == 422, response.text
+    assert (response.json()["field"], words in response.json()["detail"]) == (field, True)
+    assert listed(mem0, user_id="faulty") == []
+
+
 @pytest.fixture
 def secured_mem0(server_factory: Callable[..., LiveServer], minilm: Embedder) -> LiveServer:
     return server_factory(
