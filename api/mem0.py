@@ -35,6 +35,8 @@ Mapping (mem0 → twinmem):
   ``agent_id``, ``run_id``, ``actor_id``, ``role`` that apply. A history is mem0's list of
   events built from twinmem's versions: the first is ``ADD``; one that took the memory out
   of the live set (deleted, superseded, archived) is ``DELETE``; every other is ``UPDATE``.
+  An add's entry for a message the write guard redacted or quarantined also carries
+  ``guard`` (its action and findings), so a memory stored out of sight is not a bare ``ADD``.
 * **Search** is twinmem's recall in the owner's namespace. ``limit`` (or ``top_k``,
   default 20, at most the service's 100); ``threshold`` drops hits below that fused
   score (it is not mem0's cosine scale, so tune it anew); ``filters`` may hold the
@@ -71,6 +73,7 @@ from api.schemas import _Request
 from engine import limits
 from engine.codec import to_iso
 from engine.errors import InvalidInput, MemoryNotFound, NotFound
+from engine.guard import Action as GuardAction
 from engine.owners import OWNERS, PREFIX, from_label, namespace_of
 from engine.records import Memory, MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status, Version
 from engine.security import Permission
@@ -408,6 +411,10 @@ class Mem0Controller(Controller):
             if "role" in result.memory.metadata:
                 entry["actor_id"] = result.memory.metadata.get("actor_id")
                 entry["role"] = result.memory.metadata["role"]
+            if result.guard.action is not GuardAction.ALLOWED:
+                # Beyond mem0's shape (its clients read past it): a quarantined memory is
+                # stored but out of get_all and search, which a bare ADD would not say.
+                entry["guard"] = {"action": result.guard.action.value, "findings": list(result.guard.kinds)}
             results.append(entry)
             retired.update(dict.fromkeys(result.superseded))
         for memory_id in retired:
