@@ -309,8 +309,11 @@ def _dated(clause: str) -> bool:
 
 # Where one stays, not lives: a hotel ("I stay in a hotel in Shanghai", "住在酒店") is no
 # home, nor a place for a few nights ("住在朋友家三天"). A serviced flat (酒店式公寓) may be.
+# A hotel goes by its chain's name as often ("I stay at the Hilton in Paris", "an inn").
 _LODGING = re.compile(
-    r"\b(?:hotel|hostel|motel|airbnb|b&b|bnb|guest ?house|resort|campsite|campground)s?\b|"
+    r"\b(?:hotel|hostel|motel|airbnb|b&b|bnb|guest ?house|resort|campsite|campground|inn)s?\b|"
+    r"\b(?:hilton|marriott|hyatt|sheraton|westin|radisson|novotel|ibis|sofitel|intercontinental|kempinski|"
+    r"ritz(?:-carlton)?|four seasons|best western|shangri-la|mandarin oriental|premier inn|travelodge)\b|"
     r"酒店(?!式)|宾馆|旅馆|民宿|旅店|旅社|招待所|客栈|青旅|青年旅舍|度假村|"
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|这几|这两)(?:天|晚|个?晚上|周|个?星期|个?礼拜)$|一段时间$"
 )
@@ -665,7 +668,8 @@ _EN_FOND_OF = re.compile(
     r"\b(?i:lov(?:e|es|ed|ing)|lik(?:e|es|ed|ing)|ador(?:e|es|ed|ing)|miss(?:es|ed|ing)?|"
     r"hat(?:e|es|ed|ing)|dislik(?:e|es|ed|ing)|admir(?:e|es|ed|ing)|fanc(?:y|ies|ied|ying)|trust(?:s|ed|ing)?|"
     r"respect(?:s|ed|ing)?|env(?:y|ies|ied|ying)|worship(?:s|ped|ping)?|idoli[sz](?:e|es|ed|ing)|about|for|of|"
-    r"(?:look(?:s|ed|ing)? up|close|engaged|devoted|attached|kind|loyal) to|(?:a crush|hooked|dot(?:e|es|ed|ing)) on) "
+    r"(?:look(?:s|ed|ing)? up|close|engaged|devoted|attached|kind|loyal|propos(?:e|es|ed|ing)) to|"
+    r"(?:a crush|hooked|dot(?:e|es|ed|ing)) on) "
     r"([A-Za-z][\w'-]*)"
 )
 # Where someone or something comes from ("loves Italian food", "likes Korean dramas"):
@@ -1040,7 +1044,8 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:对)?(?P<v>.+?)(?P<neg>不)?过敏$"), "allergy"),
     (re.compile(r"(?:搬到|搬去|搬家到|搬家去|搬来|迁到|迁居到?)了?(?P<v>.+)$"), "residence+"),
     # A bare 住 only opens the clause: "记不住", "忍不住" are no homes.
-    (re.compile(r"(?:住在|居住在|定居在|定居|家在|生活在|^住)(?P<v>.+)$"), "residence"),
+    # Nor "一家在", "全家在" ("我们一家在度假"): the household, where it is, not its home.
+    (re.compile(r"(?:住在|居住在|定居在|定居|(?<![一全])家在|生活在|^住)(?P<v>.+)$"), "residence"),
     (re.compile(r"(?:跳槽到|跳槽去|入职|加入了?)(?P<v>.+)$"), "employer+"),
     (re.compile(rf"从(?P<v>.{{1,{_ZH_LONGEST}}}?)离职"), "employer-"),
     (re.compile(r"^在(?P<v>.+?)(?:工作|上班|任职|实习|做.*)$"), "employer"),
@@ -1108,9 +1113,11 @@ def _chinese_clause(clause: str, holder: str, voice: _Voice, subject: str) -> tu
         return read, after, after
     others = rest.replace("一个人", "")  # alone, not with anyone
     if _ZH_WITH_SOMEONE.search(rest) or (not _ZH_IS.match(rest) and _ZH_PERSON.search(others)):
-        if lead and _ZH_CHILDREN.fullmatch(rest):
+        if lead and _ZH_FIRST.fullmatch(lead.group(1)) and _ZH_CHILDREN.fullmatch(rest):
             # "我有两个孩子，住在上海": a 他 may be one child, but a clause about them says
-            # 都 or 他们 (_ZH_ALL); one with no subject goes on with the holder.
+            # 都 or 他们 (_ZH_ALL); one with no subject goes on with the holder. Only a holder
+            # who is the user by name: after "她有两个孩子" a 她 may be anyone, and so may
+            # what follows.
             return read, _SOMEONE, _KIDS + after
         return read, _SOMEONE, _SOMEONE
     if _zh_fond_of_someone(rest, voice.fond_of) or _zh_of_someone(rest):
@@ -1127,9 +1134,12 @@ _ZH_ALL = re.compile(r"(?:也|还)?(?:都|全都|各自|分别)")
 # the holder, marked so.
 _KIDS = "\x01"
 # A clause after the holder's children that may be about them: all of them, anywhere in it
-# ("现在都住在…", "都上大学了"), "也" (they too, or the holder too), school (住校), one of them.
+# ("现在都住在…", "都上大学了"), "也" (they too, or the holder too), school (住校), one of them,
+# a job ("在上海工作": grown children work, and where they do says nothing of where the
+# holder does, as a home shared with young ones would).
 _ZH_THEIRS = re.compile(
-    r"都|各自|分别|也|上学|读书|念书|上课|校|幼儿园|宿舍|寄宿|^(?:一个|一男|一女|老[大二三四]|大的|小的|两个|俩)"
+    r"都|各自|分别|也|上学|读书|念书|上课|校|幼儿园|宿舍|寄宿|工作|上班|任职|实习|打工|"
+    r"^(?:一个|一男|一女|老[大二三四]|大的|小的|两个|俩)"
 )
 
 
@@ -1146,12 +1156,17 @@ _ZH_DOUBLE_SURNAMES = (
     "欧阳|司马|诸葛|上官|东方|皇甫|慕容|司徒|令狐|公孙|夏侯|尉迟|长孙|端木|独孤|南宫|西门|宇文|轩辕|呼延"
 )
 _ZH_GIVEN_NAME = (
-    rf"(?:(?:{_ZH_DOUBLE_SURNAMES})[\u4e00-\u9fff]{{1,2}}|[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|"
+    rf"(?:(?:{_ZH_DOUBLE_SURNAMES})[\u4e00-\u9fff]{{0,2}}|[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}|"
     r"[小老阿][\u4e00-\u9fff])"
 )
+# Someone's home ("住在朋友家", "住在张伟家里"): where the holder stays, as "I stay at my
+# friend's place" (_EN_HOSTED); 住 is to live and to stay, and which it is the rules cannot tell.
+_ZH_HOSTED = re.compile(rf"(?:{_ZH_PERSON.pattern}|{_ZH_GIVEN_NAME})家[里中]?$")
 # An aspect mark may come between ("爱上了张伟", "喜欢过王芳"), and how long after ("喜欢张伟很久了").
 _ZH_FOND_VERB = (
-    r"(?:喜欢|爱|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼|担心|关心|在乎|惦记|尊敬|敬佩|支持)"
+    r"(?:喜欢|爱|暗恋|崇拜|欣赏|讨厌|恨|迷恋|佩服|怀念|羡慕|信任|嫉妒|心疼|担心|关心|在乎|惦记|尊敬|敬佩|支持|"
+    # Or calls them to mind ("用户想起了张伟，他住在上海"), as "mentioned Tom" does in English.
+    r"想起|想到|记起|记得|梦见|梦到|提到|提起|说起|聊起|谈到|谈起)"
     r"(?:上了|上|了|过)?"
 )
 _ZH_FOND_OF = re.compile(rf"{_ZH_FOND_VERB}(?P<who>{_ZH_GIVEN_NAME})(?:的|$|很久|好久|多年|[了啊呀吧呢])")
@@ -1349,8 +1364,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return [Claim(holder, "birthplace", _value(raw))]
     if kind == "allergy":
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
-    if kind == "residence" and _LODGING.search(raw):
-        return []  # "住在酒店", "住在上海的民宿": a stay, not a home
+    if kind == "residence" and (_LODGING.search(raw) or _ZH_HOSTED.search(raw)):
+        return []  # "住在酒店", "住在上海的民宿", "住在朋友家": a stay, not a home
     if kind in ("residence", "residence+"):
         return [Claim(holder, "residence", _value(raw), True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):

@@ -300,6 +300,14 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("I live in Berlin", "I stay at my friend's place in Shanghai"),
         ("我住在北京", "我有两个孩子，现在都住在上海"),
         ("The user lives in Berlin", "The user is a fan of Italian singer Laura. She lives in Rome"),
+        ("我住在北京", "她有两个孩子，住在上海"),
+        ("我在北京工作", "我有两个孩子，在上海工作"),
+        ("用户住在北京", "用户佩服轩辕。她住在厦门"),
+        ("用户住在北京", "用户想起了张伟，他住在上海"),
+        ("我住在北京", "我们一家在度假。我们住在昆明"),
+        ("The user lives in Berlin", "The user proposed to Anna. She lives in Rome"),
+        ("I live in Berlin", "I stay at the Hilton in Paris"),
+        ("我住在北京", "我住在朋友家"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(

@@ -430,6 +430,24 @@ def test_a_clause_without_a_subject_after_the_users_children_is_still_the_users(
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("我住在杭州", "她有两个孩子，住在上海"),
+        ("我住在杭州", "他有三个女儿，现在住在上海"),
+        ("我在杭州工作", "我有两个孩子，在上海工作"),
+        ("我在阿里巴巴工作", "用户有两个儿子，在腾讯上班"),
+    ],
+)
+def test_a_clause_after_children_that_are_not_named_as_the_users_or_a_job_after_them_is_no_ones(
+    old: str, new: str
+) -> None:
+    # After "她有两个孩子" the children were the user's (a 她 at the start is the user), and
+    # so was "住在上海"; a job after the user's children ("在上海工作") may be a grown child's.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我有两个孩子，住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("我住在杭州", "我有两个孩子，现在都住在上海"),
         ("我住在杭州", "用户有三个孩子，目前都搬到上海了"),
         ("我在阿里巴巴工作", "我有两个孩子，现在都在上海工作"),
@@ -675,6 +693,27 @@ def test_a_clause_joined_to_one_about_someone_else_is_not_the_users(new: str) ->
 )
 def test_a_stay_in_a_hotel_for_a_while_or_on_a_day_is_not_a_home(old: str, new: str) -> None:
     assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I stay at the Hilton in Paris"),
+        ("I live in Berlin", "I stay in the Hilton"),
+        ("I live in Berlin", "I live at the Marriott in Paris"),
+        ("I live in Berlin", "I stay at an inn in Paris"),
+        ("我住在杭州", "我住在朋友家"),
+        ("我住在杭州", "我住在上海的朋友家"),
+        ("我住在杭州", "我住在张伟家里"),
+        ("我住在杭州", "我们一家在度假。我们住在昆明"),
+    ],
+)
+def test_a_hotel_by_its_name_someones_home_or_a_family_holiday_is_not_a_home(old: str, new: str) -> None:
+    # "the Hilton" was no hotel, "朋友家" a place like any, and "一家在度假" read as a home
+    # (家在 "度假") that hid the holiday from "我们住在昆明".
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("我住在杭州", "我搬到朋友家了") is Verdict.REPLACE
+    assert verdict("我住在杭州", "我家在上海") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
@@ -1101,3 +1140,20 @@ assert claims("我最喜欢的颜色是蓝色") and jieba.dt.initialized
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("用户住在杭州", "用户佩服轩辕。她住在厦门"),
+        ("用户住在杭州", "用户想起了张伟，他住在上海"),
+        ("用户住在杭州", "用户提起欧阳，她住在上海"),
+        ("The user lives in Berlin", "The user proposed to Anna. She lives in Rome"),
+    ],
+)
+def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: str, new: str) -> None:
+    # A double surname alone ("轩辕") was no name, and "想起", "proposed to" were no verbs
+    # that bring someone in: the 她, 他 or "she" was the user.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("用户住在杭州", "用户想起了上海。她搬到厦门了") is Verdict.REPLACE
+    assert verdict("The user lives in Berlin", "The user proposed to the board. She lives in Rome") is Verdict.REPLACE
