@@ -389,6 +389,13 @@ _NOT_A_SQUARE = frozenset(
 # themselves.
 _PARTICLE_IN_NAME = re.compile(rf"(?:^|[^\S\n]){_STREET_PARTICLE}{_PARTICLE_ENDS}")
 _SAYS_A_STREET = frozenset({"viale", "straße", "strasse", "str."})
+# The names Italy gives its streets and squares most, a city or a figure of its history,
+# which no product, film or country takes: "Via Roma 12" alone is an address ("Via Zoom 3",
+# "Piazza Italia 3" are not).
+_ITALIAN_STREET_NAMES = frozenset(
+    """Roma Milano Torino Napoli Firenze Venezia Bologna Genova Garibaldi Mazzini Cavour Dante Verdi Marconi
+    Matteotti Manzoni Gramsci Nazionale Colombo Leopardi Carducci""".split()
+)
 
 
 def _number_after_street_address(text: str, match: re.Match[str]) -> bool:
@@ -413,6 +420,7 @@ def _a_sign_of_a_place(text: str, match: re.Match[str]) -> bool:
     return (
         word.lower() in _SAYS_A_STREET
         or word in ("via", "piazza")  # lower case only after "in" (_STREET_WORD_BEFORE_NAME)
+        or (word in ("Via", "Piazza") and match["name"] in _ITALIAN_STREET_NAMES)
         or "," in text[match.start() : match.start("number")]
         or (match["name"] is not None and _PARTICLE_IN_NAME.search(match["name"]) is not None)
         or _PLACE_AFTER_CONTINENTAL.match(text, match.end()) is not None
