@@ -34,6 +34,8 @@ IMPORT_FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
 SERVER_KEEP_ALIVE_S = 75
 # The status of a serve whose app failed to start (uvicorn.run's own).
 STARTUP_FAILURE = 3
+# uvicorn's own backlog (uvicorn.Config's default), which it sets again when it serves.
+LISTEN_BACKLOG = 2048
 
 
 class _Stops:
@@ -81,12 +83,16 @@ def _stops_kept() -> Iterator[_Stops]:
 def _listening_socket(host: str, port: int) -> socket.socket:
     """The socket ``serve`` listens on, bound as uvicorn binds its own, before anything opens:
     bound by uvicorn, an address in use failed after the engine had opened and the log said
-    "twinmem serving …", in uvicorn's error line and a lifespan shutdown."""
+    "twinmem serving …", in uvicorn's error line and a lifespan shutdown. It listens at once:
+    with SO_REUSEADDR, a port bound by a socket that does not listen yet is no port in use
+    to another's bind, so a second serve started while the first opened took it too.
+    Connections that arrive while the engine opens wait in the backlog."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family=family, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"

@@ -208,6 +208,22 @@ def test_serve_port_0_is_refused_not_replaced_by_the_configured_port(
     assert err.strip() == "twinmem: server.port must be a TCP port, got 0", err
 
 
+def test_a_second_serve_on_a_port_another_serve_holds_while_it_starts_is_refused() -> None:
+    """The socket was bound, with SO_REUSEADDR, and only listened on once uvicorn ran, after
+    the engine had opened: a second serve started meanwhile bound the same port too, logged
+    "twinmem serving …" and served nothing, without a word. It listens at once now."""
+    from api.cli import _listening_socket
+    from engine.errors import ConfigError
+
+    first = _listening_socket("127.0.0.1", 0)
+    try:
+        with pytest.raises(ConfigError) as refused:
+            _listening_socket("127.0.0.1", first.getsockname()[1]).close()
+        assert "in use" in str(refused.value), refused.value
+    finally:
+        first.close()
+
+
 @pytest.mark.parametrize(
     ("host", "said"),
     [("no-such-host.invalid", "no address for no-such-host.invalid"), ("192.0.2.1", "not an address")],
