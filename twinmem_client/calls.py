@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
+from uuid import UUID
 
 from twinmem_client.models import BatchResult, Deleted, Hit, Memory, Page, SaveResult, Version
 
@@ -39,12 +40,27 @@ def _id(value: str) -> str:
     return quote(value, safe="")
 
 
+def _wire(value: Any) -> Any:
+    """``value`` as a request's JSON holds it: a datetime, date or time as its ISO 8601 text
+    and a UUID as its text, inside mappings and lists too (a memory's metadata); the rest
+    as it is (what JSON cannot hold, the encoder refuses)."""
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {key: _wire(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire(item) for item in value]
+    return value
+
+
 def _body(namespace: str, fields: Mapping[str, Any]) -> JsonDict:
-    """A request body: ``fields`` without the ones left unset, times as ISO 8601."""
+    """A request body: ``fields`` without the ones left unset, as ``_wire`` holds them."""
     body: JsonDict = {"namespace": namespace}
     for name, value in fields.items():
         if value is not None:
-            body[name] = value.isoformat() if isinstance(value, datetime) else value
+            body[name] = _wire(value)
     return body
 
 
@@ -80,7 +96,7 @@ def save(namespace: str, content: str, fields: Mapping[str, Any]) -> Call[SaveRe
 
 def save_batch(namespace: str, memories: Sequence[Mapping[str, Any]], conflicts: str | None) -> Call[BatchResult]:
     body = _body(namespace, {"conflicts": conflicts})
-    body["memories"] = [{k: v.isoformat() if isinstance(v, datetime) else v for k, v in m.items()} for m in memories]
+    body["memories"] = [_wire(memory) for memory in memories]
     return Call("POST", "/v1/memory/save_batch", BatchResult.from_json, json=body)
 
 
@@ -96,7 +112,7 @@ def recall(
     if namespaces is not None:
         body["namespaces"] = list(namespaces)
     if isinstance(body.get("filter"), Mapping):
-        body["filter"] = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in body["filter"].items()}
+        body["filter"] = _wire(body["filter"])
     return Call("POST", "/v1/memory/recall", lambda data: [Hit.from_json(item) for item in data["memories"]], json=body)
 
 
@@ -218,7 +234,7 @@ def audit(filters: Mapping[str, Any]) -> Call[list[JsonDict]]:
 def append_messages(
     namespace: str, session_id: str, messages: Sequence[Mapping[str, Any]], fields: Mapping[str, Any]
 ) -> Call[JsonDict]:
-    body = {**_body(namespace, fields), "messages": [dict(m) for m in messages]}
+    body = {**_body(namespace, fields), "messages": [_wire(message) for message in messages]}
     return Call("POST", f"/v1/sessions/{_id(session_id)}/messages", _json, json=body)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import pytest
 from autogen_agentchat.agents import AssistantAgent
@@ -48,6 +49,28 @@ def test_add_query_clear(live: LiveServer, tag: str) -> None:
     with TwinmemClient(live.url, namespace=f"user:{tag}") as client:  # soft deletes: the history stays
         assert client.list().memories == ()
         assert client.list(status="deleted").memories != ()
+
+
+def test_metadata_with_times_and_uuids_is_saved_as_their_text(live: LiveServer, tag: str) -> None:
+    """AutoGen's metadata is any dict: a datetime or a UUID in it failed the add with a bare
+    "Object of type datetime is not JSON serializable". The client sends them as their
+    ISO 8601 text and their text, as LangGraph's store does."""
+    met = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
+    ref = UUID("0b8e6f4e-9a31-4c5e-8f3e-2d7c5b1a9e10")
+
+    async def scenario() -> None:
+        memory = TwinmemMemory(live.url, namespace=f"user:{tag}")
+        await memory.add(text("The user met Bob at the Lisbon conference", at=met, ref=ref, day=met.date()))
+        (top,) = (await memory.query("where did the user meet Bob?", top_k=1)).results
+        assert top.metadata is not None
+        assert (top.metadata["at"], top.metadata["ref"], top.metadata["day"]) == (
+            met.isoformat(),
+            str(ref),
+            "2026-05-01",
+        )
+        await memory.close()
+
+    asyncio.run(scenario())
 
 
 def test_update_context_adds_the_recall_as_a_system_message(live: LiveServer, tag: str) -> None:
