@@ -6,7 +6,7 @@ each sentence the rules recognise becomes a ``Candidate`` with a category:
 * explicit requests — "remember that …", "please note …", "记住…", "帮我记一下…"
   (category from what follows);
 * self-statements — name ("my name is", "我叫"), home, work, family, pets,
-  allergies, languages, what they have ("I live in", "我住在", "我对花生过敏") → ``fact``;
+  allergies and health conditions, languages, what they have ("I live in", "我住在", "我对花生过敏") → ``fact``;
 * preferences — "I like / love / prefer / hate / can't stand", "my favourite",
   "我喜欢", "我不吃", "我最爱" → ``preference``;
 * passing states — a self-statement bounded in time ("I'm vegetarian this week",
@@ -106,7 +106,15 @@ _EN_FACT = re.compile(
     + r"'?(?:re| are) (?:expecting|getting married|engaged|married|divorced|moving|retired)|"
     r"i'?m (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from|"
     r"getting married|allergic to)\b|i have (?:a|an) \w+ allergy|"
-    r"i am (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from)\b|"
+    r"i am (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from|"
+    r"allergic to)\b|"
+    # Health: a condition had, diagnosed or treated ("I have type 1 diabetes", "I take insulin").
+    r"i (?:have|'ve got|have got|live with) (?:type [12] |chronic |severe |mild )?(?:diabetes|asthma|epilepsy|"
+    r"arthritis|eczema|migraines|hypertension|high blood pressure|adhd|autism|dyslexia|depression|anxiety|"
+    r"(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))\b|"
+    r"i (?:suffer|suffered) from\b|i (?:was|'ve been|have been|got|just got) diagnosed with\b|"
+    r"i'?m (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
+    r"i am (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"(?:my|our) (?:\w+ ){0,2}(?:is|are|was|lives|live|works|work|has|have|loves|likes|hates|turns|starts|"
     r"started|ends|costs|runs|named|called|plays|studies|goes|uses|use|owns|teaches)\b|"
     r"i (?:just )?(?:got|bought|adopted|started|joined|switched to|quit|"
@@ -179,6 +187,9 @@ _ZH_PREFERENCE = re.compile(
 )
 _ZH_FACT = re.compile(
     r"我(?:是|有点)?(?:左撇子|右撇子|色盲|独生子|独生女|素食者|糖尿病人)|不耐受|我对.{1,12}过敏|"
+    # Health: a condition had or diagnosed ("我有糖尿病", "我被诊断出哮喘").
+    r"我(?:一直|从小|小时候|去年|今年|前年|最近|上个月)?(?:有|患有|患了|得了|得过|确诊了?|被确诊(?:为|了)?|"
+    r"被诊断(?:出|为)?)(?:[一二12]型)?[^，。！？吗]{0,6}?(?:病|症|哮喘|过敏|高血压|高血脂|贫血|失眠)|"
     r"(?:我|我们)(?:团队|公司|家)?[^，。！？]{0,10}?(?:用|开的是|开了一家|在.{1,10}教|办公|领养了|收养了|戒烟|戒酒|戒了|开始学|已经结婚|"
     r"[一二三四五六七八九十两]+岁)|"
     r"(?:我|我们)(?:家)?(?:现在|目前|一直|去年|前年|今年|上个月|上周|上星期|昨天|前天|前几天|最近|已经|早就|\d+年)*"

@@ -74,6 +74,25 @@ def test_chinese_self_statements_without_the_usual_frame_are_kept() -> None:
         assert [c.category for c in found] == [category], text
 
 
+def test_health_conditions_the_user_has_are_kept_and_questions_about_them_are_not() -> None:
+    """ "I have type 1 diabetes" and "I am allergic to penicillin" were dropped at promotion
+    (only "I'm allergic", "I'm diabetic" and "I have a peanut allergy" had a frame)."""
+    for text in (
+        "I have type 1 diabetes.",
+        "I am allergic to penicillin.",
+        "I have celiac disease.",
+        "I suffer from migraines.",
+        "I was diagnosed with ADHD last year.",
+        "I'm on insulin.",
+        "我有糖尿病。",
+        "我去年被诊断出哮喘。",
+        "我有高血压，每天早上吃药。",
+    ):
+        assert [c.category for c in extract(Role.USER, text, AT)] == ["fact"], text
+    for text in ("I have a question about diabetes.", "Do I have asthma?", "Maybe I have asthma.", "我有糖尿病吗？"):
+        assert extract(Role.USER, text, AT) == [], text
+
+
 def test_chinese_requests_for_the_current_answer_are_not_commitments() -> None:
     for text in (
         "我要中文版的。",
