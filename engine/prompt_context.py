@@ -105,8 +105,6 @@ def assemble(
     procedures_first: bool,
     focus: str | None = None,
 ) -> PromptContext:
-    budgets = shares.budgets(budget)
-    sections = {name: Section(name, budgets[name]) for name in (WINDOW, MEMORIES, PROCEDURES)}
     heading_tokens = {name: counter.count(HEADINGS[name]) for name in HEADINGS}
     mem_lines = [memory_line(m) for m in memories]
     proc_lines = [memory_line(m) for m in procedures]
@@ -116,6 +114,9 @@ def assemble(
         PROCEDURES: counter.count_many(proc_lines),
         WINDOW: counter.count_many(win_lines),
     }
+    newest = costs[WINDOW][0] + heading_tokens[WINDOW] if win_lines else 0
+    budgets = _with_the_newest(shares.budgets(budget), newest, budget)
+    sections = {name: Section(name, budgets[name]) for name in (WINDOW, MEMORIES, PROCEDURES)}
     items: dict[str, list[tuple[str, Any]]] = {
         MEMORIES: list(zip(mem_lines, memories, strict=True)),
         PROCEDURES: list(zip(proc_lines, procedures, strict=True)),
@@ -153,6 +154,24 @@ def assemble(
         if name == WINDOW:
             section.messages.reverse()  # oldest first, as the conversation ran
     return PromptContext(text, counter.count(text), budget, query, sections, procedures_first, focus)
+
+
+def _with_the_newest(budgets: dict[str, int], newest: int, budget: int) -> dict[str, int]:
+    """``budgets`` with the window's grown to hold the newest message (``newest`` tokens,
+    with the heading), taken from the other two in proportion, where that message is
+    larger than the window's share and fits the whole budget: it is the turn the agent
+    answers, and a context without it showed everything but what was just said."""
+    short = newest - budgets[WINDOW]
+    others = budgets[MEMORIES] + budgets[PROCEDURES]
+    if short <= 0 or newest > budget or others <= 0:
+        return budgets
+    short = min(short, others)
+    from_memories = short * budgets[MEMORIES] // others
+    return {
+        WINDOW: budgets[WINDOW] + short,
+        MEMORIES: budgets[MEMORIES] - from_memories,
+        PROCEDURES: budgets[PROCEDURES] - (short - from_memories),
+    }
 
 
 def _render(sections: dict[str, Section], order: Sequence[str]) -> str:

@@ -553,6 +553,39 @@ def test_prompt_context_within_budget_with_ids_dates_and_categories(
         assert sessions.context(REF, scope=Scope.whole(["user:42"]), budget=budget).tokens <= budget
 
 
+def test_the_prompt_context_holds_the_newest_message_where_it_is_larger_than_the_windows_share(
+    open_sess: OpenSessions,
+) -> None:
+    """The window filled its share from the newest message back, and the newest did not fit
+    it: with memories that filled theirs, the context held everything but the turn the
+    agent was answering. The window's share now grows to hold it, taken from the others."""
+    sessions = open_sess()
+    sessions.service.save_batch(
+        [
+            MemoryDraft(text, namespace="user:42")
+            for text in (
+                "The user's favourite mug is the blue enamel one from the flea market in Porto, chipped at the rim",
+                "A red wool scarf knitted by the user's grandmother hangs by the door every winter since 2019",
+                "The user rides a green steel touring bike with leather panniers to the office on dry days",
+                "On the user's desk stands a white paper lamp bought in Kyoto during the spring holiday",
+                "The user keeps a grey felt hat for rainy walks along the river with the dog on Sundays",
+                "A black canvas bag with the logo of the local bookshop goes with the user to every market",
+            )
+        ]
+    )
+    question = "Which of my favourite things would go well with a " + "very " * 80 + "blue winter coat?"
+    sessions.append(REF, say("Hello there", question), reach=Reach.FULL)
+    scope = Scope.whole(["user:42"])
+    context = sessions.context(REF, scope=scope, budget=160, shares=Shares(0.2, 0.8, 0))
+    window = context.sections["window"]
+    assert [m.content for m in window.messages][-1:] == [question] and window.budget > 32
+    assert context.tokens <= 160 and context.memory_ids  # the memories keep what is left
+    assert context.text.endswith("user: " + question)
+    # Larger than the whole budget, it is left out as before (the text never runs past it).
+    small = sessions.context(REF, scope=scope, budget=40, shares=Shares(0.2, 0.8, 0))
+    assert small.sections["window"].messages == [] and small.tokens <= 40
+
+
 def test_the_prompt_context_recalls_with_the_latest_user_messages_and_reads_how_in_the_latest(
     open_sess: OpenSessions, clock: FrozenClock
 ) -> None:
