@@ -68,6 +68,7 @@ from engine.records import (
     TimeWindow,
     Version,
     entity_keys,
+    metadata_key_problem,
     more_widely_read,
     new_memory_id,
     normalize_entities,
@@ -88,7 +89,6 @@ _T = TypeVar("_T")
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 # Metadata filter keys name a (dotted) path; checked here so that a bad filter
 # is refused whatever the store holds, not only once a candidate reaches the store.
-METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 # Memories quarantined per hold of the write lock when a source is blocked.
 QUARANTINE_BATCH = 100
 # An unconditional edit or deletion that another process's write beat between its read and
@@ -1422,11 +1422,9 @@ class MemoryService:
         for category in flt.categories:
             self._check_category(category, "filter.category")
         for key, value in flt.metadata.items():
-            if not METADATA_KEY_PATTERN.fullmatch(key):
-                raise InvalidInput(
-                    f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
-                    field="filter.metadata",
-                )
+            problem = metadata_key_problem(key)
+            if problem:
+                raise InvalidInput(problem, field="filter.metadata")
             if value is not None and not isinstance(value, str | int | float | bool):
                 raise InvalidInput(
                     f"metadata filter value of {key!r} must be a string, number, boolean or null",

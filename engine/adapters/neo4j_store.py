@@ -97,7 +97,18 @@ from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
-from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, Version, entity_keys, utcnow
+from engine.records import (
+    Change,
+    Memory,
+    MemoryFilter,
+    Page,
+    Scope,
+    Status,
+    Version,
+    entity_keys,
+    metadata_key_problem,
+    utcnow,
+)
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -113,7 +124,6 @@ _SEQ_TAKEN = "index 'Change[seq]'"
 _VECTOR_BYTES = np.dtype("<f4")
 
 EDGE_KINDS: frozenset[str] = frozenset({"SUPERSEDES", "CONTRADICTS", "MERGED_INTO", "RELATED_TO", "NEXT"})
-_METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 # Tries of a MERGE that a racing writer's node made fail on a uniqueness constraint.
 _MERGE_TRIES = 5
 # Rows fetched per round trip when metadata filters are checked in Python.
@@ -1598,11 +1608,9 @@ def _filter_params(scope: Scope, flt: MemoryFilter, now: datetime) -> dict[str, 
 def _metadata_filter(flt: MemoryFilter) -> dict[str, Any]:
     """The metadata equalities, keys checked the way the SQLite store checks them."""
     for key in flt.metadata:
-        if not key or not set(key) <= _METADATA_KEY_CHARS:
-            raise InvalidInput(
-                f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
-                field="filter.metadata",
-            )
+        problem = metadata_key_problem(key)
+        if problem:
+            raise InvalidInput(problem, field="filter.metadata")
     return dict(flt.metadata)
 
 

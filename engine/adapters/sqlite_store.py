@@ -43,6 +43,7 @@ from engine.records import (
     Version,
     Visibility,
     entity_keys,
+    metadata_key_problem,
     utcnow,
 )
 
@@ -176,7 +177,6 @@ _COLUMNS = (
     "session_id, visibility, created_at, updated_at, last_accessed_at, access_count, expire_at, "
     "status, embedding_model, embedding_version, version, key, metadata"
 )
-_METADATA_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 # The writing connection's page cache. A batch of saves lands on random pages of every
 # index keyed by memory id; with SQLite's default 2 MiB most of them are read back from
@@ -1120,12 +1120,11 @@ def _where(scope: Scope, flt: MemoryFilter, now: datetime, *, by_id: bool = Fals
         clauses.append("(expire_at IS NULL OR expire_at > ?)")
         params.append(to_iso(now))
     for key, value in flt.metadata.items():
-        if not key or not set(key) <= _METADATA_KEY_CHARS:
-            raise InvalidInput(
-                f"metadata filter key {key!r} may only hold letters, digits, '_', '-' and '.'",
-                field="filter.metadata",
-            )
-        path = "$." + ".".join(json.dumps(part) for part in key.split("."))
+        problem = metadata_key_problem(key)
+        if problem:
+            raise InvalidInput(problem, field="filter.metadata")
+        # As stored (not \u-escaped): SQLite's JSON paths read a quoted label as it is.
+        path = "$." + ".".join(json.dumps(part, ensure_ascii=False) for part in key.split("."))
         if value is None:
             clauses.append("json_type(metadata, ?) = 'null'")
             params.append(path)

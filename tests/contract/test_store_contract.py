@@ -456,6 +456,9 @@ def test_expired_memories_are_left_out_unless_asked_for(store: Store) -> None:
         ({"note": "null"}, {"one"}),
         ({"note": None}, {"green"}),
         ({"deep.level": "x"}, {"blue"}),
+        # Keys in any script (they were refused: only ASCII letters passed).
+        ({"颜色": "蓝"}, {"blue"}),
+        ({"deep.niveau_é": "y"}, {"blue"}),
         ({"colour": "blue", "pinned": False}, set()),
         ({"colour": "purple"}, set()),
         ({"absent": "x"}, set()),
@@ -464,7 +467,7 @@ def test_expired_memories_are_left_out_unless_asked_for(store: Store) -> None:
 def test_filter_by_metadata_equality(store: Store, flt: dict[str, Any], expected: set[str]) -> None:
     blue, green, one = put(
         store,
-        mem(metadata={"colour": "blue", "n": 3, "pinned": True, "deep": {"level": "x"}}),
+        mem(metadata={"colour": "blue", "n": 3, "pinned": True, "deep": {"level": "x", "niveau_é": "y"}, "颜色": "蓝"}),
         mem(metadata={"colour": "green", "n": 4, "ratio": 0.25, "pinned": False, "note": None}),
         # JSON's 1 is not true, and the string "null" is not null.
         mem(metadata={"pinned": 1, "note": "null"}),
@@ -473,7 +476,9 @@ def test_filter_by_metadata_equality(store: Store, flt: dict[str, Any], expected
     assert _listed(store, MemoryFilter(metadata=flt)) == {by_name[name] for name in expected}
 
 
-@pytest.mark.parametrize("key", ["a') OR 1=1 --", "a'b", 'a"b', "a b", "", "$.x", "a[0]", "a;DROP TABLE memories"])
+@pytest.mark.parametrize(
+    "key", ["a') OR 1=1 --", "a'b", 'a"b', "a b", "", "$.x", "a[0]", "a;DROP TABLE memories", "颜色'", "x" * 129]
+)
 def test_metadata_filter_keys_that_could_inject_are_refused(store: Store, key: str) -> None:
     put(store, mem(metadata={"a": 1}))
     flt = MemoryFilter(metadata={key: 1})
