@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 import math
 import re
@@ -139,6 +140,7 @@ def fit_newest(messages: Sequence[Message], budget: int, *, newest_alone: bool =
 # The speaker tags the conflict rules read (engine.conflicts: "<Bart>: …", as transcripts write them).
 _TAG_CHARS = re.compile(r"[<>\s]+")
 _MAX_TAG = 40
+_TAG_DIGEST = 8
 
 
 def spoken_by(name: str, candidate: Candidate) -> Candidate:
@@ -146,8 +148,14 @@ def spoken_by(name: str, candidate: Candidate) -> Candidate:
     the conflict rules, so that in a group conversation what one speaker says of
     themselves is theirs. Before, every "I" was the same user's: Bob's "I live in Paris"
     superseded Alice's "I live in Berlin". A name is written as a tag can hold it (no
-    ``<``, ``>`` or line breaks, at most 40 characters); the metadata keeps it whole."""
-    tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip() or "speaker"
+    ``<``, ``>`` or line breaks, at most 40 characters); the metadata keeps it whole. A
+    name the tag cannot hold as it is ends its tag with a digest of the whole name: cut to
+    the same 40 characters, or to none, two speakers were one voice, and one's "I live in
+    Paris" superseded the other's "I live in Berlin"."""
+    tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
+    if tag != name:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
+        tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
 
     def line(said: str) -> str:
         return f"<{tag}>: {said}"

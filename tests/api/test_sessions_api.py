@@ -334,3 +334,23 @@ def test_a_named_message_too_long_to_promote_with_its_speaker_is_refused(live: L
         assert fits.status_code == 200, fits.text
         promoted = http.post("/v1/sessions/long/close", json={"namespace": "n"})
         assert promoted.status_code == 200 and len(promoted.json()["created"]) == 1, promoted.text
+
+
+def test_speakers_whose_names_share_a_tag_do_not_replace_each_other(live: LiveServer) -> None:
+    # A tag holds 40 characters and no < > or spaces: two names cut to the same tag (or to
+    # none, "speaker") were one voice to the conflict rules, so one speaker's home superseded
+    # the other's and hid it from recall.
+    pairs = [("A" * 40 + " North", "A" * 40 + " South"), ("<>", "><")]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for number, (first, second) in enumerate(pairs):
+            namespace = f"tags{number}"
+            messages = [
+                {"role": "user", "content": "I live in Berlin.", "name": first},
+                {"role": "user", "content": "I live in Paris.", "name": second},
+            ]
+            appended = http.post("/v1/sessions/tags/messages", json={"namespace": namespace, "messages": messages})
+            assert appended.status_code == 200, appended.text
+            promoted = http.post("/v1/sessions/tags/close", json={"namespace": namespace}).json()
+            assert (len(promoted["created"]), promoted["superseded"]) == (2, []), promoted
+            listed = http.get("/v1/memories", params={"namespace": namespace}).json()["memories"]
+            assert {m["metadata"]["speaker"] for m in listed if m["status"] == "active"} == {first, second}
