@@ -309,16 +309,17 @@ def _drafts(data: AddIn, owner: Owner) -> Iterator[tuple[int, MemoryDraft]]:
         )
 
 
-def _at_message(error: InvalidInput, positions: Sequence[int]) -> InvalidInput:
+def _at_message(error: InvalidInput, positions: Sequence[int], *, one_string: bool) -> InvalidInput:
     """A save's error about the memories of an add, naming the add's own field: the memory
     at ``memories[1]`` (or, alone in the save, ``content``) is the text of the message at
-    ``positions[1]``; the metadata is the request's."""
+    ``positions[1]``, or ``messages`` itself where they were sent as one string (no list
+    to index); the metadata is the request's."""
     found = _SAVED_FIELD.fullmatch(error.field or "")
     if found is None:
         return error
     index, name = int(found["index"] or 0), found["name"]
     if name == "content":
-        error.field = f"messages[{positions[index]}].content"
+        error.field = "messages" if one_string else f"messages[{positions[index]}].content"
     elif name == "metadata":
         error.field = "metadata"
     return error
@@ -401,7 +402,7 @@ class Mem0Controller(Controller):
         try:
             saved = service.save_batch(drafts, scope=scope)
         except InvalidInput as exc:
-            raise _at_message(exc, positions) from None
+            raise _at_message(exc, positions, one_string=isinstance(data.messages, str)) from None
         access.note(memory_ids=[result.memory.memory_id for result in saved])
         results: list[dict[str, Any]] = []
         retired: dict[str, None] = {}

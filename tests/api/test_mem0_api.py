@@ -317,14 +317,20 @@ def test_bad_requests_get_a_4xx_with_a_message(
         (["assistant:Hello!", "user:" + "x" * 8001], "messages[1].content", "content holds 8001 characters"),
         # More user messages than one save stores: the answer named a field the request has not.
         ([f"user:fact {n}" for n in range(501)], "messages", "stores at most 500 messages as memories, got 501"),
+        # Messages sent as one string are no list: the answer named messages[0].content.
+        ("x" * 8001, "messages", "content holds 8001 characters"),
     ],
 )
 def test_an_add_refused_names_the_message_at_fault(
-    mem0: httpx.Client, messages: list[Any], field: str, words: str
+    mem0: httpx.Client, messages: list[Any] | str, field: str, words: str
 ) -> None:
-    sent = [
-        m if isinstance(m, dict) else dict(zip(("role", "content"), m.split(":", 1), strict=True)) for m in messages
-    ]
+    sent = (
+        messages
+        if isinstance(messages, str)
+        else [
+            m if isinstance(m, dict) else dict(zip(("role", "content"), m.split(":", 1), strict=True)) for m in messages
+        ]
+    )
     response = mem0.post("/memories", json={"messages": sent, "user_id": "faulty"})
     assert response.status_code == 422, response.text
     assert (response.json()["field"], words in response.json()["detail"]) == (field, True)
