@@ -262,11 +262,13 @@ class Sessions:
                 if message.name:
                     found = spoken_by(message.name, found)
                     # The speaker's tag may carry a sentence past the cap: refused here,
-                    # not at the promotion, whose every retry would fail on it.
-                    if len(found.content) > cap:
+                    # not at the promotion, whose every retry would fail on it. As said
+                    # too: one the guard flags is stored so (``_draft``), and was dropped.
+                    longest = max(len(found.content), len(found.said or ""))
+                    if longest > cap:
                         raise InvalidInput(
                             f"a sentence of this message, promoted with its speaker's name, holds "
-                            f"{len(found.content)} characters, at most {cap} are allowed: shorten it or the name",
+                            f"{longest} characters, at most {cap} are allowed: shorten it or the name",
                             field=f"messages[{number}].content",
                         )
                 candidates.append(found)
