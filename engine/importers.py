@@ -186,17 +186,24 @@ def _from_seconds(seconds: float, what: str) -> datetime:
 # --- mem0 ------------------------------------------------------------------------------
 
 
+def _mem0_id(item: dict[str, Any], name: str) -> str | None:
+    """A mem0 memory's identifier ``name`` as the ``/mem0`` routes read a request's:
+    stripped; None where it is missing or blank."""
+    value = item.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {type(value).__name__}")
+    return value.strip() or None
+
+
 def _mem0_owner(item: dict[str, Any]) -> str | None:
     """The namespace the ``/mem0`` routes give a mem0 memory's identifiers (``user:alex``),
     or None for one that names none."""
     for name in OWNERS:
-        value = item.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise ValueError(f"{name} must be a string, got {type(value).__name__}")
-        if value.strip():
-            return namespace_of(name, value.strip())
+        value = _mem0_id(item, name)
+        if value is not None:
+            return namespace_of(name, value)
     return None
 
 
@@ -232,7 +239,11 @@ def read_mem0(raw: bytes | str, *, config: Config, namespace: str | None, now: d
                 if item.get(name) is not None
             }
             metadata = dict(item.get("metadata") or {})
-            metadata.update({name: item[name] for name in ("agent_id", "actor_id", "role") if name in origin})
+            # Stripped, as a /mem0 request's identifiers are, so its agent_id and run_id narrow to them.
+            agent, run = _mem0_id(item, "agent_id"), _mem0_id(item, "run_id")
+            metadata.update({name: item[name] for name in ("actor_id", "role") if name in origin})
+            if agent is not None:
+                metadata["agent_id"] = agent
             metadata["mem0"] = origin
             entries.append(
                 build.entry(
@@ -243,8 +254,8 @@ def read_mem0(raw: bytes | str, *, config: Config, namespace: str | None, now: d
                     created_at=created,
                     updated_at=updated,
                     expire_at=expire,
-                    actor=item.get("agent_id"),
-                    session_id=item.get("run_id"),
+                    actor=agent,
+                    session_id=run,
                     metadata=metadata,
                 )
             )

@@ -189,3 +189,19 @@ def test_mem0_data_without_a_namespace_lands_where_the_mem0_routes_read_it(
     assert [item["memory"] for item in sam] == ["Is afraid of flying"]
     concierge = httpx.get(mem0 + "/memories", params={"agent_id": "concierge"}).json()["results"]
     assert [item["memory"] for item in concierge] == ["Answers in French"]
+
+
+def test_mem0_identifiers_with_spaces_are_narrowed_as_a_mem0_add_keeps_them(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    # The /mem0 routes strip every identifier; the import stripped only the one that picks
+    # the namespace and kept " coach " as the agent, so ?agent_id=coach missed the memory.
+    server = server_factory(minilm)
+    item = {"id": "w1", "memory": "Likes rowing", "user_id": " wsu ", "agent_id": " coach ", "run_id": " r1 "}
+    assert upload(server, json.dumps({"results": [item]}).encode(), format="mem0").status_code == 200
+    mem0 = server.url + "/mem0"
+    added = {"messages": "Likes cycling", "user_id": "wsu", "agent_id": " coach ", "run_id": " r1 "}
+    assert httpx.post(mem0 + "/memories", json=added).status_code == 200
+    for params in ({"agent_id": "coach"}, {"run_id": "r1"}):
+        listed = httpx.get(mem0 + "/memories", params={"user_id": "wsu", **params}).json()["results"]
+        assert sorted(i["memory"] for i in listed) == ["Likes cycling", "Likes rowing"], params
