@@ -152,16 +152,34 @@ def spoken_by(name: str, candidate: Candidate) -> Candidate:
     name the tag cannot hold as it is ends its tag with a digest of the whole name: cut to
     the same 40 characters, or to none, two speakers were one voice, and one's "I live in
     Paris" superseded the other's "I live in Berlin"."""
+    prefix = _prefix(name)
+    said = None if candidate.said is None else prefix + candidate.said
+    return dataclasses.replace(candidate, content=prefix + candidate.content, said=said, speaker=name)
+
+
+def _prefix(name: str) -> str:
     tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
     if tag != name:
         digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
         tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
+    return f"<{tag}>: "
 
-    def line(said: str) -> str:
-        return f"<{tag}>: {said}"
 
-    said = None if candidate.said is None else line(candidate.said)
-    return dataclasses.replace(candidate, content=line(candidate.content), said=said, speaker=name)
+def unspoken(candidate: Candidate) -> Candidate:
+    """``candidate`` without the tag ``spoken_by`` gave it (its ``speaker`` kept): the
+    user's own line. For a promotion whose every candidate one speaker said, as a
+    single-user chat whose client names the user does: tagged, that user's "I moved to
+    Munich" no longer replaced their "I live in Berlin", nor was a repeat of a memory saved
+    without a name folded into it."""
+    if candidate.speaker is None:
+        return candidate
+    prefix = _prefix(candidate.speaker)
+    said = candidate.said
+    return dataclasses.replace(
+        candidate,
+        content=candidate.content.removeprefix(prefix),
+        said=None if said is None else said.removeprefix(prefix),
+    )
 
 
 class Sessions:
@@ -476,13 +494,15 @@ class Sessions:
         now = self._clock()
         drafts: list[tuple[Candidate, MemoryDraft]] = []
         earlier = _Earlier(self.service, info, claimed.candidates, now)
+        # Named speakers are told apart only where there is more than one voice to tell apart.
+        one_voice = len({candidate.speaker for candidate in claimed.candidates}) == 1
         for position, candidate in enumerate(claimed.candidates):
             if earlier.handled(position, candidate):
                 stored = earlier.memory_of(position, candidate)
                 if stored is not None:
                     promotion.already_promoted.append(stored.memory_id)
                 continue
-            drafts.append((candidate, self._draft(ref, info, position, candidate, now)))
+            drafts.append((candidate, self._draft(ref, info, position, candidate, now, tagged=not one_voice)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
         # not bounded, and a promotion cut short by a crash finds what it saved already
         # (``_Earlier``).
@@ -498,13 +518,21 @@ class Sessions:
         return promotion
 
     def _draft(
-        self, ref: SessionRef, info: SessionInfo, position: int, candidate: Candidate, now: datetime
+        self,
+        ref: SessionRef,
+        info: SessionInfo,
+        position: int,
+        candidate: Candidate,
+        now: datetime,
+        *,
+        tagged: bool = True,
     ) -> MemoryDraft:
         # The guard judges what was said when the rules left out an explicit request, so
         # "remember that …" cannot carry an injection past it.
-        content = candidate.content
-        if candidate.said is not None and self._guard_flags(ref.namespace, candidate.said):
-            content = candidate.said
+        line = candidate if tagged else unspoken(candidate)
+        content = line.content
+        if line.said is not None and self._guard_flags(ref.namespace, line.said):
+            content = line.said
         return MemoryDraft(
             content=content,
             namespace=ref.namespace,
@@ -518,7 +546,7 @@ class Sessions:
                 "promoted_from": "session",
                 "rule": candidate.rule,
                 "generation": info.generation,
-                "candidate": content_digest(candidate.content),
+                "candidate": content_digest(candidate.content),  # as the session holds it (``_Earlier``)
                 "position": position,
                 **({"speaker": candidate.speaker} if candidate.speaker is not None else {}),
             },

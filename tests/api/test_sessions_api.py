@@ -299,6 +299,28 @@ def test_what_each_named_speaker_says_is_promoted_as_theirs(live: LiveServer) ->
     assert {m["metadata"].get("speaker") for m in listed} == {"alice", "bob", None}
 
 
+def test_a_chat_whose_one_speaker_is_named_is_promoted_as_the_users_own_lines(live: LiveServer) -> None:
+    # Clients in OpenAI's style name the user in a one-to-one chat too. Tagged as a
+    # speaker's lines, that user's move no longer replaced their home saved without a
+    # name, and a repeat of it stood beside it instead of being folded in.
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        home = http.post("/v1/memory/save", json={"namespace": "solo", "content": "I live in Berlin."}).json()
+        messages = [
+            {"role": "user", "name": "alex", "content": "I love jazz."},
+            {"role": "assistant", "content": "Noted!"},
+            {"role": "user", "name": "alex", "content": "I moved to Munich."},
+        ]
+        appended = http.post("/v1/sessions/solo-1/messages", json={"namespace": "solo", "messages": messages})
+        assert appended.status_code == 200, appended.text
+        promoted = http.post("/v1/sessions/solo-1/close", json={"namespace": "solo"}).json()
+        assert promoted["superseded"] == [home["memory_id"]], promoted
+        listed = http.get("/v1/memories", params={"namespace": "solo"}).json()["memories"]
+    assert {m["content"]: m["metadata"].get("speaker") for m in listed} == {
+        "I love jazz.": "alex",
+        "I moved to Munich.": "alex",
+    }
+
+
 def test_an_append_to_a_blocked_session_is_refused(server_factory: Callable[..., LiveServer], minilm: Embedder) -> None:
     # Answered 200, the messages waited in the session to be dropped at its promotion,
     # which reports that only to a close (an expiry's promotion logs it).
