@@ -29,7 +29,7 @@ from datetime import datetime
 from engine import supersession
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
-from engine.conflicts import MERGED_INTO, SUPERSEDES
+from engine.conflicts import MERGED_INTO
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
@@ -265,7 +265,7 @@ class Rollbacks:
         Paris", superseded then by "I moved to Rome", purged since, comes back active, and
         "I live in Berlin" stays superseded by Paris. Below a memory out of recall for good
         (deleted or quarantined) the chain runs on, as a deletion's does
-        (``engine.supersession``): "I live in Rome" deleted by the rollback hid "I live in
+        (``supersession.superseded_by``): "I live in Rome" deleted by the rollback hid "I live in
         Berlin" through "I moved to Lisbon", deleted while superseded. A merge's sources stay
         merged."""
         whole = Scope.whole([namespace])
@@ -273,7 +273,8 @@ class Rollbacks:
             pending: dict[str, None] = {}
             walked: set[str] = set()
             for memory_id in memory_ids:  # those it deleted: what they superseded, a level down
-                pending.update(dict.fromkeys(self._superseded_through_gone(whole, memory_id, walked)))
+                below = supersession.superseded_by(self._store, namespace, memory_id, walked)
+                pending.update(dict.fromkeys(older.memory_id for older in below))
                 pending[memory_id] = None
             for memory_id in list(pending):
                 # A merged memory's source is hidden by the merge, which holds its text.
@@ -307,30 +308,6 @@ class Rollbacks:
                         reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
                     )
             self._keeper.catch_up()
-
-    def _superseded_through_gone(self, whole: Scope, memory_id: str, walked: set[str]) -> list[str]:
-        """The ids ``memory_id`` superseded by its own ``SUPERSEDES`` links, and, through each
-        of them deleted or quarantined, those that one superseded in turn (with it).
-        ``walked`` holds the memories whose links an earlier call of the same check read: what
-        lies below them was found then, so each link is read once in a run, not once for each
-        memory of a deleted chain above it."""
-        found: dict[str, None] = {}
-        below = [memory_id]
-        while below:
-            current = below.pop()
-            if current in walked:
-                continue
-            walked.add(current)
-            for edge in self._store.edges(whole, current):
-                if edge.kind != SUPERSEDES or edge.src != current or edge.dst == memory_id or edge.dst in found:
-                    continue
-                found[edge.dst] = None
-                if edge.dst in walked:
-                    continue
-                older = self._store.get(whole, edge.dst)
-                if older is not None and older.status in (Status.DELETED, Status.QUARANTINED):
-                    below.append(edge.dst)
-        return list(found)
 
     def restore(
         self, namespace: str, memory_id: str, *, actor: str | None = None, scope: Scope | None = None

@@ -127,7 +127,7 @@ def _reinstated(
     taken = set() if taken is None else taken
     back: list[tuple[Memory, str]] = []
     below: list[Memory] = []
-    for older in _superseded_by(store, memory):
+    for older in superseded_by(store, memory.namespace, memory.memory_id):
         if older.status is not Status.SUPERSEDED or older.memory_id in taken:
             continue
         if older.key is not None and older.key == memory.key and same_audience(older, memory):
@@ -205,7 +205,7 @@ def superseded_again_by_restoring(store: Store, memory: Memory, now: datetime) -
     of its audience still (``same_audience``: a memory made private since supersedes nothing
     others see, as a save of it would not)."""
     again: list[tuple[Memory, str]] = []
-    for older in _superseded_by(store, memory):
+    for older in superseded_by(store, memory.namespace, memory.memory_id):
         if older.status is Status.ACTIVE and same_audience(older, memory) and _stands(store, older, memory):
             version = older.evolve(status=Status.SUPERSEDED, version=older.version + 1, updated_at=now)
             again.append((version, superseded_reason(memory.memory_id)))
@@ -319,28 +319,39 @@ def _stands(store: Store, older: Memory, newer: Memory) -> bool:
 _GONE = (Status.DELETED, Status.QUARANTINED)
 
 
-def _superseded_by(store: Store, memory: Memory) -> list[Memory]:
-    """The memories ``memory`` supersedes: by its own ``SUPERSEDES`` links, and through a
+def superseded_by(store: Store, namespace: str, memory_id: str, walked: set[str] | None = None) -> list[Memory]:
+    """The memories ``memory_id`` supersedes: by its own ``SUPERSEDES`` links, and through a
     memory it superseded that left recall for good since (deleted or quarantined while
     superseded: "I moved to Paris" deleted after "I moved to Lisbon" replaced it), whose
     own older memories it replaced too; else deleting Lisbon would leave "I live in
-    Berlin" superseded by a deleted memory, nothing in recall in its place."""
-    whole = Scope.whole([memory.namespace])
+    Berlin" superseded by a deleted memory, nothing in recall in its place. ``walked``: the
+    memories whose links earlier walks of one check read (a namespace rollback walks below
+    each memory it deleted); their links are not read again, and what lies below them, found
+    then, is not named again, so a chain is read once in a run, not once for each memory of
+    it above."""
+    whole = Scope.whole([namespace])
+    walked = set() if walked is None else walked
     found: list[Memory] = []
-    seen, below = {memory.memory_id}, [memory.memory_id]
+    seen, below = {memory_id}, [memory_id]
     while below:
+        current = below.pop()
+        if current in walked:
+            continue
+        walked.add(current)
         ids = [
             edge.dst
-            for edge in store.edges(whole, below.pop())
+            for edge in store.edges(whole, current)
             if edge.kind == SUPERSEDES and edge.dst not in seen and edge.src != edge.dst
         ]
-        for memory_id in dict.fromkeys(ids):
-            seen.add(memory_id)
-            older = store.get(whole, memory_id)
+        for older_id in dict.fromkeys(ids):
+            seen.add(older_id)
+            if older_id in walked:
+                continue
+            older = store.get(whole, older_id)
             if older is None:
                 continue
             if older.status in _GONE:
-                below.append(memory_id)
+                below.append(older_id)
             else:
                 found.append(older)
     return found

@@ -1091,6 +1091,41 @@ def test_a_namespace_rollback_reads_each_link_of_a_deleted_chain_once(
     assert len(reads) <= 5 * moves, len(reads)
 
 
+def test_a_deletion_reads_what_it_superseded_once_and_the_other_memory_that_hides_it_once(
+    service: MemoryService, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleting a memory that superseded many others, each superseded by a second memory as
+    well, reinstates none of them, and reads each of them once (its record, history and links)
+    and the second memory once, not once for each of them (1,000 of them read its record and
+    history 1,000 times each)."""
+    whole = Scope.whole([NS])
+    newer, other = (service.save(draft(text)).memory for text in ("the alpha note", "the beta note"))
+    olds = [service.save(draft(f"note number {n} zq{n}x")).memory for n in range(300)]
+    now = clock.advance(seconds=1)
+    for old in olds:
+        superseded = old.evolve(status=Status.SUPERSEDED, version=old.version + 1, updated_at=now)
+        service.store.update(superseded, None, changed_by=None, reason=f"superseded by {newer.memory_id}")
+    service.store.add_edges(
+        [Edge(NS, src.memory_id, old.memory_id, SUPERSEDES, now) for old in olds for src in (newer, other)]
+    )
+    reads: dict[str, int] = dict.fromkeys(("get", "versions", "edges"), 0)
+    for name in reads:
+        real = getattr(service.store, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            reads[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(service.store, name, counted)
+    clock.advance(seconds=1)
+    assert service.delete(NS, newer.memory_id).reinstated == ()
+    read = dict(reads)
+    assert all(service.store.get(whole, old.memory_id).status is Status.SUPERSEDED for old in olds)
+    assert read["edges"] <= len(olds) + 1, read
+    assert read["versions"] <= len(olds) + 1, read
+    assert read["get"] <= 2 * len(olds) + 3, read
+
+
 @pytest.mark.parametrize(
     ("text", "status"), [("I like green tea", Status.ACTIVE), ("I live in Berlin, Germany", Status.SUPERSEDED)]
 )
