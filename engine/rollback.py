@@ -179,19 +179,23 @@ class Rollbacks:
             now = self._clock()
             also: list[tuple[Memory, str]] = []
             reason = f"rolled back to version {version}"
+            reworded = (target.content, target.key) != (current.content, current.key)
             if (
                 target.status is Status.SUPERSEDED
-                and (current.status is not Status.SUPERSEDED or more_widely_read(target, current))
-                and not supersession.hidden_by_any(self._store, restored(current, target, now), now)
+                and (current.status is not Status.SUPERSEDED or reworded or more_widely_read(target, current))
+                and not supersession.still_hidden(self._store, current, restored(current, target, now), now)
             ):
                 # To a superseded version while nothing of its audience that superseded it is
                 # recalled (deleted, made private since): superseded, it would be hidden with
                 # nothing in its place, whether it comes out of deleted or was active again
                 # (reinstated by that deletion). It comes back as a restore brings it. Out of
-                # superseded, only to a version more widely read, as an edit of its audience:
-                # Alice's private "I live in Berlin", superseded by her private "I moved to
-                # Lisbon", rolled back to its shared version superseded by Bob's "I moved to
-                # Paris" (private since) was hidden from Bob under memories he cannot read.
+                # superseded, only to a version more widely read or of another text, as an
+                # edit of its audience or its text judges it: Alice's private "I live in
+                # Berlin", superseded by her private "I moved to Lisbon", rolled back to its
+                # shared version superseded by Bob's "I moved to Paris" (private since) was
+                # hidden from Bob under memories he cannot read; superseded by "I moved to
+                # Paris", rolled back to its superseded "My favourite drink is green tea", it
+                # was hidden under Paris, which does not replace that text.
                 target = target.evolve(status=Status.ACTIVE)
                 reason += ", active: nothing of its audience that superseded it is recalled"
             if current.status is Status.ACTIVE and target.status in (Status.DELETED, Status.QUARANTINED):

@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from engine import change_log, conflicts, episodes, limits, persons, procedures, scoring, supersession, text
+from engine import change_log, episodes, limits, persons, procedures, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
-from engine.conflicts import SUPERSEDES, Statement, Verdict
+from engine.conflicts import SUPERSEDES
 from engine.entities import entities_for, extract_entities
 from engine.errors import (
     Forbidden,
@@ -486,12 +486,7 @@ class MemoryService:
             current.status is Status.SUPERSEDED
             and patch.status is None
             and (reworded or more_widely_read(updated, current))
-            and not supersession.hidden_by_any(
-                self.store,
-                updated,
-                now,
-                replaces=(lambda newer, older: self._replaces(newer, None, older)) if reworded else None,
-            )
+            and not supersession.still_hidden(self.store, current, updated, now)
         ):
             # Read by more callers now (Bob's private "I live in Berlin" made shared), it is
             # superseded only while a memory of that audience hides it: under Bob's private
@@ -544,16 +539,9 @@ class MemoryService:
 
     def _replaces(self, edited: Memory, vector: Vector | None, older: Memory) -> bool:
         """Whether ``edited``'s text still replaces ``older`` as a save of it would: the
-        conflict rules' verdict, and (without one key on both) the semantic check. Either
-        way round, as time order reads a save (``engine.writing``): "I switched to light
-        mode" saved back-dated under "I prefer dark mode" was judged as the newer text and
-        superseded on arrival; the rules read the pair the other way as unrelated."""
-        forward = conflicts.judge(Statement(edited.content, edited.key), Statement(older.content, older.key))
-        if forward.verdict is not Verdict.REPLACE and not (
-            older.created_at < edited.created_at
-            and conflicts.judge(Statement(older.content, older.key), Statement(edited.content, edited.key)).verdict
-            is Verdict.REPLACE
-        ):
+        conflict rules' verdict, either way round as time order reads a save
+        (``supersession.replaces_by_rules``), and (without one key on both) the semantic check."""
+        if not supersession.replaces_by_rules(edited, older):
             return False
         if edited.key is not None and older.key is not None:
             return True

@@ -275,6 +275,18 @@ def hidden_by_any(
     return False
 
 
+def still_hidden(store: Store, before: Memory, after: Memory, now: datetime) -> bool:
+    """Whether ``after``, a change of ``before``'s fields that leaves it superseded unless
+    nothing hides it now (an edit, a rollback to a superseded version), is still hidden by a
+    memory that superseded it (``hidden_by_any``). Reworded while superseded (its text or
+    key), only by one whose text replaces the new one by the conflict rules
+    (``replaces_by_rules``): the links judged the text it had. "I live in Berlin", superseded
+    by "I moved to Paris", edited into "I like green tea" (or rolled back to a version that
+    said so) is hidden by Paris no more."""
+    reworded = before.status is Status.SUPERSEDED and (after.content, after.key) != (before.content, before.key)
+    return hidden_by_any(store, after, now, replaces=replaces_by_rules if reworded else None)
+
+
 # What an edit of a memory changes: every field a rollback restores but its status.
 _CLAIM = ("content", "category", "entities", "importance", "visibility", "expire_at", "key", "metadata")
 
@@ -447,6 +459,14 @@ def _still_replaces(reads: _Reads, newer: Memory, older: Memory, since: datetime
     then = [v.record for v in reads.versions(newer.memory_id) if v.changed_at <= since]
     if not then or (then[-1].content, then[-1].key) == (newer.content, newer.key):
         return True  # as it was when it superseded ``older`` (or no history says otherwise)
+    return replaces_by_rules(newer, older)
+
+
+def replaces_by_rules(newer: Memory, older: Memory) -> bool:
+    """Whether ``newer``'s text (and key) replaces ``older``'s by the conflict rules, either
+    way round as time order reads a save (``engine.writing``): "I switched to light mode"
+    saved back-dated under "I prefer dark mode" was judged as the newer text and superseded
+    on arrival; the rules read the pair the other way as unrelated."""
     new, old = Statement(newer.content, newer.key), Statement(older.content, older.key)
     return conflicts.judge(new, old).verdict is Verdict.REPLACE or (
         older.created_at < newer.created_at and conflicts.judge(old, new).verdict is Verdict.REPLACE

@@ -1144,6 +1144,37 @@ def test_a_superseded_memory_edited_stays_superseded_only_while_the_newer_replac
     assert (berlin in recalled(service, text)) is (status is Status.ACTIVE)
 
 
+@pytest.mark.parametrize(("coffee_deleted", "status"), [(True, Status.ACTIVE), (False, Status.SUPERSEDED)])
+def test_a_superseded_memory_rolled_back_to_another_text_stays_superseded_only_while_a_newer_replaces_it(
+    service: MemoryService, clock: Any, coffee_deleted: bool, status: Status
+) -> None:
+    """ "My favourite drink is green tea", superseded by "My favourite drink is now coffee",
+    edited into "I live in Berlin" (active again) and superseded by "I moved to Paris": rolled
+    back to its superseded green-tea version once coffee is deleted, it came back superseded,
+    hidden under Paris, which does not replace that text, and the tea was never recalled. As
+    an edit into that text judges it, only a memory that superseded it and replaces the text
+    hides it: coffee, while it stands."""
+    tea = service.save(draft("My favourite drink is green tea")).memory.memory_id
+    clock.advance(seconds=1)
+    coffee = service.save(draft("My favourite drink is now coffee"))
+    assert coffee.superseded == (tea,)
+    clock.advance(seconds=1)
+    assert service.update(NS, tea, MemoryPatch(content="I live in Berlin")).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Paris")).superseded == (tea,)
+    clock.advance(seconds=1)
+    if coffee_deleted:
+        service.delete(NS, coffee.memory.memory_id)
+    tea_version = service.history(NS, tea)[1]
+    assert (tea_version.record.content, tea_version.record.status) == (
+        "My favourite drink is green tea",
+        Status.SUPERSEDED,
+    )
+    back = service.rollbacks.to_version(NS, tea, tea_version.version)
+    assert (back.content, back.status) == ("My favourite drink is green tea", status)
+    assert (tea in recalled(service, "favourite drink green tea")) is (status is Status.ACTIVE)
+
+
 def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
     """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
