@@ -286,7 +286,7 @@ class Rollbacks:
                     del pending[memory_id]
             while pending:
                 now = self._clock()
-                ready = []
+                ready, waiting, left = [], [], len(pending)
                 for memory_id in list(pending):
                     current = self._store.get(whole, memory_id)
                     if (
@@ -295,13 +295,19 @@ class Rollbacks:
                         or supersession.hidden_by_any(self._store, current, now)
                     ):
                         del pending[memory_id]
-                    elif not any(
+                    elif any(
                         edge.src in pending
                         for edge in supersession.links_into(self._store.edges(whole, memory_id), memory_id)
                     ):
+                        waiting.append(current)
+                    else:
                         ready.append(current)
-                if pending and not ready:
-                    ready = [m for m in (self._store.get(whole, i) for i in pending) if m is not None]
+                if not ready and len(pending) == left:
+                    # Memories that superseded each other, none hidden: one comes back, and the
+                    # others are checked again under it. Where the pass dropped some, those that
+                    # waited for them are looked at again first: made active together, "I live in
+                    # Berlin" came back beside "I moved to Paris", which replaces it.
+                    ready = waiting[:1]
                 for current in ready:
                     del pending[current.memory_id]
                     active = current.evolve(status=Status.ACTIVE, version=current.version + 1, updated_at=now)

@@ -1064,6 +1064,38 @@ def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_
     assert recalled(service, "where do I live") == [berlin]
 
 
+def test_a_namespace_rollback_that_brings_back_a_memory_leaves_what_it_replaces_superseded(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome"; then "I moved to Lisbon"
+    replaced Rome, Rome was purged (its link carried from Lisbon to Paris) and Berlin made
+    active by hand. Rolled back to a time before Lisbon, Lisbon is deleted, and Paris, hidden
+    by nothing now, comes back active; Berlin, superseded again, waited for Paris, and Paris
+    for Lisbon, which the check dropped only after it had looked at both: with none ready, it
+    made every one left active at once, and Berlin came back beside Paris, which replaces it."""
+    ids = []
+    for text in ("I live in Berlin", "I moved to Paris", "I live in Rome"):
+        saved = service.save(draft(text))
+        assert saved.superseded == tuple(ids[-1:])
+        ids.append(saved.memory.memory_id)
+        clock.advance(seconds=1)
+    berlin, paris, rome = ids
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    lisbon = service.save(draft("I moved to Lisbon"))
+    assert lisbon.superseded == (rome,)
+    clock.advance(seconds=1)
+    service.delete(NS, rome, hard=True)
+    assert service.get(NS, paris).status is Status.SUPERSEDED
+    service.update(NS, berlin, MemoryPatch(status=Status.ACTIVE))
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, lisbon.memory.memory_id, include_deleted=True).status is Status.DELETED
+    assert service.get(NS, paris).status is Status.ACTIVE
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+    assert recalled(service, "where do I live") == [paris]
+
+
 def test_a_namespace_rollback_reads_each_link_of_a_deleted_chain_once(
     service: MemoryService, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
