@@ -1064,6 +1064,38 @@ def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_
     assert recalled(service, "where do I live") == [berlin]
 
 
+@pytest.mark.parametrize("paris_private_then", [False, True])
+def test_a_namespace_rollback_that_makes_a_superseded_memory_active_leaves_what_it_superseded_as_it_hides_it(
+    service: MemoryService, clock: Any, paris_private_then: bool
+) -> None:
+    """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome", rolled back to a time
+    before Rome: Paris comes back active and Berlin stays superseded under it, as then. Where
+    Paris was private then (Berlin reinstated by that), shared and replaced by Rome since,
+    Paris comes back private and Berlin active: a private memory hides nothing others read."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris"))
+    assert paris.superseded == (berlin,)
+    paris_id = paris.memory.memory_id
+    clock.advance(seconds=1)
+    if paris_private_then:
+        service.update(NS, paris_id, MemoryPatch(visibility=Visibility.PRIVATE))
+        assert service.get(NS, berlin).status is Status.ACTIVE
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    if paris_private_then:
+        service.update(NS, paris_id, MemoryPatch(visibility=Visibility.SHARED))
+        clock.advance(seconds=1)
+    rome = service.save(draft("I live in Rome")).memory.memory_id
+    assert service.get(NS, paris_id).status is Status.SUPERSEDED
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, rome, include_deleted=True).status is Status.DELETED
+    back = service.get(NS, paris_id)
+    assert (back.status, back.visibility is Visibility.PRIVATE) == (Status.ACTIVE, paris_private_then)
+    assert service.get(NS, berlin).status is (Status.ACTIVE if paris_private_then else Status.SUPERSEDED)
+
+
 def test_a_namespace_rollback_that_brings_back_a_memory_leaves_what_it_replaces_superseded(
     service: MemoryService, clock: Any
 ) -> None:
