@@ -255,11 +255,11 @@ class Rollbacks:
             if len(page) < size:
                 break
             after = page[-1].memory_id
-        self._not_hidden_under_nothing(namespace, superseded, actor, reason)
+        self._not_hidden_under_nothing(namespace, as_of, superseded, actor, reason)
         return report
 
     def _not_hidden_under_nothing(
-        self, namespace: str, memory_ids: Sequence[str], actor: str | None, reason: str
+        self, namespace: str, as_of: datetime, memory_ids: Sequence[str], actor: str | None, reason: str
     ) -> None:
         """Make active again each memory that a namespace rollback made superseded, or
         whose superseding memory it deleted (``memory_ids``: those it made superseded or
@@ -271,7 +271,8 @@ class Rollbacks:
         (deleted or quarantined) the chain runs on, as a deletion's does
         (``supersession.superseded_by``): "I live in Rome" deleted by the rollback hid "I live in
         Berlin" through "I moved to Lisbon", deleted while superseded. A merge's sources stay
-        merged."""
+        merged. Which memories a memory was released from is read as of ``as_of``: the
+        rollback brought back what hid it then."""
         whole = Scope.whole([namespace])
         with self._lock:
             pending: dict[str, None] = {}
@@ -292,7 +293,7 @@ class Rollbacks:
                     if (
                         current is None
                         or current.status is not Status.SUPERSEDED
-                        or supersession.hidden_by_any(self._store, current, now)
+                        or supersession.hidden_by_any(self._store, current, now, as_of=as_of)
                     ):
                         del pending[memory_id]
                     elif any(

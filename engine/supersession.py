@@ -239,6 +239,7 @@ def hidden_by_any(
     now: datetime,
     seen: set[str] | None = None,
     replaces: Callable[[Memory, Memory], bool] | None = None,
+    as_of: datetime | None = None,
 ) -> bool:
     """Whether a memory that superseded ``memory`` (a ``SUPERSEDES`` link of its own, not
     released since: ``released_from``) still hides it (``_hides``: active, its expiry not
@@ -248,10 +249,12 @@ def hidden_by_any(
     it: "I live in Berlin" rolled back so while "I moved to Paris" is deleted, or made
     private since, would be hidden with nothing of its audience in its place. ``replaces``:
     for ``memory`` as an edit of its text leaves it, whether a memory that superseded it
-    replaces that text (the links judged the text it had): only such a one, active, hides it."""
+    replaces that text (the links judged the text it had): only such a one, active, hides it.
+    ``as_of``: the releases as they stood then (``released_from``), for a namespace rolled back
+    to that moment."""
     whole = Scope.whole([memory.namespace])
     seen = {memory.memory_id} if seen is None else seen
-    released = released_from(store, memory)
+    released = released_from(store, memory, as_of)
     for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id, released):
         if edge.src in seen:
             continue
@@ -269,7 +272,7 @@ def hidden_by_any(
             newer is not None
             and (newer.status is Status.SUPERSEDED or newer.status in _GONE)
             and _still_replaces(_Reads(store, whole), newer, memory, edge.created_at)
-            and hidden_by_any(store, newer, now, seen)
+            and hidden_by_any(store, newer, now, seen, as_of=as_of)
         ):
             return True
     return False
@@ -380,7 +383,7 @@ def links_into(edges: Iterable[Edge], memory_id: str, excluding: Collection[str]
     ]
 
 
-def released_from(store: Store, memory: Memory) -> set[str]:
+def released_from(store: Store, memory: Memory, as_of: datetime | None = None) -> set[str]:
     """The memories whose ``SUPERSEDES`` link to ``memory`` says nothing now: a later version
     of ``memory`` reinstated it from them (an edit that no longer replaces it, a deletion
     restored after ``memory`` changed), and none superseded it again. The links stay, and
@@ -389,10 +392,14 @@ def released_from(store: Store, memory: Memory) -> set[str]:
     Rome" that superseded it then left it superseded, the edited memory still active. Without
     versions (an import without them) every link counts, and so does each once ``memory``
     is made superseded again by hand (an edit of its status, a rollback): by what, the
-    links say."""
+    links say. ``as_of``: by its versions written then or before, for a namespace rolled back
+    to that moment: "I live in Rome", superseded by "I live in Berlin", released from it when
+    Berlin was edited into "The weather is nice today", is hidden by Berlin again once both are
+    rolled back to a time before the edit."""
     released: set[str] = set()
     before: Status | None = None
-    for version in store.versions(Scope.whole([memory.namespace]), memory.memory_id):
+    versions = store.versions(Scope.whole([memory.namespace]), memory.memory_id)
+    for version in (v for v in versions if as_of is None or v.changed_at <= as_of):
         reason = version.reason or ""
         if reason.startswith(_SUPERSEDED):
             released.discard(reason.removeprefix(_SUPERSEDED).split(",", 1)[0])

@@ -1128,6 +1128,31 @@ def test_a_namespace_rollback_that_brings_back_a_memory_leaves_what_it_replaces_
     assert recalled(service, "where do I live") == [paris]
 
 
+def test_a_namespace_rollback_hides_a_memory_again_under_one_that_no_longer_replaced_it_since(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Rome" ← "I live in Berlin"; then Berlin, edited into "The weather is nice
+    today", brought Rome back, and "I moved to Paris" superseded it. Rolled back to a time
+    before the edit, Berlin says "I live in Berlin" again and Paris is deleted; the check read
+    Rome's release from Berlin, written after that time, and brought Rome back active beside
+    Berlin, which replaces it, as it did then."""
+    rome = service.save(draft("I live in Rome")).memory.memory_id
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin"))
+    assert berlin.superseded == (rome,)
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    service.update(NS, berlin.memory.memory_id, MemoryPatch(content="The weather is nice today"))
+    assert service.get(NS, rome).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Paris")).superseded == (rome,)
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.get(NS, berlin.memory.memory_id).content == "I live in Berlin"
+    assert service.get(NS, rome).status is Status.SUPERSEDED
+    assert recalled(service, "where do I live") == [berlin.memory.memory_id]
+
+
 def test_a_namespace_rollback_reads_each_link_of_a_deleted_chain_once(
     service: MemoryService, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
