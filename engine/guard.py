@@ -802,11 +802,28 @@ _VENDOR_SITES = frozenset(
 )
 
 
-def _a_vendor_site(visible: str, leak: re.Match[str]) -> bool:
-    site = leak["outside"].lower().split("://")[-1]
-    if "/" in site or "@" in site or visible[leak.end() : leak.end() + 1] in ("/", ":", "@"):
+def _vendor_site_at(visible: str, outside: re.Match[str], group: str | int = 0) -> bool:
+    site = outside[group].lower().split("://")[-1]
+    if "/" in site or "@" in site or visible[outside.end(group) : outside.end(group) + 1] in ("/", ":", "@"):
         return False
     return site.removeprefix("www.") in _VENDOR_SITES
+
+
+# How far after a vendor's site another address is looked for, within its sentence.
+_AFTER_VENDOR_REACH = 100
+_SENTENCE_BREAK_ZH = re.compile(r"[!?\n。！？]|\.(?![A-Za-z0-9])")
+
+
+def _a_vendor_site(visible: str, leak: re.Match[str]) -> bool:
+    """Whether the leak's address is a vendor's own site, and so is every other address
+    after it in its sentence (_ANOTHER_OUTSIDE): "… to google.com and to evil.io" sends
+    to both."""
+    if not _vendor_site_at(visible, leak, "outside"):
+        return False
+    limit = min(len(visible), leak.end() + _AFTER_VENDOR_REACH)
+    stop = _SENTENCE_BREAK_ZH.search(visible, leak.end(), limit)
+    end = stop.start() if stop is not None else limit
+    return all(_vendor_site_at(visible, other) for other in _ANOTHER_OUTSIDE.finditer(visible, leak.end(), end))
 
 
 def _to_a_vendor(visible: str, cue_end: int, leak: re.Match[str], *, passive: bool) -> bool:
@@ -934,6 +951,14 @@ _OUTSIDE_ZH = (
     r"|\d{1,3}(?:\.\d{1,3}){3}(?!\d)|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:com|net|org|io|info|biz|xyz|ru|cn|top|"
     r"site|online|onion|cc|tk|su|pw|co|de|uk|fr|it|es|eu|nl|ch|us|ca|au|jp|br|me|ai|app|dev|tv|ws|link|club|shop|"
     r"store|live|cloud|tech)(?![A-Za-z0-9-])|外部的?(?:服务器|地址|邮箱|网站|网址)"
+)
+# Any address after a vendor's site in its sentence (_a_vendor_site), English or Chinese:
+# read in ASCII as _OUTSIDE_ZH is, so a run of Han characters after it costs nothing, and
+# the words of _OUTSIDE ("an external server", "hackers").
+_ANOTHER_OUTSIDE = re.compile(
+    rf"{_OUTSIDE_ZH}|\b(?:external|outside|remote|unknown|foreign)\s+(?:server|host|address|site|website|endpoint|"
+    r"url|domain|machine|account)s?\b|\bthird[- ]part(?:y|ies)\b|\b(?:attackers?|hackers?)\b",
+    _I,
 )
 _EXFILTRATION_ZH = (
     re.compile(
