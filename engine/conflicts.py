@@ -309,11 +309,15 @@ def _dated(clause: str) -> bool:
 
 # Where one stays, not lives: a hotel ("I stay in a hotel in Shanghai", "住在酒店") is no
 # home, nor a place for a few nights ("住在朋友家三天"). A serviced flat (酒店式公寓) may be.
-# A hotel goes by its chain's name as often ("I stay at the Hilton in Paris", "an inn").
+# A hotel goes by its chain's name as often ("I stay at the Hilton in Paris", "an inn"),
+# but not a street, a park or a town named alike ("Hilton Avenue", "Westin Park", "Hilton
+# Head", "the Four Seasons Residences"): one lives there.
 _LODGING = re.compile(
     r"\b(?:hotel|hostel|motel|airbnb|b&b|bnb|guest ?house|resort|campsite|campground|inn)s?\b|"
     r"\b(?:hilton|marriott|hyatt|sheraton|westin|radisson|novotel|ibis|sofitel|intercontinental|kempinski|"
-    r"ritz(?:-carlton)?|four seasons|best western|shangri-la|mandarin oriental|premier inn|travelodge)\b|"
+    r"ritz(?:-carlton)?|four seasons|best western|shangri-la|mandarin oriental|premier inn|travelodge)\b"
+    r"(?!\s+(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|way|boulevard|blvd|park|place|pl|court|ct|crescent|"
+    r"close|terrace|gardens|heights|head|residences?|estates?)\b)|"
     r"酒店(?!式)|宾馆|旅馆|民宿|旅店|旅社|招待所|客栈|青旅|青年旅舍|度假村|"
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|这几|这两)(?:天|晚|个?晚上|周|个?星期|个?礼拜)$|一段时间$"
 )

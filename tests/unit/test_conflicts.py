@@ -718,6 +718,16 @@ def test_a_hotel_by_its_name_someones_home_or_a_family_holiday_is_not_a_home(old
 
 @pytest.mark.parametrize(
     "new",
+    ["I live on Hilton Avenue in Paris", "I live on Ibis Street in Munich", "I live in Westin Park, Paris"],
+)
+def test_a_street_named_like_a_hotel_chain_is_still_a_home(new: str) -> None:
+    # A chain's name anywhere in the place read as lodging, so a move to "Hilton Avenue"
+    # was no home at all and the old one stayed current.
+    assert verdict("I live in Berlin", new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
     [
         "I stay with my friend in Shanghai",
         "I stay with my parents in Shanghai",
