@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import sys
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -111,7 +112,8 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 # Query parameters whose values an access-log line never shows. Tokens go in a header;
 # a client that puts one in the URL is refused (422), but uvicorn logs the URL first.
-_SECRET_PARAMETER = re.compile(r"token|key|secret|pass|auth|credential|signature", re.IGNORECASE)
+# A name is read as the server reads it, percent-decoded ("t%6Fken" is "token").
+_SECRET_PARAMETER = re.compile(r"token|key|secret|pass|pwd|auth|credential|signature|jwt", re.IGNORECASE)
 
 
 def redacted_target(target: str) -> str:
@@ -123,7 +125,8 @@ def redacted_target(target: str) -> str:
     parts = []
     for part in query.split("&"):
         name, equals, _ = part.partition("=")
-        parts.append(f"{name}=[redacted]" if equals and _SECRET_PARAMETER.search(name) else part)
+        secret = _SECRET_PARAMETER.search(urllib.parse.unquote_plus(name))
+        parts.append(f"{name}=[redacted]" if equals and secret else part)
     return f"{path}?{'&'.join(parts)}"
 
 
