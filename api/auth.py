@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS = "anonymous"
 AUDIT_KEY = "twinmem_audit"
+# The most memory ids one audit entry lists: twice a batch save's (``[limits] max_batch``).
+AUDIT_MAX_IDS = 1000
 # app.state key of the RateLimiter ([limits] requests_per_minute), absent when off.
 RATE_LIMITER = "rate_limiter"
 
@@ -193,7 +195,14 @@ class AuditMiddleware:
 
 
 def audit_event(record: AuditRecord, status: int, detail: str | None) -> AuditEvent:
-    """The audit entry of ``record``'s request, ended with ``status``."""
+    """The audit entry of ``record``'s request, ended with ``status``: its first
+    ``AUDIT_MAX_IDS`` memory ids, and how many more in ``detail`` (an import of 50,000
+    memories made one entry of about 2 MB, and every listing that held it as much)."""
+    memory_ids = tuple(dict.fromkeys(record.memory_ids))
+    if len(memory_ids) > AUDIT_MAX_IDS:
+        more = f"{len(memory_ids) - AUDIT_MAX_IDS} more memory ids not listed"
+        detail = more if detail is None else f"{detail}; {more}"
+        memory_ids = memory_ids[:AUDIT_MAX_IDS]
     return AuditEvent(
         actor=record.actor,
         action=record.action or "admin",
@@ -201,7 +210,7 @@ def audit_event(record: AuditRecord, status: int, detail: str | None) -> AuditEv
         at=utcnow(),
         request_id=record.request_id,
         namespaces=tuple(dict.fromkeys(record.namespaces)),
-        memory_ids=tuple(dict.fromkeys(record.memory_ids)),
+        memory_ids=memory_ids,
         content_sha256=record.content_sha256,
         status_code=status,
         detail=detail,

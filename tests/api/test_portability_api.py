@@ -10,6 +10,7 @@ import httpx
 import jsonschema
 import pytest
 
+from api import auth
 from api.client import TwinmemClient
 from engine.portability import SCHEMA_PATH
 from engine.ports import Embedder
@@ -138,7 +139,7 @@ def test_a_newer_export_brings_forward_what_an_older_one_imported(
 
 
 def test_an_import_is_audited_under_the_namespaces_and_memories_it_wrote(
-    server_factory: Callable[..., LiveServer], minilm: Embedder
+    server_factory: Callable[..., LiveServer], minilm: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source, target = server_factory(minilm, "source"), server_factory(minilm, "target")
     with TwinmemClient(source.url, namespace="user:42") as client:
@@ -154,6 +155,13 @@ def test_an_import_is_audited_under_the_namespaces_and_memories_it_wrote(
         (set(), "ok"),
         (written, "ok"),
     ]
+
+    # An entry lists at most AUDIT_MAX_IDS ids and counts the rest: an import of 50,000
+    # memories made one entry of about 2 MB.
+    monkeypatch.setattr(auth, "AUDIT_MAX_IDS", 1)
+    assert upload(target, data, namespace="copy").status_code == 200
+    (entry,) = httpx.get(target.url + "/v1/admin/audit", params={"namespace": "copy"}).json()["entries"]
+    assert len(entry["memory_ids"]) == 1 and entry["detail"] == "1 more memory ids not listed"
 
 
 def test_mem0_data_without_a_namespace_lands_where_the_mem0_routes_read_it(
