@@ -2,7 +2,8 @@
 the namespace) and audience changes by three writers over four claims about a home, checking
 after each step the first rule: no memory stays superseded unless a memory in recall that
 every caller who reads it can read replaces it, directly or through the memories between
-(``engine.supersession``)."""
+(``engine.supersession``). The walks run on SQLite and, fewer of them, on the Bolt store
+(ArcadeDB), whose links and versions the rule reads through other queries."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from engine.config import Config, load_config
 from engine.conflicts import MERGED_INTO, SUPERSEDES
 from engine.errors import TwinmemError
 from engine.records import Memory, MemoryDraft, MemoryPatch, Scope, Status, Visibility
 from engine.service import MemoryService
+from tests.bolt import BoltTarget
+from tests.integration.conftest import OpenService
 
 NS = "team"
 WRITERS = ("alice", "bob", "carol")
@@ -23,6 +27,10 @@ OTHER = ("The weather is nice today", "I like green tea")
 STEPS = ("save", "save", "save", "edit", "delete", "purge", "restore", "rollback", "private", "shared", "namespace")
 _WIDTH = {Visibility.PRIVATE: 0, Visibility.SHARED: 1, Visibility.PUBLIC: 2}
 WHOLE = Scope.whole([NS])
+# About 2 s a walk on ArcadeDB on two cores, so fewer there than on SQLite.
+WALKS = [pytest.param("sqlite", seed, id=f"sqlite-{seed}") for seed in range(24)] + [
+    pytest.param("arcadedb", seed, id=f"arcadedb-{seed}") for seed in range(8)
+]
 
 
 def _seen_by_all_who_read(newer: Memory, older: Memory) -> bool:
@@ -97,8 +105,19 @@ def _step(service: MemoryService, clock: Any, rnd: random.Random, ids: list[str]
     return f"{current.actor} makes {name} {step}"
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_no_walk_leaves_a_memory_superseded_under_nothing(service: MemoryService, clock: Any, seed: int) -> None:
+def _on(store: str, config: Config, request: pytest.FixtureRequest) -> Config:
+    if store == "sqlite":
+        return config
+    target: BoltTarget = request.getfixturevalue(store)
+    bolt = target.config(target.new_database())
+    return load_config(env={}, data_dir=config.data_dir, conflicts={"min_similarity": 0.0}, **bolt)
+
+
+@pytest.mark.parametrize(("store", "seed"), WALKS)
+def test_no_walk_leaves_a_memory_superseded_under_nothing(
+    open_svc: OpenService, config: Config, clock: Any, request: pytest.FixtureRequest, store: str, seed: int
+) -> None:
+    service = open_svc(config=_on(store, config, request))
     rnd = random.Random(seed)
     ids: list[str] = []
     times = [clock.now]
