@@ -1151,17 +1151,19 @@ class MemoryService:
     def _along_supersedes(self, sight: Scope, memory_id: str, *, towards: str, seen: set[str]) -> Memory | None:
         edges = [e for e in self.store.edges(sight, memory_id) if e.kind == SUPERSEDES]
         if towards == "newer":
-            ends = [e.src for e in sorted(edges, key=lambda e: e.created_at, reverse=True) if e.dst == memory_id]
+            ends = {e.src: e.created_at for e in edges if e.dst == memory_id}
         else:
-            ends = [e.dst for e in sorted(edges, key=lambda e: e.created_at, reverse=True) if e.src == memory_id]
-        for other in ends:
-            if other in seen:
-                continue  # a cycle (only a hand-made edge can make one) ends the walk
-            found = self.store.get_many(sight, [other], _ANY_LIVE, self._clock())
-            if found:
-                seen.add(other)
-                return found[0]
-        return None
+            ends = {e.dst: e.created_at for e in edges if e.src == memory_id}
+        # A seen end is a cycle (only a hand-made edge can make one): it ends the walk there.
+        found = self.store.get_many(sight, [end for end in ends if end not in seen], _ANY_LIVE, self._clock())
+        if not found:
+            return None
+        # The most recent link; links one save made are as old as each other (a save that
+        # superseded two at once) and a store returns them in no set order, so then the
+        # newer memory, and last its id, so that every store walks the same chain.
+        other = max(found, key=lambda m: (ends[m.memory_id], m.created_at, m.memory_id))
+        seen.add(other.memory_id)
+        return other
 
     def stats(self) -> dict[str, object]:
         index = self.keeper.index

@@ -1,4 +1,5 @@
-"""Entities and conflicts on write through open_service, on a real SQLite file."""
+"""Entities and conflicts on write through open_service, on a real SQLite file (and, where
+said, on the Bolt store too)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import numpy as np
 import pytest
 
 from engine import conflicts
+from engine.config import Config, load_config
 from engine.conflicts import SUPERSEDES
 from engine.ports import Edge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status
 from engine.service import MemoryService, SaveResult
+from tests.bolt import BoltTarget
 from tests.integration.conftest import OpenService
 
 NS = "user:7"
@@ -392,3 +395,34 @@ def test_a_batch_repeat_folds_into_the_oldest_of_its_text_as_one_at_a_time(servi
         assert [r.created for r in results] == [True, True, False], batch
         folded.append(results[2].memory.memory_id == results[1].memory.memory_id)
     assert folded == [True, True]
+
+
+# --- the chain where one save superseded two at once ------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "arcadedb"])
+def on_each_store(request: pytest.FixtureRequest, open_svc: OpenService, config: Config) -> MemoryService:
+    """A service on SQLite, and one on the Bolt store (ArcadeDB)."""
+    if request.param == "sqlite":
+        return open_svc()
+    target: BoltTarget = request.getfixturevalue("arcadedb")
+    bolt = target.config(target.new_database())
+    return open_svc(config=load_config(env={}, data_dir=config.data_dir, conflicts={"min_similarity": 0.0}, **bolt))
+
+
+def test_the_chain_below_a_save_that_superseded_two_at_once_goes_through_the_newer(
+    on_each_store: MemoryService, clock: Any
+) -> None:
+    """Berlin, then Paris over it; Berlin restored; then Rome supersedes both in one save,
+    so its two links are as old as each other. The chain goes down through Paris (the
+    newer claim, itself over Berlin), whatever order the store returns the links in."""
+    service = on_each_store
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(minutes=1)
+    paris = service.save(draft("I moved to Paris")).memory.memory_id
+    clock.advance(minutes=1)
+    service.rollbacks.restore(NS, berlin)
+    clock.advance(minutes=1)
+    rome = service.save(draft("I live in Rome"))
+    assert set(rome.superseded) == {berlin, paris}
+    assert [m.memory_id for m in service.chain(NS, rome.memory.memory_id)] == [rome.memory.memory_id, paris, berlin]
