@@ -21,6 +21,11 @@ Slots come in two kinds:
   one nothing says which is true, so they contradict ("I like coffee" /
   "I don't like coffee").
 
+A replacement is whole: an older text is replaced only where every claim it makes is
+replaced or repeated and it says nothing the rules do not read; where it says more ("My
+name is Anna and I live in Oslo" → "I live in Bergen now") the two contradict, so that
+nothing it holds leaves recall (``judge``).
+
 The same claim twice is a duplicate. Memories that carry the same explicit
 ``key`` are the same subject: the newer replaces the older (or repeats it);
 different keys are different subjects. Anything else is unrelated.
@@ -40,7 +45,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from engine import entities
 from engine.entities import ALIASES, canonical_key
@@ -173,7 +178,18 @@ def _normal(text: str) -> str:
 
 def claims(text: str) -> tuple[Claim, ...]:
     """Every claim the rules can read in ``text`` (cached: a memory is judged against many)."""
-    return _claims(text)
+    return _claims(text).claims
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What the rules read in a text: its claims, and the clauses that say something they
+    read no claim in ("… and I love my dog", a question, someone else's home after "he").
+    A memory with unread clauses holds more than its claims, so a newer memory that replaces
+    every claim still does not replace all it says."""
+
+    claims: tuple[Claim, ...]
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,11 +209,12 @@ class _Voice:
 
 
 @lru_cache(maxsize=8192)
-def _claims(text: str) -> tuple[Claim, ...]:
+def _claims(text: str) -> _Reading:
     voice, body = _voice(text)
     if voice is None:
-        return ()
+        return _Reading(())
     found: list[Claim] = []
+    unread: list[str] = []
     # Whom the he/she/they of the next clause are, and whom it is about if it has no
     # subject and is joined to the one before by "and" (see _Subject).
     holder = joined = voice.me
@@ -208,6 +225,8 @@ def _claims(text: str) -> tuple[Claim, ...]:
     voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=_fond_of(body))
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
+            if _says_something(sentence):
+                unread.append(sentence.strip())
             continue
         dated = False
         for clause, joiner in _clauses(_normal(sentence)):
@@ -246,7 +265,15 @@ def _claims(text: str) -> tuple[Claim, ...]:
             dated = dated or _dated(clause)
             away = away or _away(clause, read)
             found += read
-    return tuple(found)
+            if not read and _says_something(clause):
+                unread.append(clause)
+    return _Reading(tuple(found), tuple(unread))
+
+
+def _says_something(clause: str) -> bool:
+    """Whether a clause the rules read no claim in still holds words of its own (not
+    "now", "so", "and"): a memory holding one says more than its claims."""
+    return any(term not in _FILLER for term in terms(clause))
 
 
 # Someone a clause names but the rules cannot tell apart from anyone else's: "he" after a
@@ -1608,21 +1635,47 @@ def _compare(old: Claim, new: Claim) -> Verdict:
 _PRECEDENCE = (Verdict.REPLACE, Verdict.CONTRADICT, Verdict.DUPLICATE)
 
 
-def judge(new: Statement, old: Statement) -> Judgement:
-    """What ``new`` (the later memory) does to ``old``."""
+def judge(new: Statement, old: Statement, *, hidden: Literal["old", "new"] = "old") -> Judgement:
+    """What ``new`` (the later text) does to ``old``. ``hidden`` is the one a replacement
+    would take out of recall: ``old``, or ``new`` where time order reads the pair the other
+    way round (``new`` back-dated before ``old``: an old chat imported, ``engine.writing``).
+
+    A replacement is whole or it is no replacement: the hidden memory is replaced only
+    where every claim it makes is replaced or repeated by the other's and it says nothing
+    the rules do not read (``_Reading.unread``). "My name is Anna and I live in Oslo" is not
+    replaced by "I live in Bergen now", which says nothing of the name; nor is "I live in
+    Oslo and I love my dog". Such a partial replacement is a clash both sides of which stay
+    in recall: ``CONTRADICT``, with the replaced claim and what else the hidden one says as
+    its reason. Memories with the same explicit ``key`` are one subject: the newer value
+    replaces the older whole, as in any key-value store."""
     if new.key is not None and old.key is not None:
         if new.key != old.key:
             return Judgement(Verdict.UNRELATED, "different keys")
         if _normal(new.text).split() == _normal(old.text).split():
             return Judgement(Verdict.DUPLICATE, f"same key {new.key!r} and content")
         return Judgement(Verdict.REPLACE, f"same key {new.key!r}")
-    new_claims, old_claims = claims(new.text), claims(old.text)
+    new_reading, old_reading = _claims(new.text), _claims(old.text)
     found: dict[Verdict, str] = {}
-    for old_claim in old_claims:
-        for new_claim in new_claims:
+    # The claims of each side that a claim of the other replaces or repeats, by position.
+    met_old: set[int] = set()
+    met_new: set[int] = set()
+    for at_old, old_claim in enumerate(old_reading.claims):
+        for at_new, new_claim in enumerate(new_reading.claims):
             verdict = _compare(old_claim, new_claim)
             if verdict is not Verdict.UNRELATED:
                 found.setdefault(verdict, f"{new_claim.slot}: {old_claim.value!r} → {new_claim.value!r}")
+            if verdict in (Verdict.REPLACE, Verdict.DUPLICATE):
+                met_old.add(at_old)
+                met_new.add(at_new)
+    if Verdict.REPLACE in found:
+        reading, met = (old_reading, met_old) if hidden == "old" else (new_reading, met_new)
+        kept = [f"{claim.slot}: {claim.value!r}" for at, claim in enumerate(reading.claims) if at not in met]
+        kept += [repr(clause) for clause in reading.unread]
+        if kept:
+            said = "older" if hidden == "old" else "back-dated"
+            return Judgement(
+                Verdict.CONTRADICT, f"{found[Verdict.REPLACE]}, but the {said} memory says more: {'; '.join(kept)}"
+            )
     for verdict in _PRECEDENCE:
         if verdict in found:
             return Judgement(verdict, found[verdict])

@@ -476,5 +476,5 @@ def replaces_by_rules(newer: Memory, older: Memory) -> bool:
     on arrival; the rules read the pair the other way as unrelated."""
     new, old = Statement(newer.content, newer.key), Statement(older.content, older.key)
     return conflicts.judge(new, old).verdict is Verdict.REPLACE or (
-        older.created_at < newer.created_at and conflicts.judge(old, new).verdict is Verdict.REPLACE
+        older.created_at < newer.created_at and conflicts.judge(old, new, hidden="new").verdict is Verdict.REPLACE
     )

@@ -253,8 +253,13 @@ class SaveJudge:
             ):
                 continue
             record = plan.latest(by_id[old.memory_id])
+            back_dated = memory.created_at < record.created_at
+            if back_dated and judgement.verdict in (Verdict.REPLACE, Verdict.CONTRADICT):
+                # Time order reads the pair the other way round: a replacement would hide the
+                # new memory, so it is whether every claim of the new one is replaced that counts.
+                judgement = conflicts.judge(Statement(memory.content, memory.key), old, hidden="new")
             if judgement.verdict is Verdict.REPLACE and record.status is Status.ACTIVE:
-                if memory.created_at < record.created_at:
+                if back_dated:
                     # Time order decides: a back-dated memory (an old chat imported) is the
                     # one replaced, stored superseded by the newer one (in the save's
                     # transaction: ``Store.insert_linked`` updates a memory it inserts);

@@ -515,3 +515,62 @@ def test_deleting_the_newest_of_a_chain_brings_the_oldest_back_once_the_middle_i
     # Restored, Lisbon supersedes it again.
     assert http.post(f"/v1/memory/{lisbon['memory_id']}/restore", json={}).status_code == 200
     assert _status(http, berlin) == "superseded"
+
+
+# --- a partial replacement hides nothing -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "query", "kept"),
+    [
+        ("My name is Anna and I live in Oslo.", "I live in Bergen now.", "what is my name?", "Anna"),
+        ("I live in Oslo and I love my dog.", "I moved to Bergen.", "my dog", "dog"),
+    ],
+    ids=["name", "unread-clause"],
+)
+def test_a_newer_memory_that_replaces_one_claim_of_an_older_one_hides_nothing(
+    http: httpx.Client, older: str, newer: str, query: str, kept: str
+) -> None:
+    """The older memory says more than the claim the newer one replaces: it stays in recall,
+    linked to the newer one as a contradiction, flagged on each hit."""
+    first = save(http, older)
+    second = save(http, newer)
+    assert (second["superseded"], second["contradicted"]) == ([], [first["memory_id"]])
+    assert http.get(f"/v1/memory/{first['memory_id']}").json()["status"] == "active"
+    hits = {hit["memory_id"]: hit for hit in recall(http, query)}
+    assert first["memory_id"] in hits and kept in hits[first["memory_id"]]["content"]
+    assert hits[first["memory_id"]]["contradicts"] == [second["memory_id"]]
+
+
+@pytest.fixture
+def multilingual(server_factory: Callable[..., LiveServer], e5: Embedder) -> Iterator[httpx.Client]:
+    """A server with the multilingual model, which finds Chinese and English close."""
+    live = server_factory(e5)
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        yield client
+
+
+def test_a_chinese_move_leaves_the_older_memorys_other_claim_in_recall(multilingual: httpx.Client) -> None:
+    first = save(multilingual, "My secret project is called Bluebird and I live in Lisbon.")
+    second = save(multilingual, "我住在杭州")
+    assert (second["superseded"], second["contradicted"]) == ([], [first["memory_id"]])
+    hits = {hit["memory_id"]: hit for hit in recall(multilingual, "what is my secret project called?")}
+    assert hits[first["memory_id"]]["contradicts"] == [second["memory_id"]]
+
+
+def test_a_newer_memory_that_replaces_every_claim_still_supersedes(http: httpx.Client) -> None:
+    first = save(http, "My name is Anna and I live in Oslo.")
+    second = save(http, "My name is Anna and I live in Bergen now.")
+    assert second["superseded"] == [first["memory_id"]]
+    assert first["memory_id"] not in {hit["memory_id"] for hit in recall(http, "what is my name?")}
+
+
+def test_a_back_dated_memory_that_says_more_than_the_replaced_claim_stays_recalled(http: httpx.Client) -> None:
+    """Time order reads the pair the other way round: the back-dated save is the one a
+    replacement would hide, so it is its other claims that keep it in recall."""
+    bergen = save(http, "I live in Bergen.")
+    old_chat = save(http, "My name is Anna and I live in Oslo.", created_at="2001-01-01T00:00:00Z")
+    assert old_chat["memory"]["status"] == "active" and old_chat["contradicted"] == [bergen["memory_id"]]
+    assert old_chat["memory_id"] in {hit["memory_id"] for hit in recall(http, "what is my name?")}
+    plain = save(http, "I live in Lima.", created_at="2001-01-01T00:00:00Z")
+    assert plain["memory"]["status"] == "superseded"

@@ -188,7 +188,9 @@ def test_an_edit_the_content_digest_folds_is_read_again_by_the_claim_rules(servi
     assert service.save(draft("Marco: I moved to Berlin")).superseded == (marco.memory_id,)
     lines = service.save(draft("I live in Lisbon I work at Acme")).memory
     service.update(NS, lines.memory_id, MemoryPatch(content="I live in Lisbon\nI work at Acme"))
-    assert service.save(draft("I joined Globex")).superseded == (lines.memory_id,)
+    # Read as two lines, it holds the user's employer, which the move replaces; its home is
+    # more than the move replaces, so the two are linked as a contradiction, and both recalled.
+    assert service.save(draft("I joined Globex")).contradicted == (lines.memory_id,)
 
 
 def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService) -> None:

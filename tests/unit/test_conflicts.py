@@ -207,7 +207,9 @@ def test_he_or_she_after_a_clause_that_names_someone_else_is_them(new: str) -> N
     # Outside a speaker's line "他"/"她" is the user ("用户住在杭州。她在阿里工作"), but
     # not where the clause before named someone: there it is that someone.
     assert verdict("我住在杭州", new) is Verdict.UNRELATED
-    assert verdict("用户住在杭州。她在阿里工作", "用户住在上海") is Verdict.REPLACE
+    # (Where the newer text says nothing of the employer, the older one says more and is
+    # not replaced whole: see test_a_replacement_of_one_claim_leaves_the_others_in_recall.)
+    assert verdict("用户住在杭州。她在阿里工作", "用户住在上海。她在阿里工作") is Verdict.REPLACE
 
 
 @pytest.mark.parametrize(
@@ -225,7 +227,9 @@ def test_the_clauses_after_x_is_my_colleague_are_about_x(old: str, new: str) -> 
     # "X是我同事" / "X is my colleague" introduces X: the next 他, "he" or clause without a
     # subject is X's, not the user's.
     assert verdict(old, new) is Verdict.UNRELATED
-    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris") is Verdict.REPLACE
+    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris. She works at Acme") is (
+        Verdict.REPLACE
+    )
 
 
 @pytest.mark.parametrize(
@@ -261,7 +265,9 @@ def test_he_or_she_in_a_text_in_the_first_person_is_never_the_speaker(old: str, 
     # Who says "I" calls themself "I", not "he": where the clause before was about the speaker,
     # "he"/"她" is someone the rules did not read, and nothing is read.
     assert verdict(old, new) is Verdict.UNRELATED
-    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris") is Verdict.REPLACE
+    assert verdict("User lives in Rome. She works at Acme", "User lives in Paris. She works at Acme") is (
+        Verdict.REPLACE
+    )
     assert verdict("我住在杭州", "我姐姐来了。她住在上海") is Verdict.UNRELATED
 
 
@@ -1167,3 +1173,55 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
     assert verdict(old, new) is Verdict.UNRELATED
     assert verdict("用户住在杭州", "用户想起了上海。她搬到厦门了") is Verdict.REPLACE
     assert verdict("The user lives in Berlin", "The user proposed to the board. She lives in Rome") is Verdict.REPLACE
+
+
+# --- a replacement is whole or it is none -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My name is Anna and I live in Oslo.", "I live in Bergen now."),
+        ("My secret project is called Bluebird and I live in Lisbon.", "我住在杭州"),
+        ("I live in Oslo and I love my dog.", "I moved to Bergen."),
+        ("I live in Oslo. Can you recommend a dentist?", "I moved to Bergen."),
+        ("I live in Oslo. I met Tom. He lives in Rome.", "I moved to Bergen."),
+        ("我叫安娜，住在奥斯陆", "我搬到杭州了"),
+        ("I like coffee and I play tennis every Sunday", "I quit coffee"),
+    ],
+)
+def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
+    """The older text says more than the claim the newer one replaces (another claim, or a
+    clause the rules read nothing in): hiding it would lose that, so it is a contradiction."""
+    judged = judge(Statement(new), Statement(old))
+    assert judged.verdict is Verdict.CONTRADICT
+    assert "but the older memory says more" in judged.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Oslo.", "I live in Bergen now."),
+        ("My name is Anna and I live in Oslo.", "My name is Anna and I live in Bergen now."),
+        ("Thanks! I live in Oslo.", "I moved to Bergen."),
+        ("I live in Oslo now.", "I moved to Bergen."),
+    ],
+)
+def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+def test_time_order_asks_whether_the_back_dated_text_is_replaced_whole() -> None:
+    """``hidden="new"``: the new text is back-dated before the old one, so a replacement
+    would hide the new one; it is the new one's other claims that keep it."""
+    new, old = Statement("My name is Anna and I live in Oslo."), Statement("I live in Bergen.")
+    assert judge(new, old).verdict is Verdict.REPLACE  # Bergen says nothing else
+    judged = judge(new, old, hidden="new")
+    assert judged.verdict is Verdict.CONTRADICT and "back-dated memory says more" in judged.reason
+    lima, bergen = Statement("I live in Lima."), Statement("My name is Anna and I live in Bergen.")
+    assert judge(lima, bergen, hidden="new").verdict is Verdict.REPLACE
+
+
+def test_the_same_key_replaces_whatever_the_older_text_says() -> None:
+    # A key is one subject: the newer value replaces the older whole, as in a key-value store.
+    assert verdict("Anna, Oslo, two dogs", "Bergen", old_key="profile", new_key="profile") is Verdict.REPLACE
