@@ -370,6 +370,9 @@ class Sessions:
         budget = self.config.context_budget_tokens if budget is None else budget
         if budget < 1:
             raise InvalidInput("budget_tokens must be at least 1", field="budget_tokens")
+        if query is not None and text.is_blank(query):
+            # As recall refuses it: a context with no memories would read as "nothing matched".
+            raise InvalidInput("query must not be empty", field="query")
         cfg = self.config
         shares = shares or Shares(cfg.context_window_share, cfg.context_memories_share, cfg.context_procedures_share)
         parts = (shares.window, shares.memories, shares.procedures)

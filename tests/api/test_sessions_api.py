@@ -398,3 +398,15 @@ def test_a_named_request_too_long_to_judge_with_its_speaker_is_refused(live: Liv
         assert (len(promoted["created"]), promoted["dropped"]) == (1, []), promoted
         stored = http.get("/v1/memory/" + promoted["created"][0], params={"namespace": "n"}).json()
         assert stored["status"] == "quarantined", stored
+
+
+@pytest.mark.parametrize("query", ["   ", "\u200b", "\u200b\u200d \n"], ids=["spaces", "zero-width", "mixed"])
+def test_a_blank_context_query_is_refused_as_recall_refuses_it(live: LiveServer, query: str) -> None:
+    """A blank query asks nothing: the prompt context answers the same 422 as recall, rather
+    than a context with no memories that looks as if nothing matched."""
+    with httpx.Client(base_url=live.url, timeout=30) as http:
+        http.post("/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "I live in Berlin."}]})
+        recalled = http.post("/v1/memory/recall", json={"query": query})
+        answer = http.post("/v1/sessions/s1/context", json={"query": query})
+        assert (answer.status_code, answer.json()["detail"]) == (422, recalled.json()["detail"])
+        assert recalled.status_code == 422 and "query must not be empty" in answer.json()["detail"]
