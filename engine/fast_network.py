@@ -1638,31 +1638,70 @@ class FastNetwork:
             rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
             return [self.ids[row] for row in sorted(rows or ())]
 
-    def session_tail(self, namespace: str, session_id: str) -> str | None:
-        """The memory a new one of this (namespace, session) follows (``engine.episodes``):
-        of the session's memories that are not deleted, the newest (by created_at, then
-        row) among those with no ``NEXT`` to another of them, the end of the chain; the
-        newest of all where every one has (a cycle only a hand-made edge can make).
-        None when the session holds no such memory."""
+    def session_place(self, namespace: str, session_id: str, at: datetime) -> tuple[str | None, str | None]:
+        """Where new memories of this (namespace, session), none created after ``at``, go in
+        its chain (``engine.episodes``): the memory they follow and the one that follows
+        them. Where the session holds memories created after ``at`` (a later part of it
+        promoted first: an expired window promoted at a restart after the next one was
+        closed) and no older one links ``NEXT`` into them, they go before the oldest
+        start of their chain, after the end of the older ones' chain; otherwise after the session's tail
+        followed by none: a link the store holds is never undone. The tail: of the
+        session's memories that are not deleted, the newest (by created_at, then row) among
+        those with no ``NEXT`` to another of them, the end of the chain; the newest of all
+        where every one has (a cycle only a hand-made edge can make). (None, None) when the
+        session holds no such memory."""
         with self._lock:
-            ns, session = self.namespaces.find(namespace), self.people.find(session_id)
-            rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
-            if not rows:
-                return None
-            deleted = _STATUS[Status.DELETED]
-            held = {row for row in rows if self._cols.status[row] != deleted}
-            ends = [
-                row
-                for row in held
-                if not any(
-                    link.kind == NEXT and link.src == row and link.dst != row and link.dst in held
+            held = self._session_held(namespace, session_id)
+            if not held:
+                return None, None
+            when = micros(at)
+            created = self._cols.created
+            later = {row for row in held if int(created[row]) > when}
+            if later:
+                earlier = held - later
+                # Where an older memory links into the later ones, the new ones belong in the
+                # middle of the chain, which only undoing a link could make room for.
+                into = {
+                    link.dst
+                    for row in held
+                    for link in self._links.get(row, ())
+                    if link.kind == NEXT and link.src == row and link.dst != row and link.dst in held
+                }
+                heads = [row for row in later if row not in into]
+                crossing = any(
+                    link.kind == NEXT and link.src == row and link.dst in later
+                    for row in earlier
                     for link in self._links.get(row, ())
                 )
-            ]
-            if not held:
-                return None
-            newest = max(ends or held, key=lambda row: (int(self._cols.created[row]), row))
-            return self.ids[newest]
+                if heads and not crossing and (not earlier or self._ends(earlier)):
+                    # Rows of equal created_at are ordered by the links, not by row: a
+                    # fast network rebuilt from the store may number them otherwise.
+                    first = min(heads, key=lambda row: (int(created[row]), row))
+                    before = self.ids[self._chain_end(earlier)] if earlier else None
+                    return before, self.ids[first]
+            return self.ids[self._chain_end(held)], None
+
+    def _session_held(self, namespace: str, session_id: str) -> set[int]:
+        """The rows of the session's memories that are not deleted (under the lock)."""
+        ns, session = self.namespaces.find(namespace), self.people.find(session_id)
+        rows = self._session_rows.get((ns, session)) if NONE not in (ns, session) else None
+        deleted = _STATUS[Status.DELETED]
+        return {row for row in rows or () if self._cols.status[row] != deleted}
+
+    def _ends(self, held: set[int]) -> list[int]:
+        """Those of ``held`` with no ``NEXT`` to another of them."""
+        return [
+            row
+            for row in held
+            if not any(
+                link.kind == NEXT and link.src == row and link.dst != row and link.dst in held
+                for link in self._links.get(row, ())
+            )
+        ]
+
+    def _chain_end(self, held: set[int]) -> int:
+        """The newest end of ``held``'s chain, or the newest of ``held`` where none ends."""
+        return max(self._ends(held) or held, key=lambda row: (int(self._cols.created[row]), row))
 
     def any_linked(self, rows: Rows) -> bool:
         """Whether one of ``rows`` has a link of any kind (a dict look-up a row)."""

@@ -341,7 +341,7 @@ class MemoryService:
                     earlier.setdefault(memory.digest, []).append(memory)
                 if fresh:
                     chained = episodes.chain_edges(
-                        [memory for _, memory, _ in fresh], self.keeper.network.session_tail, now
+                        [memory for _, memory, _ in fresh], self.keeper.network.session_place, now
                     )
                     follows = {edge.dst: edge.src for edge in chained}
                     for position, memory, _ in fresh:
@@ -746,8 +746,11 @@ class MemoryService:
             key=lambda memory: memory.created_at,
         )
         incoming: dict[str, list[Edge]] = {}
-        for edge in episodes.chain_edges(order, self.keeper.network.session_tail, self._clock()):
-            incoming.setdefault(edge.dst, []).append(edge)
+        new = {memory.memory_id for memory in order}
+        for edge in episodes.chain_edges(order, self.keeper.network.session_place, self._clock()):
+            # Filed with the new memory it links: the one after the imported ones (a later
+            # part of the session, stored already) is linked from the last of them.
+            incoming.setdefault(edge.dst if edge.dst in new else edge.src, []).append(edge)
         return [
             replace(record, edges=(*record.edges, *incoming[record.memory.memory_id]))
             if record.memory.memory_id in incoming

@@ -7,6 +7,7 @@ processes sharing Redis are in ``tests/integration/test_sessions_redis_processes
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -410,3 +411,49 @@ def test_a_blank_context_query_is_refused_as_recall_refuses_it(live: LiveServer,
         answer = http.post("/v1/sessions/s1/context", json={"query": query})
         assert (answer.status_code, answer.json()["detail"]) == (422, recalled.json()["detail"])
         assert recalled.status_code == 422 and "query must not be empty" in answer.json()["detail"]
+
+
+def test_next_links_across_two_promotions_of_a_session_follow_the_messages(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    """The first generation expires unpromoted (no sweep runs), a second is appended and
+    closed, and the restart promotes the first: its memories go before the second's in
+    the chain, as the messages were said, not after them."""
+
+    def append(http: httpx.Client, *said: str) -> None:
+        messages = [{"role": "user", "content": text} for text in said]
+        answer = http.post("/v1/sessions/s1/messages", json={"messages": messages, "expire_after_seconds": 2})
+        assert answer.status_code == 200, answer.text
+
+    first = server_factory(minilm, name="data", sessions={"sweep_every_seconds": 0})
+    with httpx.Client(base_url=first.url, timeout=60) as http:
+        append(http, "I live in Berlin.", "I have a dog named Rex.")
+        time.sleep(3)
+        append(http, "I moved to Paris.", "I have a cat named Tom.")
+        assert http.post("/v1/sessions/s1/close", json={}).status_code == 200
+    first.stop()
+    second = server_factory(minilm, name="data", sessions={"sweep_every_seconds": 0})
+    with httpx.Client(base_url=second.url, timeout=60) as http:
+        listed = http.get(
+            "/v1/memories", params=[("status", "active"), ("status", "superseded"), ("limit", "100")]
+        ).json()["memories"]
+        ids = {memory["content"]: memory["memory_id"] for memory in listed}
+        assert len(ids) == 4, ids
+        follows: dict[str, str] = {}
+        for memory_id in ids.values():
+            graph = http.get(f"/v1/memory/{memory_id}/graph").json()
+            follows.update((e["dst"], memory_id) for e in graph["edges_out"] if e["kind"] == "NEXT")
+        heads = [memory_id for memory_id in ids.values() if memory_id not in follows]
+        assert len(heads) == 1, follows
+        nexts = {before: after for after, before in follows.items()}
+        chain, at = [], heads[0]
+        while at is not None:
+            chain.append(at)
+            at = nexts.get(at)
+        content = {memory_id: text for text, memory_id in ids.items()}
+        assert [content[m] for m in chain] == [
+            "I live in Berlin.",
+            "I have a dog named Rex.",
+            "I moved to Paris.",
+            "I have a cat named Tom.",
+        ]

@@ -299,3 +299,28 @@ def test_the_engine_sees_every_link_it_wrote(service: MemoryService) -> None:
     ids = [r.memory.memory_id for r in service.save_batch([said("one"), said("two"), said("three")])]
     edges = service.store.edges(Scope.whole([NS]), ids[1])
     assert {(e.src, e.dst, e.kind) for e in edges} == {(ids[0], ids[1], NEXT), (ids[1], ids[2], NEXT)}
+
+
+def test_memories_older_than_the_sessions_stored_ones_go_before_them(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    """A part of a session written after a later part (a window promoted at a restart after
+    the next one was closed, an old chat imported) is linked as it was said, not after it."""
+    landed = service.save(said("We landed in Lisbon")).memory.memory_id
+    taxi = service.save(said("The taxi took an hour")).memory.memory_id
+    hour_ago = clock() - timedelta(hours=1)
+    packed, left = (
+        r.memory.memory_id
+        for r in service.save_batch(
+            [said("We packed the bags", created_at=hour_ago), said("We left for the airport", created_at=hour_ago)]
+        )
+    )
+    assert next_links(service) == {(packed, left), (left, landed), (landed, taxi)}
+    line = {"content": "We booked the flight", "session_id": "chat-1", "created_at": "1999-01-01T00:00:00Z"}
+    report = run_import(service, io.BytesIO(json.dumps(line).encode()), format_name="jsonl", namespace=NS)
+    assert report.written, report.errors
+    booked = next(m.memory_id for m in service.list_page([NS], MemoryFilter(), limit=50).items if "booked" in m.content)
+    assert next_links(service) == {(booked, packed), (packed, left), (left, landed), (landed, taxi)}
+    # Between two linked ones only undoing a link would make room: it goes at the end, as before.
+    boarded = service.save(said("We boarded the plane", created_at=clock() - timedelta(minutes=30)))
+    assert boarded.follows == taxi
