@@ -154,13 +154,14 @@ _CLAUSE_SPLIT = re.compile(r"([.;!?\n，,。；！？]+|(?<!\s)\s+(?:and|but|so|
 _EN_JOINED = frozenset({"and", "but", "so", "then"})
 
 
-def _clauses(sentence: str) -> Iterator[tuple[str, str]]:
+def _clauses(sentence: str) -> Iterator[tuple[str, str, str]]:
     """The clauses of ``sentence``, each with the "and", "but", "so" or "then" that joins it
-    to the one before ("I met Tom and moved to Paris"), or "" where none does."""
+    to the one before ("I met Tom and moved to Paris"), or "" where none does, and what
+    split it from the one before (a joiner, punctuation, or "" for the first)."""
     parts = _CLAUSE_SPLIT.split(sentence)
     for at in range(0, len(parts), 2):
-        joiner = parts[at - 1].strip() if at > 0 else ""
-        yield parts[at], joiner if joiner in _EN_JOINED else ""
+        split = parts[at - 1].strip() if at > 0 else ""
+        yield parts[at], split if split in _EN_JOINED else "", split
 
 
 def _normal(text: str) -> str:
@@ -229,7 +230,8 @@ def _claims(text: str) -> _Reading:
                 unread.append(sentence.strip())
             continue
         dated = False
-        for clause, joiner in _clauses(_normal(sentence)):
+        claimed = False  # the clause before, in this sentence, held a claim
+        for clause, joiner, split in _clauses(_normal(sentence)):
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
                 continue
@@ -265,9 +267,30 @@ def _claims(text: str) -> _Reading:
             dated = dated or _dated(clause)
             away = away or _away(clause, read)
             found += read
-            if not read and _says_something(clause):
+            if not read and _says_something(clause) and not (claimed and split == "," and _detail(clause, sentence)):
                 unread.append(clause)
+            claimed = bool(read)
     return _Reading(tuple(found), tuple(unread))
+
+
+# A short phrase after a comma that says where, not what: "I live in Berlin, Germany",
+# "I live in Porto, by the river". With the claim before it, it goes when the claim does.
+_EN_DETAIL_LEAD = re.compile(r"^(?:by|near|in|at|on|outside|downtown|close to|next to)\b")
+_EN_DETAIL_NOT = frozenset({"i", "we", "he", "she", "they", "you", "me", "my", "our", "his", "her", "their", "your"})
+
+
+def _detail(clause: str, sentence: str) -> bool:
+    """Whether ``clause`` (read, lowercased, from ``sentence``), split by a comma from a claim
+    before it, only tells that claim's value more closely: at most three English words,
+    naming no one, that name a place ("Germany", each word capitalised as written) or open with a
+    word of place ("by the river"). Anything else it says is information of its own."""
+    words = clause.split()
+    if not 0 < len(words) <= 3 or _HAN.search(clause) or _EN_DETAIL_NOT & set(words):
+        return False
+    if _EN_DETAIL_LEAD.match(clause):
+        return True
+    written = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", sentence, re.IGNORECASE)
+    return written is not None and all(word[:1].isupper() for word in re.findall(r"\w+", written.group()))
 
 
 def _says_something(clause: str) -> bool:

@@ -1188,6 +1188,10 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
         ("I live in Oslo. I met Tom. He lives in Rome.", "I moved to Bergen."),
         ("我叫安娜，住在奥斯陆", "我搬到杭州了"),
         ("I like coffee and I play tennis every Sunday", "I quit coffee"),
+        ("I live in Oslo, with my wife", "I moved to Bergen."),
+        ("I live in Oslo, 2 kids", "I moved to Bergen."),
+        ("I live in Oslo, Dog lover", "I moved to Bergen."),
+        ("我住在奥斯陆，养了一只狗", "我搬到杭州了"),
     ],
 )
 def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
@@ -1205,6 +1209,10 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         ("My name is Anna and I live in Oslo.", "My name is Anna and I live in Bergen now."),
         ("Thanks! I live in Oslo.", "I moved to Bergen."),
         ("I live in Oslo now.", "I moved to Bergen."),
+        # A place that tells the replaced value more closely goes with it.
+        ("I live in Berlin, Germany", "I moved to Paris"),
+        ("I live in Porto, by the river", "I moved to Lisbon"),
+        ("I live in New York, Upper West Side", "I moved to Boston"),
     ],
 )
 def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
