@@ -213,9 +213,12 @@ _PATCH_FIELDS = (
 
 def metadata_key_problem(key: str) -> str | None:
     """What is wrong with ``key`` as a metadata filter's key (a dotted path: ``room.floor``),
-    or None: 1-128 characters, each a letter or digit of any script, ``_``, ``-`` or ``.``.
-    Every store checks it again: the SQLite store puts it into a JSON path."""
-    if 0 < len(key) <= 128 and all(char.isalnum() or char in "_-." for char in key):
+    or None: 1-128 characters, each a letter, mark or digit of any script, ``_``, ``-`` or
+    ``.``. Marks, because the letters of many scripts carry them: the vowel signs of नाम or
+    ชื่อ, a decomposed é. Every store checks it again: the SQLite store puts it into a JSON path."""
+    if 0 < len(key) <= 128 and all(
+        char.isalnum() or char in "_-." or unicodedata.category(char).startswith("M") for char in key
+    ):
         return None
     return f"metadata filter key {key!r} must be 1-128 letters, digits, '_', '-' or '.'"
 
