@@ -285,8 +285,9 @@ def still_hidden(store: Store, before: Memory, after: Memory, now: datetime) -> 
     key), only by one whose text replaces the new one by the conflict rules
     (``replaces_by_rules``): the links judged the text it had. "I live in Berlin", superseded
     by "I moved to Paris", edited into "I like green tea" (or rolled back to a version that
-    said so) is hidden by Paris no more."""
-    reworded = before.status is Status.SUPERSEDED and (after.content, after.key) != (before.content, before.key)
+    said so) is hidden by Paris no more; so is a deleted or active ``before`` rolled back to
+    such a version (deleted, or restored by hand beside Paris, it said "I live in Berlin")."""
+    reworded = (after.content, after.key) != (before.content, before.key)
     return hidden_by_any(store, after, now, replaces=replaces_by_rules if reworded else None)
 
 

@@ -1264,6 +1264,35 @@ def test_a_superseded_memory_rolled_back_to_another_text_stays_superseded_only_w
     assert (tea in recalled(service, "favourite drink green tea")) is (status is Status.ACTIVE)
 
 
+@pytest.mark.parametrize("how", ["deleted", "restored"])
+def test_a_memory_out_of_superseded_rolled_back_to_another_text_is_hidden_only_by_what_replaces_it(
+    service: MemoryService, clock: Any, how: str
+) -> None:
+    """As above, but the memory saying "I live in Berlin" was deleted, or restored by hand
+    beside Paris, before it was rolled back to its superseded green-tea version: it came back
+    superseded under Paris, which does not replace that text (the text was judged only for a
+    memory superseded at the rollback)."""
+    tea = service.save(draft("My favourite drink is green tea")).memory.memory_id
+    clock.advance(seconds=1)
+    coffee = service.save(draft("My favourite drink is now coffee"))
+    clock.advance(seconds=1)
+    assert service.update(NS, tea, MemoryPatch(content="I live in Berlin")).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Paris")).superseded == (tea,)
+    clock.advance(seconds=1)
+    service.delete(NS, coffee.memory.memory_id)
+    if how == "deleted":
+        service.delete(NS, tea)
+    else:
+        assert service.rollbacks.restore(NS, tea).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    tea_version = service.history(NS, tea)[1]
+    assert tea_version.record.status is Status.SUPERSEDED
+    back = service.rollbacks.to_version(NS, tea, tea_version.version)
+    assert (back.content, back.status) == ("My favourite drink is green tea", Status.ACTIVE)
+    assert tea in recalled(service, "favourite drink green tea")
+
+
 def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
     """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
