@@ -33,7 +33,7 @@ from engine.conflicts import MERGED_INTO
 from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, Scope, Status, Version, more_widely_read, sight_of
+from engine.records import Memory, Scope, Status, Version, more_widely_read, same_audience, sight_of
 from engine.scoring import current_score
 
 RESTORED_FIELDS = (
@@ -214,6 +214,23 @@ class Rollbacks:
                         target = target.evolve(status=Status.SUPERSEDED)
                         reason = supersession.restored_superseded_reason(newer, reason)
                 also = supersession.superseded_again_by_restoring(self._store, restored(current, target, now), now)
+            elif (
+                current.status in (Status.ACTIVE, Status.SUPERSEDED)
+                and target.status is Status.ACTIVE
+                and (reworded or not same_audience(target, current))
+            ):
+                # Made active with another text or audience, as an edit into it: what it
+                # superseded and no longer replaces is recalled again. Alice's "I live in
+                # Berlin", which superseded Carol's shared "I live in Rome", rolled back to a
+                # private version hid Rome from Bob under a memory he cannot read.
+                back = restored(current, target, now)
+                also = supersession.reinstated_by_editing(
+                    self._store,
+                    back,
+                    now,
+                    self._guard,
+                    lambda older: same_audience(back, older) and supersession.replaces_by_rules(back, older),
+                )
             updated = self._write(current, target, vector, actor, reason, also=also)
         return updated
 

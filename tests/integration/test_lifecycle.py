@@ -1293,6 +1293,36 @@ def test_a_memory_out_of_superseded_rolled_back_to_another_text_is_hidden_only_b
     assert tea in recalled(service, "favourite drink green tea")
 
 
+def test_a_memory_rolled_back_to_a_private_version_hides_nothing_of_others(service: MemoryService, clock: Any) -> None:
+    """Alice's shared "I live in Berlin" superseded Carol's shared "I live in Rome", was
+    superseded by Bob's "I moved to Lisbon", made private and shared again meanwhile, and came
+    back when Lisbon was deleted. Rolled back to its private version, it left Rome hidden from
+    Bob under a memory he cannot read: a rollback to another audience is judged as an edit
+    into it."""
+    shared = {"visibility": Visibility.SHARED}
+    rome = service.save(draft("I live in Rome", actor="carol", **shared)).memory.memory_id
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin", actor="alice", **shared))
+    assert berlin.superseded == (rome,)
+    clock.advance(seconds=1)
+    lisbon = service.save(draft("I moved to Lisbon", actor="bob", **shared))
+    assert lisbon.superseded == (berlin.memory.memory_id,)
+    alice = Scope(member=(NS,), agent="alice")
+    for visibility in (Visibility.PRIVATE, Visibility.SHARED):
+        clock.advance(seconds=1)
+        patch = MemoryPatch(visibility=visibility)
+        service.update(NS, berlin.memory.memory_id, patch, actor="alice", scope=alice)
+    private = service.history(NS, berlin.memory.memory_id)[-2]
+    assert private.record.visibility is Visibility.PRIVATE
+    clock.advance(seconds=1)
+    service.delete(NS, lisbon.memory.memory_id)
+    clock.advance(seconds=1)
+    back = service.rollbacks.to_version(NS, berlin.memory.memory_id, private.version, actor="alice", scope=alice)
+    assert (back.status, back.visibility) == (Status.ACTIVE, Visibility.PRIVATE)
+    assert service.store.get(Scope.whole([NS]), rome).status is Status.ACTIVE
+    assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
+
+
 def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
     """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
