@@ -307,12 +307,20 @@ class Rollbacks:
                 ready, waiting, left = [], [], len(pending)
                 for memory_id in list(pending):
                     current = self._store.get(whole, memory_id)
-                    if (
-                        current is None
-                        or current.status is not Status.SUPERSEDED
-                        or supersession.hidden_by_any(self._store, current, now, as_of=as_of)
-                    ):
+                    if current is None or current.status is not Status.SUPERSEDED:
                         del pending[memory_id]
+                    elif supersession.hidden_by_any(self._store, current, now, as_of=as_of):
+                        del pending[memory_id]
+                        # Hidden as it was then: released since from a memory that hides it
+                        # again, it is superseded by it again, else later walks pass it by.
+                        for newer_id in sorted(supersession.released_since(self._store, current, as_of)):
+                            current = current.evolve(version=current.version + 1, updated_at=now)
+                            self._store.update(
+                                current,
+                                None,
+                                changed_by=actor,
+                                reason=supersession.restored_superseded_reason(newer_id, reason),
+                            )
                     elif any(
                         edge.src in pending
                         for edge in supersession.links_into(self._store.edges(whole, memory_id), memory_id)

@@ -397,10 +397,25 @@ def released_from(store: Store, memory: Memory, as_of: datetime | None = None) -
     to that moment: "I live in Rome", superseded by "I live in Berlin", released from it when
     Berlin was edited into "The weather is nice today", is hidden by Berlin again once both are
     rolled back to a time before the edit."""
+    versions = store.versions(Scope.whole([memory.namespace]), memory.memory_id)
+    return _released(v for v in versions if as_of is None or v.changed_at <= as_of)
+
+
+def released_since(store: Store, memory: Memory, as_of: datetime) -> set[str]:
+    """The memories ``memory`` was released from by versions written after ``as_of``
+    (``released_from``): links that counted then and say nothing now. A namespace rolled back
+    to that moment brings back what hid ``memory`` then; unless the rollback supersedes it by
+    them again, every later walk reads the release and passes it by: "I live in Rome",
+    released from "I live in Berlin" by an edit of Berlin undone since, stayed hidden under
+    Berlin made private later, though nothing Bob reads replaced it."""
+    versions = list(store.versions(Scope.whole([memory.namespace]), memory.memory_id))
+    return _released(versions) - _released(v for v in versions if v.changed_at <= as_of)
+
+
+def _released(versions: Iterable[Version]) -> set[str]:
     released: set[str] = set()
     before: Status | None = None
-    versions = store.versions(Scope.whole([memory.namespace]), memory.memory_id)
-    for version in (v for v in versions if as_of is None or v.changed_at <= as_of):
+    for version in versions:
         reason = version.reason or ""
         if reason.startswith(_SUPERSEDED):
             released.discard(reason.removeprefix(_SUPERSEDED).split(",", 1)[0])

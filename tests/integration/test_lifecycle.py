@@ -1323,6 +1323,36 @@ def test_a_memory_rolled_back_to_a_private_version_hides_nothing_of_others(servi
     assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
 
 
+def test_a_namespace_rollback_supersedes_again_by_what_a_memory_was_released_from_since(
+    service: MemoryService, clock: Any
+) -> None:
+    """Bob's "I live in Rome", superseded by Carol's "I live in Berlin", released from it when
+    she made Berlin private and superseded since by her "I moved to Lisbon", stays superseded
+    under Berlin once the namespace is rolled back to before (Berlin shared, Lisbon deleted).
+    Its history still named the release, so when Carol made Berlin private again the edit
+    passed Rome by: hidden from Bob under a memory he cannot read."""
+    shared = {"visibility": Visibility.SHARED}
+    carol = Scope(member=(NS,), agent="carol")
+    rome = service.save(draft("I live in Rome", actor="bob", **shared)).memory.memory_id
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin", actor="carol", **shared))
+    assert berlin.superseded == (rome,)
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    private = MemoryPatch(visibility=Visibility.PRIVATE)
+    service.update(NS, berlin.memory.memory_id, private, actor="carol", scope=carol)
+    assert service.store.get(Scope.whole([NS]), rome).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Lisbon", actor="carol", **shared)).superseded == (rome,)
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.store.get(Scope.whole([NS]), rome).status is Status.SUPERSEDED
+    clock.advance(seconds=1)
+    service.update(NS, berlin.memory.memory_id, private, actor="carol", scope=carol)
+    assert service.store.get(Scope.whole([NS]), rome).status is Status.ACTIVE
+    assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
+
+
 def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
     """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
