@@ -111,8 +111,9 @@ _EN_FACT = re.compile(
     # Health: a condition had, diagnosed or treated ("I have type 1 diabetes", "I take insulin").
     r"i (?:have|'ve got|have got|live with) (?:type [12] |chronic |severe |mild )?(?:diabetes|asthma|epilepsy|"
     r"arthritis|eczema|migraines|hypertension|high blood pressure|adhd|autism|dyslexia|depression|anxiety|"
-    r"(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))\b|"
-    r"i (?:suffer|suffered) from\b|i (?:was|'ve been|have been|got|just got) diagnosed with\b|"
+    # Not a word's first part ("depression-era") nor a worry ("anxiety about the exam").
+    r"(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))\b(?!-| about\b| over\b| before\b)|"
+    r"i (?:suffer|suffered) from (?!the\b)|i (?:was|'ve been|have been|got|just got) diagnosed with\b(?! nothing\b)|"
     r"i'?m (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"i am (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"(?:my|our) (?:\w+ ){0,2}(?:is|are|was|lives|live|works|work|has|have|loves|likes|hates|turns|starts|"
@@ -189,7 +190,8 @@ _ZH_FACT = re.compile(
     r"我(?:是|有点)?(?:左撇子|右撇子|色盲|独生子|独生女|素食者|糖尿病人)|不耐受|我对.{1,12}过敏|"
     # Health: a condition had or diagnosed ("我有糖尿病", "我被诊断出哮喘").
     r"我(?:一直|从小|小时候|去年|今年|前年|最近|上个月)?(?:有|患有|患了|得了|得过|确诊了?|被确诊(?:为|了)?|"
-    r"被诊断(?:出|为)?)(?:[一二12]型)?[^，。！？吗]{0,6}?(?:病|症|哮喘|过敏|高血压|高血脂|贫血|失眠)|"
+    # Not a worry or hearsay about one ("我有点担心高血压", "我有听说过这种病").
+    r"被诊断(?:出|为)?)(?:[一二12]型)?(?:(?!担心|害怕|怕|听说|关于)[^，。！？吗]){0,6}?(?:病|症|哮喘|过敏|高血压|高血脂|贫血|失眠)|"
     r"(?:我|我们)(?:团队|公司|家)?[^，。！？]{0,10}?(?:用|开的是|开了一家|在.{1,10}教|办公|领养了|收养了|戒烟|戒酒|戒了|开始学|已经结婚|"
     r"[一二三四五六七八九十两]+岁)|"
     r"(?:我|我们)(?:家)?(?:现在|目前|一直|去年|前年|今年|上个月|上周|上星期|昨天|前天|前几天|最近|已经|早就|\d+年)*"

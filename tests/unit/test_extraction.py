@@ -91,6 +91,17 @@ def test_health_conditions_the_user_has_are_kept_and_questions_about_them_are_no
         assert [c.category for c in extract(Role.USER, text, AT)] == ["fact"], text
     for text in ("I have a question about diabetes.", "Do I have asthma?", "Maybe I have asthma.", "我有糖尿病吗？"):
         assert extract(Role.USER, text, AT) == [], text
+    # Ordinary sentences the health frames took for conditions: a compound, a worry, the
+    # weather, a diagnosis of nothing, and hearsay or a worry in Chinese.
+    for text in (
+        "I have depression-era furniture.",
+        "I have anxiety about the exam tomorrow.",
+        "I suffer from the heat in summer.",
+        "I have been diagnosed with nothing so far.",
+        "我有点担心高血压。",
+        "我有听说过这种病。",
+    ):
+        assert extract(Role.USER, text, AT) == [], text
 
 
 def test_chinese_requests_for_the_current_answer_are_not_commitments() -> None:
