@@ -213,7 +213,11 @@ class Rollbacks:
                     if newer is not None:
                         target = target.evolve(status=Status.SUPERSEDED)
                         reason = supersession.restored_superseded_reason(newer, reason)
-                also = supersession.superseded_again_by_restoring(self._store, restored(current, target, now), now)
+                back = restored(current, target, now)
+                # Back active of another audience than what it superseded (made private while
+                # superseded, then deleted), it hides only what it still replaces, as a restore.
+                also = supersession.superseded_again_by_restoring(self._store, back, now)
+                also += supersession.reinstated_below(self._store, back, now, self._guard)
             elif (
                 current.status in (Status.ACTIVE, Status.SUPERSEDED)
                 and target.status is Status.ACTIVE
@@ -409,7 +413,11 @@ class Rollbacks:
             # Back from its deletion, it supersedes again what that deletion reinstated (so
             # does one back superseded: the older memory is one link further down the chain).
             again = (
+                # Back active, it hides only what it still replaces as it is now (made private
+                # while superseded, then deleted: its shared "I live in Berlin" stayed hidden
+                # from others under it).
                 supersession.superseded_again_by_restoring(self._store, active, now)
+                + supersession.reinstated_below(self._store, active, now, self._guard)
                 if current.status is Status.DELETED and active.status in (Status.ACTIVE, Status.SUPERSEDED)
                 # Back out of superseded, it hides what it superseded only as it is now.
                 else supersession.reinstated_below(self._store, active, now, self._guard)

@@ -1353,6 +1353,37 @@ def test_a_namespace_rollback_supersedes_again_by_what_a_memory_was_released_fro
     assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
 
 
+@pytest.mark.parametrize("how", ["restore", "rollback"])
+def test_a_private_memory_back_from_deleted_hides_nothing_of_others(
+    service: MemoryService, clock: Any, how: str
+) -> None:
+    """Carol's "I moved to Paris" superseded her shared "I live in Berlin" and was superseded
+    by Bob's "I moved to Lisbon"; made private and deleted, it was restored (or rolled back to
+    its private version) active, as Lisbon does not hide a memory of another audience. Berlin
+    stayed hidden from Bob under a memory he cannot read."""
+    shared = {"visibility": Visibility.SHARED}
+    carol = Scope(member=(NS,), agent="carol")
+    berlin = service.save(draft("I live in Berlin", actor="carol", **shared)).memory.memory_id
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris", actor="carol", **shared))
+    assert paris.superseded == (berlin,)
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Lisbon", actor="bob", **shared)).superseded == (paris.memory.memory_id,)
+    clock.advance(seconds=1)
+    service.update(NS, paris.memory.memory_id, MemoryPatch(visibility=Visibility.PRIVATE), actor="carol", scope=carol)
+    private = service.history(NS, paris.memory.memory_id)[-1]
+    clock.advance(seconds=1)
+    service.delete(NS, paris.memory.memory_id, actor="carol", scope=carol)
+    clock.advance(seconds=1)
+    if how == "restore":
+        back = service.rollbacks.restore(NS, paris.memory.memory_id, actor="carol", scope=carol)
+    else:
+        back = service.rollbacks.to_version(NS, paris.memory.memory_id, private.version, actor="carol", scope=carol)
+    assert (back.status, back.visibility) == (Status.ACTIVE, Visibility.PRIVATE)
+    assert service.store.get(Scope.whole([NS]), berlin).status is Status.ACTIVE
+    assert berlin in recalled(service, "I live in Berlin", scope=Scope(member=(NS,), agent="bob"))
+
+
 def test_a_purge_keeps_the_chain_through_a_memory_deleted_while_superseded(service: MemoryService, clock: Any) -> None:
     """ "I live in Berlin" ← "I moved to Paris" ← "I live in Rome" ← "I moved to Lisbon", Paris
     then Rome deleted while superseded, Rome purged: no link led from Lisbon past it, to
