@@ -230,7 +230,7 @@ def _claims(text: str) -> _Reading:
                 unread.append(sentence.strip())
             continue
         dated = False
-        claimed = False  # the clause before, in this sentence, held a claim
+        home = False  # the clause before, in this sentence, held a claim of a home
         for clause, joiner, split in _clauses(_normal(sentence)):
             clause = clause.strip(" :-\"'“”「」")
             if not clause or _chatter(clause):
@@ -267,30 +267,61 @@ def _claims(text: str) -> _Reading:
             dated = dated or _dated(clause)
             away = away or _away(clause, read)
             found += read
-            if not read and _says_something(clause) and not (claimed and split == "," and _detail(clause, sentence)):
+            if (
+                not read
+                and _says_something(clause)
+                and not _DISCOURSE.fullmatch(clause)
+                and not (home and split == "," and _detail(clause, sentence))
+            ):
                 unread.append(clause)
-            claimed = bool(read)
+            home = any(claim.slot == "residence" for claim in read)
     return _Reading(tuple(found), tuple(unread))
 
 
 # A short phrase after a comma that says where, not what: "I live in Berlin, Germany",
-# "I live in Porto, by the river". With the claim before it, it goes when the claim does.
-_EN_DETAIL_LEAD = re.compile(r"^(?:by|near|in|at|on|outside|downtown|close to|next to)\b")
+# "I live in Porto, by the river". With the home before it, it goes when the home does.
+# Only phrases known to name a place: "in debt", "at Google", "on medication", "near Anna",
+# "Dog Lover" or "Vegan" say something of the holder, and a memory holding one says more.
+_EN_DETAIL_LEAD = re.compile(r"^(?:(?:by|near|outside|close to|next to) the\b|downtown$)")
 _EN_DETAIL_NOT = frozenset({"i", "we", "he", "she", "they", "you", "me", "my", "our", "his", "her", "their", "your"})
+# The last word of a capitalised place that is not a country: "Upper West Side", "Kreuzberg
+# District".
+_EN_PLACE_KINDS = frozenset(
+    """side district quarter borough county state province region area city town village island
+    coast valley heights hills park beach bay shore""".split()
+)
+_EN_COUNTRIES = frozenset(
+    """germany france spain portugal italy norway sweden denmark finland iceland ireland england scotland
+    wales uk usa us america canada mexico brazil argentina chile peru colombia china japan korea india
+    taiwan singapore malaysia thailand vietnam indonesia philippines australia zealand austria
+    switzerland belgium netherlands holland poland czechia hungary greece turkey russia ukraine romania
+    egypt israel morocco kenya nigeria california texas florida""".split()
+)
 
 
 def _detail(clause: str, sentence: str) -> bool:
-    """Whether ``clause`` (read, lowercased, from ``sentence``), split by a comma from a claim
-    before it, only tells that claim's value more closely: at most three English words,
-    naming no one, that name a place ("Germany", each word capitalised as written) or open with a
-    word of place ("by the river"). Anything else it says is information of its own."""
+    """Whether ``clause`` (read, lowercased, from ``sentence``), split by a comma from a home
+    before it, only tells that home more closely: at most three English words, naming no one,
+    that name a place (a country, or capitalised words as written ending in a kind of place:
+    "Germany", "Upper West Side") or open with a word of place and "the" ("by the river").
+    Anything else it says, or anything the rules are unsure of, is information of its own."""
     words = clause.split()
     if not 0 < len(words) <= 3 or _HAN.search(clause) or _EN_DETAIL_NOT & set(words):
         return False
     if _EN_DETAIL_LEAD.match(clause):
         return True
     written = re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", sentence, re.IGNORECASE)
-    return written is not None and all(word[:1].isupper() for word in re.findall(r"\w+", written.group()))
+    if written is None or not all(word[:1].isupper() for word in re.findall(r"\w+", written.group())):
+        return False
+    return " ".join(words[-2:]) == "new zealand" or words[-1] in _EN_COUNTRIES or words[-1] in _EN_PLACE_KINDS
+
+
+# A clause of words that only open or pace a sentence ("Actually, …", "By the way, …",
+# "对了，…"): it says nothing of its own.
+_DISCOURSE = re.compile(
+    r"(?:(?:actually|well|btw|by the way|anyway|anyhow|currently|basically|honestly|oh|ok|okay|yes|yeah|so|"
+    r"also|fyi|hey|对了|嗯|其实|另外|顺便说一下|顺便|目前|现在|好的|哦)\s*)+"
+)
 
 
 def _says_something(clause: str) -> bool:

@@ -1192,6 +1192,18 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
         ("I live in Oslo, 2 kids", "I moved to Bergen."),
         ("I live in Oslo, Dog lover", "I moved to Bergen."),
         ("我住在奥斯陆，养了一只狗", "我搬到杭州了"),
+        # Capitalised or opening with "in"/"at"/"on", a phrase after a comma is not a place.
+        ("I live in Oslo, Dog Lover", "I moved to Bergen."),
+        ("I live in Oslo, Vegan", "I moved to Bergen."),
+        ("I live in Oslo, Two Cats", "I moved to Bergen."),
+        ("I live in Oslo, Retired", "I moved to Bergen."),
+        ("I live in Oslo, in debt", "I moved to Bergen."),
+        ("I live in Oslo, on medication", "I moved to Bergen."),
+        ("I live in Oslo, at Google", "I moved to Bergen."),
+        ("I live in Oslo, near Anna", "I moved to Bergen."),
+        # Only a home is told more closely by a place after it.
+        ("I work at Acme, Vegan", "I joined Globex"),
+        ("I work at Acme, Germany", "I joined Globex"),
     ],
 )
 def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
@@ -1213,6 +1225,15 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         ("I live in Berlin, Germany", "I moved to Paris"),
         ("I live in Porto, by the river", "I moved to Lisbon"),
         ("I live in New York, Upper West Side", "I moved to Boston"),
+        ("I live in Oslo, Norway.", "I moved to Paris"),
+        # A word that only opens the sentence says nothing.
+        ("Actually, I live in Oslo.", "I moved to Bergen."),
+        ("Well, I live in Oslo.", "I moved to Bergen."),
+        ("Btw, I live in Oslo.", "I moved to Bergen."),
+        ("By the way, I live in Oslo.", "I moved to Bergen."),
+        ("Currently, I live in Oslo.", "I moved to Bergen."),
+        ("对了，我住在奥斯陆", "我搬到杭州了"),
+        ("其实，我住在奥斯陆", "我搬到杭州了"),
     ],
 )
 def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
