@@ -267,6 +267,10 @@ def _claims(text: str) -> _Reading:
             dated = dated or _dated(clause)
             away = away or _away(clause, read)
             found += read
+            role = _EN_ROLE.search(clause) if any(claim.slot == "employer" for claim in read) else None
+            if role is not None and _says_something(role.group(1)):
+                # "I work as a nurse at Acme": the employer rule reads Acme, not the role.
+                unread.append(role.group(0))
             if (
                 not read
                 and _says_something(clause)
@@ -314,6 +318,13 @@ def _detail(clause: str, sentence: str) -> bool:
     if written is None or not all(word[:1].isupper() for word in re.findall(r"\w+", written.group())):
         return False
     return " ".join(words[-2:]) == "new zealand" or words[-1] in _EN_COUNTRIES or words[-1] in _EN_PLACE_KINDS
+
+
+# The role an English employer clause names besides the employer ("works as a nurse at
+# Acme", "works at Acme as a nurse"), which no claim holds.
+_EN_ROLE = re.compile(
+    r"\bas (?!well\b|of\b|before\b|always\b|planned\b)(?:an? |the )?([a-z][a-z ]*?)(?= (?:at|for|by)\b|$)"
+)
 
 
 # A clause of words that only open or pace a sentence ("Actually, …", "By the way, …",
@@ -1724,7 +1735,9 @@ def judge(new: Statement, old: Statement, *, hidden: Literal["old", "new"] = "ol
     if Verdict.REPLACE in found:
         reading, met = (old_reading, met_old) if hidden == "old" else (new_reading, met_new)
         kept = [f"{claim.slot}: {claim.value!r}" for at, claim in enumerate(reading.claims) if at not in met]
-        kept += [repr(clause) for clause in reading.unread]
+        # A clause the other says word for word is repeated, as a claim would be.
+        other = new_reading if hidden == "old" else old_reading
+        kept += [repr(clause) for clause in reading.unread if clause not in other.unread]
         if kept:
             said = "older" if hidden == "old" else "back-dated"
             return Judgement(

@@ -1204,6 +1204,9 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
         # Only a home is told more closely by a place after it.
         ("I work at Acme, Vegan", "I joined Globex"),
         ("I work at Acme, Germany", "I joined Globex"),
+        # The role said with the employer is more than the employer.
+        ("I work as a nurse at Acme", "I joined Globex"),
+        ("I work at Acme as a nurse", "I joined Globex"),
     ],
 )
 def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
@@ -1234,6 +1237,11 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         ("Currently, I live in Oslo.", "I moved to Bergen."),
         ("对了，我住在奥斯陆", "我搬到杭州了"),
         ("其实，我住在奥斯陆", "我搬到杭州了"),
+        # The role repeated with the new employer, or a clause repeated word for word.
+        ("I work as a nurse at Acme", "I work as a nurse at Globex now"),
+        ("I live in Oslo, with my wife", "I moved to Bergen, with my wife"),
+        ("I work at Acme as well", "I joined Globex"),
+        ("I live in Oslo and I love my dog.", "I moved to Bergen and I love my dog."),
     ],
 )
 def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
