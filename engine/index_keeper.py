@@ -16,7 +16,7 @@ After a change of embedding model, memories that have no vector of the current
 model yet are not embedded at start-up when the previous model is at hand
 (``previous``): they go into a *legacy index* of their previous-model vectors,
 which recall searches with the previous model's query embedding
-(``legacy_similar``), and the background re-embedding job moves them into the
+(``legacy_query``, ``legacy_similar``), and the background re-embedding job moves them into the
 main index batch by batch (``adopt``). Without the previous model they are
 embedded during start-up, as any memory lacking a vector is.
 
@@ -407,14 +407,28 @@ class IndexKeeper:
             self._legacy = None
             log.info("every memory has a %s vector: the legacy index is gone", self._embedder.name)
 
-    def legacy_similar(self, query: str, k: int) -> list[tuple[str, float]]:
+    def legacy_query(self, query: str) -> Vector | None:
+        """``query`` embedded by the previous model, for ``legacy_similar``; None when no
+        memory waits for re-embedding (nothing to search)."""
+        legacy, previous = self._legacy, self._previous
+        if legacy is None or previous is None or not len(legacy):
+            return None
+        return previous.embed_query(query)
+
+    def legacy_similar(self, vector: Vector, k: int, among: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` (id, cosine) among memories not yet re-embedded, found with the
-        previous model; each cosine is mapped onto the current model's scale (equal
-        calibrated similarity), so that the ranker can compare them."""
+        previous model's query vector (``legacy_query``), or only among the ids ``among``
+        names (the memories a recall's namespaces and filter let through: the nearest of
+        the whole legacy index may all be other namespaces'); each cosine is mapped onto
+        the current model's scale (equal calibrated similarity), so that the ranker can
+        compare them."""
         legacy, previous = self._legacy, self._previous
         if legacy is None or previous is None or not len(legacy):
             return []
-        hits = legacy.search(previous.embed_query(query), min(k, len(legacy)))
+        if among is None:
+            hits = legacy.search(vector, min(k, len(legacy)))
+        else:
+            hits = legacy.search_among(vector, k, legacy.handles(among))
         floor = self._embedder.similarity_floor
         return [
             (memory_id, floor + scoring.calibrated_similarity(cosine, previous.similarity_floor) * (1 - floor))

@@ -580,10 +580,19 @@ class Recaller:
         ]
 
     def _legacy(self, net: FastNetwork, query: RecallQuery, pool: _Pool) -> None:
-        found = self._keeper.legacy_similar(query.text, query.pool)
-        if not found:
+        vector = self._keeper.legacy_query(query.text)
+        if vector is None:
             return
+        found = self._keeper.legacy_similar(vector, query.pool)
         rows, cosines = self._passing(net, query, found)
+        if len(rows) < query.pool and len(found) == query.pool:
+            # The nearest of the whole legacy index were mostly other namespaces' (or failed
+            # the filter), and more wait there: search again among those that pass, or a
+            # memory not re-embedded yet is missing from its own namespace's recall.
+            inside = net.rows_in(query.sight.namespaces, query.flt.categories)
+            passing = inside[net.passes(query.sight, query.flt, query.now, inside)]
+            found = self._keeper.legacy_similar(vector, query.pool, [net.ids[row] for row in passing.tolist()])
+            rows, cosines = self._passing(net, query, found)
         for row, cosine in zip(rows.tolist(), cosines.tolist(), strict=True):
             pool.cosine.setdefault(row, cosine)
 

@@ -934,6 +934,36 @@ def test_an_edit_during_re_embedding_keeps_its_own_vector(open_svc: OpenService)
     assert deleted not in recalled(second, saved[deleted], top_k=3)
 
 
+def test_during_a_model_change_recall_finds_its_own_namespaces_memory_among_many_others(
+    open_svc: OpenService,
+) -> None:
+    """The legacy index holds every namespace's memories that wait for re-embedding; its
+    nearest to a query were taken from all of them and filtered afterwards, so where other
+    users held closer texts, a memory of the caller's own namespace found by meaning alone
+    (no word shared with the query) was missing from its recall until it was re-embedded."""
+    from engine.adapters.embedders import load_use
+
+    old = load_use()  # a real model: the memory is found by meaning, not by a shared word
+    first = open_svc(embedder=old)
+    colours = ("red", "green", "yellow", "orange", "purple", "pink", "brown", "teal", "navy", "gold")
+    first.save_batch(
+        [
+            draft(
+                f"User's favourite colour is {colours[n % len(colours)]} and they painted room {n} with it",
+                namespace=f"user:{n}",
+            )
+            for n in range(300)
+        ]
+    )
+    mine = first.save(draft("User's favourite colour is blue", namespace="alice")).memory.memory_id
+    assert recalled(first, "which shade would suit my bedroom walls?", namespaces=["alice"]) == [mine]
+    first.close()
+
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
+    assert second.keeper.legacy_size == 301
+    assert recalled(second, "which shade would suit my bedroom walls?", namespaces=["alice"]) == [mine]
+
+
 def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: OpenService) -> None:
     old, saved = _saved_by_the_old_model(open_svc, 9)
     second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
