@@ -44,6 +44,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from engine import scoring
 from engine.fast_network import FastNetwork, NetworkFactory
@@ -434,6 +435,29 @@ class IndexKeeper:
             (memory_id, floor + scoring.calibrated_similarity(cosine, previous.similarity_floor) * (1 - floor))
             for memory_id, cosine in hits
         ]
+
+    def legacy_neighbours(self, texts: Sequence[tuple[str, str]], k: int) -> list[str]:
+        """For each (namespace, text), up to ``k`` memories of that namespace not yet
+        re-embedded that are nearest the text by the previous model: those a new memory
+        may repeat or replace, which the write path's checks, reading the current model's
+        vectors only, would not see. Every id once; none when nothing waits."""
+        legacy, previous, network = self._legacy, self._previous, self._network
+        if legacy is None or previous is None or network is None or not len(legacy) or not texts:
+            return []
+        vectors = previous.embed_documents([text for _, text in texts])
+        found: dict[str, None] = {}
+        waiting: dict[str, npt.NDArray[np.int64]] = {}  # each namespace's handles in the legacy index
+        for (namespace, _), vector in zip(texts, vectors, strict=True):
+            if namespace not in waiting:
+                with network.reading():
+                    ids = [network.ids[row] for row in network.rows_in([namespace]).tolist()]
+                handles = legacy.handles(ids)
+                waiting[namespace] = handles[handles >= 0]
+            if len(waiting[namespace]):
+                found.update(
+                    dict.fromkeys(memory_id for memory_id, _ in legacy.search_among(vector, k, waiting[namespace]))
+                )
+        return list(found)
 
     def index_ahead(self, ids: Sequence[str], vectors: Matrix) -> IndexAhead:
         """Start putting the vectors of new memories into the index before the store

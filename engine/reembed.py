@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -190,19 +190,7 @@ class Reembedder:
         ids = self._store.missing_vectors(model, "", self._batch)
         if not ids:
             return 0
-        contents = self._store.contents(ids)
-        ordered = [memory_id for memory_id in ids if memory_id in contents]
-        vectors = self._embedder.embed_documents([contents[memory_id] for memory_id in ordered])
-        with self._lock:
-            # An edit meanwhile stored its own current vector; do not overwrite it with the old text's.
-            now_contents = self._store.contents(ordered)
-            rows = [row for row, memory_id in enumerate(ordered) if now_contents.get(memory_id) == contents[memory_id]]
-            kept = [ordered[row] for row in rows]
-            self._store.put_vectors(
-                dict(zip(kept, vectors[rows], strict=True)), model, embedding_version=self._embedder.version
-            )
-            self._keeper.adopt(kept, vectors[rows])
-        self._done += len(kept)
+        kept = self.embed_now(ids)
         rate = self._rate()
         log.info(
             "re-embedding for %s: %d of %d done%s",
@@ -212,7 +200,31 @@ class Reembedder:
             f" ({rate:.0f} memories/s)" if rate is not None else "",
         )
         # Rows skipped above got a vector from their edit; an empty batch still means progress.
-        return max(len(kept), 1)
+        return max(kept, 1)
+
+    def embed_now(self, ids: Sequence[str]) -> int:
+        """Re-embed these memories (each lacking a vector of the current model) now, as a
+        batch of the job would; how many were stored. The caller holds no write lock: this
+        takes it. The write path asks it for the memories a save may repeat or replace,
+        so that its checks read them with the new model's vectors."""
+        if not ids:
+            return 0
+        contents = self._store.contents(ids)
+        ordered = [memory_id for memory_id in ids if memory_id in contents]
+        vectors = self._embedder.embed_documents([contents[memory_id] for memory_id in ordered])
+        with self._lock:
+            # An edit meanwhile stored its own current vector; do not overwrite it with the old text's.
+            now_contents = self._store.contents(ordered)
+            rows = [row for row, memory_id in enumerate(ordered) if now_contents.get(memory_id) == contents[memory_id]]
+            kept = [ordered[row] for row in rows]
+            self._store.put_vectors(
+                dict(zip(kept, vectors[rows], strict=True)),
+                self._embedder.name,
+                embedding_version=self._embedder.version,
+            )
+            self._keeper.adopt(kept, vectors[rows])
+        self._done += len(kept)
+        return len(kept)
 
     def _rate(self) -> float | None:
         # Each field read once: progress() runs in request threads while run() may be

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from engine import change_log, episodes, limits, persons, procedures, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
-from engine.conflicts import SUPERSEDES
+from engine.conflicts import CANDIDATES_PER_CHANNEL, SUPERSEDES
 from engine.entities import entities_for, extract_entities
 from engine.errors import (
     Forbidden,
@@ -287,6 +287,11 @@ class MemoryService:
         drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
+        # During a change of model, the memories the batch may repeat or replace get their
+        # new vector first: the checks below read the current model's vectors only.
+        self.reembedder.embed_now(
+            self.keeper.legacy_neighbours([(d.namespace, d.content) for d in drafts], CANDIDATES_PER_CHANNEL)
+        )
         with self._write_lock:
             # Again under the lock: a block recorded while this batch was guarded and
             # embedded is refused here, or its quarantine pass waits for this write

@@ -964,6 +964,25 @@ def test_during_a_model_change_recall_finds_its_own_namespaces_memory_among_many
     assert recalled(second, "which shade would suit my bedroom walls?", namespaces=["alice"]) == [mine]
 
 
+def test_a_save_during_a_model_change_supersedes_a_memory_not_yet_re_embedded(open_svc: OpenService) -> None:
+    """The write path finds what a new memory repeats or replaces by the current model's
+    vectors; a memory still waiting for re-embedding had none, so "I moved to Paris",
+    saved during the change, left "I live in Berlin" active beside it for good."""
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    berlin = first.save(draft("I live in Berlin")).memory.memory_id
+    first.save_batch([draft(f"{word} lessons") for word in ("kayak", "piano", "chess")])
+    first.close()
+
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
+    assert second.keeper.legacy_size == 4
+    paris = second.save(draft("I moved to Paris")).memory.memory_id
+    assert second.get(NS, berlin).status is Status.SUPERSEDED
+    assert recalled(second, "moved to Paris", top_k=1) == [paris]
+    assert second.keeper.legacy_size == 0  # the namespace's four, re-embedded for the check
+    assert second.reembedder.run().remaining == 0
+
+
 def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: OpenService) -> None:
     old, saved = _saved_by_the_old_model(open_svc, 9)
     second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
