@@ -413,8 +413,9 @@ class Store(Protocol):
         vector is now the one in use, and each such memory is one change (op
         ``reembed``), so that every replica's index picks up the new vector;
         without it, no change. With ``embedding_version`` (a re-embedding), a
-        memory that has a ``model`` vector by the time of the write keeps it: one
-        stored since the caller looked came with an edit and is of the newer text."""
+        memory that has a ``model`` vector in use (its record names ``model``) by the
+        time of the write keeps it: one stored since the caller looked came with an
+        edit and is of the newer text."""
         ...
 
     def purge(self, namespace: str, memory_id: str, *, version: int | None = None) -> int:
@@ -634,7 +635,9 @@ class Store(Protocol):
 
     def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
         """Ids of memories that belong in the vector index (not deleted) and have
-        no ``model`` vector, with ``memory_id > after``, ordered, at most ``limit``."""
+        no ``model`` vector in use: none, or one kept from an earlier time on ``model``
+        while their record names another (the model was changed and changed back),
+        with ``memory_id > after``, ordered, at most ``limit``."""
         ...
 
     def missing_vector_models(self, model: str) -> dict[str, int]:

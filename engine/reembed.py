@@ -199,7 +199,7 @@ class Reembedder:
             self._total,
             f" ({rate:.0f} memories/s)" if rate is not None else "",
         )
-        # Rows skipped above got a vector from their edit; an empty batch still means progress.
+        # Rows embed_now skipped got a vector from their edit; an empty batch still means progress.
         return max(kept, 1)
 
     def embed_now(self, ids: Sequence[str]) -> int:

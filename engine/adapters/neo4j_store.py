@@ -216,7 +216,7 @@ UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
 SET m._lock = true
 RETURN m.memory_id AS memory_id, m.namespace AS namespace,
-       EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) } AS has_vector
+       m.embedding_model = $model AND EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) } AS has_vector
 """
 
 _UNLOCK_MEMORIES: LiteralString = """
@@ -373,14 +373,15 @@ RETURN properties(m) AS m
 _MISSING_VECTORS: LiteralString = """
 MATCH (m:Memory)
 WHERE m.status <> 'deleted' AND m.memory_id > $after
-  AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) }
+  AND (m.embedding_model <> $model OR NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) })
 WITH m ORDER BY m.memory_id LIMIT $limit
 RETURN m.memory_id AS memory_id
 """
 
 _MISSING_VECTOR_MODELS: LiteralString = """
 MATCH (m:Memory)
-WHERE m.status <> 'deleted' AND NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) }
+WHERE m.status <> 'deleted'
+  AND (m.embedding_model <> $model OR NOT EXISTS { (m)-[:EMBEDDED_AS]->(:Embedding {model: $model}) })
 RETURN m.embedding_model AS model, count(m) AS n
 """
 

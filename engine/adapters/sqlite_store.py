@@ -488,7 +488,9 @@ class SqliteStore:
                 if (
                     embedding_version is not None
                     and db.execute(
-                        "SELECT 1 FROM vectors WHERE memory_id = ? AND model = ?", (memory_id, model)
+                        "SELECT 1 FROM vectors v JOIN memories m ON m.memory_id = v.memory_id "
+                        "WHERE v.memory_id = ? AND v.model = ? AND m.embedding_model = ?",
+                        (memory_id, model, model),
                     ).fetchone()
                 ):
                     continue  # re-embedding: a vector an edit stored since the caller looked is newer
@@ -916,20 +918,22 @@ class SqliteStore:
     def missing_vectors(self, model: str, after: str, limit: int) -> list[str]:
         with self._read("missing_vectors") as db:
             rows = db.execute(
-                "SELECT m.memory_id FROM memories m WHERE m.status != ? AND m.memory_id > ? AND NOT EXISTS "
-                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?) "
+                "SELECT m.memory_id FROM memories m WHERE m.status != ? AND m.memory_id > ? "
+                "AND (m.embedding_model != ? OR NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?)) "
                 "ORDER BY m.memory_id LIMIT ?",
-                (Status.DELETED.value, after, model, limit),
+                (Status.DELETED.value, after, model, model, limit),
             ).fetchall()
         return [row[0] for row in rows]
 
     def missing_vector_models(self, model: str) -> dict[str, int]:
         with self._read("missing_vector_models") as db:
             rows = db.execute(
-                "SELECT m.embedding_model, count(*) FROM memories m WHERE m.status != ? AND NOT EXISTS "
-                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?) "
+                "SELECT m.embedding_model, count(*) FROM memories m WHERE m.status != ? "
+                "AND (m.embedding_model != ? OR NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.memory_id = m.memory_id AND v.model = ?)) "
                 "GROUP BY m.embedding_model",
-                (Status.DELETED.value, model),
+                (Status.DELETED.value, model, model),
             ).fetchall()
         return {row[0]: int(row[1]) for row in rows}
 

@@ -1056,18 +1056,23 @@ def test_namespaces_lists_every_namespace_with_memories(store: Store) -> None:
     assert store.namespaces() == sorted([NS, OTHER_NS])
 
 
-def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model(store: Store) -> None:
-    a, b, c, d = put(store, mem(), mem(), mem(), mem(embedding_model="model-c"))
-    store.put_vectors({b.memory_id: vec(1)}, "model-b")
+def test_missing_vectors_lists_indexable_memories_without_a_vector_of_the_model_in_use(store: Store) -> None:
+    a, b, c, d, e = put(store, mem(), mem(), mem(), mem(embedding_model="model-c"), mem())
+    store.put_vectors({b.memory_id: vec(1)}, "model-b", embedding_version="2")
+    # A model-b vector kept from an earlier time on model-b (the model was changed and
+    # changed back): the record names another model, so it is not the one in use.
+    store.put_vectors({e.memory_id: vec(4)}, "model-b")
     store.update(c.evolve(status=Status.DELETED, version=2), None, changed_by=None, reason="deleted")
     missing = store.missing_vectors("model-b", "", 10)
-    assert missing == sorted([a.memory_id, d.memory_id])
+    assert missing == sorted([a.memory_id, d.memory_id, e.memory_id])
     assert store.missing_vectors("model-b", missing[0], 10) == missing[1:]
     assert store.missing_vectors("model-b", "", 1) == missing[:1]
-    assert store.missing_vector_models("model-b") == {MODEL: 1, "model-c": 1}
-    store.put_vectors({a.memory_id: vec(2), d.memory_id: vec(3)}, "model-b")
+    assert store.missing_vector_models("model-b") == {MODEL: 2, "model-c": 1}
+    store.put_vectors({a.memory_id: vec(2), d.memory_id: vec(3), e.memory_id: vec(5)}, "model-b", embedding_version="2")
     assert store.missing_vectors("model-b", "", 10) == []
     assert store.missing_vector_models("model-b") == {}
+    np.testing.assert_array_equal(store.vectors([e.memory_id], "model-b")[e.memory_id], vec(5))
+    assert store.get(SCOPE, e.memory_id).embedding_model == "model-b"  # type: ignore[union-attr]
 
 
 # --- import ------------------------------------------------------------------------------------

@@ -983,6 +983,29 @@ def test_a_save_during_a_model_change_supersedes_a_memory_not_yet_re_embedded(op
     assert second.reembedder.run().remaining == 0
 
 
+def test_a_change_of_model_undone_re_embeds_with_the_first_model_again(open_svc: OpenService) -> None:
+    """The first model's vectors stay stored beside the second's; switched back to it,
+    the service found every memory "done" by them, and every record went on naming the
+    second model (and its version) while recall used the first one's vectors."""
+    old = HashingEmbedder("fake-old", version="7", dim=256)
+    _, saved = _saved_by_the_old_model(open_svc, 4)
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old)
+    second.reembedder.join()
+    assert {second.get(NS, memory_id).embedding_model for memory_id in saved} == {"fake-new"}
+    second.close()
+
+    back = HashingEmbedder("fake-old", version="7", dim=256)
+    third = open_svc(embedder=back, background_reembed=False)
+    assert third.reembedder.progress().remaining == 4
+    for memory_id, word in saved.items():  # meanwhile found by the vectors kept
+        assert recalled(third, word, top_k=1) == [memory_id]
+    assert third.reembedder.run().remaining == 0
+    for memory_id, word in saved.items():
+        memory = third.get(NS, memory_id)
+        assert (memory.embedding_model, memory.embedding_version) == ("fake-old", "7")
+        assert recalled(third, word, top_k=1) == [memory_id]
+
+
 def test_concurrent_recalls_and_re_embedding_lose_no_reinforcement(open_svc: OpenService) -> None:
     old, saved = _saved_by_the_old_model(open_svc, 9)
     second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
