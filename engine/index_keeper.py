@@ -436,16 +436,17 @@ class IndexKeeper:
             for memory_id, cosine in hits
         ]
 
-    def legacy_neighbours(self, texts: Sequence[tuple[str, str]], k: int) -> list[str]:
+    def legacy_neighbours(self, texts: Sequence[tuple[str, str]], k: int, *, limit: int | None = None) -> list[str]:
         """For each (namespace, text), up to ``k`` memories of that namespace not yet
         re-embedded that are nearest the text by the previous model: those a new memory
         may repeat or replace, which the write path's checks, reading the current model's
-        vectors only, would not see. Every id once; none when nothing waits."""
+        vectors only, would not see. Every id once; none when nothing waits. ``limit``:
+        at most that many in all, every text's nearest before any text's second."""
         legacy, previous, network = self._legacy, self._previous, self._network
         if legacy is None or previous is None or network is None or not len(legacy) or not texts:
             return []
         vectors = previous.embed_documents([text for _, text in texts])
-        found: dict[str, None] = {}
+        ranked: list[list[str]] = []  # each text's, nearest first
         waiting: dict[str, npt.NDArray[np.int64]] = {}  # each namespace's handles in the legacy index
         for (namespace, _), vector in zip(texts, vectors, strict=True):
             if namespace not in waiting:
@@ -454,9 +455,14 @@ class IndexKeeper:
                 handles = legacy.handles(ids)
                 waiting[namespace] = handles[handles >= 0]
             if len(waiting[namespace]):
-                found.update(
-                    dict.fromkeys(memory_id for memory_id, _ in legacy.search_among(vector, k, waiting[namespace]))
-                )
+                ranked.append([memory_id for memory_id, _ in legacy.search_among(vector, k, waiting[namespace])])
+        found: dict[str, None] = {}
+        for rank in range(k):
+            for nearest in ranked:
+                if rank < len(nearest):
+                    found[nearest[rank]] = None
+                    if limit is not None and len(found) >= limit:
+                        return list(found)
         return list(found)
 
     def index_ahead(self, ids: Sequence[str], vectors: Matrix) -> IndexAhead:

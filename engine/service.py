@@ -96,6 +96,10 @@ QUARANTINE_BATCH = 100
 EDIT_TRIES = 3
 # Namespaces per store read when a memory is looked for by id alone (a bound on query parameters).
 FIND_BATCH = 500
+# During a change of model, how many memories not yet re-embedded one save (of one memory
+# or a batch) re-embeds first, for its checks: a batch of 500 asking each text's 20
+# nearest re-embedded thousands in the request, under the write lock for their writes.
+LEGACY_NEIGHBOURS_PER_WRITE = 1000
 
 
 class _NobodyBlocked:
@@ -290,7 +294,9 @@ class MemoryService:
         # During a change of model, the memories the batch may repeat or replace get their
         # new vector first: the checks below read the current model's vectors only.
         self.reembedder.embed_now(
-            self.keeper.legacy_neighbours([(d.namespace, d.content) for d in drafts], CANDIDATES_PER_CHANNEL)
+            self.keeper.legacy_neighbours(
+                [(d.namespace, d.content) for d in drafts], CANDIDATES_PER_CHANNEL, limit=LEGACY_NEIGHBOURS_PER_WRITE
+            )
         )
         with self._write_lock:
             # Again under the lock: a block recorded while this batch was guarded and

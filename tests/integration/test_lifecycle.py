@@ -983,6 +983,31 @@ def test_a_save_during_a_model_change_supersedes_a_memory_not_yet_re_embedded(op
     assert second.reembedder.run().remaining == 0
 
 
+def test_a_batch_saved_during_a_model_change_re_embeds_a_bounded_number_first(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each text of a batch asked for its 20 nearest memories not yet re-embedded, all
+    of them re-embedded in the request: a batch of 500 saved during a change re-embedded
+    2,618 of a namespace's 3,994 at once (up to 10,000). The batch re-embeds at most
+    ``LEGACY_NEIGHBOURS_PER_WRITE`` of them, the nearest of every text first."""
+    from engine import service as service_module
+
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    first.save_batch([draft(f"note {n} about topic{n % 15} and item{n}") for n in range(60)])
+    first.close()
+
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
+    monkeypatch.setattr(service_module, "LEGACY_NEIGHBOURS_PER_WRITE", 8, raising=False)
+    texts = [f"a new note about topic{n} and item{n}" for n in range(4)]
+    nearest = second.keeper.legacy_neighbours([(NS, text) for text in texts], 1)
+    assert second.keeper.legacy_size == 60
+    second.save_batch([draft(text) for text in texts])
+    assert second.keeper.legacy_size == 60 - 8
+    assert all(memory_id in second.keeper.index for memory_id in nearest)  # each text's nearest among them
+    assert second.reembedder.run().remaining == 0
+
+
 def test_a_change_of_model_undone_re_embeds_with_the_first_model_again(open_svc: OpenService) -> None:
     """The first model's vectors stay stored beside the second's; switched back to it,
     the service found every memory "done" by them, and every record went on naming the
