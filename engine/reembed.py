@@ -32,9 +32,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from engine.errors import StoreError
 from engine.index_keeper import IndexKeeper
-from engine.ports import Embedder, Leases, Store
+from engine.ports import Embedder, Leases, Store, Vector
 from engine.records import utcnow
 
 log = logging.getLogger(__name__)
@@ -222,6 +224,12 @@ class Reembedder:
                 self._embedder.name,
                 embedding_version=self._embedder.version,
             )
+            # Another process's edit (which takes no lock of this one) may have come between
+            # the check above and the write, which then kept the edit's vector: only the
+            # vectors stored as ours go into the index (the edit's change brings its own).
+            stored = self._store.vectors(kept, self._embedder.name)
+            rows = [row for row in rows if _stored_as(stored.get(ordered[row]), vectors[row])]
+            kept = [ordered[row] for row in rows]
             self._keeper.adopt(kept, vectors[rows])
         self._done += len(kept)
         return len(kept)
@@ -252,3 +260,12 @@ class Reembedder:
             legacy_indexed=self._keeper.legacy_size,
             error=self._error,
         )
+
+
+def _stored_as(stored: Vector | None, vector: Vector) -> bool:
+    """Whether the store holds ``vector`` (float32 bits), not another's."""
+    return (
+        stored is not None
+        and stored.shape == vector.shape
+        and np.array_equal(stored, vector.astype(np.float32, copy=False))
+    )

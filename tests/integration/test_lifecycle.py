@@ -1008,6 +1008,46 @@ def test_a_batch_saved_during_a_model_change_re_embeds_a_bounded_number_first(
     assert second.reembedder.run().remaining == 0
 
 
+def test_a_re_embedding_another_process_edit_overtook_leaves_the_edits_vector_in_the_index(
+    open_svc: OpenService, config: Config
+) -> None:
+    """A re-embedding checks the text under the write lock, but another process over the
+    file (or another replica) takes no such lock: its edit between that check and the
+    write kept its own vector in the store (``put_vectors`` keeps an edit's), and the
+    re-embedding then put the old text's vector into the index all the same. When this
+    process had caught up with the edit in between (a recall meanwhile), nothing
+    corrected it: "kayak lessons", edited into "surfing lessons on Sundays", stayed
+    indexed as "kayak lessons"."""
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    kayak = first.save(draft("kayak lessons")).memory.memory_id
+    first.close()
+    new = HashingEmbedder("fake-new", dim=192)
+    second = open_svc(embedder=new, previous_embedder=old, background_reembed=False)
+    other = SqliteStore(config.data_dir / "twinmem.sqlite3")  # another process over the same file
+    other.open()
+    put_vectors = second.store.put_vectors
+
+    def overtaken(vectors: Any, model: str, **options: Any) -> None:
+        if kayak in vectors:
+            stored = other.get(Scope.of({NS: Reach.FULL}, None), kayak)
+            assert stored is not None
+            edited = stored.evolve(
+                content="surfing lessons on Sundays", version=stored.version + 1, embedding_model=model
+            )
+            other.update(edited, new.embed_documents([edited.content])[0], changed_by=None, reason="edit")
+        put_vectors(vectors, model, **options)
+        second.keeper.catch_up()  # a recall in another thread, meanwhile
+
+    second.store.put_vectors = overtaken  # type: ignore[method-assign]
+    try:
+        assert second.reembedder.embed_now([kayak]) == 0  # the edit's vector stands
+    finally:
+        other.close()
+    stored = second.store.vectors([kayak], "fake-new")[kayak]
+    assert second.keeper.index.similarities(stored, [kayak])[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
 def test_a_change_of_model_undone_re_embeds_with_the_first_model_again(open_svc: OpenService) -> None:
     """The first model's vectors stay stored beside the second's; switched back to it,
     the service found every memory "done" by them, and every record went on naming the
