@@ -291,13 +291,7 @@ class MemoryService:
         drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
-        # During a change of model, the memories the batch may repeat or replace get their
-        # new vector first: the checks below read the current model's vectors only.
-        self.reembedder.embed_now(
-            self.keeper.legacy_neighbours(
-                [(d.namespace, d.content) for d in drafts], CANDIDATES_PER_CHANNEL, limit=LEGACY_NEIGHBOURS_PER_WRITE
-            )
-        )
+        self._reembed_neighbours(drafts)
         with self._write_lock:
             # Again under the lock: a block recorded while this batch was guarded and
             # embedded is refused here, or its quarantine pass waits for this write
@@ -1197,6 +1191,19 @@ class MemoryService:
         }
 
     # --- internals -----------------------------------------------------------------
+
+    def _reembed_neighbours(self, drafts: Sequence[MemoryDraft]) -> None:
+        """During a change of model, the memories a batch may repeat or replace get their
+        new vector first: the write path's checks read the current model's vectors only.
+        A help, not a condition: where the previous model or the store fails at it, the
+        batch is saved all the same, its checks reading what has its new vector already."""
+        try:
+            neighbours = self.keeper.legacy_neighbours(
+                [(d.namespace, d.content) for d in drafts], CANDIDATES_PER_CHANNEL, limit=LEGACY_NEIGHBOURS_PER_WRITE
+            )
+            self.reembedder.embed_now(neighbours)
+        except Exception:
+            log.warning("re-embedding a batch's neighbours ahead of it failed; it is saved without", exc_info=True)
 
     def _conflict_mode(self, draft: MemoryDraft) -> str:
         return draft.conflicts or self.config.conflicts.mode_for(draft.namespace)

@@ -983,6 +983,29 @@ def test_a_save_during_a_model_change_supersedes_a_memory_not_yet_re_embedded(op
     assert second.reembedder.run().remaining == 0
 
 
+def test_a_save_during_a_model_change_whose_previous_model_fails_is_saved_all_the_same(
+    open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-embedding a save's neighbours ahead of it reads them with the previous model:
+    where that model failed, the save failed with it (a RuntimeError), though it needs
+    only the current one. It is saved now, checked against what has its new vector."""
+    old = HashingEmbedder("fake-old", dim=256)
+    first = open_svc(embedder=old)
+    first.save(draft("I live in Berlin"))
+    first.close()
+
+    second = open_svc(embedder=HashingEmbedder("fake-new", dim=192), previous_embedder=old, background_reembed=False)
+
+    def broken(texts: Any) -> Any:
+        raise RuntimeError("the previous model's weights are gone")
+
+    monkeypatch.setattr(old, "embed_documents", broken)
+    monkeypatch.setattr(old, "embed_query", broken)
+    saved = second.save(draft("I like green tea"))
+    assert saved.created and second.get(NS, saved.memory.memory_id).status is Status.ACTIVE
+    assert second.keeper.legacy_size == 1  # Berlin waits for the job
+
+
 def test_a_batch_saved_during_a_model_change_re_embeds_a_bounded_number_first(
     open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
