@@ -26,7 +26,7 @@ Lisbon" brings "I live in Berlin" back (after a purge, by the link carried past 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 
 from engine import conflicts
@@ -250,21 +250,26 @@ def hidden_by_any(
     private since, would be hidden with nothing of its audience in its place. ``replaces``:
     for ``memory`` as an edit of its text leaves it, whether a memory that superseded it
     replaces that text (the links judged the text it had): only such a one, active, hides it.
-    ``as_of``: the releases as they stood then (``released_from``), for a namespace rolled back
-    to that moment."""
+    A link made while ``memory`` said what it says now judged that text, and counts as it is,
+    through the chain above too: "I live in Berlin" under "I moved to Paris" under "I live in
+    Rome", edited into "I like green tea" and rolled back to its superseded version, is hidden
+    by Rome still. ``as_of``: the releases as they stood then (``released_from``), for a
+    namespace rolled back to that moment."""
     whole = Scope.whole([memory.namespace])
     seen = {memory.memory_id} if seen is None else seen
-    released = released_from(store, memory, as_of)
+    versions = list(store.versions(whole, memory.memory_id))
+    released = _released(v for v in versions if as_of is None or v.changed_at <= as_of)
     for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id, released):
         if edge.src in seen:
             continue
+        judged = replaces is None or _said_then(versions, memory, edge.created_at)
         if _hides(_Reads(store, whole), edge, memory, now):
-            if replaces is None:
+            if judged:
                 return True
             newer = store.get(whole, edge.src)
-            if newer is not None and replaces(newer, memory):
+            if newer is not None and replaces is not None and replaces(newer, memory):
                 return True
-        if replaces is not None:
+        if not judged:
             continue
         seen.add(edge.src)
         newer = store.get(whole, edge.src)
@@ -276,6 +281,13 @@ def hidden_by_any(
         ):
             return True
     return False
+
+
+def _said_then(versions: Sequence[Version], memory: Memory, at: datetime) -> bool:
+    """Whether ``memory`` said what it says now (text and key) at ``at``, by its history:
+    a link made then judged this text. Without a version then, no."""
+    then = [v.record for v in versions if v.changed_at <= at]
+    return bool(then) and (then[-1].content, then[-1].key) == (memory.content, memory.key)
 
 
 def still_hidden(store: Store, before: Memory, after: Memory, now: datetime) -> bool:

@@ -1453,6 +1453,28 @@ def test_a_memory_out_of_superseded_rolled_back_to_another_text_is_hidden_only_b
     assert tea in recalled(service, "favourite drink green tea")
 
 
+def test_a_memory_rolled_back_to_the_text_its_link_judged_stays_hidden_through_the_chain(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Berlin" under "I moved to Paris" under "I live in Rome", edited into "I like
+    green tea" and rolled back to its superseded version: it says what Paris superseded, and
+    Rome replaces Paris, so it stays superseded. Judged by the rules alone against the memories
+    that superseded it directly, it came back active beside Rome."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris"))
+    assert paris.superseded == (berlin,)
+    clock.advance(seconds=1)
+    assert service.save(draft("I live in Rome")).superseded == (paris.memory.memory_id,)
+    clock.advance(seconds=1)
+    assert service.update(NS, berlin, MemoryPatch(content="I like green tea")).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    superseded = [v for v in service.history(NS, berlin) if v.record.status is Status.SUPERSEDED][-1]
+    back = service.rollbacks.to_version(NS, berlin, superseded.version)
+    assert (back.content, back.status) == ("I live in Berlin", Status.SUPERSEDED)
+    assert berlin not in recalled(service, "where do I live")
+
+
 def test_a_memory_rolled_back_to_a_private_version_hides_nothing_of_others(service: MemoryService, clock: Any) -> None:
     """Alice's shared "I live in Berlin" superseded Carol's shared "I live in Rome", was
     superseded by Bob's "I moved to Lisbon", made private and shared again meanwhile, and came
