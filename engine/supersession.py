@@ -419,9 +419,19 @@ def released_since(store: Store, memory: Memory, as_of: datetime) -> set[str]:
     to that moment brings back what hid ``memory`` then; unless the rollback supersedes it by
     them again, every later walk reads the release and passes it by: "I live in Rome",
     released from "I live in Berlin" by an edit of Berlin undone since, stayed hidden under
-    Berlin made private later, though nothing Bob reads replaced it."""
-    versions = list(store.versions(Scope.whole([memory.namespace]), memory.memory_id))
-    return _released(versions) - _released(v for v in versions if v.changed_at <= as_of)
+    Berlin made private later, though nothing Bob reads replaced it. Only those whose link
+    was made by then: one that superseded it later hid nothing then (stored after that
+    moment, the rollback deletes it)."""
+    whole = Scope.whole([memory.namespace])
+    versions = list(store.versions(whole, memory.memory_id))
+    since = _released(versions) - _released(v for v in versions if v.changed_at <= as_of)
+    if not since:
+        return since
+    return {
+        edge.src
+        for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id)
+        if edge.created_at <= as_of
+    } & since
 
 
 def _released(versions: Iterable[Version]) -> set[str]:

@@ -13,6 +13,7 @@ import pytest
 
 from engine import lifecycle, recall
 from engine.adapters.sqlite_store import SqliteStore
+from engine.codec import to_iso
 from engine.config import Config, load_config
 from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StoreError
@@ -1533,6 +1534,38 @@ def test_a_namespace_rollback_supersedes_again_by_what_a_memory_was_released_fro
     service.update(NS, berlin.memory.memory_id, private, actor="carol", scope=carol)
     assert service.store.get(Scope.whole([NS]), rome).status is Status.ACTIVE
     assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
+
+
+def test_a_namespace_rollback_names_no_memory_that_had_not_superseded_it_then(
+    service: MemoryService, clock: Any
+) -> None:
+    """As above, but Rome was superseded after the rolled-back-to moment by Dave's "I moved to
+    Paris" too, and released from it when he made Paris private: the rollback deletes Paris
+    (stored after it), yet wrote Rome a version "superseded by Paris, which still replaces it",
+    a memory that did not supersede it then, private and deleted now. Only Berlin is named."""
+    shared = {"visibility": Visibility.SHARED}
+    whole = Scope.whole([NS])
+    rome = service.save(draft("I live in Rome", actor="bob", **shared)).memory.memory_id
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin", actor="carol", **shared)).memory.memory_id
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    private = MemoryPatch(visibility=Visibility.PRIVATE)
+    service.update(NS, berlin, private, actor="carol", scope=Scope(member=(NS,), agent="carol"))
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris", actor="dave", **shared))
+    assert paris.superseded == (rome,)
+    clock.advance(seconds=1)
+    service.update(NS, paris.memory.memory_id, private, actor="dave", scope=Scope(member=(NS,), agent="dave"))
+    clock.advance(seconds=1)
+    assert service.save(draft("I moved to Lisbon", actor="erin", **shared)).superseded == (rome,)
+    clock.advance(seconds=1)
+    written = len(service.history(NS, rome))
+    service.rollbacks.to_time(NS, as_of)
+    assert service.store.get(whole, paris.memory.memory_id).status is Status.DELETED
+    assert service.store.get(whole, rome).status is Status.SUPERSEDED
+    reasons = [v.reason for v in service.history(NS, rome)[written:]]
+    assert reasons == [f"superseded by {berlin}, which still replaces it: namespace rolled back to {to_iso(as_of)}"]
 
 
 @pytest.mark.parametrize("how", ["restore", "rollback"])
