@@ -257,7 +257,8 @@ class Rollbacks:
             report.scanned += len(page)
             targets: dict[str, Memory | None] = {}
             for memory in page:
-                target = state_at(self._store.versions(Scope.whole([namespace]), memory.memory_id), as_of)
+                versions = self._store.versions(Scope.whole([namespace]), memory.memory_id)
+                target = state_at(versions, as_of)
                 if target is not None:
                     try:
                         target = self._vetted(target)
@@ -271,6 +272,12 @@ class Rollbacks:
                     targets[memory.memory_id] = target
                 else:
                     report.unchanged += 1
+                    if target.status is Status.SUPERSEDED and supersession.released_since(
+                        self._store, memory, as_of, versions
+                    ):
+                        # Superseded then as now, but released since from a memory that hid it
+                        # then and is back: checked as those the run supersedes are.
+                        superseded.append(memory.memory_id)
             written = self._restore_page(namespace, page, targets, actor, reason, report)
             superseded += [m for m in written if (t := targets[m]) is None or t.status is Status.SUPERSEDED]
             if len(page) < size:

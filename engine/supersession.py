@@ -413,7 +413,9 @@ def released_from(store: Store, memory: Memory, as_of: datetime | None = None) -
     return _released(v for v in versions if as_of is None or v.changed_at <= as_of)
 
 
-def released_since(store: Store, memory: Memory, as_of: datetime) -> set[str]:
+def released_since(
+    store: Store, memory: Memory, as_of: datetime, versions: Sequence[Version] | None = None
+) -> set[str]:
     """The memories ``memory`` was released from by versions written after ``as_of``
     (``released_from``): links that counted then and say nothing now. A namespace rolled back
     to that moment brings back what hid ``memory`` then; unless the rollback supersedes it by
@@ -423,7 +425,7 @@ def released_since(store: Store, memory: Memory, as_of: datetime) -> set[str]:
     was made by then: one that superseded it later hid nothing then (stored after that
     moment, the rollback deletes it)."""
     whole = Scope.whole([memory.namespace])
-    versions = list(store.versions(whole, memory.memory_id))
+    versions = list(store.versions(whole, memory.memory_id)) if versions is None else versions
     since = _released(versions) - _released(v for v in versions if v.changed_at <= as_of)
     if not since:
         return since
