@@ -99,8 +99,11 @@ def reinstated_by_editing(
     the edit leaves it, still active) superseded and that, by ``replaces`` (the conflict
     rules and the semantic check of a save, over the new text), it no longer replaces:
     "I moved to Paris" edited to "The weather is nice" hides "I live in Berlin" no more.
+    So for one superseded itself, which hid them through the chain while it replaced them:
+    Carol's "I live in Rome" under her "I live in Berlin", made private, hid Bob's shared "I
+    moved to Paris" below it under nothing he reads once Berlin was made private too.
     ``leaving``, ``still_hides``: as for ``reinstated_by_deleting``."""
-    if edited.status is not Status.ACTIVE:
+    if edited.status not in (Status.ACTIVE, Status.SUPERSEDED):
         return []
     reason = edited_reason(edited.memory_id)
     return _reinstated(store, edited, now, guard, replaces, leaving, still_hides, reason)

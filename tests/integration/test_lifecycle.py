@@ -1536,6 +1536,29 @@ def test_a_namespace_rollback_supersedes_again_by_what_a_memory_was_released_fro
     assert rome in recalled(service, "I live in Rome", scope=Scope(member=(NS,), agent="bob"))
 
 
+def test_a_superseded_memory_made_private_hides_nothing_of_others_below_it(service: MemoryService, clock: Any) -> None:
+    """Bob's shared "I moved to Paris" under Carol's "I live in Rome" under her "I live in
+    Berlin": Carol made Rome private (superseded still), then Berlin. Paris stayed hidden from
+    Bob under two memories he cannot read: the edit of Rome, superseded, released nothing."""
+    shared = {"visibility": Visibility.SHARED}
+    carol = Scope(member=(NS,), agent="carol")
+    bob = Scope(member=(NS,), agent="bob")
+    paris = service.save(draft("I moved to Paris", actor="bob", **shared)).memory.memory_id
+    clock.advance(seconds=1)
+    rome = service.save(draft("I live in Rome", actor="carol", **shared))
+    assert rome.superseded == (paris,)
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin", actor="carol", **shared))
+    assert berlin.superseded == (rome.memory.memory_id,)
+    private = MemoryPatch(visibility=Visibility.PRIVATE)
+    for memory in (rome, berlin):
+        clock.advance(seconds=1)
+        service.update(NS, memory.memory.memory_id, private, actor="carol", scope=carol)
+    assert service.store.get(Scope.whole([NS]), rome.memory.memory_id).status is Status.SUPERSEDED
+    assert service.store.get(Scope.whole([NS]), paris).status is Status.ACTIVE
+    assert paris in recalled(service, "I moved to Paris", scope=bob)
+
+
 def test_a_namespace_rollback_names_no_memory_that_had_not_superseded_it_then(
     service: MemoryService, clock: Any
 ) -> None:
