@@ -279,7 +279,9 @@ class Rollbacks:
                         # then and is back: checked as those the run supersedes are.
                         superseded.append(memory.memory_id)
             written = self._restore_page(namespace, page, targets, actor, reason, report)
-            superseded += [m for m in written if (t := targets[m]) is None or t.status is Status.SUPERSEDED]
+            # Those it takes out of recall: stored after that moment, or back to a superseded,
+            # deleted or archived version (a memory deleted then and restored since, deleted again).
+            superseded += [m for m in written if (t := targets[m]) is None or t.status is not Status.ACTIVE]
             if len(page) < size:
                 break
             after = page[-1].memory_id

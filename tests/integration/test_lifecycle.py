@@ -1314,6 +1314,39 @@ def test_a_namespace_rollback_hides_a_memory_again_under_one_that_no_longer_repl
     assert recalled(service, "where do I live") == [berlin.memory.memory_id]
 
 
+def test_a_namespace_rollback_that_deletes_a_memory_by_its_deleted_version_checks_what_it_superseded(
+    service: MemoryService, clock: Any
+) -> None:
+    """ "I live in Rome" under "I live in Berlin" under "I moved to Paris"; Paris deleted
+    (Berlin back), then restored, then Berlin purged (Paris hides Rome by the link carried
+    past it). A rollback to the moment Paris was deleted deletes Paris again (its deleted
+    version) and cannot bring Berlin back: Rome, superseded then as now, stayed superseded
+    under nothing in recall. The rollback checked only what hid the memories it made
+    superseded or deleted as stored after that moment (walk seed 2750)."""
+    rome = service.save(draft("I live in Rome")).memory.memory_id
+    clock.advance(seconds=1)
+    berlin = service.save(draft("I live in Berlin"))
+    assert berlin.superseded == (rome,)
+    clock.advance(seconds=1)
+    paris = service.save(draft("I moved to Paris"))
+    assert paris.superseded == (berlin.memory.memory_id,)
+    clock.advance(seconds=1)
+    service.delete(NS, paris.memory.memory_id)
+    assert service.get(NS, berlin.memory.memory_id).status is Status.ACTIVE
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    service.rollbacks.restore(NS, paris.memory.memory_id)
+    assert service.get(NS, berlin.memory.memory_id).status is Status.SUPERSEDED
+    clock.advance(seconds=1)
+    service.delete(NS, berlin.memory.memory_id, hard=True)
+    assert service.get(NS, rome).status is Status.SUPERSEDED
+    clock.advance(seconds=1)
+    service.rollbacks.to_time(NS, as_of)
+    assert service.store.get(Scope.whole([NS]), paris.memory.memory_id).status is Status.DELETED
+    assert service.get(NS, rome).status is Status.ACTIVE
+    assert recalled(service, "where do I live") == [rome]
+
+
 def test_a_namespace_rollback_reads_each_link_of_a_deleted_chain_once(
     service: MemoryService, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
