@@ -271,6 +271,10 @@ def _claims(text: str) -> _Reading:
             if role is not None and _says_something(role.group(1)):
                 # "I work as a nurse at Acme": the employer rule reads Acme, not the role.
                 unread.append(role.group(0))
+            if any(claim.slot == "residence" for claim in read):
+                # "I live in Oslo with my wife", "我和老婆住在奥斯陆": the home rule reads Oslo,
+                # not who shares it; a move replaces the home, not the wife.
+                unread += [found_with.group(0) for found_with in _COMPANION.finditer(clause)]
             if (
                 not read
                 and _says_something(clause)
@@ -324,6 +328,13 @@ def _detail(clause: str, sentence: str) -> bool:
 # Acme", "works at Acme as a nurse"), which no claim holds.
 _EN_ROLE = re.compile(
     r"\bas (?!well\b|of\b|before\b|always\b|planned\b)(?:an? |the )?([a-z][a-z ]*?)(?= (?:at|for|by)\b|$)"
+)
+
+
+# Who shares a home, or lives near it, beside the home a clause names.
+_COMPANION = re.compile(
+    r"\b(?:together )?(?:with|near) (?:my|our|his|her|their|the user's) [a-z]+(?: [a-z]+)?\b"
+    r"|[和跟与同][^，。,.]{1,8}?(?=(?:一起)?(?:住在|住|生活在|定居在))"
 )
 
 

@@ -1207,6 +1207,11 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
         # The role said with the employer is more than the employer.
         ("I work as a nurse at Acme", "I joined Globex"),
         ("I work at Acme as a nurse", "I joined Globex"),
+        # Who shares the home, or lives near it, is more than the home.
+        ("I live in Oslo with my wife", "I moved to Paris"),
+        ("I live with my wife in Oslo", "I moved to Paris"),
+        ("I live in Oslo near my parents", "I moved to Bergen"),
+        ("我和老婆住在奥斯陆", "我搬到巴黎了"),
     ],
 )
 def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
@@ -1242,6 +1247,7 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         ("I live in Oslo, with my wife", "I moved to Bergen, with my wife"),
         ("I work at Acme as well", "I joined Globex"),
         ("I live in Oslo and I love my dog.", "I moved to Bergen and I love my dog."),
+        ("I live in Oslo with my wife", "I moved to Paris with my wife"),
     ],
 )
 def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
