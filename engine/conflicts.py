@@ -275,6 +275,7 @@ def _claims(text: str) -> _Reading:
                 # "I live in Oslo with my wife", "我和老婆住在奥斯陆": the home rule reads Oslo,
                 # not who shares it; a move replaces the home, not the wife.
                 unread += [found_with.group(0) for found_with in _COMPANION.finditer(clause)]
+                unread += [found_with.group(1) for found_with in [_ZH_COMPANION.match(clause)] if found_with]
             if (
                 not read
                 and _says_something(clause)
@@ -331,10 +332,20 @@ _EN_ROLE = re.compile(
 )
 
 
-# Who shares a home, or lives near it, beside the home a clause names.
+# Who shares a home, or lives near it, beside the home a clause names: "with my wife", "near
+# my older sister", but not the word after ("with my wife in Oslo", "… now": a move "with my
+# wife" repeats it). In Chinese, before the first verb of the home or move ("我和老婆住在…",
+# "我和老婆搬到…"): a 和 or 同 in the place after it is no one ("我住在和平里住了十年").
+_EN_COMPANION_NOT = (
+    "in|at|on|to|near|by|with|from|for|of|since|until|till|now|then|here|there|today|currently|still|too|"
+    "as|and|or|but|so|last|this|these|next|who|which|that|when|while|because|after|before|again|anymore"
+)
 _COMPANION = re.compile(
-    r"\b(?:together )?(?:with|near) (?:my|our|his|her|their|the user's) [a-z]+(?: [a-z]+)?\b"
-    r"|[和跟与同][^，。,.]{1,8}?(?=(?:一起)?(?:住在|住|生活在|定居在))"
+    r"\b(?:together )?(?:with|near) (?:my|our|his|her|their|the user's) [a-z]+"
+    rf"(?: (?!(?:{_EN_COMPANION_NOT})\b)[a-z]+)?\b"
+)
+_ZH_COMPANION = re.compile(
+    r"[^住搬，。,.]*?([和跟与同][^住搬，。,.]{1,8}?)(?=(?:一起)?(?:住|生活在|定居在|搬到|搬去|搬来))"
 )
 
 

@@ -1212,6 +1212,8 @@ def test_he_or_she_after_someone_named_as_the_object_of_a_verb_is_no_one(old: st
         ("I live with my wife in Oslo", "I moved to Paris"),
         ("I live in Oslo near my parents", "I moved to Bergen"),
         ("我和老婆住在奥斯陆", "我搬到巴黎了"),
+        ("I live in Oslo with my wife and kids", "I moved to Paris with my wife"),
+        ("I live with my wife in Oslo", "I moved to Paris with my husband"),
     ],
 )
 def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: str) -> None:
@@ -1248,6 +1250,14 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         ("I work at Acme as well", "I joined Globex"),
         ("I live in Oslo and I love my dog.", "I moved to Bergen and I love my dog."),
         ("I live in Oslo with my wife", "I moved to Paris with my wife"),
+        # The companion is repeated, whatever word comes after it, and a Chinese move says it too.
+        ("I live with my wife in Oslo", "I moved to Paris with my wife"),
+        ("I live in Oslo with my wife now", "I moved to Paris with my wife"),
+        ("I live in Oslo with my wife", "I moved to Paris with my wife last year"),
+        ("我和老婆住在奥斯陆", "我和老婆搬到巴黎了"),
+        # A 和 or 同 in the place after the home verb is no companion.
+        ("我住在和平里住了十年", "我搬到杭州了"),
+        ("我住在上海同安路附近住了三年", "我搬到北京了"),
     ],
 )
 def test_a_memory_whose_every_claim_is_replaced_or_repeated_is_replaced(old: str, new: str) -> None:
