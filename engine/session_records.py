@@ -74,8 +74,9 @@ class Candidate:
     said: str | None = None
     # The visibility its append asked for; None: the session's own (set by its first append).
     visibility: str | None = None
-    # The ``name`` of the message it came from (a group conversation's speaker); its
-    # content and ``said`` then read ``<name>: …`` (``engine.sessions.spoken_by``).
+    # The ``name`` of the message it came from (a group conversation's speaker); a
+    # promotion of several voices writes its content and ``said`` as ``<name>: …``
+    # (``engine.sessions.spoken_by``).
     speaker: str | None = None
 
 

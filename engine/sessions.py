@@ -143,43 +143,32 @@ _MAX_TAG = 40
 _TAG_DIGEST = 8
 
 
-def spoken_by(name: str, candidate: Candidate) -> Candidate:
-    """``candidate`` as the message's ``name`` said it: ``<name>: …``, a speaker's line to
-    the conflict rules, so that in a group conversation what one speaker says of
-    themselves is theirs. Before, every "I" was the same user's: Bob's "I live in Paris"
-    superseded Alice's "I live in Berlin". A name is written as a tag can hold it (no
-    ``<``, ``>`` or line breaks, at most 40 characters); the metadata keeps it whole. A
-    name the tag cannot hold as it is ends its tag with a digest of the whole name: cut to
-    the same 40 characters, or to none, two speakers were one voice, and one's "I live in
-    Paris" superseded the other's "I live in Berlin"."""
-    prefix = _prefix(name)
+def spoken_by(candidate: Candidate) -> Candidate:
+    """``candidate`` as its ``speaker`` said it: ``<name>: …``, a speaker's line to the
+    conflict rules, so that in a group conversation what one speaker says of themselves is
+    theirs. Before, every "I" was the same user's: Bob's "I live in Paris" superseded
+    Alice's "I live in Berlin". The promotion tags only a run that holds more than one
+    voice: a one-to-one chat whose client names the user is the user's own lines (tagged,
+    that user's "I moved to Munich" no longer replaced their "I live in Berlin", nor was a
+    repeat of a memory saved without a name folded into it). Unchanged without a speaker."""
+    if candidate.speaker is None:
+        return candidate
+    prefix = _prefix(candidate.speaker)
     said = None if candidate.said is None else prefix + candidate.said
-    return dataclasses.replace(candidate, content=prefix + candidate.content, said=said, speaker=name)
+    return dataclasses.replace(candidate, content=prefix + candidate.content, said=said)
 
 
 def _prefix(name: str) -> str:
+    """The tag of ``name`` as a line starts with it: written as a tag can hold it (no ``<``,
+    ``>`` or line breaks, at most 40 characters; the metadata keeps the name whole). A name
+    the tag cannot hold as it is ends its tag with a digest of the whole name: cut to the
+    same 40 characters, or to none, two speakers were one voice, and one's "I live in Paris"
+    superseded the other's "I live in Berlin"."""
     tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
     if tag != name:
         digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
         tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
     return f"<{tag}>: "
-
-
-def unspoken(candidate: Candidate) -> Candidate:
-    """``candidate`` without the tag ``spoken_by`` gave it (its ``speaker`` kept): the
-    user's own line. For a promotion whose every candidate one speaker said, as a
-    single-user chat whose client names the user does: tagged, that user's "I moved to
-    Munich" no longer replaced their "I live in Berlin", nor was a repeat of a memory saved
-    without a name folded into it."""
-    if candidate.speaker is None:
-        return candidate
-    prefix = _prefix(candidate.speaker)
-    said = candidate.said
-    return dataclasses.replace(
-        candidate,
-        content=candidate.content.removeprefix(prefix),
-        said=None if said is None else said.removeprefix(prefix),
-    )
 
 
 class Sessions:
@@ -278,11 +267,11 @@ class Sessions:
         for number, message in enumerate(messages):
             for found in self._extract(message.role, message.content, message.at):
                 if message.name:
-                    found = spoken_by(message.name, found)
+                    found = dataclasses.replace(found, speaker=message.name)
                     # The speaker's tag may carry a sentence past the cap: refused here,
                     # not at the promotion, whose every retry would fail on it. As said
                     # too: one the guard flags is stored so (``_draft``), and was dropped.
-                    longest = max(len(found.content), len(found.said or ""))
+                    longest = len(_prefix(message.name)) + max(len(found.content), len(found.said or ""))
                     if longest > cap:
                         raise InvalidInput(
                             f"a sentence of this message, promoted with its speaker's name, holds "
@@ -532,7 +521,7 @@ class Sessions:
     ) -> MemoryDraft:
         # The guard judges what was said when the rules left out an explicit request, so
         # "remember that …" cannot carry an injection past it.
-        line = candidate if tagged else unspoken(candidate)
+        line = spoken_by(candidate) if tagged else candidate
         content = line.content
         if line.said is not None and self._guard_flags(ref.namespace, line.said):
             content = line.said
