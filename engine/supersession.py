@@ -265,7 +265,7 @@ def hidden_by_any(
     for edge in links_into(store.edges(whole, memory.memory_id), memory.memory_id, released):
         if edge.src in seen:
             continue
-        judged = replaces is None or _said_then(versions, memory, edge.created_at)
+        judged = replaces is None or bool(_said_then(versions, memory, edge.created_at))
         if _hides(_Reads(store, whole), edge, memory, now):
             if judged:
                 return True
@@ -286,11 +286,13 @@ def hidden_by_any(
     return False
 
 
-def _said_then(versions: Sequence[Version], memory: Memory, at: datetime) -> bool:
-    """Whether ``memory`` said what it says now (text and key) at ``at``, by its history:
-    a link made then judged this text. Without a version then, no."""
+def _said_then(versions: Sequence[Version], memory: Memory, at: datetime) -> bool | None:
+    """Whether ``memory`` said what it says now (text and key) at ``at``, by its history
+    (a link made then judged this text); None where no version was written by then."""
     then = [v.record for v in versions if v.changed_at <= at]
-    return bool(then) and (then[-1].content, then[-1].key) == (memory.content, memory.key)
+    if not then:
+        return None
+    return (then[-1].content, then[-1].key) == (memory.content, memory.key)
 
 
 def still_hidden(store: Store, before: Memory, after: Memory, now: datetime) -> bool:
@@ -506,8 +508,7 @@ def _still_replaces(reads: _Reads, newer: Memory, older: Memory, since: datetime
     bring Lisbon back while another memory replaced it too)."""
     if not same_audience(newer, older):
         return False
-    then = [v.record for v in reads.versions(newer.memory_id) if v.changed_at <= since]
-    if not then or (then[-1].content, then[-1].key) == (newer.content, newer.key):
+    if _said_then(reads.versions(newer.memory_id), newer, since) is not False:
         return True  # as it was when it superseded ``older`` (or no history says otherwise)
     return replaces_by_rules(newer, older)
 
