@@ -271,7 +271,8 @@ def _claims(text: str) -> _Reading:
             if role is not None and _says_something(role.group(1)):
                 # "I work as a nurse at Acme": the employer rule reads Acme, not the role.
                 unread.append(role.group(0))
-            if any(claim.slot == "residence" for claim in read):
+            holds_home = any(claim.slot == "residence" for claim in read)
+            if holds_home:
                 # "I live in Oslo with my wife", "我和老婆住在奥斯陆": the home rule reads Oslo,
                 # not who shares it; a move replaces the home, not the wife.
                 unread += [found_with.group(0) for found_with in _COMPANION.finditer(clause)]
@@ -283,7 +284,7 @@ def _claims(text: str) -> _Reading:
                 and not (home and split == "," and _detail(clause, sentence))
             ):
                 unread.append(clause)
-            home = any(claim.slot == "residence" for claim in read)
+            home = holds_home
     return _Reading(tuple(found), tuple(unread))
 
 
