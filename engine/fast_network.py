@@ -1674,8 +1674,9 @@ class FastNetwork:
                     for link in self._links.get(row, ())
                 )
                 if heads and not crossing and (not earlier or self._ends(earlier)):
-                    # Rows of equal created_at are ordered by the links, not by row: a
-                    # fast network rebuilt from the store may number them otherwise.
+                    # The heads are found by the links, not by row (a fast network rebuilt
+                    # from the store may number rows otherwise); among several heads (a
+                    # chain broken by deleted memories), the oldest, then the lowest row.
                     first = min(heads, key=lambda row: (int(created[row]), row))
                     before = self.ids[self._chain_end(earlier)] if earlier else None
                     return before, self.ids[first]
