@@ -1612,12 +1612,17 @@ class FastNetwork:
     def newest(self, rows: Rows, limit: int) -> Rows:
         """The ``limit`` newest of ``rows`` by ``created_at``, newest first, ties by memory
         id descending (the order of ``Store.memories_by_entity``)."""
+        created = self._cols.created[rows]
         if len(rows) > limit:
-            created = self._cols.created[rows]
             cut = np.partition(created, len(rows) - limit)[len(rows) - limit]
-            rows = rows[created >= cut]  # the newest ``limit``, and any tied with the last of them
-        ordered = sorted(rows.tolist(), key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
-        return np.asarray(ordered[:limit], dtype=np.int64)
+            newest = created >= cut  # the newest ``limit``, and any tied with the last of them
+            rows, created = rows[newest], created[newest]
+        order = np.argsort(-created, kind="stable")
+        rows, created = rows[order], created[order]
+        if len(rows) > 1 and bool(np.any(created[1:] == created[:-1])):  # ties: by id, looked up only then
+            ordered = sorted(rows.tolist(), key=lambda row: (int(self._cols.created[row]), self.ids[row]), reverse=True)
+            rows = np.asarray(ordered, dtype=np.int64)
+        return rows[:limit]
 
     def holds_chinese(self) -> bool:
         """Whether a memory it holds, or held, has a Chinese search term."""

@@ -233,6 +233,30 @@ def test_it_follows_saves_updates_status_changes_links_and_purges(store: Store, 
     } - {None}
 
 
+def test_newest_orders_as_the_store_does_ties_by_memory_id(store: Store, tmp_path: Path) -> None:
+    # Memories saved in one batch share their moment: the store orders them by id,
+    # newest first, and so must the graph channel's cut (``FastNetwork.newest``).
+    rng = random.Random(11)
+    memories = [
+        _memory(rng, n).evolve(
+            namespace="ns-a",
+            status=Status.ACTIVE,
+            expire_at=None,
+            entities=("Berlin",),
+            created_at=T0 + timedelta(days=n % 3),
+        )
+        for n in range(12)
+    ]
+    store.insert(memories, _vectors(memories), changed_by=None)
+    keeper = _keeper(store, tmp_path)
+    keeper.start(None)
+    net = keeper.network
+    rows = net.by_entity(["ns-a"], "berlin")
+    for limit in (1, 3, 4, 5, 12, 20):
+        expected = store.memories_by_entity(Scope.whole(["ns-a"]), "berlin", EVERYTHING, NOW, limit)
+        assert [net.id_of(int(row)) for row in net.newest(rows, limit)] == [m.memory_id for m in expected], limit
+
+
 def test_lexical_statistics_stay_within_a_namespace(store: Store, tmp_path: Path) -> None:
     rng = random.Random(3)
     base = _memory(rng, 0).evolve(status=Status.ACTIVE, expire_at=None)
