@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -712,17 +713,15 @@ class Recaller:
         weights = self._weights(query)
         listed = rows.tolist()
         cosine = self._read_cosines(net, query, pool, rows)
-        lexical = scoring.shaped(
-            np.asarray([pool.lexical.get(row, 0.0) for row in listed], dtype=np.float64), weights.lexical_power
-        )
-        graph = np.asarray([pool.graph.get(row, 0.0) for row in listed], dtype=np.float64)
+        lexical = scoring.shaped(_column(pool.lexical, listed), weights.lexical_power)
+        graph = _column(pool.graph, listed)
         semantic = scoring.shaped(pool.scale.values(cosine), weights.semantic_power)
         decay = net.decayed(rows, query.now, self._config.scoring)
         score: Floats = (
             weights.semantic * semantic + weights.lexical * lexical + weights.graph * graph + weights.decay * decay
         )
         if context:
-            score = score + weights.context * np.asarray([pool.context.get(row, 0.0) for row in listed], np.float64)
+            score = score + weights.context * _column(pool.context, listed)
         if query.windows:
             score = score + weights.time * scoring.time_fit(net.created_of(rows), query.windows)
         return score
@@ -732,7 +731,7 @@ class Recaller:
         less ``[fusion] centring`` times their typicality, which is kept in ``pool`` (for
         the explanation of the hits)."""
         listed = rows.tolist()
-        cosines = np.asarray([pool.cosine[row] for row in listed], dtype=np.float64)
+        cosines = np.fromiter(map(pool.cosine.__getitem__, listed), np.float64, len(listed))
         centring = self._weights(query).centring
         if centring <= 0:
             return cosines
@@ -741,7 +740,7 @@ class Recaller:
         if missing:  # each row's typicality taken once, so every reading of it agrees to the bit
             found = net.typicality(np.asarray(missing, dtype=np.int64))
             known.update(zip(missing, found.tolist(), strict=True))
-        typicality = np.asarray([known[row] for row in listed], dtype=np.float64)
+        typicality = np.fromiter(map(known.__getitem__, listed), np.float64, len(listed))
         return scoring.read_cosines(cosines, typicality, centring)
 
     def _weights(self, query: RecallQuery) -> FusionWeights:
@@ -829,6 +828,11 @@ class Recaller:
             if kept:
                 flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
         return flagged
+
+
+def _column(signal: dict[int, float], rows: list[int]) -> Floats:
+    """A channel's signal for each of ``rows``, 0 where it gave none."""
+    return np.fromiter(map(signal.get, rows, itertools.repeat(0.0)), np.float64, len(rows))
 
 
 def _or_phrased(net: FastNetwork, cosines: Floats, phrasing: Vector | None, rows: Rows) -> Floats:
