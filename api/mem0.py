@@ -74,7 +74,7 @@ from engine import limits
 from engine.codec import to_iso
 from engine.errors import InvalidInput, MemoryNotFound, NotFound
 from engine.guard import Action as GuardAction
-from engine.owners import OWNERS, PREFIX, from_label, namespace_of
+from engine.owners import MAX_NAMESPACE, OWNERS, PREFIX, from_label, namespace_of, too_long
 from engine.records import Memory, MemoryDraft, MemoryFilter, MemoryPatch, Scope, Source, Status, Version
 from engine.security import Permission
 from engine.service import MemoryService
@@ -82,7 +82,6 @@ from engine.text import is_blank
 
 # The identifiers mem0 answers beside an item's fields rather than inside its metadata.
 PROMOTED = ("user_id", "agent_id", "run_id", "actor_id", "role")
-MAX_NAMESPACE = 128
 DEFAULT_SEARCH_LIMIT = 20
 DEFAULT_LIST_LIMIT = 100
 PAGE = 500
@@ -117,12 +116,9 @@ class Owner:
             # mem0's server answers this with 400 and these words.
             raise ClientException("At least one identifier (user_id, agent_id, run_id) is required.")
         namespace = namespace_of(first, given[first] or "")
-        if len(namespace) > MAX_NAMESPACE:
-            raise InvalidInput(
-                f"{first} is too long: as the namespace {PREFIX[first]}… it takes {len(namespace)} characters, at most "
-                f"{MAX_NAMESPACE} are allowed (a character other than a letter, digit, _, - or @ takes 3 per byte)",
-                field=first,
-            )
+        problem = too_long(first, namespace)
+        if problem:
+            raise InvalidInput(problem, field=first)
         return cls(namespace, **given)
 
     def narrowing(self, base: MemoryFilter | None = None) -> MemoryFilter:

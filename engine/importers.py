@@ -39,7 +39,7 @@ from typing import IO, Any
 from engine.codec import from_iso, memory_to_dict
 from engine.config import Config
 from engine.errors import InvalidInput
-from engine.owners import OWNERS, namespace_of
+from engine.owners import OWNERS, namespace_of, too_long
 from engine.portability import FORMAT, Entry, ImportReport, derived_id, import_entries, is_memory_id, read_export
 from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status, Visibility, utcnow
 from engine.service import MemoryService
@@ -203,7 +203,11 @@ def _mem0_owner(item: dict[str, Any]) -> str | None:
     for name in OWNERS:
         value = _mem0_id(item, name)
         if value is not None:
-            return namespace_of(name, value)
+            namespace = namespace_of(name, value)
+            problem = too_long(name, namespace)
+            if problem:
+                raise ValueError(problem)
+            return namespace
     return None
 
 

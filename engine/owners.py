@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 OWNERS = ("user_id", "agent_id", "run_id")
+MAX_NAMESPACE = 128  # a namespace's longest name (``service.NAMESPACE_PATTERN``)
 PREFIX = {"user_id": "user:", "agent_id": "agent:", "run_id": "run:"}
 
 _SAFE = re.compile(r"[A-Za-z0-9_\-@]")
@@ -35,3 +36,14 @@ def from_label(label: str) -> str | None:
 def namespace_of(name: str, value: str) -> str:
     """The namespace of the owner ``name`` (one of ``OWNERS``) with the identifier ``value``."""
     return PREFIX[name] + to_label(value)
+
+
+def too_long(name: str, namespace: str) -> str | None:
+    """What is wrong with the identifier ``name`` whose namespace is ``namespace``
+    (``namespace_of``), where that is longer than a namespace may be; else None."""
+    if len(namespace) <= MAX_NAMESPACE:
+        return None
+    return (
+        f"{name} is too long: as the namespace {PREFIX[name]}… it takes {len(namespace)} characters, at most "
+        f"{MAX_NAMESPACE} are allowed (a character other than a letter, digit, _, - or @ takes 3 per byte)"
+    )

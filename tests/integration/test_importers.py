@@ -306,3 +306,21 @@ def test_a_use_time_in_the_future_is_taken_as_now_not_refused(service: MemorySer
     (stored,) = service.store.get_many(Scope.whole(["elsewhere"]), [memory_id], EVERYTHING, now)
     assert stored.last_accessed_at == now
     assert any("last_accessed_at" in note for note in report.notes)
+
+
+def test_a_mem0_identifier_too_long_for_a_namespace_is_named_as_the_mem0_routes_name_it(
+    service: MemoryService,
+) -> None:
+    # 50 Chinese characters take 450 as a namespace label: the import said only that the
+    # namespace 'user:.e5.bc.a0…' was malformed, not which of the memory's fields to shorten.
+    document = {
+        "results": [
+            {"id": "ok-1", "memory": "Likes tea", "user_id": "alice"},
+            {"id": "long-1", "memory": "Likes coffee", "user_id": "张" * 50},
+        ]
+    }
+    report = run_import(service, io.BytesIO(json.dumps(document).encode()), format_name="mem0")
+    assert not report.written and report.inserted == 0
+    (error,) = report.errors
+    assert error.line == 2
+    assert error.message.startswith("user_id is too long: as the namespace user:… it takes 455 characters")
