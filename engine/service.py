@@ -349,10 +349,16 @@ class MemoryService:
                         [memory for _, memory, _ in fresh], self.keeper.network.session_place, now
                     )
                     follows = {edge.dst: edge.src for edge in chained}
+                    new_ids = {memory.memory_id for _, memory, _ in fresh}
+                    precedes = {edge.src: edge.dst for edge in chained if edge.dst not in new_ids}
                     for position, memory, _ in fresh:
                         result = results[position]
-                        if result is not None and memory.memory_id in follows:
-                            results[position] = replace(result, follows=follows[memory.memory_id])
+                        if result is not None and (memory.memory_id in follows or memory.memory_id in precedes):
+                            results[position] = replace(
+                                result,
+                                follows=follows.get(memory.memory_id),
+                                precedes=precedes.get(memory.memory_id),
+                            )
                     # A memory a later one of the batch superseded (new in the batch, or
                     # stored and the target of a repeat earlier in it) is answered as the
                     # transaction stores it, not as it was when its own turn was judged.

@@ -118,7 +118,7 @@ class Promotion:
     already_promoted: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     dropped: list[dict[str, str]] = field(default_factory=list)
-    linked: int = 0
+    linked: int = 0  # NEXT links made: between its memories, and to a later part of the session
 
 
 def fit_newest(messages: Sequence[Message], budget: int, *, newest_alone: bool = False) -> tuple[list[Message], int]:
@@ -505,8 +505,11 @@ class Sessions:
         for result in results:
             (promotion.created if result.created else promotion.deduplicated).append(result.memory.memory_id)
             promotion.superseded.extend(result.superseded)
-        # The save links each new memory NEXT from the session's previous one (engine.episodes).
-        promotion.linked = sum(1 for result in results if result.created and result.follows is not None)
+        # The save links each new memory NEXT from the session's previous one, and the last
+        # one to a later part of the session promoted first (engine.episodes).
+        promotion.linked = sum(
+            (result.follows is not None) + (result.precedes is not None) for result in results if result.created
+        )
         return promotion
 
     def _draft(

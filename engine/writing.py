@@ -65,6 +65,9 @@ class SaveResult:
     guard: guards.WriteVerdict = guards.ALLOWED
     # The memory of the same session this one was linked ``NEXT`` from (engine/episodes.py).
     follows: str | None = None
+    # The stored memory of the same session linked ``NEXT`` from this one: a later part of
+    # the session, promoted first, that this one now goes before (engine/episodes.py).
+    precedes: str | None = None
 
 
 @dataclass(slots=True)

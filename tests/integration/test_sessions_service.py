@@ -750,3 +750,21 @@ def test_a_candidate_the_write_path_refuses_as_invalid_is_dropped_and_the_rest_p
         "I live in Berlin.",
         "My sister is called Ines.",
     ]
+
+
+def test_linked_counts_the_link_to_a_later_part_of_the_session(open_sess: OpenSessions, clock: FrozenClock) -> None:
+    # A run promoted after a later run of its session goes before it in the chain: its
+    # last memory is linked NEXT to the later run's first, and the report left that out.
+    sessions = open_sess()
+    sessions.append(REF, say("I live in Berlin.", "I have a dog named Rex."), reach=Reach.FULL, expire_after_seconds=60)
+    clock.advance(seconds=61)
+    sessions.append(REF, say("I moved to Paris.", "I have a cat named Tom."), reach=Reach.FULL)  # a new run
+    later = sessions.close(REF)
+    (earlier,) = sessions.sweep()
+    edges = sum(
+        1
+        for memory_id in [*earlier.created, *later.created]
+        for edge in sessions.service.store.edges(Scope.whole([REF.namespace]), memory_id)
+        if edge.kind == "NEXT" and edge.src == memory_id
+    )
+    assert (later.linked, earlier.linked, edges) == (1, 2, 3)
