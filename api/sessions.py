@@ -168,7 +168,9 @@ class SessionController(Controller):
         self, state: State, access: Caller, session_id: FromPath[str], data: JSONBody[AppendIn]
     ) -> dict[str, Any]:
         """Append messages (oldest first) to the caller's session, opening it if needed; the
-        oldest roll out past its token budget and its time to live starts again."""
+        oldest roll out past its token budget and its time to live starts again. The answer's
+        ``visibility`` is what these messages' promotion writes; ``session_visibility`` the
+        session's own, for appends that leave it out."""
         ref = _ref(access, data.namespace, session_id, None, Permission.WRITE)
         reach = access.write_scope(data.namespace).reach(data.namespace) or Reach.OWN
         access.note(content="\n".join(m.content for m in data.messages))
@@ -180,7 +182,10 @@ class SessionController(Controller):
             expire_after_seconds=data.expire_after_seconds,
             visibility=data.visibility,
         )
-        return info_out(info)
+        # What this append's messages are promoted with (each append's own travels with its
+        # messages), and the session's own, which an append that leaves it out gets.
+        own = data.visibility.value if data.visibility is not None else info.visibility
+        return {**info_out(info), "visibility": own, "session_visibility": info.visibility}
 
     @get("/{session_id:str}", sync_to_thread=True)
     def session_window(

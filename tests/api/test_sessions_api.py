@@ -457,3 +457,27 @@ def test_next_links_across_two_promotions_of_a_session_follow_the_messages(
             "I moved to Paris.",
             "I have a cat named Tom.",
         ]
+
+
+def test_the_append_answer_says_the_visibility_its_own_messages_are_promoted_with(live: LiveServer) -> None:
+    # Each append's visibility travels with its messages; the answer showed the session's
+    # own, so an append asking for private was answered "shared".
+    def append(http: httpx.Client, visibility: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"namespace": "vis", "messages": [{"role": "user", "content": "I like green tea."}]}
+        if visibility is not None:
+            body["visibility"] = visibility
+        answer = http.post("/v1/sessions/v1/messages", json=body)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result
+
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        answers = [append(http, visibility) for visibility in (None, "private", None, "public")]
+        assert [(a["visibility"], a["session_visibility"]) for a in answers] == [
+            ("shared", "shared"),
+            ("private", "shared"),
+            ("shared", "shared"),
+            ("public", "shared"),
+        ]
+        window = http.get("/v1/sessions/v1", params={"namespace": "vis"}).json()
+        assert window["visibility"] == "shared"  # the session's own, for appends that leave it out
