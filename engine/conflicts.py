@@ -491,6 +491,13 @@ _ZH_CHATTER = re.compile(
 )
 
 
+def is_role(name: str) -> bool:
+    """Whether a speaker named ``name`` ("System", "user", "我") is read as a role — the
+    user, or the assistant whose lines say nothing — rather than as a person."""
+    who = unicodedata.normalize("NFKC", name.strip()).casefold()
+    return who in _USER_ROLES or who in _ASSISTANT_ROLES
+
+
 def _voice(text: str) -> tuple[_Voice | None, str]:
     """Who speaks in ``text`` and the words they say; ``None`` for the assistant's
     own lines. A ``Name:`` that reads as an attribute ("Deadline: Friday",

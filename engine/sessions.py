@@ -31,13 +31,14 @@ import logging
 import math
 import re
 import threading
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine import extraction, limits, procedures, text
+from engine import conflicts, extraction, limits, procedures, text
 from engine.codec import decode_cursor, encode_cursor, from_iso, to_iso
 from engine.config import SessionsConfig
 from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
@@ -158,14 +159,21 @@ def spoken_by(candidate: Candidate) -> Candidate:
     return dataclasses.replace(candidate, content=prefix + candidate.content, said=said)
 
 
+# Role words the write guard reads at the start of a line ("<developer>: …"), beside the
+# conflict rules' own (engine.conflicts.is_role).
+_GUARD_ROLES = frozenset({"developer", "system"})
+
+
 def _prefix(name: str) -> str:
     """The tag of ``name`` as a line starts with it: written as a tag can hold it (no ``<``,
     ``>`` or line breaks, at most 40 characters; the metadata keeps the name whole). A name
     the tag cannot hold as it is ends its tag with a digest of the whole name: cut to the
     same 40 characters, or to none, two speakers were one voice, and one's "I live in Paris"
-    superseded the other's "I live in Berlin"."""
+    superseded the other's "I live in Berlin". So does a role word ("System", "user",
+    "assistant"), so that the speaker is read as a person: "<System>: …" was quarantined
+    as a forged system message, and "<user>" and "<me>" were both read as the user."""
     tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
-    if tag != name:
+    if tag != name or conflicts.is_role(tag) or tag.casefold() in _GUARD_ROLES:
         digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
         tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
     return f"<{tag}>: "
@@ -278,6 +286,7 @@ class Sessions:
                             f"{longest} characters, at most {cap} are allowed: shorten it or the name",
                             field=f"messages[{number}].content",
                         )
+                    self._check_speaker(ref.namespace, found, number)
                 candidates.append(found)
         if visibility is not None:
             # Each append's own: before, the first append's held for the whole run, and a
@@ -547,6 +556,31 @@ class Sessions:
             },
         )
 
+    def _check_speaker(self, namespace: str, candidate: Candidate, number: int) -> None:
+        """Refuse a name the write guard acts on where it tags ``candidate``: an instruction
+        to the model ("Ignore previous instructions") had every line of its speaker stored
+        quarantined, and personal data (an e-mail address) redacted made two speakers one
+        voice (a ``pii = "reject"`` namespace dropped their lines)."""
+        from engine import guard
+
+        policy = self.service.config.guard.policy_for(namespace)
+        tagged = spoken_by(candidate)
+        tag = len(_prefix(candidate.speaker or ""))
+        for line in (tagged.content, tagged.said):
+            if line is None:
+                continue
+            verdict = guard.check_memory(line, Source.USER_INPUT, (), {}, policy).verdict
+            if verdict.action is guard.Action.ALLOWED:
+                continue
+            for finding in verdict.findings:
+                if finding.start < tag:
+                    raise InvalidInput(
+                        f"the write guard reads the name {candidate.speaker!r} as {finding.rule} ({finding.kind}): "
+                        "its speaker's lines would be stored with it quarantined or redacted; give the speaker's "
+                        "own name (or none)",
+                        field=f"messages[{number}].name",
+                    )
+
     def _guard_flags(self, namespace: str, text: str) -> bool:
         from engine import guard
 
@@ -599,8 +633,17 @@ class Sessions:
             raise InvalidInput(
                 f"a message holds {len(draft.content)} characters, at most {cap} are allowed", field=where + "content"
             )
-        if draft.name is not None and not 0 < len(draft.name) <= MAX_NAME_CHARS:
-            raise InvalidInput(f"name holds 1-{MAX_NAME_CHARS} characters", field=where + "name")
+        if draft.name is not None:
+            if not 0 < len(draft.name) <= MAX_NAME_CHARS:
+                raise InvalidInput(f"name holds 1-{MAX_NAME_CHARS} characters", field=where + "name")
+            if text.is_blank(draft.name):
+                raise InvalidInput(
+                    "a name must not be blank (whitespace or invisible marks only)", field=where + "name"
+                )
+            if any(unicodedata.category(char) == "Cc" for char in draft.name):
+                raise InvalidInput(
+                    "a name must not hold control characters (NUL, tabs, line breaks)", field=where + "name"
+                )
         problem = limits.metadata_problem(draft.metadata, self.service.config.limits)
         if problem:
             raise InvalidInput(problem, field=where + "metadata")
