@@ -108,12 +108,16 @@ _EN_FACT = re.compile(
     r"getting married|allergic to)\b|i have (?:a|an) \w+ allergy|"
     r"i am (?:married|single|engaged|retired|pregnant|left-handed|right-handed|colou?r-?blind|diabetic|from|"
     r"allergic to)\b|"
-    # Health: a condition had, diagnosed or treated ("I have type 1 diabetes", "I take insulin").
-    r"i (?:have|'ve got|have got|live with) (?:type [12] |chronic |severe |mild )?(?:diabetes|asthma|epilepsy|"
+    # Health: a condition had, lived with, diagnosed or treated ("I have type 1 diabetes",
+    # "I've been dealing with migraines", "I take insulin").
+    r"i(?: have|'ve got| have got| live with|(?:'ve been| have been|'m| am) (?:living|dealing|struggling) with) "
+    r"(?:type [12] |chronic |severe |mild )?(?:diabetes|asthma|epilepsy|"
     r"arthritis|eczema|migraines|hypertension|high blood pressure|adhd|autism|dyslexia|depression|anxiety|"
     # Not a word's first part ("depression-era") nor a worry ("anxiety about the exam").
     r"(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))\b(?!-| about\b| over\b| before\b)|"
-    r"i (?:suffer|suffered) from (?!the\b)|i (?:was|'ve been|have been|got|just got) diagnosed with\b(?! nothing\b)|"
+    # Not "the heat" nor "the same problem": "the" only before an illness that comes back.
+    r"i (?:suffer|suffered) from (?!the\b)|i (?:suffer|suffered) from the (?:flu|common cold)\b|"
+    r"i(?: was|'ve been| have been| got| just got) diagnosed with\b(?! nothing\b)|"
     r"i'?m (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"i am (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"(?:my|our) (?:\w+ ){0,2}(?:is|are|was|lives|live|works|work|has|have|loves|likes|hates|turns|starts|"
