@@ -133,6 +133,7 @@ def promotion_out(promotion: Promotion) -> dict[str, Any]:
         "already_promoted": promotion.already_promoted,
         "superseded": promotion.superseded,
         "dropped": promotion.dropped,
+        "quarantined": promotion.quarantined,
         "linked": promotion.linked,
     }
 

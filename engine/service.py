@@ -273,11 +273,20 @@ class MemoryService:
         return self.save_batch([draft], actor=actor, scope=scope)[0]
 
     def save_batch(
-        self, drafts: Sequence[MemoryDraft], *, actor: str | None = None, scope: Scope | None = None
+        self,
+        drafts: Sequence[MemoryDraft],
+        *,
+        actor: str | None = None,
+        scope: Scope | None = None,
+        quarantine_blocked: bool = False,
     ) -> list[SaveResult]:
         """Save memories in one transaction. ``scope`` is the writer's: a save deduplicates
         against, supersedes and contradicts only memories of its own audience that the
-        writer can see (a writer without read rights sees only what it wrote)."""
+        writer can see (a writer without read rights sees only what it wrote).
+
+        A draft of a blocked source is refused (``SourceBlocked``); with
+        ``quarantine_blocked``, stored quarantined instead, as blocking the source left what
+        it wrote before (a session's promotion: what it holds was accepted before the block)."""
         if not drafts:
             return []
         if len(drafts) > self.config.limits.max_batch:
@@ -287,7 +296,8 @@ class MemoryService:
             )
         for position, draft in enumerate(drafts):
             self._check_draft(draft, position if len(drafts) > 1 else None)
-            self.refuse_blocked(draft.actor or actor, draft.session_id)
+            if not quarantine_blocked:
+                self.refuse_blocked(draft.actor or actor, draft.session_id)
         drafts, verdicts = self._guard_writes(drafts)
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
@@ -296,8 +306,17 @@ class MemoryService:
             # Again under the lock: a block recorded while this batch was guarded and
             # embedded is refused here, or its quarantine pass waits for this write
             # (``quarantine_source``), so no write of a blocked source escapes both.
-            for draft in drafts:
-                self.refuse_blocked(draft.actor or actor, draft.session_id)
+            for position, draft in enumerate(drafts):
+                if not quarantine_blocked:
+                    self.refuse_blocked(draft.actor or actor, draft.session_id)
+                elif self.blocks.is_blocked(draft.actor or actor, draft.session_id):
+                    verdict = verdicts[position]
+                    verdicts[position] = guards.WriteVerdict(
+                        guards.Action.QUARANTINED,
+                        verdict.content,
+                        verdict.findings,
+                        (*verdict.reasons, "its writer is blocked by an admin"),
+                    )
             self.keeper.ensure_current()
             now = self._clock()
             results: list[SaveResult | None] = [None] * len(drafts)

@@ -18,8 +18,9 @@ session and skipped, so promotion is idempotent. Expired sessions are promoted a
 start-up (an expiry while the service was down) and by a background sweep.
 
 Where promotion cannot write: a candidate the write guard refuses is dropped and
-reported, a blocked writer's candidates are all dropped and reported, and a failing
-backend leaves the claim for the next sweep, so nothing is lost silently.
+reported, a blocked writer's candidates are stored quarantined (as blocking it left
+what it wrote before) and reported, and a failing backend leaves the claim for the
+next sweep, so nothing is lost silently.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 from engine import conflicts, extraction, limits, procedures, text
 from engine.codec import decode_cursor, encode_cursor, from_iso, to_iso
 from engine.config import SessionsConfig
-from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound, SourceBlocked
+from engine.errors import BackendError, GuardRejected, InvalidInput, NotFound
 from engine.ports import SessionStore, TokenCounter
 from engine.procedures import PROCEDURE
 from engine.prompt_context import PromptContext, Shares, assemble
@@ -119,6 +120,8 @@ class Promotion:
     already_promoted: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
     dropped: list[dict[str, str]] = field(default_factory=list)
+    # Of ``created``, those stored quarantined: by the write guard, or as a blocked writer's.
+    quarantined: list[str] = field(default_factory=list)
     linked: int = 0  # NEXT links made: between its memories, and to a later part of the session
 
 
@@ -476,12 +479,13 @@ class Sessions:
         promotion = self._write(claimed, reason)
         self.store.finish(claimed.info.generation)
         log.info(
-            "session %s of %s in %s promoted (%s): %d created, %d deduplicated, %d dropped",
+            "session %s of %s in %s promoted (%s): %d created (%d quarantined), %d deduplicated, %d dropped",
             claimed.info.ref.session_id,
             claimed.info.ref.agent,
             claimed.info.ref.namespace,
             reason,
             len(promotion.created),
+            len(promotion.quarantined),
             len(promotion.deduplicated),
             len(promotion.dropped),
         )
@@ -514,6 +518,8 @@ class Sessions:
         for result in results:
             (promotion.created if result.created else promotion.deduplicated).append(result.memory.memory_id)
             promotion.superseded.extend(result.superseded)
+            if result.created and result.memory.status is Status.QUARANTINED:
+                promotion.quarantined.append(result.memory.memory_id)
         # The save links each new memory NEXT from the session's previous one, and the last
         # one to a later part of the session promoted first (engine.episodes).
         promotion.linked = sum(
@@ -595,24 +601,23 @@ class Sessions:
         promotion: Promotion,
     ) -> list[SaveResult]:
         """Save the drafts in one batch; when the guard refuses one or the write path finds
-        one invalid, save them one by one and report those refused; a blocked writer's
-        drafts are all reported dropped."""
+        one invalid, save them one by one and report those refused. A blocked writer's
+        drafts are stored quarantined, as blocking it left what it wrote before (its
+        messages were accepted before the block): they were all dropped, and a sweep's
+        promotion only logged that."""
         batch = [draft for _, draft in drafts]
+        save = functools.partial(self.service.save_batch, actor=ref.agent, scope=scope, quarantine_blocked=True)
         try:
-            return self.service.save_batch(batch, actor=ref.agent, scope=scope)
-        except SourceBlocked as exc:
-            promotion.dropped.extend({"content": c.content, "reason": str(exc)} for c, _ in drafts)
-            log.warning("session %s of %s: %s; its %d candidates dropped", ref.session_id, ref.agent, exc, len(batch))
-            return []
+            return save(batch)
         except (GuardRejected, InvalidInput):
             pass
         results: list[SaveResult] = []
         for candidate, draft in drafts:
             try:
-                results += self.service.save_batch([draft], actor=ref.agent, scope=scope)
+                results += save([draft])
             # A candidate the write path finds invalid (a plugged extractor's, longer than
             # [limits] max_content_chars) is dropped: it failed the whole promotion at every retry.
-            except (GuardRejected, SourceBlocked, InvalidInput) as exc:
+            except (GuardRejected, InvalidInput) as exc:
                 promotion.dropped.append({"content": candidate.content, "reason": str(exc)})
         return results
 

@@ -538,3 +538,48 @@ def test_a_name_the_promotion_cannot_tag_its_speakers_lines_with_is_refused(
         assert refused.status_code == 422, refused.text
         assert refused.json()["field"] == "messages[0].name" and why in refused.json()["detail"], refused.text
         assert http.get("/v1/sessions/named", params={"namespace": "n"}).status_code == 404
+
+
+def test_a_blocked_writers_session_is_promoted_quarantined_not_dropped(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    # Its promotion dropped every candidate (reported to a close, only logged by the
+    # sweep at its expiry): what blocking does to what a source already wrote is
+    # quarantine, readable and out of recall, not loss.
+    live = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+    alice = new_token(live, "alice", "team:rw")
+
+    def said(content: str) -> dict[str, Any]:
+        return {"namespace": "team", "messages": [{"role": "user", "content": content}]}
+
+    with bearer(live, alice) as a, bearer(live, ROOT_TOKEN) as root:
+        assert a.post("/v1/sessions/s1/messages", json=said("I live in Faro.")).status_code == 200
+        assert a.post("/v1/sessions/s2/messages", json=said("I work at Acme as a nurse.")).status_code == 200
+        blocked = root.post("/v1/admin/blocks", json={"kind": "session", "value": "s1", "reason": "planted"})
+        assert blocked.status_code == 201, blocked.text
+        closed = a.post("/v1/sessions/s1/close", json={"namespace": "team"})
+        assert closed.status_code == 200, closed.text
+        promoted = closed.json()
+        assert promoted["dropped"] == [] and promoted["quarantined"] == promoted["created"], promoted
+        assert len(promoted["created"]) == 1
+        # A blocked agent may not close (a write); an admin closes it for them.
+        assert root.post("/v1/admin/blocks", json={"kind": "agent", "value": "alice"}).status_code == 201
+        refused = a.post("/v1/sessions/s2/close", json={"namespace": "team"})
+        assert refused.status_code == 403 and "blocked" in refused.json()["detail"], refused.text
+        closed = root.post("/v1/sessions/s2/close", json={"namespace": "team", "agent": "alice"})
+        assert closed.status_code == 200, closed.text
+        assert closed.json()["dropped"] == [] and len(closed.json()["quarantined"]) == 1, closed.text
+        stored = {
+            m["content"]: m["status"]
+            for m in root.get("/v1/memories", params={"namespace": "team", "status": "quarantined"}).json()["memories"]
+        }
+        assert stored == {"I live in Faro.": "quarantined", "I work at Acme as a nurse.": "quarantined"}
+        assert recall_contents(root, "where does alice live and work?") == []
+
+
+def recall_contents(http: httpx.Client, query: str) -> list[str]:
+    answer = http.post("/v1/memory/recall", json={"query": query, "namespace": "team"})
+    assert answer.status_code == 200, answer.text
+    return [m["content"] for m in answer.json()["memories"]]

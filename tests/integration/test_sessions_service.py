@@ -768,3 +768,32 @@ def test_linked_counts_the_link_to_a_later_part_of_the_session(open_sess: OpenSe
         if edge.kind == "NEXT" and edge.src == memory_id
     )
     assert (later.linked, earlier.linked, edges) == (1, 2, 3)
+
+
+class _Blocked:
+    """A block list held in memory (the app's is the security store, tested on its own)."""
+
+    def __init__(self, *, agents: frozenset[str] = frozenset()) -> None:
+        self.agents = agents
+
+    def is_blocked(self, agent: str | None, session_id: str | None) -> bool:
+        return agent in self.agents
+
+
+def test_a_blocked_writers_expired_session_is_promoted_quarantined(open_sess: OpenSessions, clock: FrozenClock) -> None:
+    # The sweep dropped every candidate and only logged it: the agent could not close
+    # its own session (403), so whatever it had said before the block was lost at expiry.
+    sessions = open_sess()
+    sessions.append(REF, say("I live in Lyon.", "I have two cats."), reach=Reach.FULL, expire_after_seconds=60)
+    sessions.service.blocks = _Blocked(agents=frozenset({REF.agent}))
+    clock.advance(seconds=61)
+    (promotion,) = sessions.sweep()
+    assert (len(promotion.created), promotion.dropped) == (2, [])
+    assert promotion.quarantined == promotion.created
+    every = MemoryFilter(session_id=REF.session_id, statuses=tuple(Status))
+    stored = sessions.service.list_page([REF.namespace], every, limit=10).items
+    assert {(m.content, m.status) for m in stored} == {
+        ("I live in Lyon.", Status.QUARANTINED),
+        ("I have two cats.", Status.QUARANTINED),
+    }
+    assert sessions.service.recall("Lyon cats", namespaces=[REF.namespace]).hits == []
