@@ -583,3 +583,27 @@ def recall_contents(http: httpx.Client, query: str) -> list[str]:
     answer = http.post("/v1/memory/recall", json={"query": query, "namespace": "team"})
     assert answer.status_code == 200, answer.text
     return [m["content"] for m in answer.json()["memories"]]
+
+
+@pytest.mark.parametrize("content", ["I live in\u0000 Berlin.", "I work at\u0007 Acme."], ids=["nul", "bell"])
+def test_a_control_character_is_taken_by_an_append_as_a_save_takes_it(live: LiveServer, content: str) -> None:
+    # One rule for both ways in: a save stores a control character inside its text, so a
+    # message's is promoted as the save stores it; text of control characters alone says
+    # nothing, and both refuse it.
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        saved = http.post("/v1/memory/save", json={"namespace": "saved", "content": content})
+        assert saved.status_code == 201, saved.text
+        message = {"namespace": "said", "messages": [{"role": "user", "content": content}]}
+        assert http.post("/v1/sessions/c/messages", json=message).status_code == 200
+        promoted = http.post("/v1/sessions/c/close", json={"namespace": "said"}).json()
+        (memory_id,) = promoted["created"]
+        stored = http.get(f"/v1/memory/{memory_id}", params={"namespace": "said"}).json()["content"]
+        assert stored == saved.json()["memory"]["content"] == content
+        blank = {"namespace": "said", "messages": [{"role": "user", "content": "\u0000\u0007"}]}
+        refused = (
+            http.post("/v1/memory/save", json={"content": "\u0000\u0007"}),
+            http.post("/v1/sessions/c/messages", json=blank),
+        )
+        assert [r.status_code for r in refused] == [422, 422] and all(
+            "must not be empty" in r.json()["detail"] for r in refused
+        )
