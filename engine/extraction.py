@@ -113,10 +113,14 @@ _EN_FACT = re.compile(
     r"i(?: have|'ve got| have got| live with|(?:'ve been| have been|'m| am) (?:living|dealing|struggling) with) "
     r"(?:type [12] |chronic |severe |mild )?(?:diabetes|asthma|epilepsy|"
     r"arthritis|eczema|migraines|hypertension|high blood pressure|adhd|autism|dyslexia|depression|anxiety|"
-    # Not a word's first part ("depression-era") nor a worry ("anxiety about the exam").
-    r"(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))\b(?!-| about\b| over\b| before\b)|"
-    # Not "the heat" nor "the same problem": "the" only before an illness that comes back.
-    r"i (?:suffer|suffered) from (?!the\b)|i (?:suffer|suffered) from the (?:flu|common cold)\b|"
+    # Not a word's first part ("depression-era"), a worry ("anxiety about the exam"), a time
+    # of year ("the allergy season") nor someone else's ("dealing with his anxiety disorder").
+    r"(?!(?:his|her|their|your|its)\b)(?:\w+ ){1,2}(?:disease|syndrome|disorder|intolerance|allergy|allergies))"
+    r"\b(?!-| about\b| over\b| before\b| season\b)|"
+    # Not "the heat" nor "the same problem": "the" only before an illness that comes back;
+    # not someone else's ("his snoring").
+    r"i (?:suffer|suffered) from (?!(?:the|his|her|their|your|its)\b)|"
+    r"i (?:suffer|suffered) from the (?:flu|common cold)\b|"
     r"i(?: was|'ve been| have been| got| just got) diagnosed with\b(?! nothing\b)|"
     r"i'?m (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"
     r"i am (?:on|taking) (?:insulin|medication|antidepressants|blood thinners|chemo(?:therapy)?)\b|"

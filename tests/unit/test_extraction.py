@@ -107,6 +107,13 @@ def test_health_conditions_the_user_has_are_kept_and_questions_about_them_are_no
         "I've been dealing with the landlord all week.",
         "I've been dealing with a lot of traffic lately.",
         "I've been dealing with anxiety about the move.",
+        # Someone else's condition, or a time of year: not the user's health.
+        "I'm dealing with his anxiety disorder.",
+        "I'm struggling with her celiac disease.",
+        "I've been dealing with their food allergies at every dinner.",
+        "I'm living with your anxiety disorder.",
+        "I'm struggling with the allergy season.",
+        "I suffer from his snoring every night.",
         "I have been diagnosed with nothing so far.",
         "我有点担心高血压。",
         "我有听说过这种病。",
