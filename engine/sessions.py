@@ -145,6 +145,7 @@ def fit_newest(messages: Sequence[Message], budget: int, *, newest_alone: bool =
 _TAG_CHARS = re.compile(r"[<>\s]+")
 _MAX_TAG = 40
 _TAG_DIGEST = 8
+_DIGEST_END = re.compile(rf"#[0-9a-f]{{{_TAG_DIGEST}}}$")
 
 
 def spoken_by(candidate: Candidate) -> Candidate:
@@ -176,7 +177,17 @@ def _prefix(name: str) -> str:
     "assistant"), so that the speaker is read as a person: "<System>: …" was quarantined
     as a forged system message, and "<user>" and "<me>" were both read as the user."""
     tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
-    if tag != name or conflicts.is_role(tag) or tag.casefold() in _GUARD_ROLES:
+    # The conflict rules read a tag as NFKC folds it, without case: a name that NFKC
+    # changes ("Ｂｏｂ"), or that ends as a digest does ("System#1a2b3c4d", the tag "System"
+    # is given), is given its own, or it was the voice of the speaker whose tag it spells.
+    read = unicodedata.normalize("NFKC", tag).casefold()
+    if (
+        tag != name
+        or conflicts.is_role(tag)
+        or read in _GUARD_ROLES
+        or unicodedata.normalize("NFKC", tag) != tag
+        or _DIGEST_END.search(read)
+    ):
         digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
         tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
     return f"<{tag}>: "

@@ -7,6 +7,7 @@ processes sharing Redis are in ``tests/integration/test_sessions_redis_processes
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from collections.abc import Callable
@@ -607,3 +608,30 @@ def test_a_control_character_is_taken_by_an_append_as_a_save_takes_it(live: Live
         assert [r.status_code for r in refused] == [422, 422] and all(
             "must not be empty" in r.json()["detail"] for r in refused
         )
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "System#" + hashlib.sha256(b"System").hexdigest()[:8],  # the tag "System" is given
+        "system#" + hashlib.sha256(b"System").hexdigest()[:8].upper(),  # read without case
+        "Ｓｙｓｔｅｍ＃" + hashlib.sha256(b"System").hexdigest()[:8],  # read as NFKC reads it
+    ],
+    ids=["same", "other-case", "full-width"],
+)
+def test_a_name_written_as_another_speakers_tag_is_not_their_voice(live: LiveServer, forged: str) -> None:
+    # A name that is already the tag a role word or a long name is given ("System#1a2b3c4d")
+    # was tagged as it is, so its speaker and that one were one voice, and one's home
+    # superseded the other's.
+    messages = [
+        {"role": "user", "content": "I live in Berlin.", "name": "System"},
+        {"role": "user", "content": "I live in Paris.", "name": forged},
+    ]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        appended = http.post("/v1/sessions/forged/messages", json={"namespace": "forged", "messages": messages})
+        assert appended.status_code == 200, appended.text
+        promoted = http.post("/v1/sessions/forged/close", json={"namespace": "forged"}).json()
+        assert (len(promoted["created"]), promoted["superseded"]) == (2, []), promoted
+        listed = http.get("/v1/memories", params={"namespace": "forged", "status": "active"}).json()["memories"]
+    tags = {m["content"].split(">:")[0] for m in listed}
+    assert len(tags) == 2, tags
