@@ -306,10 +306,12 @@ class MemoryService:
             # Again under the lock: a block recorded while this batch was guarded and
             # embedded is refused here, or its quarantine pass waits for this write
             # (``quarantine_source``), so no write of a blocked source escapes both.
+            held: set[int] = set()  # a blocked writer's, stored quarantined
             for position, draft in enumerate(drafts):
                 if not quarantine_blocked:
                     self.refuse_blocked(draft.actor or actor, draft.session_id)
                 elif self.blocks.is_blocked(draft.actor or actor, draft.session_id):
+                    held.add(position)
                     verdict = verdicts[position]
                     verdicts[position] = guards.WriteVerdict(
                         guards.Action.QUARANTINED,
@@ -340,9 +342,12 @@ class MemoryService:
                     # answer with (and reveal) a memory the writer cannot see, or fold a
                     # private memory into a shared one.
                     same = self.judge.same_text(memory, earlier, plan, now, scope)
+                    # A blocked writer's repeat is answered as a repeat but reinforces
+                    # nothing: it raised the memory it repeats in what recall ranks first.
                     if same is not None:
                         results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
-                        repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
+                        if position not in held:
+                            repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                         continue
                     near = self.judge.near_duplicate(
                         memory, vector, fresh, plan, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
@@ -351,7 +356,8 @@ class MemoryService:
                         results[position] = SaveResult(
                             near[0], created=False, deduplicated_by="similar", similarity=near[1]
                         )
-                        repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
+                        if position not in held:
+                            repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
                         continue
                     if verdicts[position].action is guards.Action.QUARANTINED:
                         # A quarantined memory supersedes and contradicts nothing.

@@ -635,3 +635,33 @@ def test_a_name_written_as_another_speakers_tag_is_not_their_voice(live: LiveSer
         listed = http.get("/v1/memories", params={"namespace": "forged", "status": "active"}).json()["memories"]
     tags = {m["content"].split(">:")[0] for m in listed}
     assert len(tags) == 2, tags
+
+
+def test_a_blocked_writers_repeat_of_a_memory_does_not_reinforce_it(
+    server_factory: Callable[..., LiveServer], minilm: Embedder
+) -> None:
+    # Promoted quarantined, a blocked writer's line that repeats an active memory was
+    # folded into it as a save's repeat is: the memory was reinforced, so the blocked
+    # writer raised what recall ranks first.
+    live = server_factory(
+        minilm, auth={"mode": "tokens", "tokens": [{"agent": "root", "token": ROOT_TOKEN, "grants": ["*:a"]}]}
+    )
+    alice = new_token(live, "alice", "team:rw")
+    with bearer(live, alice) as a, bearer(live, ROOT_TOKEN) as root:
+        saved = root.post("/v1/memory/save", json={"content": "I live in Faro.", "namespace": "team"})
+        assert saved.status_code in (200, 201), saved.text
+        memory_id = saved.json()["memory_id"]
+        before = root.get(f"/v1/memory/{memory_id}", params={"namespace": "team"}).json()
+        said = {"namespace": "team", "messages": [{"role": "user", "content": "I live in Faro."}]}
+        assert a.post("/v1/sessions/s1/messages", json=said).status_code == 200
+        assert root.post("/v1/admin/blocks", json={"kind": "session", "value": "s1"}).status_code == 201
+        closed = a.post("/v1/sessions/s1/close", json={"namespace": "team"})
+        assert closed.status_code == 200, closed.text
+        after = root.get(f"/v1/memory/{memory_id}", params={"namespace": "team"}).json()
+    assert [after[k] for k in ("base_score", "access_count", "last_accessed_at")] == [
+        before[k] for k in ("base_score", "access_count", "last_accessed_at")
+    ], (
+        closed.json(),
+        before,
+        after,
+    )
