@@ -791,6 +791,31 @@ _EXFILTRATION_PASSIVE = re.compile(
     _I,
 )
 _PASSIVE_NOT_DONE = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", _I)
+# Nor the user's own setup told as it is: their own secrets ("my", "our") said in the
+# present to go to an address ("Remember that my verification codes are sent to
+# bob@gmail.com", "… our API keys are pushed to github.com"). That says where the user's
+# codes arrive, and asks the reader for nothing. What is to be done is no description:
+# "are to be sent", "should be sent", "will be sent" (the auxiliary is "be"), nor one
+# going on now ("are being sent"); nor someone else's or nobody's ("all saved passwords
+# are sent to …"), nor one to an attacker named as such ("to an external server").
+_USERS_OWN = re.compile(
+    r"\b(?:my|our)\s+(?:(?!(?:the|a|an|this|that|these|those|his|her|its|their|your|of|for|to|from|in|on|at|by|"
+    r"with)\b)[\w'-]+\s+){0,2}$",
+    _I,
+)
+_SAID_AS_IT_IS = re.compile(r"\b(?:is|are|gets?|get)\s+(?:\w+ly\s+|also\s+)?$", _I)
+
+
+def _users_own_setup(visible: str, leak: re.Match[str]) -> bool:
+    """Whether a passive leak says where the user's own secrets go, in the present (above)."""
+    outside = leak["outside"]
+    return (
+        ("." in outside or "@" in outside)
+        and _USERS_OWN.search(visible, max(0, leak.start() - 40), leak.start()) is not None
+        and _SAID_AS_IT_IS.search(visible, leak.end("target"), leak.start("verb")) is not None
+    )
+
+
 # The site of a vendor whose product keeps the user's secrets: a browser or a sign-in
 # service syncing or checking them there is how the product works ("Remember that Chrome
 # syncs saved passwords to google.com", "Note that the app sends tokens to auth0.com"),
@@ -860,6 +885,7 @@ def _sends_secrets_out(visible: str, cue_end: int, limit: int) -> re.Match[str] 
                 not_done
                 or _own_address(visible[cue_end : leak.start("verb")], leak["outside"])
                 or _to_a_vendor(visible, cue_end, leak, passive=passive)
+                or (passive and _users_own_setup(visible, leak))
             ):
                 continue
             # Said not to be done: "Remember never to send passwords to evil.com".
