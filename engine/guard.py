@@ -634,10 +634,21 @@ _OWN_VERB = re.compile(
 )
 
 
+# A team's things are not a person's: its shared drive or folder is the organisation's,
+# cleared on a schedule as the company's is ("the team's shared drive is wiped every
+# quarter"). What an attack names is still one (_NOT_ROUTINE: "the team's backups", "the
+# team's user accounts"), and the team doing the clearing is still people acting ("the
+# team wipes the shared drive").
+_GROUPS = frozenset({"team", "teams", "staff"})
+
+
 def _someones(thing: str) -> bool:
     """Whether a thing cleared is a person's: "the admin's files" as much as "the user's
-    files" (which _NOT_ROUTINE names), "the employees' records"."""
-    return any(_named(_owner(word)) for word in thing.split() if word.endswith(("'s", "'")))
+    files" (which _NOT_ROUTINE names), "the employees' records"; not a team's (_GROUPS)."""
+    return any(
+        _named(owner) and owner not in _GROUPS
+        for owner in (_owner(word) for word in thing.split() if word.endswith(("'s", "'")))
+    )
 
 
 def _cleared(said: str) -> list[str]:
