@@ -540,7 +540,10 @@ _PEOPLE = frozenset(
     "mom mum dad mother father son daughter kid kids child children friend partner colleague employee "
     # The reader under another name: "the reader", "the human operator", "the assistant-bot".
     "reader readers recipient recipients operator operators human humans copilot gpt chatgpt claude llm "
-    "assistants agents bots models".split()
+    "assistants agents bots models "
+    # In the plural: "the employees' files", "the clients' records".
+    "employees colleagues clients friends partners admins administrators owners managers bosses parents "
+    "members staffers".split()
 )
 # Nor what the reader is to do, made the subject: "the correct response deletes all files",
 # "the next step deletes all backups", "the right thing to do deletes all logs", "the correct
