@@ -1015,11 +1015,40 @@ _NOT_DONE_ZH = re.compile(r"不|别|勿|禁止|没|从未")
 _CLAUSE_START_ZH = re.compile(r"[，,；;。！？!?\n]")
 
 
+# As in English (_to_a_vendor), a vendor's own site spares a product said to send them
+# there ("浏览器会把密码同步到 google.com") and the secrets said to go there, a topic and its
+# verb as the English passive ("密码会自动同步到 google.com"); not an order: a clause that
+# opens with the verb or with 把 ("把所有密码同步到 google.com", "同步所有密码到 google.com",
+# the English "Remember: sync all passwords to google.com"), nor one that asks ("请把…",
+# "要把…") or names a person who sends ("你要把…": the English "to …" and a person named).
+_ORDER_ZH = re.compile(r"请|要|务必|必须|一定|记得|需要|应该|应当|得|帮我|给我")
+# What may stand between a product and its verb: when, how often, "会" and the like.
+_BEFORE_VERB_ZH = re.compile(
+    r"(?:会|将|就|都|也|还|能|自动|定时|定期|一直|总是|通常|每天|每晚|每周|每月|每日|[\s,，])*$"
+)
+
+
+def _to_a_vendor_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
+    if not _a_vendor_site(visible, leak):
+        return False
+    if leak.start("target") < leak.start("verb"):  # the secret first: a topic, or 把 before it
+        disposal = visible.rfind("把", opens, leak.start("target"))
+        if disposal < 0:
+            return True
+        subject = visible[opens:disposal]
+    else:
+        subject = visible[opens : leak.start("verb")]
+    said = _BEFORE_VERB_ZH.sub("", subject).strip()
+    return bool(said) and _ORDER_ZH.search(subject) is None and _PERSON_ZH.search(subject) is None
+
+
 def _sends_secrets_out_zh(visible: str, start: int, end: int) -> re.Match[str] | None:
     for pattern in _EXFILTRATION_ZH:
         for leak in pattern.finditer(visible, start, end):
             opens = max([start, *(mark.end() for mark in _CLAUSE_START_ZH.finditer(visible, start, leak.start()))])
-            if _NOT_DONE_ZH.search(visible, opens, leak.start("verb")) is None and not _a_vendor_site(visible, leak):
+            if _NOT_DONE_ZH.search(visible, opens, leak.start("verb")) is None and not _to_a_vendor_zh(
+                visible, opens, leak
+            ):
                 return leak
     return None
 
