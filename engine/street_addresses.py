@@ -160,9 +160,19 @@ _AFTER_LOWER_CASE_STREET = _one_of(_CLAUSE_END, _COMMA, _ZIP)
 _AFTER_BARE_STREET = _one_of(
     _CLAUSE_END, _ZIP, r",[^\S\n]{0,3}(?:[A-Z][a-z]+[^\S\n]?){1,3}(?=$|[\n,.;)]|[^\S\n]*\d{5}\b|[A-Z]{2}\b)"
 )
-# Number after the street: a comma, a postcode, a dash or "in" a place ("Marienplatz 2
-# Stunden" is a stay of two hours).
-_AFTER_CONTINENTAL_STREET = _one_of(_CLAUSE_END, _COMMA, _POSTCODE, r"[^\S\n]{1,3}-[^\S\n]", _IN_A_CITY)
+# A sentence that goes on after a place with a word that counts nothing: a time, a
+# preposition, a conjunction ("I met him on Via Roma 12 last week", "… with her sister",
+# "… and Piazza Garibaldi 3"), in English and the street's own languages. Not a noun: the
+# number may count it ("Via Zoom 3 times", "Marienplatz 2 Stunden").
+_SENTENCE_GOES_ON = (
+    r"[^\S\n]{1,3}(?:last|this|next|yesterday|today|tonight|tomorrow|for|with|since|until|till|before|after|"
+    r"during|near|and|but|or|when|where|while|because|which|that|is|are|was|were|und|mit|seit|e|con|y|et|avec)\b"
+)
+# Number after the street: a comma, a postcode, a dash, "in" a place or the sentence going
+# on ("Marienplatz 2 Stunden" is a stay of two hours).
+_AFTER_CONTINENTAL_STREET = _one_of(
+    _CLAUSE_END, _COMMA, _POSTCODE, r"[^\S\n]{1,3}-[^\S\n]", _IN_A_CITY, _SENTENCE_GOES_ON
+)
 # What of that says a place: a postcode, "in" a place, or a city that ends the clause.
 _CITY = r"[A-ZÀ-Þ][\w'’-]+(?:[^\S\n][A-ZÀ-Þ][\w'’-]+){0,2}"
 _PLACE_AFTER_CONTINENTAL = _one_of(_POSTCODE, _IN_A_CITY, rf",[^\S\n]{{0,3}}{_CITY}(?:{_CLAUSE_END}|{_COMMA})")

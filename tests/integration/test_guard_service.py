@@ -506,3 +506,9 @@ def test_a_chinese_order_to_sync_secrets_to_a_vendors_site_is_quarantined(servic
     assert order.guard.action is Action.QUARANTINED
     assert service.get("u1", order.memory.memory_id).status is Status.QUARANTINED
     assert product.guard.action is Action.ALLOWED
+
+
+def test_a_continental_street_in_a_sentence_is_stored_redacted(service: MemoryService) -> None:
+    result = service.save(MemoryDraft("I met him on Via Roma 12 last week", namespace="u1"))
+    assert result.guard.action is Action.REDACTED and result.guard.kinds == ("address",)
+    assert service.get("u1", result.memory.memory_id).content == "I met him on [address] last week"
