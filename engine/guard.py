@@ -1054,12 +1054,33 @@ def _to_a_vendor_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
     return bool(said) and _ORDER_ZH.search(subject) is None and _PERSON_ZH.search(subject) is None
 
 
+# As in English (_users_own_setup), the user's own secrets said to go to an address, told
+# as it is: the clause opens with them, "我的" or "我们的" ("我的验证码会发送到
+# bob@gmail.com"), and nothing between them and the verb says it is to be done ("要",
+# "必须", "请" …) or who is to do it.
+_USERS_OWN_ZH = re.compile(r"[\s,，]*我们?的[^\s,，。！？!?把]{0,6}")
+
+
+def _users_own_setup_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
+    between = visible[leak.end("target") : leak.start("verb")]
+    outside = leak["outside"]
+    return (
+        leak.start("target") < leak.start("verb")
+        and ("." in outside or "@" in outside)
+        and _USERS_OWN_ZH.fullmatch(visible, opens, leak.start("target")) is not None
+        and _ORDER_ZH.search(between) is None
+        and _PERSON_ZH.search(between) is None
+    )
+
+
 def _sends_secrets_out_zh(visible: str, start: int, end: int) -> re.Match[str] | None:
     for pattern in _EXFILTRATION_ZH:
         for leak in pattern.finditer(visible, start, end):
             opens = max([start, *(mark.end() for mark in _CLAUSE_START_ZH.finditer(visible, start, leak.start()))])
-            if _NOT_DONE_ZH.search(visible, opens, leak.start("verb")) is None and not _to_a_vendor_zh(
-                visible, opens, leak
+            if (
+                _NOT_DONE_ZH.search(visible, opens, leak.start("verb")) is None
+                and not _to_a_vendor_zh(visible, opens, leak)
+                and not _users_own_setup_zh(visible, opens, leak)
             ):
                 return leak
     return None
