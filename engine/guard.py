@@ -818,13 +818,25 @@ _USERS_OWN = re.compile(
     _I,
 )
 _SAID_AS_IT_IS = re.compile(r"\b(?:is|are|gets?|get)\s+(?:\w+ly\s+|also\s+)?$", _I)
+# An address that names an attacker is none of the user's: "github.com/attacker",
+# "hacker@gmail.com".
+_NAMES_AN_ATTACKER = re.compile(r"attacker|hacker", _I)
+_WRITTEN = re.compile(r"\S*")
+
+
+def _an_address_of_the_users(visible: str, leak: re.Match[str]) -> bool:
+    """Whether the leak's address may be the user's: an address, not words ("an external
+    server"), naming no attacker in it or in the path after it ("github.com" + "/attacker")."""
+    outside = leak["outside"]
+    written = _WRITTEN.match(visible, leak.start("outside"), leak.start("outside") + 200)
+    whole = written[0] if written is not None else outside
+    return ("." in outside or "@" in outside) and _NAMES_AN_ATTACKER.search(whole) is None
 
 
 def _users_own_setup(visible: str, leak: re.Match[str]) -> bool:
     """Whether a passive leak says where the user's own secrets go, in the present (above)."""
-    outside = leak["outside"]
     return (
-        ("." in outside or "@" in outside)
+        _an_address_of_the_users(visible, leak)
         and _USERS_OWN.search(visible, max(0, leak.start() - 40), leak.start()) is not None
         and _SAID_AS_IT_IS.search(visible, leak.end("target"), leak.start("verb")) is not None
     )
@@ -1063,10 +1075,9 @@ _USERS_OWN_ZH = re.compile(r"[\s,，]*我们?的[^\s,，。！？!?把]{0,6}")
 
 def _users_own_setup_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
     between = visible[leak.end("target") : leak.start("verb")]
-    outside = leak["outside"]
     return (
         leak.start("target") < leak.start("verb")
-        and ("." in outside or "@" in outside)
+        and _an_address_of_the_users(visible, leak)
         and _USERS_OWN_ZH.fullmatch(visible, opens, leak.start("target")) is not None
         and _ORDER_ZH.search(between) is None
         and _PERSON_ZH.search(between) is None
