@@ -27,8 +27,10 @@ Detectors (each returns :class:`Finding` spans):
                  user deletes all backups at 2am", not a fact about a machine: "the
                  cron job deletes all logs at 2am", "all logs are deleted after 30
                  days"; but one that sends passwords to an outside address is, in
-                 the passive too, though not a product to its vendor's own site:
-                 "Chrome syncs saved passwords to google.com"), in English and Chinese
+                 the passive too and after "from now on", though not a product to
+                 its vendor's own site, "Chrome syncs saved passwords to google.com",
+                 nor the user's own secrets told to go to their address, "my
+                 verification codes are sent to bob@gmail.com"), in English and Chinese
 
 Rules are regular expressions plus checksums: cheap, explainable, and measured
 on ``tests/data/guard.jsonl`` by ``benchmarks/guard.py``.
