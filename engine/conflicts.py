@@ -1018,7 +1018,10 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
     if kind == "employer" and _EN_PERIOD.search(match.group(0)):
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
-        return [Claim(holder, "residence", _value(raw), not negative, change or kind == "residence+")]
+        value = _value(raw)
+        if _unnamed_place(value):
+            return []  # "I live in my hometown", "I moved to a new apartment": where, it does not say
+        return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(re.sub(r" as .*$", "", raw))
         if _workplace(value):
@@ -1493,7 +1496,10 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
     if kind == "residence" and (_LODGING.search(raw) or _ZH_HOSTED.search(raw)):
         return []  # "住在酒店", "住在上海的民宿", "住在朋友家": a stay, not a home
     if kind in ("residence", "residence+"):
-        return [Claim(holder, "residence", _value(raw), True, change or kind == "residence+")]
+        value = _value(raw)
+        if _unnamed_place(value):
+            return []  # "住在家里", "住在老家", "搬到郊区": where, it does not say
+        return [Claim(holder, "residence", value, True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(raw)
         if _workplace(value):
@@ -1559,6 +1565,25 @@ _WORKPLACE_WORDS = frozenset(
 
 def _workplace(value: str) -> bool:
     return set(value.split()) <= _WORKPLACE_WORDS
+
+
+# A home that names no place: home itself, a hometown or a kind of dwelling or district
+# ("my hometown", "a small apartment", "the suburbs", "家里", "老家", "郊区", "学校宿舍"),
+# with what may qualify it. Read as a city of its own, "我住在家里" superseded "我住在上海";
+# whether the holder moved, and where to, it does not say, so it is no home to compare.
+# Each word as _value reads it; one word besides ("a flat in Paris" reads "pari", "北京的
+# 郊区" reads "beijing 郊区") names the place, and the home stays.
+_UNNAMED_PLACE_WORDS = frozenset(
+    """home hometown town citi centr center downtown villag countrysid suburb area neighbourhood neighborhood
+    place here there hous apart flat condo studio dorm dormitori room basement build
+    new old small big littl tini nice quiet share rent own parent famili student
+    家 家里 家中 我家 老家 自己 家乡 故乡 新 这里 这儿 那里 那儿 这边 那边 附近 郊区 城郊 市区 中心 市中心 城里 乡下
+    农村 村里 镇上 城市 同一 同一个 公寓 宿舍 学校 单位 出租 租屋 出租屋 小区 房子 楼上 楼下""".split()
+)
+
+
+def _unnamed_place(value: str) -> bool:
+    return set(value.split()) <= _UNNAMED_PLACE_WORDS
 
 
 def _terms_value(text: str) -> str:

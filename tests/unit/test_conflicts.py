@@ -723,6 +723,32 @@ def test_a_hotel_by_its_name_someones_home_or_a_family_holiday_is_not_a_home(old
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在上海", "我住在家里"),
+        ("我住在上海", "我住在老家"),
+        ("我住在上海", "我现在住在家里"),
+        ("我住在上海", "我住在自己家"),
+        ("我住在上海", "我搬到郊区了"),
+        ("我住在上海", "我住在学校宿舍"),
+        ("I live in Berlin", "I live at home"),
+        ("I live in Berlin", "I live in my hometown"),
+        ("I live in Berlin", "I live in a small apartment"),
+        ("I live in Berlin", "I moved to a new apartment"),
+        ("I live in Berlin", "I live in the suburbs now"),
+        ("I live in Berlin", "I live in the countryside"),
+    ],
+)
+def test_a_home_that_names_no_place_neither_replaces_a_city_nor_is_replaced(old: str, new: str) -> None:
+    # "家里", "老家", "my hometown", "a new apartment" were read as a city of their own, so
+    # "我住在家里" superseded "我住在上海": whether the holder moved, and where, it does not say.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict(new, old) is Verdict.UNRELATED
+    # A named place beside the unnamed one is still a home.
+    assert verdict(old, "I moved to a flat in Paris" if old.isascii() else "我搬到北京的郊区了") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     "new",
     ["I live on Hilton Avenue in Paris", "I live on Ibis Street in Munich", "I live in Westin Park, Paris"],
 )
