@@ -315,7 +315,8 @@ def _detail(clause: str, sentence: str) -> bool:
     that name a place (a country, or capitalised words as written ending in a kind of place:
     "Germany", "Upper West Side") or open with a word of place and "the" ("by the river").
     Anything else it says, or anything the rules are unsure of, is information of its own."""
-    words = clause.split()
+    # "I live in Oslo, Norway now": the "now" says when the home holds, not more of it.
+    words = re.sub(r"(?: (?:now|currently|these days))+$", "", clause).split()
     if not 0 < len(words) <= 3 or _HAN.search(clause) or _EN_DETAIL_NOT & set(words):
         return False
     if _EN_DETAIL_LEAD.match(clause):
@@ -400,9 +401,9 @@ def _away(clause: str, read: list[Claim]) -> bool:
 
 
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
-# ("从去年开始", "2020年起"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
+# ("从去年开始", "2020年起", "as of today"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 _EN_PERIOD = re.compile(
-    r"\b(?:today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
+    r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
     r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter)|"
     r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
     r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)|"
@@ -477,10 +478,11 @@ _ZH_QUESTION = re.compile(
     r"(?:吗|呢|么|吧|啊|嘛)\W*$|什么|怎么|为什么|哪|(?<![这那好十前近])几(?!乎)|多少|是否|是不是|有没有|能不能|"
     r"可不可以|要不要"
 )
-# Greetings, thanks and reactions: said to someone, not about anyone.
+# Greetings, thanks and reactions: said to someone, not about anyone. "Oh" or "ah" before
+# "I" or "we" only opens what they say ("oh I moved to …"), as "Oh, I moved to …" does.
 _EN_CHATTER = re.compile(
-    r"^\W*(?:thanks|thank you|thx|haha+|hehe|lol|hi|hello|hey|wow|oh|ah|ok|okay|sure|yes|yeah|yep|no(?! longer| more)|"
-    r"nope|sorry|you are welcome|"
+    r"^\W*(?:thanks|thank you|thx|haha+|hehe|lol|hi|hello|hey|wow|(?:oh|ah)(?! (?:i|we)\b)|ok|okay|sure|yes|yeah|yep|"
+    r"no(?! longer| more)|nope|sorry|you are welcome|"
     r"welcome|bye|goodbye|good (?:morning|night|evening|luck|job)|great|awesome|"
     r"cool|nice|congrat\w*|well done|of course|absolutely|exactly|indeed|cheers|hmm+|alright|glad|that's|that is|"
     r"what a|how (?:nice|great|cool|sweet|wonderful|exciting))\b",
@@ -539,9 +541,15 @@ def _chatter(clause: str) -> bool:
 _EN_CHANGE = re.compile(
     r"\b(now|no longer|anymore|any more|switched|switch|changed|moved|relocated|quit|stopped|gave up|given up|"
     r"started|joined|left|upgraded|downgraded|renamed|raised|lowered|from now on|instead|these days|"
-    r"recently|took up)\b"
+    r"recently|took up|as of today)\b"
 )
-_EN_FILLERS = re.compile(r"^(?:(?:actually|please|so|also|note|remember|that|now|then|hey|ok|okay|fyi)\b[, ]*)+")
+# Words that only open a sentence ("btw I moved to …", "as of today I live in …", "oh I …"):
+# the clause is read from its subject after them. Those added last take a space, a comma or
+# the clause's end after them, so that "well-being", "btw-free" or "oh-so" keep their word.
+_EN_FILLERS = re.compile(
+    r"^(?:(?:actually|please|so|also|note|remember|that|now|then|hey|ok|okay|fyi)\b[, ]*|"
+    r"(?:btw|by the way|as of (?:today|now)|well|oh|ah)(?:[, ]+|$))+"
+)
 # When something happened, before its subject ("Last week I moved to …", "These days I live in …").
 # Not a day or a period to come ("Today I stay in …"): _EN_PERIOD reads those in the clause.
 _EN_PAST_LEAD = re.compile(

@@ -862,6 +862,36 @@ def test_a_move_after_when_it_happened_or_after_and_then_replaces(old: str, new:
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "btw I moved to Paris",
+        "btw i live in Paris now",
+        "by the way I moved to Paris",
+        "FYI I moved to Paris",
+        "As of today I live in Paris",
+        "As of today, I live in Paris",
+        "as of now I live in Paris",
+        "I live in Paris as of today",
+        "so I moved to Paris",
+        "well I moved to Paris",
+        "Well I live in Paris now",
+        "oh I moved to Paris",
+        "Oh I live in Paris now",
+        "I live in Paris, France now",
+    ],
+)
+def test_a_home_after_a_word_that_only_opens_the_sentence_replaces_and_is_replaced(said: str) -> None:
+    # Without a comma after it, "btw", "by the way", "well" or "oh" read as the subject (or
+    # "oh" as a greeting), and "as of today" as a day's stay: no home, so no replacement.
+    assert verdict("I live in Berlin", said) is Verdict.REPLACE
+    assert verdict(said, "I moved to Rome") is Verdict.REPLACE
+    # A plan, a day's stay, a greeting: still no home.
+    assert verdict("I live in Berlin", "As of next week I live in Paris") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "btw today I stay in Paris") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "oh my god, Paris") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("The user works at Google", "The user's new job is at Acme"),
