@@ -236,6 +236,7 @@ def _claims(text: str) -> _Reading:
             if not clause or _chatter(clause):
                 continue
             if _HAN.search(clause):
+                clause = _ZH_TOLD.sub("", clause)
                 read, holder, subject = _chinese_clause(clause, holder, voice, subject)
                 joined, speaker = holder, False
             else:
@@ -1126,6 +1127,13 @@ _ZH_CHANGE = re.compile(
 )
 _ZH_HOLDER = re.compile(r"^(我们|我|用户|他|她|小.|老.|阿.)")
 _ZH_FIRST = re.compile(r"(我们|我|用户)")
+# "I told you" before what the holder says of themself ("我和你说过我住在上海", "我告诉过你我…",
+# "我说过我…"): the words between read as someone else, whose home it was. Only where the
+# same first person goes on; "我没和你说过…", "我和你说过我妈…" are read as they are.
+_ZH_TOLD = re.compile(
+    r"^(我们?)(?:(?:和|跟|对|同)(?:你|您)(?:说|讲|提)(?:起|到)?过?了?|告诉过?(?:你|您)过?|"
+    r"(?:说|讲|提)[过了])(?=\1)"
+)
 _ZH_RELATIVE = re.compile(r"^的?(父母|妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|朋友|同事|孩子|老婆|老公|妻子|丈夫|老板|家人)")
 _ZH_LEAD = re.compile(
     r"^(?:现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|也|还|都|更|很|非常|特别|真的)+"
@@ -1147,7 +1155,9 @@ _ZH_ADVERB = re.compile(
     r"(?:年|月)(?:初|底|中)|从|开始|起|"
     # The holder's household or company, not someone else ("我们一家", "我家", "我和老婆一起").
     r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
-    r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]"
+    r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]|"
+    # Moved with the holder's employer ("我跟着公司搬到了上海", "我随单位调到…"): no one else.
+    r"(?:跟着?|随着?)(?:公司|单位|部门|团队)"
 )
 # When something happened: a change made then is the holder's ("我今天搬到上海了", "我去年
 # 搬到上海了"), but where they lived or stayed then is no home now ("我昨天住在朋友家", "去年

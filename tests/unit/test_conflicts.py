@@ -81,6 +81,28 @@ def test_a_chinese_claim_about_someone_the_holder_pattern_does_not_know_is_their
     assert verdict(old, new) is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    "new",
+    [
+        "我和你说过我住在上海",
+        "我跟你说过我住在上海",
+        "我告诉过你我住在上海",
+        "我说过我住在上海",
+        "我跟着公司搬到了上海",
+        "我随公司搬到上海了",
+    ],
+)
+def test_a_chinese_home_after_i_told_you_or_with_the_company_is_the_holders(new: str) -> None:
+    # The words before the verb ("和你说过我", "跟着公司") read as someone else, whose home it
+    # was: "user的和你说过我" lives in Shanghai, and the user's Beijing stayed current.
+    assert verdict("我住在北京", new) is Verdict.REPLACE
+    # Someone else's home, a denial, a question: still not the holder's.
+    assert verdict("我住在北京", "我和你说过我妈住在上海") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我没和你说过我住在上海") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我和你说过我住在上海吗") is Verdict.UNRELATED
+    assert verdict("我住在北京", "他和你说过他住在上海") is Verdict.UNRELATED
+
+
 def test_adverbials_before_a_chinese_verb_keep_the_holder() -> None:
     assert verdict("我住在杭州", "我目前住在上海，上个月搬过去的") is Verdict.REPLACE
     assert verdict("我叫小明", "以后请叫我明明") is Verdict.REPLACE
