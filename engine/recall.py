@@ -281,7 +281,8 @@ class Recaller:
             hits = self._first_of(query, ranking, ahead, read, set(wanted))
         net = keeper.network
         with net.reading():
-            flagged = self._contradictions(net, query.sight, hits)
+            linked = self._contradicting(net, query, hits)
+        flagged = self._contradictions(net, query, linked)
         windows = query.windows or ()
         return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, windows, query.read_by_model)
 
@@ -814,20 +815,52 @@ class Recaller:
                     break
         return passed
 
-    def _contradictions(self, net: FastNetwork, sight: Scope, hits: Sequence[scoring.Hit]) -> dict[str, list[str]]:
-        flagged: dict[str, list[str]] = {}
+    def _contradicting(
+        self, net: FastNetwork, query: RecallQuery, hits: Sequence[scoring.Hit]
+    ) -> dict[str, dict[str, int]]:
+        """For each hit with ``CONTRADICTS`` links, the memories at their other ends that the
+        caller sees with a status the query asks for (by default active: a move that a later
+        one superseded no longer clashes with anything), oldest link first, each with its row."""
+        statuses = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
+        linked: dict[str, dict[str, int]] = {}
         for hit in hits:
             row = net.row_of(hit.memory.memory_id)
             if row is None:
                 continue
             links = sorted(net.links(row, CONTRADICTS), key=lambda link: link.created)
-            others = [link.dst if link.src == row else link.src for link in links]
-            seen = np.asarray(others, dtype=np.int64)
-            visible = net.sees(sight, seen) if others else np.zeros(0, np.bool_)
-            kept = [net.id_of(other) for other, ok in zip(others, visible.tolist(), strict=True) if ok]
-            if kept:
-                flagged[hit.memory.memory_id] = list(dict.fromkeys(kept))
-        return flagged
+            others = np.asarray([link.dst if link.src == row else link.src for link in links], dtype=np.int64)
+            if not len(others):
+                continue
+            kept = others[net.passes(query.sight, statuses, query.now, others)]
+            if len(kept):
+                linked[hit.memory.memory_id] = {net.id_of(other): other for other in kept.tolist()}
+        return linked
+
+    def _contradictions(
+        self, net: FastNetwork, query: RecallQuery, linked: dict[str, dict[str, int]]
+    ) -> dict[str, list[str]]:
+        """``linked`` (``_contradicting``) less what the read guard leaves out of recall (a
+        quarantined memory, one that reads as an injection): a hit names no memory that
+        recall would not show the caller. The store is read only where a hit has such links."""
+        wanted = list(dict.fromkeys(memory_id for others in linked.values() for memory_id in others))
+        if not wanted:
+            return {}
+        statuses = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
+        read = {memory.memory_id: memory for memory in self._store.get_many(query.sight, wanted, statuses, query.now)}
+        shown: set[str] = set()
+        for others in linked.values():
+            for memory_id, row in others.items():
+                memory = read.get(memory_id)
+                if memory is None or memory_id in shown:
+                    continue
+                findings = net.findings(row, memory.digest)
+                if not findings:
+                    findings = guards.read_findings(memory.content)
+                    net.keep_findings(row, memory.digest, findings)
+                if guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None:
+                    shown.add(memory_id)
+        flagged = {hit: [memory_id for memory_id in others if memory_id in shown] for hit, others in linked.items()}
+        return {hit: others for hit, others in flagged.items() if others}
 
 
 def _column(signal: dict[int, float], rows: list[int]) -> Floats:

@@ -205,6 +205,29 @@ def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService
     }
 
 
+def test_a_hits_contradictions_name_only_memories_the_recall_would_show(service: MemoryService) -> None:
+    """An older memory that says more than a move is contradicted by every move after it:
+    its links pile up, and recall named each, the superseded, deleted and quarantined
+    ones too. It names those the caller's recall would show: of the statuses asked for,
+    and never one the read guard leaves out."""
+    older = service.save(draft("I live in Berlin and I love my dog")).memory.memory_id
+    moves = [service.save(draft(f"I moved to {city}")) for city in ("Paris", "Rome", "Madrid")]
+    assert all(move.contradicted == (older,) for move in moves)
+    paris, rome, madrid = (move.memory.memory_id for move in moves)
+
+    def named(**fields: Any) -> list[str]:
+        flt = MemoryFilter(**fields)
+        return service.recall("Berlin dog", namespaces=[NS], flt=flt, reinforce=False).contradicts.get(older, [])
+
+    assert named() == [madrid]
+    assert named(statuses=()) == [paris, rome, madrid]  # asked for every status, it sees every one
+    service.delete(NS, madrid)  # Rome is current again
+    assert named() == [rome]
+    service.update(NS, rome, MemoryPatch(status=Status.QUARANTINED))  # Paris is current again
+    assert named() == [paris]
+    assert rome not in named(statuses=())
+
+
 # --- time order: a back-dated memory never hides a newer one -------------------------
 
 LONG_AGO = datetime(1990, 1, 1, tzinfo=UTC)
