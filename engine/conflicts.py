@@ -277,7 +277,11 @@ def _claims(text: str) -> _Reading:
                 # "I live in Oslo with my wife", "我和老婆住在奥斯陆": the home rule reads Oslo,
                 # not who shares it; a move replaces the home, not the wife.
                 unread += [found_with.group(0) for found_with in _COMPANION.finditer(clause)]
-                unread += [found_with.group(1) for found_with in [_ZH_COMPANION.match(clause)] if found_with]
+                unread += [
+                    found_with.group(1)
+                    for found_with in [_ZH_COMPANION.match(clause)]
+                    if found_with and not re.fullmatch(_ZH_WITH_EMPLOYER, found_with.group(1))
+                ]
             if (
                 not read
                 and _says_something(clause)
@@ -1142,6 +1146,9 @@ _ZH_LEAD = re.compile(
 # ("我目前住在…", "以后请叫我…", "我最喜欢…", "用户膝盖受伤后不打…", "用户家里有…").
 # Any other words there name whose claim it is: "张伟住在上海", "我妈妈住在成都",
 # "我老家在成都", "我家狗名字叫旺财" say nothing of the holder.
+# With the holder's employer ("我跟着公司搬到了上海"): neither someone else's claim nor
+# someone who shares the home (_ZH_COMPANION).
+_ZH_WITH_EMPLOYER = r"(?:跟着?|随着?)(?:公司|单位|部门|团队)"
 _ZH_ADVERB = re.compile(
     r"现在|如今|最近|已经|一直|平时|每天|每周|早上|晚上|上个月|去年|今年|目前|以后|今后|从此|将来|"
     r"请|也|还|都|更|很|最|就|又|再|才|常|总是?|非常|特别|真的|确实|其实|本来|终于|刚刚?|正在|经常|通常|一般|平常|"
@@ -1157,7 +1164,7 @@ _ZH_ADVERB = re.compile(
     r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
     r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]|"
     # Moved with the holder's employer ("我跟着公司搬到了上海", "我随单位调到…"): no one else.
-    r"(?:跟着?|随着?)(?:公司|单位|部门|团队)"
+    rf"{_ZH_WITH_EMPLOYER}"
 )
 # When something happened: a change made then is the holder's ("我今天搬到上海了", "我去年
 # 搬到上海了"), but where they lived or stayed then is no home now ("我昨天住在朋友家", "去年

@@ -96,6 +96,8 @@ def test_a_chinese_home_after_i_told_you_or_with_the_company_is_the_holders(new:
     # The words before the verb ("和你说过我", "跟着公司") read as someone else, whose home it
     # was: "user的和你说过我" lives in Shanghai, and the user's Beijing stayed current.
     assert verdict("我住在北京", new) is Verdict.REPLACE
+    # Replaced in turn whole: the company the holder moved with is no one sharing the home.
+    assert verdict(new, "我搬到杭州了") is Verdict.REPLACE
     # Someone else's home, a denial, a question: still not the holder's.
     assert verdict("我住在北京", "我和你说过我妈住在上海") is Verdict.UNRELATED
     assert verdict("我住在北京", "我没和你说过我住在上海") is Verdict.UNRELATED
