@@ -356,11 +356,13 @@ _ZH_COMPANION = re.compile(
 )
 
 
+# "As I said", "like I mentioned": what follows is said again, no more than it says.
+_EN_TOLD = r"(?:as|like) (?:i|we) (?:said|mentioned|told you)(?: before| earlier)?"
 # A clause of words that only open or pace a sentence ("Actually, …", "By the way, …",
 # "对了，…"): it says nothing of its own.
 _DISCOURSE = re.compile(
     r"(?:(?:actually|well|btw|by the way|anyway|anyhow|currently|basically|honestly|oh|ok|okay|yes|yeah|so|"
-    r"also|fyi|hey|对了|嗯|其实|另外|顺便说一下|顺便|目前|现在|好的|哦)\s*)+"
+    rf"also|fyi|hey|{_EN_TOLD}|对了|嗯|其实|另外|顺便说一下|顺便|目前|现在|好的|哦)\s*)+"
 )
 
 
@@ -550,10 +552,13 @@ _EN_CHANGE = re.compile(
 )
 # Words that only open a sentence ("btw I moved to …", "as of today I live in …", "oh I …"):
 # the clause is read from its subject after them. Those added last take a space, a comma or
-# the clause's end after them, so that "well-being", "btw-free" or "oh-so" keep their word.
+# the clause's end after them, so that "well-being", "btw-free" or "oh-so" keep their word;
+# "I told you" only before the same "I" or "we" ("I told you I live in …", not "I told you
+# my sister lives in …").
 _EN_FILLERS = re.compile(
     r"^(?:(?:actually|please|so|also|note|remember|that|now|then|hey|ok|okay|fyi)\b[, ]*|"
-    r"(?:btw|by the way|as of (?:today|now)|well|oh|ah)(?:[, ]+|$))+"
+    r"(?:btw|by the way|as of (?:today|now)|well|oh|ah)(?:[, ]+|$)|"
+    rf"(?:{_EN_TOLD}|(?:i|we) (?:told you|said|mentioned)(?: before| earlier)?(?: that)?)[, ]+(?=(?:i|we) ))+"
 )
 # When something happened, before its subject ("Last week I moved to …", "These days I live in …").
 # Not a day or a period to come ("Today I stay in …"): _EN_PERIOD reads those in the clause.

@@ -916,6 +916,27 @@ def test_a_home_after_a_word_that_only_opens_the_sentence_replaces_and_is_replac
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "I told you I live in Paris",
+        "I told you that I moved to Paris",
+        "I said I live in Paris",
+        "like I said I moved to Paris",
+        "As I said, I live in Paris",
+        "As I mentioned before, I moved to Paris",
+    ],
+)
+def test_an_english_home_after_i_told_you_is_the_holders(said: str) -> None:
+    # "I told you" read as the clause ("told" brings in someone else), and "As I said" as a
+    # clause of its own that says more than the home.
+    assert verdict("I live in Berlin", said) is Verdict.REPLACE
+    assert verdict(said, "I moved to Rome") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I told you my sister lives in Paris") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I never told you I live in Paris") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I told you she lives in Paris") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("The user works at Google", "The user's new job is at Acme"),
