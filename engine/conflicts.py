@@ -1037,7 +1037,7 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
         value = _value(raw)
-        if _unnamed_place(value):
+        if _unnamed_place(value) or _en_unnamed_home(raw):
             return []  # "I live in my hometown", "I moved to a new apartment": where, it does not say
         return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
@@ -1614,6 +1614,29 @@ _UNNAMED_PLACE_WORDS = frozenset(
 
 def _unnamed_place(value: str) -> bool:
     return set(value.split()) <= _UNNAMED_PLACE_WORDS
+
+
+# What an English home may say after the dwelling ("a house with a garden", "a flat near the
+# park"), and the words that make one a kind of dwelling, not a name: "a", "my" … before it
+# ("a bigger apartment", "my parents' old house"); after "the" a name may end so ("the Bay
+# Area", "the East Village"), which only _unnamed_place leaves out, all its words known.
+_EN_HOME_DETAIL = re.compile(r" (?:with|near|by|next to|close to|on|at|facing|overlooking|above|behind|opposite) ")
+_EN_INDEFINITE = frozenset("a an my our his her their this that your".split())
+_UNNAMED_DWELLINGS = frozenset(
+    """home hometown town villag area neighbourhood neighborhood place hous apart flat condo studio dorm dormitori
+    room basement build bungalow cottag cabin loft""".split()
+)
+
+
+def _en_unnamed_home(raw: str) -> bool:
+    """Whether an English home (``raw``, as the rule read it) is a kind of dwelling or place
+    that no name follows: "a house with a garden", "a bigger apartment close to the station"."""
+    head = _EN_HOME_DETAIL.split(raw.strip(), maxsplit=1)[0].split()
+    return (
+        len(head) > 1
+        and head[0] in _EN_INDEFINITE
+        and (_unnamed_place(_value(" ".join(head))) or _value(head[-1]) in _UNNAMED_DWELLINGS)
+    )
 
 
 def _terms_value(text: str) -> str:

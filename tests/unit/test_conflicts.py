@@ -761,6 +761,9 @@ def test_a_hotel_by_its_name_someones_home_or_a_family_holiday_is_not_a_home(old
         ("I live in Berlin", "I moved to a new apartment"),
         ("I live in Berlin", "I live in the suburbs now"),
         ("I live in Berlin", "I live in the countryside"),
+        ("I live in Berlin", "I live in a house with a garden"),
+        ("I live in Berlin", "I live in a nice flat near the park"),
+        ("I live in Berlin", "I moved to a bigger apartment close to the station"),
     ],
 )
 def test_a_home_that_names_no_place_neither_replaces_a_city_nor_is_replaced(old: str, new: str) -> None:
