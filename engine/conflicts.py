@@ -557,7 +557,7 @@ _EN_CHANGE = re.compile(
 # my sister lives in …").
 _EN_FILLERS = re.compile(
     r"^(?:(?:actually|please|so|also|note|remember|that|now|then|hey|ok|okay|fyi)\b[, ]*|"
-    r"(?:btw|by the way|as of (?:today|now)|well|oh|ah)(?:[, ]+|$)|"
+    r"(?:btw|by the way|as of (?:today|now)|well|oh|ah|anyway|anyhow|honestly|basically)(?:[, ]+|$)|"
     rf"(?:{_EN_TOLD}|(?:i|we) (?:told you|said|mentioned)(?: before| earlier)?(?: that)?)[, ]+(?=(?:i|we) ))+"
 )
 # When something happened, before its subject ("Last week I moved to …", "These days I live in …").

@@ -904,6 +904,9 @@ def test_a_move_after_when_it_happened_or_after_and_then_replaces(old: str, new:
         "Well I live in Paris now",
         "oh I moved to Paris",
         "Oh I live in Paris now",
+        "anyway I moved to Paris",
+        "Honestly I live in Paris now",
+        "basically I moved to Paris",
         "I live in Paris, France now",
     ],
 )
