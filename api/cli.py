@@ -7,16 +7,19 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import re
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Literal
 
 from engine.config import Config, load_config
 from engine.errors import ConfigError, InvalidInput, TwinmemError
@@ -157,7 +160,7 @@ def _serve(args: argparse.Namespace) -> int:
         server["port"] = args.port
     if server:
         overrides["server"] = server
-    config = load_config(args.config, None, **overrides)
+    config = _checked(load_config(args.config, None, **overrides))
     check_bind(config.auth.mode, config.server.host)
     # Taken here, to refuse a directory in use in one line, and held until the engine opens
     # with it: no other process can take it in between.
@@ -226,13 +229,9 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_service(
-    args: argparse.Namespace, security: SecurityStore, *, background_reembed: bool = True
-) -> MemoryService:
+def _open_service(config: Config, security: SecurityStore, *, background_reembed: bool = True) -> MemoryService:
     from engine.adapters import open_service
 
-    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    config = load_config(args.config, None, **overrides)
     return open_service(config, background_reembed=background_reembed, security=security)
 
 
@@ -248,7 +247,7 @@ class _CliEntry:
 
 
 @contextlib.contextmanager
-def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, SecurityStore]]:
+def _audited(config: Config, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, SecurityStore]]:
     """Leave an audit entry (actor ``cli``) for an export, import or consolidation run from the
     command line, as the API does for its requests: with the outcome, also when it fails.
     Yields the entry to fill in and the security store (for the service the command opens)."""
@@ -258,7 +257,7 @@ def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> It
     from engine.records import utcnow
     from engine.security import AuditEvent
 
-    security = open_security(_security_config(args))
+    security = open_security(config)
     entry = _CliEntry()
     try:
         yield entry, security
@@ -276,46 +275,107 @@ def _audited(args: argparse.Namespace, action: str, namespace: str | None) -> It
 def _export(args: argparse.Namespace) -> int:
     from engine.portability import deployment_id, open_export
 
-    with _audited(args, "export", args.namespace) as (entry, security):
-        service = _open_service(args, security)
-        try:
-            export = open_export(
-                service,
-                args.namespace,
-                versions=args.versions,
-                vectors=args.vectors,
-                source_deployment=deployment_id(service.config.data_dir),
-            )
-            with contextlib.ExitStack() as stack:
-                out = sys.stdout.buffer if args.output == "-" else stack.enter_context(open(args.output, "wb"))
+    config = _config(args, held="memories")
+    with contextlib.ExitStack() as stack:
+        # Opened before the data directory, so that an output that cannot be written stops the
+        # command in one line, and an export that fails leaves the file it would replace as it was.
+        out = sys.stdout.buffer if args.output == "-" else stack.enter_context(_replacing(args.output))
+        with _audited(config, "export", args.namespace) as (entry, security):
+            service = _open_service(config, security)
+            try:
+                export = open_export(
+                    service,
+                    args.namespace,
+                    versions=args.versions,
+                    vectors=args.vectors,
+                    source_deployment=deployment_id(service.config.data_dir),
+                )
                 for chunk in export.chunks():
                     out.write(chunk)
-        finally:
-            service.close()
-        entry.outcome = "ok"
-        entry.detail = f"{export.header['counts']['memories']} memories to {args.output}"
+                count = export.header["counts"]["memories"]
+                others = [] if count else service.namespaces()
+            finally:
+                service.close()
+            entry.outcome = "ok"
+            entry.detail = f"{count} memories to {args.output}"
     if args.output != "-":
-        print(f"exported {export.header['counts']['memories']} memories of {args.namespace!r} to {args.output}")
+        print(f"exported {count} memories of {args.namespace!r} to {args.output}")
+    if not count:
+        # A valid export (it imports as nothing), as GET /v1/export gives; but a mistyped
+        # namespace would go unseen, so say which namespaces hold memories.
+        shown = ", ".join(others[:_NAMESPACES_SHOWN]) + (", …" if len(others) > _NAMESPACES_SHOWN else "")
+        print(
+            f"twinmem: no memories in namespace {args.namespace!r}"
+            + (f" (the namespaces with memories here: {shown})" if others else " (none here holds any)"),
+            file=sys.stderr,
+        )
     return 0
+
+
+@contextlib.contextmanager
+def _replacing(output: str) -> Iterator[IO[bytes]]:
+    """A file that takes the place of ``output`` only once it is whole: written beside it and
+    renamed over it. Opened on ``open(output, "wb")``, an export truncated the last good
+    backup at once, and one that failed left a header without its memories in its place.
+    Something not a regular file (a pipe, ``/dev/stdout``) is written into as it is."""
+    path = Path(output)
+    real = Path(os.path.realpath(path))  # a link is followed, not replaced
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "it is a directory; name a file")
+        if path.exists() and not path.is_file():
+            stream = open(path, "wb")
+            fd, part = None, None
+        else:
+            fd, part = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".part")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write the export to {output}: {exc.strerror or exc}", field="output") from exc
+    if fd is None or part is None:
+        with stream:
+            yield stream
+        return
+    try:
+        # The mode open() gave it: the old file's, or a new file's under the umask.
+        os.chmod(part, real.stat().st_mode & 0o7777 if real.exists() else 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(part, real)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(part)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _import(args: argparse.Namespace) -> int:
     from engine.importers import parse_mapping, run_import
 
     mapping = parse_mapping(args.map)
-    with _audited(args, "import", args.namespace) as (entry, security):
-        service = _open_service(args, security)  # what a blocked source wrote arrives quarantined
+    config = _config(args)
+    try:
+        source = open(args.file, "rb")  # before the data directory: a wrong path changes nothing there
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from exc
+    made = _made_for(Path(config.data_dir))
+    with source, _audited(config, "import", args.namespace) as (entry, security):
+        service = _open_service(config, security)  # what a blocked source wrote arrives quarantined
         try:
-            with open(args.file, "rb") as source:
-                report = run_import(
-                    service,
-                    source,
-                    format_name=args.format,
-                    namespace=args.namespace,
-                    mapping=mapping,
-                    session_id=args.session_id or Path(args.file).stem,
-                    actor="cli",
-                )
+            report = run_import(
+                service,
+                source,
+                format_name=args.format,
+                namespace=args.namespace,
+                mapping=mapping,
+                session_id=args.session_id or Path(args.file).stem,
+                actor="cli",
+            )
         finally:
             service.close()
         entry.outcome = "ok" if report.written else "rejected"
@@ -325,6 +385,10 @@ def _import(args: argparse.Namespace) -> int:
         )
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:
+        if made is not None:
+            # Made for this import, which wrote nothing: left, it was an empty store that the
+            # next command read as the data (export: "exported 0 memories").
+            shutil.rmtree(made)
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
         return 1
     return 0
@@ -336,9 +400,10 @@ def _consolidate(args: argparse.Namespace) -> int:
 
     from api.lifecycle import report_out
 
+    config = _config(args, held="memories")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with _audited(args, "consolidate", args.namespace) as (entry, security):
-        service = _open_service(args, security, background_reembed=False)
+    with _audited(config, "consolidate", args.namespace) as (entry, security):
+        service = _open_service(config, security, background_reembed=False)
         try:
             report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
         finally:
@@ -349,20 +414,51 @@ def _consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _security_config(args: argparse.Namespace, *, reads: bool = False) -> Config:
-    """``reads``: the command only reads (a listing, a check), so an embedded store's data
-    directory must hold twinmem's files already: a mistyped path would otherwise be made,
-    or filled, and read as a store without tokens, blocks or audit entries ("audit log
-    intact: 0 entries")."""
+# How many namespaces an export of an empty one names.
+_NAMESPACES_SHOWN = 10
+# What a command needs its data directory to hold already (``_checked``): the memory store,
+# or any of twinmem's files (the memory store, or the tokens, blocks and audit log).
+Held = Literal["memories", "data"] | None
+
+
+def _config(args: argparse.Namespace, *, held: Held = None) -> Config:
+    """The command's config, its data directory checked (``_checked``) before anything opens there."""
+    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
+    return _checked(load_config(args.config, None, **overrides), held=held)
+
+
+def _checked(config: Config, *, held: Held = None) -> Config:
+    """``config``, once its data directory is a directory, or can be made one: a file there
+    stopped each command in a traceback. ``held``: the command reads or changes what is
+    stored (a listing, a check, a revocation, a block, an export), so an embedded store's data
+    directory must hold the memory store (``"memories"``) or any of twinmem's files
+    (``"data"``) already: a mistyped path would otherwise be made, or filled, and read as a
+    new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
+    where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one."""
+    data_dir = Path(config.data_dir)
+    there = next((path for path in (data_dir, *data_dir.parents) if path.exists()), None)
+    if there is not None and not there.is_dir():
+        raise InvalidInput(f"{there} is not a directory: --data-dir names the data directory", field="data_dir")
+    if held and config.store == "sqlite" and not any((data_dir / name).is_file() for name in _files(held)):
+        raise InvalidInput(f"no twinmem data at {data_dir} (a mistyped --data-dir?): nothing to read there")
+    return config
+
+
+def _files(held: Held) -> tuple[str, ...]:
     from engine.adapters import DB_FILE
     from engine.adapters.security_store import SECURITY_FILE
 
-    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    config = load_config(args.config, None, **overrides)
-    held = any((Path(config.data_dir) / name).is_file() for name in (DB_FILE, SECURITY_FILE))
-    if reads and config.store == "sqlite" and not held:
-        raise InvalidInput(f"no twinmem data at {config.data_dir}: nothing to read there")
-    return config
+    return (DB_FILE,) if held == "memories" else (DB_FILE, SECURITY_FILE)
+
+
+def _made_for(data_dir: Path) -> Path | None:
+    """The outermost directory that opening ``data_dir`` would make, or None where it is there."""
+    missing = None
+    for path in (data_dir, *data_dir.parents):
+        if path.exists():
+            return missing
+        missing = path
+    return missing
 
 
 def _cli_audit(security: SecurityStore, detail: str, *ids: str) -> None:
@@ -381,7 +477,7 @@ def _token(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.records import utcnow
 
-    security = open_security(_security_config(args, reads=args.token_command == "list"))
+    security = open_security(_config(args, held=None if args.token_command == "create" else "data"))
     try:
         if args.token_command == "create":
             record, token = create_token(security, args.agent, args.grant)
@@ -411,7 +507,7 @@ def _block(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.errors import StoreError
 
-    config = _security_config(args, reads=args.block_command == "list")
+    config = _config(args, held="data")
     if args.block_command == "list":
         security = open_security(config)
         try:
@@ -472,7 +568,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
                 noted.append(row.seq)
             yield row
 
-    security = open_security(_security_config(args, reads=True))
+    security = open_security(_config(args, held="data"))
     try:
         report = verify_chain(watched(security.audit_rows()))
     finally:

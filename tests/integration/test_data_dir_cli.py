@@ -5,13 +5,20 @@ overwritten. The service gets the tests' hashing embedder (``load_embedder`` pat
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import engine.adapters
+import engine.portability
 from api.cli import main
+from engine.adapters import open_security
+from engine.config import load_config
+from engine.records import MemoryDraft
+from tests.integration.conftest import OpenService
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +33,157 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, st
     return code, out, err
 
 
+def _actions(data_dir: Path) -> list[tuple[str, str]]:
+    security = open_security(load_config(env={}, data_dir=data_dir))
+    try:
+        return [(row.entry["action"], row.entry["outcome"]) for row in security.audit_rows()]
+    finally:
+        security.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("export",),
+        ("consolidate",),
+        ("consolidate", "--dry-run"),
+        ("token", "revoke", "tok-0123456789ab"),
+        ("block", "remove", "--agent", "mallory"),
+        ("block", "add", "--agent", "mallory"),
+    ],
+    ids=lambda c: " ".join(c),
+)
+def test_a_command_on_a_data_directory_without_twinmem_data_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    missing, other = tmp_path / "typo" / "data", tmp_path / "elsewhere"
+    other.mkdir()
+    for path in (missing, other):
+        code, out, err = _run(capsys, *command, "--data-dir", path)
+        # not "exported 0 memories", an empty consolidation report, "no live token" or a block
+        # stored in a new store nobody serves
+        assert (code, out) == (2, "") and f"no twinmem data at {path}" in err
+    assert not missing.parent.exists() and list(other.iterdir()) == []
+
+
+def test_export_and_consolidate_need_the_memory_store_not_only_the_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "data"
+    code, _, _ = _run(capsys, "token", "create", "--agent", "planner", "--grant", "u:r", "--data-dir", data_dir)
+    assert code == 0  # tokens made before the first serve: the store itself is not there yet
+    held = sorted(p.name for p in data_dir.iterdir())
+    for command in (("export",), ("consolidate",)):
+        code, out, err = _run(capsys, *command, "--data-dir", data_dir)
+        assert (code, out) == (2, "") and f"no twinmem data at {data_dir}" in err
+    assert sorted(p.name for p in data_dir.iterdir()) == held
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("export", "-o", "-"),
+        ("import", "FILE"),
+        ("token", "create", "--agent", "planner", "--grant", "u:r"),
+        ("token", "list"),
+        ("serve", "--port", "18439"),
+    ],
+    ids=lambda c: c[0] if c[0] != "token" else " ".join(c[:2]),
+)
+def test_a_data_directory_that_is_a_file_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    not_a_dir = tmp_path / "notes.txt"
+    not_a_dir.write_text("my notes\n")
+    source = tmp_path / "in.jsonl"
+    source.write_text("{}\n")
+    argv = [str(source) if arg == "FILE" else arg for arg in command]
+    code, out, err = _run(capsys, *argv, "--data-dir", not_a_dir)
+    assert (code, out) == (2, "") and f"{not_a_dir} is not a directory" in err
+    assert not_a_dir.read_text() == "my notes\n"
+
+
+def test_import_of_a_file_that_cannot_be_read_opens_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data_dir = tmp_path / "data"
+    for source in (tmp_path / "missing.jsonl", tmp_path):
+        code, out, err = _run(capsys, "import", source, "--data-dir", data_dir)
+        assert (code, out) == (2, "") and f"cannot read {source}" in err
+    assert not data_dir.exists()
+
+
+def test_a_refused_import_leaves_no_data_directory_it_made(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("hello\nworld\n")
+    new = tmp_path / "new" / "data"
+    code, out, err = _run(capsys, "import", garbage, "--data-dir", new)
+    assert code == 1 and json.loads(out)["written"] is False and "nothing was imported" in err
+    assert not new.parent.exists()  # not an empty store (and its parent) left for the next command to read
+
+    # Into a data directory that was there, the refusal is logged and what was stored stays.
+    service = open_svc()
+    kept = service.save(MemoryDraft("The user likes oolong", namespace="u1")).memory
+    service.close()
+    code, _, _ = _run(capsys, "import", garbage, "--data-dir", data_dir)
+    assert code == 1
+    assert _actions(data_dir)[-1] == ("import", "rejected")
+    service = open_svc()
+    assert service.get("u1", kept.memory_id).content == "The user likes oolong"
+
+
+def test_export_refuses_an_output_it_cannot_write_before_it_opens_anything(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_svc().close()
+    logged = _actions(data_dir)
+    for output in (tmp_path, tmp_path / "missing" / "out.jsonl"):
+        code, out, err = _run(capsys, "export", "--data-dir", data_dir, "-o", output)
+        assert (code, out) == (2, "") and f"cannot write the export to {output}" in err
+    assert not (tmp_path / "missing").exists()
+    assert _actions(data_dir) == logged
+
+
+def test_an_export_that_fails_leaves_the_file_it_would_replace_as_it_was(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    backup = tmp_path / "u1.jsonl"
+    code, _, _ = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", backup)
+    assert code == 0
+    before = backup.read_bytes()
+    assert b"oolong" in before
+
+    def cut(self: engine.portability.Export) -> Any:
+        yield engine.portability._line(self.header)
+        raise OSError(28, "No space left on device")  # as a full disk would, after the header
+
+    monkeypatch.setattr(engine.portability.Export, "chunks", cut)
+    with pytest.raises(OSError, match="No space left"):
+        main(["export", "--namespace", "u1", "--data-dir", str(data_dir), "-o", str(backup)])
+    assert backup.read_bytes() == before  # the last good backup, not a header without its memories
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["data", "u1.jsonl"])  # no part file left
+
+
+def test_an_export_of_a_namespace_without_memories_says_so(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="user:42"))
+    service.close()
+    out_file = tmp_path / "out.jsonl"
+    code, out, err = _run(capsys, "export", "--namespace", "user:24", "--data-dir", data_dir, "-o", out_file)
+    # A valid (empty) export, as GET /v1/export gives, but a mistyped namespace is named.
+    assert code == 0 and "exported 0 memories of 'user:24'" in out
+    assert "no memories in namespace 'user:24'" in err and "user:42" in err
+
+
 @pytest.mark.parametrize("agent", ["", " planner", "plan ner", "planner\n", "p" * 129])
 def test_token_create_refuses_an_agent_name_the_api_refuses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str
@@ -37,3 +195,20 @@ def test_token_create_refuses_an_agent_name_the_api_refuses(
     assert (code, out) == (2, "") and "agent" in err
     code, out, _ = _run(capsys, "token", "list", "--data-dir", data_dir)
     assert [token["agent"] for token in json.loads(out)] == ["ok"]
+
+
+def test_an_export_into_a_pipe_is_written_into_it(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", fifo)
+    reader.join(timeout=60)
+    assert code == 0 and "exported 1 memories" in out, err
+    assert b"oolong" in read[0] and fifo.is_fifo()  # not replaced by a file beside it

@@ -40,10 +40,12 @@ def test_import_export_import_through_the_cli(tmp_path: Path) -> None:
     assert (report["inserted"], report["vectors_kept"], report["namespaces"]) == (3, 3, ["notes"])
 
     out.write_bytes(out.read_bytes()[:-20])  # cut short: refused, exit 1, nothing written
-    refused = twinmem("import", out, "--data-dir", tmp_path / "third")
-    assert refused.returncode == 1
-    assert "nothing was imported" in refused.stderr
-    assert json.loads(refused.stdout)["inserted"] == 0
+    for target in (tmp_path / "third", first):
+        refused = twinmem("import", out, "--data-dir", target, "--namespace", "copy")
+        assert refused.returncode == 1
+        assert "nothing was imported" in refused.stderr
+        assert json.loads(refused.stdout)["inserted"] == 0
+    assert not (tmp_path / "third").exists()  # made for the import, which wrote nothing: not left behind
 
     # Each command left an entry in its data directory's audit log, the refused one too.
     def logged(data_dir: Path) -> list[tuple[str, str, str]]:
@@ -53,7 +55,7 @@ def test_import_export_import_through_the_cli(tmp_path: Path) -> None:
         finally:
             security.close()
 
-    assert logged(first) == [("cli", "import", "ok"), ("cli", "export", "ok")]
+    assert logged(first) == [("cli", "import", "ok"), ("cli", "export", "ok"), ("cli", "import", "rejected")]
     # The copy without --namespace is logged under the namespace it wrote and the memories it
     # stored, not under '*' alone.
     security = open_security(load_config(env={}, data_dir=second))
@@ -62,4 +64,3 @@ def test_import_export_import_through_the_cli(tmp_path: Path) -> None:
     finally:
         security.close()
     assert (entry["namespaces"], len(entry["memory_ids"])) == (["*", "notes"], 3)
-    assert logged(tmp_path / "third") == [("cli", "import", "rejected")]
