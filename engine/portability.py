@@ -383,15 +383,18 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
     header_seen = end_seen = False
     memories = 0
     number = 0
+    blank = True  # no line but blank ones: the file is empty
     for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError as exc:
+            blank = False
             memories += header_seen  # a damaged memory line, as below
             yield Entry(number, error=f"not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start})")
             continue
         if not text.strip():
             continue
+        blank = False
         if end_seen:
             yield Entry(number, error="a line after the end line")
             continue
@@ -426,7 +429,12 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
         memories += kind == "memory"
         yield from _memory_entry(number, item, kind)
     if not header_seen:
-        yield Entry(max(number, 1), error="the file is empty: no header line")
+        yield Entry(
+            max(number, 1),
+            error="the file is empty: no header line"
+            if blank
+            else "no header line: not a twinmem export, or one whose header is damaged",
+        )
     elif not end_seen:
         yield Entry(number, error=f"the file ends at line {number} without its end line: it is truncated")
 

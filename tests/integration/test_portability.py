@@ -28,7 +28,7 @@ from engine.errors import InvalidInput
 from engine.fast_network import FastNetwork
 from engine.importers import run_import
 from engine.index_keeper import IndexKeeper
-from engine.portability import SCHEMA_PATH, ImportReport, deployment_id, open_export
+from engine.portability import SCHEMA_PATH, ImportReport, deployment_id, open_export, read_export
 from engine.ports import Edge, Embedder, Store
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Scope, Status, utcnow
 from engine.service import MemoryService
@@ -421,6 +421,20 @@ def test_a_file_that_is_not_a_twinmem_export_is_refused(
     report = import_bytes(target, json.dumps(header).encode() + b"\n" + b"".join(rows[1:]))
     assert message in report.errors[0].message
     assert_nothing_written(report, target, seq)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "the file is empty: no header line"),
+        (b"\n  \n", "the file is empty: no header line"),
+        (b"hello\nworld\n", "no header line: not a twinmem export"),  # not "empty": it holds two lines
+        (b"\xff\xfe\n", "no header line: not a twinmem export"),
+    ],
+)
+def test_a_file_without_a_header_says_whether_it_is_empty(content: bytes, message: str) -> None:
+    *_, last = read_export(io.BytesIO(content))
+    assert last.error is not None and last.error.startswith(message)
 
 
 def test_an_edge_to_a_memory_that_is_nowhere_is_refused(
