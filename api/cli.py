@@ -229,10 +229,19 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_service(config: Config, security: SecurityStore, *, background_reembed: bool = True) -> MemoryService:
-    from engine.adapters import open_service
+def _open_service(
+    config: Config, security: SecurityStore, *, over_http: str, background_reembed: bool = True
+) -> MemoryService:
+    """The service on the command's data directory; where a server holds it, a ``StoreError``
+    that says to stop it first, or to ask it over HTTP (``over_http``, the route)."""
+    from engine.adapters import hold_data_dir, open_service
+    from engine.errors import StoreError
 
-    return open_service(config, background_reembed=background_reembed, security=security)
+    try:
+        held = hold_data_dir(config.data_dir)
+    except StoreError as exc:
+        raise StoreError(f"{exc}; stop the server first, or ask it over HTTP ({over_http})") from exc
+    return open_service(config, background_reembed=background_reembed, security=security, dir_lock=held)
 
 
 @dataclass
@@ -281,7 +290,7 @@ def _export(args: argparse.Namespace) -> int:
         # command in one line, and an export that fails leaves the file it would replace as it was.
         out = sys.stdout.buffer if args.output == "-" else stack.enter_context(_replacing(args.output))
         with _audited(config, "export", args.namespace) as (entry, security):
-            service = _open_service(config, security)
+            service = _open_service(config, security, over_http="GET /v1/export")
             try:
                 export = open_export(
                     service,
@@ -365,7 +374,8 @@ def _import(args: argparse.Namespace) -> int:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from exc
     made = _made_for(Path(config.data_dir))
     with source, _audited(config, "import", args.namespace) as (entry, security):
-        service = _open_service(config, security)  # what a blocked source wrote arrives quarantined
+        # What a blocked source wrote arrives quarantined.
+        service = _open_service(config, security, over_http="POST /v1/import")
         try:
             report = run_import(
                 service,
@@ -403,7 +413,7 @@ def _consolidate(args: argparse.Namespace) -> int:
     config = _config(args, held="memories")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with _audited(config, "consolidate", args.namespace) as (entry, security):
-        service = _open_service(config, security, background_reembed=False)
+        service = _open_service(config, security, over_http="POST /v1/memory/consolidate", background_reembed=False)
         try:
             report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
         finally:
@@ -558,13 +568,19 @@ def _audit_verify(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.security import GENESIS_HASH, AuditRow, verify_chain
 
+    expected = args.expect_head.lower() if args.expect_head is not None else None
+    if expected is not None and not re.fullmatch(r"[0-9a-f]{64}", expected):
+        # Never matched, it read as a cut-off tail: a tampering alarm for a typo.
+        raise InvalidInput(
+            f"--expect-head {args.expect_head!r} is not a head hash: 64 hex digits, as 'audit verify' prints them"
+        )
     # Where the noted head is in the chain, once found. The genesis hash (the head an empty
     # log prints) is before every chain: nothing before it can have been cut off.
-    noted: list[int] = [0] if args.expect_head == GENESIS_HASH else []
+    noted: list[int] = [0] if expected == GENESIS_HASH else []
 
     def watched(rows: Iterator[AuditRow]) -> Iterator[AuditRow]:
         for row in rows:
-            if row.hash == args.expect_head:
+            if row.hash == expected:
                 noted.append(row.seq)
             yield row
 
@@ -577,7 +593,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
         for problem in report.problems:
             print(f"twinmem: audit log broken at {problem}", file=sys.stderr)
         return 1
-    if args.expect_head and not noted:
+    if expected and not noted:
         # A chain can only show edits before its last entry; a head noted elsewhere shows a cut-off
         # tail. The log has usually grown since it was noted, so the noted entry need not be the last.
         print(
@@ -684,6 +700,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TwinmemError as exc:
         print(f"twinmem: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of the output went away (`twinmem token list | head -1`). Not a
+        # traceback; and not status 0: an export cut off there did not export everything.
+        # Standard output is pointed at /dev/null, so that flushing it at exit raises nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("twinmem: the output was closed before all of it was written", file=sys.stderr)
+        return 1
     return result
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from engine.adapters import open_security
 from engine.config import load_config
 from engine.records import MemoryDraft
 from tests.integration.conftest import OpenService
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -212,3 +216,45 @@ def test_an_export_into_a_pipe_is_written_into_it(
     reader.join(timeout=60)
     assert code == 0 and "exported 1 memories" in out, err
     assert b"oolong" in read[0] and fifo.is_fifo()  # not replaced by a file beside it
+
+
+@pytest.mark.parametrize(
+    ("command", "over_http"),
+    [
+        (("export", "-o", "-"), "GET /v1/export"),
+        (("import", "FILE"), "POST /v1/import"),
+        (("consolidate",), "POST /v1/memory/consolidate"),
+    ],
+    ids=["export", "import", "consolidate"],
+)
+def test_a_command_on_a_data_directory_a_server_holds_says_what_to_do(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: tuple[str, ...],
+    over_http: str,
+) -> None:
+    service = open_svc()  # holds the data directory, as a running `twinmem serve` does
+    service.save(MemoryDraft("The user likes oolong", namespace="default"))
+    source = tmp_path / "in.jsonl"
+    source.write_text("{}\n")
+    argv = [str(source) if arg == "FILE" else arg for arg in command]
+    code, out, err = _run(capsys, *argv, "--data-dir", data_dir)
+    assert (code, out) == (2, "") and "in use" in err
+    assert "stop the server first" in err and over_http in err
+
+
+def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: Path) -> None:
+    """`twinmem token list | head -1`: the pipe closed under the command. It says so in one
+    line and exits 1 (an export cut off there did not export everything)."""
+    data_dir = tmp_path / "data"
+    for n in range(3):
+        assert main(["token", "create", "--agent", f"agent-{n}", "--grant", "u:r", "--data-dir", str(data_dir)]) == 0
+    command = [sys.executable, "-m", "api.cli", "token", "list", "--data-dir", str(data_dir)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT) as listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        listing.stdout.close()  # before it writes: it starts a new interpreter first
+        err = listing.stderr.read().decode()
+        code = listing.wait(timeout=120)
+    assert code == 1 and "Traceback" not in err and "the output was closed" in err

@@ -211,6 +211,25 @@ def test_a_noted_head_still_verifies_once_the_log_has_grown(logged: Path, capsys
     assert f"the noted head {head} is not in the audit log" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("noted", ["garbage", "0" * 63, "g" * 64, " " + "0" * 64])
+def test_a_noted_head_that_is_no_hash_is_refused_not_read_as_a_cut(
+    logged: Path, capsys: pytest.CaptureFixture[str], noted: str
+) -> None:
+    """A mistyped or half-copied head never matched, and was reported as "entries were cut
+    off": a tampering alarm for a typo."""
+    capsys.readouterr()
+    assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", noted]) == 2
+    err = capsys.readouterr().err
+    assert "is not a head hash" in err and "cut off" not in err
+
+
+def test_a_noted_head_in_capitals_is_the_same_head(logged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    main(["audit", "verify", "--data-dir", str(logged.parent)])
+    head = capsys.readouterr().out.split("head ")[1].strip()
+    assert main(["audit", "verify", "--data-dir", str(logged.parent), "--expect-head", head.upper()]) == 0
+
+
 def test_the_head_of_an_empty_log_noted_verifies_as_the_log_grows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
