@@ -373,35 +373,43 @@ def _import(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from exc
     made = _made_for(Path(config.data_dir))
-    with source, _audited(config, "import", args.namespace) as (entry, security):
-        # What a blocked source wrote arrives quarantined.
-        service = _open_service(config, security, over_http="POST /v1/import")
-        try:
-            report = run_import(
-                service,
-                source,
-                format_name=args.format,
-                namespace=args.namespace,
-                mapping=mapping,
-                session_id=args.session_id or Path(args.file).stem,
-                actor="cli",
+    try:
+        with source, _audited(config, "import", args.namespace) as (entry, security):
+            # What a blocked source wrote arrives quarantined.
+            service = _open_service(config, security, over_http="POST /v1/import")
+            try:
+                report = run_import(
+                    service,
+                    source,
+                    format_name=args.format,
+                    namespace=args.namespace,
+                    mapping=mapping,
+                    session_id=args.session_id or Path(args.file).stem,
+                    actor="cli",
+                )
+            finally:
+                service.close()
+            entry.outcome = "ok" if report.written else "rejected"
+            entry.namespaces, entry.memory_ids = report.namespaces, report.stored
+            entry.detail = (
+                f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
             )
-        finally:
-            service.close()
-        entry.outcome = "ok" if report.written else "rejected"
-        entry.namespaces, entry.memory_ids = report.namespaces, report.stored
-        entry.detail = (
-            f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
-        )
+    except InvalidInput:
+        _take_away(made)  # refused whole (not JSON, a column the file lacks): nothing was written
+        raise
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:
-        if made is not None:
-            # Made for this import, which wrote nothing: left, it was an empty store that the
-            # next command read as the data (export: "exported 0 memories").
-            shutil.rmtree(made)
+        _take_away(made)
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
         return 1
     return 0
+
+
+def _take_away(made: Path | None) -> None:
+    """The data directory an import made, once it wrote nothing there: left, it was an empty
+    store that the next command read as the data (export: "exported 0 memories")."""
+    if made is not None:
+        shutil.rmtree(made)
 
 
 def _consolidate(args: argparse.Namespace) -> int:

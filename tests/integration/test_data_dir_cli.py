@@ -124,6 +124,14 @@ def test_a_refused_import_leaves_no_data_directory_it_made(
     code, out, err = _run(capsys, "import", garbage, "--data-dir", new)
     assert code == 1 and json.loads(out)["written"] is False and "nothing was imported" in err
     assert not new.parent.exists()  # not an empty store (and its parent) left for the next command to read
+    # Refused whole as another format, or by a column the file lacks: the same.
+    table = tmp_path / "notes.csv"
+    table.write_text("note_id,text\nn-1,hello\n")
+    for refused in (("--format", "mem0"), ("--format", "langchain"), ("--format", "csv", "--map", "content=body")):
+        source = table if "csv" in refused else garbage
+        code, out, err = _run(capsys, "import", source, "--data-dir", new, *refused)
+        assert (code, out) == (2, "") and err.startswith("twinmem: the ")
+        assert not new.parent.exists()
 
     # Into a data directory that was there, the refusal is logged and what was stored stays.
     service = open_svc()
