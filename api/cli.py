@@ -285,6 +285,15 @@ def _export(args: argparse.Namespace) -> int:
     from engine.portability import deployment_id, open_export
 
     config = _config(args, held="memories")
+    if args.output != "-":
+        data_dir = Path(os.path.realpath(config.data_dir))
+        if Path(os.path.realpath(args.output)).is_relative_to(data_dir):
+            # Over the store itself, the export destroyed what it exported; no file there is the user's.
+            raise InvalidInput(
+                f"cannot write the export to {args.output}: it is inside the data directory {config.data_dir};"
+                " write it elsewhere",
+                field="output",
+            )
     with contextlib.ExitStack() as stack:
         # Opened before the data directory, so that an output that cannot be written stops the
         # command in one line, and an export that fails leaves the file it would replace as it was.

@@ -156,6 +156,23 @@ def test_export_refuses_an_output_it_cannot_write_before_it_opens_anything(
     assert _actions(data_dir) == logged
 
 
+def test_export_refuses_an_output_in_the_data_directory(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = open_svc()
+    kept = service.save(MemoryDraft("The user likes oolong", namespace="u1")).memory
+    service.close()
+    link = tmp_path / "backup.jsonl"
+    link.symlink_to(data_dir / "twinmem.sqlite3")
+    for output in (data_dir / "twinmem.sqlite3", data_dir / "security.sqlite3", data_dir / "u1.jsonl", link):
+        code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", output)
+        # opened "wb", the store was truncated under the service that read it: every memory lost
+        assert (code, out) == (2, "") and "inside the data directory" in err
+    assert not (data_dir / "u1.jsonl").exists()
+    service = open_svc()
+    assert service.get("u1", kept.memory_id).content == "The user likes oolong"
+
+
 def test_an_export_that_fails_leaves_the_file_it_would_replace_as_it_was(
     open_svc: OpenService,
     data_dir: Path,
