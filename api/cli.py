@@ -444,8 +444,8 @@ def _consolidate(args: argparse.Namespace) -> int:
 # How many namespaces an export of an empty one names.
 _NAMESPACES_SHOWN = 10
 # What a command needs its data directory to hold already (``_checked``): the memory store,
-# or any of twinmem's files (the memory store, or the tokens, blocks and audit log).
-Held = Literal["memories", "data"] | None
+# the audit log (with the tokens and blocks), or either.
+Held = Literal["memories", "audit", "data"] | None
 
 
 def _config(args: argparse.Namespace, *, held: Held = None) -> Config:
@@ -458,8 +458,8 @@ def _checked(config: Config, *, held: Held = None) -> Config:
     """``config``, once its data directory is a directory, or can be made one: a file there
     stopped each command in a traceback. ``held``: the command reads or changes what is
     stored (a listing, a check, a revocation, a block, an export), so an embedded store's data
-    directory must hold the memory store (``"memories"``) or any of twinmem's files
-    (``"data"``) already: a mistyped path would otherwise be made, or filled, and read as a
+    directory must hold the memory store (``"memories"``), the audit log (``"audit"``) or
+    either (``"data"``) already: a mistyped path would otherwise be made, or filled, and read as a
     new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
     where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one."""
     data_dir = Path(config.data_dir)
@@ -467,6 +467,9 @@ def _checked(config: Config, *, held: Held = None) -> Config:
     if there is not None and not there.is_dir():
         raise InvalidInput(f"{there} is not a directory: --data-dir names the data directory", field="data_dir")
     if held and config.store == "sqlite" and not any((data_dir / name).is_file() for name in _files(held)):
+        if held == "audit" and any((data_dir / name).is_file() for name in _files("data")):
+            # Made new for the check, it verified as "intact: 0 entries".
+            raise InvalidInput(f"no audit log at {data_dir}: {_files('audit')[0]} is not there, or no longer")
         raise InvalidInput(f"no twinmem data at {data_dir} (a mistyped --data-dir?): nothing to read there")
     return config
 
@@ -475,7 +478,7 @@ def _files(held: Held) -> tuple[str, ...]:
     from engine.adapters import DB_FILE
     from engine.adapters.security_store import SECURITY_FILE
 
-    return (DB_FILE,) if held == "memories" else (DB_FILE, SECURITY_FILE)
+    return {"memories": (DB_FILE,), "audit": (SECURITY_FILE,)}.get(held or "", (DB_FILE, SECURITY_FILE))
 
 
 def _made_for(data_dir: Path) -> Path | None:
@@ -601,7 +604,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
                 noted.append(row.seq)
             yield row
 
-    security = open_security(_config(args, held="data"))
+    security = open_security(_config(args, held="audit"))
     try:
         report = verify_chain(watched(security.audit_rows()))
     finally:
