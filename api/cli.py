@@ -375,6 +375,12 @@ def _umask() -> int:
 def _import(args: argparse.Namespace) -> int:
     from engine.importers import parse_mapping, run_import
 
+    # Dropped by the other formats, they went unseen: a CSV imported without --format csv
+    # was read as a twinmem export, its mapping ignored.
+    if args.map is not None and args.format not in ("csv", "jsonl"):
+        raise InvalidInput(f"--map applies to --format csv or jsonl, not {args.format}", field="map")
+    if args.session_id is not None and args.format != "langchain":
+        raise InvalidInput(f"--session-id applies to --format langchain, not {args.format}", field="session_id")
     mapping = parse_mapping(args.map)
     config = _config(args)
     try:

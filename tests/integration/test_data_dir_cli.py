@@ -297,3 +297,24 @@ def test_audit_verify_of_a_data_directory_whose_audit_log_is_gone_does_not_say_i
     # not "audit log intact: 0 entries" over a new, empty log made for the check
     assert (code, out) == (2, "") and f"no audit log at {data_dir}" in err
     assert not (data_dir / "security.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--map", "content=text"),  # a CSV imported without --format csv: its mapping was dropped
+        ("--format", "mem0", "--map", "content=text"),
+        ("--format", "csv", "--session-id", "s-1"),
+        ("--session-id", "s-1"),
+    ],
+    ids=lambda options: " ".join(options),
+)
+def test_import_refuses_an_option_its_format_does_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...]
+) -> None:
+    source = tmp_path / "notes.csv"
+    source.write_text("text\nhello\n")
+    data_dir = tmp_path / "data"
+    code, out, err = _run(capsys, "import", source, "--data-dir", data_dir, *options)
+    assert (code, out) == (2, "") and "applies to --format" in err
+    assert not data_dir.exists()
