@@ -150,10 +150,8 @@ def _serve(args: argparse.Namespace) -> int:
     from api.app import create_app
     from engine.adapters import hold_data_dir, open_service, open_sessions
 
-    overrides: dict[str, object] = {}
+    overrides = _data_dir_override(args)
     server: dict[str, object] = {}
-    if args.data_dir:
-        overrides["data_dir"] = args.data_dir
     if args.host:
         server["host"] = args.host
     if args.port is not None:  # --port 0 too: refused as [server] port = 0 is, not dropped
@@ -456,8 +454,17 @@ Held = Literal["memories", "audit", "data"] | None
 
 def _config(args: argparse.Namespace, *, held: Held = None) -> Config:
     """The command's config, its data directory checked (``_checked``) before anything opens there."""
-    overrides: dict[str, object] = {"data_dir": args.data_dir} if args.data_dir else {}
-    return _checked(load_config(args.config, None, **overrides), held=held)
+    return _checked(load_config(args.config, None, **_data_dir_override(args)), held=held)
+
+
+def _data_dir_override(args: argparse.Namespace) -> dict[str, object]:
+    """``--data-dir`` as a config override. An empty ``--data-dir`` or ``--config`` (``"$DATA"``
+    with DATA unset) is refused: read as not given, it put the default ./twinmem-data, made
+    there if need be, in place of the one meant; an empty --config ended in a traceback."""
+    for option, value in (("--data-dir", args.data_dir), ("--config", args.config)):
+        if value is not None and not value.strip():
+            raise InvalidInput(f"{option} is empty (an unset variable?): name it, or leave the option out")
+    return {"data_dir": args.data_dir} if args.data_dir is not None else {}
 
 
 def _checked(config: Config, *, held: Held = None) -> Config:

@@ -449,6 +449,10 @@ def load_config(
             raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {path}") from exc
+        except OSError as exc:  # a directory, a file it may not read
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"cannot read the config file {path}: not UTF-8 (byte {exc.start})") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
         _check_token_file(Path(path), raw)

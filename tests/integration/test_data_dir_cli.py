@@ -318,3 +318,33 @@ def test_import_refuses_an_option_its_format_does_not_read(
     code, out, err = _run(capsys, "import", source, "--data-dir", data_dir, *options)
     assert (code, out) == (2, "") and "applies to --format" in err
     assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("import", "FILE"), ("token", "create", "--agent", "planner", "--grant", "u:r"), ("export", "-o", "-")],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_an_empty_data_directory_or_config_path_is_refused_not_read_as_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    """``--data-dir "$DATA"`` with DATA unset: not ./twinmem-data, made or read in its place."""
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "in.jsonl"
+    source.write_text("{}\n")
+    argv = [str(source) if arg == "FILE" else arg for arg in command]
+    code, out, err = _run(capsys, *argv, "--data-dir", "")
+    assert (code, out) == (2, "") and "--data-dir is empty" in err
+    code, out, err = _run(capsys, *argv, "--data-dir", tmp_path / "data", "--config", "")
+    assert (code, out) == (2, "") and "--config is empty" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_config_path_that_cannot_be_read_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "twinmem.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for config, message in ((tmp_path, "Is a directory"), (binary, "not UTF-8")):
+        code, out, err = _run(capsys, "token", "list", "--data-dir", tmp_path / "data", "--config", config)
+        assert (code, out) == (2, "") and f"cannot read the config file {config}" in err and message in err
