@@ -343,6 +343,9 @@ def _replacing(output: str) -> Iterator[IO[bytes]]:
             stream = open(path, "wb")
             fd, part = None, None
         else:
+            if real.exists() and not os.access(real, os.W_OK):
+                # A rename needs no write permission on the file: a backup made read-only stays so.
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
             fd, part = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".part")
     except OSError as exc:
         raise InvalidInput(f"cannot write the export to {output}: {exc.strerror or exc}", field="output") from exc
