@@ -736,6 +736,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TwinmemError as exc:
         print(f"twinmem: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C: what was cut short says so itself (an export leaves the file it would have
+        # replaced, an import is one transaction, the audit entry reads "error"). 128 + SIGINT,
+        # as a shell reports a command stopped by it.
+        print("twinmem: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader of the output went away (`twinmem token list | head -1`). Not a
         # traceback; and not status 0: an export cut off there did not export everything.

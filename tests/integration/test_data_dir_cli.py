@@ -348,3 +348,27 @@ def test_a_config_path_that_cannot_be_read_is_refused_in_one_line(
     for config, message in ((tmp_path, "Is a directory"), (binary, "not UTF-8")):
         code, out, err = _run(capsys, "token", "list", "--data-dir", tmp_path / "data", "--config", config)
         assert (code, out) == (2, "") and f"cannot read the config file {config}" in err and message in err
+
+
+def test_an_export_interrupted_says_so_and_leaves_the_last_backup(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    backup = tmp_path / "u1.jsonl"
+    backup.write_bytes(b"the last good backup\n")
+
+    def interrupted(self: engine.portability.Export) -> Any:
+        yield engine.portability._line(self.header)
+        raise KeyboardInterrupt  # Ctrl-C while it writes
+
+    monkeypatch.setattr(engine.portability.Export, "chunks", interrupted)
+    code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", backup)
+    assert (code, out) == (130, "") and err == "twinmem: interrupted\n"  # not a traceback
+    assert backup.read_bytes() == b"the last good backup\n"
+    assert _actions(data_dir)[-1] == ("export", "error")
