@@ -474,9 +474,9 @@ def _checked(config: Config, *, held: Held = None) -> Config:
     """``config``, once its data directory is a directory, or can be made one: a file there
     stopped each command in a traceback. ``held``: the command reads or changes what is
     stored (a listing, a check, a revocation, a block, an export), so an embedded store's data
-    directory must hold the memory store (``"memories"``), the audit log (``"audit"``) or
-    either (``"data"``) already: a mistyped path would otherwise be made, or filled, and read as a
-    new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
+    directory must hold the memory store (``"memories"``), the tokens, blocks and audit log
+    (``"audit"``) or either (``"data"``) already: a mistyped path would otherwise be made, or
+    filled, and read as a new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
     where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one."""
     data_dir = Path(config.data_dir)
     there = next((path for path in (data_dir, *data_dir.parents) if path.exists()), None)
@@ -484,8 +484,10 @@ def _checked(config: Config, *, held: Held = None) -> Config:
         raise InvalidInput(f"{there} is not a directory: --data-dir names the data directory", field="data_dir")
     if held and config.store == "sqlite" and not any((data_dir / name).is_file() for name in _files(held)):
         if held == "audit" and any((data_dir / name).is_file() for name in _files("data")):
-            # Made new for the check, it verified as "intact: 0 entries".
-            raise InvalidInput(f"no audit log at {data_dir}: {_files('audit')[0]} is not there, or no longer")
+            # Made new for the reading, it listed nothing and verified as "intact: 0 entries".
+            raise InvalidInput(
+                f"no tokens, blocks or audit log at {data_dir}: {_files('audit')[0]} is not there, or no longer"
+            )
         raise InvalidInput(f"no twinmem data at {data_dir} (a mistyped --data-dir?): nothing to read there")
     return config
 
@@ -523,7 +525,7 @@ def _token(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.records import utcnow
 
-    security = open_security(_config(args, held=None if args.token_command == "create" else "data"))
+    security = open_security(_config(args, held=None if args.token_command == "create" else "audit"))
     try:
         if args.token_command == "create":
             record, token = create_token(security, args.agent, args.grant)
@@ -553,7 +555,8 @@ def _block(args: argparse.Namespace) -> int:
     from engine.adapters import open_security
     from engine.errors import StoreError
 
-    config = _config(args, held="data")
+    # block add opens the service, which makes the audit log where it is gone, as serve does.
+    config = _config(args, held="data" if args.block_command == "add" else "audit")
     if args.block_command == "list":
         security = open_security(config)
         try:

@@ -285,17 +285,29 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: 
     assert code == 1 and "Traceback" not in err and "the output was closed" in err
 
 
-def test_audit_verify_of_a_data_directory_whose_audit_log_is_gone_does_not_say_intact(
-    open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("audit", "verify"),
+        ("token", "list"),
+        ("token", "revoke", "tok-0123456789ab"),
+        ("block", "list"),
+        ("block", "remove", "--agent", "mallory"),
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_a_data_directory_whose_audit_log_is_gone_is_not_read_as_a_new_one(
+    open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
 ) -> None:
     service = open_svc()
     service.save(MemoryDraft("The user likes oolong", namespace="u1"))
     service.close()
     for path in data_dir.glob("security.sqlite3*"):
         path.unlink()  # the tokens, blocks and audit log deleted, the memories kept
-    code, out, err = _run(capsys, "audit", "verify", "--data-dir", data_dir)
-    # not "audit log intact: 0 entries" over a new, empty log made for the check
-    assert (code, out) == (2, "") and f"no audit log at {data_dir}" in err
+    code, out, err = _run(capsys, *command, "--data-dir", data_dir)
+    # not "audit log intact: 0 entries" or "[]" over a new, empty log made for the check, which
+    # the next audit verify would then have read as intact
+    assert (code, out) == (2, "") and f"no tokens, blocks or audit log at {data_dir}" in err
     assert not (data_dir / "security.sqlite3").exists()
 
 
