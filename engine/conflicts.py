@@ -1598,7 +1598,8 @@ def _workplace(value: str) -> bool:
 
 
 # A home that names no place: home itself, a hometown or a kind of dwelling or district
-# ("my hometown", "a small apartment", "the suburbs", "家里", "老家", "郊区", "学校宿舍"),
+# ("my hometown", "a small apartment", "a townhouse", "the suburbs", "the other side of
+# town", "家里", "老家", "郊区", "学校宿舍", "新房子", "三楼"),
 # with what may qualify it. Read as a city of its own, "我住在家里" superseded "我住在上海";
 # whether the holder moved, and where to, it does not say, so it is no home to compare.
 # Each word as _value reads it; one word besides ("a flat in Paris" reads "pari", "北京的
@@ -1607,13 +1608,19 @@ _UNNAMED_PLACE_WORDS = frozenset(
     """home hometown town citi centr center downtown villag countrysid suburb area neighbourhood neighborhood
     place here there hous apart flat condo studio dorm dormitori room basement build
     new old small big littl tini nice quiet share rent own parent famili student
+    townhous farmhous penthous duplex bungalow cottag cabin villa mansion loft uptown midtown side wood
+    van houseboat boat caravan trailer camper rv tent farm ranch
     家 家里 家中 我家 老家 自己 家乡 故乡 新 这里 这儿 那里 那儿 这边 那边 附近 郊区 城郊 市区 中心 市中心 城里 乡下
-    农村 村里 镇上 城市 同一 同一个 公寓 宿舍 学校 单位 出租 租屋 出租屋 小区 房子 楼上 楼下""".split()
+    农村 村里 镇上 城市 同一 同一个 公寓 宿舍 学校 单位 出租 租屋 出租屋 小区 房子 楼上 楼下
+    公司 里 小 大 更大 更小 一 两 一个 一套 新房 新房子 老房 老房子 大房 大房子 小房 小房子 房间 小房间 别墅 平房 楼房
+    居室 两居室 三居室 单间 合租 租房 合租房 旁边 隔壁 对面 楼 层""".split()
 )
+# A floor of a building ("三楼", "28楼"): where in the building, not where in the world.
+_ZH_FLOOR = re.compile(r"[0-9一二三四五六七八九十两几顶]+楼")
 
 
 def _unnamed_place(value: str) -> bool:
-    return set(value.split()) <= _UNNAMED_PLACE_WORDS
+    return all(word in _UNNAMED_PLACE_WORDS or _ZH_FLOOR.fullmatch(word) for word in value.split())
 
 
 # What an English home may say after the dwelling ("a house with a garden", "a flat near the

@@ -777,6 +777,41 @@ def test_a_home_that_names_no_place_neither_replaces_a_city_nor_is_replaced(old:
 
 @pytest.mark.parametrize(
     "new",
+    [
+        "I live in a townhouse",
+        "I live in an old farmhouse",
+        "I live in a loft downtown",
+        "I moved to an apartment uptown",
+        "I moved to a cottage",
+        "I moved to a cabin in the woods",
+        "I live in a van",
+        "I moved to a houseboat",
+        "I moved to the other side of town",
+        "我搬到新房子了",
+        "我住在一个小公寓里",
+        "我住在老房子里",
+        "我搬到了一个更大的房子",
+        "我住在自己的房子里",
+        "我住在郊区的一套房子里",
+        "我住在公司宿舍",
+        "我住在公司附近",
+        "我住在三楼",
+        "我住在28楼",
+        "我住在别墅",
+        "我住在两居室",
+        "我住在隔壁",
+    ],
+)
+def test_more_kinds_of_dwelling_name_no_place(new: str) -> None:
+    # Each read as a city of its own ("townhous", "新房 房子 新房子", "三楼"), so moving
+    # within Berlin into a townhouse, or up to the third floor, hid "I live in Berlin".
+    old = "I live in Berlin" if new.isascii() else "我住在北京"
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict(new, old) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    "new",
     ["I live on Hilton Avenue in Paris", "I live on Ibis Street in Munich", "I live in Westin Park, Paris"],
 )
 def test_a_street_named_like_a_hotel_chain_is_still_a_home(new: str) -> None:
