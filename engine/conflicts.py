@@ -209,11 +209,25 @@ class _Voice:
     fond_of: frozenset[str] = frozenset()
 
 
+# A text that takes back what it says ("I told you I live in Paris, but I lied", "just
+# kidding", "其实是骗你的", "…是开玩笑的"): whatever it claims, the speaker says is untrue.
+# Read whole, not clause by clause: what is taken back may come before or after.
+_RETRACTED = re.compile(
+    r"\b(?:(?:i|we) (?:lied|(?:was|were|am|are) (?:lying|joking|kidding)|made (?:that|it) up)|"
+    r"just (?:kidding|joking)|jk|"
+    r"(?:that|it|this)(?:'s| is| was) (?:a lie|a joke|not true|untrue|made up)|(?:that|it|this) (?:was|is) not true)\b|"
+    r"骗你|逗你(?:玩|的)|开玩笑(?:的|呢|啦)?(?:啦|呢|哈|嘛)?\W*$|(?:那|这)(?:些)?(?:都)?是假的|不是真的"
+)
+
+
 @lru_cache(maxsize=8192)
 def _claims(text: str) -> _Reading:
     voice, body = _voice(text)
     if voice is None:
         return _Reading(())
+    if _RETRACTED.search(_normal(body)):
+        # No claim, but it says something: a later home replaces none of it either.
+        return _Reading((), (body.strip(),))
     found: list[Claim] = []
     unread: list[str] = []
     # Whom the he/she/they of the next clause are, and whom it is about if it has no

@@ -978,6 +978,30 @@ def test_an_english_home_after_i_told_you_is_the_holders(said: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "I told you I live in Paris, but I lied",
+        "I told you I live in Paris but I was joking",
+        "I said I live in Paris, but that's not true",
+        "I told you I live in Paris. That was a lie.",
+        "I live in Paris, just kidding",
+        "I live in Paris. Not really, I'm kidding",
+        "我和你说过我住在上海，其实是骗你的",
+        "我说过我住在上海是开玩笑的",
+        "我住在上海，开玩笑的",
+        "我跟你说过我住在上海，那是假的",
+    ],
+)
+def test_a_home_taken_back_in_the_same_text_is_no_home(said: str) -> None:
+    # "I told you …" invites "… but I lied": read as the holder's home, the lie hid the
+    # home it was told against.
+    old = "I live in Berlin" if said.isascii() else "我住在北京"
+    assert verdict(old, said) is Verdict.UNRELATED
+    assert verdict(said, "I moved to Rome" if said.isascii() else "我搬到杭州了") is Verdict.UNRELATED
+    assert claims(said) == ()
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("The user works at Google", "The user's new job is at Acme"),
