@@ -423,13 +423,18 @@ def _away(clause: str, read: list[Claim]) -> bool:
 
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
 # ("从去年开始", "2020年起", "as of today"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
-_EN_PERIOD = re.compile(
-    r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
+# For how long, or for what a stay is: a move said so is a stay too ("I moved to Paris for a week").
+_EN_FOR_A_WHILE = (
     r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter)|"
     r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
-    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)|"
+    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)"
+)
+_EN_PERIOD = re.compile(
+    r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
+    rf"{_EN_FOR_A_WHILE}|"
     rf"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|{_EN_TRIP_WORDS})\b"
 )
+_EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|temporarily|for the time being)\b")
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
 
@@ -1047,6 +1052,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
     if kind == "residence" and match.group("verb").startswith("stay") and _EN_HOSTED.search(match.group(0)):
         return []  # "I stay with my friend in Shanghai", "… at Tom's place": their home, if anyone's
+    if kind == "residence+" and _EN_STINT.search(match.group(0)):
+        return []  # "I moved to Paris for the summer": a stay, not a home
     if kind == "employer" and _EN_PERIOD.search(match.group(0)):
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):

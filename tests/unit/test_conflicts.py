@@ -926,6 +926,26 @@ def test_a_move_after_when_it_happened_or_after_and_then_replaces(old: str, new:
 @pytest.mark.parametrize(
     "said",
     [
+        "I moved to Paris for a week",
+        "By the way I moved to Paris for a week",
+        "Anyway I moved to Paris for a month",
+        "I moved to Paris for the summer",
+        "I relocated to Paris for a few months",
+        "I moved to Paris for a conference",
+        "I moved to Paris temporarily",
+    ],
+)
+def test_a_move_for_a_while_is_no_new_home(said: str) -> None:
+    # A stay said with "moved to": read as a home, a week in Paris hid the home in Berlin.
+    assert verdict("I live in Berlin", said) is Verdict.UNRELATED
+    # A move for a reason, or said when, is still a move.
+    assert verdict("I live in Berlin", "I moved to Paris for work") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Paris this week") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
         "btw I moved to Paris",
         "btw i live in Paris now",
         "by the way I moved to Paris",
