@@ -205,13 +205,19 @@ def test_a_contradiction_links_both_and_changes_no_status(service: MemoryService
     }
 
 
-def test_a_hits_contradictions_name_only_memories_the_recall_would_show(service: MemoryService) -> None:
+def test_a_hits_contradictions_name_only_memories_the_recall_would_show(
+    on_each_store: MemoryService, clock: Any
+) -> None:
     """An older memory that says more than a move is contradicted by every move after it:
     its links pile up, and recall named each, the superseded, deleted and quarantined
     ones too. It names those the caller's recall would show: of the statuses asked for,
-    and never one the read guard leaves out."""
+    and never one the read guard leaves out. On SQLite and on the Bolt store."""
+    service = on_each_store
     older = service.save(draft("I live in Berlin and I love my dog")).memory.memory_id
-    moves = [service.save(draft(f"I moved to {city}")) for city in ("Paris", "Rome", "Madrid")]
+    moves = []
+    for city in ("Paris", "Rome", "Madrid"):
+        clock.advance(minutes=1)  # the links in the order they were made, on any store
+        moves.append(service.save(draft(f"I moved to {city}")))
     assert all(move.contradicted == (older,) for move in moves)
     paris, rome, madrid = (move.memory.memory_id for move in moves)
 
