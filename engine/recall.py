@@ -282,7 +282,7 @@ class Recaller:
         net = keeper.network
         with net.reading():
             linked = self._contradicting(net, query, hits)
-        flagged = self._contradictions(net, query, linked)
+        flagged = self._contradictions(net, query, linked, hits)
         windows = query.windows or ()
         return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, windows, query.read_by_model)
 
@@ -837,17 +837,24 @@ class Recaller:
         return linked
 
     def _contradictions(
-        self, net: FastNetwork, query: RecallQuery, linked: dict[str, dict[str, int]]
+        self,
+        net: FastNetwork,
+        query: RecallQuery,
+        linked: dict[str, dict[str, int]],
+        hits: Sequence[scoring.Hit],
     ) -> dict[str, list[str]]:
         """``linked`` (``_contradicting``) less what the read guard leaves out of recall (a
         quarantined memory, one that reads as an injection): a hit names no memory that
-        recall would not show the caller. The store is read only where a hit has such links."""
-        wanted = list(dict.fromkeys(memory_id for others in linked.values() for memory_id in others))
+        recall would not show the caller. The store is read only for the other ends that
+        are no hits: a hit passed the query's filter and the read guard already."""
+        shown = {hit.memory.memory_id for hit in hits}
+        wanted = list(
+            dict.fromkeys(memory_id for others in linked.values() for memory_id in others if memory_id not in shown)
+        )
         if not wanted:
-            return {}
+            return {hit: list(others) for hit, others in linked.items()}
         statuses = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
         read = {memory.memory_id: memory for memory in self._store.get_many(query.sight, wanted, statuses, query.now)}
-        shown: set[str] = set()
         for others in linked.values():
             for memory_id, row in others.items():
                 memory = read.get(memory_id)

@@ -292,6 +292,34 @@ def test_contradictions_are_flagged_only_where_the_other_end_is_in_sight(
     assert hers.memory_id not in flagged(Scope(member=(NS,), agent="alice"))
 
 
+def test_a_recall_reads_the_store_again_only_for_contradictions_it_would_name(
+    make_service: Callable[[], tuple[MemoryService, Any]],
+) -> None:
+    service, store = make_service()
+    liked = service.save(MemoryDraft("I like coffee", namespace=NS)).memory.memory_id
+    said = service.save(MemoryDraft("I do not like coffee", namespace=NS)).memory.memory_id
+    service.recall("warm up", namespaces=[NS])
+    service.flush()
+    store.clear()
+    result = service.recall("coffee", namespaces=[NS], reinforce=False)
+    assert result.contradicts == {liked: [said], said: [liked]}
+    # Both ends are hits, read and judged by the read guard already: no second read.
+    assert store.calls == Counter({"get_many_and_seq": 1})
+    store.clear()
+    (hit,) = service.recall("coffee", namespaces=[NS], top_k=1, reinforce=False).hits
+    other = said if hit.memory.memory_id == liked else liked
+    # The other end is no hit: it alone is read, for the read guard.
+    assert store.calls == Counter({"get_many_and_seq": 1, "get_many": 1})
+    assert store.read == [other]
+    store.clear()
+    service.delete(NS, said)
+    service.flush()
+    store.clear()
+    assert service.recall("coffee", namespaces=[NS], reinforce=False).contradicts == {}
+    # A link to a memory the recall would not show costs no read.
+    assert store.calls == Counter({"get_many_and_seq": 1})
+
+
 def test_the_read_guard_judges_a_changed_text_anew(make_service: Callable[[], tuple[MemoryService, Any]]) -> None:
     """Recall keeps what the read rules found in a memory's text; a new text is judged anew,
     here one written to the store by another process with older rules."""
