@@ -306,12 +306,10 @@ class MemoryService:
             # Again under the lock: a block recorded while this batch was guarded and
             # embedded is refused here, or its quarantine pass waits for this write
             # (``quarantine_source``), so no write of a blocked source escapes both.
-            held: set[int] = set()  # a blocked writer's, stored quarantined
             for position, draft in enumerate(drafts):
                 if not quarantine_blocked:
                     self.refuse_blocked(draft.actor or actor, draft.session_id)
                 elif self.blocks.is_blocked(draft.actor or actor, draft.session_id):
-                    held.add(position)
                     verdict = verdicts[position]
                     verdicts[position] = guards.WriteVerdict(
                         guards.Action.QUARANTINED,
@@ -338,16 +336,24 @@ class MemoryService:
             # Every stored record the judgments below read, read at once.
             with self.judge.reads_for(list(zip(news, vectors, to_judge, strict=True)), now, scope):
                 for position, (memory, vector) in enumerate(zip(news, vectors, strict=True)):
+                    # A quarantined draft (the write guard's, or a blocked writer's) repeats
+                    # nothing: folded into an active memory, it was answered as that memory,
+                    # reinforced it, and was not kept for an admin's review. It is stored
+                    # quarantined, as one that repeats nothing is, and supersedes and contradicts
+                    # nothing.
+                    if verdicts[position].action is guards.Action.QUARANTINED:
+                        memory = memory.evolve(status=Status.QUARANTINED)
+                        results[position] = SaveResult(memory, created=True)
+                        fresh.append((position, memory, vector))
+                        earlier.setdefault(memory.digest, []).append(memory)
+                        continue
                     # A repeat is one of the same audience only: deduplicating across it would
                     # answer with (and reveal) a memory the writer cannot see, or fold a
                     # private memory into a shared one.
                     same = self.judge.same_text(memory, earlier, plan, now, scope)
-                    # A blocked writer's repeat is answered as a repeat but reinforces
-                    # nothing: it raised the memory it repeats in what recall ranks first.
                     if same is not None:
                         results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
-                        if position not in held:
-                            repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
+                        repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
                         continue
                     near = self.judge.near_duplicate(
                         memory, vector, fresh, plan, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
@@ -356,16 +362,10 @@ class MemoryService:
                         results[position] = SaveResult(
                             near[0], created=False, deduplicated_by="similar", similarity=near[1]
                         )
-                        if position not in held:
-                            repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
+                        repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
                         continue
-                    if verdicts[position].action is guards.Action.QUARANTINED:
-                        # A quarantined memory supersedes and contradicts nothing.
-                        memory = memory.evolve(status=Status.QUARANTINED)
-                        judged = None
-                    else:
-                        mode = self._conflict_mode(drafts[position])
-                        judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
+                    mode = self._conflict_mode(drafts[position])
+                    judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
                     results[position] = judged or SaveResult(memory, created=True)
                     fresh.append((position, memory, vector))
                     earlier.setdefault(memory.digest, []).append(memory)

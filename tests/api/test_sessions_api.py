@@ -675,3 +675,8 @@ def test_a_blocked_writers_repeat_of_a_memory_does_not_reinforce_it(
         before,
         after,
     )
+    # Quarantined, it repeats nothing: stored for an admin's review, as a save the write
+    # guard quarantines is, not answered as the active memory it repeats.
+    promoted = closed.json()
+    assert promoted["deduplicated"] == [] and len(promoted["quarantined"]) == 1, promoted
+    assert promoted["quarantined"] != [memory_id], promoted
