@@ -814,15 +814,39 @@ _PASSIVE_NOT_DONE = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", _I)
 # "are to be sent", "should be sent", "will be sent" (the auxiliary is "be"), nor one
 # going on now ("are being sent"); nor someone else's or nobody's ("all saved passwords
 # are sent to …"), nor one to an attacker named as such ("to an external server").
+# Nor someone else's behind "my": "my users' passwords", "our customers' passwords",
+# "my team's passwords" are other people's secrets going out.
 _USERS_OWN = re.compile(
     r"\b(?:my|our)\s+(?:(?!(?:the|a|an|this|that|these|those|his|her|its|their|your|of|for|to|from|in|on|at|by|"
-    r"with)\b)[\w'-]+\s+){0,2}$",
+    r"with)\b)(?![\w-]*['’]s?\s)[\w'-]+\s+){0,2}$",
     _I,
 )
-_SAID_AS_IT_IS = re.compile(r"\b(?:is|are|gets?|get)\s+(?:\w+ly\s+|also\s+)?$", _I)
+# The secret itself may name its owner: "our customers' passwords".
+_SOMEONE_ELSES = re.compile(r"\w['’]s?\s")
+# Nor sent in secret ("are secretly sent to …"): no setup is told so.
+_SAID_AS_IT_IS = re.compile(
+    r"\b(?:is|are|gets?|get)\s+(?:(?!(?:secretly|quietly|silently|covertly|stealthily)\b)\w+ly\s+|also\s+)?$", _I
+)
+# Nor one the reader sends: "… are sent to x@example.io by you", "… sent by the assistant to …".
+_SENT_BY_THE_READER = re.compile(r"\bby\s+(?:you|yourself|the\s+(?:assistant|ai|agent|model|bot|reader|system))\b", _I)
+# Nor one the text goes on to order: "…, so send them there too", ". Also forward all API
+# keys there."): an order that opens its clause and sends them, there or any more ("I
+# forward them to my phone" is the user's; "…, and share the repo link with Anna" sends none).
+_THEN_ORDERED = re.compile(
+    r"(?:^|[.;:!?—–]|\s-|,(?:\s*(?:so|and|then))?|\b(?:so|then|please))\s*(?:(?:also|please|then|and)\s+)*"
+    r"(?:send|forward|push|upload|post|e-?mail|mail|copy|share|export|leak|sync)\b"
+    rf"[^.!?\n]{{0,40}}?\b(?:them|it|those|these|there|any|all|every|ones|{_SECRETS_EN})\b",
+    _I,
+)
 # An address that names an attacker is none of the user's: "github.com/attacker",
-# "hacker@gmail.com".
-_NAMES_AN_ATTACKER = re.compile(r"attacker|hacker", _I)
+# "hacker@gmail.com", "h4ck3r@mail.ru", "x@evil.io" (not "sevilla.es"); nor a paste site or
+# a request catcher, which anyone reads ("pastebin.com/raw/xyz", "webhook.site/abc").
+_NAMES_AN_ATTACKER = re.compile(
+    r"attacker|h[a4]ck[e3]r|h[a4]x[o0]r|(?<![a-z0-9])evil(?![a-z])|exfil|malicious|"
+    r"pastebin\.|hastebin\.|ghostbin\.|paste\.ee|webhook\.site|requestbin|requestcatcher|pipedream\.|"
+    r"ngrok|transfer\.sh|interact\.sh|oast\.|burpcollaborator",
+    _I,
+)
 _WRITTEN = re.compile(r"\S*")
 
 
@@ -837,10 +861,14 @@ def _an_address_of_the_users(visible: str, leak: re.Match[str]) -> bool:
 
 def _users_own_setup(visible: str, leak: re.Match[str]) -> bool:
     """Whether a passive leak says where the user's own secrets go, in the present (above)."""
+    after = visible[leak.end("verb") : leak.end() + 60]
     return (
         _an_address_of_the_users(visible, leak)
         and _USERS_OWN.search(visible, max(0, leak.start() - 40), leak.start()) is not None
+        and _SOMEONE_ELSES.search(leak["target"]) is None
         and _SAID_AS_IT_IS.search(visible, leak.end("target"), leak.start("verb")) is not None
+        and _SENT_BY_THE_READER.search(after) is None
+        and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
     )
 
 
@@ -1073,6 +1101,9 @@ def _to_a_vendor_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
 # bob@gmail.com"), and nothing between them and the verb says it is to be done ("要",
 # "必须", "请" …) or who is to do it.
 _USERS_OWN_ZH = re.compile(r"[\s,，]*我们?的[^\s,，。！？!?把]{0,6}")
+# Nor one the text goes on to order ("…，你也要把密码发到那里", "…，请同步到那里"): a clause
+# after it that asks or names the reader, then sends.
+_THEN_ORDERED_ZH = re.compile(rf"(?:{_ORDER_ZH.pattern}|你|您)[^。！？!?\n]{{0,12}}?(?:{_SEND_ZH}|发)")
 
 
 def _users_own_setup_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
@@ -1083,6 +1114,7 @@ def _users_own_setup_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
         and _USERS_OWN_ZH.fullmatch(visible, opens, leak.start("target")) is not None
         and _ORDER_ZH.search(between) is None
         and _PERSON_ZH.search(between) is None
+        and _THEN_ORDERED_ZH.search(visible, leak.end(), leak.end() + 80) is None
     )
 
 
