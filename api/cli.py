@@ -411,21 +411,65 @@ def _import(args: argparse.Namespace) -> int:
                 f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
             )
     except InvalidInput:
-        _take_away(made)  # refused whole (not JSON, a column the file lacks): nothing was written
+        _take_away(
+            made, Path(config.data_dir)
+        )  # refused whole (not JSON, a column the file lacks): nothing was written
         raise
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:
-        _take_away(made)
+        _take_away(made, Path(config.data_dir))
         print(f"twinmem: {len(report.errors)} problem(s) in {args.file}; nothing was imported", file=sys.stderr)
         return 1
     return 0
 
 
-def _take_away(made: Path | None) -> None:
-    """The data directory an import made, once it wrote nothing there: left, it was an empty
-    store that the next command read as the data (export: "exported 0 memories")."""
-    if made is not None:
-        shutil.rmtree(made)
+def _take_away(made: Path | None, data_dir: Path) -> None:
+    """The data directory an import made (``made``: it, or the outermost parent it made),
+    once it wrote nothing there: left, it was an empty store that the next command read as
+    the data (export: "exported 0 memories"). Only what the import made goes: the data
+    directory's lock is taken again first (a twinmem that took the directory since keeps
+    it), the store's own files are removed only where nothing else is there, and each
+    directory is removed only empty, so a sibling data directory, or a file, made meanwhile
+    under the same new parent stays, as do the directories above it."""
+    from engine.adapters import INDEX_DIR, hold_data_dir
+
+    if made is None or not data_dir.is_dir() or data_dir.is_symlink():
+        return
+    try:
+        held = hold_data_dir(data_dir)
+    except (TwinmemError, OSError):
+        return  # another twinmem process holds it now: it is that one's
+    try:
+        entries = list(data_dir.iterdir())
+        if any(entry.name not in _store_entries() for entry in entries):
+            return
+        for entry in entries:
+            if entry.name == INDEX_DIR and entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif not entry.is_dir():
+                entry.unlink()
+    except OSError:
+        return  # what is left stays
+    finally:
+        held.release()
+    for path in (data_dir, *data_dir.parents):
+        try:
+            path.rmdir()  # only an empty one
+        except OSError:
+            return
+        if path == made:
+            return
+
+
+def _store_entries() -> frozenset[str]:
+    from engine.adapters import DB_FILE, INDEX_DIR, LOCK_FILE
+    from engine.adapters.security_store import SECURITY_FILE
+    from engine.adapters.session_sqlite import SESSIONS_FILE
+
+    files = (DB_FILE, SECURITY_FILE, SESSIONS_FILE)
+    return frozenset(
+        {LOCK_FILE, INDEX_DIR, *(name + end for name in files for end in ("", "-wal", "-shm", "-journal"))}
+    )
 
 
 def _consolidate(args: argparse.Namespace) -> int:

@@ -384,3 +384,74 @@ def test_an_export_interrupted_says_so_and_leaves_the_last_backup(
     assert (code, out) == (130, "") and err == "twinmem: interrupted\n"  # not a traceback
     assert backup.read_bytes() == b"the last good backup\n"
     assert _actions(data_dir)[-1] == ("export", "error")
+
+
+def test_a_refused_import_takes_away_only_what_it_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another command's data made meanwhile in a directory the import made (a sibling data
+    directory under the same new parent, a file in the data directory) is not removed with it:
+    rmtree of the outermost directory made took a second import's stored memories along."""
+    import engine.importers
+
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("hello\n")
+    root = tmp_path / "tenants"
+    mine, sibling = root / "a", root / "b"
+    real_import = engine.importers.run_import
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        # While this import runs, another fills a sibling data directory, and a note lands in this one.
+        sibling.mkdir()
+        (sibling / "twinmem.sqlite3").write_bytes(b"another import's store")
+        (mine / "notes.txt").write_text("kept\n")
+        return real_import(*args, **kwargs)
+
+    monkeypatch.setattr(engine.importers, "run_import", meanwhile)
+    code, _, err = _run(capsys, "import", garbage, "--data-dir", mine)
+    assert code == 1 and "nothing was imported" in err
+    assert (sibling / "twinmem.sqlite3").read_bytes() == b"another import's store"
+    assert (mine / "notes.txt").read_text() == "kept\n"
+
+
+def test_a_refused_import_leaves_a_data_directory_another_twinmem_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serve that took the new data directory once the import let it go keeps it."""
+    import engine.service
+
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("hello\n")
+    new = tmp_path / "new" / "data"
+    taken: list[Any] = []
+    real_close = engine.service.MemoryService.close
+
+    def close_then_taken(self: Any) -> None:
+        real_close(self)
+        if not taken:  # the import's service let the directory go: another process takes it now
+            lock = subprocess.Popen(
+                [sys.executable, "-c", HOLD_LOCK, str(new / ".lock")], stdout=subprocess.PIPE, text=True
+            )
+            assert lock.stdout is not None and lock.stdout.readline() == "held\n"
+            taken.append(lock)
+
+    monkeypatch.setattr(engine.service.MemoryService, "close", close_then_taken)
+    try:
+        code, _, _ = _run(capsys, "import", garbage, "--data-dir", new)
+        assert code == 1 and taken
+        assert (new / "twinmem.sqlite3").is_file()
+    finally:
+        for lock in taken:
+            lock.kill()
+            lock.wait()
+            assert lock.stdout is not None
+            lock.stdout.close()
+
+
+HOLD_LOCK = (
+    "import fcntl, sys, time\n"
+    "fh = open(sys.argv[1], 'a+')\n"
+    "fcntl.flock(fh.fileno(), fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "time.sleep(60)\n"
+)
