@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import io
 import json
 import logging
 import os
@@ -315,7 +316,10 @@ def _export(args: argparse.Namespace) -> int:
             entry.outcome = "ok"
             entry.detail = f"{count} memories to {args.output}"
     if args.output != "-":
-        print(f"exported {count} memories of {args.namespace!r} to {args.output}")
+        # Not into the export itself, where -o names standard output (/dev/stdout): a line
+        # after its end line, it was refused when imported.
+        said = sys.stderr if _same_file(args.output, sys.stdout) else sys.stdout
+        print(f"exported {count} memories of {args.namespace!r} to {args.output}", file=said)
     if not count:
         # A valid export (it imports as nothing), as GET /v1/export gives; but a mistyped
         # namespace would go unseen, so say which namespaces hold memories.
@@ -333,15 +337,23 @@ def _replacing(output: str) -> Iterator[IO[bytes]]:
     """A file that takes the place of ``output`` only once it is whole: written beside it and
     renamed over it. Opened on ``open(output, "wb")``, an export truncated the last good
     backup at once, and one that failed left a header without its memories in its place.
-    Something not a regular file (a pipe, ``/dev/stdout``) is written into as it is."""
+    Something not a regular file (a pipe) is written into as it is, and so is a descriptor
+    named by path (``/dev/stdout``, ``/dev/fd/N``): renamed over the file the descriptor had
+    open (``>> exports.jsonl``), the export dropped what the file held, and what was written
+    to the descriptor after it went to a file no longer there. Once renamed, the directory
+    is synced too, so that an export that said "exported" is there after a crash."""
     path = Path(output)
     real = Path(os.path.realpath(path))  # a link is followed, not replaced
+    fd: int | None = None
+    part: str | None = None
     try:
-        if path.is_dir():
+        descriptor = _descriptor(output)
+        if descriptor is not None:
+            stream = os.fdopen(os.dup(descriptor), "wb")  # its offset and its O_APPEND, shared
+        elif path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "it is a directory; name a file")
-        if path.exists() and not path.is_file():
+        elif path.exists() and not path.is_file():
             stream = open(path, "wb")
-            fd, part = None, None
         else:
             if real.exists() and not os.access(real, os.W_OK):
                 # A rename needs no write permission on the file: a backup made read-only stays so.
@@ -365,6 +377,34 @@ def _replacing(output: str) -> Iterator[IO[bytes]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(part)
         raise
+    directory = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _descriptor(output: str) -> int | None:
+    """The descriptor of this process that ``output`` names through /proc (``/dev/stdout``,
+    ``/dev/fd/3``, ``/proc/self/fd/3``, or a link to one of them), or None."""
+    path = os.path.abspath(output)
+    for _ in range(40):  # the kernel's own bound on links followed
+        folder, name = os.path.split(path)
+        if re.fullmatch(rf"/proc/{os.getpid()}(/task/\d+)?/fd", os.path.realpath(folder)) and name.isdigit():
+            return int(name)
+        if not os.path.islink(path):
+            return None
+        path = os.path.join(folder, os.readlink(path))
+    return None
+
+
+def _same_file(output: str, stream: IO[str]) -> bool:
+    """Whether ``output`` is the file, pipe or terminal ``stream`` writes to."""
+    try:
+        there, here = os.stat(output), os.fstat(stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino)
 
 
 def _umask() -> int:

@@ -455,3 +455,75 @@ HOLD_LOCK = (
     "print('held', flush=True)\n"
     "time.sleep(60)\n"
 )
+
+
+def test_an_export_is_on_disk_once_it_says_exported(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file is synced before the rename and the directory after it: without the second, a
+    crash after "exported" could leave the old file, or none, under the name."""
+    import stat
+
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    backup = tmp_path / "u1.jsonl"
+    synced: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+
+    def noted(fd: int) -> None:
+        kind = "directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file"
+        synced.append((kind, backup.exists() and b"oolong" in backup.read_bytes()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noted)
+    code, out, _ = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", backup)
+    assert code == 0 and "exported 1 memories" in out
+    assert ("file", False) in synced and ("directory", True) in synced
+
+
+def test_an_export_to_an_open_descriptor_is_written_into_it(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o /dev/stdout`` (here ``/dev/fd/N``) with the descriptor a file opened to append
+    (``>> exports.jsonl``): the export goes where the descriptor writes, after what the file
+    held, not renamed over the file, dropping it."""
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    log = tmp_path / "exports.jsonl"
+    log.write_text("an earlier export\n")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        code, _, _ = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", f"/dev/fd/{fd}")
+        os.write(fd, b"written after\n")
+    finally:
+        os.close(fd)
+    assert code == 0
+    text = log.read_text()
+    assert text.startswith("an earlier export\n") and "oolong" in text and text.endswith("written after\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "exports.jsonl"]
+
+
+def test_an_export_to_standard_output_by_name_holds_the_export_alone(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``twinmem export -o /dev/stdout > u1.jsonl`` (or ``| gzip``): the line that says what
+    was exported goes to stderr, not after the end line, where the import refused it."""
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    written = tmp_path / "u1.jsonl"
+    said = tmp_path / "said.txt"
+    with open(written, "w") as stdout, open(said, "w") as stderr:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        monkeypatch.setattr(sys, "stderr", stderr)
+        code = main(["export", "--namespace", "u1", "--data-dir", str(data_dir), "-o", f"/dev/fd/{stdout.fileno()}"])
+    monkeypatch.undo()
+    assert code == 0 and "exported 1 memories" in said.read_text()
+    lines = written.read_text().splitlines()
+    assert json.loads(lines[-1])["kind"] == "end" and "oolong" in lines[1]
