@@ -803,6 +803,9 @@ def _coerce(value: Any, kind: type, where: str) -> Any:
 def _data_dir(value: Any) -> Path:
     if not isinstance(value, str | os.PathLike):
         raise ConfigError(f"data_dir must be a path, got {value!r}")
+    if isinstance(value, str) and not value.strip():
+        # Path("") is ".": the store was made in, or read from, the directory the command ran in.
+        raise ConfigError("data_dir is empty (TWINMEM_DATA_DIR set to an unset variable?): name it, or leave it out")
     return Path(value).expanduser()
 
 

@@ -412,3 +412,15 @@ def test_a_root_owned_config_file_the_services_group_reads_may_hold_a_plain_toke
     path.chmod(0o640)
     with pytest.raises(ConfigError, match="chmod 600"):
         load_config(path, env={})
+
+
+def test_an_empty_data_dir_is_refused_not_read_as_the_working_directory(tmp_path: Path) -> None:
+    """``TWINMEM_DATA_DIR=$DATA`` with DATA unset, or ``data_dir = ""``: Path("") is ".", so the
+    store was made in (or read from) whatever directory the command ran in."""
+    for where in (
+        lambda: load_config(env={"TWINMEM_DATA_DIR": ""}),
+        lambda: load_config(env={"TWINMEM_DATA_DIR": "  "}),
+        lambda: load_config(write_toml(tmp_path, 'data_dir = ""\n'), env={}),
+    ):
+        with pytest.raises(ConfigError, match="data_dir is empty"):
+            where()
