@@ -563,6 +563,13 @@ def _checked(config: Config, *, held: Held = None) -> Config:
     filled, and read as a new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
     where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one."""
     data_dir = Path(config.data_dir)
+    gone = next((path for path in (data_dir, *data_dir.parents) if path.is_symlink() and not path.exists()), None)
+    if gone is not None:
+        # The mkdir that met it ended the command in a traceback ("File exists").
+        raise InvalidInput(
+            f"{gone} is a link to {os.readlink(gone)}, which is not there: make it, or name another --data-dir",
+            field="data_dir",
+        )
     there = next((path for path in (data_dir, *data_dir.parents) if path.exists()), None)
     if there is not None and not there.is_dir():
         raise InvalidInput(f"{there} is not a directory: --data-dir names the data directory", field="data_dir")

@@ -527,3 +527,23 @@ def test_an_export_to_standard_output_by_name_holds_the_export_alone(
     assert code == 0 and "exported 1 memories" in said.read_text()
     lines = written.read_text().splitlines()
     assert json.loads(lines[-1])["kind"] == "end" and "oolong" in lines[1]
+
+
+def test_a_data_directory_behind_a_link_to_nothing_is_said_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link whose target is gone (a volume not mounted, a moved folder): a traceback
+    ("FileExistsError: File exists") before, from the mkdir that met the link."""
+    source = tmp_path / "notes.csv"
+    source.write_text("content\nThe user likes oolong\n")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")
+    for data_dir in (link, link / "data"):
+        for command in (
+            ("import", source, "--format", "csv"),
+            ("token", "create", "--agent", "planner", "--grant", "u:r"),
+            ("export",),
+        ):
+            code, out, err = _run(capsys, *command, "--data-dir", data_dir)
+            assert (code, out) == (2, "") and f"{link} is a link to {tmp_path / 'gone'}, which is not there" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "notes.csv"]
