@@ -293,28 +293,38 @@ def _export(args: argparse.Namespace) -> int:
                 " write it elsewhere",
                 field="output",
             )
-    with contextlib.ExitStack() as stack:
-        # Opened before the data directory, so that an output that cannot be written stops the
-        # command in one line, and an export that fails leaves the file it would replace as it was.
-        out = sys.stdout.buffer if args.output == "-" else stack.enter_context(_replacing(args.output))
-        with _audited(config, "export", args.namespace) as (entry, security):
-            service = _open_service(config, security, over_http="GET /v1/export")
-            try:
-                export = open_export(
-                    service,
-                    args.namespace,
-                    versions=args.versions,
-                    vectors=args.vectors,
-                    source_deployment=deployment_id(service.config.data_dir),
-                )
-                for chunk in export.chunks():
-                    out.write(chunk)
-                count = export.header["counts"]["memories"]
-                others = [] if count else service.namespaces()
-            finally:
-                service.close()
-            entry.outcome = "ok"
-            entry.detail = f"{count} memories to {args.output}"
+    try:
+        with contextlib.ExitStack() as stack:
+            # Opened before the data directory, so that an output that cannot be written stops the
+            # command in one line, and an export that fails leaves the file it would replace as it was.
+            out = sys.stdout.buffer if args.output == "-" else stack.enter_context(_replacing(args.output))
+            with _audited(config, "export", args.namespace) as (entry, security):
+                service = _open_service(config, security, over_http="GET /v1/export")
+                try:
+                    export = open_export(
+                        service,
+                        args.namespace,
+                        versions=args.versions,
+                        vectors=args.vectors,
+                        source_deployment=deployment_id(service.config.data_dir),
+                    )
+                    for chunk in export.chunks():
+                        out.write(chunk)
+                    out.flush()
+                    count = export.header["counts"]["memories"]
+                    others = [] if count else service.namespaces()
+                finally:
+                    service.close()
+                entry.outcome = "ok"
+                entry.detail = f"{count} memories to {args.output}"
+    except OSError as exc:
+        # A full disk or quota, a file too big, a read-only or failing device: said in one
+        # line, as an output that cannot be opened is, not in a traceback. (A closed pipe is
+        # main's to say.)
+        if isinstance(exc, BrokenPipeError) or exc.errno not in _WRITE_FAILURES:
+            raise
+        where = "standard output" if args.output == "-" else args.output
+        raise InvalidInput(f"cannot write the export to {where}: {exc.strerror or exc}", field="output") from exc
     if args.output != "-":
         # Not into the export itself, where -o names standard output (/dev/stdout): a line
         # after its end line, it was refused when imported.
@@ -532,6 +542,8 @@ def _consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
+# The errors of a write that could not be written (not of a store the export reads).
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
 # How many namespaces an export of an empty one names.
 _NAMESPACES_SHOWN = 10
 # What a command needs its data directory to hold already (``_checked``): the memory store,

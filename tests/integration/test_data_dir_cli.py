@@ -194,8 +194,8 @@ def test_an_export_that_fails_leaves_the_file_it_would_replace_as_it_was(
         raise OSError(28, "No space left on device")  # as a full disk would, after the header
 
     monkeypatch.setattr(engine.portability.Export, "chunks", cut)
-    with pytest.raises(OSError, match="No space left"):
-        main(["export", "--namespace", "u1", "--data-dir", str(data_dir), "-o", str(backup)])
+    code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", backup)
+    assert (code, out) == (2, "") and f"cannot write the export to {backup}: No space left on device" in err
     assert backup.read_bytes() == before  # the last good backup, not a header without its memories
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["data", "u1.jsonl"])  # no part file left
 
@@ -547,3 +547,16 @@ def test_a_data_directory_behind_a_link_to_nothing_is_said_plainly(
             code, out, err = _run(capsys, *command, "--data-dir", data_dir)
             assert (code, out) == (2, "") and f"{link} is a link to {tmp_path / 'gone'}, which is not there" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "notes.csv"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_an_export_that_cannot_be_written_says_so_in_one_line(
+    open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk met while writing (/dev/full answers every write so): a traceback before."""
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", "/dev/full")
+    assert (code, out) == (2, "") and err == "twinmem: cannot write the export to /dev/full: No space left on device\n"
+    assert _actions(data_dir)[-1] == ("export", "error")
