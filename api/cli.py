@@ -490,6 +490,8 @@ def _take_away(made: Path | None, data_dir: Path) -> None:
     except (TwinmemError, OSError):
         return  # another twinmem process holds it now: it is that one's
     try:
+        if _holds_anything(data_dir):  # first: reading a store may add its -wal and -shm
+            return
         entries = list(data_dir.iterdir())
         if any(entry.name not in _store_entries() for entry in entries):
             return
@@ -511,14 +513,42 @@ def _take_away(made: Path | None, data_dir: Path) -> None:
             return
 
 
+def _holds_anything(data_dir: Path) -> bool:
+    """Whether the stores in ``data_dir`` hold a memory, a token or a block (or cannot be read):
+    ``token create`` and ``block add`` take no lock on the directory, so one run while the
+    import ran wrote there."""
+    import sqlite3
+
+    from engine.adapters import DB_FILE
+    from engine.adapters.security_store import SECURITY_FILE
+
+    for name, tables in ((DB_FILE, ("memories",)), (SECURITY_FILE, ("tokens", "blocks"))):
+        path = Path(os.path.abspath(data_dir / name))
+        if not path.exists():
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+                if any(db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0] for table in tables):
+                    return True
+        except sqlite3.Error:
+            return True
+    return False
+
+
 def _store_entries() -> frozenset[str]:
     from engine.adapters import DB_FILE, INDEX_DIR, LOCK_FILE
     from engine.adapters.security_store import SECURITY_FILE
     from engine.adapters.session_sqlite import SESSIONS_FILE
+    from engine.portability import DEPLOYMENT_FILE
 
     files = (DB_FILE, SECURITY_FILE, SESSIONS_FILE)
     return frozenset(
-        {LOCK_FILE, INDEX_DIR, *(name + end for name in files for end in ("", "-wal", "-shm", "-journal"))}
+        {
+            LOCK_FILE,
+            INDEX_DIR,
+            DEPLOYMENT_FILE,
+            *(name + end for name in files for end in ("", "-wal", "-shm", "-journal")),
+        }
     )
 
 

@@ -560,3 +560,29 @@ def test_an_export_that_cannot_be_written_says_so_in_one_line(
     code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", "/dev/full")
     assert (code, out) == (2, "") and err == "twinmem: cannot write the export to /dev/full: No space left on device\n"
     assert _actions(data_dir)[-1] == ("export", "error")
+
+
+def test_a_refused_import_keeps_a_token_created_in_its_new_data_directory_meanwhile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``token create`` takes no lock on the data directory: one run while the import ran
+    stored a token (shown once) that the import's clean-up then removed with the directory."""
+    import engine.importers
+
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("hello\n")
+    new = tmp_path / "new" / "data"
+    real_import = engine.importers.run_import
+    tokens: list[str] = []
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        code, out, _ = _run(capsys, "token", "create", "--agent", "ops", "--grant", "*:a", "--data-dir", new)
+        assert code == 0
+        tokens.append(out.strip())
+        return real_import(*args, **kwargs)
+
+    monkeypatch.setattr(engine.importers, "run_import", meanwhile)
+    code, _, _ = _run(capsys, "import", garbage, "--data-dir", new)
+    assert code == 1 and tokens
+    code, out, _ = _run(capsys, "token", "list", "--data-dir", new)
+    assert code == 0 and [token["agent"] for token in json.loads(out)] == ["ops"]
