@@ -633,7 +633,11 @@ def _files(held: Held) -> tuple[str, ...]:
 
 
 def _made_for(data_dir: Path) -> Path | None:
-    """The outermost directory that opening ``data_dir`` would make, or None where it is there."""
+    """The outermost directory that opening ``data_dir`` would make, or None where it is there,
+    or where that cannot be told from the path: through ``..`` after a missing part
+    (``new/../data``), the path reads as missing while what it names may be there."""
+    if ".." in data_dir.parts:
+        return None
     missing = None
     for path in (data_dir, *data_dir.parents):
         if path.exists():

@@ -586,3 +586,17 @@ def test_a_refused_import_keeps_a_token_created_in_its_new_data_directory_meanwh
     assert code == 1 and tokens
     code, out, _ = _run(capsys, "token", "list", "--data-dir", new)
     assert code == 0 and [token["agent"] for token in json.loads(out)] == ["ops"]
+
+
+def test_a_refused_import_keeps_a_directory_that_was_there_named_through_dot_dot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--data-dir new/../data`` with ``new`` not there: the path reads as missing (``new``
+    is), but ``data`` was there, made ready by its owner; it is not taken away."""
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_text("hello\n")
+    ready = tmp_path / "data"
+    ready.mkdir(mode=0o750)
+    code, _, _ = _run(capsys, "import", garbage, "--data-dir", f"{tmp_path}/new/../data")
+    assert code == 1
+    assert ready.is_dir()
