@@ -460,10 +460,10 @@ def _import(args: argparse.Namespace) -> int:
             entry.detail = (
                 f"{args.file}: {report.inserted} inserted, {report.updated} updated, {report.unchanged} unchanged"
             )
-    except InvalidInput:
-        _take_away(
-            made, Path(config.data_dir)
-        )  # refused whole (not JSON, a column the file lacks): nothing was written
+    except (InvalidInput, KeyboardInterrupt):
+        # Refused whole (not JSON, a column the file lacks), or cut short by Ctrl-C: one
+        # transaction, nothing was written (and where it was, the clean-up leaves it all).
+        _take_away(made, Path(config.data_dir))
         raise
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
     if not report.written:

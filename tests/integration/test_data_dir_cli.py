@@ -600,3 +600,23 @@ def test_a_refused_import_keeps_a_directory_that_was_there_named_through_dot_dot
     code, _, _ = _run(capsys, "import", garbage, "--data-dir", f"{tmp_path}/new/../data")
     assert code == 1
     assert ready.is_dir()
+
+
+def test_an_import_cut_short_leaves_no_data_directory_it_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while it read the file: nothing was written, and the new, empty store was left
+    for the next command to read as the data ("exported 0 memories")."""
+    import engine.importers
+
+    source = tmp_path / "notes.csv"
+    source.write_text("content\nThe user likes oolong\n")
+
+    def cut(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine.importers, "run_import", cut)
+    new = tmp_path / "new" / "data"
+    code, out, err = _run(capsys, "import", source, "--format", "csv", "--data-dir", new)
+    assert (code, out, err) == (130, "", "twinmem: interrupted\n")
+    assert not new.parent.exists()
