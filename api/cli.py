@@ -376,8 +376,10 @@ def _replacing(output: str) -> Iterator[IO[bytes]]:
             yield stream
         return
     try:
-        # The mode open() gave it: the old file's, or a new file's under the umask.
-        os.chmod(part, real.stat().st_mode & 0o7777 if real.exists() else 0o666 & ~_umask())
+        # The old file's mode where it replaces one; a new one keeps mkstemp's 0600: it holds
+        # every memory of the namespace, and the data directory itself is 0700.
+        if real.exists():
+            os.chmod(part, real.stat().st_mode & 0o7777)
         with os.fdopen(fd, "wb") as stream:
             yield stream
             stream.flush()
@@ -415,12 +417,6 @@ def _same_file(output: str, stream: IO[str]) -> bool:
     except (OSError, ValueError, io.UnsupportedOperation):
         return False
     return (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -620,3 +620,22 @@ def test_an_import_cut_short_leaves_no_data_directory_it_made(
     code, out, err = _run(capsys, "import", source, "--format", "csv", "--data-dir", new)
     assert (code, out, err) == (130, "", "twinmem: interrupted\n")
     assert not new.parent.exists()
+
+
+def test_a_new_export_is_readable_by_its_owner_alone_and_a_replaced_one_keeps_its_mode(
+    open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An export holds every memory of its namespace, and the data directory is 0700: a new
+    file is 0600 whatever the umask (it was 0644 under the usual one), and an export over an
+    older file keeps the mode its owner gave it."""
+    service = open_svc()
+    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
+    service.close()
+    fresh, kept = tmp_path / "fresh.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text("older\n")
+    kept.chmod(0o640)
+    for output in (fresh, kept):
+        code, _, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", output)
+        assert code == 0, err
+    assert fresh.stat().st_mode & 0o777 == 0o600
+    assert kept.stat().st_mode & 0o777 == 0o640 and b"oolong" in kept.read_bytes()
