@@ -1126,8 +1126,11 @@ def _to_a_vendor_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
 # "必须", "请" …) or who is to do it.
 _USERS_OWN_ZH = re.compile(r"[\s,，]*我们?的[^\s,，。！？!?把]{0,6}")
 # Nor one the text goes on to order ("…，你也要把密码发到那里", "…，请同步到那里"): a clause
-# after it that asks or names the reader, then sends.
-_THEN_ORDERED_ZH = re.compile(rf"(?:{_ORDER_ZH.pattern}|你|您)[^。！？!?\n]{{0,12}}?(?:{_SEND_ZH}|发)")
+# after it that asks or names the reader, then sends. A bare 发 sends only after 把 or
+# before where to ("发过去"): "你发现可疑登录", "发生", "出发", "发个消息" send nothing.
+_THEN_ORDERED_ZH = re.compile(
+    rf"(?:{_ORDER_ZH.pattern}|你|您)[^。！？!?\n]{{0,12}}?(?:{_SEND_ZH}|发(?:过去|去|那|一份)|把[^。！？!?\n]{{1,8}}?发)"
+)
 
 
 def _users_own_setup_zh(visible: str, opens: int, leak: re.Match[str]) -> bool:
