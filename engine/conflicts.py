@@ -212,12 +212,29 @@ class _Voice:
 # A text that takes back what it says ("I told you I live in Paris, but I lied", "just
 # kidding", "其实是骗你的", "…是开玩笑的"): whatever it claims, the speaker says is untrue.
 # Read whole, not clause by clause: what is taken back may come before or after.
+# Not one said to be no lie: "不是骗你的", "我没骗你", "这不是开玩笑的", "别以为我在开玩笑",
+# "骗你是小狗" insist on what they say; nor "JK Rowling".
 _RETRACTED = re.compile(
-    r"\b(?:(?:i|we) (?:lied|(?:was|were|am|are) (?:lying|joking|kidding)|made (?:that|it) up)|"
-    r"just (?:kidding|joking)|jk|"
+    r"\b(?:(?:i|we) (?:lied|(?:was|were|am|are) (?:lying|joking|kidding)|"
+    r"made (?:that|it) up(?! (?:to|the|into|onto|a|some)\b))|"
+    r"just (?:kidding|joking)|jk(?=\s*(?:[^\w\s]|$))|"
     r"(?:that|it|this)(?:'s| is| was) (?:a lie|a joke|not true|untrue|made up)|(?:that|it|this) (?:was|is) not true)\b|"
-    r"骗你|逗你(?:玩|的)|开玩笑(?:的|呢|啦)?(?:啦|呢|哈|嘛)?\W*$|(?:那|这)(?:些)?(?:都)?是假的|不是真的"
+    r"(?<![不没别])(?<!不是)(?<!没有)(?<!以为我)(?<!以为我在)(?:骗你(?!是小狗)|逗你(?:玩|的)|开玩笑(?:的|呢|啦)?(?:啦|呢|哈|嘛)?\W*$)|"
+    r"(?:那|这)(?:些)?(?:都)?是假的|不是真的"
 )
+
+# Nor another's word that the speaker lied: "Tom thinks I lied, but I live in Paris".
+_ANOTHER_SAYS = re.compile(
+    r"\b(?!(?:i|we)\b)\w+ (?:says|said|thinks|thought|claims|claimed|believes|insists|insisted) "
+    r"(?:that )?$"
+)
+
+
+def _retracted(said: str) -> bool:
+    return any(
+        _ANOTHER_SAYS.search(said, max(0, taken.start() - 40), taken.start()) is None
+        for taken in _RETRACTED.finditer(said)
+    )
 
 
 @lru_cache(maxsize=8192)
@@ -225,7 +242,7 @@ def _claims(text: str) -> _Reading:
     voice, body = _voice(text)
     if voice is None:
         return _Reading(())
-    if _RETRACTED.search(_normal(body)):
+    if _retracted(_normal(body)):
         # No claim, but it says something: a later home replaces none of it either.
         return _Reading((), (body.strip(),))
     found: list[Claim] = []

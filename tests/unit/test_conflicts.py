@@ -1022,6 +1022,31 @@ def test_a_home_taken_back_in_the_same_text_is_no_home(said: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "不是骗你的，我住在上海",
+        "我没骗你，我住在上海",
+        "我没有骗你，我住在上海",
+        "我住在上海，这不是开玩笑的",
+        "我住在上海，不是开玩笑",
+        "我不是在开玩笑，我住在上海",
+        "我住在上海，别以为我在开玩笑",
+        "我住在上海，骗你是小狗",
+        "Tom thinks I lied, but I live in Paris",
+        "My boss said I was joking, but I live in Paris",
+        "I live in Paris and read JK Rowling every night",
+        "I made it up to Paris at last, and I live in Paris now",
+    ],
+)
+def test_a_home_said_to_be_no_lie_is_a_home(said: str) -> None:
+    # "I'm not lying to you", "this is no joke" insist on what is said: read as taken
+    # back, the home said so replaced no earlier one.
+    # Another's word that the speaker lied, "JK Rowling", "made it up to" take nothing back.
+    assert verdict("I live in Berlin" if said.isascii() else "我住在北京", said) is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I'm not kidding, I moved to Paris") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("The user works at Google", "The user's new job is at Acme"),
