@@ -452,6 +452,12 @@ _EN_PERIOD = re.compile(
     rf"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|{_EN_TRIP_WORDS})\b"
 )
 _EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|temporarily|for the time being)\b")
+# And in Chinese: "我搬到上海住一段时间", "…出差一周", "…过暑假", "…住两个星期"; not since
+# when ("我搬来上海已经一周了", "…住一年了").
+_ZH_STINT = re.compile(
+    r"暂时|临时|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|"
+    r"(?:住|待|呆)上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月)(?!了))"
+)
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
 
@@ -1563,6 +1569,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
     if kind == "residence" and (_LODGING.search(raw) or _ZH_HOSTED.search(raw)):
         return []  # "住在酒店", "住在上海的民宿", "住在朋友家": a stay, not a home
+    if kind == "residence+" and _ZH_STINT.search(raw):
+        return []  # "我搬到上海住一段时间": a stay, not a home
     if kind in ("residence", "residence+"):
         value = _value(raw)
         if _unnamed_place(value):

@@ -945,6 +945,19 @@ def test_a_move_for_a_while_is_no_new_home(said: str) -> None:
 
 @pytest.mark.parametrize(
     "said",
+    ["我搬到上海住一段时间", "我搬到上海出差一周", "我搬到上海过暑假", "我搬到上海住两个星期", "我搬到上海待一阵子"],
+)
+def test_a_move_for_a_while_is_no_new_home_in_chinese_either(said: str) -> None:
+    # As in English: read as a home, a while in Shanghai hid the home in Beijing.
+    assert verdict("我住在北京", said) is Verdict.UNRELATED
+    # A move for a reason, or since a while ("已经一周了"), is still a move.
+    assert verdict("我住在北京", "我搬到上海工作") is Verdict.REPLACE
+    assert verdict("我住在北京", "我搬来上海已经一周了") is Verdict.REPLACE
+    assert verdict("我住在北京", "我搬到上海一年了") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
     [
         "btw I moved to Paris",
         "btw i live in Paris now",
