@@ -64,6 +64,7 @@ from engine import conflicts, guard  # noqa: E402
 from engine.adapters import load_embedder, open_service  # noqa: E402
 from engine.config import Config, GuardPolicy, load_config  # noqa: E402
 from engine.guard import Action  # noqa: E402
+from engine.lifecycle import Merge  # noqa: E402
 from engine.ports import Embedder, Matrix, ReadsText, Vector  # noqa: E402
 from engine.records import Memory, MemoryDraft, Source, Status, Visibility  # noqa: E402
 
@@ -229,6 +230,8 @@ class Outcome:
     pairs: list[dict[str, str]] = field(default_factory=list)
     # Turns folded into an earlier memory that says nearly the same (not the same digest).
     folded: list[tuple[str, str]] = field(default_factory=list)
+    # The turns each merge of the consolidation dry runs would join (``--merged``).
+    merges: list[list[str]] = field(default_factory=list)
     quarantined_texts: list[str] = field(default_factory=list)
     # Turns the write guard redacted (personal data, secrets), by dataset and by kind, and
     # each one as said beside what is stored, for a look by eye (``--redacted``).
@@ -301,6 +304,11 @@ def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool)
             plan = service.consolidator.run(talk.namespace, dry_run=True)
             outcome.archived[talk.dataset] += plan.archived
             outcome.merged[talk.dataset] += plan.merged_sources
+            outcome.merges += [
+                [texts.get(source, source) for source in done.action.source_ids]
+                for done in plan.outcomes
+                if isinstance(done.action, Merge)
+            ]
             if quality and evidence and talk.asked_at is not None:
                 hits = service.recall(talk.question, namespaces=[talk.namespace], top_k=10, reinforce=False).hits
                 found = [hit.memory.memory_id for hit in hits]
@@ -475,6 +483,7 @@ def main() -> int:
     parser.add_argument("--quarantined", action="store_true", help="print every quarantined turn")
     parser.add_argument("--redacted", action="store_true", help="print every redacted turn, as said and as stored")
     parser.add_argument("--folded", action="store_true", help="print every turn folded into a near-duplicate")
+    parser.add_argument("--merged", action="store_true", help="print the turns of every merge a dry run would make")
     parser.add_argument("--rules-only", action="store_true", help="the pure rules over every pair, no model")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
@@ -496,6 +505,10 @@ def main() -> int:
         for outcome in outcomes:
             for kept, folded in outcome.folded:
                 print(f"{outcome.mode}\tfolded\t{folded[:200]!r}\tinto\t{kept[:200]!r}")
+    if args.merged:
+        for outcome in outcomes:
+            for group in outcome.merges:
+                print(f"{outcome.mode}\tmerged\t" + "\t".join(repr(text[:200]) for text in group))
     _print_texts(outcomes, args)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
