@@ -19,7 +19,7 @@ import engine.portability
 from api.cli import main
 from engine.adapters import open_security
 from engine.config import load_config
-from engine.records import MemoryDraft
+from engine.records import Memory, MemoryDraft
 from tests.integration.conftest import OpenService
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,14 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, st
     code = main([str(arg) for arg in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def _stored(open_svc: OpenService) -> Memory:
+    """One memory stored in namespace ``u1`` of the data directory, which is closed again."""
+    service = open_svc()
+    memory = service.save(MemoryDraft("The user likes oolong", namespace="u1")).memory
+    service.close()
+    return memory
 
 
 def _actions(data_dir: Path) -> list[tuple[str, str]]:
@@ -134,9 +142,7 @@ def test_a_refused_import_leaves_no_data_directory_it_made(
         assert not new.parent.exists()
 
     # Into a data directory that was there, the refusal is logged and what was stored stays.
-    service = open_svc()
-    kept = service.save(MemoryDraft("The user likes oolong", namespace="u1")).memory
-    service.close()
+    kept = _stored(open_svc)
     code, _, _ = _run(capsys, "import", garbage, "--data-dir", data_dir)
     assert code == 1
     assert _actions(data_dir)[-1] == ("import", "rejected")
@@ -159,9 +165,7 @@ def test_export_refuses_an_output_it_cannot_write_before_it_opens_anything(
 def test_export_refuses_an_output_in_the_data_directory(
     open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    service = open_svc()
-    kept = service.save(MemoryDraft("The user likes oolong", namespace="u1")).memory
-    service.close()
+    kept = _stored(open_svc)
     link = tmp_path / "backup.jsonl"
     link.symlink_to(data_dir / "twinmem.sqlite3")
     for output in (data_dir / "twinmem.sqlite3", data_dir / "security.sqlite3", data_dir / "u1.jsonl", link):
@@ -180,9 +184,7 @@ def test_an_export_that_fails_leaves_the_file_it_would_replace_as_it_was(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     backup = tmp_path / "u1.jsonl"
     code, _, _ = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", backup)
     assert code == 0
@@ -229,9 +231,7 @@ def test_token_create_refuses_an_agent_name_the_api_refuses(
 def test_an_export_into_a_pipe_is_written_into_it(
     open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     read: list[bytes] = []
@@ -299,9 +299,7 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: 
 def test_a_data_directory_whose_audit_log_is_gone_is_not_read_as_a_new_one(
     open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
 ) -> None:
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     for path in data_dir.glob("security.sqlite3*"):
         path.unlink()  # the tokens, blocks and audit log deleted, the memories kept
     code, out, err = _run(capsys, *command, "--data-dir", data_dir)
@@ -369,9 +367,7 @@ def test_an_export_interrupted_says_so_and_leaves_the_last_backup(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     backup = tmp_path / "u1.jsonl"
     backup.write_bytes(b"the last good backup\n")
 
@@ -468,9 +464,7 @@ def test_an_export_is_on_disk_once_it_says_exported(
     crash after "exported" could leave the old file, or none, under the name."""
     import stat
 
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     backup = tmp_path / "u1.jsonl"
     synced: list[tuple[str, bool]] = []
     real_fsync = os.fsync
@@ -492,9 +486,7 @@ def test_an_export_to_an_open_descriptor_is_written_into_it(
     """``-o /dev/stdout`` (here ``/dev/fd/N``) with the descriptor a file opened to append
     (``>> exports.jsonl``): the export goes where the descriptor writes, after what the file
     held, not renamed over the file, dropping it."""
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     log = tmp_path / "exports.jsonl"
     log.write_text("an earlier export\n")
     fd = os.open(log, os.O_WRONLY | os.O_APPEND)
@@ -514,9 +506,7 @@ def test_an_export_to_standard_output_by_name_holds_the_export_alone(
 ) -> None:
     """``twinmem export -o /dev/stdout > u1.jsonl`` (or ``| gzip``): the line that says what
     was exported goes to stderr, not after the end line, where the import refused it."""
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     written = tmp_path / "u1.jsonl"
     said = tmp_path / "said.txt"
     with open(written, "w") as stdout, open(said, "w") as stderr:
@@ -554,9 +544,7 @@ def test_an_export_that_cannot_be_written_says_so_in_one_line(
     open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A full disk met while writing (/dev/full answers every write so): a traceback before."""
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     code, out, err = _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", "/dev/full")
     assert (code, out) == (2, "") and err == "twinmem: cannot write the export to /dev/full: No space left on device\n"
     assert _actions(data_dir)[-1] == ("export", "error")
@@ -628,9 +616,7 @@ def test_a_new_export_is_readable_by_its_owner_alone_and_a_replaced_one_keeps_it
     """An export holds every memory of its namespace, and the data directory is 0700: a new
     file is 0600 whatever the umask (it was 0644 under the usual one), and an export over an
     older file keeps the mode its owner gave it."""
-    service = open_svc()
-    service.save(MemoryDraft("The user likes oolong", namespace="u1"))
-    service.close()
+    _stored(open_svc)
     fresh, kept = tmp_path / "fresh.jsonl", tmp_path / "kept.jsonl"
     kept.write_text("older\n")
     kept.chmod(0o640)
