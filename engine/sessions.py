@@ -34,7 +34,7 @@ import re
 import threading
 import unicodedata
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -148,17 +148,18 @@ _TAG_DIGEST = 8
 _DIGEST_END = re.compile(rf"#[0-9a-f]{{{_TAG_DIGEST}}}$")
 
 
-def spoken_by(candidate: Candidate) -> Candidate:
+def spoken_by(candidate: Candidate, prefix: str | None = None) -> Candidate:
     """``candidate`` as its ``speaker`` said it: ``<name>: …``, a speaker's line to the
     conflict rules, so that in a group conversation what one speaker says of themselves is
     theirs. Before, every "I" was the same user's: Bob's "I live in Paris" superseded
     Alice's "I live in Berlin". The promotion tags only a run that holds more than one
     voice: a one-to-one chat whose client names the user is the user's own lines (tagged,
     that user's "I moved to Munich" no longer replaced their "I live in Berlin", nor was a
-    repeat of a memory saved without a name folded into it). Unchanged without a speaker."""
+    repeat of a memory saved without a name folded into it). Unchanged without a speaker.
+    ``prefix``: the tag the session gives the speaker (``_session_prefixes``), if not its own."""
     if candidate.speaker is None:
         return candidate
-    prefix = _prefix(candidate.speaker)
+    prefix = prefix or _prefix(candidate.speaker)
     said = None if candidate.said is None else prefix + candidate.said
     return dataclasses.replace(candidate, content=prefix + candidate.content, said=said)
 
@@ -168,21 +169,23 @@ def spoken_by(candidate: Candidate) -> Candidate:
 _GUARD_ROLES = frozenset({"developer", "system"})
 
 
-def _prefix(name: str) -> str:
+def _prefix(name: str, *, distinct: bool = False) -> str:
     """The tag of ``name`` as a line starts with it: written as a tag can hold it (no ``<``,
     ``>`` or line breaks, at most 40 characters; the metadata keeps the name whole). A name
     the tag cannot hold as it is ends its tag with a digest of the whole name: cut to the
     same 40 characters, or to none, two speakers were one voice, and one's "I live in Paris"
     superseded the other's "I live in Berlin". So does a role word ("System", "user",
     "assistant"), so that the speaker is read as a person: "<System>: …" was quarantined
-    as a forged system message, and "<user>" and "<me>" were both read as the user."""
+    as a forged system message, and "<user>" and "<me>" were both read as the user.
+    ``distinct``: given a digest all the same (``_session_prefixes``)."""
     tag = _TAG_CHARS.sub(" ", name).strip()[:_MAX_TAG].strip()
     # The conflict rules read a tag as NFKC folds it, without case: a name that NFKC
     # changes ("Ｂｏｂ"), or that ends as a digest does ("System#1a2b3c4d", the tag "System"
     # is given), is given its own, or it was the voice of the speaker whose tag it spells.
     read = unicodedata.normalize("NFKC", tag).casefold()
     if (
-        tag != name
+        distinct
+        or tag != name
         or conflicts.is_role(tag)
         or read in _GUARD_ROLES
         or unicodedata.normalize("NFKC", tag) != tag
@@ -191,6 +194,28 @@ def _prefix(name: str) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:_TAG_DIGEST]
         tag = f"{tag[: _MAX_TAG - _TAG_DIGEST - 1].strip() or 'speaker'}#{digest}"
     return f"<{tag}>: "
+
+
+def _session_prefixes(names: Iterable[str], fits: Callable[[str, str], bool]) -> dict[str, str]:
+    """The tag of each of a session's speakers, ``names`` in the order they first spoke
+    (those its memories stored hold first): the conflict rules read a tag NFKC-folded and
+    without case, so "Sam" and "sam" were one voice, and one's "I live in Faro" superseded
+    the other's "I live in Bern". The first name read so keeps its tag; a later one is given
+    a digest, unless ``fits(name, prefix)`` says a line of theirs would then run past the
+    content cap: the append let it through with the name's own tag, and its save would fail
+    at every retry of the promotion, so it keeps that tag, as before. The same name is the
+    same tag throughout."""
+    prefixes: dict[str, str] = {}
+    owners: dict[str, str] = {}
+    for name in names:
+        if name in prefixes:
+            continue
+        prefix = _prefix(name)
+        owner = owners.setdefault(unicodedata.normalize("NFKC", prefix).casefold(), name)
+        if owner != name and fits(name, distinct := _prefix(name, distinct=True)):
+            prefix = distinct
+        prefixes[name] = prefix
+    return prefixes
 
 
 class Sessions:
@@ -512,13 +537,24 @@ class Sessions:
         earlier = _Earlier(self.service, info, claimed.candidates, now)
         # Named speakers are told apart only where there is more than one voice to tell apart.
         one_voice = len({candidate.speaker for candidate in claimed.candidates}) == 1
+        cap = self.service.config.limits.max_content_chars
+        longest: dict[str, int] = {}
+        for candidate in claimed.candidates:
+            if candidate.speaker is not None:
+                line = max(len(candidate.content), len(candidate.said or ""))
+                longest[candidate.speaker] = max(longest.get(candidate.speaker, 0), line)
+        prefixes = _session_prefixes(
+            [*earlier.speakers, *(c.speaker for c in claimed.candidates if c.speaker is not None)],
+            lambda name, prefix: len(prefix) + longest.get(name, 0) <= cap,
+        )
         for position, candidate in enumerate(claimed.candidates):
             if earlier.handled(position, candidate):
                 stored = earlier.memory_of(position, candidate)
                 if stored is not None:
                     promotion.already_promoted.append(stored.memory_id)
                 continue
-            drafts.append((candidate, self._draft(ref, info, position, candidate, now, tagged=not one_voice)))
+            prefix = None if one_voice or candidate.speaker is None else prefixes[candidate.speaker]
+            drafts.append((candidate, self._draft(ref, info, position, candidate, now, prefix=prefix)))
         # In batches the service takes (``[limits] max_batch``): a session's candidates are
         # not bounded, and a promotion cut short by a crash finds what it saved already
         # (``_Earlier``).
@@ -546,11 +582,12 @@ class Sessions:
         candidate: Candidate,
         now: datetime,
         *,
-        tagged: bool = True,
+        prefix: str | None,
     ) -> MemoryDraft:
         # The guard judges what was said when the rules left out an explicit request, so
-        # "remember that …" cannot carry an injection past it.
-        line = spoken_by(candidate) if tagged else candidate
+        # "remember that …" cannot carry an injection past it. ``prefix``: the speaker's tag
+        # (``_session_prefixes``), none where the run is one voice.
+        line = candidate if prefix is None else spoken_by(candidate, prefix)
         content = line.content
         if line.said is not None and self._guard_flags(ref.namespace, line.said):
             content = line.said
@@ -715,7 +752,12 @@ class _Earlier:
         self._of_run: dict[str, Memory] = {}
         self._at: dict[int, Memory] = {}  # by the position of its candidate
         self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
+        # Who spoke in what the session stored, in the order they did (``_session_prefixes``).
+        self.speakers: list[str] = []
         for memory in sorted(mine, key=lambda m: (m.created_at, m.memory_id)):
+            speaker = memory.metadata.get("speaker")
+            if isinstance(speaker, str) and speaker:
+                self.speakers.append(speaker)
             if memory.metadata.get("generation") == info.generation:
                 key = memory.metadata.get("candidate") or content_digest(memory.content)
                 self._of_run.setdefault(str(key), memory)

@@ -381,6 +381,49 @@ def test_speakers_whose_names_share_a_tag_do_not_replace_each_other(live: LiveSe
             assert {m["metadata"]["speaker"] for m in listed if m["status"] == "active"} == {first, second}
 
 
+def test_speakers_whose_names_differ_only_in_case_are_two_voices(live: LiveServer) -> None:
+    # The conflict rules read a tag NFKC-folded and without case: "<Sam>" and "<sam>" were
+    # one voice, so sam's Faro superseded Sam's Bern, in one run or in the session's next.
+    bern = {"role": "user", "content": "I live in Bern.", "name": "Sam"}
+    faro = {"role": "user", "content": "I live in Faro.", "name": "sam"}
+    runs = {"one": [[bern, faro]], "two": [[bern, {**faro, "name": "Bob", "content": "I love jazz."}], [faro, bern]]}
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for namespace, appends in runs.items():
+            for messages in appends:
+                appended = http.post("/v1/sessions/case/messages", json={"namespace": namespace, "messages": messages})
+                assert appended.status_code == 200, appended.text
+                promoted = http.post("/v1/sessions/case/close", json={"namespace": namespace}).json()
+                assert promoted["superseded"] == [], promoted
+            listed = http.get("/v1/memories", params={"namespace": namespace, "status": "active"}).json()["memories"]
+            stored = {m["metadata"]["speaker"]: m["content"] for m in listed if "live" in m["content"]}
+            assert stored["Sam"] == "<Sam>: I live in Bern."  # the first keeps its tag as it is
+            assert stored["sam"].startswith("<sam#") and stored["sam"].endswith(">: I live in Faro."), stored
+
+
+def test_a_speaker_named_the_same_in_two_appends_is_one_voice(live: LiveServer) -> None:
+    # Each of a session's speakers keeps one tag: Sam's move, in a later append or in the
+    # session's next run, replaces Sam's home, though "sam" spoke in between.
+    said = [
+        [("Sam", "I live in Bern."), ("sam", "I love jazz.")],
+        [("Bob", "I love tea."), ("Sam", "I moved to Faro.")],
+    ]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for namespace, close_between in (("same", False), ("next", True)):
+            for messages in said:
+                named = [{"role": "user", "content": content, "name": name} for name, content in messages]
+                body = {"namespace": namespace, "messages": named}
+                assert http.post("/v1/sessions/s/messages", json=body).status_code == 200
+                if close_between:
+                    http.post("/v1/sessions/s/close", json={"namespace": namespace}).raise_for_status()
+            if not close_between:
+                http.post("/v1/sessions/s/close", json={"namespace": namespace}).raise_for_status()
+            params = [("namespace", namespace), ("status", "active"), ("status", "superseded")]
+            listed = http.get("/v1/memories", params=params).json()["memories"]
+            status = {m["content"]: m["status"] for m in listed}
+            assert status["<Sam>: I live in Bern."] == "superseded", status
+            assert status["<Sam>: I moved to Faro."] == "active", status
+
+
 def test_a_named_request_too_long_to_judge_with_its_speaker_is_refused(live: LiveServer) -> None:
     # The guard judges a sentence as said ("remember that …") when it flags it, and the
     # promotion then stores it so: with the speaker's tag that ran past max_content_chars,
