@@ -296,7 +296,9 @@ def _claims(text: str) -> _Reading:
                     for claim in read
                     if claim.slot != "residence" or (moved and claim.change) or _ZH_TRIP.search(claim.holder)
                 ]
-            dated = dated or _dated(clause)
+            # A stay for now ("我临时搬到上海，住在浦东", "我搬到上海住一段时间，住在…"): where
+            # the holder stays then is no home either, as after a day.
+            dated = dated or _dated(clause) or _zh_for_now(clause)
             away = away or _away(clause, read)
             found += read
             role = _EN_ROLE.search(clause) if any(claim.slot == "employer" for claim in read) else None
@@ -458,6 +460,8 @@ _ZH_STINT = re.compile(
     r"暂时|临时|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|"
     r"(?:住|待|呆)上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月)(?!了))"
 )
+# Before the verb, for now: what the clause says holds for a while, not from now on.
+_ZH_TEMPORARY = re.compile(r"暂时|临时")
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
 
@@ -470,6 +474,14 @@ def _dated(clause: str) -> bool:
         when = _ZH_DATE.search(clause) or _ZH_WHEN.search(clause)
         return bool(when and not _ZH_SINCE.search(clause) and not _ZH_TRIP.search(clause))
     return bool(_EN_PERIOD.search(clause))
+
+
+def _zh_for_now(clause: str) -> bool:
+    """Whether a Chinese ``clause`` says it holds for now (暂时, 临时), or is a move for a
+    while ("我搬到上海住一段时间")."""
+    if not _HAN.search(clause):
+        return False
+    return bool(_ZH_TEMPORARY.search(clause) or (_MOVED.search(clause) and _ZH_STINT.search(clause)))
 
 
 # Where one stays, not lives: a hotel ("I stay in a hotel in Shanghai", "住在酒店") is no
@@ -1212,6 +1224,11 @@ _ZH_ADVERB = re.compile(
     # The holder's household or company, not someone else ("我们一家", "我家", "我和老婆一起").
     r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
     r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]|"
+    # Who came along, as "I moved to Paris with my friend": the holder's move all the same
+    # (_ZH_COMPANION keeps who it was, which a later move does not take back).
+    r"(?:和|跟着?|与|同|随着?)(?:我的?)?(?:好?朋友|同事|同学|室友|闺蜜|伴侣|男友|女友)|"
+    # For now (_ZH_TEMPORARY): the holder's, but a claim said so is read as none.
+    r"暂时|临时|"
     # Moved with the holder's employer ("我跟着公司搬到了上海", "我随单位调到…"): no one else.
     rf"{_ZH_WITH_EMPLOYER}"
 )
@@ -1458,6 +1475,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
             elif kind == "name" and lead is None and match.group().startswith("名字"):
                 return []  # "我养了一只猫，名字叫橙子": the name of what was just mentioned
             opening = clause[: len(clause) - len(rest) + match.start()]  # "今天我", "我今天"
+            if _ZH_TEMPORARY.search(opening):
+                return []  # "我临时搬到上海", "我暂时住在上海": a stay, as "我搬到上海住一段时间" is
             dated = kind in ("residence", "employer") and _ZH_DATE.search(opening) and not _ZH_SINCE.search(opening)
             if dated or (_ZH_DAY.search(opening) and match.groupdict().get("neg")):
                 return []

@@ -943,6 +943,35 @@ def test_a_move_for_a_while_is_no_new_home(said: str) -> None:
     assert verdict("I live in Berlin", "I moved to Paris this week") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize("said", ["我临时搬到上海", "我暂时搬到上海了", "我暂时住在上海", "我临时在上海工作"])
+def test_a_temporary_move_in_chinese_is_the_users_and_no_new_home(said: str) -> None:
+    # 临时/暂时 before the verb read as someone else ("user的临时" moved to Shanghai): the
+    # verdict was "unrelated" only because of that holder. Read as the user's, it is a
+    # stay, as "我搬到上海住一段时间" is, and the clause after it is still the user's.
+    assert claims(said) == ()
+    assert verdict("我住在北京", said) is Verdict.UNRELATED
+    assert verdict("我在阿里工作", said) is Verdict.UNRELATED
+    assert [claim.holder for claim in claims(said + "，喜欢喝茶")] == ["user"]
+    # Where the user stays then is no home either: read as the user's, it hid Beijing.
+    assert verdict("我住在北京", said + "，住在浦东") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我搬到上海住一段时间，住在浦东") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    "said", ["我跟着朋友搬到了上海", "我和朋友搬到了上海", "我跟朋友一起搬到了上海", "我和同事搬到了上海"]
+)
+def test_a_chinese_move_with_a_friend_is_the_users_move(said: str) -> None:
+    # "跟着朋友" read as someone else ("user的跟着朋友" moved), as "with my wife" does not in
+    # English: the move replaces the home, and who came along is more than the home.
+    assert [claim.holder for claim in claims(said)] == ["user"]
+    assert verdict("我住在北京", said) is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Paris with my friend") is Verdict.REPLACE
+    assert verdict(said, "我搬到杭州了") is Verdict.CONTRADICT
+    assert verdict("I moved to Paris with my friend", "I moved to Rome") is Verdict.CONTRADICT
+    # A friend's own move is still not the user's.
+    assert verdict("我住在北京", "我朋友搬到了上海") is Verdict.UNRELATED
+
+
 @pytest.mark.parametrize(
     "said",
     ["我搬到上海住一段时间", "我搬到上海出差一周", "我搬到上海过暑假", "我搬到上海住两个星期", "我搬到上海待一阵子"],
