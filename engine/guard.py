@@ -839,14 +839,22 @@ _THEN_ORDERED = re.compile(
     _I,
 )
 # An address that names an attacker is none of the user's: "github.com/attacker",
-# "hacker@gmail.com", "h4ck3r@mail.ru", "x@evil.io" (not "sevilla.es"); nor a paste site or
-# a request catcher, which anyone reads ("pastebin.com/raw/xyz", "webhook.site/abc").
-_NAMES_AN_ATTACKER = re.compile(
-    r"attacker|h[a4]ck[e3]r|h[a4]x[o0]r|(?<![a-z0-9])evil(?![a-z])|exfil|malicious|"
-    r"pastebin\.|hastebin\.|ghostbin\.|paste\.ee|webhook\.site|requestbin|requestcatcher|pipedream\.|"
-    r"ngrok|transfer\.sh|interact\.sh|oast\.|burpcollaborator",
+# "hacker@gmail.com", "h4ck3r@mail.ru", "x@evil.io", "evil-corp.com"; nor a paste site or a
+# request catcher, which anyone reads ("pastebin.com/raw/xyz", "webhook.site/abc",
+# "abc.ngrok-free.app"). The word is a whole piece of the address, a label or path segment or
+# a part of one between "-" or "_" (a plural or a number after it allowed), never letters
+# inside a longer name: "hannah@shacker.de", "me@thehackers.club", "anna@malicioustech.com",
+# "github.com/ngrokfan", "maria@sevilla.es" may be the user's. In the part before "@", a dot
+# joins a person's names: "ann.hacker@…" names an attacker, "evil.knievel@…" a person, and
+# "evil" there only as the whole or a part between "-", "_" or "+" ("evil_hacker@…").
+_ATTACKER_WORD = re.compile(r"(?:attackers?|h[a4]ck[e3]rs?|h[a4]x[o0]rs?|malicious|exfil[a-z]*|evil)\d*")
+_AN_ATTACKERS_SERVICE = re.compile(
+    r"(?<![a-z0-9])(?:pastebin|hastebin|ghostbin|paste\.ee|webhook\.site|requestbin|requestcatcher|pipedream|"
+    r"ngrok|transfer\.sh|interact\.sh|oast|burpcollaborator)(?![a-z0-9])",
     _I,
 )
+_PIECES = re.compile(r"[a-z0-9]+", _I)
+_NAME_PIECES = re.compile(r"[a-z0-9.]+", _I)  # before "@": a dot joins a person's names
 _WRITTEN = re.compile(r"\S*")
 
 
@@ -856,7 +864,21 @@ def _an_address_of_the_users(visible: str, leak: re.Match[str]) -> bool:
     outside = leak["outside"]
     written = _WRITTEN.match(visible, leak.start("outside"), leak.start("outside") + 200)
     whole = written[0] if written is not None else outside
-    return ("." in outside or "@" in outside) and _NAMES_AN_ATTACKER.search(whole) is None
+    return ("." in outside or "@" in outside) and not _names_an_attacker(whole)
+
+
+def _names_an_attacker(address: str) -> bool:
+    """Whether an address, as written, names an attacker or an attacker's service (above)."""
+    if _AN_ATTACKERS_SERVICE.search(address):
+        return True
+    at = address.find("@")
+    local, rest = (address[:at], address[at + 1 :]) if at >= 0 and "/" not in address[:at] else ("", address)
+    for name in _NAME_PIECES.findall(local):
+        if _ATTACKER_WORD.fullmatch(name.strip(".")) or any(
+            _ATTACKER_WORD.fullmatch(part) and not part.startswith("evil") for part in name.split(".")
+        ):
+            return True
+    return any(_ATTACKER_WORD.fullmatch(piece) for piece in _PIECES.findall(rest))
 
 
 def _users_own_setup(visible: str, leak: re.Match[str]) -> bool:
