@@ -4,7 +4,8 @@ A recall hands its hits' bonuses to the background reinforcer (``engine.reinforc
 which writes them in one store transaction per gathering and mirrors them into the fast
 network. The recall does not wait for it, but the thread and its writes run beside the
 recalls that follow. Here blocks of ``--block`` questions alternate between reinforcement
-off and on (a flush after each block, so no block pays for the one before), on a store
+off and on, each pair of blocks the same questions, asked off first in one pair and on
+first in the next (a flush after each block, so no block pays for the one before), on a store
 ``latency.py --keep`` left or ``scale.py`` built (``--scale``), query vectors given.
 Printed per arm: wall-clock p50 / p95 / mean, and the main thread's own CPU time (what
 the recall spent itself, not waiting for the interpreter's lock or the other core)::
@@ -49,7 +50,8 @@ def main() -> int:
     args = parser.parse_args()
 
     service, embedder, namespace = open_kept(args.data_dir, from_scale=args.scale)
-    queries = synthetic.queries(args.warmup + args.blocks * args.block, seed=args.seed)
+    pairs = (args.blocks + 1) // 2
+    queries = synthetic.queries(args.warmup + pairs * args.block, seed=args.seed)
     vectors = [embedder.embed_query(query) for query in queries]
     for query, vector in zip(queries[: args.warmup], vectors[: args.warmup], strict=True):
         service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=False)
@@ -59,8 +61,11 @@ def main() -> int:
     cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
     asked = list(zip(queries[args.warmup :], vectors[args.warmup :], strict=True))
     for block in range(args.blocks):
-        arm = ARMS[block % len(ARMS)]
-        for query, vector in asked[block * args.block : (block + 1) * args.block]:
+        # Both arms ask a pair's questions, in turn first: what the second asking finds
+        # warm (the pages, a question's postings) falls to each arm alike.
+        pair, second = divmod(block, 2)
+        arm = ARMS[(pair + second) % len(ARMS)]
+        for query, vector in asked[pair * args.block : (pair + 1) * args.block]:
             start, own = time.perf_counter(), time.thread_time()
             service.recall(query, namespaces=[namespace], top_k=10, vector=vector, reinforce=arm == "on")
             cpu[arm].append(time.thread_time() - own)
