@@ -751,6 +751,9 @@ _OUTSIDE = (
     r"|(?:an?|the|some)\s+(?:external|outside|remote|unknown|foreign)\s+(?:server|host|address|site|website|endpoint|"
     r"url|domain|machine|account)\b|(?:an?\s+|the\s+)?third[- ]part(?:y|ies)\b|(?:the\s+)?(?:attackers?|hackers?)\b"
 )
+# An address opened by a bracket or a quote is the same address: "to <x@evil.io>",
+# 'to "x@example.io"', "发送到「x@example.io」".
+_OPENING = r"[<\"'(\[“‘「『《（]?"
 # A secret's word before a noun names that noun: "the password reset link", "the API key
 # request form", "the password policy".
 _SECRET_AS_MODIFIER = (
@@ -759,7 +762,7 @@ _SECRET_AS_MODIFIER = (
 )
 _EXFILTRATION = re.compile(
     rf"\b(?P<verb>{_SEND_OUT})\b[^.!?\n]{{0,40}}?\b(?P<target>{_SECRETS_EN})\b{_SECRET_AS_MODIFIER}"
-    rf"[^.!?\n]{{0,40}}?\bto\s+(?P<outside>{_OUTSIDE})",
+    rf"[^.!?\n]{{0,40}}?\bto\s+{_OPENING}(?P<outside>{_OUTSIDE})",
     _I,
 )
 # A sentence ends at a full stop that ends a word, not at the one inside "example.com".
@@ -803,7 +806,7 @@ _SENT = (
 )
 _EXFILTRATION_PASSIVE = re.compile(
     rf"\b(?P<target>{_SECRETS_EN})\b{_SECRET_AS_MODIFIER}(?:(?!\b(?:and|or|but|while|whereas)\b)[^.!?\n,;]){{0,40}}?"
-    rf"\b(?:be|is|are|gets?|being)\s+(?:[\w']+\s+)?(?P<verb>{_SENT})\b[^.!?\n]{{0,40}}?\bto\s+(?P<outside>{_OUTSIDE})",
+    rf"\b(?:be|is|are|gets?|being)\s+(?:[\w']+\s+)?(?P<verb>{_SENT})\b[^.!?\n]{{0,40}}?\bto\s+{_OPENING}(?P<outside>{_OUTSIDE})",
     _I,
 )
 _PASSIVE_NOT_DONE = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", _I)
@@ -1097,11 +1100,11 @@ _ANOTHER_OUTSIDE = re.compile(
 )
 _EXFILTRATION_ZH = (
     re.compile(
-        rf"(?P<target>{_SECRETS_ZH})[^。！？!?\n]{{0,20}}?(?P<verb>{_SEND_ZH})[到给至往]?\s*(?P<outside>{_OUTSIDE_ZH})",
+        rf"(?P<target>{_SECRETS_ZH})[^。！？!?\n]{{0,20}}?(?P<verb>{_SEND_ZH})[到给至往]?\s*{_OPENING}(?P<outside>{_OUTSIDE_ZH})",
         _I,
     ),
     re.compile(
-        rf"(?P<verb>{_SEND_ZH})[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})[^。！？!?\n]{{0,6}}?[到给至往]\s*"
+        rf"(?P<verb>{_SEND_ZH})[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})[^。！？!?\n]{{0,6}}?[到给至往]\s*{_OPENING}"
         rf"(?P<outside>{_OUTSIDE_ZH})",
         _I,
     ),
