@@ -307,8 +307,10 @@ def run(mode: str, talks: list[Conversation], embedder: Embedder, quality: bool)
             outcome.merges += [
                 [texts.get(source, source) for source in done.action.source_ids]
                 for done in plan.outcomes
-                if isinstance(done.action, Merge)
+                if isinstance(done.action, Merge) and done.status != "skipped"  # as merged_sources counts
             ]
+            if plan.truncated:  # the report lists its first actions only: --merged would miss some
+                print(f"{talk.namespace}: the dry run listed only {len(plan.outcomes)} of its actions", file=sys.stderr)
             if quality and evidence and talk.asked_at is not None:
                 hits = service.recall(talk.question, namespaces=[talk.namespace], top_k=10, reinforce=False).hits
                 found = [hit.memory.memory_id for hit in hits]
