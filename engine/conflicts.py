@@ -298,7 +298,7 @@ def _claims(text: str) -> _Reading:
                 ]
             # A stay for now ("我临时搬到上海，住在浦东", "我搬到上海住一段时间，住在…"): where
             # the holder stays then is no home either, as after a day.
-            dated = dated or _dated(clause) or _zh_for_now(clause)
+            dated = dated or _dated(clause) or _zh_for_now(clause) or _zh_while(clause)
             away = away or _away(clause, read)
             found += read
             role = _EN_ROLE.search(clause) if any(claim.slot == "employer" for claim in read) else None
@@ -462,6 +462,9 @@ _ZH_STINT = re.compile(
 )
 # Before the verb, for now: what the clause says holds for a while, not from now on.
 _ZH_TEMPORARY = re.compile(r"暂时|临时")
+# When, gone by: "我(和朋友)住在上海的时候很开心", "我在阿里工作那年…" tell of a time, not of
+# where the holder lives or works now. Not "有时候", "平时", "小时", "时间".
+_ZH_WHILE = re.compile(r"(?<![有随按准及暂临同当平小])时候?(?![间代尚装光刻常])|那(?:年|会儿?|阵子?|几年)|期间")
 _MOVED = re.compile(r"\b(?:moved|moving|relocated|joined|started)\b|搬|迁|跳槽|入职|加入|换了?工作")
 
 
@@ -474,6 +477,12 @@ def _dated(clause: str) -> bool:
         when = _ZH_DATE.search(clause) or _ZH_WHEN.search(clause)
         return bool(when and not _ZH_SINCE.search(clause) and not _ZH_TRIP.search(clause))
     return bool(_EN_PERIOD.search(clause))
+
+
+def _zh_while(clause: str) -> bool:
+    """Whether a Chinese ``clause`` tells of a time ("我住在上海的时候"): what the clauses
+    after it say held then ("…，在腾讯工作"), not now."""
+    return bool(_HAN.search(clause) and _ZH_WHILE.search(clause))
 
 
 def _zh_for_now(clause: str) -> bool:
@@ -1477,6 +1486,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
             opening = clause[: len(clause) - len(rest) + match.start()]  # "今天我", "我今天"
             if _ZH_TEMPORARY.search(opening):
                 return []  # "我临时搬到上海", "我暂时住在上海": a stay, as "我搬到上海住一段时间" is
+            if kind.rstrip("+-") in ("residence", "employer") and _ZH_WHILE.search(rest, match.start()):
+                return []  # "我和朋友住在上海的时候很开心": when, not where the holder lives now
             dated = kind in ("residence", "employer") and _ZH_DATE.search(opening) and not _ZH_SINCE.search(opening)
             if dated or (_ZH_DAY.search(opening) and match.groupdict().get("neg")):
                 return []

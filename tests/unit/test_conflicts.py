@@ -974,6 +974,30 @@ def test_a_chinese_move_with_a_friend_is_the_users_move(said: str) -> None:
 
 @pytest.mark.parametrize(
     "said",
+    [
+        "我住在上海的时候很开心",
+        "我和朋友住在上海的时候很开心",
+        "我和朋友住在上海时很开心",
+        "我和朋友住在上海那年",
+        "我和朋友搬到上海的时候认识了他",
+        "我在腾讯工作期间认识了他",
+    ],
+)
+def test_a_chinese_home_told_as_a_time_replaces_nothing(said: str) -> None:
+    # "When I lived in Shanghai (with my friend) I was happy" tells of a time, as "When I
+    # lived in Paris I was happy" does in English: it superseded "我住在北京" (the
+    # companion, read as the user's, widened it), and hid where the user lives now.
+    assert verdict("我住在北京", said) is Verdict.UNRELATED
+    assert verdict("我在阿里工作", said) is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "When I lived in Paris I was happy") is Verdict.UNRELATED
+    # What the clauses after it say held then too; not "有时候", "平时".
+    assert verdict("我在阿里工作", "我住在上海的时候，在腾讯工作") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我和朋友住在上海") is Verdict.REPLACE
+    assert verdict("我住在北京", "我平时住在上海") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
     ["我搬到上海住一段时间", "我搬到上海出差一周", "我搬到上海过暑假", "我搬到上海住两个星期", "我搬到上海待一阵子"],
 )
 def test_a_move_for_a_while_is_no_new_home_in_chinese_either(said: str) -> None:
