@@ -31,6 +31,7 @@ import hashlib
 import logging
 import math
 import re
+import sys
 import threading
 import unicodedata
 import uuid
@@ -716,6 +717,17 @@ class Sessions:
             raise InvalidInput("a message's time must not be in the future", field=where + "at")
 
 
+def _stored_order(memory: Memory) -> tuple[datetime, int, str]:
+    """The order a session's promotions stored ``memory`` in: one promotion stores its
+    memories at one time, so in the order of their candidates (``position``). By id after
+    the time, who spoke first in a run was drawn by chance: "sam", Sam's folded form, took
+    the plain tag in the session's next run as often as not, and "<sam>: I moved to Faro"
+    superseded "<Sam>: I live in Bern"."""
+    position = memory.metadata.get("position")
+    at = position if isinstance(position, int) and not isinstance(position, bool) else sys.maxsize
+    return memory.created_at, at, memory.memory_id
+
+
 class _Earlier:
     """How far an earlier, interrupted promotion of one session run (generation) got,
     read once from the session's memories (the fast network's session postings, then
@@ -754,7 +766,7 @@ class _Earlier:
         self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
         # Who spoke in what the session stored, in the order they did (``_session_prefixes``).
         self.speakers: list[str] = []
-        for memory in sorted(mine, key=lambda m: (m.created_at, m.memory_id)):
+        for memory in sorted(mine, key=_stored_order):
             speaker = memory.metadata.get("speaker")
             if isinstance(speaker, str) and speaker:
                 self.speakers.append(speaker)

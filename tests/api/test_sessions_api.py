@@ -424,6 +424,28 @@ def test_a_speaker_named_the_same_in_two_appends_is_one_voice(live: LiveServer) 
             assert status["<Sam>: I moved to Faro."] == "active", status
 
 
+def test_the_first_of_names_folding_alike_keeps_its_tag_in_the_next_run(live: LiveServer) -> None:
+    # One promotion stores its memories at one time: ordered by id after it, which of the
+    # names folding alike spoke first was drawn by chance, and in the next run another took
+    # Sam's plain tag, so Sam's move no longer replaced Sam's home (1 in 8 here kept it).
+    names = ["Sam", "sam", "SAM", "sAm", "saM", "SAm", "sAM", "SaM"]
+    first = [{"role": "user", "content": "I live in Bern.", "name": "Sam"}]
+    first += [{"role": "user", "content": f"I love tune {n}.", "name": name} for n, name in enumerate(names[1:])]
+    then = [{"role": "user", "content": "I love tea.", "name": "Bob"}]
+    then += [{"role": "user", "content": "I moved to Faro.", "name": "Sam"}]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for messages in (first, then):
+            assert (
+                http.post("/v1/sessions/s/messages", json={"namespace": "n", "messages": messages}).status_code == 200
+            )
+            http.post("/v1/sessions/s/close", json={"namespace": "n"}).raise_for_status()
+        params = [("namespace", "n"), ("status", "active"), ("status", "superseded")]
+        listed = http.get("/v1/memories", params=params).json()["memories"]
+        status = {m["content"]: m["status"] for m in listed}
+        assert status["<Sam>: I moved to Faro."] == "active", status
+        assert status["<Sam>: I live in Bern."] == "superseded", status
+
+
 def test_a_named_request_too_long_to_judge_with_its_speaker_is_refused(live: LiveServer) -> None:
     # The guard judges a sentence as said ("remember that …") when it flags it, and the
     # promotion then stores it so: with the speaker's tag that ran past max_content_chars,
