@@ -536,8 +536,12 @@ class Sessions:
         now = self._clock()
         drafts: list[tuple[Candidate, MemoryDraft]] = []
         earlier = _Earlier(self.service, info, claimed.candidates, now)
-        # Named speakers are told apart only where there is more than one voice to tell apart.
-        one_voice = len({candidate.speaker for candidate in claimed.candidates}) == 1
+        # Named speakers are told apart only where there is more than one voice to tell apart,
+        # in the session, not only in this run: after a close and reopen, Sam alone was the
+        # user's untagged lines, whose "I moved to Faro" left "<Sam>: I live in Bern" active,
+        # and "sam"'s move in the next run superseded Sam's.
+        voices = {candidate.speaker for candidate in claimed.candidates} | earlier.voices
+        one_voice = len(voices) == 1
         cap = self.service.config.limits.max_content_chars
         longest: dict[str, int] = {}
         for candidate in claimed.candidates:
@@ -766,10 +770,15 @@ class _Earlier:
         self._before_runs: dict[str, Memory] = {}  # active, stored by a release before runs were recorded
         # Who spoke in what the session stored, in the order they did (``_session_prefixes``).
         self.speakers: list[str] = []
+        # Whose lines a promotion of the session stored: each speaker, None for unnamed lines.
+        self.voices: set[str | None] = set()
         for memory in sorted(mine, key=_stored_order):
             speaker = memory.metadata.get("speaker")
             if isinstance(speaker, str) and speaker:
                 self.speakers.append(speaker)
+                self.voices.add(speaker)
+            elif "generation" in memory.metadata:
+                self.voices.add(None)
             if memory.metadata.get("generation") == info.generation:
                 key = memory.metadata.get("candidate") or content_digest(memory.content)
                 self._of_run.setdefault(str(key), memory)

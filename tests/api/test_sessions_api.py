@@ -424,6 +424,30 @@ def test_a_speaker_named_the_same_in_two_appends_is_one_voice(live: LiveServer) 
             assert status["<Sam>: I moved to Faro."] == "active", status
 
 
+def test_a_speaker_alone_after_a_reopen_keeps_the_sessions_voice(live: LiveServer) -> None:
+    # Sam alone in the session's next run was read as one voice, the user's untagged lines:
+    # Sam's move left "<Sam>: I live in Bern" active, and then "sam", another speaker,
+    # alone in the run after, superseded Sam's "I moved to Faro".
+    said = [
+        [("Sam", "I live in Bern."), ("Bob", "I love jazz.")],
+        [("Sam", "I moved to Faro.")],
+        [("sam", "I moved to Oslo.")],
+    ]
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for messages in said:
+            named = [{"role": "user", "content": content, "name": name} for name, content in messages]
+            assert http.post("/v1/sessions/s/messages", json={"namespace": "n", "messages": named}).status_code == 200
+            http.post("/v1/sessions/s/close", json={"namespace": "n"}).raise_for_status()
+        params = [("namespace", "n"), ("status", "active"), ("status", "superseded")]
+        listed = http.get("/v1/memories", params=params).json()["memories"]
+        status = {m["content"]: m["status"] for m in listed}
+        assert status["<Sam>: I live in Bern."] == "superseded", status
+        assert status["<Sam>: I moved to Faro."] == "active", status
+        oslo = [m for m in listed if m["metadata"]["speaker"] == "sam"]
+        assert [m["status"] for m in oslo] == ["active"], status
+        assert oslo[0]["content"].startswith("<sam#"), status
+
+
 def test_the_first_of_names_folding_alike_keeps_its_tag_in_the_next_run(live: LiveServer) -> None:
     # One promotion stores its memories at one time: ordered by id after it, which of the
     # names folding alike spoke first was drawn by chance, and in the next run another took
