@@ -183,7 +183,7 @@ def test_a_promotion_interrupted_midway_is_finished_once(open_sess: OpenSessions
     claimed = sessions.store.claim(generation, clock(), 300)
     assert claimed is not None
     # The promoter stored the first memory, then died before finishing.
-    first = sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock())
+    first = sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock(), prefix=None)
     sessions.service.save(first)
     assert sessions.sweep() == []  # its claim is not stale yet
     clock.advance(seconds=300)
@@ -220,7 +220,7 @@ def test_a_close_whose_process_died_is_finished_at_the_next_start(
     # The close claimed the session and stored its first candidate, then the process died.
     claimed = sessions.store.close_session(REF, clock(), CLAIM_STALE_SECONDS)
     assert claimed is not None
-    sessions.service.save(sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock()))
+    sessions.service.save(sessions._draft(REF, claimed.info, 0, claimed.candidates[0], clock(), prefix=None))
     sessions.stop()
     service.close()
     clock.advance(seconds=10)  # back long before the claim would go stale
