@@ -281,8 +281,9 @@ class Recaller:
             hits = self._first_of(query, ranking, ahead, read, set(wanted))
         net = keeper.network
         with net.reading():
-            linked = self._contradicting(net, query, hits)
-        flagged = self._contradictions(net, query, linked, hits)
+            asked = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
+            linked = self._contradicting(net, query, asked, hits)
+        flagged = self._contradictions(net, query, asked, linked, hits)
         windows = query.windows or ()
         return RecallResult(hits, len(ranking.rows), ranking.pool.exact, flagged, windows, query.read_by_model)
 
@@ -798,30 +799,32 @@ class Recaller:
 
     def _guarded(self, hits: list[scoring.Hit], want: int, row_of: dict[str, int]) -> list[scoring.Hit]:
         """The read guard (``guard.check_read``), after fusion and before top_k, so top_k
-        is still filled: the first ``want`` hits the current rules let through. What the
-        rules find in a text is kept in the fast network, so a memory's regexes run once."""
+        is still filled: the first ``want`` hits the current rules let through (``_readable``)."""
         net = self._keeper.network
         passed: list[scoring.Hit] = []
         for hit in hits:
-            memory = hit.memory
-            row, digest = row_of[memory.memory_id], memory.digest
-            findings = net.findings(row, digest)
-            if not findings:
-                findings = guards.read_findings(memory.content)
-                net.keep_findings(row, digest, findings)
-            if guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None:
+            if self._readable(net, row_of[hit.memory.memory_id], hit.memory):
                 passed.append(hit)
                 if len(passed) == want:
                     break
         return passed
 
+    def _readable(self, net: FastNetwork, row: int, memory: Memory) -> bool:
+        """Whether the read guard lets ``memory`` (at ``row``) into recall. What the rules
+        find in a text is kept in the fast network, so a memory's regexes run once."""
+        findings = net.findings(row, memory.digest)
+        if not findings:
+            findings = guards.read_findings(memory.content)
+            net.keep_findings(row, memory.digest, findings)
+        return guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None
+
     def _contradicting(
-        self, net: FastNetwork, query: RecallQuery, hits: Sequence[scoring.Hit]
+        self, net: FastNetwork, query: RecallQuery, asked: MemoryFilter, hits: Sequence[scoring.Hit]
     ) -> dict[str, dict[str, int]]:
         """For each hit with ``CONTRADICTS`` links, the memories at their other ends that the
-        caller sees with a status the query asks for (by default active: a move that a later
-        one superseded no longer clashes with anything), oldest link first, each with its row."""
-        statuses = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
+        caller sees with a status the query asks for (``asked``; by default active: a move
+        that a later one superseded no longer clashes with anything), oldest link first,
+        each with its row."""
         linked: dict[str, dict[str, int]] = {}
         for hit in hits:
             row = net.row_of(hit.memory.memory_id)
@@ -831,7 +834,7 @@ class Recaller:
             others = np.asarray([link.dst if link.src == row else link.src for link in links], dtype=np.int64)
             if not len(others):
                 continue
-            kept = others[net.passes(query.sight, statuses, query.now, others)]
+            kept = others[net.passes(query.sight, asked, query.now, others)]
             if len(kept):
                 linked[hit.memory.memory_id] = {net.id_of(other): other for other in kept.tolist()}
         return linked
@@ -840,6 +843,7 @@ class Recaller:
         self,
         net: FastNetwork,
         query: RecallQuery,
+        asked: MemoryFilter,
         linked: dict[str, dict[str, int]],
         hits: Sequence[scoring.Hit],
     ) -> dict[str, list[str]]:
@@ -853,18 +857,11 @@ class Recaller:
         )
         if not wanted:
             return {hit: list(others) for hit, others in linked.items()}
-        statuses = MemoryFilter(statuses=query.flt.statuses, include_expired=query.flt.include_expired)
-        read = {memory.memory_id: memory for memory in self._store.get_many(query.sight, wanted, statuses, query.now)}
+        read = {memory.memory_id: memory for memory in self._store.get_many(query.sight, wanted, asked, query.now)}
         for others in linked.values():
             for memory_id, row in others.items():
                 memory = read.get(memory_id)
-                if memory is None or memory_id in shown:
-                    continue
-                findings = net.findings(row, memory.digest)
-                if not findings:
-                    findings = guards.read_findings(memory.content)
-                    net.keep_findings(row, memory.digest, findings)
-                if guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None:
+                if memory is not None and memory_id not in shown and self._readable(net, row, memory):
                     shown.add(memory_id)
         flagged = {hit: [memory_id for memory_id in others if memory_id in shown] for hit, others in linked.items()}
         return {hit: others for hit, others in flagged.items() if others}
