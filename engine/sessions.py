@@ -622,19 +622,21 @@ class Sessions:
         voice (a ``pii = "reject"`` namespace dropped their lines)."""
         from engine import guard
 
+        def refused(finding: guard.Finding) -> InvalidInput:
+            return InvalidInput(
+                f"the write guard reads the name {candidate.speaker!r} as {finding.rule} ({finding.kind}): "
+                "its speaker's lines would be stored with it quarantined or redacted; give the speaker's "
+                "own name (or none)",
+                field=f"messages[{number}].name",
+            )
+
         policy = self.service.config.guard.policy_for(namespace)
         # The name is kept whole in the metadata too (``speaker``), which the guard reads
         # as it reads the content: "<|im_start|>system", tagged without its "<", passed
         # the check of the line and had every line of its speaker stored quarantined.
         whole = guard.check_write(candidate.speaker or "", Source.USER_INPUT, policy)
         if whole.action is not guard.Action.ALLOWED and whole.findings:
-            finding = whole.findings[0]
-            raise InvalidInput(
-                f"the write guard reads the name {candidate.speaker!r} as {finding.rule} ({finding.kind}): "
-                "its speaker's lines would be stored with it quarantined or redacted; give the speaker's "
-                "own name (or none)",
-                field=f"messages[{number}].name",
-            )
+            raise refused(whole.findings[0])
         tagged = spoken_by(candidate)
         tag = len(_prefix(candidate.speaker or ""))
         for line in (tagged.content, tagged.said):
@@ -645,12 +647,7 @@ class Sessions:
                 continue
             for finding in verdict.findings:
                 if finding.start < tag:
-                    raise InvalidInput(
-                        f"the write guard reads the name {candidate.speaker!r} as {finding.rule} ({finding.kind}): "
-                        "its speaker's lines would be stored with it quarantined or redacted; give the speaker's "
-                        "own name (or none)",
-                        field=f"messages[{number}].name",
-                    )
+                    raise refused(finding)
 
     def _guard_flags(self, namespace: str, text: str) -> bool:
         from engine import guard
