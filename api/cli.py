@@ -159,7 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
         server["port"] = args.port
     if server:
         overrides["server"] = server
-    config = _checked(load_config(args.config, None, **overrides))
+    config = _checked(load_config(args.config, None, **overrides), new_security=args.new_security_file)
     check_bind(config.auth.mode, config.server.host)
     # Taken here, to refuse a directory in use in one line, and held until the engine opens
     # with it: no other process can take it in between.
@@ -579,7 +579,8 @@ Held = Literal["memories", "audit", "data"] | None
 
 def _config(args: argparse.Namespace, *, held: Held = None) -> Config:
     """The command's config, its data directory checked (``_checked``) before anything opens there."""
-    return _checked(load_config(args.config, None, **_data_dir_override(args)), held=held)
+    new_security = getattr(args, "new_security_file", False)
+    return _checked(load_config(args.config, None, **_data_dir_override(args)), held=held, new_security=new_security)
 
 
 def _data_dir_override(args: argparse.Namespace) -> dict[str, object]:
@@ -592,14 +593,20 @@ def _data_dir_override(args: argparse.Namespace) -> dict[str, object]:
     return {"data_dir": args.data_dir} if args.data_dir is not None else {}
 
 
-def _checked(config: Config, *, held: Held = None) -> Config:
+def _checked(config: Config, *, held: Held = None, new_security: bool = False) -> Config:
     """``config``, once its data directory is a directory, or can be made one: a file there
     stopped each command in a traceback. ``held``: the command reads or changes what is
     stored (a listing, a check, a revocation, a block, an export), so an embedded store's data
     directory must hold the memory store (``"memories"``), the tokens, blocks and audit log
     (``"audit"``) or either (``"data"``) already: a mistyped path would otherwise be made, or
     filled, and read as a new, empty store ("exported 0 memories", "audit log intact: 0 entries", a block stored
-    where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one."""
+    where nothing is served). ``import``, ``token create`` and ``serve`` may make a new one.
+
+    Memories without the tokens, blocks and audit log beside them (``security.sqlite3`` deleted,
+    or left behind when the memory file was copied to another machine) are refused unless
+    ``new_security`` (``--new-security-file``): opened, the file was made anew and empty, so
+    every blocked source could write again and the audit log began again at its first entry,
+    with nothing to say that one had been there."""
     data_dir = Path(config.data_dir)
     gone = next((path for path in (data_dir, *data_dir.parents) if path.is_symlink() and not path.exists()), None)
     if gone is not None:
@@ -618,6 +625,14 @@ def _checked(config: Config, *, held: Held = None) -> Config:
                 f"no tokens, blocks or audit log at {data_dir}: {_files('audit')[0]} is not there, or no longer"
             )
         raise InvalidInput(f"no twinmem data at {data_dir} (a mistyped --data-dir?): nothing to read there")
+    if config.store == "sqlite" and not new_security:
+        memories, security = _files("data")
+        if (data_dir / memories).is_file() and not (data_dir / security).exists():
+            raise InvalidInput(
+                f"{data_dir} holds {memories} but not {security} (its tokens, blocks and audit log): copy it"
+                " back beside the memories, or pass --new-security-file to start with none (no blocks, a new"
+                " audit log)"
+            )
     return config
 
 
@@ -787,6 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help="where the SQLite file and the index live (default ./twinmem-data)")
     serve.add_argument("--config", help="a twinmem TOML file (see twinmem.example.toml)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _new_security_option(serve)
     serve.set_defaults(run=_serve)
     export = commands.add_parser("export", help="write a namespace as JSON Lines (stop the server first)")
     export.add_argument("--namespace", default="default", help="the namespace to export (default: default)")
@@ -795,6 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", default="-", help="the file to write ('-' for standard output)")
     export.add_argument("--versions", action="store_true", help="include every memory's history")
     export.add_argument("--vectors", action="store_true", help="include vectors (base64 float32)")
+    _new_security_option(export)
     export.set_defaults(run=_export)
     import_ = commands.add_parser("import", help="import an export or other tools' data (all or nothing)")
     import_.add_argument("file", help="the file to import")
@@ -804,6 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("--format", default="twinmem", choices=list(IMPORT_FORMATS), help="the file's format")
     import_.add_argument("--map", help="csv/jsonl: twinmem field=column pairs, e.g. content=text,created_at=ts")
     import_.add_argument("--session-id", help="langchain: the session of the messages (default: the file name)")
+    _new_security_option(import_)
     import_.set_defaults(run=_import)
     consolidate = commands.add_parser(
         "consolidate", help="archive faded memories, purge old deletes, merge near-duplicates (stop the server first)"
@@ -812,6 +830,7 @@ def build_parser() -> argparse.ArgumentParser:
     consolidate.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
     consolidate.add_argument("--config", help="a twinmem TOML file")
     consolidate.add_argument("--dry-run", action="store_true", help="only report what would be done")
+    _new_security_option(consolidate)
     consolidate.set_defaults(run=_consolidate)
     token = commands.add_parser("token", help="create, list and revoke agent tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
@@ -820,6 +839,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--grant", action="append", required=True, help="NAMESPACE:PERMS, r/w/a (e.g. user:*:rw); repeatable"
     )
+    _new_security_option(create)
     token_commands.add_parser("list", help="every token (never the token itself)")
     revoke = token_commands.add_parser("revoke", help="revoke a token by its id")
     revoke.add_argument("token_id", help="the id 'token list' shows")
@@ -847,6 +867,7 @@ def build_parser() -> argparse.ArgumentParser:
         source.add_argument("--agent", help="the agent (a token's agent, a memory's actor)")
         source.add_argument("--session", help="the session id its memories carry")
     add.add_argument("--reason", help="why, for the admins who review it")
+    _new_security_option(add)
     block_commands.add_parser("list", help="every block in force, oldest first")
     for sub in block_commands.choices.values():
         sub.add_argument("--data-dir", help="the data directory (default ./twinmem-data)")
@@ -863,6 +884,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.set_defaults(run=_audit_verify)
     return parser
+
+
+def _new_security_option(command: argparse.ArgumentParser) -> None:
+    """For the commands that open the tokens, blocks and audit log, making them where they are not."""
+    command.add_argument(
+        "--new-security-file",
+        action="store_true",
+        help="where the memories are there but security.sqlite3 is not, start a new one (no tokens or blocks)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

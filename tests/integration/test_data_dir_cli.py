@@ -310,6 +310,57 @@ def test_a_data_directory_whose_audit_log_is_gone_is_not_read_as_a_new_one(
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        ("serve", "--port", "8499"),
+        ("export",),
+        ("consolidate",),
+        ("import", "EXPORT"),
+        ("token", "create", "--agent", "planner", "--grant", "u1:rw"),
+        ("block", "add", "--agent", "mallory"),
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_memories_whose_security_file_is_gone_are_not_served_with_a_new_empty_one(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+) -> None:
+    _stored(open_svc)
+    export = tmp_path / "u1.jsonl"
+    assert _run(capsys, "export", "--namespace", "u1", "--data-dir", data_dir, "-o", export)[0] == 0
+    blocked = _run(capsys, "block", "add", "--agent", "mallory", "--data-dir", data_dir)
+    assert blocked[0] == 0
+    for path in data_dir.glob("security.sqlite3*"):
+        path.unlink()  # left behind when the memory file was copied to another machine, say
+
+    def not_reached(host: str, port: int) -> None:
+        raise AssertionError("serve went on to listen")
+
+    monkeypatch.setattr("api.cli._listening_socket", not_reached)
+    argv = [str(export) if part == "EXPORT" else part for part in command]
+    code, out, err = _run(capsys, *argv, "--data-dir", data_dir)
+    # made anew, the file held no block on mallory and an audit log that began again
+    assert (code, out) == (2, "") and "holds twinmem.sqlite3 but not security.sqlite3" in err
+    assert "--new-security-file" in err and not (data_dir / "security.sqlite3").exists()
+
+
+def test_a_new_security_file_is_made_where_asked(
+    open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _stored(open_svc)
+    for path in data_dir.glob("security.sqlite3*"):
+        path.unlink()
+    argv = ("token", "create", "--agent", "planner", "--grant", "u1:rw", "--data-dir", data_dir)
+    code, out, _ = _run(capsys, *argv, "--new-security-file")
+    assert code == 0 and out.strip() and (data_dir / "security.sqlite3").is_file()
+    assert _run(capsys, "token", "list", "--data-dir", data_dir)[0] == 0  # and from now on, without the option
+
+
+@pytest.mark.parametrize(
     "options",
     [
         ("--map", "content=text"),  # a CSV imported without --format csv: its mapping was dropped
