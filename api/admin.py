@@ -53,9 +53,13 @@ AGENT_CHARS = r"[A-Za-z0-9_.:@\-]"
 AGENT_MAX = 128
 
 
+# A token's grants are checked on every request it makes: a bounded list.
+GRANTS_MAX = 64
+
+
 class TokenIn(schemas._Request):
     agent: str = Field(min_length=1, max_length=AGENT_MAX, pattern=rf"^{AGENT_CHARS}+$", description="Agent name.")
-    grants: list[str] = Field(min_length=1, max_length=64, description="NAMESPACE:PERMS, e.g. 'user:*:rw'.")
+    grants: list[str] = Field(min_length=1, max_length=GRANTS_MAX, description="NAMESPACE:PERMS, e.g. 'user:*:rw'.")
 
 
 # A memory's actor and session_id are at most 200 characters (api/schemas.py).
@@ -129,7 +133,10 @@ class TokenNotFound(NotFound):
 
 def create_token(security: SecurityStore, agent: str, grants: list[str]) -> tuple[TokenRecord, str]:
     """Store a new token for ``agent``; returns its record and the token itself (shown once).
-    The agent is checked here too, for ``twinmem token create``, which no ``TokenIn`` checks."""
+    The agent and the number of grants are checked here too, for ``twinmem token create``,
+    which no ``TokenIn`` checks (it stored 10,000 grants, each then read on every request)."""
+    if len(grants) > GRANTS_MAX:
+        raise InvalidInput(f"a token holds at most {GRANTS_MAX} grants, got {len(grants)}", field="grants")
     if not re.fullmatch(rf"{AGENT_CHARS}{{1,{AGENT_MAX}}}", agent):
         raise InvalidInput(
             f"an agent is named in 1-{AGENT_MAX} letters, digits or _ . : @ -, got {agent!r}", field="agent"

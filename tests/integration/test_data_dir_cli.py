@@ -228,6 +228,17 @@ def test_token_create_refuses_an_agent_name_the_api_refuses(
     assert [token["agent"] for token in json.loads(out)] == ["ok"]
 
 
+def test_token_create_refuses_more_grants_than_the_api_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "data"
+    grants = [arg for n in range(65) for arg in ("--grant", f"team{n}:r")]
+    code, out, err = _run(capsys, "token", "create", "--agent", "ok", *grants, "--data-dir", data_dir)
+    assert (code, out) == (2, "") and "at most 64 grants, got 65" in err
+    code, out, _ = _run(capsys, "token", "create", "--agent", "ok", *grants[:128], "--data-dir", data_dir)
+    assert code == 0 and len(json.loads(_run(capsys, "token", "list", "--data-dir", data_dir)[1])[0]["grants"]) == 64
+
+
 def test_an_export_into_a_pipe_is_written_into_it(
     open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
