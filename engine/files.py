@@ -13,11 +13,25 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from engine.errors import StoreError
+
 BLOCK = 8 << 20
 # A data directory twinmem makes is its owner's alone (as PostgreSQL's is): with tokens, the
 # grants keep agents apart, and other local users must not read the files behind them. The
 # parents it makes on the way and a directory that already exists keep their modes.
 DATA_DIR_MODE = 0o700
+
+
+def make_data_dir(path: Path) -> None:
+    """Make the data directory ``path`` (``DATA_DIR_MODE``) where it is not there; where it
+    cannot be made (under /proc, a read-only mount, no permission), a ``StoreError`` that
+    names it, which the command line says in one line (a traceback before)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+    except OSError as exc:
+        raise StoreError(f"could not make the data directory {path}: {exc.strerror or exc}") from exc
+
+
 # What a meta file names a checksum by; "sha256" is read in the files saved before.
 CHECKSUM = "xxh3_128"
 _ZIP_LOCAL_HEADER = struct.Struct("<4s22xHH")

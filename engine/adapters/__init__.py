@@ -30,7 +30,7 @@ from engine.config import Config
 from engine.entities import extract_entities
 from engine.errors import ConfigError, EmbedderError, StoreError
 from engine.fast_network import FastNetwork
-from engine.files import DATA_DIR_MODE
+from engine.files import make_data_dir
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, SecurityStore, SessionStore, Store
 from engine.records import utcnow
@@ -90,7 +90,7 @@ class _DirLock:
         self._fh: IO[str] | None = None
 
     def acquire(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+        make_data_dir(self._path.parent)
         fh = open(self._path, "a+", encoding="utf-8")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.codec import from_iso, to_iso
 from engine.errors import StoreError
-from engine.files import DATA_DIR_MODE
+from engine.files import make_data_dir
 from engine.security import (
     GENESIS_HASH,
     AuditEvent,
@@ -102,7 +102,7 @@ class SqliteSecurityStore:
 
     def open(self) -> None:
         with self._translate("open the security store"):
-            self._path.parent.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+            make_data_dir(self._path.parent)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.errors import StoreError
-from engine.files import DATA_DIR_MODE
+from engine.files import make_data_dir
 from engine.session_records import (
     Candidate,
     Claimed,
@@ -121,7 +121,7 @@ class SqliteSessionStore:
 
     def open(self) -> None:
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+            make_data_dir(self._path.parent)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")

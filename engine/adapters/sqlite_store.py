@@ -30,7 +30,7 @@ from engine import limits
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
-from engine.files import DATA_DIR_MODE
+from engine.files import make_data_dir
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
     Change,
@@ -206,7 +206,7 @@ class SqliteStore:
 
     def open(self) -> None:
         with self._translate("open"):
-            self._path.parent.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+            make_data_dir(self._path.parent)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")

@@ -239,6 +239,20 @@ def test_token_create_refuses_more_grants_than_the_api_takes(
     assert code == 0 and len(json.loads(_run(capsys, "token", "list", "--data-dir", data_dir)[1])[0]["grants"]) == 64
 
 
+@pytest.mark.parametrize(
+    "command", [("serve", "--port", "8499"), ("token", "create", "--agent", "a", "--grant", "u:r")], ids=lambda c: c[0]
+)
+def test_a_data_directory_that_cannot_be_made_is_said_in_one_line(
+    capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    data_dir = Path("/proc/twinmem-data")  # no directory can be made there, not even by root
+    code, out, err = _run(capsys, *command, "--data-dir", data_dir)
+    assert (code, out) == (
+        2,
+        "",
+    ) and err == f"twinmem: could not make the data directory {data_dir}: No such file or directory\n"
+
+
 def test_an_export_into_a_pipe_is_written_into_it(
     open_svc: OpenService, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
