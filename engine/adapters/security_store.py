@@ -12,7 +12,8 @@ that, the oldest entries are moved out to a JSON Lines file in ``audit-archive/`
 beside it (``audit-<first seq>-<last seq>.jsonl``, one row a line, fsynced before the
 rows leave the table), so that the table stays small and nothing is ever dropped.
 ``audit_rows`` reads the archive files first and then the table, so verifying the hash
-chain still walks every entry since the first one.
+chain still walks every entry since the first one (a file a rotation wrote meanwhile,
+beside a running server, is read before the table is read again).
 """
 
 from __future__ import annotations
@@ -232,28 +233,42 @@ class SqliteSecurityStore:
         # which starts where it did. Such a second copy is read once; any other row at a
         # position already read (a forged line beside the real one) goes to verification.
         before: dict[int, AuditRow] = {}
-        for path in sorted(self._archive.glob("audit-*.jsonl")) if self._archive.is_dir() else []:
-            current: dict[int, AuditRow] = {}
-            with path.open(encoding="utf-8") as lines:
-                for number, line in enumerate(lines, start=1):
-                    row = _archived(line, f"line {number} of {ARCHIVE_DIR}/{path.name}")
-                    copy = 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq))
-                    current[row.seq] = row  # a copy too: a third file of a twice-failed rotation holds it
-                    if copy:
-                        continue  # the same row archived twice
-                    archived = max(archived, row.seq)
-                    yield row
-            before = current
-        with self._transaction() as db:
-            rows = db.execute(
-                "SELECT seq, entry, prev_hash, hash, actor, action, at,"
-                " (SELECT json_group_array(namespace) FROM audit_namespaces n WHERE n.seq = audit.seq)"
-                " FROM audit WHERE seq > ? ORDER BY seq",
-                (archived,),
-            ).fetchall()
+        read: set[str] = set()
+        while True:
+            for path in self._archives():
+                if path.name in read:
+                    continue
+                read.add(path.name)
+                current: dict[int, AuditRow] = {}
+                with path.open(encoding="utf-8") as lines:
+                    for number, line in enumerate(lines, start=1):
+                        row = _archived(line, f"line {number} of {ARCHIVE_DIR}/{path.name}")
+                        copy = 0 < row.seq <= archived and row == current.get(row.seq, before.get(row.seq))
+                        current[row.seq] = row  # a copy too: a third file of a twice-failed rotation holds it
+                        if copy:
+                            continue  # the same row archived twice
+                        archived = max(archived, row.seq)
+                        yield row
+                before = current
+            with self._transaction() as db:
+                rows = db.execute(
+                    "SELECT seq, entry, prev_hash, hash, actor, action, at,"
+                    " (SELECT json_group_array(namespace) FROM audit_namespaces n WHERE n.seq = audit.seq)"
+                    " FROM audit WHERE seq > ? ORDER BY seq",
+                    (archived,),
+                ).fetchall()
+            # A rotation (a server appending meanwhile) that ran after the files were listed
+            # moved the table's oldest rows to a file not read yet: read it, then the table
+            # again. Verifying beside a running server reported the chain broken there.
+            if (rows[0][0] if rows else None) != archived + 1 and any(p.name not in read for p in self._archives()):
+                continue
+            break
         for seq, entry, prev_hash, digest, *columns in rows:
             row = _row((seq, entry, prev_hash, digest))
             yield replace(row, problem=_columns_problem(row.entry, *columns))
+
+    def _archives(self) -> list[Path]:
+        return sorted(self._archive.glob("audit-*.jsonl")) if self._archive.is_dir() else []
 
     # --- blocked sources -------------------------------------------------------
 
