@@ -58,6 +58,7 @@ from engine.records import (
     Visibility,
     content_digest,
 )
+from engine.security import AuditEvent
 from engine.service import MemoryService, SaveResult
 from engine.session_records import (
     SESSION_ID_PATTERN,
@@ -501,10 +502,26 @@ class Sessions:
                     log.exception("promoting session generation %s failed; it is tried again later", generation)
                     continue
                 if promotion is not None:
+                    self._audit_sweep(promotion)
                     done.append(promotion)
                     progressed = True
             if len(due) < SWEEP_BATCH or not progressed:
                 return done
+
+    def _audit_sweep(self, promotion: Promotion) -> None:
+        """Audit a promotion no request made (a close is audited as its request is): the
+        memories it wrote, as actor ``twinmem``, as a block's pass finished at start is."""
+        security = self.service.security
+        if security is None:
+            return
+        ref = promotion.ref
+        detail = f"session {ref.session_id!r} of {ref.agent!r} promoted by the sweep ({promotion.reason})"
+        ids = tuple(dict.fromkeys([*promotion.created, *promotion.deduplicated]))
+        security.append_audit(
+            AuditEvent(
+                "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail
+            )
+        )
 
     def _promote(self, generation: str, reason: str) -> Promotion | None:
         claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)

@@ -769,3 +769,20 @@ def test_a_blocked_writers_repeat_of_a_memory_does_not_reinforce_it(
     promoted = closed.json()
     assert promoted["deduplicated"] == [] and len(promoted["quarantined"]) == 1, promoted
     assert promoted["quarantined"] != [memory_id], promoted
+
+
+def test_a_session_promoted_at_its_expiry_is_in_the_audit_log(live: LiveServer) -> None:
+    # A close is a request, audited with the memories it promoted; a promotion at expiry, by
+    # the sweep, wrote long-term memories that no audit entry named.
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        said = {"namespace": "team", "expire_after_seconds": 0.05}
+        said["messages"] = [{"role": "user", "content": "My favourite editor is Helix."}]
+        assert http.post("/v1/sessions/s-expiring/messages", json=said).status_code == 200
+        time.sleep(0.2)
+        (promotion,) = live.app.state.sessions.sweep()
+        assert len(promotion.created) == 1, promotion
+        entries = http.get("/v1/admin/audit", params={"action": "session"}).json()["entries"]
+        swept = [entry for entry in entries if promotion.created[0] in entry["memory_ids"]]
+        assert len(swept) == 1, entries
+        assert swept[0]["actor"] == "twinmem" and swept[0]["namespaces"] == ["team"]
+        assert swept[0]["outcome"] == "ok" and "s-expiring" in swept[0]["detail"]
