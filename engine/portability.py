@@ -209,9 +209,8 @@ def open_export(
     now = now or utcnow()
     store = service.store
     sight = sight_of([namespace], scope)
-    by_status = {
-        status.value: len(store.filtered_ids(sight, _only(status), now, COUNT_LIMIT)) for status in ALL_STATUSES
-    }
+    present = {status.value: store.filtered_ids(sight, _only(status), now, COUNT_LIMIT) for status in ALL_STATUSES}
+    by_status = {status: len(ids) for status, ids in present.items()}
     embedder = service.embedder
     header = {
         "kind": "header",
@@ -225,7 +224,8 @@ def open_export(
         # Counted as the export starts; the end line counts what was written.
         "counts": {"memories": sum(by_status.values()), "by_status": by_status},
     }
-    return Export(header, _memory_lines(service, sight, versions=versions, vectors=vectors, now=now))
+    listed = {memory_id for ids in present.values() for memory_id in ids}
+    return Export(header, _memory_lines(service, sight, listed, versions=versions, vectors=vectors, now=now))
 
 
 def _only(status: Status) -> MemoryFilter:
@@ -233,8 +233,13 @@ def _only(status: Status) -> MemoryFilter:
 
 
 def _memory_lines(
-    service: MemoryService, sight: Scope, *, versions: bool, vectors: bool, now: datetime
+    service: MemoryService, sight: Scope, listed: set[str], *, versions: bool, vectors: bool, now: datetime
 ) -> Iterator[bytes]:
+    """The memory lines and the end line. ``listed`` holds the ids the namespace had as the
+    export began (and gains each one written): the pages are read one after the other while
+    writes go on, and a link to a memory saved after its page was read (a session's ``NEXT``
+    from an older memory of it) is left out with that memory, so the file's own import never
+    finds a link to a memory that is nowhere."""
     store = service.store
     counts = Counter[str]()
     cursor: str | None = None
@@ -246,10 +251,15 @@ def _memory_lines(
                 ids = [m.memory_id for m in page.items if m.embedding_model == model]
                 found.update(store.vectors(ids, model))
         chunk: list[bytes] = []
+        listed.update(memory.memory_id for memory in page.items)
         for memory in page.items:
             item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
             edges = sorted(
-                (edge for edge in store.edges(sight, memory.memory_id) if edge.src == memory.memory_id),
+                (
+                    edge
+                    for edge in store.edges(sight, memory.memory_id)
+                    if edge.src == memory.memory_id and edge.dst in listed
+                ),
                 key=lambda edge: (edge.kind, edge.dst, edge.created_at),
             )
             item["edges"] = [{"kind": e.kind, "to": e.dst, "created_at": to_iso(e.created_at)} for e in edges]

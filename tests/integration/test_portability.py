@@ -19,6 +19,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from engine import portability
 from engine.adapters import DB_FILE
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
@@ -385,6 +386,34 @@ def test_every_bad_line_is_reported_and_nothing_is_written(
     assert "not JSON" in report.errors[1].message
     assert "base64" in report.errors[2].message
     assert_nothing_written(report, target, seq)
+
+
+def test_an_export_taken_while_a_session_grows_still_imports(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory saved after the export read its page is not in the file, so neither is the
+    NEXT link an older memory of its session, read later, gained to it: the file imports
+    (it used to hold that link, and its own import refused the whole file)."""
+    source = make_service()
+    first = source.save(MemoryDraft(content="We talked about gardening", namespace=NS, session_id="s-1"))
+    clock.advance(minutes=1)
+    source.save(MemoryDraft(content="Unrelated note about the office printer", namespace=NS))
+    clock.advance(minutes=1)
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    export = open_export(source, NS, source_deployment="test")
+    header = next(export.chunks())
+    newest_page = next(export.lines)
+    later = source.save(MemoryDraft(content="Tomatoes need full sun", namespace=NS, session_id="s-1"))
+    assert [e.dst for e in source.store.edges(Scope.whole([NS]), first.memory.memory_id)] == [later.memory.memory_id]
+    data = header + newest_page + b"".join(export.lines)
+
+    items = {item["memory"]["memory_id"]: item for item in lines(data) if item["kind"] == "memory"}
+    assert later.memory.memory_id not in items
+    assert items[first.memory.memory_id]["edges"] == []
+    target = make_service(name="target")
+    report = import_bytes(target, data)
+    assert report.written, report.errors
+    assert report.inserted == 2
 
 
 @pytest.mark.parametrize("cut", ["mid-line", "line-boundary", "header-only"])
