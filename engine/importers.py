@@ -14,7 +14,8 @@ item itself, so importing the same file twice changes nothing.
   of ``{"type": "human" | "ai" | "tool" | ..., "data": {"content": ...}}``), the
   on-disk format of ``FileChatMessageHistory``. Each message becomes an
   ``event`` of the session, its role in ``metadata.role``, consecutive messages
-  linked by ``NEXT`` edges. System messages are left out. Messages are kept as
+  linked by ``NEXT`` edges; a message longer than a memory may be is kept as parts,
+  in order (``metadata.part`` / ``parts``). System messages are left out. Messages are kept as
   they were said, not distilled into facts: that is what a session does, once
   the chat is appended to one and closed (the report's note says so).
 * ``csv`` / ``jsonl``: a table, one memory a row, with a mapping of twinmem
@@ -43,6 +44,7 @@ from engine.owners import OWNERS, namespace_of, too_long
 from engine.portability import FORMAT, Entry, ImportReport, derived_id, import_entries, is_memory_id, read_export
 from engine.records import DEFAULT_NAMESPACE, Memory, Source, Status, Visibility, utcnow
 from engine.service import MemoryService
+from engine.text import parts as text_parts
 
 FORMATS = ("twinmem", "mem0", "langchain", "csv", "jsonl")
 # twinmem fields a CSV/JSONL column can fill.
@@ -302,18 +304,36 @@ def read_langchain(raw: bytes | str, *, config: Config, namespace: str, now: dat
         origin = {name: data[name] for name in ("id", "name", "tool_call_id") if data.get(name)}
         origin["type"] = kind
         kept.append((position, role, text, origin, data))
-    ids = [derived_id("langchain", session_id, str(position), text) for position, _, text, _, _ in kept]
-    for index, (position, role, text, origin, data) in enumerate(kept):
-        following = [("NEXT", ids[index + 1])] if index + 1 < len(kept) else []
+    # A message longer than a memory may be is kept as parts, in order (one past the bound
+    # failed its line, and so the whole history); one that fits keeps the id it always had.
+    cap = config.limits.max_content_chars
+    said: list[tuple[str, int, str, str | None, dict[str, Any]]] = []  # id, position, text, actor, metadata
+    for position, role, text, origin, data in kept:
+        actor = data.get("name") if role == "assistant" else None
+        metadata = {"role": role, "position": position, "langchain": origin}
+        pieces = [text] if len(text) <= cap else text_parts(text, cap)
+        if not pieces:
+            notes.append(f"message {position}: no text (invisible characters only), left out")
+            continue
+        if len(pieces) == 1:
+            memory_id = derived_id("langchain", session_id, str(position), text)
+            said.append((memory_id, position, pieces[0], actor, metadata))
+            continue
+        notes.append(f"message {position}: {len(text)} characters, kept as {len(pieces)} parts (at most {cap} each)")
+        for number, piece in enumerate(pieces, start=1):
+            memory_id = derived_id("langchain", session_id, f"{position}.{number}", piece)
+            said.append((memory_id, position, piece, actor, {**metadata, "part": number, "parts": len(pieces)}))
+    for index, (memory_id, position, text, actor, metadata) in enumerate(said):
+        following = [("NEXT", said[index + 1][0])] if index + 1 < len(said) else []
         entries.append(
             build.entry(
                 position,
-                memory_id=ids[index],
+                memory_id=memory_id,
                 content=text,
                 category="event",
                 session_id=session_id,
-                actor=data.get("name") if role == "assistant" else None,
-                metadata={"role": role, "position": position, "langchain": origin},
+                actor=actor,
+                metadata=metadata,
                 edges=following,
             )
         )

@@ -261,6 +261,36 @@ def is_blank(text: str) -> bool:
 
 _SILENT = frozenset(("Cc", "Cf"))
 
+# Where a part of a long text may end, best first: after a paragraph, a sentence, a line,
+# at any whitespace (the rule of ``twinmem_client.limits.split_content``, which the
+# adapters split a long message by; the client cannot import the engine, nor it the client).
+_PART_ENDS = (
+    re.compile(r"\n\s*\n"),
+    re.compile(r"[.!?;。！？；…](?:[\"'”’)\]]*)\s+|[。！？；]"),
+    re.compile(r"\n"),
+    re.compile(r"\s+"),
+)
+
+
+def parts(text: str, limit: int) -> list[str]:
+    """``text`` stripped, as parts of at most ``limit`` characters each, in order, each
+    ending at a paragraph, sentence or word boundary where one lies in the second half of
+    its span (else cut at the limit), stripped; blank parts are left out."""
+    rest = text.strip()
+    found: list[str] = []
+    while len(rest) > limit:
+        window = rest[: limit + 1]  # one more: a boundary right at the limit counts
+        size = limit
+        for pattern in _PART_ENDS:
+            ends = [m.end() for m in pattern.finditer(window) if m.end() > limit // 2]
+            if ends:
+                size = min(ends[-1], limit)
+                break
+        found.append(rest[:size].strip())
+        rest = rest[size:].lstrip()
+    found.append(rest)
+    return [part for part in found if not is_blank(part)]
+
 
 def is_chinese(text: str) -> bool:
     """Whether ``text`` holds a CJK character (a Chinese search term does)."""

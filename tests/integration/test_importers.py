@@ -219,6 +219,38 @@ def test_a_history_that_grew_by_several_messages_keeps_its_next_chain_whole(serv
         assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}, earlier.content
 
 
+def test_a_message_longer_than_a_memory_is_kept_as_parts_in_order(service: MemoryService) -> None:
+    """An assistant's long answer (code, a plan) is common in a chat history; one past
+    ``max_content_chars`` failed its line, and so the whole history, all or nothing, with no
+    way to import it but to edit the file. It is kept as parts, as the Agent Framework
+    provider keeps a long message: in order, each within the bound, linked ``NEXT``."""
+    cap = service.config.limits.max_content_chars
+    answer = " ".join(f"Step {n}: water the tomatoes in the morning and check the leaves." for n in range(150))
+    assert cap < len(answer) <= 2 * cap
+    said = ["How do I look after tomatoes?", answer, "Thanks, that helps"]
+    messages = [{"type": "human" if i % 2 == 0 else "ai", "data": {"content": text}} for i, text in enumerate(said)]
+    data = json.dumps(messages).encode()
+    report = run_import(service, io.BytesIO(data), format_name="langchain", namespace="alex", session_id="garden")
+    assert report.written, report.errors
+    assert report.inserted == 4
+    assert any("message 2" in note and "2 parts" in note for note in report.notes), report.notes
+    events = sorted(stored(service, "alex"), key=lambda m: (m.metadata["position"], m.metadata.get("part", 0)))
+    assert [(m.metadata["position"], m.metadata.get("part"), m.metadata.get("parts")) for m in events] == [
+        (1, None, None),
+        (2, 1, 2),
+        (2, 2, 2),
+        (3, None, None),
+    ]
+    assert all(len(m.content) <= cap for m in events)
+    assert " ".join(m.content for m in events[1:3]) == answer
+    assert events[1].content.endswith("leaves.")  # cut at a sentence's end
+    for earlier, later in itertools.pairwise(events):
+        links = service.store.edges(Scope.whole(["alex"]), earlier.memory_id)
+        assert (earlier.memory_id, later.memory_id, "NEXT") in {(e.src, e.dst, e.kind) for e in links}
+    again = run_import(service, io.BytesIO(data), format_name="langchain", namespace="alex", session_id="garden")
+    assert (again.inserted, again.unchanged) == (0, 4)
+
+
 @pytest.mark.parametrize(
     "row",
     [
