@@ -55,7 +55,7 @@ import numpy as np
 from engine import limits, text
 from engine.codec import as_utc, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import GuardRejected, InvalidInput
-from engine.ports import Edge, ImportedRecord, Vector
+from engine.ports import Edge, ImportedRecord, Store, Vector
 from engine.records import Memory, MemoryFilter, Scope, Status, Version, sight_of, utcnow
 from engine.service import NAMESPACE_PATTERN, MemoryService
 
@@ -252,21 +252,22 @@ def _memory_lines(
                 found.update(store.vectors(ids, model))
         chunk: list[bytes] = []
         listed.update(memory.memory_id for memory in page.items)
-        for memory in page.items:
+        for current in page.items:
+            links = store.edges(sight, current.memory_id)
+            memory, history = _as_it_began(store, sight, current, links, listed, now)
             item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
             edges = sorted(
-                (
-                    edge
-                    for edge in store.edges(sight, memory.memory_id)
-                    if edge.src == memory.memory_id and edge.dst in listed
-                ),
+                (edge for edge in links if edge.src == memory.memory_id and edge.dst in listed),
                 key=lambda edge: (edge.kind, edge.dst, edge.created_at),
             )
             item["edges"] = [{"kind": e.kind, "to": e.dst, "created_at": to_iso(e.created_at)} for e in edges]
             if versions:
-                item["versions"] = [_version_to_dict(v) for v in store.versions(sight, memory.memory_id)]
+                history = history if history is not None else store.versions(sight, memory.memory_id)
+                item["versions"] = [_version_to_dict(v) for v in history]
                 counts["versions"] += len(item["versions"])
-            vector = found.get(memory.memory_id)
+            # The stored vector embeds the current text, in the current model.
+            same = (memory.content, memory.embedding_model) == (current.content, current.embedding_model)
+            vector = found.get(memory.memory_id) if same else None
             if vector is not None:
                 item["vector"] = encode_vector(vector, memory.embedding_model, memory.embedding_version, memory.content)
                 counts["vectors"] += 1
@@ -281,6 +282,27 @@ def _memory_lines(
     yield _line(
         {"kind": "end", "counts": {name: counts[name] for name in ("memories", "versions", "vectors", "edges")}}
     )
+
+
+def _as_it_began(
+    store: Store, sight: Scope, memory: Memory, links: list[Edge], listed: set[str], now: datetime
+) -> tuple[Memory, list[Version] | None]:
+    """``memory`` as the export writes it, with its versions where they had to be read.
+
+    A memory superseded by none of the memories the file holds was superseded after the
+    export began, by one saved after its page was read: written so, it would be out of
+    recall in the copy with nothing in its place. It is written as it was when the export
+    began (its last version by then, and the versions up to it), which a later export
+    brings forward. Every other memory is written as its page found it."""
+    if memory.status is not Status.SUPERSEDED or any(
+        link.kind == "SUPERSEDES" and link.dst == memory.memory_id and link.src in listed for link in links
+    ):
+        return memory, None
+    history = store.versions(sight, memory.memory_id)
+    began = [version for version in history if version.changed_at <= now]
+    if not began or len(began) == len(history) or began[-1].record.status is Status.SUPERSEDED:
+        return memory, history  # unchanged since the export began, or superseded before: as stored
+    return began[-1].record, began
 
 
 def _version_to_dict(version: Version) -> dict[str, Any]:

@@ -416,6 +416,42 @@ def test_an_export_taken_while_a_session_grows_still_imports(
     assert report.inserted == 2
 
 
+def test_a_memory_superseded_after_the_export_began_goes_out_as_it_was(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory superseded, after the export began, by one the file leaves out (saved after
+    its page was read) went out superseded without its successor: in the copy it was out of
+    recall, and nothing took its place. It goes out as it was when the export began."""
+    source = make_service()
+    home = source.save(MemoryDraft(content="I live in Berlin", namespace=NS, key="home")).memory
+    clock.advance(minutes=1)
+    source.save(MemoryDraft(content="Unrelated note about the office printer", namespace=NS))
+    clock.advance(minutes=1)
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    export = open_export(source, NS, versions=True, vectors=True, source_deployment="test", now=clock.now)
+    header = next(export.chunks())
+    newest_page = next(export.lines)
+    clock.advance(minutes=1)
+    moved = source.save(MemoryDraft(content="I moved to Paris", namespace=NS, key="home"))
+    assert list(moved.superseded) == [home.memory_id]
+    data = header + newest_page + b"".join(export.lines)
+
+    items = {item["memory"]["memory_id"]: item for item in lines(data) if item["kind"] == "memory"}
+    assert moved.memory.memory_id not in items
+    line = items[home.memory_id]
+    assert (line["memory"]["status"], line["memory"]["version"]) == ("active", 1)
+    assert [version["version"] for version in line["versions"]] == [1]
+    target = make_service(name="target")
+    report = import_bytes(target, data)
+    assert report.written, report.errors
+    hits = target.recall("where do I live", namespaces=[NS], top_k=2, reinforce=False).hits
+    assert home.memory_id in [hit.memory.memory_id for hit in hits]
+    # The next export, taken when the writes are done, brings the move forward.
+    again = import_bytes(target, export_bytes(source, versions=True, vectors=True))
+    assert again.written and again.inserted == 1 and again.updated == 1, again
+    assert target.get(NS, home.memory_id).status is Status.SUPERSEDED
+
+
 @pytest.mark.parametrize("cut", ["mid-line", "line-boundary", "header-only"])
 def test_a_truncated_file_is_reported_and_nothing_is_written(
     make_service: Callable[..., MemoryService], exported: bytes, cut: str
