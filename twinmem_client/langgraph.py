@@ -11,7 +11,9 @@ Mapping (LangGraph → twinmem):
 * An item is a memory whose explicit ``key`` is the item's key and whose
   ``metadata["langgraph"]`` is the item's value. Its content, what recall embeds and
   ranks, is the text at the first of ``index_fields`` the value holds (default: the
-  ``content``, ``text``, ``memory`` or ``data`` string), else the value as JSON.
+  ``content``, ``text``, ``memory`` or ``data`` string), else the value as JSON; of a
+  text past the service's 8,000 characters, its start, cut at a sentence or word boundary
+  (the value is kept whole: a value is at most the service's 16 KiB of metadata).
   Putting a key that exists writes a new version of that memory; ``value=None``
   deletes it (soft: its history stays). A token that may write but not read the
   namespace (a drop box) sees no item there, so each of its puts saves a new memory
@@ -75,7 +77,7 @@ from twinmem_client import calls
 from twinmem_client.async_client import AsyncTwinmemClient
 from twinmem_client.client import TwinmemClient
 from twinmem_client.errors import NotFound, PermissionDenied
-from twinmem_client.limits import fit_query, is_blank
+from twinmem_client.limits import MAX_CONTENT_CHARS, fit_query, is_blank
 from twinmem_client.models import Memory
 from twinmem_client.steps import Step, arun, run
 
@@ -301,7 +303,9 @@ class TwinmemStore(BaseStore):
                 yield calls.delete(namespace, memory.memory_id, False, None)
             return None
         value = _plain(op.value, op.key)
-        content = self._text(value, op.index)
+        # Recall embeds the text's start where it is longer than a memory's content may be
+        # (as it takes a long query's); the value is kept whole in the metadata.
+        content = fit_query(self._text(value, op.index), MAX_CONTENT_CHARS)
         expire_at = datetime.now(UTC) + timedelta(minutes=op.ttl) if op.ttl is not None else None
         if found:  # the memory of that key, or the keyless one of that id: a new version of it
             metadata = {**found[0].metadata, VALUE_KEY: value}  # what others wrote there stays

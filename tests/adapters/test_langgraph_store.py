@@ -225,6 +225,22 @@ def test_a_search_query_longer_than_the_service_takes_is_cut(store: TwinmemStore
     assert [h.key for h in store.search(ns, query=query)] == ["printer"]
 
 
+def test_a_value_whose_text_is_longer_than_a_memory_is_put_whole(store: TwinmemStore, tag: str) -> None:
+    """A user's long message put as an item's content (the README's graph does that) failed
+    the graph's run with the service's 422 on content; recall embeds the text's start, as it
+    takes a long query's, and the item keeps its value whole."""
+    ns = ("notes", tag)
+    text = "Deploy steps: build the image, push it, roll the canary. " * 160
+    assert len(text) > 8000
+    store.put(ns, "runbook", {"content": text, "owner": "ops"})
+    item = store.get(ns, "runbook")
+    assert item is not None and item.value == {"content": text, "owner": "ops"}
+    assert [hit.key for hit in store.search(ns, query="how do we deploy?")] == ["runbook"]
+    store.put(ns, "runbook", {"content": text + " Then watch the dashboards.", "owner": "ops"})
+    updated = store.get(ns, "runbook")
+    assert updated is not None and updated.value["content"].endswith("Then watch the dashboards.")
+
+
 def test_async_calls_use_the_given_clients_token(
     secured: LiveServer, tag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
