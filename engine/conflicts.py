@@ -385,7 +385,7 @@ _COMPANION = re.compile(
     rf"(?: (?!(?:{_EN_COMPANION_NOT})\b)[a-z]+)?\b"
 )
 _ZH_COMPANION = re.compile(
-    r"[^住搬，。,.]*?([和跟与同][^住搬，。,.]{1,8}?)(?=(?:一起)?(?:住|生活在|定居在|搬到|搬去|搬来))"
+    r"[^住搬，。,.]*?([和跟与同随带][^住搬，。,.]{1,8}?)(?=(?:一起)?(?:住|生活在|定居在|搬到|搬去|搬来))"
 )
 
 
@@ -457,11 +457,12 @@ _EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|temporarily|for the time being)
 # And in Chinese: "我搬到上海住一段时间", "…出差一周", "…过暑假", "…住两个星期"; not since
 # when ("我搬来上海已经一周了", "…住一年了").
 _ZH_STINT = re.compile(
-    r"暂时|临时|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|"
+    r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|"
     r"(?:住|待|呆)上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月)(?!了))"
 )
 # Before the verb, for now: what the clause says holds for a while, not from now on.
-_ZH_TEMPORARY = re.compile(r"暂时|临时")
+# Not "临时决定", "临时起意": decided on the spot, not for now.
+_ZH_TEMPORARY = re.compile(r"暂时|临时(?!决定|起意)")
 # When, gone by: "我(和朋友)住在上海的时候很开心", "我在阿里工作那年…" tell of a time, not of
 # where the holder lives or works now. Not "有时候", "平时", "小时", "时间".
 _ZH_WHILE = re.compile(r"(?<![有随按准及暂临同当平小])时候?(?![间代尚装光刻常])|那(?:年|会儿?|阵子?|几年)|期间")
@@ -1231,11 +1232,15 @@ _ZH_ADVERB = re.compile(
     r"(?:[0-9零〇一二两三四五六七八九十几]{1,4}|上+个?|这个?|本|前|每个?)(?:年|月份?|周|星期|礼拜|号|日|天)|"
     r"(?:年|月)(?:初|底|中)|从|开始|起|"
     # The holder's household or company, not someone else ("我们一家", "我家", "我和老婆一起").
-    r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟|与|同|带着)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
-    r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|家人)|在家里?|[，,\s]|"
+    # Following them is the holder's move too ("我跟着老公搬到了上海", "我随父母搬到…"); not 陪,
+    # which may be helping them move ("我陪朋友搬家").
+    r"[一全]?家里?|一个人|自己|独自|一起|(?:和|跟着?|与|同|带着|随着?)(?:我的?)?(?:老婆|老公|妻子|丈夫|爱人|对象|"
+    r"女朋友|男朋友|孩子|儿子|女儿|父母|爸妈|爸爸|妈妈|家人)|在家里?|[，,\s]|"
     # Who came along, as "I moved to Paris with my friend": the holder's move all the same
     # (_ZH_COMPANION keeps who it was, which a later move does not take back).
     r"(?:和|跟着?|与|同|随着?)(?:我的?)?(?:好?朋友|同事|同学|室友|闺蜜|伴侣|男友|女友)|"
+    # On a whim, or suddenly ("我临时起意搬到了上海", "我突然搬到上海了"): a move all the same.
+    r"临时起意|一时兴起|突然|忽然|"
     # For now (_ZH_TEMPORARY): the holder's, but a claim said so is read as none.
     r"暂时|临时|"
     # Moved with the holder's employer ("我跟着公司搬到了上海", "我随单位调到…"): no one else.

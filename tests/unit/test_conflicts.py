@@ -975,6 +975,38 @@ def test_a_chinese_move_with_a_friend_is_the_users_move(said: str) -> None:
 @pytest.mark.parametrize(
     "said",
     [
+        "我跟着男朋友搬到了上海",
+        "我跟着老公搬到了上海",
+        "我跟着女朋友搬到了上海",
+        "我跟着父母搬到了上海",
+        "我随父母搬到了上海",
+        "我跟着家人搬到了上海",
+    ],
+)
+def test_a_chinese_move_following_the_family_is_the_users_move(said: str) -> None:
+    # "跟着男朋友" read as someone else ("user的跟着男朋友" moved), as "跟老婆" did not: the
+    # move was missed. Who came along is more than the home, as with a friend.
+    assert [claim.holder for claim in claims(said)] == ["user"]
+    assert verdict("我住在北京", said) is Verdict.REPLACE
+    assert verdict(said, "我搬到杭州了") is Verdict.CONTRADICT
+    # 陪 may be helping them move ("我陪朋友搬家"): not read as the user's move.
+    assert verdict("我住在北京", "我陪老公搬到了上海") is Verdict.UNRELATED
+
+
+def test_a_chinese_move_on_a_whim_is_a_move_and_a_decision_is_none() -> None:
+    # 临时起意 ("on a whim") read as 临时 ("for now"), and 突然 as someone else.
+    for said in ("我临时起意搬到了上海", "我突然搬到上海了", "我一时兴起搬到了上海"):
+        assert verdict("我住在北京", said) is Verdict.REPLACE, said
+    # 临时决定 is decided on the spot: a plan, as "我决定搬到上海" and "I decided to move to Paris" are.
+    assert verdict("我住在北京", "我临时决定搬到上海") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我决定搬到上海") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I decided to move to Paris") is Verdict.UNRELATED
+    assert verdict("我带着孩子搬到了上海", "我搬到杭州了") is Verdict.CONTRADICT
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
         "我住在上海的时候很开心",
         "我和朋友住在上海的时候很开心",
         "我和朋友住在上海时很开心",
