@@ -1103,8 +1103,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return []  # "I work at Acme this week": a stint, not an employer
     if kind in ("residence", "residence+"):
         value = _value(raw)
-        if _unnamed_place(value) or _en_unnamed_home(raw):
-            return []  # "I live in my hometown", "I moved to a new apartment": where, it does not say
+        if _unnamed_place(value) or _en_unnamed_home(raw) or _region(raw):
+            return []  # "I live in my hometown", "I moved to a new apartment", "… to the south": where, it does not say
         return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(re.sub(r" as .*$", "", raw))
@@ -1608,8 +1608,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return []  # "我搬到上海住一段时间": a stay, not a home
     if kind in ("residence", "residence+"):
         value = _value(raw)
-        if _unnamed_place(value):
-            return []  # "住在家里", "住在老家", "搬到郊区": where, it does not say
+        if _unnamed_place(value) or _region(raw):
+            return []  # "住在家里", "住在老家", "搬到郊区", "住在南方": where, it does not say
         return [Claim(holder, "residence", value, True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(raw)
@@ -1702,6 +1702,39 @@ _ZH_FLOOR = re.compile(r"[0-9一二三四五六七八九十两几顶]+楼")
 
 def _unnamed_place(value: str) -> bool:
     return all(word in _UNNAMED_PLACE_WORDS or _ZH_FLOOR.fullmatch(word) for word in value.split())
+
+
+# A region that holds, or may hold, the home the holder had: a part of the world, or of a
+# country, by its direction ("Europe", "the south", "southern Germany", "the west coast",
+# "abroad", "南方", "欧洲", "国外", "江苏南部", "上海一带"). "I live in Europe now" after
+# "I live in Berlin" may say the same; which it is, the rules cannot tell, so it is no home
+# to compare, as "the suburbs" is none. A country is weighed in _compare. Names that open
+# with a direction stay names ("South Africa", "North Carolina", "West Virginia").
+_EN_COMPASS = r"(?:north|south|east|west)(?:[- ]?(?:east|west))?"
+_EN_REGION = re.compile(
+    rf"(?:the )?(?:{_EN_COMPASS}|midwest|mainland|continent|tropics)(?: (?:of|in) .+)?|"
+    rf"(?:the )?(?:{_EN_COMPASS} )?coast|"
+    rf"(?:{_EN_COMPASS}ern|central|upstate|downstate|rural|inland|coastal) .+|"
+    rf"(?!south africa$)(?:(?:{_EN_COMPASS}(?:ern)?|central|latin|the) )?"
+    r"(?:europe|asia|africa|americas?|oceania|antarctica|scandinavia|nordics|balkans|baltics|caribbean|mediterranean|"
+    r"middle east|far east|near east|eu|european union|pacific northwest)|"
+    r"abroad|overseas"
+)
+_ZH_REGION = re.compile(
+    r".{0,8}?[东南西北中](?:部|边)|[东南西北]方|东北|西北|西南|东南|华[东南西北中]|江南|江北|岭南|关外|塞外|沿海|内地|大陆|"
+    r"国外|海外|外地|外省|异国他乡|异国|他乡|"
+    r"欧洲|亚洲|非洲|美洲|北美洲?|南美洲?|拉美|中美洲|大洋洲|中东|东南亚|东亚|南亚|中亚|西亚|[北西东南中]欧|欧盟|"
+    r".{1,8}?(?:一带|地区)"
+)
+_EN_TRAILING_WHEN = re.compile(r"(?: (?:now|currently|these days|today|again|for good))+$")
+
+
+def _region(raw: str) -> bool:
+    """Whether a home as said (``raw``) is a region (_EN_REGION, _ZH_REGION)."""
+    if _HAN.search(raw):
+        return bool(_ZH_REGION.fullmatch(raw))
+    text = _EN_TRAILING_WHEN.sub("", _EN_TRAILING.sub("", raw).strip(" .,:;'\""))
+    return bool(_EN_REGION.fullmatch(text))
 
 
 # What an English home may say after the dwelling ("a house with a garden", "a flat near the
@@ -1889,11 +1922,43 @@ def _compare(old: Claim, new: Claim) -> Verdict:
         # else ("the weather is cold" / "the weather is nice now") is two observations.
         if not (old.unique or new.unique or (new.owned and new.change)):
             return Verdict.UNRELATED
+        if old.slot == "residence" and _country(old.value) != _country(new.value):
+            return Verdict.UNRELATED  # "I live in Berlin" → "I live in Germany now": the same home, maybe
         return Verdict.CONTRADICT if old.immutable else Verdict.REPLACE
     return Verdict.UNRELATED
 
 
 _PRECEDENCE = (Verdict.REPLACE, Verdict.CONTRADICT, Verdict.DUPLICATE)
+
+# Countries as a home is said in them. A home in a country after one in a city, or the other
+# way round ("I live in Berlin" → "I live in Germany now", "我住在北京" → "我住在中国"), may be
+# the same home told more widely or more closely; which, the rules do not know, so neither
+# replaces the other. One country after another still does ("I live in Germany" → "I moved to
+# France"), and so does one city after another.
+_EN_COUNTRY_NAMES = (
+    *(name for name in _EN_COUNTRIES if name not in ("america", "zealand")),
+    *("the us", "the usa", "the uk", "the united states", "united states", "the united states of america"),
+    *("the united kingdom", "united kingdom", "the states", "new zealand", "south korea", "north korea"),
+    *("the netherlands", "the philippines", "the czech republic", "czech republic", "south africa"),
+    *("great britain", "britain", "northern ireland"),
+)
+_ZH_COUNTRY_NAMES = tuple(
+    """中国 美国 英国 法国 德国 日本 韩国 朝鲜 意大利 西班牙 葡萄牙 荷兰 瑞士 瑞典 挪威 丹麦 芬兰 冰岛 爱尔兰
+    俄罗斯 乌克兰 波兰 奥地利 比利时 希腊 土耳其 捷克 匈牙利 罗马尼亚 加拿大 墨西哥 巴西 阿根廷 智利 秘鲁
+    哥伦比亚 印度 泰国 越南 马来西亚 印尼 印度尼西亚 菲律宾 澳大利亚 澳洲 新西兰 以色列 埃及 南非 肯尼亚
+    尼日利亚 摩洛哥 伊朗 巴基斯坦""".split()
+)
+
+
+@lru_cache(maxsize=2)
+def _country_values(chinese: bool) -> frozenset[str]:
+    """The values (_value) a home in a country reads as; the Chinese ones only when asked,
+    since segmenting them loads jieba's dictionary."""
+    return frozenset(_value(name) for name in (_ZH_COUNTRY_NAMES if chinese else _EN_COUNTRY_NAMES))
+
+
+def _country(value: str) -> bool:
+    return value in _country_values(bool(_HAN.search(value)))
 
 
 def judge(new: Statement, old: Statement, *, hidden: Literal["old", "new"] = "old") -> Judgement:

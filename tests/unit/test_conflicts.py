@@ -973,6 +973,38 @@ def test_a_chinese_move_with_a_friend_is_the_users_move(said: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I live in Europe now"),
+        ("I live in Berlin", "I moved to the south"),
+        ("I live in Munich", "I moved to southern Germany"),
+        ("I live in Boston", "I moved to the East Coast"),
+        ("I live in Leeds", "I moved to the north of England"),
+        ("我住在北京", "我住在南方"),
+        ("我住在北京", "我搬到北方了"),
+        ("我住在北京", "我现在住在欧洲"),
+        ("我住在北京", "我搬到国外了"),
+        ("我住在苏州", "我搬到江苏南部了"),
+        # A country after a city, or a city after a country: the same home, maybe.
+        ("I live in Berlin", "I live in Germany now"),
+        ("I live in Germany", "I moved to Berlin"),
+        ("我住在北京", "我住在中国"),
+        ("我住在中国", "我搬到北京了"),
+    ],
+)
+def test_a_region_that_may_hold_the_home_does_not_replace_it(old: str, new: str) -> None:
+    # Read as a city, "Europe", "the south" and "南方" hid the city they may hold.
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+def test_one_country_or_one_city_after_another_still_replaces() -> None:
+    assert verdict("I live in Germany", "I moved to France") is Verdict.REPLACE
+    assert verdict("我住在德国", "我搬到法国了") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Rome") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to South Africa") is Verdict.UNRELATED  # a country: see above
+
+
+@pytest.mark.parametrize(
     "said",
     [
         "我跟着男朋友搬到了上海",
