@@ -255,6 +255,8 @@ def _claims(text: str) -> _Reading:
     subject = voice.me
     infinitive = speaker = away = False
     voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=_fond_of(body))
+    # "I moved to Paris. Only for two weeks though.": the move is a stay, as one clause would say.
+    stint = _stint_said(body)
     for sentence in _SENTENCE.findall(body):
         if _question(sentence):
             if _says_something(sentence):
@@ -279,6 +281,8 @@ def _claims(text: str) -> _Reading:
                 subject = holder
             read = [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
+            if stint:
+                read = [claim for claim in read if claim.slot not in ("residence", "employer")]
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
                 # holder stays or works that day is no home or employer, unless they say it
@@ -443,23 +447,80 @@ def _away(clause: str, read: list[Claim]) -> bool:
 # When a clause holds: a day, a week, a date gone by or to come. Not since when
 # ("从去年开始", "2020年起", "as of today"), nor a move or a new job on that day ("我上个月搬家了，现在住在…").
 # For how long, or for what a stay is: a move said so is a stay too ("I moved to Paris for a week").
+# "For a while", "for the time being", "temporarily" and "for now" say so without a length
+# (the Chinese 暂时, 临时: _ZH_TEMPORARY).
 _EN_FOR_A_WHILE = (
-    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter)|"
+    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|semester|term|school year)|"
+    r"for the rest of the (?:week|month|year|summer|winter|semester)|"
     r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
-    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) (?:days?|nights?|weeks?|months?)"
+    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) "
+    r"(?:days?|nights?|weeks?|months?|years?|semesters?|terms?)|"
+    r"for (?:a (?:little |short )?while|a bit|a short time|the time being|now)|temporarily"
 )
 _EN_PERIOD = re.compile(
     r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
     rf"{_EN_FOR_A_WHILE}|"
     rf"on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends|weekdays)|during the|{_EN_TRIP_WORDS})\b"
 )
-_EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|temporarily|for the time being)\b")
+# Where the holder lives part of the time only ("half the time", "in the summer"), or not in
+# earnest ("in my dreams", "as a joke"): the home they had may still be theirs.
+_EN_PART_TIME = (
+    r"half (?:of )?the (?:time|year|week|month)|part of the (?:time|year|week|month)|part[- ]time|"
+    r"(?:some|most) of the (?:time|year)|sometimes|occasionally|on and off|off and on|seasonally|"
+    r"every (?:other )?(?:summer|winter|spring|autumn|fall|weekend|week|month|year)"
+)
+# A season, of where the holder lives ("I live in Nice in the summer"), not of when they moved
+# ("I moved to Paris in the summer" is a move).
+_EN_IN_SEASON = r"in (?:the )?(?:summers?|winters?|springs?|autumns?)"
+_EN_NOT_IN_EARNEST = (
+    r"in (?:my|a|her|his|their|our) (?:(?:wildest )?dreams?|head|imagination|fantas(?:y|ies)|mind)|"
+    r"(?:as|for) a (?:joke|prank|gag|laugh)|jokingly|in (?:the|a|my) (?:game|story|novel|book|movie|film|role-?play)|"
+    r"in (?:another|a past|a previous|a parallel) (?:life|universe|world)|on paper"
+)
+# A stay, not a home: "I moved to Paris for a while", "I live in Paris half the time", "…
+# in my dreams". The home the holder had stays where it was.
+_EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_NOT_IN_EARNEST})\b")
+_EN_SEASONAL = re.compile(rf"\b{_EN_IN_SEASON}\b")
 # And in Chinese: "我搬到上海住一段时间", "…出差一周", "…过暑假", "…住两个星期"; not since
 # when ("我搬来上海已经一周了", "…住一年了").
 _ZH_STINT = re.compile(
-    r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|"
-    r"(?:住|待|呆)上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月)(?!了))"
+    r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|(?<!已经)(?:一段时间|一阵子)|"
+    r"(?:住|待|呆)上?(?:[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年)(?!了))"
 )
+# The same said in a clause of its own, before or after the home or move ("I moved to Paris.
+# Only for two weeks though.", "…, it's just for a month", "In my dreams, I live in Paris",
+# "我搬到上海了，只住两个星期", "…，不过只是暂时的"): the text's homes and employers are stays.
+# Only a clause that says nothing else, so that "I'm in Rome for a week" after a move is no
+# such word on the move, nor "That's it for now".
+_EN_STINT_SAID = re.compile(
+    r"(?:(?:but|though|although|and|well|so|anyway|it's|it is|that's|that is|this is|it will be|"
+    r"it is going to be|it was|only|just|at least|at most|probably|maybe|mostly|i think|i guess|"
+    r"hopefully|not for long|the move is|the plan is)\s+)*"
+    rf"(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_IN_SEASON}|{_EN_NOT_IN_EARNEST}|temporary|"
+    r"not (?:permanent(?:ly)?|for good|forever))"
+    r"(?:\s+(?:though|anyway|at least|at most|or so|tops|probably|i think|i guess|hopefully|at first|for now))*"
+)
+_ZH_STINT_SAID = re.compile(
+    r"(?:我们?)?(?:不过|但是?|可是|只是|而且|其实|就|只|也就|先|才|大概|可能|应该)*(?:是)?"
+    r"(?:(?:暂时|临时)(?:的|性的|而已|罢了)?|"
+    r"(?:住|待|呆)?上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年))"
+    r"(?:左右)?(?:而已|罢了)?)"
+    r"(?:啦|呢|吧|哦|而已)*"
+)
+
+
+def _stint_said(body: str) -> bool:
+    """Whether ``body`` holds a clause that only says its home or move is a stay
+    (_EN_STINT_SAID, _ZH_STINT_SAID)."""
+    for sentence in _SENTENCE.findall(body):
+        for clause, _, _ in _clauses(_normal(sentence)):
+            clause = clause.strip(" :-\"'“”「」")
+            said = _ZH_STINT_SAID if _HAN.search(clause) else _EN_STINT_SAID
+            if clause and said.fullmatch(clause):
+                return True
+    return False
+
+
 # Before the verb, for now: what the clause says holds for a while, not from now on.
 # Not "临时决定", "临时起意": decided on the spot, not for now.
 _ZH_TEMPORARY = re.compile(r"暂时|临时(?!决定|起意)")
@@ -1093,14 +1154,15 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "birthplace", _value(raw))]
     if kind == "allergy":
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
-    if kind == "residence" and (_LODGING.search(match.group(0)) or _EN_PERIOD.search(match.group(0))):
-        return []  # "I stay in a hotel in Shanghai this week": a stay, not a home
-    if kind == "residence" and match.group("verb").startswith("stay") and _EN_HOSTED.search(match.group(0)):
+    said = match.group(0)
+    if kind == "residence" and (_LODGING.search(said) or _EN_PERIOD.search(said) or _EN_SEASONAL.search(said)):
+        return []  # "I stay in a hotel in Shanghai this week", "… in Nice in the summer": a stay, not a home
+    if kind == "residence" and match.group("verb").startswith("stay") and _EN_HOSTED.search(said):
         return []  # "I stay with my friend in Shanghai", "… at Tom's place": their home, if anyone's
-    if kind == "residence+" and _EN_STINT.search(match.group(0)):
-        return []  # "I moved to Paris for the summer": a stay, not a home
-    if kind == "employer" and _EN_PERIOD.search(match.group(0)):
-        return []  # "I work at Acme this week": a stint, not an employer
+    if kind in ("residence", "residence+") and _EN_STINT.search(said):
+        return []  # "I moved to Paris for a while", "I live in Paris half the time": a stay, not a home
+    if (kind == "employer" and _EN_PERIOD.search(said)) or (kind.startswith("employer") and _EN_STINT.search(said)):
+        return []  # "I work at Acme this week", "I joined Acme for a few months": a stint, not an employer
     if kind in ("residence", "residence+"):
         value = _value(raw)
         if _unnamed_place(value) or _en_unnamed_home(raw) or _region(raw):

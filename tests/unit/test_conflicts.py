@@ -973,6 +973,92 @@ def test_a_chinese_move_with_a_friend_is_the_users_move(said: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "I moved to Paris for a while",
+        "I moved to Paris for a little while",
+        "I live in Paris for the time being",
+        "I live in Paris temporarily",
+        "I live in Paris for now",
+        "For now, I live in Paris",
+        "I moved to Paris for a year",
+        "I moved to Paris for the semester",
+    ],
+)
+def test_a_home_or_a_move_for_a_while_without_a_length_is_no_new_home(said: str) -> None:
+    # "For a while", "for the time being", "temporarily" (said of "live"), "for now" and a
+    # year read as a home in Paris and hid the one in Berlin, where "for a week" did not.
+    assert verdict("I live in Berlin", said) is Verdict.UNRELATED
+    # A move said when, for good or for a reason is still a move.
+    assert verdict("I live in Berlin", "I moved to Paris in the summer") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Paris for good") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Paris a while ago") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I live in Paris as a joke",
+        "I moved to Paris as a joke",
+        "I live in Paris in my dreams",
+        "In my dreams, I live in Paris",
+        "I live in Paris half the time",
+        "I live half the time in Paris",
+        "Half the time, I live in Paris",
+        "I live in Paris part-time",
+        "I live in Paris part of the year",
+        "I live in Paris sometimes",
+        "I live in Nice in the summer",
+    ],
+)
+def test_a_home_part_of_the_time_or_not_in_earnest_is_no_new_home(said: str) -> None:
+    # A second home, or none at all: the one in Berlin is still the user's.
+    assert verdict("I live in Berlin", said) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Google", "I work at Acme part-time"),
+        ("I work at Google", "I joined Acme for the summer"),
+        ("I work at Google", "I left Google for a few months"),
+        ("I work at Google", "I joined Acme. Just for two months though."),
+    ],
+)
+def test_a_job_for_a_while_or_part_time_is_no_new_employer(old: str, new: str) -> None:
+    # A second job or a leave: read as a change of employer, it hid Google.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict(old, "I joined Acme") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I moved to Paris. Only for two weeks though.",
+        "I moved to Paris, it's just for a month",
+        "I moved to Paris. It's only temporary.",
+        "I moved to Paris, but only temporarily",
+        "I moved to Paris, but not for good",
+        "我搬到上海了，只住两个星期",
+        "我搬到上海了，不过只是暂时的",
+        "我搬到上海了，就待一个月",
+        "我搬到上海一段时间",
+    ],
+)
+def test_a_move_said_to_be_a_stay_in_a_clause_of_its_own_is_no_new_home(said: str) -> None:
+    # How long the move is for, said after it, read as nothing: the move hid the home.
+    old = "我住在北京" if "上海" in said else "I live in Berlin"
+    assert verdict(old, said) is Verdict.UNRELATED
+    # A length said of something else is no word on the move.
+    assert verdict("I live in Berlin", "I moved to Paris. My sister visited for a week.") is Verdict.REPLACE
+
+
+def test_a_stay_said_in_a_clause_of_its_own_is_still_what_the_older_memory_says() -> None:
+    # Its stay read as no claim, the clause still holds something a newer name does not replace.
+    assert verdict("My name is Anna. I moved to Paris, just for a month.", "Call me Anne") is Verdict.CONTRADICT
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("I live in Berlin", "I live in Europe now"),
