@@ -1039,10 +1039,19 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
         if match:
             if not (subject.named or subject.owned) and kind != "setting" and _commands(rest):
                 return []
+            besides = "also" in subject.rest[: len(subject.rest) - len(rest)].split() or _EN_BESIDES.search(rest)
+            if kind in ("residence", "employer") and besides:
+                return []  # "I also work at Acme", "I live in Paris too": a second job or home, not a new one
             return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
     if not subject.named and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
         return _english_attribute(rest, holder, change, strict)
     return []
+
+
+# A home or a job besides the one the holder has, or the same as someone else's ("I live in
+# Paris too", "I work for Acme on the side", with "also" before the verb): no new one. Not a
+# move or a new job ("I also moved to Paris": as someone else did, and they left the old one).
+_EN_BESIDES = re.compile(r"\b(?:too|as well|on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle))\b")
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third
@@ -1129,12 +1138,16 @@ def _english_attribute(
     if owned and _EN_NEW_JOB.fullmatch(attr) and _EN_AT_EMPLOYER.match(rest, match.end("attr")):
         # "My new job is at Acme": a new employer. Not "my job is at risk", nor "… at home".
         employer = _value(value)
-        return [] if _workplace(employer) else [Claim(holder, "employer", employer, True, True, True, owned)]
+        if _workplace(employer) or _EN_STINT.search(rest):
+            return []  # "My new job is at home", "… at Acme for the summer"
+        return [Claim(holder, "employer", employer, True, True, True, owned)]
     slot = _attribute_slot(attr, value)
     labelled = ":" in rest[match.end("attr") : match.start("v")]
     if slot in ("name", "residence") and not (owned or (labelled and attr in (*_NAME_ATTRS, *_RESIDENCE_ATTRS))):
         # "the city is beautiful", "game name: Rush Royale": not where or who the holder is.
         slot = "attr:" + " ".join(terms(attr))
+    if slot == "residence" and (_region(value) or _EN_STINT.search(rest) or _EN_SEASONAL.search(rest)):
+        return []  # "My home is in Europe now", "Home: Europe", "My home is in Paris for now", as a home said so
     unique = moved or _known_attribute(attr) or slot in _SINGLE_SLOTS
     return [Claim(holder, slot, _value(value), True, change, unique=unique, owned=owned)]
 
@@ -1553,6 +1566,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
             opening = clause[: len(clause) - len(rest) + match.start()]  # "今天我", "我今天"
             if _ZH_TEMPORARY.search(opening):
                 return []  # "我临时搬到上海", "我暂时住在上海": a stay, as "我搬到上海住一段时间" is
+            if kind in ("residence", "employer") and _ZH_ALSO.search(opening):
+                return []  # "我也在腾讯工作", "我也住在上海": a second job or home, or the same as someone's
             if kind.rstrip("+-") in ("residence", "employer") and _ZH_WHILE.search(rest, match.start()):
                 return []  # "我和朋友住在上海的时候很开心": when, not where the holder lives now
             dated = kind in ("residence", "employer") and _ZH_DATE.search(opening) and not _ZH_SINCE.search(opening)
@@ -1566,6 +1581,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
 
 
+# Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
+_ZH_ALSO = re.compile(r"也|同时")
 # When something happens, to come or gone by: with _ZH_ADVERB, what may open a clause before its subject.
 _ZH_WHEN = re.compile(
     r"下个?(?:月|周|星期|礼拜)|[上下中]午|明天|明年|后天|今天|今晚|昨天|昨晚|周末|这次|那次|(?:周|星期|礼拜)[一二三四五六日天]|"
@@ -1646,6 +1663,8 @@ def _chinese_attribute(match: re.Match[str], holder: str, change: bool, *, owned
         return []
     attr, raw = match.group("attr"), match.group("v")
     slot = _attribute_slot(attr, raw)
+    if slot == "residence" and _region(raw):
+        return []  # "我的住址是南方", as 我住在南方
     unique = _known_attribute(attr) or slot in _SINGLE_SLOTS
     return [Claim(holder, slot, _value(raw), True, change, unique=unique, owned=owned)]
 

@@ -1091,6 +1091,42 @@ def test_one_country_or_one_city_after_another_still_replaces() -> None:
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Google", "I also work at Acme"),
+        ("I work at Google", "I work at Acme too"),
+        ("I work at Google", "I work for Acme on the side"),
+        ("I live in Berlin", "I also live in Paris"),
+        ("I live in Berlin", "I live in Paris as well"),
+        ("我在阿里工作", "我也在腾讯工作"),
+        ("我住在北京", "我也住在上海"),
+        ("我住在北京", "我同时住在上海"),
+    ],
+)
+def test_a_home_or_a_job_besides_the_one_the_user_has_replaces_nothing(old: str, new: str) -> None:
+    # "Also", "too", "on the side", 也: a second job or home, or the same as someone else's,
+    # read as a new one, hid the first.
+    assert verdict(old, new) is Verdict.UNRELATED
+    # Older, such a job is not hidden by a new one either: which of the two was left, the
+    # rules cannot tell ("as well" is still no role: see the role's tests).
+    assert verdict("I work at Acme as well", "I joined Globex") is Verdict.UNRELATED
+    # A move or a new job said so is still one: the old one was left.
+    assert verdict("I live in Berlin", "I also moved to Paris") is Verdict.REPLACE
+    assert verdict("我住在北京", "我也搬到上海了") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["My home is in Europe now", "Home: Europe", "My home is in Paris for now", "My home is in Paris half the time"],
+)
+def test_a_home_said_as_an_attribute_in_a_region_or_for_a_while_is_no_new_home(said: str) -> None:
+    # The attribute reading took no notice of what "I live in …" is read with.
+    assert verdict("I live in Berlin", said) is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "My home is in Paris now") is Verdict.REPLACE
+    assert verdict("I work at Google", "My new job is at Acme for the summer") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
     "said",
     [
         "我跟着男朋友搬到了上海",
@@ -1674,7 +1710,7 @@ def test_a_replacement_of_one_claim_leaves_the_others_in_recall(old: str, new: s
         # The role repeated with the new employer, or a clause repeated word for word.
         ("I work as a nurse at Acme", "I work as a nurse at Globex now"),
         ("I live in Oslo, with my wife", "I moved to Bergen, with my wife"),
-        ("I work at Acme as well", "I joined Globex"),
+        ("I work at Acme as before", "I joined Globex"),
         ("I live in Oslo and I love my dog.", "I moved to Bergen and I love my dog."),
         ("I live in Oslo with my wife", "I moved to Paris with my wife"),
         # The companion is repeated, whatever word comes after it, and a Chinese move says it too.
