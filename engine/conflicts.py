@@ -1183,8 +1183,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(re.sub(r" as .*$", "", raw))
-        if _workplace(value):
-            return []
+        if _workplace(value) or (_EN_JOINED_GROUP.match(said) and _EN_GROUP.search(raw)):
+            return []  # "I work at home", "I joined a gym": no employer
         return [Claim(holder, "employer", value, kind != "employer-" and not negative, change or kind != "employer")]
     if kind == "name":
         return [Claim(holder, "name", _value(raw), True, change)]
@@ -1222,6 +1222,15 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
     return []
 
 
+# What one joins besides a job: a gym, a club, a class ("I joined a gym", "I joined a book club",
+# "I started at a new gym"). Joined, it hid the employer; working there ("I work at a gym",
+# "I started working at a gym") is a job.
+_EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at) ")
+_EN_GROUP = re.compile(
+    r"\b(?:gym|fitness|club|choir|band|orchestra|league|class(?:es)?|course|group|community|society|church|"
+    r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
+    r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge)s?\b"
+)
 # Staying with someone, or at someone's ("at my friend's place", "at my parents' flat").
 _EN_HOSTED = re.compile(r" with | at (?:(?:my|a|an|our|his|her|their|the) )?[a-z]+(?:'s|s')(?: |$)")
 _EN_HALT = re.compile(r"(?:at|by|in|for|to|over|off|on|overnight|briefly|there|here|when|after|before)\b")
@@ -1581,6 +1590,12 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
     return _chinese_attribute(attr, holder, change, owned=lead is not None) if attr else []
 
 
+# What one joins (加入) besides a job (_EN_GROUP): "加入了读书会", "加入了一个跑步俱乐部". Not
+# 集团 ("加入了蚂蚁集团"), 出版社, 基金会: employers.
+_ZH_GROUP = re.compile(
+    r"(?:俱乐部|读书会|工会|协会|学生会|社团|合唱团|乐团|乐队|球队|战队|车队|群|班|课程?|小组|社区|健身房|"
+    r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团)$"
+)
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")
 # When something happens, to come or gone by: with _ZH_ADVERB, what may open a clause before its subject.
@@ -1694,8 +1709,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return [Claim(holder, "residence", value, True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(raw)
-        if _workplace(value):
-            return []
+        if _workplace(value) or (match.group().startswith("加入") and _ZH_GROUP.search(raw)):
+            return []  # "在家工作", "加入了读书会": no employer
         return [Claim(holder, "employer", value, kind != "employer-", change or kind != "employer")]
     if kind == "name":
         return [Claim(holder, "name", _value(raw), True, change)]

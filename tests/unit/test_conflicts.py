@@ -1127,6 +1127,27 @@ def test_a_home_said_as_an_attribute_in_a_region_or_for_a_while_is_no_new_home(s
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Google", "I joined a gym"),
+        ("I work at Google", "I joined a book club"),
+        ("I work at Google", "I joined the choir"),
+        ("I work at Google", "I joined a running club last week"),
+        ("I work at Google", "I started at a new gym"),
+        ("我在阿里工作", "我加入了读书会"),
+        ("我在阿里工作", "我加入了一个跑步俱乐部"),
+        ("我在阿里工作", "我加入了健身房"),
+    ],
+)
+def test_joining_a_gym_a_club_or_a_class_is_no_new_employer(old: str, new: str) -> None:
+    # "Joined" read whatever it was as an employer: a gym hid Google.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("I work at Google", "I started working at a gym") is Verdict.REPLACE
+    assert verdict("I work at Google", "I joined a startup") is Verdict.REPLACE
+    assert verdict("我在阿里工作", "我加入了蚂蚁集团") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     "said",
     [
         "我跟着男朋友搬到了上海",
