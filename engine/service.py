@@ -337,12 +337,19 @@ class MemoryService:
             with self.judge.reads_for(list(zip(news, vectors, to_judge, strict=True)), now, scope):
                 for position, (memory, vector) in enumerate(zip(news, vectors, strict=True)):
                     # A quarantined draft (the write guard's, or a blocked writer's) repeats
-                    # nothing: folded into an active memory, it was answered as that memory,
+                    # no active memory: folded into one, it was answered as that memory,
                     # reinforced it, and was not kept for an admin's review. It is stored
                     # quarantined, as one that repeats nothing is, and supersedes and contradicts
-                    # nothing.
+                    # nothing; only a quarantined one it repeats word for word takes it.
                     if verdicts[position].action is guards.Action.QUARANTINED:
                         memory = memory.evolve(status=Status.QUARANTINED)
+                        # Its writer's word-for-word repeat of one held for review is that one.
+                        held = self.judge.quarantined_repeat(memory, earlier, now, scope)
+                        if held is not None:
+                            results[position] = SaveResult(
+                                held, created=False, deduplicated_by="digest", similarity=1.0
+                            )
+                            continue
                         results[position] = SaveResult(memory, created=True)
                         fresh.append((position, memory, vector))
                         earlier.setdefault(memory.digest, []).append(memory)

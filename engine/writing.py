@@ -109,6 +109,19 @@ def _same_thing(older: Memory, new: Memory) -> bool:
     return new.key is None or older.key == new.key
 
 
+def _same_record(older: Memory, new: Memory) -> bool:
+    """Whether ``new`` says all ``older`` says, by the same writer: folding one into the
+    other loses nothing but the time."""
+    return (
+        older.content == new.content
+        and (older.category, older.source, older.actor, older.session_id, older.visibility, older.key)
+        == (new.category, new.source, new.actor, new.session_id, new.visibility, new.key)
+        and older.entities == new.entities
+        and dict(older.metadata) == dict(new.metadata)
+        and older.expire_at == new.expire_at
+    )
+
+
 def clashes(memory: Memory, older: Memory) -> bool:
     """A near-identical text that negates or changes the older one is news, not a repeat
     ("User is allergic to peanuts" / "User is not allergic to peanuts": cosine 0.98)."""
@@ -405,6 +418,33 @@ class SaveJudge:
         # of the batch is older than stored ones and than the batch's earlier ones.
         for other in sorted([*stored, *earlier.get(memory.digest, [])], key=lambda other: other.created_at):
             if plan.active(other) and _peers(other, memory, scope) and _same_thing(other, memory):
+                return other
+        return None
+
+    def quarantined_repeat(
+        self, memory: Memory, earlier: Mapping[str, list[Memory]], now: datetime, scope: Scope | None
+    ) -> Memory | None:
+        """The oldest quarantined memory that a quarantined ``memory`` repeats word for word:
+        of its audience, by the same writer (actor, session, source) and with the same
+        category, key, entities, metadata and expiry, stored or earlier in the batch. A
+        writer repeating an attack leaves one memory for review, not one a save (500 saves,
+        500 rows and vectors, the review list's pages all the same text); nothing of the
+        repeat is lost but its time, which the audit log keeps."""
+        net = self.keeper.network
+        with net.reading():  # of any status: ``peers`` keeps only the active ones
+            ids = [net.id_of(row) for row in net.same_text(memory.namespace, memory.digest).tolist()]
+        held = (
+            self.store.get_many(
+                Scope.whole([memory.namespace]),
+                ids,
+                MemoryFilter(statuses=(Status.QUARANTINED,), include_expired=True),
+                now,
+            )
+            if ids
+            else []
+        )
+        for other in sorted([*held, *earlier.get(memory.digest, [])], key=lambda other: other.created_at):
+            if other.status is Status.QUARANTINED and _peers(other, memory, scope) and _same_record(other, memory):
                 return other
         return None
 
