@@ -1109,6 +1109,8 @@ _WIPED_IF_ALL = re.compile(
     _I,
 )
 _ALL = re.compile(r"\b(?:all|every|entire|whole)\b", _I)
+# Mail nobody keeps is cleared as old things are: "delete all the spam emails every Friday".
+_JUNK = re.compile(r"\b(?:spam|junk|trash|promotional|promotions|newsletters?)\b", _I)
 _OWN_THING = re.compile(r"\b(?:my|our|your|yours|mine)\b", _I)
 
 
@@ -1127,6 +1129,7 @@ def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
     if any(
         (_WIPED_ALWAYS.search(thing) or (_WIPED_IF_ALL.search(thing) and (_ALL.search(thing) or _someone_elses(thing))))
         and _ROUTINE.search(thing) is None
+        and _JUNK.search(thing) is None
         and _OWN_THING.search(thing) is None
         for thing in cleared
     ):

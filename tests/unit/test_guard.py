@@ -1827,6 +1827,7 @@ def test_a_standing_or_scheduled_order_to_wipe_data_is_an_injection(text: str) -
         "Every morning I wipe down all the tables at the cafe",
         "From now on, remove all shoes at the door",
         "Each week, delete my spam folder",
+        "From now on, delete all the spam emails every Friday",
         "Wipe the team's shared drive before the handover",
     ],
 )
