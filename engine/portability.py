@@ -242,6 +242,8 @@ def _memory_lines(
     finds a link to a memory that is nowhere."""
     store = service.store
     counts = Counter[str]()
+    # The SUPERSEDES links (src, dst) written so far on the lines of active memories.
+    replacing: set[tuple[str, str]] = set()
     cursor: str | None = None
     while True:
         page = store.list_page(sight, EVERYTHING, now, limit=EXPORT_PAGE, cursor=cursor)
@@ -254,13 +256,15 @@ def _memory_lines(
         listed.update(memory.memory_id for memory in page.items)
         for current in page.items:
             links = store.edges(sight, current.memory_id)
-            memory, history = _as_it_began(store, sight, current, links, listed, now)
+            memory, history = _as_it_began(store, sight, current, links, replacing, now)
             item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
             edges = sorted(
                 (edge for edge in links if edge.src == memory.memory_id and edge.dst in listed),
                 key=lambda edge: (edge.kind, edge.dst, edge.created_at),
             )
             item["edges"] = [{"kind": e.kind, "to": e.dst, "created_at": to_iso(e.created_at)} for e in edges]
+            if memory.status is Status.ACTIVE:
+                replacing.update((e.src, e.dst) for e in edges if e.kind == "SUPERSEDES")
             if versions:
                 history = history if history is not None else store.versions(sight, memory.memory_id)
                 item["versions"] = [_version_to_dict(v) for v in history]
@@ -285,17 +289,21 @@ def _memory_lines(
 
 
 def _as_it_began(
-    store: Store, sight: Scope, memory: Memory, links: list[Edge], listed: set[str], now: datetime
+    store: Store, sight: Scope, memory: Memory, links: list[Edge], replacing: set[tuple[str, str]], now: datetime
 ) -> tuple[Memory, list[Version] | None]:
     """``memory`` as the export writes it, with its versions where they had to be read.
 
-    A memory superseded by none of the memories the file holds was superseded after the
-    export began, by one saved after its page was read: written so, it would be out of
-    recall in the copy with nothing in its place. It is written as it was when the export
-    began (its last version by then, and the versions up to it), which a later export
-    brings forward. Every other memory is written as its page found it."""
+    A memory superseded after the export began, where no line the file already holds of an
+    active memory supersedes it (its successor saved after its page was read, or one read
+    while it was deleted and restored since), would be out of recall in the copy with
+    nothing in its place. It is written as it was when the export began (its last version
+    by then, and the versions up to it), which a later export brings forward. Every other
+    memory is written as its page found it. ``replacing``: the ``SUPERSEDES`` links (src,
+    dst) the file's lines of active memories hold so far (the newer memory's line comes
+    first, newest first; one read later leaves both recalled in the copy, never neither)."""
     if memory.status is not Status.SUPERSEDED or any(
-        link.kind == "SUPERSEDES" and link.dst == memory.memory_id and link.src in listed for link in links
+        link.kind == "SUPERSEDES" and link.dst == memory.memory_id and (link.src, link.dst) in replacing
+        for link in links
     ):
         return memory, None
     history = store.versions(sight, memory.memory_id)

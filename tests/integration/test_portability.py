@@ -1125,3 +1125,46 @@ def test_a_faded_memory_restored_at_home_is_brought_forward_with_its_restarted_d
     seq = target.store.last_seq()
     assert (import_bytes(target, e2).updated, import_bytes(target, e1).updated) == (0, 0)
     assert target.store.last_seq() == seq
+
+
+def test_a_memory_superseded_again_by_a_restore_during_the_export_goes_out_as_it_was(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newer memory, deleted as the export began, was read deleted; restored before the
+    older one's page was read, it superseded that one again. Both went out out of recall
+    (the older superseded by a memory the file holds, but holds deleted): the copy recalled
+    neither. The older one goes out as it was when the export began, active; and importing
+    the file back where the restore happened rolls nothing back."""
+    source = make_service()
+    home = source.save(MemoryDraft(content="I live in Berlin", namespace=NS)).memory
+    clock.advance(minutes=1)
+    moved = source.save(MemoryDraft(content="I moved to Paris", namespace=NS)).memory
+    clock.advance(minutes=1)
+    source.delete(NS, moved.memory_id)
+    assert source.get(NS, home.memory_id).status is Status.ACTIVE
+    clock.advance(minutes=1)
+    source.save(MemoryDraft(content="Unrelated note about the office printer", namespace=NS))
+    clock.advance(minutes=1)
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    export = open_export(source, NS, versions=True, vectors=True, source_deployment="test", now=clock.now)
+    header = next(export.chunks())
+    read = next(export.lines) + next(export.lines)  # the note, then Paris (deleted)
+    clock.advance(minutes=1)
+    source.rollbacks.restore(NS, moved.memory_id)
+    assert source.get(NS, home.memory_id).status is Status.SUPERSEDED
+    data = header + read + b"".join(export.lines)
+
+    items = {item["memory"]["memory_id"]: item for item in lines(data) if item["kind"] == "memory"}
+    assert items[moved.memory_id]["memory"]["status"] == "deleted"
+    assert items[home.memory_id]["memory"]["status"] == "active"
+    target = make_service(name="target")
+    report = import_bytes(target, data)
+    assert report.written, report.errors
+    hits = target.recall("where do I live", namespaces=[NS], top_k=3, reinforce=False).hits
+    assert home.memory_id in [hit.memory.memory_id for hit in hits]
+    # Back into the deployment that holds the newer state: both left as they are there.
+    back = import_bytes(source, data)
+    assert back.written and back.updated == 0 and back.inserted == 0, back
+    assert {home.memory_id, moved.memory_id} <= set(back.differing)
+    assert source.get(NS, home.memory_id).status is Status.SUPERSEDED
+    assert source.get(NS, moved.memory_id).status is Status.ACTIVE
