@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from engine import guard
 from engine.codec import from_iso, memory_to_dict
 from engine.config import Config
 from engine.errors import InvalidInput
@@ -134,7 +135,7 @@ class _Builder:
             created_at=created,
             updated_at=max(created, updated_at or created),
             last_accessed_at=created,
-            status=Status.ACTIVE,
+            status=fields.pop("status", Status.ACTIVE),
             **fields,
         )
         record = memory_to_dict(memory)
@@ -307,23 +308,41 @@ def read_langchain(raw: bytes | str, *, config: Config, namespace: str, now: dat
     # A message longer than a memory may be is kept as parts, in order (one past the bound
     # failed its line, and so the whole history); one that fits keeps the id it always had.
     cap = config.limits.max_content_chars
-    said: list[tuple[str, int, str, str | None, dict[str, Any]]] = []  # id, position, text, actor, metadata
+    policy = config.guard.policy_for(namespace)
+    # id, position, text, actor, metadata, status
+    said: list[tuple[str, int, str, str | None, dict[str, Any], Status]] = []
     for position, role, text, origin, data in kept:
         actor = data.get("name") if role == "assistant" else None
         metadata = {"role": role, "position": position, "langchain": origin}
-        pieces = [text] if len(text) <= cap else text_parts(text, cap)
+        status = Status.ACTIVE
+        pieces = [text]
+        if len(text) > cap:
+            # The write guard reads the whole message before it is cut, as it reads each
+            # part after: a card number, a key or an order cut in two is in neither part
+            # whole, and went in unredacted (the whole message too long, nothing went in).
+            whole = guard.check_write(text, Source.IMPORT, policy)
+            if whole.action is guard.Action.REJECTED:
+                entries.append(Entry(position, error=f"the write guard refused it: {'; '.join(whole.reasons)}"))
+                continue
+            if whole.content != text:
+                notes.append(f"message {position}: redacted before it was cut into parts")
+            if whole.action is guard.Action.QUARANTINED:
+                status = Status.QUARANTINED
+                notes.append(f"message {position}: quarantined by the write guard, every part of it")
+            pieces = text_parts(whole.content, cap)
         if not pieces:
             notes.append(f"message {position}: no text (invisible characters only), left out")
             continue
         if len(pieces) == 1:
             memory_id = derived_id("langchain", session_id, str(position), text)
-            said.append((memory_id, position, pieces[0], actor, metadata))
+            said.append((memory_id, position, pieces[0], actor, metadata, status))
             continue
         notes.append(f"message {position}: {len(text)} characters, kept as {len(pieces)} parts (at most {cap} each)")
         for number, piece in enumerate(pieces, start=1):
             memory_id = derived_id("langchain", session_id, f"{position}.{number}", piece)
-            said.append((memory_id, position, piece, actor, {**metadata, "part": number, "parts": len(pieces)}))
-    for index, (memory_id, position, text, actor, metadata) in enumerate(said):
+            part = {**metadata, "part": number, "parts": len(pieces)}
+            said.append((memory_id, position, piece, actor, part, status))
+    for index, (memory_id, position, text, actor, metadata, status) in enumerate(said):
         following = [("NEXT", said[index + 1][0])] if index + 1 < len(said) else []
         entries.append(
             build.entry(
@@ -335,6 +354,7 @@ def read_langchain(raw: bytes | str, *, config: Config, namespace: str, now: dat
                 actor=actor,
                 metadata=metadata,
                 edges=following,
+                status=status,
             )
         )
     entries.sort(key=lambda entry: entry.line)
