@@ -517,11 +517,16 @@ class Sessions:
         ref = promotion.ref
         detail = f"session {ref.session_id!r} of {ref.agent!r} promoted by the sweep ({promotion.reason})"
         ids = tuple(dict.fromkeys([*promotion.created, *promotion.deduplicated]))
-        security.append_audit(
-            AuditEvent(
-                "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail
-            )
+        event = AuditEvent(
+            "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail
         )
+        try:
+            security.append_audit(event)
+        except Exception:
+            # The promotion is written: a fault of the audit store (locked by another
+            # process, a full disk) must not leave the sweep, which would leave the sessions
+            # due after this one unpromoted, stop the background sweeper, or fail a start.
+            log.exception("the audit entry of %s failed: %s", detail, ", ".join(ids))
 
     def _promote(self, generation: str, reason: str) -> Promotion | None:
         claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -786,3 +787,28 @@ def test_a_session_promoted_at_its_expiry_is_in_the_audit_log(live: LiveServer) 
         assert len(swept) == 1, entries
         assert swept[0]["actor"] == "twinmem" and swept[0]["namespaces"] == ["team"]
         assert swept[0]["outcome"] == "ok" and "s-expiring" in swept[0]["detail"]
+
+
+def test_a_sweep_whose_audit_entry_fails_still_promotes_every_due_session(
+    live: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The audit entry of a promotion the sweep made is written after the promotion: when it
+    # failed (the audit database locked by another process, a full disk), the error left the
+    # sweep, so the sessions due after it were not promoted, the background sweeper, which
+    # outlives only a backend's errors, stopped for good, and a start failed.
+    sessions = live.app.state.sessions
+    assert sessions.service.security is not None
+
+    def locked(event: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        for number, said in enumerate(["My favourite editor is Helix.", "My favourite tea is sencha."]):
+            body = {"namespace": "team", "expire_after_seconds": 0.05}
+            body["messages"] = [{"role": "user", "content": said}]
+            assert http.post(f"/v1/sessions/s-due-{number}/messages", json=body).status_code == 200
+        time.sleep(0.2)
+        monkeypatch.setattr(sessions.service.security, "append_audit", locked)
+        promotions = sessions.sweep()
+    assert sorted(p.ref.session_id for p in promotions) == ["s-due-0", "s-due-1"]
+    assert all(len(p.created) == 1 for p in promotions), promotions
