@@ -262,13 +262,14 @@ def is_blank(text: str) -> bool:
 _SILENT = frozenset(("Cc", "Cf"))
 
 # Where a part of a long text may end, best first: after a paragraph, a sentence, a line,
-# at any whitespace (the rule of ``twinmem_client.limits.split_content``, which the
+# at any whitespace but one between two digits, which would cut a card or phone number in two
+# (the rule of ``twinmem_client.limits.split_content``, which the
 # adapters split a long message by; the client cannot import the engine, nor it the client).
 _PART_ENDS = (
     re.compile(r"\n\s*\n"),
     re.compile(r"[.!?;。！？；…](?:[\"'”’)\]]*)\s+|[。！？；]"),
     re.compile(r"\n"),
-    re.compile(r"\s+"),
+    re.compile(r"(?<!\d)\s+|\s+(?=\D)"),
 )
 
 

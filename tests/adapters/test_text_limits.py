@@ -82,3 +82,17 @@ def test_batches_fit_the_services_bounds_on_a_request() -> None:
     assert len(sent) > 1 and max(sizes) <= MAX_BODY_BYTES  # 300 × 16 kB: two or more bodies of at most 2 MiB
     small = [{"content": f"word {i}"} for i in range(1200)]
     assert [len(b) for b in batches(small)] == [MAX_BATCH, MAX_BATCH, 200]
+
+
+def test_a_long_text_is_never_cut_between_the_digit_groups_of_a_number() -> None:
+    # Each part is guarded on its own: a card number cut in two was two halves that no
+    # redaction rule reads as a card, stored in clear.
+    card = "4111 1111 1111 1111"
+    for lead in range(MAX_CONTENT_CHARS - 30, MAX_CONTENT_CHARS + 1):
+        message = "a" * lead + " " + card + " is my card " + "b" * 50
+        for split in (split_content(message), text.parts(message, MAX_CONTENT_CHARS)):
+            assert any(card in part for part in split), lead
+            assert "".join(split).replace(" ", "") == message.replace(" ", "")
+    phone = "call me at +1 415 555 0132 tomorrow"
+    spaced = "x" * (MAX_CONTENT_CHARS - 14) + " " + phone
+    assert any("+1 415 555 0132" in part for part in split_content(spaced))
