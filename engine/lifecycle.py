@@ -600,6 +600,10 @@ class Consolidator:
         report = Report(namespace, dry_run, now)
         size = self._config.lifecycle.page_size
         claimed: set[str] = set()  # ids already in a merge of this run (as many as merges)
+        # The merged memories of this run's merges: one made on an earlier page merges with
+        # nothing on a later one, where its dry run, which never made it, merged nothing (the
+        # next run plans it, and its dry run says so). Archived or purged as planned all the same.
+        merged: set[str] = set()
         purged: set[str] = set()  # a dry run's: ids the run would have purged by now
         after = ""
         while True:
@@ -608,12 +612,13 @@ class Consolidator:
             page_ids = {m.memory_id for m in page}
             actions = [
                 action
-                for action in plan(self._items(namespace, page, claimed, now), now, self._policy)
+                for action in plan(self._items(namespace, page, claimed, merged, now), now, self._policy)
                 if isinstance(action, Merge) or action.memory_id in page_ids
             ]
             for action in actions:
                 if isinstance(action, Merge):
                     claimed.update(action.source_ids)
+                    merged.add(action.merged.memory_id)
             if dry_run:
                 report.add(self._planned(namespace, action, now, purged) for action in actions)
             else:
@@ -654,17 +659,24 @@ class Consolidator:
                 return Outcome(action, "skipped", refused)
         return Outcome(action, "planned")
 
-    def _items(self, namespace: str, page: Sequence[Memory], claimed: set[str], now: datetime) -> list[Item]:
-        """The page's records, plus their merge partners on other pages (``_partners``)."""
+    def _items(
+        self, namespace: str, page: Sequence[Memory], claimed: set[str], merged: set[str], now: datetime
+    ) -> list[Item]:
+        """The page's records, plus their merge partners on other pages (``_partners``);
+        ``merged`` (this run's merged memories) without a vector: they merge with nothing."""
         model = self._embedder.name
-        wanted = [m for m in page if m.status is Status.ACTIVE and m.entities and m.memory_id not in claimed]
+        wanted = [
+            m
+            for m in page
+            if m.status is Status.ACTIVE and m.entities and m.memory_id not in claimed and m.memory_id not in merged
+        ]
         vectors = self._store.vectors([m.memory_id for m in wanted], model)
         items = [Item(m, vectors.get(m.memory_id)) for m in page if m.memory_id not in claimed]
         if not vectors:
             return items
         self._keeper.ensure_current()
         near = self._partners(namespace, [(m, vectors[m.memory_id]) for m in wanted if m.memory_id in vectors], now)
-        near -= {m.memory_id for m in page} | claimed
+        near -= {m.memory_id for m in page} | claimed | merged
         if near:
             partners = self._store.get_many(Scope.whole([namespace]), sorted(near), MemoryFilter(), now)
             partner_vectors = self._store.vectors([m.memory_id for m in partners], model)

@@ -554,6 +554,30 @@ def test_consolidate_walks_pages_and_finds_merge_partners_on_other_pages(
     assert statuses.count(Status.SUPERSEDED) == report.merged_sources
 
 
+def test_a_run_merges_what_its_dry_run_plans_and_no_more(open_svc: OpenService, config: Config, clock: Any) -> None:
+    # B is a near-duplicate of A and of C, C is none of A: a plan merges A and B (A is the
+    # earliest) and leaves C. A run applied A + B on its first page, then found the memory it
+    # had just made a partner of C on the next and merged the two: one merge more than the
+    # dry run that was read before it said.
+    a = "alice likes to drink hot green tea in the garden every single sunny morning"
+    b = f"{a} often spice"
+    c = "alice likes drink hot green tea in the garden every single sunny morning often honey spice"
+    service = open_svc(config=small_pages(config))
+    first, second, third = (service.save(draft(text, entities=["Alice"])).memory for text in (a, b, c))
+    clock.advance(hours=1)
+    planned = service.consolidator.run(NS, dry_run=True)
+    done = service.consolidator.run(NS)
+    merges = [(o.action.source_ids, o.status) for o in planned.outcomes if isinstance(o.action, Merge)]
+    assert merges == [((first.memory_id, second.memory_id), "planned")]
+    assert [(o.action.source_ids, o.status) for o in done.outcomes if isinstance(o.action, Merge)] == [
+        (ids, "applied") for ids, _ in merges
+    ]
+    assert service.get(NS, third.memory_id).status is Status.ACTIVE
+    # The next run plans C with the merged memory, and says so before it does it.
+    (again,) = service.consolidator.run(NS, dry_run=True).outcomes
+    assert isinstance(again.action, Merge) and third.memory_id in again.action.source_ids
+
+
 @pytest.mark.parametrize(
     ("scan_max", "large", "deleted"),
     [(lifecycle.PARTNER_SCAN_MAX, False, 0), (1, False, 0), (1, True, 0), (10, True, 6)],
