@@ -174,8 +174,11 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     # the terms do not tell them apart)
     "he": ("he", "him", "his", "himself"),
     "she": ("she", "her", "hers", "herself"),
-    # not liking
+    # not liking, giving up, being against ("takes the pills" / "stopped taking the pills",
+    # "in favour of" / "against": merged by consolidation before)
     "hates": ("hate", "hates", "hated", "dislike", "dislikes", "disliked", "detest", "detests"),
+    "stop": ("stop", "stops", "stopped", "stopping", "quit", "quits", "quitting"),
+    "against": ("against",),
     # units and currencies
     "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres"),
     "mile": ("mile", "miles", "mi"),

@@ -170,13 +170,17 @@ def test_similar_memories_that_do_not_qualify_are_not_merged(other: dict[str, An
         ("Alice can keep a cat in the flat", "Alice can't keep a cat in the flat"),
         ("Alice says he will move the boxes", "Alice says she will move the boxes"),
         ("Alice 喜欢 新的 公寓", "Alice 不喜欢 新的 公寓"),
+        ("Alice takes the blood pressure medication daily", "Alice stopped taking the blood pressure medication daily"),
+        ("Alice is in favour of the proposal", "Alice is against the proposal"),
     ],
 )
 def test_near_duplicates_that_give_other_numbers_or_turn_around_are_not_merged(one: str, two: str) -> None:
     """Write-time dedup keeps these apart (``text.repeats``); a merge took them as
     near-duplicates (vectors alike, most words shared) and made one memory of both values,
-    dated when the first was said: which one holds now was no longer to be told."""
-    a = mem(one, entities=("Alice",), created_at=T0 - timedelta(days=3))
+    dated when the first was said: which one holds now was no longer to be told. Said
+    within a day of each other, so that only their wording keeps them apart (three days
+    apart, as here before, they were never merged whatever they said)."""
+    a = mem(one, entities=("Alice",), created_at=T0 - timedelta(hours=3))
     b = mem(two, entities=("Alice",))
     assert plan([Item(a, unit(1, 0)), Item(b, unit(1, 0.01))], T0, POLICY) == []
 

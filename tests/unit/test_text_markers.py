@@ -43,6 +43,11 @@ def test_markers_are_read_in_canonical_form() -> None:
         ("What are her pain points?", "What are his pain points?"),
         ("I told him the plan.", "I told her the plan."),
         ("他住在上海", "她住在上海"),
+        # Given up, and against: consolidation merged "Alice takes the blood pressure
+        # medication daily" with "Alice stopped taking …", and "in favour of" with "against".
+        ("Alice takes the blood pressure pills daily.", "Alice stopped taking the blood pressure pills daily."),
+        ("The user smokes after dinner.", "The user quit smoking after dinner."),
+        ("Alice is in favour of the proposal.", "Alice is against the proposal."),
     ],
 )
 def test_other_markers_are_not_the_same(a: str, b: str) -> None:
