@@ -256,6 +256,31 @@ def same_markers(a: str, b: str) -> bool:
     return markers(a) == markers(b)
 
 
+# Nor is it a repeat of a text that has one of its words negated by a prefix: "able" /
+# "unable", "sure" / "unsure", "agree" / "disagree", "correct" / "incorrect" are one word
+# each, so no closed list holds them ("unable to walk without a cane" was folded into
+# "able …" with USE, cosine 0.955). Read on the words as written, not their stems
+# (Snowball stems "sure" as "sure" and "unsure" as "unsur").
+_NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+
+
+def _latin_words(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(without_chinese(_folded(text))))
+
+
+def _negated(left: frozenset[str], right: frozenset[str]) -> bool:
+    """Whether a word one of the two word sets holds alone is a word the other holds
+    alone, with a negating prefix (``_NEGATING_PREFIXES``)."""
+    only_left, only_right = left - right, right - left
+    return any(
+        word[len(prefix) :] in other
+        for ours, other in ((only_left, only_right), (only_right, only_left))
+        for word in ours
+        for prefix in _NEGATING_PREFIXES
+        if word.startswith(prefix)
+    )
+
+
 def is_blank(text: str) -> bool:
     """Whether ``text`` says nothing: only whitespace, control characters (NUL, say) and
     invisible format marks (zero-width spaces, direction marks, a byte-order mark)."""
@@ -326,10 +351,12 @@ class Wording:
     terms: frozenset[str]
     numbers: tuple[str, ...]
     markers: tuple[str, ...]
+    # Its Latin-script words as written (casefolded), for ``_negated``.
+    words: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, text: str) -> Wording:
-        return cls(frozenset(terms(text)), tuple(numbers(text)), tuple(markers(text)))
+        return cls(frozenset(terms(text)), tuple(numbers(text)), tuple(markers(text)), _latin_words(text))
 
     def overlap(self, other: Wording) -> float:
         """The Jaccard similarity of the two texts' search terms (``word_overlap``)."""
@@ -337,9 +364,10 @@ class Wording:
 
     def says_as(self, other: Wording) -> bool:
         """Whether the two give the same numbers and the same words that turn what they say
-        around ("can" / "can't", "Monday" / "Tuesday", "km" / "miles"), each as often: what
-        both write-time dedup (``repeats``) and a consolidation merge ask of a pair."""
-        return self.numbers == other.numbers and self.markers == other.markers
+        around ("can" / "can't", "Monday" / "Tuesday", "km" / "miles"), each as often, and
+        neither negates a word of the other by a prefix ("able" / "unable"): what both
+        write-time dedup (``repeats``) and a consolidation merge ask of a pair."""
+        return self.numbers == other.numbers and self.markers == other.markers and not _negated(self.words, other.words)
 
 
 def repeats(newer: Wording, older: Wording) -> bool:

@@ -172,6 +172,7 @@ def test_similar_memories_that_do_not_qualify_are_not_merged(other: dict[str, An
         ("Alice 喜欢 新的 公寓", "Alice 不喜欢 新的 公寓"),
         ("Alice takes the blood pressure medication daily", "Alice stopped taking the blood pressure medication daily"),
         ("Alice is in favour of the proposal", "Alice is against the proposal"),
+        ("Alice is sure she locked the door", "Alice is unsure she locked the door"),
     ],
 )
 def test_near_duplicates_that_give_other_numbers_or_turn_around_are_not_merged(one: str, two: str) -> None:

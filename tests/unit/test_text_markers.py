@@ -111,3 +111,28 @@ def test_markers_glued_to_numbers_abbreviated_or_inside_ordinary_words_are_not_t
 )
 def test_a_marker_glued_to_a_number_or_abbreviated_is_the_same(a: str, b: str) -> None:
     assert text.same_markers(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Alice is able to walk without a cane now.", "Alice is unable to walk without a cane now."),
+        ("Alice is sure she locked the door.", "Alice is unsure she locked the door."),
+        ("The user agreed with the plan.", "The user disagreed with the plan."),
+        ("That answer was correct.", "That answer was incorrect."),
+        ("Parking there is legal on Sundays.", "Parking there is illegal on Sundays."),
+    ],
+)
+def test_a_word_and_the_same_word_negated_by_a_prefix_do_not_say_the_same(a: str, b: str) -> None:
+    """Consolidation merged "Alice is sure she locked the door" with "… unsure …", and
+    write-time dedup folded "Alice is unable to walk without a cane now" into "… able …"
+    (USE: cosines 0.94 and 0.955, most words shared): "unable" is one word, no marker."""
+    assert not text.Wording.of(a).says_as(text.Wording.of(b))
+    assert not text.Wording.of(b).says_as(text.Wording.of(a))
+
+
+def test_a_prefix_that_negates_nothing_the_other_text_says_is_no_difference() -> None:
+    assert text.Wording.of("The user is unsure about the plan.").says_as(
+        text.Wording.of("The user is unsure about it.")
+    )
+    assert text.Wording.of("Alice went into the house.").says_as(text.Wording.of("Alice went into the old house."))
