@@ -262,6 +262,7 @@ def same_markers(a: str, b: str) -> bool:
 # "able …" with USE, cosine 0.955). Read on the words as written, not their stems
 # (Snowball stems "sure" as "sure" and "unsure" as "unsur").
 _NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+_NEGATED_MIN_CHARS = 3
 
 
 def _latin_words(text: str) -> frozenset[str]:
@@ -270,14 +271,15 @@ def _latin_words(text: str) -> frozenset[str]:
 
 def _negated(left: frozenset[str], right: frozenset[str]) -> bool:
     """Whether a word one of the two word sets holds alone is a word the other holds
-    alone, with a negating prefix (``_NEGATING_PREFIXES``)."""
+    alone, with a negating prefix (``_NEGATING_PREFIXES``), of at least
+    ``_NEGATED_MIN_CHARS`` letters ("into" is no "to" negated)."""
     only_left, only_right = left - right, right - left
     return any(
         word[len(prefix) :] in other
         for ours, other in ((only_left, only_right), (only_right, only_left))
         for word in ours
         for prefix in _NEGATING_PREFIXES
-        if word.startswith(prefix)
+        if word.startswith(prefix) and len(word) - len(prefix) >= _NEGATED_MIN_CHARS
     )
 
 

@@ -136,3 +136,6 @@ def test_a_prefix_that_negates_nothing_the_other_text_says_is_no_difference() ->
         text.Wording.of("The user is unsure about it.")
     )
     assert text.Wording.of("Alice went into the house.").says_as(text.Wording.of("Alice went into the old house."))
+    # A word that only begins as a negated one does (on the chat logs "… takes into account
+    # …" kept a near-duplicate that said "… to …" apart).
+    assert text.Wording.of("She walked into the garden.").says_as(text.Wording.of("She walked to the garden."))
