@@ -29,6 +29,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.ports import SecurityStore
 from engine.records import utcnow
 from engine.security import (
+    AuditPage,
     AuditQuery,
     AuditRow,
     Block,
@@ -240,9 +241,34 @@ class AdminController(Controller):
             ),
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        after_seq: Annotated[
+            int | None,
+            QueryParameter(
+                ge=0,
+                description="A position in the chain (an entry's seq): the entries after it, oldest first,"
+                " and the cursor to pass next as next_after_seq. 0 reads from the first entry.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """Audit entries, newest first, filtered by actor, action, namespace and time."""
+        """Audit entries, filtered by actor, action, namespace and time: newest first, or,
+        with ``after_seq``, those after that position oldest first, with the next cursor."""
         access.require_admin()
         after = schemas.query_time(since, "since", naive_is_utc=True)
         query = AuditQuery(actor=actor, action=action, namespace=namespace, since=after, limit=limit)
-        return {"entries": [audit_out(row) for row in _security(state).audit(query)]}
+        if after_seq is None:
+            return {"entries": [audit_out(row) for row in _security(state).audit(query)]}
+        return audit_page_out(_security(state).audit_after(query, after_seq), after_seq, limit)
+
+
+def audit_page_out(page: AuditPage, after_seq: int, limit: int) -> dict[str, Any]:
+    """A page after ``after_seq`` and where to go on: from its last entry when the page is
+    full (more may match), else from the head it was read at (every entry up to the head was
+    looked at, matching or not). A cursor never moves back. ``archived_through`` says that the
+    entries after the cursor up to that position were moved to the archive files (``[audit]
+    max_entries``), which this listing does not read."""
+    rows = page.rows
+    following = rows[-1].seq if len(rows) == limit else max(page.head, rows[-1].seq if rows else 0)
+    body: dict[str, Any] = {"entries": [audit_out(row) for row in rows], "next_after_seq": max(after_seq, following)}
+    if page.first_kept is not None and page.first_kept > after_seq + 1:
+        body["archived_through"] = page.first_kept - 1
+    return body

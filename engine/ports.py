@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.records import Change, Memory, MemoryFilter, Page, Scope, Status, TimeWindow, Version
-from engine.security import AuditEvent, AuditQuery, AuditRow, Block, BlockKind, Principal, TokenRecord
+from engine.security import AuditEvent, AuditPage, AuditQuery, AuditRow, Block, BlockKind, Principal, TokenRecord
 from engine.session_records import Candidate, Claimed, Message, SessionInfo, SessionRef
 
 Vector = npt.NDArray[np.float32]
@@ -705,6 +705,13 @@ class SecurityStore(BlockList, Protocol):
 
     def audit(self, query: AuditQuery) -> list[AuditRow]:
         """Entries matching the query, newest first, at most ``query.limit``."""
+        ...
+
+    def audit_after(self, query: AuditQuery, after_seq: int) -> AuditPage:
+        """Entries matching the query whose ``seq`` is past ``after_seq``, oldest first, at
+        most ``query.limit``, with the head of the chain they were read at: every entry up to
+        ``head`` was committed and looked at, so none at or below it can turn up later.
+        (Positions are given under the append lock and commit in order.)"""
         ...
 
     def audit_rows(self) -> Iterator[AuditRow]:

@@ -210,6 +210,17 @@ class AuditQuery:
     limit: int = 100
 
 
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    """Entries after a position in the chain, oldest first, read with the chain's ``head``
+    (its last position) and ``first_kept`` (the oldest position the store still holds, None
+    when it keeps every entry since the first) as they were when the page was read."""
+
+    rows: list[AuditRow]
+    head: int
+    first_kept: int | None = None
+
+
 def canonical(entry: Mapping[str, Any]) -> bytes:
     return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 

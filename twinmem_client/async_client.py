@@ -313,6 +313,12 @@ class AsyncTwinmemClient(ClientBase):
         """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
         return await self.send(calls.audit(filters))
 
+    async def audit_after(self, after_seq: int, **filters: Any) -> JsonDict:
+        """Audit entries after position ``after_seq`` (0: from the first), oldest first, with
+        ``next_after_seq``, the cursor to pass next: tailing the log this way sees every entry
+        once (``since`` can miss some: times are not in chain order). Same filters as ``audit``."""
+        return await self.send(calls.audit_after(after_seq, filters))
+
     # --- short-term sessions and the prompt context ------------------------------------
 
     async def append_messages(

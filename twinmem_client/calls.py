@@ -228,6 +228,10 @@ def audit(filters: Mapping[str, Any]) -> Call[list[JsonDict]]:
     return Call("GET", "/v1/admin/audit", lambda data: list(data["entries"]), params=_params(**filters))
 
 
+def audit_after(after_seq: int, filters: Mapping[str, Any]) -> Call[JsonDict]:
+    return Call("GET", "/v1/admin/audit", _json, params=_params(**filters, after_seq=after_seq))
+
+
 # --- short-term sessions and the prompt context ------------------------------------------
 
 

@@ -250,6 +250,12 @@ class TwinmemClient(ClientBase):
         """Audit entries, newest first; filters: actor, action, namespace, since, limit."""
         return self.send(calls.audit(filters))
 
+    def audit_after(self, after_seq: int, **filters: Any) -> JsonDict:
+        """Audit entries after position ``after_seq`` (0: from the first), oldest first, with
+        ``next_after_seq``, the cursor to pass next: tailing the log this way sees every entry
+        once (``since`` can miss some: times are not in chain order). Same filters as ``audit``."""
+        return self.send(calls.audit_after(after_seq, filters))
+
     # --- short-term sessions and the prompt context ------------------------------------
 
     def append_messages(

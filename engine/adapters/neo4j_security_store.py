@@ -57,6 +57,7 @@ from engine.codec import from_iso, to_iso
 from engine.errors import Conflict, StoreError
 from engine.security import (
     AuditEvent,
+    AuditPage,
     AuditQuery,
     AuditRow,
     Block,
@@ -129,6 +130,25 @@ WHERE ($actor IS NULL OR a.actor = $actor)
   AND ($namespace IS NULL OR $namespace IN a.namespaces)
 RETURN a.seq AS seq, a.entry AS entry, a.prev_hash AS prev_hash, a.hash AS hash
 ORDER BY seq DESC
+LIMIT $limit
+"""
+
+# The head is read before the page: every entry up to it has committed (an append moves the
+# head in the transaction that creates the entry), so the page holds all of them that match.
+_AUDIT_HEAD: LiteralString = """
+MATCH (h:Counter {name: 'audit'})
+RETURN h.seq AS seq
+"""
+
+_AUDIT_AFTER: LiteralString = """
+MATCH (a:AuditEntry)
+WHERE a.seq > $after AND a.seq <= $head
+  AND ($actor IS NULL OR a.actor = $actor)
+  AND ($action IS NULL OR a.action = $action)
+  AND ($since IS NULL OR a.at >= $since)
+  AND ($namespace IS NULL OR $namespace IN a.namespaces)
+RETURN a.seq AS seq, a.entry AS entry, a.prev_hash AS prev_hash, a.hash AS hash
+ORDER BY seq
 LIMIT $limit
 """
 
@@ -348,6 +368,21 @@ class Neo4jSecurityStore:
             "limit": query.limit,
         }
         return [_row(row) for row in self._rows("read the audit log", _AUDIT, params)]
+
+    def audit_after(self, query: AuditQuery, after_seq: int) -> AuditPage:
+        heads = self._rows("read the audit log", _AUDIT_HEAD, {})
+        head = int(heads[0]["seq"]) if heads else 0
+        params = {
+            "after": after_seq,
+            "head": head,
+            "actor": query.actor,
+            "action": query.action,
+            "namespace": query.namespace,
+            "since": to_iso(query.since) if query.since is not None else None,
+            "limit": query.limit,
+        }
+        rows = self._rows("read the audit log", _AUDIT_AFTER, params)
+        return AuditPage([_row(row) for row in rows], head)  # the graph keeps every entry
 
     def audit_rows(self) -> Iterator[AuditRow]:
         after = 0

@@ -35,6 +35,7 @@ from engine.files import make_data_dir
 from engine.security import (
     GENESIS_HASH,
     AuditEvent,
+    AuditPage,
     AuditQuery,
     AuditRow,
     Block,
@@ -204,27 +205,24 @@ class SqliteSecurityStore:
         db.execute("DELETE FROM audit WHERE seq <= ?", (upto,))
 
     def audit(self, query: AuditQuery) -> list[AuditRow]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if query.actor is not None:
-            clauses.append("actor = ?")
-            params.append(query.actor)
-        if query.action is not None:
-            clauses.append("action = ?")
-            params.append(query.action)
-        if query.namespace is not None:
-            clauses.append("seq IN (SELECT seq FROM audit_namespaces WHERE namespace = ?)")
-            params.append(query.namespace)
-        if query.since is not None:
-            clauses.append("at >= ?")
-            params.append(to_iso(query.since))
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        where, params = _audit_where(query)
         with self._transaction() as db:
             rows = db.execute(
                 f"SELECT seq, entry, prev_hash, hash FROM audit {where} ORDER BY seq DESC LIMIT ?",
                 (*params, query.limit),
             ).fetchall()
         return [_row(row) for row in rows]
+
+    def audit_after(self, query: AuditQuery, after_seq: int) -> AuditPage:
+        where, params = _audit_where(query, "seq > ?")
+        # One read transaction: the head, the oldest kept entry and the page from one snapshot.
+        with self._snapshot() as db:
+            first, head = db.execute("SELECT MIN(seq), MAX(seq) FROM audit").fetchone()
+            rows = db.execute(
+                f"SELECT seq, entry, prev_hash, hash FROM audit {where} ORDER BY seq LIMIT ?",
+                (after_seq, *params, query.limit),
+            ).fetchall()
+        return AuditPage([_row(row) for row in rows], head or 0, first)
 
     def audit_rows(self) -> Iterator[AuditRow]:
         archived = 0
@@ -323,6 +321,19 @@ class SqliteSecurityStore:
             self._conn.execute("COMMIT")
 
     @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: its statements see one committed state (WAL), without the
+        write lock."""
+        with self._lock, self._translate("read the security store"):
+            if self._conn is None:
+                raise StoreError(f"the security store {self._path} is not open")
+            self._conn.execute("BEGIN DEFERRED")
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """One statement outside a transaction: it reads the last committed state (WAL)
         without taking the write lock, so it never waits on an appender."""
@@ -337,6 +348,25 @@ class SqliteSecurityStore:
             yield
         except sqlite3.Error as exc:
             raise StoreError(f"could not {what} ({self._path}): {exc}") from exc
+
+
+def _audit_where(query: AuditQuery, *first: str) -> tuple[str, list[Any]]:
+    """The WHERE clause of an audit listing and its parameters (after those of ``first``)."""
+    clauses = list(first)
+    params: list[Any] = []
+    if query.actor is not None:
+        clauses.append("actor = ?")
+        params.append(query.actor)
+    if query.action is not None:
+        clauses.append("action = ?")
+        params.append(query.action)
+    if query.namespace is not None:
+        clauses.append("seq IN (SELECT seq FROM audit_namespaces WHERE namespace = ?)")
+        params.append(query.namespace)
+    if query.since is not None:
+        clauses.append("at >= ?")
+        params.append(to_iso(query.since))
+    return (f"WHERE {' AND '.join(clauses)}" if clauses else ""), params
 
 
 def _token(row: tuple[Any, ...]) -> TokenRecord:

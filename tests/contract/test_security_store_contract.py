@@ -189,6 +189,21 @@ def test_audit_entries_chain_verify_and_filter(security: SecurityStore) -> None:
     assert first.entry == {"seq": 1, **_event(1).as_dict()}
 
 
+def test_audit_entries_after_a_position_oldest_first_with_the_head(security: SecurityStore) -> None:
+    empty = security.audit_after(AuditQuery(), 0)
+    assert empty.rows == [] and empty.head == 0
+    rows = [security.append_audit(_event(n, actor="alice" if n % 2 else "bob")) for n in range(1, 6)]
+    page = security.audit_after(AuditQuery(limit=2), 0)
+    assert page.rows == rows[:2] and page.head == 5
+    assert [row.seq for row in security.audit_after(AuditQuery(limit=2), 2).rows] == [3, 4]
+    bobs = security.audit_after(AuditQuery(actor="bob"), 2)
+    assert [row.seq for row in bobs.rows] == [4] and bobs.head == 5
+    assert security.audit_after(AuditQuery(), 5).rows == []
+    assert [row.seq for row in security.audit_after(AuditQuery(since=AT + timedelta(minutes=4)), 0).rows] == [4, 5]
+    assert [row.seq for row in security.audit_after(AuditQuery(namespace="user:1"), 3).rows] == [4, 5]
+    assert security.audit_after(AuditQuery(), 0).first_kept in (None, 1)
+
+
 def test_an_empty_audit_log_verifies(security: SecurityStore) -> None:
     report = verify_chain(security.audit_rows())
     assert report.ok and report.entries == 0
