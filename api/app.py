@@ -21,14 +21,23 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 
 from api.admin import AdminController
-from api.auth import MEM0_PATH, OPEN_PATHS, RATE_LIMITER, AuditMiddleware, authenticate, provide_access
+from api.auth import (
+    AUTH_LIMITER,
+    MEM0_PATH,
+    OPEN_PATHS,
+    RATE_LIMITER,
+    AuditMiddleware,
+    FailedAuthReport,
+    authenticate,
+    provide_access,
+)
 from api.controllers import HealthController, MemoryController
 from api.errors import EXCEPTION_HANDLERS, TwinmemRequest
 from api.graph import GraphController
 from api.lifecycle import LifecycleController
 from api.mem0 import Mem0Controller
 from api.portability import PortabilityController
-from api.ratelimit import RateLimiter
+from api.ratelimit import FailedAuthLimiter, RateLimiter
 from api.sessions import SessionController
 from engine.adapters import open_sessions
 from engine.config import Config
@@ -57,6 +66,13 @@ def _rate_limiter(config: Config) -> dict[str, RateLimiter]:
     return {RATE_LIMITER: RateLimiter(limits.requests_per_minute, limits.request_burst)}
 
 
+def _auth_limiter(config: Config) -> dict[str, FailedAuthLimiter]:
+    limits = config.limits
+    if config.auth.mode != "tokens" or limits.failed_auths_per_second <= 0:
+        return {}  # in local mode no request fails to authenticate
+    return {AUTH_LIMITER: FailedAuthLimiter(limits.failed_auths_per_second, limits.failed_auth_burst)}
+
+
 def create_app(
     config: Config,
     *,
@@ -77,10 +93,19 @@ def create_app(
             # Opening sessions promotes what expired while the service was down.
             sessions = await anyio.to_thread.run_sync(open_session_store, config, service)
             app.state.sessions = sessions
+            limiter: FailedAuthLimiter | None = app.state.get(AUTH_LIMITER)
+            report = None
+            if limiter is not None:
+                report = FailedAuthReport(limiter, service.security, config.limits.failed_auth_report_seconds)
+                report.start()
             try:
                 yield
             finally:
-                await anyio.to_thread.run_sync(sessions.stop)
+                try:
+                    if report is not None:
+                        await anyio.to_thread.run_sync(report.stop)
+                finally:
+                    await anyio.to_thread.run_sync(sessions.stop)
         finally:
             await anyio.to_thread.run_sync(service.close)
 
@@ -100,7 +125,7 @@ def create_app(
         guards=[authenticate, refuse_unknown_query],
         middleware=[AuditMiddleware],
         dependencies={"access": Provide(provide_access, sync_to_thread=False)},
-        state=State({"config": config, **_rate_limiter(config)}),
+        state=State({"config": config, **_rate_limiter(config), **_auth_limiter(config)}),
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_class=TwinmemRequest,
         request_max_body_size=config.server.max_body_bytes,

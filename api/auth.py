@@ -13,7 +13,10 @@ Three parts, in the order a request meets them:
 * ``authenticate`` (an app-wide guard) resolves the ``Principal``: in ``[auth]
   mode = "local"`` the local agent with full rights, in ``"tokens"`` the owner
   of the bearer token, or 401; then applies the per-token rate limit, if one is
-  configured (429 with ``Retry-After``, ``api/ratelimit.py``). A handler missing from ``ACTIONS`` is refused to
+  configured (429 with ``Retry-After``, ``api/ratelimit.py``). A failed authentication
+  is counted against its client address: past that address's budget it is answered 429,
+  and the failures the log does not record one by one are counted in one entry now and
+  then (``FailedAuthReport``). A handler missing from ``ACTIONS`` is refused to
   everyone but admins, so a new endpoint is closed until someone decides what it is.
 * ``Access`` (the ``access`` dependency) is the one helper handlers call. It
   turns the caller's grants into the ``Scope`` every engine read takes
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,8 +45,9 @@ from litestar.handlers.base import BaseRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Send
 from litestar.types import Scope as ASGIScope
 
-from api.ratelimit import RateLimiter, retry_after
+from api.ratelimit import FailedAuthLimiter, RateLimiter, Tally, address_key, retry_after
 from engine import guard
+from engine.codec import to_iso
 from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, StoreError, Unauthenticated
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
@@ -65,6 +70,12 @@ AUDIT_KEY = "twinmem_audit"
 AUDIT_MAX_IDS = 1000
 # app.state key of the RateLimiter ([limits] requests_per_minute), absent when off.
 RATE_LIMITER = "rate_limiter"
+# app.state key of the FailedAuthLimiter ([limits] failed_auths_per_second; tokens mode), absent when off.
+AUTH_LIMITER = "auth_limiter"
+# The action of the entries that count failed authentications not logged one by one.
+AUTHENTICATE = "authenticate"
+# The addresses such an entry names, the most failures first; the rest are counted together.
+REPORT_ADDRESSES = 20
 
 # Handler name → the action its audit entries record (None: authenticated, not audited).
 ACTIONS: dict[str, str | None] = {
@@ -132,6 +143,8 @@ class AuditRecord:
     # The SHA-256 of the token the request carried, so a long request can ask again
     # whether it still holds (``Access.revoked``); never written to the log.
     token_hash: str | None = None
+    # False for a failed authentication past the log's budget: counted, not written one by one.
+    logged: bool = True
 
 
 def _record(scope: ASGIScope) -> AuditRecord | None:
@@ -188,7 +201,7 @@ class AuditMiddleware:
             await self._write(scope, record, status, "no response was sent")
 
     async def _write(self, scope: ASGIScope, record: AuditRecord, status: int, detail: str | None) -> None:
-        if record.action is None:
+        if record.action is None or not record.logged:
             return
         security: SecurityStore = scope["app"].state.security
         await anyio.to_thread.run_sync(security.append_audit, audit_event(record, status, detail))
@@ -245,7 +258,11 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
         raise RuntimeError("AuditMiddleware is not installed")
     name = handler.handler_name
     record.action = ACTIONS.get(name, "admin")
-    principal, record.token_hash = _principal(connection)
+    try:
+        principal, record.token_hash = _principal(connection)
+    except Unauthenticated:
+        _failed_authentication(connection, record)
+        raise
     record.principal, record.actor = principal, principal.agent
     limiter: RateLimiter | None = connection.app.state.get(RATE_LIMITER)
     if limiter is not None:
@@ -257,6 +274,101 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
             )
     if name not in ACTIONS and not principal.is_admin:
         raise Forbidden("this endpoint needs an admin grant on '*'")
+
+
+def _failed_authentication(connection: ASGIConnection[Any, Any, Any, Any], record: AuditRecord) -> None:
+    """Count a failed authentication against the client's address: 429 past its budget; the
+    audit entry left out (counted for the next report) past the log's budget."""
+    limiter: FailedAuthLimiter | None = connection.app.state.get(AUTH_LIMITER)
+    if limiter is None:
+        return
+    address = connection.client.host if connection.client else None
+    verdict = limiter.failed(address)
+    record.logged = verdict.logged
+    if verdict.wait > 0:
+        wait = retry_after(verdict.wait)
+        raise TooManyRequestsException(
+            detail=f"too many failed authentications from {address_key(address)}: retry in {wait} s",
+            headers={"Retry-After": wait},
+        ) from None
+
+
+def failed_auth_event(tallies: dict[str, Tally]) -> AuditEvent:
+    """One audit entry for the failed authentications tallied since the last: how many, how
+    they were answered, when, and from where (the ``REPORT_ADDRESSES`` addresses with the most)."""
+    ordered = sorted(tallies.items(), key=lambda item: (-item[1].failures, item[0]))
+    named, rest = ordered[:REPORT_ADDRESSES], ordered[REPORT_ADDRESSES:]
+    refused = sum(tally.refused for tally in tallies.values())
+    unlogged = sum(tally.unlogged for tally in tallies.values())
+    first = min(tally.first for tally in tallies.values())
+    last = max(tally.last for tally in tallies.values())
+    report = {
+        "failures": refused + unlogged,
+        "answered_429": refused,
+        "answered_401": unlogged,
+        "first_at": to_iso(first),
+        "last_at": to_iso(last),
+        "addresses": len(tallies),
+        "by_address": {key: tally.failures for key, tally in named},
+        "other_addresses_failures": sum(tally.failures for _, tally in rest),
+    }
+    shown = ", ".join(f"{key} {tally.failures}" for key, tally in named)
+    more = f" and {len(rest)} more addresses" if rest else ""
+    detail = (
+        f"{refused + unlogged} failed authentications not logged one by one ({refused} answered 429 past their"
+        f" address's limit, {unlogged} answered 401 past the log's) from {shown}{more},"
+        f" {to_iso(first)} to {to_iso(last)}"
+    )
+    return AuditEvent(
+        actor=ANONYMOUS,
+        action=AUTHENTICATE,
+        outcome="unauthenticated",
+        at=utcnow(),
+        request_id=uuid.uuid4().hex,
+        status_code=429 if refused else 401,
+        detail=detail,
+        report=report,
+    )
+
+
+class FailedAuthReport:
+    """Writes the failed authentications a ``FailedAuthLimiter`` tallied to the audit log, one
+    entry every ``every`` seconds while there are any, and once more when stopped: under a
+    flood from any number of addresses the log grows by one entry a period, not one a request."""
+
+    def __init__(self, limiter: FailedAuthLimiter, security: SecurityStore, every: float) -> None:
+        self._limiter = limiter
+        self._security = security
+        self._every = every
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="twinmem-failed-auth-report", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop reporting and write what is left (before the security store closes)."""
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.report()
+
+    def report(self) -> None:
+        tallies = self._limiter.drain()
+        if not tallies:
+            return
+        try:
+            self._security.append_audit(failed_auth_event(tallies))
+        except StoreError:
+            self._limiter.restore(tallies)  # reported with the next, once the log can be written
+            raise
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._every):
+            try:
+                self.report()
+            except StoreError as exc:
+                log.error("the failed authentications since the last report could not be logged: %s", exc)
 
 
 def _presented_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str:

@@ -304,6 +304,13 @@ class LimitsConfig:
     # request_burst; 0 turns the rate limit off (the default).
     requests_per_minute: float = 0.0
     request_burst: int = 60
+    # Failed authentications (a missing, unknown or revoked token; tokens mode) from one client
+    # address, in bursts of up to failed_auth_burst; past that, 429 with Retry-After, counted in
+    # one audit entry every failed_auth_report_seconds instead of one entry each. A request with
+    # a valid token is never refused by it. 0 per second turns it off.
+    failed_auths_per_second: float = 2.0
+    failed_auth_burst: int = 10
+    failed_auth_report_seconds: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -895,6 +902,12 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             "limits.requests_per_minute must be 0 (off) or positive and limits.request_burst at least 1,"
             f" got {lim.requests_per_minute} and {lim.request_burst}"
+        )
+    if lim.failed_auths_per_second < 0 or lim.failed_auth_burst < 1 or lim.failed_auth_report_seconds <= 0:
+        raise ConfigError(
+            "limits.failed_auths_per_second must be 0 (off) or positive, limits.failed_auth_burst at least 1"
+            " and limits.failed_auth_report_seconds positive, got"
+            f" {lim.failed_auths_per_second}, {lim.failed_auth_burst} and {lim.failed_auth_report_seconds}"
         )
     _validate_sessions(config.sessions)
     if not 0 < config.server.port < 65536:

@@ -172,9 +172,12 @@ class AuditEvent:
     content_sha256: str | None = None
     status_code: int | None = None
     detail: str | None = None
+    # Counts an entry stands for (failed authentications not logged one by one); only those
+    # entries carry the key, so every other entry hashes as it always has.
+    report: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        entry: dict[str, Any] = {
             "actor": self.actor,
             "action": self.action,
             "outcome": self.outcome,
@@ -186,6 +189,9 @@ class AuditEvent:
             "status_code": self.status_code,
             "detail": self.detail,
         }
+        if self.report is not None:
+            entry["report"] = dict(self.report)
+        return entry
 
 
 @dataclass(frozen=True, slots=True)
