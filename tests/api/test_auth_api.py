@@ -107,6 +107,12 @@ def test_admins_list_and_revoke_tokens_and_a_revoked_token_gets_401(secured: Liv
             assert bad.status_code == 422 and "it could never match" in bad.json()["detail"], bad.text
             assert len(bad.text) < 1000
         assert "dave" not in str(root.get("/v1/admin/tokens").json())
+        # The actors of the service's, the commands', refused requests' and local mode's entries.
+        for reserved in ("twinmem", "cli", "anonymous", "local", "Twinmem"):
+            bad = root.post("/v1/admin/tokens", json={"agent": reserved, "grants": ["notes:r"]})
+            assert bad.status_code == 422 and bad.json()["field"] == "agent", bad.text
+            assert f"the agent name {reserved!r} is reserved" in bad.json()["detail"]
+        assert [t["agent"] for t in root.get("/v1/admin/tokens").json()["tokens"]] == ["root", "carol"]
     with bearer(secured, carol) as api:
         assert api.get("/v1/memories", params={"namespace": "notes"}).status_code == 401
 

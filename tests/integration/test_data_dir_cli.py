@@ -228,6 +228,20 @@ def test_token_create_refuses_an_agent_name_the_api_refuses(
     assert [token["agent"] for token in json.loads(out)] == ["ok"]
 
 
+@pytest.mark.parametrize("agent", ["twinmem", "cli", "anonymous", "local", "CLI"])
+def test_token_create_refuses_the_names_the_audit_log_gives_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], agent: str
+) -> None:
+    """The service's own entries carry the actor ``twinmem``, the commands' ``cli``, refused
+    requests' ``anonymous`` and local mode's ``local``: a token's agent so named would pass
+    for them in the log."""
+    data_dir = tmp_path / "data"
+    code, out, err = _run(capsys, "token", "create", "--agent", agent, "--grant", "u:r", "--data-dir", data_dir)
+    assert (code, out) == (2, "") and f"the agent name {agent!r} is reserved" in err
+    code, out, _ = _run(capsys, "token", "list", "--data-dir", data_dir)
+    assert json.loads(out) == []
+
+
 def test_token_create_refuses_more_grants_than_the_api_takes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
