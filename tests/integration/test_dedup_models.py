@@ -100,6 +100,10 @@ CHANGED_MARKERS = [
     ("提醒我明天下午去医院复查", "提醒我后天下午去医院复查"),
     # A word negated by its prefix: with USE the second was folded into the first (cosine 0.955).
     ("Alice is able to walk without a cane now.", "Alice is unable to walk without a cane now."),
+    # Roles swapped, and a hedge: with USE folded at cosines 0.981, 0.959 and 0.962.
+    ("Alice is taller than Bob.", "Bob is taller than Alice."),
+    ("Alice owes Bob money.", "Bob owes Alice money."),
+    ("Alice will come to the party on Saturday.", "Alice might come to the party on Saturday."),
     (
         "我女儿会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",
         "我女儿不会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",
