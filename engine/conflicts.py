@@ -256,8 +256,8 @@ def _claims(text: str) -> _Reading:
     infinitive = speaker = away = False
     voice = replace(voice, first_person=bool(_FIRST_PERSON_WORD.search(_normal(body))), fond_of=_fond_of(body))
     # "I moved to Paris. Only for two weeks though.": the move is a stay, as one clause would say.
-    stint = _stint_said(body)
-    for sentence in _SENTENCE.findall(body):
+    stints = _stint_said(body)
+    for at, sentence in enumerate(_SENTENCE.findall(body)):
         if _question(sentence):
             if _says_something(sentence):
                 unread.append(sentence.strip())
@@ -281,7 +281,7 @@ def _claims(text: str) -> _Reading:
                 subject = holder
             read = [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
-            if stint:
+            if at in stints:
                 read = [claim for claim in read if claim.slot not in ("residence", "employer")]
             if dated:
                 # "我今天在上海，住在酒店", "I'm in Shanghai this week and stay in Pudong": where the
@@ -509,16 +509,27 @@ _ZH_STINT_SAID = re.compile(
 )
 
 
-def _stint_said(body: str) -> bool:
-    """Whether ``body`` holds a clause that only says its home or move is a stay
-    (_EN_STINT_SAID, _ZH_STINT_SAID)."""
-    for sentence in _SENTENCE.findall(body):
-        for clause, _, _ in _clauses(_normal(sentence)):
-            clause = clause.strip(" :-\"'“”「」")
+def _stint_said(body: str) -> frozenset[int]:
+    """The sentences of ``body`` (by their place) whose homes and moves a clause says are a
+    stay (_EN_STINT_SAID, _ZH_STINT_SAID): its own sentence ("I moved to Paris, but only for
+    a year", "In my dreams, I live in Paris"), or the one before where it stands alone ("I
+    moved to Paris. Only for two weeks though."). Not another sentence ("I moved to Paris.
+    Mom is staying with me, just for a month."), nor what a question asks ("Just for a week?
+    No, for good.")."""
+    stints: set[int] = set()
+    before = None  # the sentence before, if it asked nothing
+    for at, sentence in enumerate(_SENTENCE.findall(body)):
+        if _question(sentence):
+            before = None
+            continue
+        clauses = [clause.strip(" :-\"'“”「」") for clause, _, _ in _clauses(_normal(sentence))]
+        clauses = [clause for clause in clauses if clause]
+        for clause in clauses:
             said = _ZH_STINT_SAID if _HAN.search(clause) else _EN_STINT_SAID
-            if clause and said.fullmatch(clause):
-                return True
-    return False
+            if said.fullmatch(clause):
+                stints.add(at if len(clauses) > 1 or before is None else before)
+        before = at
+    return frozenset(stints)
 
 
 # Before the verb, for now: what the clause says holds for a while, not from now on.

@@ -1053,6 +1053,25 @@ def test_a_move_said_to_be_a_stay_in_a_clause_of_its_own_is_no_new_home(said: st
     assert verdict("I live in Berlin", "I moved to Paris. My sister visited for a week.") is Verdict.REPLACE
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Paris. Mom is staying with me, just for a month."),
+        ("I live in Berlin", "I moved to Paris. My sister too, but only for a month."),
+        ("I live in Berlin", "I moved to Paris. Just for a week? No, for good."),
+        ("I live in Berlin", "I moved to Paris. Temporary? No!"),
+        ("我住在北京", "我搬到上海了。我父母住了一个星期，只是暂时的"),
+    ],
+)
+def test_a_stay_said_of_someone_else_or_asked_leaves_the_move_a_move(old: str, new: str) -> None:
+    # A clause saying only "for a month" made every home of the text a stay, though it
+    # was said of another sentence's guest, or asked and answered "for good".
+    assert verdict(old, new) is Verdict.REPLACE
+    # Said of the move itself, in its sentence or the next, it is still a stay.
+    assert verdict("I live in Berlin", "I moved to Paris and I love it, but only for a year") is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I moved to Paris. Only for a year though.") is Verdict.UNRELATED
+
+
 def test_a_stay_said_in_a_clause_of_its_own_is_still_what_the_older_memory_says() -> None:
     # Its stay read as no claim, the clause still holds something a newer name does not replace.
     assert verdict("My name is Anna. I moved to Paris, just for a month.", "Call me Anne") is Verdict.CONTRADICT
