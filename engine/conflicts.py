@@ -482,9 +482,9 @@ _EN_NOT_IN_EARNEST = (
 _EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_NOT_IN_EARNEST})\b")
 _EN_SEASONAL = re.compile(rf"\b{_EN_IN_SEASON}\b")
 # And in Chinese: "我搬到上海住一段时间", "…出差一周", "…过暑假", "…住两个星期"; not since
-# when ("我搬来上海已经一周了", "…住一年了").
+# when ("我搬来上海已经一周了", "…住一年了", "我搬到上海有一段时间了", "…一阵子了").
 _ZH_STINT = re.compile(
-    r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|(?<!已经)(?:一段时间|一阵子)|"
+    r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|(?<!已经)(?:一段时间|一阵子)(?![了来])|"
     r"(?:住|待|呆)上?(?:[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年)(?!了))"
 )
 # The same said in a clause of its own, before or after the home or move ("I moved to Paris.
@@ -1700,8 +1700,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return []
     groups = match.groupdict()
     negative = bool(groups.get("neg"))
-    raw = (groups.get("v") or "").strip()
-    raw = re.sub(r"(?:了|啦|的|呢|吧)+$", "", raw)
+    said = (groups.get("v") or "").strip()  # with its 了: "…有一段时间了" is since when
+    raw = re.sub(r"(?:了|啦|的|呢|吧)+$", "", said)
     # "不…了" is the Chinese "no longer".
     if negative and clause.endswith("了"):
         change = True
@@ -1711,7 +1711,7 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         return [Claim(holder, "allergy", _value(raw), not negative, change)]
     if kind == "residence" and (_LODGING.search(raw) or _ZH_HOSTED.search(raw)):
         return []  # "住在酒店", "住在上海的民宿", "住在朋友家": a stay, not a home
-    if kind == "residence+" and _ZH_STINT.search(raw):
+    if kind == "residence+" and _ZH_STINT.search(said):
         return []  # "我搬到上海住一段时间": a stay, not a home
     if kind in ("residence", "residence+"):
         value = _value(raw)

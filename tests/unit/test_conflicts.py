@@ -1072,6 +1072,16 @@ def test_a_stay_said_of_someone_else_or_asked_leaves_the_move_a_move(old: str, n
     assert verdict("I live in Berlin", "I moved to Paris. Only for a year though.") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    "said", ["我搬到上海有一段时间了", "我搬到上海好一段时间了", "我搬到上海很长一段时间了", "我搬到上海一阵子了", "我搬到上海一段时间了"]
+)
+def test_a_chinese_move_a_while_ago_is_a_move(said: str) -> None:
+    # Since when, not for how long: read as 我搬到上海一段时间 (a stay), the move was missed.
+    assert verdict("我住在北京", said) is Verdict.REPLACE
+    assert verdict("我住在北京", "我搬到上海一段时间") is Verdict.UNRELATED
+    assert verdict("我住在北京", "我搬去上海待一阵子") is Verdict.UNRELATED
+
+
 def test_a_stay_said_in_a_clause_of_its_own_is_still_what_the_older_memory_says() -> None:
     # Its stay read as no claim, the clause still holds something a newer name does not replace.
     assert verdict("My name is Anna. I moved to Paris, just for a month.", "Call me Anne") is Verdict.CONTRADICT
