@@ -2037,13 +2037,15 @@ def _compare(old: Claim, new: Claim) -> Verdict:
 
 _PRECEDENCE = (Verdict.REPLACE, Verdict.CONTRADICT, Verdict.DUPLICATE)
 
+_CITY_STATES = ("singapore", "monaco", "vatican")
 # Countries as a home is said in them. A home in a country after one in a city, or the other
 # way round ("I live in Berlin" → "I live in Germany now", "我住在北京" → "我住在中国"), may be
 # the same home told more widely or more closely; which, the rules do not know, so neither
 # replaces the other. One country after another still does ("I live in Germany" → "I moved to
 # France"), and so does one city after another.
 _EN_COUNTRY_NAMES = (
-    *(name for name in _EN_COUNTRIES if name not in ("america", "zealand")),
+    # Not a city-state: "I moved to Singapore" after "I live in Berlin" is a move.
+    *(name for name in _EN_COUNTRIES if name not in ("america", "zealand", *_CITY_STATES)),
     *("the us", "the usa", "the uk", "the united states", "united states", "the united states of america"),
     *("the united kingdom", "united kingdom", "the states", "new zealand", "south korea", "north korea"),
     *("the netherlands", "the philippines", "the czech republic", "czech republic", "south africa"),

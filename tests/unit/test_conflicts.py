@@ -1112,6 +1112,19 @@ def test_a_region_that_may_hold_the_home_does_not_replace_it(old: str, new: str)
     assert verdict(old, new) is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Singapore"),
+        ("I live in Tokyo", "I live in Singapore now"),
+        ("I live in Singapore", "I moved to Hong Kong"),
+    ],
+)
+def test_a_city_state_is_a_city(old: str, new: str) -> None:
+    # Singapore, a country too, was weighed as one: it "may hold" Berlin, and the move was missed.
+    assert verdict(old, new) is Verdict.REPLACE
+
+
 def test_one_country_or_one_city_after_another_still_replaces() -> None:
     assert verdict("I live in Germany", "I moved to France") is Verdict.REPLACE
     assert verdict("我住在德国", "我搬到法国了") is Verdict.REPLACE
