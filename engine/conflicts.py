@@ -1194,7 +1194,7 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(re.sub(r" as .*$", "", raw))
-        if _workplace(value) or (_EN_JOINED_GROUP.match(said) and _EN_GROUP.search(raw)):
+        if _workplace(value) or (_EN_JOINED_GROUP.match(said) and _en_group(raw)):
             return []  # "I work at home", "I joined a gym": no employer
         return [Claim(holder, "employer", value, kind != "employer-" and not negative, change or kind != "employer")]
     if kind == "name":
@@ -1237,11 +1237,30 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
 # "I started at a new gym"). Joined, it hid the employer; working there ("I work at a gym",
 # "I started working at a gym") is a job.
 _EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at) ")
+# The club is the head of what was joined: last, or before what says where, when or with whom
+# ("a gym near my office", "the Sierra Club in 2020"); not "Studio Ghibli", "Club Med", "Server
+# Labs". Some name a company after a bare name ("Alibaba Group", "Acme Studio"), not after
+# "a", "the", "my".
 _EN_GROUP = re.compile(
     r"\b(?:gym|fitness|club|choir|band|orchestra|league|class(?:es)?|course|group|community|society|church|"
     r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
-    r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge)s?\b"
+    r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge|"
+    r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters)s?"
+    r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
+    r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"
 )
+_EN_NAMED_GROUP = re.compile(
+    r"(?!(?:a|an|the|my|our|his|her|their|this|that|another|some|one|a new|a local) )[^ ]+ .*"
+    r"\b(?:group|studio|community|society|union|party|band|league|movement|campaign)s?\b"
+)
+
+
+def _en_group(raw: str) -> bool:
+    """Whether ``raw``, what was joined, is a club, a class, a group (_EN_GROUP), not a company."""
+    found = _EN_GROUP.search(raw)
+    return bool(found) and not _EN_NAMED_GROUP.match(raw[: found.end()])
+
+
 # Staying with someone, or at someone's ("at my friend's place", "at my parents' flat").
 _EN_HOSTED = re.compile(r" with | at (?:(?:my|a|an|our|his|her|their|the) )?[a-z]+(?:'s|s')(?: |$)")
 _EN_HALT = re.compile(r"(?:at|by|in|for|to|over|off|on|overnight|briefly|there|here|when|after|before)\b")
@@ -1605,7 +1624,7 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
 # 集团 ("加入了蚂蚁集团"), 出版社, 基金会: employers.
 _ZH_GROUP = re.compile(
     r"(?:俱乐部|读书会|工会|协会|学生会|社团|合唱团|乐团|乐队|球队|战队|车队|群|班|课程?|小组|社区|健身房|"
-    r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团)$"
+    r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团|合唱队|跑团|共青团|瑜伽馆|健身馆)$"
 )
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")

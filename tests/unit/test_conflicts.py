@@ -1073,7 +1073,14 @@ def test_a_stay_said_of_someone_else_or_asked_leaves_the_move_a_move(old: str, n
 
 
 @pytest.mark.parametrize(
-    "said", ["我搬到上海有一段时间了", "我搬到上海好一段时间了", "我搬到上海很长一段时间了", "我搬到上海一阵子了", "我搬到上海一段时间了"]
+    "said",
+    [
+        "我搬到上海有一段时间了",
+        "我搬到上海好一段时间了",
+        "我搬到上海很长一段时间了",
+        "我搬到上海一阵子了",
+        "我搬到上海一段时间了",
+    ],
 )
 def test_a_chinese_move_a_while_ago_is_a_move(said: str) -> None:
     # Since when, not for how long: read as 我搬到上海一段时间 (a stay), the move was missed.
@@ -1179,6 +1186,15 @@ def test_a_home_said_as_an_attribute_in_a_region_or_for_a_while_is_no_new_home(s
         ("我在阿里工作", "我加入了读书会"),
         ("我在阿里工作", "我加入了一个跑步俱乐部"),
         ("我在阿里工作", "我加入了健身房"),
+        ("I work at Google", "I joined a book circle"),
+        ("I work at Google", "I joined a pottery workshop"),
+        ("I work at Google", "I joined a coding bootcamp"),
+        ("I work at Google", "I joined a running crew"),
+        ("I work at Google", "I joined a carpool"),
+        ("I work at Google", "I joined Toastmasters"),
+        ("我在阿里工作", "我加入了合唱队"),
+        ("我在阿里工作", "我加入了跑团"),
+        ("我在阿里工作", "我加入了瑜伽馆"),
     ],
 )
 def test_joining_a_gym_a_club_or_a_class_is_no_new_employer(old: str, new: str) -> None:
@@ -1187,6 +1203,27 @@ def test_joining_a_gym_a_club_or_a_class_is_no_new_employer(old: str, new: str) 
     assert verdict("I work at Google", "I started working at a gym") is Verdict.REPLACE
     assert verdict("I work at Google", "I joined a startup") is Verdict.REPLACE
     assert verdict("我在阿里工作", "我加入了蚂蚁集团") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I joined Alibaba Group",
+        "I joined Goldman Sachs Group",
+        "I joined Studio Ghibli",
+        "I joined Club Med",
+        "I joined Band Inc",
+        "I joined Community Health Systems",
+        "I joined Server Labs as an engineer",
+    ],
+)
+def test_joining_a_company_named_with_a_club_word_is_a_new_employer(said: str) -> None:
+    # "Group", "studio", "club" anywhere in what was joined made it a club: the new
+    # employer was missed. A club is the head of what was joined, and a bare name
+    # ending in "Group" is a company.
+    assert verdict("I work at Google", said) is Verdict.REPLACE
+    assert verdict("I work at Google", "I joined a hiking group near my office") is Verdict.UNRELATED
+    assert verdict("I work at Google", "I joined the Sierra Club in 2020") is Verdict.UNRELATED
 
 
 @pytest.mark.parametrize(
