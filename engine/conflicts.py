@@ -450,12 +450,13 @@ def _away(clause: str, read: list[Claim]) -> bool:
 # "For a while", "for the time being", "temporarily" and "for now" say so without a length
 # (the Chinese 暂时, 临时: _ZH_TEMPORARY).
 _EN_FOR_A_WHILE = (
-    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|semester|term|school year)|"
+    r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|semester|term|(?:school|academic) year|season)|"
     r"for the rest of the (?:week|month|year|summer|winter|semester)|"
-    r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop)|"
-    r"for (?:a|one|two|three|four|five|six|seven|ten|a few|a couple of|several|\d+) "
-    r"(?:days?|nights?|weeks?|months?|years?|semesters?|terms?)|"
-    r"for (?:a (?:little |short )?while|a bit|a short time|the time being|now)|temporarily"
+    r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop|"
+    r"internship|sabbatical|secondment|fellowship|residency)|"
+    r"for (?:a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|eighteen|a few|a couple of|several|\d+) "
+    r"(?:days?|nights?|weeks?|months?|years?|semesters?|terms?)|for half a (?:year|month)|"
+    r"for (?:a (?:little |short |good |long )?while|a bit|a short time|the time being|now)|temporarily"
 )
 _EN_PERIOD = re.compile(
     r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"

@@ -1054,6 +1054,28 @@ def test_a_move_said_to_be_a_stay_in_a_clause_of_its_own_is_no_new_home(said: st
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        "I moved to Paris for a good while",
+        "I moved to Paris for a long while",
+        "I moved to Paris for half a year",
+        "I moved to Paris for eight months",
+        "I moved to Paris for nine months",
+        "I moved to Paris for twelve months",
+        "I moved to Paris for the academic year",
+        "I moved to Paris for the season",
+        "I moved to Paris for an internship",
+        "I moved to Paris for a sabbatical",
+    ],
+)
+def test_a_move_for_other_lengths_of_a_while_is_a_stay(said: str) -> None:
+    # Lengths the stay did not list read as a move and hid the home.
+    assert verdict("I live in Berlin", said) is Verdict.UNRELATED
+    assert verdict("I live in Berlin", "I moved to Paris for good") is Verdict.REPLACE
+    assert verdict("I live in Berlin", "I moved to Paris for my new job") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("I live in Berlin", "I moved to Paris. Mom is staying with me, just for a month."),
