@@ -503,7 +503,7 @@ _EN_STINT_SAID = re.compile(
 )
 _ZH_STINT_SAID = re.compile(
     r"(?:我们?)?(?:不过|但是?|可是|只是|而且|其实|就|只|也就|先|才|大概|可能|应该)*(?:是)?"
-    r"(?:(?:暂时|临时)(?:的|性的|而已|罢了)?|"
+    r"(?:(?:暂时|临时)(?:的|性的|而已|罢了)?|不(?:会|打算|准备)?(?:长住|久住|久留|定居)|不是长期的?|"
     r"(?:住|待|呆)?上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年))"
     r"(?:左右)?(?:而已|罢了)?)"
     r"(?:啦|呢|吧|哦|而已)*"
@@ -1063,7 +1063,9 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
 # A home or a job besides the one the holder has, or the same as someone else's ("I live in
 # Paris too", "I work for Acme on the side", with "also" before the verb): no new one. Not a
 # move or a new job ("I also moved to Paris": as someone else did, and they left the old one).
-_EN_BESIDES = re.compile(r"\b(?:too|as well|on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle))\b")
+_EN_BESIDES = re.compile(
+    r"\b(?:too|as well|on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle))\b|\balso\W*$"
+)
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third

@@ -1042,6 +1042,8 @@ def test_a_job_for_a_while_or_part_time_is_no_new_employer(old: str, new: str) -
         "我搬到上海了，只住两个星期",
         "我搬到上海了，不过只是暂时的",
         "我搬到上海了，就待一个月",
+        "我搬到上海了，不会长住",
+        "我搬到上海了，不过不是长期的",
         "我搬到上海一段时间",
     ],
 )
@@ -1167,6 +1169,7 @@ def test_one_country_or_one_city_after_another_still_replaces() -> None:
         ("I work at Google", "I also work at Acme"),
         ("I work at Google", "I work at Acme too"),
         ("I work at Google", "I work for Acme on the side"),
+        ("I work at Google", "I work at Acme also"),
         ("I live in Berlin", "I also live in Paris"),
         ("I live in Berlin", "I live in Paris as well"),
         ("我在阿里工作", "我也在腾讯工作"),
