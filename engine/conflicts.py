@@ -1261,7 +1261,7 @@ _EN_NAMED_GROUP = re.compile(
 def _en_group(raw: str) -> bool:
     """Whether ``raw``, what was joined, is a club, a class, a group (_EN_GROUP), not a company."""
     found = _EN_GROUP.search(raw)
-    return bool(found) and not _EN_NAMED_GROUP.match(raw[: found.end()])
+    return found is not None and not _EN_NAMED_GROUP.match(raw[: found.end()])
 
 
 # Staying with someone, or at someone's ("at my friend's place", "at my parents' flat").
