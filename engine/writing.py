@@ -116,6 +116,7 @@ def _same_record(older: Memory, new: Memory) -> bool:
         older.content == new.content
         and (older.category, older.source, older.actor, older.session_id, older.visibility, older.key)
         == (new.category, new.source, new.actor, new.session_id, new.visibility, new.key)
+        and (older.base_score, older.importance) == (new.base_score, new.importance)
         and older.entities == new.entities
         and dict(older.metadata) == dict(new.metadata)
         and older.expire_at == new.expire_at
@@ -426,7 +427,8 @@ class SaveJudge:
     ) -> Memory | None:
         """The oldest quarantined memory that a quarantined ``memory`` repeats word for word:
         of its audience, by the same writer (actor, session, source) and with the same
-        category, key, entities, metadata and expiry, stored or earlier in the batch. A
+        category, key, score, importance, entities, metadata and expiry, stored or earlier
+        in the batch. A
         writer repeating an attack leaves one memory for review, not one a save (500 saves,
         500 rows and vectors, the review list's pages all the same text); nothing of the
         repeat is lost but its time, which the audit log keeps."""
