@@ -1108,7 +1108,13 @@ _WIPED_IF_ALL = re.compile(
     r"conversations?|chats?|notes|repos?|repositor(?:y|ies)|logs?)\b",
     _I,
 )
-_ALL = re.compile(r"\b(?:all|every|entire|whole)\b", _I)
+# "every" before a time says when, not how much: "delete the logs every Friday", "… every 2 days".
+_ALL = re.compile(
+    r"\b(?:all|entire|whole)\b|\bevery\b(?!\s+(?:other\s+|single\s+)?(?:\d+\s+)?(?:time|times|morning|night|"
+    r"evening|afternoon|day|days|week|weeks|weekend|month|months|year|years|hour|hours|minute|minutes|quarter|"
+    r"session|run|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)",
+    _I,
+)
 # Mail nobody keeps is cleared as old things are: "delete all the spam emails every Friday".
 _JUNK = re.compile(r"\b(?:spam|junk|trash|promotional|promotions|newsletters?)\b", _I)
 _OWN_THING = re.compile(r"\b(?:my|our|your|yours|mine)\b", _I)
@@ -1158,15 +1164,37 @@ _READERS_OWN = re.compile(r"system\s+prompt", _I)
 def _plain_leak(visible: str, start: int, leak: re.Match[str], passive: bool) -> bool:
     outside = leak["outside"]
     words = re.search(r"[.@\d]", outside) is None and not _spelled_out(outside)
-    if _names_an_attacker(_as_written(visible, leak)) or re.search(r"\b(?:attackers?|hackers?)\b", outside, _I):
-        return True
-    if _READERS_OWN.search(leak["target"]):
-        return True
     if passive:
         order = _PASSIVE_ORDER.search(visible, leak.end("target"), leak.start("verb")) is not None
     else:
         order = _AN_ORDER_OPENS.fullmatch(visible, start, leak.start()) is not None
+        # Something that happened, told ("the attacker sent all passwords to evil.io in the
+        # breach we studied"), is a report, not a leak, unless an order follows it.
+        if not order and _a_past_sending_told(visible, start, leak):
+            return False
+    if _READERS_OWN.search(leak["target"]):
+        # The reader's own prompt: in an order, or told as "your" (the assistant's) one; "My
+        # bot sends the system prompt to api.openai.com" is the user's bot's.
+        before = max(start, leak.start("target") - 40) if passive else leak.end("verb")
+        return order or _THE_READERS.search(visible, before, leak.start("target")) is not None
+    if _names_an_attacker(_as_written(visible, leak)) or re.search(r"\b(?:attackers?|hackers?)\b", outside, _I):
+        return True
     return order and (words or _SWEEPING.search(visible, start, leak.end("target")) is not None)
+
+
+_THE_READERS = re.compile(r"\b(?:your|yours|the\s+(?:assistant|ai|agent|model)['’]s)\b", _I)
+_PAST_SENDING = re.compile(r"sent|\w+ed", _I)
+
+
+def _a_past_sending_told(visible: str, start: int, leak: re.Match[str]) -> bool:
+    """A sending in the past tense by a subject other than the reader, no order after it."""
+    subject = visible[start : leak.start("verb")].split()
+    return (
+        bool(subject)
+        and _PAST_SENDING.fullmatch(leak["verb"]) is not None
+        and not {word.lower().strip(",") for word in subject} & {"you", "assistant", "ai", "agent", "model"}
+        and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
+    )
 
 
 def _sentence_starts(visible: str, breaks: re.Pattern[str], candidates: Iterable[int]) -> list[int]:
