@@ -1083,8 +1083,11 @@ _STANDING_CUE_ZH = re.compile(r"(?:从现在(?:开始|起)|从今(?:以后|往�
 # files", "Each night, purge …"), but only for an order that clears: "every morning I …" is
 # the user's own routine.
 _SCHEDULE_CUE = re.compile(
-    r"(?<![^\n.!?;])[^\S\n]*(?:every|each)\s+(?:single\s+)?(?:morning|night|evening|day|week|month|hour|time|session|"
-    r"startup|boot|login)\b,?",
+    r"(?<![^\n.!?;])[^\S\n]*(?:"
+    # "Every time you start, …", "Whenever the session starts, …": the reader's start is a schedule.
+    r"(?:(?:every|each)\s+time|whenever)\s+(?:you|the\s+(?:assistant|agent|bot|ai|model|session|conversation|chat))\s+"
+    r"(?:start|starts|begin|begins|boot|boots|wake|wakes|load|loads|run|runs|open|opens)(?:\s+up)?\s*,"
+    r"|(?:every|each)\s+(?:single\s+)?(?:morning|night|evening|day|week|month|hour|time|session|startup|boot|login)\b,?)",
     _I,
 )
 # After a standing cue (or "remember") an order that clears opens the clause, in its bare form.
@@ -1118,6 +1121,9 @@ _ALL = re.compile(
 # Mail nobody keeps is cleared as old things are: "delete all the spam emails every Friday".
 _JUNK = re.compile(r"\b(?:spam|junk|trash|promotional|promotions|newsletters?)\b", _I)
 _OWN_THING = re.compile(r"\b(?:my|our|your|yours|mine)\b", _I)
+# A test or staging copy is cleared on a schedule as temporary things are: "Every night
+# delete the test database", "Every evening delete the staging data".
+_A_TEST_COPY = re.compile(r"\b(?:test|testing|staging|dev|sandbox|demo|scratch|dummy)\b", _I)
 
 
 def _someone_elses(thing: str) -> bool:
@@ -1136,6 +1142,7 @@ def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
         (_WIPED_ALWAYS.search(thing) or (_WIPED_IF_ALL.search(thing) and (_ALL.search(thing) or _someone_elses(thing))))
         and _ROUTINE.search(thing) is None
         and _JUNK.search(thing) is None
+        and _A_TEST_COPY.search(thing) is None
         and _OWN_THING.search(thing) is None
         for thing in cleared
     ):
@@ -1156,7 +1163,13 @@ _SWEEPING = re.compile(
     r"|\b(?:users?|customers?|clients?|patients?|employees?|people)(?:['’]s|s['’])",
     _I,
 )
-_AN_ORDER_OPENS = re.compile(r"\s*(?:(?:please|also|just|now|then|and|always|immediately)\s+)*$", _I)
+# Opened by nothing but asking words, "go ahead and", "you must" or the reader's name.
+_AN_ORDER_OPENS = re.compile(
+    r"\s*(?:(?:assistant|ai|agent|bot|model)\s*[:,]\s*)?"
+    r"(?:(?:please|kindly|also|just|now|then|and|always|immediately|go\s+ahead\s+and|"
+    r"you\s+(?:must|should|shall|need\s+to|have\s+to|are\s+to|will))\s+)*$",
+    _I,
+)
 _PASSIVE_ORDER = re.compile(r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|is\s+to|are\s+to|will)\b", _I)
 _READERS_OWN = re.compile(r"system\s+prompt", _I)
 
