@@ -1131,6 +1131,16 @@ def _someone_elses(thing: str) -> bool:
     return any(_named(_owner(word)) for word in thing.split() if word.endswith(("'s", "'")))
 
 
+# "all" narrowed by where the things come from is not all of them: "delete all emails from
+# LinkedIn", "all the notes from the standup" (someone else's are still: "from the user's inbox").
+_FROM_ONE_SENDER = re.compile(r"\bfrom\b", _I)
+
+
+def _all_of_them(thing: str) -> bool:
+    sweep = _ALL.search(thing)
+    return sweep is not None and _FROM_ONE_SENDER.search(thing, sweep.end()) is None
+
+
 def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
     order = _WIPE_ORDER.match(visible, cue_end)
     if order is None:
@@ -1139,7 +1149,10 @@ def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
     end = _CLEARED_END.search(visible, order.end(), reach)
     cleared = _cleared(visible[order.end() : end.start() if end is not None else reach])
     if any(
-        (_WIPED_ALWAYS.search(thing) or (_WIPED_IF_ALL.search(thing) and (_ALL.search(thing) or _someone_elses(thing))))
+        (
+            _WIPED_ALWAYS.search(thing)
+            or (_WIPED_IF_ALL.search(thing) and (_all_of_them(thing) or _someone_elses(thing)))
+        )
         and _ROUTINE.search(thing) is None
         and _JUNK.search(thing) is None
         and _A_TEST_COPY.search(thing) is None
