@@ -1918,6 +1918,136 @@ def _decodes_to_text(token: str) -> bool:
     return " " in decoded and letters >= 0.8 * len(decoded)
 
 
+# --- steps of an inferred procedure ------------------------------------------------------
+# A procedure's steps are orders by nature ("Run the tests", "Delete the old build folder",
+# "Always check the logs first", "先运行测试"), so ``steers_agent``, which reads an order about
+# a sensitive action or a bare "Always cc …" as steering, would quarantine ordinary ones.
+# What a step of an inferred procedure must not do is steer the assistant itself: speak to
+# it ("The assistant must …", "From now on, you …"), set how it answers, have it copy its
+# replies, the conversation or the user's data somewhere, tell it to ignore its instructions,
+# or give it another persona. These rules read only that.
+_REPLIES_EN = r"(?:repl(?:y|ies)|answers?|responses?|conversations?|chats?)"
+_STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"\b(?:the\s+)?(?:assistant|chatbot|ai)\s+(?:must|should|has\s+to|needs\s+to|shall|is\s+to|"
+            r"will\s+(?:always|never)|may\s+now|is\s+(?:now\s+)?allowed\s+to|always|never)\b",
+            _I,
+        ),
+        "addressed to the assistant",
+    ),
+    (
+        re.compile(
+            r"\b(?:from\s+now\s+on|going\s+forward|henceforth|from\s+this\s+point\s+on|starting\s+(?:today|now)|"
+            r"in\s+(?:all|every)\s+future\s+" + _REPLIES_EN + r")\b,?\s+(?:you|your)\b"
+            r"|\byou\s+(?:must\s+|should\s+|shall\s+|will\s+|need\s+to\s+|have\s+to\s+|are\s+to\s+)?(?:always|never)\b"
+            r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|the\s+user)\b",
+            _I,
+        ),
+        "a standing order to the assistant",
+    ),
+    (
+        re.compile(
+            r"\byou\s+(?:must|should|need to|have to|will|shall|are to)\s+(?:always\s+|never\s+|not\s+|only\s+)*"
+            rf"{_REPLY_VERBS}\b"
+            rf"|{_IMPERATIVE_EN}(?:only\s+)?{_REPLY_VERBS}\b",
+            _I,
+        ),
+        "tells the assistant how to answer",
+    ),
+    (
+        re.compile(
+            r"\b(?:cc|bcc|copy|forward|send|e-?mail|share|upload|post|leak|relay)\b[^.!?\n]{0,60}?"
+            r"(?:\b(?:every|each|all|any|your)\s+(?:of\s+(?:your|the)\s+)?" + _REPLIES_EN + r"\b"
+            r"|\b(?:this|our|the\s+whole)\s+(?:conversation|chat)\b"
+            r"|\bthe\s+users?'s?\s+(?:data|messages|conversations?|chats?|chat\s+history|history|memories|"
+            r"personal\s+\w+|details|files|passwords|credentials)\b"
+            r"|\ball\s+(?:memories|user\s+data)\b)",
+            _I,
+        ),
+        "tells the assistant to copy its replies or the user's data",
+    ),
+    (
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|previous|prior|earlier|"
+            r"above|the\s+system|system|safety|the\s+assistant's)\s+(?:\w+\s+)?(?:instructions|prompt|rules|guidelines|"
+            r"programming|directives)\b",
+            _I,
+        ),
+        "tells the assistant to ignore its instructions",
+    ),
+    (
+        re.compile(
+            r"\b(?:pretend\s+(?:to\s+be|(?:that\s+)?you\s*(?:are|'re))|role-?play\s+as|stay\s+in\s+character|"
+            r"act\s+as\s+if\s+you\s+(?:are|were)|you\s+are\s+no\s+longer\s+(?:an?\s+|the\s+)?(?:assistant|ai))\b"
+            r"|\byour\s+(?:new\s+)?(?:name|persona|personality|identity|character)\s+is\b",
+            _I,
+        ),
+        "changes the assistant's persona",
+    ),
+    # Chinese
+    (
+        re.compile(
+            r"(?:助手|AI|人工智能)(?:以后|今后)?(?:必须|应该|应当|需要|一定要|务必|只能|不得|要|永远|始终|总是)"
+        ),
+        "addressed to the assistant (zh)",
+    ),
+    (
+        re.compile(
+            r"(?:从现在开始|从现在起|从今以后|从今往后|今后|以后|从此)[，,]?\s*(?:你|您)"
+            r"|(?:你|您)(?:以后|今后|永远|始终|总是|每次)都?(?:必须|应该|要|只能|不要|不能|不得)?(?:用[^。！？!?\n]{1,6})?"
+            r"(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从)"
+            r"|(?:你|您)(?:必须|只能|不得)用[^。！？!?\n]{1,6}(?:回答|回复|答复)"
+        ),
+        "a standing order to the assistant (zh)",
+    ),
+    (
+        re.compile(
+            r"(?:抄送|转发|发送|发给|同步|上传|分享)[^。！？!?\n]{0,20}?(?:每次|每条|所有|你)的?(?:回答|回复|答复|对话|聊天记录)"
+            r"|(?:每次|每条|所有|你)的?(?:回答|回复|答复|对话|聊天记录)[^。！？!?\n]{0,20}?(?:抄送|转发|发送|发给|同步|上传|分享)"
+            r"|用户的(?:数据|资料|消息|聊天记录|对话|个人信息|密码)[^。！？!?\n]{0,20}?(?:抄送|转发|发送|发给|上传|分享)"
+        ),
+        "tells the assistant to copy its replies or the user's data (zh)",
+    ),
+    (
+        re.compile(
+            r"(?:忽略|无视|忘记|忘掉)(?:你的|之前的?|以前的?|所有的?|上面的?|系统的?)+(?:指令|指示|提示词|规则|设定)"
+        ),
+        "tells the assistant to ignore its instructions (zh)",
+    ),
+    (
+        re.compile(r"扮演(?:一个|一名|一位|成)|假装(?:你是|成)|你的(?:新)?(?:名字|身份|角色|人设)是|保持角色"),
+        "changes the assistant's persona (zh)",
+    ),
+)
+
+
+def step_steers_agent(text: str) -> str | None:
+    """How one step of a procedure steers the assistant itself (see ``_STEP_STEERING_RULES``),
+    or ``None``: an ordinary order ("Delete the old build folder", "Send the release notes
+    to the team", "Always check the logs first") is none."""
+    visible = _visible(text)
+    for pattern, rule in _STEP_STEERING_RULES:
+        if pattern.search(visible):
+            return rule
+    return None
+
+
+def steering_step(metadata: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The first step in ``metadata["steps"]`` (a procedure's) whose description steers the
+    assistant, as its index and the rule, or ``None``."""
+    steps = metadata.get("steps")
+    if not isinstance(steps, list):
+        return None
+    for number, step in enumerate(steps):
+        description = step.get("description") if isinstance(step, Mapping) else None
+        if isinstance(description, str):
+            rule = step_steers_agent(description)
+            if rule is not None:
+                return number, rule
+    return None
+
+
 def asks_sensitive_action(text: str) -> bool:
     """Whether the text speaks of deleting, transferring or changing configuration."""
     return _SENSITIVE_ACTION.search(_visible(text)) is not None
@@ -2037,12 +2167,20 @@ def check_memory(
     text = check_write(content, source, policy) if content is not None else ALLOWED
     fields = check_fields(entities, metadata, policy)
     action = max(text.action, fields.verdict.action, key=_SEVERITY.index)
-    verdict = WriteVerdict(
-        action,
-        text.content,
-        text.findings + fields.verdict.findings,
-        text.reasons + fields.verdict.reasons,
-    )
+    findings = text.findings + fields.verdict.findings
+    reasons = text.reasons + fields.verdict.reasons
+    # An inferred procedure is the agent's own words: a step that steers the assistant
+    # quarantines it, as such a content does (``check_fields`` reads steps as the user's).
+    steering = steering_step(fields.metadata) if source is Source.INFERENCE else None
+    if steering is not None:
+        number, rule = steering
+        action = max(action, Action.QUARANTINED, key=_SEVERITY.index)
+        findings += (Finding(INSTRUCTION, 0, 0, "inferred instruction"),)
+        reasons += (
+            f"metadata.steps[{number}].description: instruction: a step of an inferred procedure "
+            f"that steers the agent ({rule})",
+        )
+    verdict = WriteVerdict(action, text.content, findings, reasons)
     refused = "content" if text.action is Action.REJECTED else fields.refused
     return MemoryVerdict(verdict, fields.entities, fields.metadata, refused)
 
@@ -2058,7 +2196,8 @@ def check_read(memory: Memory, *, is_blocked: Callable[[Memory], bool] = never_b
     Quarantined memories never leave; an active one is dropped when its content now
     reads as an injection, when it steers the agent (``steers_agent``: an instruction to
     the assistant, a sensitive action, a claimed permission) and the user did not say it
-    (``user_input``), or when it speaks of a sensitive action (delete, transfer, change
+    (``user_input``), when one of its steps (a procedure's) steers the assistant itself
+    (``steering_step``) and the user did not say it, or when it speaks of a sensitive action (delete, transfer, change
     configuration) and its writer is blocked (``is_blocked`` is the blocked-sources hook).
     Merely mentioning such an action ("remove the seeds", "pay by card") keeps it.
     """
@@ -2101,6 +2240,11 @@ def read_refusal(memory: Memory, findings: int, *, is_blocked: Callable[[Memory]
     if memory.source is not Source.USER_INPUT and findings & READ_STEERING:
         steering = steers_agent(memory.content)
         return f"steers the agent ({steering}) and its source is {memory.source.value}, not user_input"
+    if memory.source is not Source.USER_INPUT and (step := steering_step(memory.metadata)) is not None:
+        return (
+            f"its step {step[0] + 1} steers the agent ({step[1]}) and its source is "
+            f"{memory.source.value}, not user_input"
+        )
     if findings & READ_SENSITIVE and is_blocked(memory):
         return "asks for a sensitive action and its writer is blocked"
     return None

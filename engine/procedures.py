@@ -3,7 +3,8 @@
 A procedure's content says what it achieves ("Deploy the web app to staging"); its
 steps travel in ``metadata["steps"]`` — a list of ``{"description": …, "tool": …,
 "arguments": {…}}`` in order (tool and arguments optional) — so every store, export
-and import carries them unchanged and the write guard reads them like any metadata.
+and import carries them unchanged and the write guard reads them like any metadata
+(and, in an inferred procedure, for a step that steers the assistant: ``guard.steering_step``).
 A question that asks how to do something ("how do I …", "what are the steps to …",
 "怎么…", "如何…") recalls procedures first.
 """
