@@ -266,20 +266,27 @@ def same_markers(a: str, b: str) -> bool:
 # (Snowball stems "sure" as "sure" and "unsure" as "unsur").
 _NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
 _NEGATED_MIN_CHARS = 3
+# A prefix written apart from its word, "non-smoker", "un-American", "non smoker", is read
+# as one word with it ("smoker" / "non-smoker" was no pair: "non" alone negates nothing).
+_APART_PREFIX = re.compile(
+    r"(?<![^\W\d_])(" + "|".join(_NEGATING_PREFIXES) + r")-(?=[^\W\d_])|(?<![^\W\d_])(non)\s+(?=[^\W\d_])"
+)
 
 
 def _latin_words(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(without_chinese(_folded(text))))
+    joined = _APART_PREFIX.sub(lambda match: match.group(1) or match.group(2), without_chinese(_folded(text)))
+    return frozenset(_WORD.findall(joined))
 
 
 def _negated(left: frozenset[str], right: frozenset[str]) -> bool:
-    """Whether a word one of the two word sets holds alone is a word the other holds
-    alone, with a negating prefix (``_NEGATING_PREFIXES``), of at least
-    ``_NEGATED_MIN_CHARS`` letters ("into" is no "to" negated)."""
+    """Whether a word one of the two word sets holds alone is a word the other holds,
+    with a negating prefix (``_NEGATING_PREFIXES``), of at least ``_NEGATED_MIN_CHARS``
+    letters ("into" is no "to" negated). The plain word may be in both: "able to drive
+    and able to walk" / "able to drive and unable to walk" say different things."""
     only_left, only_right = left - right, right - left
     return any(
         word[len(prefix) :] in other
-        for ours, other in ((only_left, only_right), (only_right, only_left))
+        for ours, other in ((only_left, right), (only_right, left))
         for word in ours
         for prefix in _NEGATING_PREFIXES
         if word.startswith(prefix) and len(word) - len(prefix) >= _NEGATED_MIN_CHARS

@@ -104,6 +104,12 @@ CHANGED_MARKERS = [
     ("Alice is taller than Bob.", "Bob is taller than Alice."),
     ("Alice owes Bob money.", "Bob owes Alice money."),
     ("Alice will come to the party on Saturday.", "Alice might come to the party on Saturday."),
+    # The same with the plain word said in both texts: folded with USE ("able" was in both,
+    # so no word only one of them holds was "unable" negated).
+    (
+        "Alice is able to drive again and able to walk without a cane now.",
+        "Alice is able to drive again and unable to walk without a cane now.",
+    ),
     (
         "我女儿会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",
         "我女儿不会游泳，她上个暑假在社区的游泳馆上了好几周的课，教练说她进步很快",

@@ -163,3 +163,24 @@ def test_the_same_names_in_the_same_order_and_a_may_are_no_difference() -> None:
     assert text.Wording.of("Alice owes Bob money.").says_as(text.Wording.of("Alice owes Bob some money!"))
     assert text.Wording.of("Yesterday Alice met Bob.").says_as(text.Wording.of("Alice met Bob yesterday."))
     assert text.Wording.of("I may go to Rome in May.").says_as(text.Wording.of("I may go to Rome in May!"))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # The plain word said elsewhere in both texts: "able" is no word only one of them
+        # holds, yet one says "unable" where the other says "able" (folded, "unable" lost).
+        (
+            "Alice is able to drive again and able to walk without a cane now.",
+            "Alice is able to drive again and unable to walk without a cane now.",
+        ),
+        # "non-" written apart from its word.
+        ("The user's father is a smoker and lives in Leeds.", "The user's father is a non-smoker and lives in Leeds."),
+        ("The user's father is a smoker and lives in Leeds.", "The user's father is a non smoker and lives in Leeds."),
+    ],
+)
+def test_a_word_negated_by_a_prefix_is_read_where_the_plain_word_is_also_said_or_non_stands_apart(
+    a: str, b: str
+) -> None:
+    assert not text.Wording.of(a).says_as(text.Wording.of(b))
+    assert not text.Wording.of(b).says_as(text.Wording.of(a))
