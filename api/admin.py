@@ -70,6 +70,9 @@ _RESERVED_FOR = {
 
 # A token's grants are checked on every request it makes: a bounded list.
 GRANTS_MAX = 64
+# The largest audit position a cursor may name: what SQLite stores in an INTEGER (a larger
+# one could not be compared with a seq and was a 500).
+MAX_SEQ = 2**63 - 1
 
 
 class TokenIn(schemas._Request):
@@ -266,6 +269,7 @@ class AdminController(Controller):
             int | None,
             QueryParameter(
                 ge=0,
+                le=MAX_SEQ,
                 description="A position in the chain (an entry's seq): the entries after it, oldest first,"
                 " and the cursor to pass next as next_after_seq. 0 reads from the first entry.",
             ),

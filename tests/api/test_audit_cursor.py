@@ -113,6 +113,12 @@ def test_the_cursor_pages_oldest_first_with_filters_and_says_where_to_go_on(tmp_
             for bad in ("-1", "x", "1.5"):
                 refused = http.get("/v1/admin/audit", params={"after_seq": bad})
                 assert refused.status_code in (400, 422), refused.text
+            # Past what SQLite's integers hold: a 500 (OverflowError binding it) before.
+            for huge in (str(2**63), "99999999999999999999999"):
+                refused = http.get("/v1/admin/audit", params={"after_seq": huge})
+                assert refused.status_code == 422 and "after_seq" in refused.json()["detail"], refused.text
+            beyond = _page(http, after_seq=2**63 - 1)
+            assert beyond["entries"] == [] and beyond["next_after_seq"] == 2**63 - 1
     finally:
         live.stop()
 
