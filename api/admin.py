@@ -29,7 +29,6 @@ from engine.errors import InvalidInput, NotFound
 from engine.ports import SecurityStore
 from engine.records import utcnow
 from engine.security import (
-    LOCAL_AGENT,
     AuditPage,
     AuditQuery,
     AuditRow,
@@ -39,6 +38,7 @@ from engine.security import (
     grants_from,
     hash_token,
     new_token,
+    reserved_agent,
 )
 
 if TYPE_CHECKING:
@@ -54,19 +54,6 @@ def _security(state: State) -> SecurityStore:
 AGENT_CHARS = r"[A-Za-z0-9_.:@\-]"
 AGENT_MAX = 128
 
-
-# The actors of audit entries that no token makes: the service's own (``twinmem``), the
-# commands' (``cli``), requests that did not authenticate (``anonymous``) and local mode's
-# (``local``). A token's agent so named would pass for them in the log. Compared without case.
-RESERVED_AGENTS = frozenset({"twinmem", "cli", "anonymous", LOCAL_AGENT})
-
-
-_RESERVED_FOR = {
-    "twinmem": "the service's own actions",
-    "cli": "the command line's",
-    "anonymous": "requests that did not authenticate",
-    LOCAL_AGENT: 'every request in [auth] mode = "local"',
-}
 
 # A token's grants are checked on every request it makes: a bounded list.
 GRANTS_MAX = 64
@@ -153,19 +140,16 @@ def create_token(security: SecurityStore, agent: str, grants: list[str]) -> tupl
     """Store a new token for ``agent``; returns its record and the token itself (shown once).
     The agent and the number of grants are checked here too, for ``twinmem token create``,
     which no ``TokenIn`` checks (it stored 10,000 grants, each then read on every request).
-    An agent named as the log names others (``RESERVED_AGENTS``) is refused."""
+    An agent named as the log names others (``engine.security.RESERVED_AGENTS``) is refused."""
     if len(grants) > GRANTS_MAX:
         raise InvalidInput(f"a token holds at most {GRANTS_MAX} grants, got {len(grants)}", field="grants")
     if not re.fullmatch(rf"{AGENT_CHARS}{{1,{AGENT_MAX}}}", agent):
         raise InvalidInput(
             f"an agent is named in 1-{AGENT_MAX} letters, digits or _ . : @ -, got {agent!r}", field="agent"
         )
-    if agent.lower() in RESERVED_AGENTS:
-        raise InvalidInput(
-            f"the agent name {agent!r} is reserved: the audit log gives it to"
-            f" {_RESERVED_FOR[agent.lower()]}; choose another",
-            field="agent",
-        )
+    reserved = reserved_agent(agent)
+    if reserved is not None:
+        raise InvalidInput(f"{reserved}; choose another", field="agent")
     record = TokenRecord("tok-" + secrets.token_hex(6), agent, grants_from(grants, new=True), utcnow())
     token = new_token()
     security.add_token(record, hash_token(token))

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from engine.errors import ConfigError
 from engine.records import BUILTIN_CATEGORIES, Source
+from engine.security import reserved_agent
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8420
@@ -702,6 +703,9 @@ def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
     agent = entry.get("agent")
     if not isinstance(agent, str) or not agent:
         raise ConfigError(f"{where} needs an agent name")
+    reserved = reserved_agent(agent)
+    if reserved is not None:
+        raise ConfigError(f"{where}: {reserved}; choose another")
     grants = entry.get("grants")
     if not isinstance(grants, list) or not grants or not all(isinstance(g, str) for g in grants):
         raise ConfigError(f"{where} needs grants, a list such as ['user:*:rw']")

@@ -34,6 +34,25 @@ GENESIS_HASH = "0" * 64
 # The identity of every request when ``[auth] mode = "local"``: no token, full rights,
 # and only ever on a loopback address (``check_bind``).
 LOCAL_AGENT = "local"
+# The actors of audit entries that no token makes, and whose they are: the service's own
+# (``twinmem``), the commands' (``cli``), requests that did not authenticate (``anonymous``)
+# and local mode's (``local``). A token's agent so named would pass for them in the log, so
+# no token is made for one, over HTTP, by ``twinmem token create`` or in the config file.
+# Compared without case.
+RESERVED_AGENTS: dict[str, str] = {
+    "twinmem": "the service's own actions",
+    "cli": "the command line's",
+    "anonymous": "requests that did not authenticate",
+    LOCAL_AGENT: 'every request in [auth] mode = "local"',
+}
+
+
+def reserved_agent(agent: str) -> str | None:
+    """Why ``agent`` is no token's agent to have (``RESERVED_AGENTS``), or None."""
+    reason = RESERVED_AGENTS.get(agent.lower())
+    return None if reason is None else f"the agent name {agent!r} is reserved: the audit log gives it to {reason}"
+
+
 # The id of a token the config file declares (``[[auth.tokens]]``) starts so: such a token
 # holds only while the file of the running service still declares it.
 CONFIG_TOKEN_PREFIX = "cfg-"

@@ -424,3 +424,15 @@ def test_an_empty_data_dir_is_refused_not_read_as_the_working_directory(tmp_path
     ):
         with pytest.raises(ConfigError, match="data_dir is empty"):
             where()
+
+
+@pytest.mark.parametrize("agent", ["twinmem", "cli", "anonymous", "local", "Anonymous"])
+def test_a_config_token_for_an_agent_the_audit_log_names_for_others_is_refused(tmp_path: Path, agent: str) -> None:
+    """``twinmem token create`` and POST /v1/admin/tokens refuse these names (a token's
+    entries would pass for the service's, the commands', unauthenticated requests' or local
+    mode's); a token declared in the config file was stored under them all the same."""
+    digest = hashlib.sha256(b"a-long-enough-secret").hexdigest()
+    path = tmp_path / "twinmem.toml"
+    path.write_text(f'[[auth.tokens]]\nagent = "{agent}"\ntoken-hash = "{digest}"\ngrants = ["*:a"]\n')
+    with pytest.raises(ConfigError, match=rf"\[\[auth.tokens\]\] #1: the agent name '{agent}' is reserved"):
+        load_config(path, env={})
