@@ -324,7 +324,7 @@ _PART_ENDS = (
     re.compile(r"\n\s*\n"),
     re.compile(r"[.!?;。！？；…](?:[\"'”’)\]]*)\s+|[。！？；]"),
     re.compile(r"\n"),
-    re.compile(r"(?<!\d)\s+|\s+(?=\D)"),
+    re.compile(r"(?<![\d\s])\s+|\s+(?=[^\d\s])"),
 )
 
 

@@ -57,7 +57,7 @@ def _trim(text: str) -> str:
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"[.!?;。！？；…](?:[\"'”’)\]]*)\s+|[。！？；]")
 _LINE = re.compile(r"\n")
-_SPACE = re.compile(r"(?<!\d)\s+|\s+(?=\D)")
+_SPACE = re.compile(r"(?<![\d\s])\s+|\s+(?=[^\d\s])")
 
 
 def _last_end(pattern: re.Pattern[str], window: str, floor: int) -> int | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine import text
 from engine.config import LimitsConfig, ServerConfig
 from twinmem_client.limits import (
@@ -96,3 +98,14 @@ def test_a_long_text_is_never_cut_between_the_digit_groups_of_a_number() -> None
     phone = "call me at +1 415 555 0132 tomorrow"
     spaced = "x" * (MAX_CONTENT_CHARS - 14) + " " + phone
     assert any("+1 415 555 0132" in part for part in split_content(spaced))
+
+
+@pytest.mark.parametrize("gap", ["  ", " \t", "\t\t", "   "])
+def test_a_number_whose_groups_are_set_apart_by_more_than_one_space_is_not_cut_either(gap: str) -> None:
+    # A match may start inside a run of spaces: the space before it is no digit, so a card
+    # number written with two spaces between its groups was cut in two all the same.
+    card = gap.join(["4111", "1111", "1111", "1111"])
+    for lead in range(MAX_CONTENT_CHARS - 30, MAX_CONTENT_CHARS + 1):
+        message = "a" * lead + " " + card + " is my card " + "b" * 50
+        for split in (split_content(message), text.parts(message, MAX_CONTENT_CHARS)):
+            assert any(card in part for part in split), (lead, split)
