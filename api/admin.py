@@ -29,6 +29,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.ports import SecurityStore
 from engine.records import utcnow
 from engine.security import (
+    GRANTS_MAX,
     AuditPage,
     AuditQuery,
     AuditRow,
@@ -55,8 +56,6 @@ AGENT_CHARS = r"[A-Za-z0-9_.:@\-]"
 AGENT_MAX = 128
 
 
-# A token's grants are checked on every request it makes: a bounded list.
-GRANTS_MAX = 64
 # The largest audit position a cursor may name: what SQLite stores in an INTEGER (a larger
 # one could not be compared with a seq and was a 500).
 MAX_SEQ = 2**63 - 1

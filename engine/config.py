@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from engine.errors import ConfigError
 from engine.records import BUILTIN_CATEGORIES, Source
-from engine.security import reserved_agent
+from engine.security import GRANTS_MAX, reserved_agent
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8420
@@ -709,6 +709,8 @@ def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
     grants = entry.get("grants")
     if not isinstance(grants, list) or not grants or not all(isinstance(g, str) for g in grants):
         raise ConfigError(f"{where} needs grants, a list such as ['user:*:rw']")
+    if len(grants) > GRANTS_MAX:
+        raise ConfigError(f"{where}: a token holds at most {GRANTS_MAX} grants, got {len(grants)}")
     token, token_hash = entry.get("token"), entry.get("token-hash")
     if (token is None) == (token_hash is None):
         raise ConfigError(f"{where} needs exactly one of token-hash and token")

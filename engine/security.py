@@ -47,6 +47,11 @@ RESERVED_AGENTS: dict[str, str] = {
 }
 
 
+# A token's grants are checked on every request it makes: a bounded list, wherever the token
+# is made (over HTTP, by ``twinmem token create``, in the config file).
+GRANTS_MAX = 64
+
+
 def reserved_agent(agent: str) -> str | None:
     """Why ``agent`` is no token's agent to have (``RESERVED_AGENTS``), or None."""
     reason = RESERVED_AGENTS.get(agent.lower())

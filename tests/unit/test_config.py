@@ -436,3 +436,16 @@ def test_a_config_token_for_an_agent_the_audit_log_names_for_others_is_refused(t
     path.write_text(f'[[auth.tokens]]\nagent = "{agent}"\ntoken-hash = "{digest}"\ngrants = ["*:a"]\n')
     with pytest.raises(ConfigError, match=rf"\[\[auth.tokens\]\] #1: the agent name '{agent}' is reserved"):
         load_config(path, env={})
+
+
+def test_a_config_token_holds_at_most_as_many_grants_as_one_made_over_http(tmp_path: Path) -> None:
+    """POST /v1/admin/tokens and ``twinmem token create`` store at most 64 grants (each is read
+    on every request the token makes); a token in the config file was stored with any number."""
+    digest = hashlib.sha256(b"a-long-enough-secret").hexdigest()
+    path = tmp_path / "twinmem.toml"
+    grants = ", ".join(f'"n{n}:r"' for n in range(65))
+    path.write_text(f'[[auth.tokens]]\nagent = "ops"\ntoken-hash = "{digest}"\ngrants = [{grants}]\n')
+    with pytest.raises(ConfigError, match=r"\[\[auth.tokens\]\] #1: a token holds at most 64 grants, got 65"):
+        load_config(path, env={})
+    path.write_text(f'[[auth.tokens]]\nagent = "ops"\ntoken-hash = "{digest}"\ngrants = [{grants.rsplit(",", 1)[0]}]\n')
+    assert len(load_config(path, env={}).auth.tokens[0].grants) == 64
