@@ -1205,7 +1205,38 @@ def _plain_leak(visible: str, start: int, leak: re.Match[str], passive: bool) ->
         return order or _THE_READERS.search(visible, before, leak.start("target")) is not None
     if _names_an_attacker(_as_written(visible, leak)) or re.search(r"\b(?:attackers?|hackers?)\b", outside, _I):
         return True
-    return order and (words or _SWEEPING.search(visible, start, leak.end("target")) is not None)
+    return order and (words or _sweeps_them_up(visible, start, leak))
+
+
+# "all" narrowed by "for" one purpose between the secrets and their address is not all of
+# them: "Send all login details for the new hire to hr@company.com", "Forward all the tokens
+# for the conference to anna@gmail.com" are errands. Still a sweep when what it is for is
+# everyone's or someone else's ("for every account", "for the user's accounts", "for the
+# users"), or when the sweep is a person's ("all the user's passwords").
+_FOR_ONE = re.compile(
+    r"(?P<rest>(?:\s+[\w-]+){0,2}?)\s+for\s+(?:the|a|an|my|our|this|that|his|her|their|your)\s+"
+    r"(?P<what>[^.!?\n]*?)\s+to\s",
+    _I,
+)
+_FOR_EVERYONE = re.compile(
+    r"\b(?:users?|customers?|clients?|patients?|employees?|people|everyone|everybody|staff|accounts|members|"
+    r"admins?|administrators?)\b",
+    _I,
+)
+_QUANTIFIERS = frozenset({"all", "every", "any", "each", "everything", "whatever"})
+
+
+def _sweeps_them_up(visible: str, start: int, leak: re.Match[str]) -> bool:
+    sweeps = list(_SWEEPING.finditer(visible, start, leak.end("target")))
+    if not sweeps:
+        return False
+    narrowed = _FOR_ONE.match(visible, leak.end("target"), leak.start("outside") + 1)
+    return (
+        narrowed is None
+        or any(sweep[0].lower() not in _QUANTIFIERS for sweep in sweeps)
+        or _SWEEPING.search(narrowed["rest"] + " " + narrowed["what"]) is not None
+        or _FOR_EVERYONE.search(narrowed["rest"] + " " + narrowed["what"]) is not None
+    )
 
 
 _THE_READERS = re.compile(r"\b(?:your|yours|the\s+(?:assistant|ai|agent|model)['’]s)\b", _I)
