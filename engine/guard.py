@@ -1196,7 +1196,7 @@ def _plain_leak(visible: str, start: int, leak: re.Match[str], passive: bool) ->
         order = _AN_ORDER_OPENS.fullmatch(visible, start, leak.start()) is not None
         # Something that happened, told ("the attacker sent all passwords to evil.io in the
         # breach we studied"), is a report, not a leak, unless an order follows it.
-        if not order and _a_past_sending_told(visible, start, leak):
+        if not order and (_a_past_sending_told(visible, start, leak) or _a_threat_told(visible, start, leak)):
             return False
     if _READERS_OWN.search(leak["target"]):
         # The reader's own prompt: in an order, or told as "your" (the assistant's) one; "My
@@ -1250,6 +1250,32 @@ def _a_past_sending_told(visible: str, start: int, leak: re.Match[str]) -> bool:
         bool(subject)
         and _PAST_SENDING.fullmatch(leak["verb"]) is not None
         and not {word.lower().strip(",") for word in subject} & {"you", "assistant", "ai", "agent", "model"}
+        and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
+    )
+
+
+# Security talk: what a piece of malware or a phishing mail does, or asks of its victims,
+# told as a report ("The malware uploads all passwords to hacker.io", "The phishing email
+# asked users to send all passwords to attacker@evil.io"). Its subject names the threat, the
+# reader is not in it, no colon or comma hands an order over to the reader after it ("The
+# malware: upload …", "If the malware asks, send …"), and no order follows.
+_A_THREAT = re.compile(
+    r"\b(?:malware|phishing|phish|scams?|scammers?|trojans?|virus(?:es)?|ransomware|spyware|stealers?|infostealers?|"
+    r"keyloggers?|botnets?|worms?|rootkits?|backdoors?|attackers?|hackers?|fraudsters?|criminals?|threat\s+actors?)\b",
+    _I,
+)
+_THE_READER_ADDRESSED = re.compile(r"\b(?:you|your|assistant|ai|agent|model|bot)\b", _I)
+
+
+def _a_threat_told(visible: str, start: int, leak: re.Match[str]) -> bool:
+    subject = visible[start : leak.start("verb")]
+    # Up to the secrets, not the sending word only: "email" in "the phishing email arrives,
+    # you must send …" is a noun.
+    said = visible[start : leak.start("target")]
+    return (
+        _A_THREAT.search(subject) is not None
+        and _THE_READER_ADDRESSED.search(said) is None
+        and re.search(r"[:;,\u2013\u2014]|\s-\s", said) is None
         and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
     )
 
