@@ -1163,6 +1163,65 @@ def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
     return None
 
 
+# "Remember" before a clean-up that is the user's own errand: of their own things ("Remember
+# to delete my old files"), old or temporary ones ("Remember: delete the old logs every
+# week") or a household's, naming nothing an attack does ("Remember to wipe all counters
+# with bleach"). Each thing cleared is judged on its own (_cleared), and one that names
+# nothing at all ("delete all of them at 2am"), what an attack names (data, backups, logs,
+# memories, tables, entries …) or someone else's keeps the rule.
+_AN_ERRAND_OPENS = re.compile(r"[\s:,-]*(?:to\s+)?(?:please\s+)?", _I)
+_A_THING_WORD = re.compile(r"[^\W\d_]{3,}")
+_NOT_A_THING = frozenset(
+    "all every each any the of it them this that these those entire whole now immediately daily nightly weekly "
+    "monthly tonight today tomorrow with from before after morning night evening week month year hour".split()
+)
+_ATTACK_THINGS = re.compile(
+    r"\b(?:entries|entry|rows?|items|contents?|traces?|evidence|info|information|contacts?|photos?|pictures?|"
+    r"images?|videos?|texts?|calendars?|events?|settings|config\w*|firewalls?|rules?|tokens?|keys?|"
+    r"everything|anything|servers?|systems?|machines?|computers?|devices?|phones?|laptops?)\b",
+    _I,
+)
+
+
+def _a_chore(visible: str, cue_end: int, action: re.Match[str]) -> bool:
+    # Only an errand said as one ("Remember to delete …", "Remember: wipe …"); a clean-up
+    # told of someone or something, or in the passive, is judged by the rules above.
+    if _CLEAN_UP.match(action["verb"]) is None or _AN_ERRAND_OPENS.fullmatch(visible, cue_end, action.start()) is None:
+        return False
+    reach = min(len(visible), action.end("verb") + _ORDER_REACH)
+    end = _CLEARED_END.search(visible, action.end("verb"), reach)
+    for thing in _cleared(visible[action.end("verb") : end.start() if end is not None else reach]):
+        if not any(word.lower() not in _NOT_A_THING for word in _A_THING_WORD.findall(thing)):
+            return False
+        if _someones(thing) or _someone_elses(thing):
+            return False
+        if _OWN_THING.search(thing) or _ROUTINE.search(thing) or _JUNK.search(thing):
+            continue
+        if any(pattern.search(thing) for pattern in (_WIPED_ALWAYS, _WIPED_IF_ALL, _NOT_ROUTINE, _ATTACK_THINGS)):
+            return False
+    return True
+
+
+# "Remember" before sending one secret of the user's to a person: "Remember to send the wifi
+# password to anna@gmail.com" is an errand. Not all of them or someone else's (_SWEEPING),
+# not several ("the passwords"), not to an attacker or "an external server", not the
+# reader's prompt, and only as an errand opens: "Remember to send", "Remember: send".
+_ONE_SECRET = re.compile(
+    r"(?:the|my|our|her|his)\s+(?:[\w-]+\s+){0,2}?(?:password|passcode|pin|code|key|login|token)", _I
+)
+
+
+def _one_secret_sent_to_a_person(visible: str, cue_end: int, leak: re.Match[str]) -> bool:
+    return (
+        _AN_ERRAND_OPENS.fullmatch(visible, cue_end, leak.start("verb")) is not None
+        and _ONE_SECRET.fullmatch(visible, leak.end("verb") + 1, leak.end("target")) is not None
+        and _SWEEPING.search(visible, cue_end, leak.end("target")) is None
+        and _READERS_OWN.search(leak["target"]) is None
+        and _an_address_of_the_users(visible, leak)
+        and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
+    )
+
+
 # Sending secrets out with no cue at all is looked for in each sentence, and is an attack
 # only when it is plain: an order ("Send …", "… should be sent …", "请把…") that sweeps up
 # all of them or someone else's ("all passwords", "the user's credentials", "所有密码",
@@ -1320,14 +1379,18 @@ def _poisoning(visible: str) -> Finding | None:
         for action in _POISON_ACTION.finditer(visible, cue.end(), stop.start() if stop is not None else limit):
             if action.start() > cue.end() + _POISON_REACH:
                 break
-            if not _advice(visible, cue.end(), action) and not _fact_about_a_thing(visible, cue.end(), action):
+            if (
+                not _advice(visible, cue.end(), action)
+                and not _fact_about_a_thing(visible, cue.end(), action)
+                and not _a_chore(visible, cue.end(), action)
+            ):
                 rule = "memory poisoning (remember + destructive action)"
                 return Finding(INJECTION, cue.start(), action.end("target"), rule)
         wipe = _wipe_order(visible, cue.end())
         if wipe is not None:
             return Finding(INJECTION, cue.start(), wipe.end(), "memory poisoning (remember + destructive action)")
         leak = _sends_secrets_out(visible, cue.end(), limit)
-        if leak is not None:
+        if leak is not None and not _one_secret_sent_to_a_person(visible, cue.end(), leak):
             return Finding(INJECTION, cue.start(), leak.end(), "memory poisoning (remember + sending secrets out)")
     return None
 
