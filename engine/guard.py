@@ -1106,6 +1106,14 @@ _WIPE_ORDER = re.compile(
 _WIPED_ALWAYS = re.compile(
     r"\b(?:data|databases?|backups?|snapshots?|accounts?|passwords?|credentials?|memor(?:y|ies)|records)\b", _I
 )
+# On a schedule ("Every month delete the backups") backups and snapshots are rotated, a
+# chore: they count as files do, when all of them or someone else's are cleared ("Every
+# month delete all backups", "Every night delete the user's backups"). After "from now on"
+# or "remember" they count whatever their number.
+_WIPED_ALWAYS_ON_A_SCHEDULE = re.compile(
+    r"\b(?:data|databases?|accounts?|passwords?|credentials?|memor(?:y|ies)|records)\b", _I
+)
+_ROTATED = re.compile(r"\b(?:backups?|snapshots?)\b", _I)
 _WIPED_IF_ALL = re.compile(
     r"\b(?:files?|drives?|disks?|folders?|documents?|e-?mails?|inbox(?:es)?|messages|histor(?:y|ies)|"
     r"conversations?|chats?|notes|repos?|repositor(?:y|ies)|logs?)\b",
@@ -1126,9 +1134,20 @@ _OWN_THING = re.compile(r"\b(?:my|our|your|yours|mine)\b", _I)
 _A_TEST_COPY = re.compile(r"\b(?:test|testing|staging|dev|sandbox|demo|scratch|dummy)\b", _I)
 
 
+# A family's things are a household's: "Every morning delete the kids' messages from the
+# whiteboard" is a chore, not an attack on someone else's.
+_FAMILY = frozenset(
+    "kid kids child children son sons daughter daughters baby babies family wife husband mom mum dad".split()
+)
+
+
 def _someone_elses(thing: str) -> bool:
-    """A person's or a group's things ("the user's files", "the team's shared drive")."""
-    return any(_named(_owner(word)) for word in thing.split() if word.endswith(("'s", "'")))
+    """A person's or a group's things ("the user's files", "the team's shared drive"), not
+    a family's (_FAMILY)."""
+    return any(
+        _named(owner) and owner not in _FAMILY
+        for owner in (_owner(word) for word in thing.split() if word.endswith(("'s", "'")))
+    )
 
 
 # "all" narrowed by where the things come from is not all of them: "delete all emails from
@@ -1141,17 +1160,21 @@ def _all_of_them(thing: str) -> bool:
     return sweep is not None and _FROM_ONE_SENDER.search(thing, sweep.end()) is None
 
 
-def _wipe_order(visible: str, cue_end: int) -> re.Match[str] | None:
+def _wipe_order(visible: str, cue_end: int, *, schedule: bool = False) -> re.Match[str] | None:
     order = _WIPE_ORDER.match(visible, cue_end)
     if order is None:
         return None
     reach = min(len(visible), order.end() + _ORDER_REACH)
     end = _CLEARED_END.search(visible, order.end(), reach)
     cleared = _cleared(visible[order.end() : end.start() if end is not None else reach])
+    always = _WIPED_ALWAYS_ON_A_SCHEDULE if schedule else _WIPED_ALWAYS
     if any(
         (
-            _WIPED_ALWAYS.search(thing)
-            or (_WIPED_IF_ALL.search(thing) and (_all_of_them(thing) or _someone_elses(thing)))
+            always.search(thing)
+            or (
+                (_WIPED_IF_ALL.search(thing) or (schedule and _ROTATED.search(thing)))
+                and (_all_of_them(thing) or _someone_elses(thing))
+            )
         )
         and _ROUTINE.search(thing) is None
         and _JUNK.search(thing) is None
@@ -1368,7 +1391,7 @@ def _poisoning(visible: str) -> Finding | None:
             return Finding(INJECTION, cue.start(), leak.end(), "standing order (from now on + sending secrets out)")
     for pattern in (_STANDING_CUE, _SCHEDULE_CUE):
         for cue in pattern.finditer(visible):
-            wipe = _wipe_order(visible, cue.end())
+            wipe = _wipe_order(visible, cue.end(), schedule=pattern is _SCHEDULE_CUE)
             if wipe is not None:
                 return Finding(
                     INJECTION, cue.start(), wipe.end(), "standing order (from now on or a schedule + clearing data)"
