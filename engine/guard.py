@@ -1087,13 +1087,16 @@ _SCHEDULE_CUE = re.compile(
     # "Every time you start, …", "Whenever the session starts, …": the reader's start is a schedule.
     r"(?:(?:every|each)\s+time|whenever)\s+(?:you|the\s+(?:assistant|agent|bot|ai|model|session|conversation|chat))\s+"
     r"(?:start|starts|begin|begins|boot|boots|wake|wakes|load|loads|run|runs|open|opens)(?:\s+up)?\s*,"
-    r"|(?:every|each)\s+(?:single\s+)?(?:morning|night|evening|day|week|month|hour|time|session|startup|boot|login)\b,?)",
+    r"|(?:every|each)\s+(?:single\s+)?(?:morning|night|evening|day|week|month|hour|time|session|startup|boot|login)\b,?"
+    # "At every startup, …", "On every boot, …", "Upon each restart, …".
+    r"|(?:at|on|upon|after|with)\s+(?:every|each)\s+(?:single\s+)?(?:start|startup|start-up|boot|reboot|restart|"
+    r"launch|login|log-?in|session|wake-?up)\b,?)",
     _I,
 )
 # After a standing cue (or "remember") an order that clears opens the clause, in its bare form.
 _WIPE_ORDER = re.compile(
     r"[\s:,-]*(?:to\s+)?(?:(?:please|always|also|just|now|then|you\s+(?:must|should|will))\s+)*"
-    r"(?P<verb>delete|remove|erase|wipe|purge|drop|destroy)\b",
+    r"(?P<verb>delete|remove|erase|wipe|purge|drop|destroy|clear)\b",
     _I,
 )
 # What such an order clears that an attack names: data, backups, accounts, credentials or
