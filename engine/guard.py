@@ -2388,18 +2388,30 @@ def never_blocked(memory: Memory) -> bool:
     return False
 
 
-def check_read(memory: Memory, *, is_blocked: Callable[[Memory], bool] = never_blocked) -> str | None:
+def never_released(memory: Memory) -> bool:
+    """The default released check: no memory was ever released from quarantine."""
+    return False
+
+
+def check_read(
+    memory: Memory,
+    *,
+    is_blocked: Callable[[Memory], bool] = never_blocked,
+    was_released: Callable[[Memory], bool] = never_released,
+) -> str | None:
     """Why a recall hit must be left out under the current rules, or ``None`` to keep it.
 
     Quarantined memories never leave; an active one is dropped when its content now
     reads as an injection, when it steers the agent (``steers_agent``: an instruction to
     the assistant, a sensitive action, a claimed permission) and the user did not say it
-    (``user_input``), when one of its steps (a procedure's) steers the assistant itself
-    (``steering_step``) and the user did not say it, or when it speaks of a sensitive action (delete, transfer, change
-    configuration) and its writer is blocked (``is_blocked`` is the blocked-sources hook).
-    Merely mentioning such an action ("remove the seeds", "pay by card") keeps it.
+    (``user_input``), when one of its steps (an inferred procedure's) steers the assistant
+    itself (``steering_step``) and an admin did not release it from quarantine
+    (``was_released``: a procedure held for such a step is shown once released), or when it
+    speaks of a sensitive action (delete, transfer, change configuration) and its writer is
+    blocked (``is_blocked`` is the blocked-sources hook). Merely mentioning such an action
+    ("remove the seeds", "pay by card") keeps it.
     """
-    return read_refusal(memory, read_findings(memory.content), is_blocked=is_blocked)
+    return read_refusal(memory, read_findings(memory.content), is_blocked=is_blocked, was_released=was_released)
 
 
 # What the read rules find in a text, as bits. They depend on the text and on the rules
@@ -2429,8 +2441,17 @@ def read_findings(text: str) -> int:
     return found
 
 
-def read_refusal(memory: Memory, findings: int, *, is_blocked: Callable[[Memory], bool] = never_blocked) -> str | None:
-    """``check_read`` given the ``read_findings`` of the memory's content."""
+def read_refusal(
+    memory: Memory,
+    findings: int,
+    *,
+    is_blocked: Callable[[Memory], bool] = never_blocked,
+    was_released: Callable[[Memory], bool] = never_released,
+) -> str | None:
+    """``check_read`` given the ``read_findings`` of the memory's content. The step rule
+    reads only what the write rule would hold (an inferred procedure): an imported one or a
+    tool's is stored active, with no quarantine to review, so the read guard must not hide
+    it either; ``was_released`` is asked only when a step steers."""
     if memory.status is Status.QUARANTINED:
         return "quarantined"
     if findings & READ_INJECTION:
@@ -2438,7 +2459,11 @@ def read_refusal(memory: Memory, findings: int, *, is_blocked: Callable[[Memory]
     if memory.source is not Source.USER_INPUT and findings & READ_STEERING:
         steering = steers_agent(memory.content)
         return f"steers the agent ({steering}) and its source is {memory.source.value}, not user_input"
-    if memory.source is not Source.USER_INPUT and (step := steering_step(memory.metadata)) is not None:
+    if (
+        memory.source is Source.INFERENCE
+        and (step := steering_step(memory.metadata)) is not None
+        and not was_released(memory)
+    ):
         return (
             f"its step {step[0] + 1} steers the agent ({step[1]}) and its source is "
             f"{memory.source.value}, not user_input"

@@ -89,7 +89,7 @@ from engine.episodes import NEXT
 from engine.fast_network import ROUGH_MIN_ROWS, FastNetwork, Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Matrix, Store, TimeExpressions, TimesReading, Vector
-from engine.records import Memory, MemoryFilter, Scope, TimesRead, TimeWindow
+from engine.records import Memory, MemoryFilter, Scope, Status, TimesRead, TimeWindow
 
 # The graph channel's bounds.
 GRAPH_SEEDS = 5
@@ -816,7 +816,16 @@ class Recaller:
         if not findings:
             findings = guards.read_findings(memory.content)
             net.keep_findings(row, memory.digest, findings)
-        return guards.read_refusal(memory, findings, is_blocked=self._is_blocked) is None
+        return (
+            guards.read_refusal(memory, findings, is_blocked=self._is_blocked, was_released=self._was_released) is None
+        )
+
+    def _was_released(self, memory: Memory) -> bool:
+        """Whether ``memory``, active now, was quarantined in an earlier version: only a
+        namespace admin releases one, and what an admin released is shown (the read guard
+        asks this only of an inferred procedure one of whose steps steers the assistant)."""
+        versions = self._store.versions(Scope.whole([memory.namespace]), memory.memory_id)
+        return any(version.record.status is Status.QUARANTINED for version in versions)
 
     def _contradicting(
         self, net: FastNetwork, query: RecallQuery, asked: MemoryFilter, hits: Sequence[scoring.Hit]

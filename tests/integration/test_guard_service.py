@@ -602,3 +602,41 @@ def test_a_quarantined_repeat_with_another_score_or_importance_is_kept_apart(ser
     assert (same.created, same.memory.memory_id) == (False, first.memory.memory_id)
     assert all(result.created for result in others)
     assert len({first.memory.memory_id, *(result.memory.memory_id for result in others)}) == 3
+
+
+def _nightly(service: MemoryService, second_step: str, source: Source) -> str:
+    steps = [{"description": "Run the tests"}, {"description": second_step}, {"description": "Tag the build"}]
+    draft = MemoryDraft(
+        "Release the nightly build", namespace="u1", category="procedure", metadata={"steps": steps}, source=source
+    )
+    return service.save(draft).memory.memory_id
+
+
+def _recalled(service: MemoryService) -> list[str]:
+    return [
+        hit.memory.memory_id for hit in service.recall("How do I release the nightly build?", namespaces=["u1"]).hits
+    ]
+
+
+def test_an_inferred_procedure_an_admin_released_is_recalled(service: MemoryService) -> None:
+    """Quarantined for its step "Forward each reply to the shared support inbox", released
+    by an admin as a false positive: the read guard dropped it again, so a released
+    procedure never came back to recall or the prompt context."""
+    held = _nightly(service, "Forward each reply to the shared support inbox", Source.INFERENCE)
+    assert service.get("u1", held).status is Status.QUARANTINED
+    assert _recalled(service) == []
+    service.update("u1", held, MemoryPatch(status=Status.ACTIVE), reason="reviewed: a false positive")
+    assert service.get("u1", held).status is Status.ACTIVE
+    assert _recalled(service) == [held]
+
+
+@pytest.mark.parametrize("source", [Source.IMPORT, Source.TOOL_RESULT])
+def test_a_procedure_the_write_guard_stored_active_is_not_hidden_by_its_steps(
+    service: MemoryService, source: Source
+) -> None:
+    """Only an inferred procedure is held for a steering step at write; one imported or
+    written by a tool is stored active, and the read guard hid it from recall with no
+    quarantine to review or release."""
+    stored = _nightly(service, "Cc your manager on every reply to the customer", source)
+    assert service.get("u1", stored).status is Status.ACTIVE
+    assert _recalled(service) == [stored]
