@@ -2129,7 +2129,9 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(?:the\s+)?(?:assistant|chatbot|ai)\s+(?:must|should|has\s+to|needs\s+to|shall|is\s+to|"
-            r"will\s+(?:always|never)|may\s+now|is\s+(?:now\s+)?allowed\s+to|always|never)\b",
+            r"will\s+(?:always|never)|may\s+now|is\s+(?:now\s+)?allowed\s+to|always|never)\b"
+            # said of the tool, not to it: "The AI should be retrained", "AI must be enabled"
+            r"(?!\s+(?:not\s+)?be\s+\w+(?:ed|en)\b)",
             _I,
         ),
         "addressed to the assistant",
@@ -2138,6 +2140,8 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"\b(?:from\s+now\s+on|going\s+forward|henceforth|from\s+this\s+point\s+on|starting\s+(?:today|now)|"
             r"in\s+(?:all|every)\s+future\s+" + _REPLIES_EN + r")\b,?\s+(?:you|your)\b"
+            # about its answers or the user, not "From now on, you submit timesheets on Fridays"
+            r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|the\s+user)\b"
             r"|\byou\s+(?:must\s+|should\s+|shall\s+|will\s+|need\s+to\s+|have\s+to\s+|are\s+to\s+)?(?:always|never)\b"
             r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|the\s+user)\b",
             _I,
@@ -2156,7 +2160,8 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(?:cc|bcc|copy|forward|send|e-?mail|share|upload|post|leak|relay)\b[^.!?\n]{0,60}?"
-            r"(?:\b(?:every|each|all|any|your)\s+(?:of\s+(?:your|the)\s+)?" + _REPLIES_EN + r"\b"
+            # the assistant's own replies, not "Forward all replies from the vendor to procurement"
+            r"(?:\b(?:every|each|all|any|your)\s+(?:of\s+(?:your|the)\s+)?" + _REPLIES_EN + r"\b(?!\s+from\b)"
             r"|\b(?:this|our|the\s+whole)\s+(?:conversation|chat)\b"
             r"|\bthe\s+users?'s?\s+(?:data|messages|conversations?|chats?|chat\s+history|history|memories|"
             r"personal\s+\w+|details|files|passwords|credentials)\b"
@@ -2178,7 +2183,10 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"\b(?:pretend\s+(?:to\s+be|(?:that\s+)?you\s*(?:are|'re))|role-?play\s+as|stay\s+in\s+character|"
             r"act\s+as\s+if\s+you\s+(?:are|were)|you\s+are\s+no\s+longer\s+(?:an?\s+|the\s+)?(?:assistant|ai))\b"
-            r"|\byour\s+(?:new\s+)?(?:name|persona|personality|identity|character)\s+is\b",
+            # a name given, not one printed: "Your new name is shown on the badge" is none
+            r"|\byour\s+(?:new\s+(?:name|persona|personality|identity|character)\s+is|"
+            r"(?:name|persona|personality|identity|character)\s+is\s+now)\b"
+            r"(?!\s+(?:shown|printed|listed|displayed|written|on|in|at)\b)",
             _I,
         ),
         "changes the assistant's persona",
@@ -2193,6 +2201,7 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(?:从现在开始|从现在起|从今以后|从今往后|今后|以后|从此)[，,]?\s*(?:你|您)"
+            r"[^。！？!?\n]{0,20}?(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从|用户)"
             r"|(?:你|您)(?:以后|今后|永远|始终|总是|每次)都?(?:必须|应该|要|只能|不要|不能|不得)?(?:用[^。！？!?\n]{1,6})?"
             r"(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从)"
             r"|(?:你|您)(?:必须|只能|不得)用[^。！？!?\n]{1,6}(?:回答|回复|答复)"
