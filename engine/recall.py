@@ -824,6 +824,8 @@ class Recaller:
         """Whether ``memory``, active now, was quarantined in an earlier version: only a
         namespace admin releases one, and what an admin released is shown (the read guard
         asks this only of an inferred procedure one of whose steps steers the assistant)."""
+        if memory.version == 1:
+            return False  # never changed, so never released: no history to read
         versions = self._store.versions(Scope.whole([memory.namespace]), memory.memory_id)
         return any(version.record.status is Status.QUARANTINED for version in versions)
 
