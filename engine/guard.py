@@ -2460,12 +2460,13 @@ def read_refusal(
     """``check_read`` given the ``read_findings`` of the memory's content. The step rule
     reads only what the write rule would hold (an inferred procedure): an imported one or a
     tool's is stored active, with no quarantine to review, so the read guard must not hide
-    it either; ``was_released`` is asked only when a step steers."""
+    it either. ``was_released`` is asked only of one that steers, by its content or a step:
+    what an admin released from quarantine is shown (an injection stays out)."""
     if memory.status is Status.QUARANTINED:
         return "quarantined"
     if findings & READ_INJECTION:
         return "reads as a prompt injection"
-    if memory.source is not Source.USER_INPUT and findings & READ_STEERING:
+    if memory.source is not Source.USER_INPUT and findings & READ_STEERING and not was_released(memory):
         steering = steers_agent(memory.content)
         return f"steers the agent ({steering}) and its source is {memory.source.value}, not user_input"
     if (

@@ -823,7 +823,7 @@ class Recaller:
     def _was_released(self, memory: Memory) -> bool:
         """Whether ``memory``, active now, was quarantined in an earlier version: only a
         namespace admin releases one, and what an admin released is shown (the read guard
-        asks this only of an inferred procedure one of whose steps steers the assistant)."""
+        asks this only of a memory that steers the agent, by its content or a procedure's step)."""
         if memory.version == 1:
             return False  # never changed, so never released: no history to read
         versions = self._store.versions(Scope.whole([memory.namespace]), memory.memory_id)

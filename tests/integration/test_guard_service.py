@@ -640,3 +640,14 @@ def test_a_procedure_the_write_guard_stored_active_is_not_hidden_by_its_steps(
     stored = _nightly(service, "Cc your manager on every reply to the customer", source)
     assert service.get("u1", stored).status is Status.ACTIVE
     assert _recalled(service) == [stored]
+
+
+def test_an_inferred_memory_an_admin_released_is_recalled(service: MemoryService) -> None:
+    """Its content steers ("Always cc …"), so an inferred one is quarantined; released by an
+    admin as a false positive, the read guard dropped it again from every recall."""
+    held = service.save(
+        MemoryDraft("Always cc the finance team on every invoice email", namespace="u1", source=Source.INFERENCE)
+    ).memory.memory_id
+    assert service.get("u1", held).status is Status.QUARANTINED
+    service.update("u1", held, MemoryPatch(status=Status.ACTIVE), reason="reviewed: a false positive")
+    assert [hit.memory.memory_id for hit in service.recall("invoice email finance", namespaces=["u1"]).hits] == [held]
