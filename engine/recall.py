@@ -821,13 +821,16 @@ class Recaller:
         )
 
     def _was_released(self, memory: Memory) -> bool:
-        """Whether ``memory``, active now, was quarantined in an earlier version: only a
-        namespace admin releases one, and what an admin released is shown (the read guard
+        """Whether ``memory``, active now, was quarantined in an earlier version with the
+        content and metadata it has now: only a namespace admin releases one, and what an
+        admin released is shown (the read guard
         asks this only of a memory that steers the agent, by its content or a procedure's step)."""
         if memory.version == 1:
             return False  # never changed, so never released: no history to read
         versions = self._store.versions(Scope.whole([memory.namespace]), memory.memory_id)
-        return any(version.record.status is Status.QUARANTINED for version in versions)
+        held = [version.record for version in versions if version.record.status is Status.QUARANTINED]
+        # The release covers the text and steps reviewed, not an edit made since.
+        return bool(held) and (held[-1].content, held[-1].metadata) == (memory.content, memory.metadata)
 
     def _contradicting(
         self, net: FastNetwork, query: RecallQuery, asked: MemoryFilter, hits: Sequence[scoring.Hit]
