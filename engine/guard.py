@@ -2120,11 +2120,18 @@ def _decodes_to_text(token: str) -> bool:
 # A procedure's steps are orders by nature ("Run the tests", "Delete the old build folder",
 # "Always check the logs first", "先运行测试"), so ``steers_agent``, which reads an order about
 # a sensitive action or a bare "Always cc …" as steering, would quarantine ordinary ones.
-# What a step of an inferred procedure must not do is steer the assistant itself: speak to
-# it ("The assistant must …", "From now on, you …"), set how it answers, have it copy its
-# replies, the conversation or the user's data somewhere, tell it to ignore its instructions,
-# or give it another persona. These rules read only that.
+# And a support or onboarding script speaks to its human reader as "you" about replies and
+# the customer ("You should always reply to the customer within a day", "Cc your manager on
+# every reply", "Pretend you are the customer and test the checkout", 你必须用英文回复海外客户):
+# such a step cannot be told from one that steers the assistant, so it is left alone. What
+# quarantines an inferred procedure is a step that can only mean the assistant: one that
+# names it ("The assistant must …", 助手以后必须…), a standing order from now on about its
+# answers ("From now on, you answer only in French"), one that copies replies, the
+# conversation or the user's data to an address written out, one that tells it to ignore its
+# instructions, or one that gives it a new name or persona.
 _REPLIES_EN = r"(?:repl(?:y|ies)|answers?|responses?|conversations?|chats?)"
+# An e-mail address or a web address: where a copy would leave to.
+_WRITTEN_ADDRESS = r"(?:[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|\b[a-z0-9-]+\.(?:com|net|org|io|co|ai|app|dev|xyz|me|info|cn|ru)\b)"
 _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
@@ -2141,21 +2148,10 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"\b(?:from\s+now\s+on|going\s+forward|henceforth|from\s+this\s+point\s+on|starting\s+(?:today|now)|"
             r"in\s+(?:all|every)\s+future\s+" + _REPLIES_EN + r")\b,?\s+(?:you|your)\b"
             # about its answers or the user, not "From now on, you submit timesheets on Fridays"
-            r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|the\s+user)\b"
-            r"|\byou\s+(?:must\s+|should\s+|shall\s+|will\s+|need\s+to\s+|have\s+to\s+|are\s+to\s+)?(?:always|never)\b"
-            r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|the\s+user)\b",
+            r"[^.!?\n]{0,60}?\b(?:" + _REPLIES_EN + r"|respond|answer|the\s+user)\b",
             _I,
         ),
         "a standing order to the assistant",
-    ),
-    (
-        re.compile(
-            r"\byou\s+(?:must|should|need to|have to|will|shall|are to)\s+(?:always\s+|never\s+|not\s+|only\s+)*"
-            rf"{_REPLY_VERBS}\b"
-            rf"|{_IMPERATIVE_EN}(?:only\s+)?{_REPLY_VERBS}\b",
-            _I,
-        ),
-        "tells the assistant how to answer",
     ),
     (
         re.compile(
@@ -2165,10 +2161,12 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"|\b(?:this|our|the\s+whole)\s+(?:conversation|chat)\b"
             r"|\bthe\s+users?'s?\s+(?:data|messages|conversations?|chats?|chat\s+history|history|memories|"
             r"personal\s+\w+|details|files|passwords|credentials)\b"
-            r"|\ball\s+(?:memories|user\s+data)\b)",
+            r"|\ball\s+(?:memories|user\s+data)\b)"
+            # to an address written out: "Cc your manager on every reply" is a support script's
+            r"[^.!?\n]{0,80}?" + _WRITTEN_ADDRESS,
             _I,
         ),
-        "tells the assistant to copy its replies or the user's data",
+        "tells the assistant to copy its replies or the user's data out",
     ),
     (
         re.compile(
@@ -2181,8 +2179,7 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:pretend\s+(?:to\s+be|(?:that\s+)?you\s*(?:are|'re))|role-?play\s+as|stay\s+in\s+character|"
-            r"act\s+as\s+if\s+you\s+(?:are|were)|you\s+are\s+no\s+longer\s+(?:an?\s+|the\s+)?(?:assistant|ai))\b"
+            r"\byou\s+are\s+no\s+longer\s+(?:an?\s+|the\s+)?(?:assistant|ai)\b"
             # a name given, not one printed: "Your new name is shown on the badge" is none
             r"|\byour\s+(?:new\s+(?:name|persona|personality|identity|character)\s+is|"
             r"(?:name|persona|personality|identity|character)\s+is\s+now)\b"
@@ -2200,21 +2197,20 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"(?:从现在开始|从现在起|从今以后|从今往后|今后|以后|从此)[，,]?\s*(?:你|您)"
+            # not a plain 以后 / 今后 ("以后你每次都要回复客户邮件" is a support script's)
+            r"(?:从现在开始|从现在起|从今以后|从今往后|从此)[，,]?\s*(?:你|您)"
             r"[^。！？!?\n]{0,20}?(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从|用户)"
-            r"|(?:你|您)(?:以后|今后|永远|始终|总是|每次)都?(?:必须|应该|要|只能|不要|不能|不得)?(?:用[^。！？!?\n]{1,6})?"
-            r"(?:回答|回复|答复|输出|称呼|透露|泄露|服从|听从)"
-            r"|(?:你|您)(?:必须|只能|不得)用[^。！？!?\n]{1,6}(?:回答|回复|答复)"
         ),
         "a standing order to the assistant (zh)",
     ),
     (
         re.compile(
-            r"(?:抄送|转发|发送|发给|同步|上传|分享)[^。！？!?\n]{0,20}?(?:每次|每条|所有|你)的?(?:回答|回复|答复|对话|聊天记录)"
+            r"(?:(?:抄送|转发|发送|发给|同步|上传|分享)[^。！？!?\n]{0,20}?(?:每次|每条|所有|你)的?(?:回答|回复|答复|对话|聊天记录)"
             r"|(?:每次|每条|所有|你)的?(?:回答|回复|答复|对话|聊天记录)[^。！？!?\n]{0,20}?(?:抄送|转发|发送|发给|同步|上传|分享)"
-            r"|用户的(?:数据|资料|消息|聊天记录|对话|个人信息|密码)[^。！？!?\n]{0,20}?(?:抄送|转发|发送|发给|上传|分享)"
+            r"|用户的(?:数据|资料|消息|聊天记录|对话|个人信息|密码)[^。！？!?\n]{0,20}?(?:抄送|转发|发送|发给|上传|分享))"
+            r"[^。！？!?\n]{0,40}?" + _WRITTEN_ADDRESS
         ),
-        "tells the assistant to copy its replies or the user's data (zh)",
+        "tells the assistant to copy its replies or the user's data out (zh)",
     ),
     (
         re.compile(
@@ -2223,7 +2219,7 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "tells the assistant to ignore its instructions (zh)",
     ),
     (
-        re.compile(r"扮演(?:一个|一名|一位|成)|假装(?:你是|成)|你的(?:新)?(?:名字|身份|角色|人设)是|保持角色"),
+        re.compile(r"你的新(?:名字|身份|人设)是|你不再是(?:助手|AI|人工智能)"),
         "changes the assistant's persona (zh)",
     ),
 )
