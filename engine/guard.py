@@ -617,10 +617,29 @@ _ROUTINE = re.compile(
 # 2am"); else it may be a clause of its own ("… and the backup job runs at 3am") or share
 # the first part's words ("old backups and snapshots": old snapshots too), and is left out.
 _CLEARED_END = re.compile(r"[.;:!?\n]|\b(?:but|then|so|while|whereas)\b", _I)
+# "then" goes on clearing ("delete the backups, then (delete) all memories"): what it names
+# is cleared too, and judged on its own.
+_THEN_CLEARS = re.compile(r"then\s+(?:(?:also|delete|remove|erase|wipe|purge|drop|destroy|clear)\s+)*", _I)
+
+
+def _things_cleared(visible: str, start: int) -> list[str]:
+    """_cleared over each clause from start, on past every "then" that clears more."""
+    things: list[str] = []
+    while True:
+        reach = min(len(visible), start + _ORDER_REACH)
+        end = _CLEARED_END.search(visible, start, reach)
+        things += _cleared(visible[start : end.start() if end is not None else reach])
+        more = _THEN_CLEARS.match(visible, end.start()) if end is not None else None
+        if more is None or more.end() == start:
+            return things
+        start = more.end()
+
+
 # ", and" (a serial comma) is one break, not two with nothing between.
 _CONJUNCTION = re.compile(r",?\s*(?:&|\b(?:and|or|plus|as\s+well\s+as)\b)|,", _I)
 _ONE_MORE_CLEARED = re.compile(
     r"\s*(?:also\s+)?(?:(?:all|every|each|any|(?:the\s+)?(?:entire|whole))\b"
+    r"|(?:the\s+)?[^\W\d_]+(?:['’]s|s['’])\s"
     rf"|(?:the|its|their)\s+(?:[\w'-]+\s+){{0,2}}?{_NOT_ROUTINE_WORDS}\b\s*"
     r"(?:$|(?:at|on|in|from|every|each|daily|nightly|weekly|monthly|too|tonight|today|tomorrow|now|immediately|"
     r"as\s+well)\b))",
@@ -1167,9 +1186,7 @@ def _wipe_order(visible: str, cue_end: int, *, schedule: bool = False) -> re.Mat
     order = _WIPE_ORDER.match(visible, cue_end)
     if order is None:
         return None
-    reach = min(len(visible), order.end() + _ORDER_REACH)
-    end = _CLEARED_END.search(visible, order.end(), reach)
-    cleared = _cleared(visible[order.end() : end.start() if end is not None else reach])
+    cleared = _things_cleared(visible, order.end())
     always = _WIPED_ALWAYS_ON_A_SCHEDULE if schedule else _WIPED_ALWAYS
     if any(
         (
@@ -1214,9 +1231,7 @@ def _a_chore(visible: str, cue_end: int, action: re.Match[str]) -> bool:
     # told of someone or something, or in the passive, is judged by the rules above.
     if _CLEAN_UP.match(action["verb"]) is None or _AN_ERRAND_OPENS.fullmatch(visible, cue_end, action.start()) is None:
         return False
-    reach = min(len(visible), action.end("verb") + _ORDER_REACH)
-    end = _CLEARED_END.search(visible, action.end("verb"), reach)
-    for thing in _cleared(visible[action.end("verb") : end.start() if end is not None else reach]):
+    for thing in _things_cleared(visible, action.end("verb")):
         if not any(word.lower() not in _NOT_A_THING for word in _A_THING_WORD.findall(thing)):
             return False
         if _someones(thing) or _someone_elses(thing):
