@@ -1473,7 +1473,7 @@ _ORDER_REACH_ZH = 40
 # 整个数据库"): a part after 和, 及, 与, 、 … is one more thing when it opens with 所有, 全部,
 # 整个 …; else it may share the first part's words ("30天以前的备份和快照") and is left out.
 _CONJUNCTION_ZH = re.compile(r"以及|还有|和|及|与|、")
-_ONE_MORE_CLEARED_ZH = re.compile(r"所有|全部|一切|整个|每个|任何")
+_ONE_MORE_CLEARED_ZH = re.compile(r"所有|全部|一切|整个|每个|任何|(?:用户|客户|别人|他人|同事|员工|管理员|大家)的")
 
 
 def _cleared_zh(said: str) -> list[str]:
@@ -1657,21 +1657,28 @@ _SOMEONE_ELSES_ZH = re.compile(r"(?:用户|客户|别人|他人|同事|员工|�
 _NOT_AN_ATTACK_ZH = re.compile(r"我的|我们的|临时|缓存|过期|旧|垃圾|广告|测试")
 
 
+# A clause after a comma that goes on clearing ("，然后删除所有记忆", "，再清空…") is the same
+# order's, and judged too.
+_THEN_ZH = re.compile(r"[，,][^\S\n]{0,3}(?:然后|再|接着|随后|之后|并且|并)+")
+_CLAUSE_STOP_ZH = re.compile(r"[。！？!?\n；;，,]")
+
+
 def _wipe_order_zh(visible: str, at: int, *, schedule: bool) -> re.Match[str] | None:
-    order = _WIPE_ORDER_ZH.match(visible, at)
-    if order is None:
-        return None
-    stop = re.compile(r"[。！？!?\n；;，,]").search(visible, order.end(), order.end() + _TARGET_REACH_ZH)
-    for thing in _cleared_zh(visible[order.end() : stop.start() if stop is not None else order.end() + 40]):
-        if _NOT_AN_ATTACK_ZH.search(thing):
-            continue
-        sweeping = _ALL_ZH.search(thing) is not None or _SOMEONE_ELSES_ZH.search(thing) is not None
-        if (
-            _WIPED_ALWAYS_ZH.search(thing)
-            or (_ROTATED_ZH.search(thing) and (sweeping or not schedule))
-            or (_WIPED_IF_ALL_ZH.search(thing) and sweeping)
-        ):
-            return order
+    first = order = _WIPE_ORDER_ZH.match(visible, at)
+    while order is not None:
+        stop = _CLAUSE_STOP_ZH.search(visible, order.end(), order.end() + _TARGET_REACH_ZH)
+        for thing in _cleared_zh(visible[order.end() : stop.start() if stop is not None else order.end() + 40]):
+            if _NOT_AN_ATTACK_ZH.search(thing):
+                continue
+            sweeping = _ALL_ZH.search(thing) is not None or _SOMEONE_ELSES_ZH.search(thing) is not None
+            if (
+                _WIPED_ALWAYS_ZH.search(thing)
+                or (_ROTATED_ZH.search(thing) and (sweeping or not schedule))
+                or (_WIPED_IF_ALL_ZH.search(thing) and sweeping)
+            ):
+                return first
+        more = _THEN_ZH.match(visible, stop.start()) if stop is not None else None
+        order = _WIPE_ORDER_ZH.match(visible, more.end()) if more is not None else None
     return None
 
 
