@@ -1320,7 +1320,10 @@ _FOR_ONE = re.compile(
 )
 _FOR_EVERYONE = re.compile(
     r"\b(?:users?|customers?|clients?|patients?|employees?|people|everyone|everybody|staff|accounts|members|"
-    r"admins?|administrators?)\b",
+    r"admins?|administrators?|"
+    # a whole company, system or store of secrets: "for the company", "for the root account"
+    r"company|companies|organi[sz]ations?|orgs?|whole|entire|domains?|servers?|systems?|clusters?|"
+    r"infrastructure|production|prod|root|vaults?|(?:password|secrets?)\s+managers?|databases?|dbs?)\b",
     _I,
 )
 _QUANTIFIERS = frozenset({"all", "every", "any", "each", "everything", "whatever"})
