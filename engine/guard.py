@@ -1380,7 +1380,17 @@ def _a_threat_told(visible: str, start: int, leak: re.Match[str]) -> bool:
         and _THE_READER_ADDRESSED.search(said) is None
         and re.search(r"[:;,\u2013\u2014]|\s-\s", said) is None
         and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
+        and _THEN_IMITATED.search(visible, leak.end(), leak.end() + 200) is None
     )
+
+
+# A threat told and then held up to the reader to follow is an order: "… to hacker.io. Do
+# the same.", "…, and you should comply", "Be a victim."
+_THEN_IMITATED = re.compile(
+    r"\b(?:do\s+(?:the\s+same|likewise|so|it|this|that|as\s+(?:it|they|he|she)\s+(?:says?|asks?|tells?))|"
+    r"comply|obey|follow\s+(?:it|them|its|their|this|that|suit)|go\s+along|be\s+(?:a|the|one)\s+(?:victim|target))\b",
+    _I,
+)
 
 
 def _sentence_starts(visible: str, breaks: re.Pattern[str], candidates: Iterable[int]) -> list[int]:
