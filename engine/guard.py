@@ -1258,9 +1258,20 @@ def _one_secret_sent_to_a_person(visible: str, cue_end: int, leak: re.Match[str]
         and _ONE_SECRET.fullmatch(visible, leak.end("verb") + 1, leak.end("target")) is not None
         and _SWEEPING.search(visible, cue_end, leak.end("target")) is None
         and _READERS_OWN.search(leak["target"]) is None
+        and _NO_ONES_OWN.search(visible, leak.end("verb"), leak.end("target")) is None
         and _an_address_of_the_users(visible, leak)
+        and _A_PERSONS_ADDRESS.search(leak["outside"]) is not None
         and _THEN_ORDERED.search(visible, leak.end(), leak.end() + 200) is None
     )
+
+
+# A person is reached at a mail address, a phone or one spelled out ("anna at gmail dot
+# com"), not at a server, a web address or a bare domain. And a secret that opens a whole
+# system ("the admin password", "the root password", "the vault password") is no one's own.
+_A_PERSONS_ADDRESS = re.compile(rf"@|\sat\s|^{_PHONE_TO}$", _I)
+_NO_ONES_OWN = re.compile(
+    r"\b(?:admin\w*|root|master|vault|server|production|prod|database|db|company|domain|sudo)\b", _I
+)
 
 
 # Sending secrets out with no cue at all is looked for in each sentence, and is an attack
