@@ -64,7 +64,7 @@ from engine import conflicts, text
 from engine.category_indexes import CategoryIndexes, IndexFactory
 from engine.config import ScoringConfig
 from engine.episodes import NEXT
-from engine.files import CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
+from engine.files import ARRAY_HEADERS, CHECKSUM, checksum_matches, checksum_of, read_npz_array_into
 from engine.limits import MAX_COUNTER
 from engine.ports import Edge, LexicalBuild, LexicalScorer, RoughCosines, VectorIndex
 from engine.records import (
@@ -1856,7 +1856,7 @@ class FastNetwork:
             if not checksum_matches(path, meta):
                 log.warning("saved fast network %s does not match its checksum: rebuilding it", path)
                 return None
-            with np.load(path, allow_pickle=False) as data:
+            with ARRAY_HEADERS, np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files if name != "vectors"}
             net = cls(
                 lexical,

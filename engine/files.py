@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import threading
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +21,13 @@ BLOCK = 8 << 20
 # grants keep agents apart, and other local users must not read the files behind them. The
 # parents it makes on the way and a directory that already exists keep their modes.
 DATA_DIR_MODE = 0o700
+
+# numpy reads an .npy header with ``ast.literal_eval``, and CPython 3.11 counts the AST
+# builder's recursion per interpreter, not per thread: two threads reading headers at once
+# (the fast network and the vector index, loaded side by side at start-up) can fail with
+# "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905; seen once in the
+# test suite, failing a service's start). Every read of an array header here holds this lock.
+ARRAY_HEADERS = threading.Lock()
 
 
 def make_data_dir(path: Path) -> None:
@@ -97,13 +105,14 @@ def read_npz_array_into(path: Path, name: str, out: npt.NDArray[Any]) -> None:
             raise ValueError(f"{name!r} has no zip header in {path.name}")
         fh.seek(info.header_offset + _ZIP_LOCAL_HEADER.size + name_bytes + extra_bytes)
         start = fh.tell()
-        version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-        else:
-            raise ValueError(f"{name!r} is in .npy format {version}")
+        with ARRAY_HEADERS:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"{name!r} is in .npy format {version}")
         if shape != out.shape or dtype != out.dtype or fortran:
             raise ValueError(f"{name!r} is {dtype}{shape}, not {out.dtype}{out.shape}")
         if fh.tell() - start + out.nbytes != info.file_size:

@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.errors import VectorIndexError
-from engine.files import CHECKSUM, checksum_matches, checksum_of
+from engine.files import ARRAY_HEADERS, CHECKSUM, checksum_matches, checksum_of
 from engine.ports import Matrix, Vector
 
 log = logging.getLogger(__name__)
@@ -412,7 +412,7 @@ class HnswIndex:
                 if not checksum_matches(directory / name, meta, name):
                     log.warning("saved index file %s does not match its checksum: not loaded", directory / name)
                     return None
-            with open(directory / _LABELS, "rb") as fh:
+            with open(directory / _LABELS, "rb") as fh, ARRAY_HEADERS:
                 labels = np.load(fh, allow_pickle=False)
             if len(labels) != meta["labels"]:
                 log.warning(
