@@ -2176,8 +2176,18 @@ def _decodes_to_text(token: str) -> bool:
 # conversation or the user's data to an address written out, one that tells it to ignore its
 # instructions, or one that gives it a new name or persona.
 _REPLIES_EN = r"(?:repl(?:y|ies)|answers?|responses?|conversations?|chats?)"
-# An e-mail address or a web address: where a copy would leave to.
-_WRITTEN_ADDRESS = r"(?:[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|\b[a-z0-9-]+\.(?:com|net|org|io|co|ai|app|dev|xyz|me|info|cn|ru)\b)"
+# An e-mail address, a web address, a bare domain of any ending ("paste.ee", "webhook.site",
+# "discord.gg") or an IPv4 address: where a copy would leave to. A file named is none
+# ("notes.txt", "customers.csv").
+_FILE_ENDINGS = (
+    r"txt|md|rst|pdf|docx?|xlsx?|pptx?|odt|ods|csv|tsv|json|ya?ml|toml|ini|cfg|conf|log|py|js|ts|"
+    r"html?|xml|png|jpe?g|gif|svg|zip|gz|tgz|tar|bak|sql|db|sqlite|sh|bat|exe|msi|dmg"
+)
+_WRITTEN_ADDRESS = (
+    r"(?:[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?|ftp)://\S+"
+    r"|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?!(?:" + _FILE_ENDINGS + r")\b)[a-z]{2,24}\b"
+    r"|\b\d{1,3}(?:\.\d{1,3}){3}\b)"
+)
 _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
@@ -2216,7 +2226,7 @@ _STEP_STEERING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|previous|prior|earlier|"
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+)?(?:of\s+)?(?:your|(?:the\s+)?previous|prior|earlier|"
             r"above|the\s+system|system|safety|the\s+assistant's)\s+(?:\w+\s+)?(?:instructions|prompt|rules|guidelines|"
             r"programming|directives)\b",
             _I,
