@@ -198,13 +198,20 @@ def _prefix(name: str, *, distinct: bool = False) -> str:
     return f"<{tag}>: "
 
 
+def _longest_prefix(name: str) -> int:
+    """The most characters the tag of ``name`` takes before a line: its own tag, or the one
+    with a digest ``_session_prefixes`` gives a later voice that reads like an earlier one."""
+    return max(len(_prefix(name)), len(_prefix(name, distinct=True)))
+
+
 def _session_prefixes(names: Iterable[str], fits: Callable[[str, str], bool]) -> dict[str, str]:
     """The tag of each of a session's speakers, ``names`` in the order they first spoke
     (those its memories stored hold first): the conflict rules read a tag NFKC-folded and
     without case, so "Sam" and "sam" were one voice, and one's "I live in Faro" superseded
     the other's "I live in Bern". The first name read so keeps its tag; a later one is given
     a digest, unless ``fits(name, prefix)`` says a line of theirs would then run past the
-    content cap: the append let it through with the name's own tag, and its save would fail
+    content cap: an append counts the digest's room (``_longest_prefix``), but one made
+    before it did let such a line through with the name's own tag, and its save would fail
     at every retry of the promotion, so it keeps that tag, as before. The same name is the
     same tag throughout."""
     prefixes: dict[str, str] = {}
@@ -320,7 +327,10 @@ class Sessions:
                     # The speaker's tag may carry a sentence past the cap: refused here,
                     # not at the promotion, whose every retry would fail on it. As said
                     # too: one the guard flags is stored so (``_draft``), and was dropped.
-                    longest = len(_prefix(message.name)) + max(len(found.content), len(found.said or ""))
+                    # The longest tag the name can be given counts: a voice that reads
+                    # like another's gets a digest at the promotion, and a line with no
+                    # room for it kept the bare tag, one voice with the other again.
+                    longest = _longest_prefix(message.name) + max(len(found.content), len(found.said or ""))
                     if longest > cap:
                         raise InvalidInput(
                             f"a sentence of this message, promoted with its speaker's name, holds "

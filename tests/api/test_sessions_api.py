@@ -348,7 +348,7 @@ def test_a_named_message_too_long_to_promote_with_its_speaker_is_refused(live: L
     # "<name>: " before a sentence of a message near [limits] max_content_chars ran past
     # it: the close answered 422 and the promotion failed again at every retry.
     long = "I live in Berlin and " + " and ".join(f"I like dish {n}" for n in range(700))
-    long = long[:7990].rsplit(" and", 1)[0] + "."
+    long = long[:7980].rsplit(" and", 1)[0] + "."  # room for "<Ana#…>: ", not for a 40-character name
     message = {"role": "user", "content": long, "name": "x" * 40}
     with httpx.Client(base_url=live.url, timeout=60) as http:
         refused = http.post("/v1/sessions/long/messages", json={"namespace": "n", "messages": [message]})
@@ -911,3 +911,29 @@ def test_inferred_procedures_of_ordinary_orders_stay_active_and_in_the_prompt(li
             assert "Procedures:" in context.json()["text"]
             for n, description in enumerate(descriptions, start=1):
                 assert f"{n}. {description}" in context.json()["text"]
+
+
+def test_a_named_line_that_would_lose_its_speakers_digest_at_the_cap_is_refused(live: LiveServer) -> None:
+    # A second voice whose name reads like the first's ("sam" after "Sam") is tagged with a
+    # digest at the promotion; a line within a few characters of [limits] max_content_chars
+    # fitted with "<sam>: " but not with "<sam#…>: ", so it was promoted as "<sam>: …",
+    # which the conflict rules read as Sam's own line again. The append cannot know
+    # whether such a voice will join: it counts the longest tag the name can be given.
+    bern = {"role": "user", "content": "I live in Bern.", "name": "Sam"}
+    long = "I live in Faro and " + " and ".join(f"I like dish {n}" for n in range(700))
+    long = long[: 8000 - len("<sam>: ") - 2].rsplit(" and", 1)[0] + "."
+    faro = {"role": "user", "content": long, "name": "sam"}
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        assert http.post("/v1/sessions/cap/messages", json={"namespace": "n", "messages": [bern]}).status_code == 200
+        refused = http.post("/v1/sessions/cap/messages", json={"namespace": "n", "messages": [faro]})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["field"] == "messages[0].content" and "8000" in refused.json()["detail"]
+        faro["content"] = long[: 8000 - len("<sam#12345678>: ")].rsplit(" and", 1)[0] + "."
+        fits = http.post("/v1/sessions/cap/messages", json={"namespace": "n", "messages": [faro]})
+        assert fits.status_code == 200, fits.text
+        promoted = http.post("/v1/sessions/cap/close", json={"namespace": "n"}).json()
+        assert promoted["superseded"] == [] and len(promoted["created"]) == 2, promoted
+        listed = http.get("/v1/memories", params={"namespace": "n", "status": "active"}).json()["memories"]
+    stored = {m["metadata"]["speaker"]: m["content"] for m in listed}
+    assert stored["Sam"] == "<Sam>: I live in Bern."
+    assert stored["sam"].startswith("<sam#") and len(stored["sam"]) <= 8000, stored["sam"][:40]
