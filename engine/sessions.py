@@ -526,7 +526,12 @@ class Sessions:
             return
         ref = promotion.ref
         detail = f"session {ref.session_id!r} of {ref.agent!r} promoted by the sweep ({promotion.reason})"
-        ids = tuple(dict.fromkeys([*promotion.created, *promotion.deduplicated]))
+        # A promotion taken again names what its first attempt stored too: a promoter that
+        # died mid-way (a close killed with its process) wrote no entry, and those memories
+        # were in none.
+        if promotion.already_promoted:
+            detail += f", {len(promotion.already_promoted)} stored by an earlier attempt"
+        ids = tuple(dict.fromkeys([*promotion.already_promoted, *promotion.created, *promotion.deduplicated]))
         event = AuditEvent(
             "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail
         )

@@ -937,3 +937,30 @@ def test_a_named_line_that_would_lose_its_speakers_digest_at_the_cap_is_refused(
     stored = {m["metadata"]["speaker"]: m["content"] for m in listed}
     assert stored["Sam"] == "<Sam>: I live in Bern."
     assert stored["sam"].startswith("<sam#") and len(stored["sam"]) <= 8000, stored["sam"][:40]
+
+
+def test_a_promotion_taken_again_names_in_the_audit_log_what_its_first_attempt_stored(live: LiveServer) -> None:
+    # A promoter killed mid-way (kill -9 during a close, found with 1,800 candidates: the
+    # first batch of 500 was stored) writes no audit entry; the sweep that finished the
+    # promotion named only what it stored itself, so the first attempt's memories were in
+    # no entry of the log.
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        said = {"namespace": "team", "expire_after_seconds": 0.05}
+        said["messages"] = [{"role": "user", "content": "I live in Berlin. I have two cats."}]
+        assert http.post("/v1/sessions/s-cut/messages", json=said).status_code == 200
+        time.sleep(0.2)
+        sessions = live.app.state.sessions
+        now = sessions.service.now()
+        (generation,) = sessions.store.due(now, 10)
+        claimed = sessions.store.claim(generation, now, 0)  # claimed, and stale at once
+        assert claimed is not None and len(claimed.candidates) == 2
+        # The promoter stored the first candidate, then was killed: no entry names it.
+        first = sessions._draft(claimed.info.ref, claimed.info, 0, claimed.candidates[0], now, prefix=None)
+        stored = sessions.service.save(first).memory.memory_id
+        (promotion,) = sessions.sweep()
+        assert promotion.already_promoted == [stored] and len(promotion.created) == 1, promotion
+        entries = http.get("/v1/admin/audit", params={"action": "session"}).json()["entries"]
+    for memory_id in (stored, *promotion.created):
+        naming = [entry for entry in entries if memory_id in entry["memory_ids"]]
+        assert len(naming) == 1 and naming[0]["actor"] == "twinmem", entries
+    assert "s-cut" in naming[0]["detail"] and "1 stored by an earlier attempt" in naming[0]["detail"], naming
