@@ -207,6 +207,11 @@ def _serve(args: argparse.Namespace) -> int:
                 log_level=args.log_level,
                 timeout_graceful_shutdown=10,
                 timeout_keep_alive=SERVER_KEEP_ALIVE_S,
+                # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: any local
+                # client could name itself another address, and so get past the per-address
+                # limit on failed authentications. Only the configured proxies are believed.
+                proxy_headers=bool(config.server.trusted_proxies),
+                forwarded_allow_ips=list(config.server.trusted_proxies),
             )
             logging.getLogger("uvicorn.access").addFilter(SecretsOutOfAccessLog())  # after the Config's set-up
             uvicorn_server = uvicorn.Server(uvicorn_config)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import ipaddress
 import os
 import re
 import tomllib
@@ -73,9 +74,15 @@ NOT_CONFIGURATION = frozenset({"TWINMEM_URL", "TWINMEM_TOKEN", "TWINMEM_TEST_WOR
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
+    """``trusted_proxies``: the addresses (or networks) of the reverse proxies whose
+    ``X-Forwarded-For`` / ``X-Forwarded-Proto`` name the client. None by default: the client
+    is the peer of the connection, so no caller, a local one included, can claim another
+    address to get past the per-address limit on failed authentications."""
+
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -667,7 +674,7 @@ def _build(raw: dict[str, Any]) -> Config:
         categories=categories,
         dedup_cosine=_coerce(raw.get("dedup_cosine", DEDUP_COSINE), float, "dedup_cosine"),
         durable_commits=_coerce(raw.get("durable_commits", True), bool, "durable_commits"),
-        server=_section(ServerConfig, _table(raw, "server"), "server"),
+        server=_server(_table(raw, "server")),
         embedding=_section(EmbeddingConfig, _table(raw, "embedding"), "embedding"),
         scoring=scoring,
         fusion=_section(FusionWeights, _table(raw, "fusion"), "fusion"),
@@ -684,6 +691,25 @@ def _build(raw: dict[str, Any]) -> Config:
     )
     _validate(config)
     return config
+
+
+def _server(values: Mapping[str, Any]) -> ServerConfig:
+    scalars = {key: value for key, value in values.items() if key != "trusted_proxies"}
+    server: ServerConfig = _section(ServerConfig, scalars, "server")
+    proxies = values.get("trusted_proxies", [])
+    if isinstance(proxies, str):  # one address, or a comma-separated list (an environment value)
+        proxies = [part.strip() for part in proxies.split(",") if part.strip()]
+    if not isinstance(proxies, list) or not all(isinstance(p, str) for p in proxies):
+        raise ConfigError(f"[server] trusted_proxies must be a list of addresses or networks, got {proxies!r}")
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"[server] trusted_proxies: {proxy!r} is not an IP address or network (such as '10.0.0.5'"
+                " or '10.0.0.0/24'); name the proxies, not '*'"
+            ) from None
+    return dataclasses.replace(server, trusted_proxies=tuple(proxies))
 
 
 def _auth(values: Mapping[str, Any]) -> AuthConfig:

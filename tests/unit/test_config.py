@@ -449,3 +449,14 @@ def test_a_config_token_holds_at_most_as_many_grants_as_one_made_over_http(tmp_p
         load_config(path, env={})
     path.write_text(f'[[auth.tokens]]\nagent = "ops"\ntoken-hash = "{digest}"\ngrants = [{grants.rsplit(",", 1)[0]}]\n')
     assert len(load_config(path, env={}).auth.tokens[0].grants) == 64
+
+
+def test_trusted_proxies_are_none_by_default_and_name_addresses_or_networks(tmp_path: Path) -> None:
+    assert load_config(env={}).server.trusted_proxies == ()
+    path = write_toml(tmp_path, '[server]\ntrusted_proxies = ["127.0.0.1", "10.0.0.0/24", "::1"]\n')
+    assert load_config(path, env={}).server.trusted_proxies == ("127.0.0.1", "10.0.0.0/24", "::1")
+    env = {"TWINMEM_SERVER__TRUSTED_PROXIES": "10.0.0.5, 10.0.0.6"}
+    assert load_config(env=env).server.trusted_proxies == ("10.0.0.5", "10.0.0.6")
+    for wrong in ('["*"]', '["proxy.local"]', "5"):
+        with pytest.raises(ConfigError, match=r"\[server\] trusted_proxies"):
+            load_config(write_toml(tmp_path, f"[server]\ntrusted_proxies = {wrong}\n"), env={})
