@@ -13,7 +13,8 @@ Three parts, in the order a request meets them:
 * ``authenticate`` (an app-wide guard) resolves the ``Principal``: in ``[auth]
   mode = "local"`` the local agent with full rights, in ``"tokens"`` the owner
   of the bearer token, or 401; then applies the per-token rate limit, if one is
-  configured (429 with ``Retry-After``, ``api/ratelimit.py``). A failed authentication
+  configured (429 with ``Retry-After``, ``api/ratelimit.py``), to every route but
+  ``/health``. A failed authentication
   is counted against its client address: past that address's budget it is answered 429,
   and the failures the log does not record one by one are counted in one entry now and
   then (``FailedAuthReport``). A handler missing from ``ACTIONS`` is refused to
@@ -123,6 +124,11 @@ ACTIONS: dict[str, str | None] = {
     "health": None,
     "options_handler": None,  # Litestar's automatic OPTIONS answer
 }
+# Handlers the per-token rate limit leaves alone: a liveness probe neither spends the
+# budget of the agent whose token it carries nor is refused when that budget is spent. It is
+# still authenticated (a probe without a valid token is a failed authentication, counted per
+# address), and answers a non-admin a constant: it is no way round the limit to more work.
+NOT_RATE_LIMITED = frozenset({"health"})
 # Served to anyone: the API description.
 OPEN_PATHS = ("/schema",)
 # Where the mem0-compatible routes live (api/mem0.py).
@@ -265,7 +271,7 @@ def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRo
         raise
     record.principal, record.actor = principal, principal.agent
     limiter: RateLimiter | None = connection.app.state.get(RATE_LIMITER)
-    if limiter is not None:
+    if limiter is not None and name not in NOT_RATE_LIMITED:
         wait = limiter.wait(principal.token_id or principal.agent)
         if wait > 0:
             raise TooManyRequestsException(

@@ -178,3 +178,27 @@ def test_failures_counted_when_the_server_stops_are_logged_as_it_stops(tmp_path:
         security.close()
     assert report["report"]["by_address"] == {"127.0.0.4": 3}
     assert report["status_code"] == 429 and "3 failed authentications not logged one by one" in report["detail"]
+
+
+def test_health_neither_spends_nor_is_refused_by_the_request_rate(tmp_path: Path) -> None:
+    """A liveness probe carrying an agent's token took one request of its budget each time,
+    and once the agent had spent it the probe got 429: the orchestrator restarted a healthy
+    service, or the probe starved the agent. It is still authenticated: without a valid token
+    it is a failed authentication like any other."""
+    live = start_server(
+        tmp_path / "data",
+        HashingEmbedder(),
+        auth={"mode": "tokens", "tokens": [{"agent": "a", "token": TOKEN_A, "grants": ["user:rw"]}]},
+        limits={"requests_per_minute": 1, "request_burst": 2, "failed_auth_burst": 2, "failed_auths_per_second": 0.001},
+    )
+    try:
+        with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {TOKEN_A}"}, timeout=60) as a:
+            assert [a.get("/health").json() for _ in range(5)] == [{"status": "ok"}] * 5
+            assert [a.get("/v1/memories").status_code for _ in range(3)] == [200, 200, 429]  # the whole budget left
+            assert a.get("/health").status_code == 200  # and answered once it is spent
+        with _from(live.url, "127.0.0.2", None) as anonymous:
+            assert [anonymous.get("/health").status_code for _ in range(3)] == [401, 401, 429]
+        with _from(live.url, "127.0.0.3", "not-a-token-of-anyone") as wrong:
+            assert wrong.get("/health").status_code == 401
+    finally:
+        live.stop()
