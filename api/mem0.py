@@ -305,6 +305,26 @@ def _drafts(data: AddIn, owner: Owner) -> Iterator[tuple[int, MemoryDraft]]:
         )
 
 
+def _check_lengths(drafts: Sequence[MemoryDraft], positions: Sequence[int], cap: int, one_string: bool) -> None:
+    """A 422 that says how to split a message longer than one memory may be. Not split here:
+    each message of an add is one memory that the write path judges on its own (a repeat
+    reinforces, a newer statement supersedes), and a cut piece judged alone could retire an
+    unrelated memory or reinforce the wrong one; with ``infer`` true, mem0 would distil such
+    a text into a few short facts, which twinmem does not do with a model."""
+    for draft, position in zip(drafts, positions, strict=True):
+        if len(draft.content) > cap:
+            where = "messages" if one_string else f"messages[{position}].content"
+            raise InvalidInput(
+                f"{where} holds {len(draft.content)} characters, at most {cap} may be one memory"
+                f" ([limits] max_content_chars): send it as several messages of at most {cap} characters"
+                " each, in this add or in several (each message is one memory; an add stores all of its"
+                " messages or none), or import a long conversation with POST /v1/import?format=langchain,"
+                " which keeps a long message as ordered parts (metadata.part) linked by NEXT edges;"
+                " nothing of this add was stored",
+                field=where,
+            )
+
+
 def _at_message(error: InvalidInput, positions: Sequence[int], *, one_string: bool) -> InvalidInput:
     """A save's error about the memories of an add, naming the add's own field: the memory
     at ``memories[1]`` (or, alone in the save, ``content``) is the text of the message at
@@ -395,6 +415,7 @@ class Mem0Controller(Controller):
                 "send the conversation in several adds",
                 field="messages",
             )
+        _check_lengths(drafts, positions, service.config.limits.max_content_chars, isinstance(data.messages, str))
         try:
             saved = service.save_batch(drafts, scope=scope)
         except InvalidInput as exc:

@@ -312,13 +312,17 @@ def test_bad_requests_get_a_4xx_with_a_message(
         (
             [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}, "user:" + "x" * 8001],
             "messages[2].content",
-            "content holds 8001 characters",
+            "holds 8001 characters, at most 8000 may be one memory",
         ),
-        (["assistant:Hello!", "user:" + "x" * 8001], "messages[1].content", "content holds 8001 characters"),
+        (
+            ["assistant:Hello!", "user:" + "x" * 8001],
+            "messages[1].content",
+            "holds 8001 characters, at most 8000 may be one memory",
+        ),
         # More user messages than one save stores: the answer named a field the request has not.
         ([f"user:fact {n}" for n in range(501)], "messages", "stores at most 500 messages as memories, got 501"),
         # Messages sent as one string are no list: the answer named messages[0].content.
-        ("x" * 8001, "messages", "content holds 8001 characters"),
+        ("x" * 8001, "messages", "holds 8001 characters, at most 8000 may be one memory"),
     ],
 )
 def test_an_add_refused_names_the_message_at_fault(
@@ -335,6 +339,26 @@ def test_an_add_refused_names_the_message_at_fault(
     assert response.status_code == 422, response.text
     assert (response.json()["field"], words in response.json()["detail"]) == (field, True)
     assert listed(mem0, user_id="faulty") == []
+
+
+def test_a_message_longer_than_a_memory_is_refused_with_how_to_split_it(mem0: httpx.Client) -> None:
+    """mem0's server stores a message of any length; here one message is one memory, at most
+    ``max_content_chars``. The answer said only "content holds 9480 characters, at most 8000
+    are allowed": it says now how to send it, and the add it says to send is stored."""
+    trip = "Day {n} of the Azores trip: dove at site {n}, logged {m} octopus sightings and {k} squid. "
+    text = "".join(trip.format(n=n, m=n * 7 % 13, k=n * 5 % 11) for n in range(1, 121)).strip()
+    response = mem0.post("/memories", json={"messages": [{"role": "user", "content": text}], "user_id": "long"})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert response.json()["field"] == "messages[0].content"
+    assert f"holds {len(text)} characters, at most 8000 may be one memory" in detail
+    assert "send it as several messages of at most 8000 characters each" in detail
+    assert "nothing of this add was stored" in detail
+    assert listed(mem0, user_id="long") == []
+    halves = [text[: len(text) // 2], text[len(text) // 2 :]]
+    added = add(mem0, [{"role": "user", "content": half} for half in halves], user_id="long")
+    assert [item["event"] for item in added] == ["ADD", "ADD"]
+    assert sorted(item["memory"] for item in listed(mem0, user_id="long")) == sorted(halves)
 
 
 @pytest.fixture
