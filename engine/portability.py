@@ -244,6 +244,11 @@ def _memory_lines(
     counts = Counter[str]()
     # The SUPERSEDES links (src, dst) written so far on the lines of active memories.
     replacing: set[tuple[str, str]] = set()
+    # The memories written, and those the written lines link to: a memory purged (or taken
+    # out of sight) after a line linking to it went out, before its own page was read, is
+    # in the second alone, and the end line names it for the import.
+    written: set[str] = set()
+    linked: set[str] = set()
     cursor: str | None = None
     while True:
         page = store.list_page(sight, EVERYTHING, now, limit=EXPORT_PAGE, cursor=cursor)
@@ -277,15 +282,21 @@ def _memory_lines(
                 counts["vectors"] += 1
             counts["memories"] += 1
             counts["edges"] += len(edges)
+            written.add(memory.memory_id)
+            linked.update(edge.dst for edge in edges)
             chunk.append(_line(item))
         if chunk:
             yield b"".join(chunk)
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
-    yield _line(
-        {"kind": "end", "counts": {name: counts[name] for name in ("memories", "versions", "vectors", "edges")}}
-    )
+    end: dict[str, Any] = {
+        "kind": "end",
+        "counts": {name: counts[name] for name in ("memories", "versions", "vectors", "edges")},
+    }
+    if linked - written:
+        end["gone"] = sorted(linked - written)
+    yield _line(end)
 
 
 def _as_it_began(
@@ -416,6 +427,9 @@ class Entry:
     line: int
     data: dict[str, Any] | None = None
     error: str | None = None
+    # The end line's ``gone``: memories the file links to that went while it was exported
+    # (``data`` and ``error`` are None on the entry that carries them).
+    gone: frozenset[str] | None = None
 
 
 def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
@@ -465,6 +479,11 @@ def read_export(lines: Iterable[bytes | str]) -> Iterator[Entry]:
             expected = counts.get("memories") if isinstance(counts, dict) else None
             if expected != memories:
                 yield Entry(number, error=f"the end line counts {expected!r} memories, the file holds {memories}")
+            gone = item.get("gone", []) if isinstance(item, dict) else []
+            if not isinstance(gone, list) or not all(isinstance(g, str) and is_memory_id(g) for g in gone):
+                yield Entry(number, error="the end line's gone must be a list of memory ids")
+            elif gone:
+                yield Entry(number, gone=frozenset(gone))
             continue
         memories += kind == "memory"
         yield from _memory_entry(number, item, kind)
@@ -537,8 +556,12 @@ def import_entries(
         raise InvalidInput(f"namespace {namespace!r} must be 1-128 letters, digits or _ . : @ -", field="namespace")
     planned: list[_Planned] = []
     seen: dict[str, int] = {}
+    gone: set[str] = set()
     for entry in entries:
         report.lines = max(report.lines, entry.line)
+        if entry.gone is not None:
+            gone.update(entry.gone)
+            continue
         if entry.error is not None or entry.data is None:
             report.errors.append(LineError(entry.line, entry.error or "unreadable line"))
             continue
@@ -570,6 +593,7 @@ def import_entries(
         seen[item.original_id] = entry.line
         planned.append(item)
     report.notes.extend(notes)
+    _without_gone_links(planned, gone, report)
     if owner is not None:
         _owned(service, planned, owner, report, now)
     if report.errors:
@@ -1107,6 +1131,24 @@ def _stored_where(service: MemoryService, keys: list[tuple[str, str]], now: date
         for memory in store.get_many(Scope.whole([namespace]), ids, EVERYTHING, now)
     }
     return {key: key in here for key in keys if key[1] in taken}
+
+
+def _without_gone_links(planned: list[_Planned], gone: set[str], report: ImportReport) -> None:
+    """Leave out the links to memories the export's end line says went while it was written
+    (purged, or out of sight), each with a note: the memory is nowhere to link to, and the
+    rest of the file is whole. A memory the file holds after all keeps its links."""
+    missing = gone - {item.original_id for item in planned}
+    if not missing:
+        return
+    for item in planned:
+        left_out = [(kind, to) for kind, to, _ in item.edges if to in missing]
+        if left_out:
+            item.edges = [edge for edge in item.edges if edge[1] not in missing]
+            report.notes.extend(
+                f"memory {item.original_id}: its {kind} link to {to} left out: that memory was purged or taken"
+                " out of sight while the file was exported"
+                for kind, to in left_out
+            )
 
 
 def _check_edges(

@@ -452,6 +452,40 @@ def test_a_memory_superseded_after_the_export_began_goes_out_as_it_was(
     assert target.get(NS, home.memory_id).status is Status.SUPERSEDED
 
 
+def test_an_export_during_which_a_linked_memory_is_purged_still_imports(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory purged (or taken out of sight) after the export wrote a line that links to it,
+    but before its own page was read: the file held a SUPERSEDES link to a memory that is
+    nowhere, and its own import refused the whole file ("edge SUPERSEDES points to …, which is
+    neither in the file nor in namespace …"). The end line names what went missing, and the
+    import leaves those links out with a note."""
+    source = make_service()
+    home = source.save(MemoryDraft(content="I live in Berlin", namespace=NS, key="home")).memory
+    clock.advance(minutes=1)
+    source.save(MemoryDraft(content="Unrelated note about the office printer", namespace=NS))
+    clock.advance(minutes=1)
+    moved = source.save(MemoryDraft(content="I moved to Paris", namespace=NS, key="home"))
+    assert list(moved.superseded) == [home.memory_id]
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    export = open_export(source, NS, versions=True, source_deployment="test", now=clock.now)
+    header = next(export.chunks())
+    newest_page = next(export.lines)
+    source.delete(NS, home.memory_id, hard=True)  # a purge between the pages
+    data = header + newest_page + b"".join(export.lines)
+
+    items = [item for item in lines(data) if item["kind"] in ("memory", "end")]
+    assert [e["to"] for e in items[0]["edges"]] == [home.memory_id]  # written before the purge
+    assert items[-1]["gone"] == [home.memory_id]
+    jsonschema.validate(items[-1], SCHEMA)
+    target = make_service(name="target")
+    report = import_bytes(target, data)
+    assert report.written, report.errors
+    assert report.inserted == 2
+    assert any(home.memory_id in note and "left out" in note for note in report.notes), report.notes
+    assert target.get(NS, moved.memory.memory_id).content == "I moved to Paris"
+
+
 @pytest.mark.parametrize("cut", ["mid-line", "line-boundary", "header-only"])
 def test_a_truncated_file_is_reported_and_nothing_is_written(
     make_service: Callable[..., MemoryService], exported: bytes, cut: str
