@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from litestar import Controller, Response, delete, get, post
@@ -64,6 +65,9 @@ MAX_SEQ = 2**63 - 1
 class TokenIn(schemas._Request):
     agent: str = Field(min_length=1, max_length=AGENT_MAX, pattern=rf"^{AGENT_CHARS}+$", description="Agent name.")
     grants: list[str] = Field(min_length=1, max_length=GRANTS_MAX, description="NAMESPACE:PERMS, e.g. 'user:*:rw'.")
+    expires_at: schemas.UtcDatetime | None = Field(
+        default=None, description="When the token stops being accepted (with its offset); none: never."
+    )
 
 
 # A memory's actor and session_id are at most 200 characters (api/schemas.py).
@@ -135,7 +139,9 @@ class TokenNotFound(NotFound):
         self.token_id = token_id
 
 
-def create_token(security: SecurityStore, agent: str, grants: list[str]) -> tuple[TokenRecord, str]:
+def create_token(
+    security: SecurityStore, agent: str, grants: list[str], expires_at: datetime | None = None
+) -> tuple[TokenRecord, str]:
     """Store a new token for ``agent``; returns its record and the token itself (shown once).
     The agent and the number of grants are checked here too, for ``twinmem token create``,
     which no ``TokenIn`` checks (it stored 10,000 grants, each then read on every request).
@@ -149,7 +155,18 @@ def create_token(security: SecurityStore, agent: str, grants: list[str]) -> tupl
     reserved = reserved_agent(agent)
     if reserved is not None:
         raise InvalidInput(f"{reserved}; choose another", field="agent")
-    record = TokenRecord("tok-" + secrets.token_hex(6), agent, grants_from(grants, new=True), utcnow())
+    now = utcnow()
+    if expires_at is not None:
+        if expires_at.tzinfo is None:
+            raise InvalidInput(
+                "expires_at needs its offset (2027-01-31T00:00:00Z), or the time is ambiguous", field="expires_at"
+            )
+        expires_at = expires_at.astimezone(UTC)
+        if expires_at <= now:
+            raise InvalidInput(f"expires_at {to_iso(expires_at)} is not in the future", field="expires_at")
+    record = TokenRecord(
+        "tok-" + secrets.token_hex(6), agent, grants_from(grants, new=True), now, expires_at=expires_at
+    )
     token = new_token()
     security.add_token(record, hash_token(token))
     return record, token
@@ -162,6 +179,8 @@ def token_out(record: TokenRecord) -> dict[str, Any]:
         "grants": [str(g) for g in record.grants],
         "created_at": to_iso(record.created_at),
         "revoked_at": to_iso(record.revoked_at) if record.revoked_at else None,
+        "expires_at": to_iso(record.expires_at) if record.expires_at else None,
+        "expired": record.expires_at is not None and utcnow() >= record.expires_at,
     }
 
 
@@ -177,7 +196,7 @@ class AdminController(Controller):
     def create_token(self, state: State, access: Caller, data: JSONBody[TokenIn]) -> dict[str, Any]:
         """Create a token for an agent. The token is in this answer only; store it now."""
         access.require_admin()
-        record, token = create_token(_security(state), data.agent, data.grants)
+        record, token = create_token(_security(state), data.agent, data.grants, data.expires_at)
         access.note(memory_ids=[record.token_id])
         return {**token_out(record), "token": token}
 

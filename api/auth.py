@@ -151,6 +151,8 @@ class AuditRecord:
     token_hash: str | None = None
     # False for a failed authentication past the log's budget: counted, not written one by one.
     logged: bool = True
+    # What the entry says of a refusal the status alone does not explain (an expired token).
+    detail: str | None = None
 
 
 def _record(scope: ASGIScope) -> AuditRecord | None:
@@ -210,7 +212,8 @@ class AuditMiddleware:
         if record.action is None or not record.logged:
             return
         security: SecurityStore = scope["app"].state.security
-        await anyio.to_thread.run_sync(security.append_audit, audit_event(record, status, detail))
+        event = audit_event(record, status, detail if detail is not None else record.detail)
+        await anyio.to_thread.run_sync(security.append_audit, event)
 
 
 def audit_event(record: AuditRecord, status: int, detail: str | None) -> AuditEvent:
@@ -400,6 +403,13 @@ def _principal(connection: ASGIConnection[Any, Any, Any, Any]) -> tuple[Principa
     principal = security.principal_for(token_hash)
     if principal is None or not _still_declared(connection, principal, token_hash):
         raise Unauthenticated("the bearer token is not valid")
+    expires = principal.expires_at
+    if expires is not None and utcnow() >= expires:
+        record = _record(connection.scope)
+        if record is not None:  # the entry names whose token it was, and why it was refused
+            record.actor = principal.agent
+            record.detail = f"token {principal.token_id} expired at {to_iso(expires)}"
+        raise Unauthenticated(f"the bearer token expired at {to_iso(expires)}: ask an admin for a new one")
     return principal, token_hash
 
 
@@ -490,7 +500,7 @@ class Access:
         if self.record.token_hash is None:
             return False
         current = self.security.principal_for(self.record.token_hash)
-        return current is None or current.token_id != self.principal.token_id
+        return current is None or current.token_id != self.principal.token_id or current.expired(utcnow())
 
     def require_admin(self) -> None:
         self.record.namespaces.append("*")

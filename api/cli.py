@@ -18,6 +18,7 @@ import tempfile
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Literal
@@ -673,6 +674,17 @@ def _cli_audit(security: SecurityStore, detail: str, *ids: str) -> None:
     security.append_audit(event)
 
 
+def _expiry(text: str) -> datetime:
+    """``--expires-at``: an ISO 8601 date and time with its offset."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date and time such as 2027-01-31T00:00:00Z: {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"give the offset too (2027-01-31T00:00:00Z), not {text!r}")
+    return value
+
+
 def _token(args: argparse.Namespace) -> int:
     from api.admin import create_token, token_out
     from engine.adapters import open_security
@@ -681,7 +693,7 @@ def _token(args: argparse.Namespace) -> int:
     security = open_security(_config(args, held=None if args.token_command == "create" else "audit"))
     try:
         if args.token_command == "create":
-            record, token = create_token(security, args.agent, args.grant)
+            record, token = create_token(security, args.agent, args.grant, args.expires_at)
             _cli_audit(security, "token create", record.token_id)
             print(token)
             print(
@@ -843,6 +855,12 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--agent", required=True, help="the agent the token identifies")
     create.add_argument(
         "--grant", action="append", required=True, help="NAMESPACE:PERMS, r/w/a (e.g. user:*:rw); repeatable"
+    )
+    create.add_argument(
+        "--expires-at",
+        type=_expiry,
+        default=None,
+        help="when the token stops being accepted, with its offset (2027-01-31T00:00:00Z); default: never",
     )
     _new_security_option(create)
     token_commands.add_parser("list", help="every token (never the token itself)")

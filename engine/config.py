@@ -21,6 +21,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -411,6 +412,7 @@ class TokenSeed:
     agent: str
     token_hash: str
     grants: tuple[str, ...]
+    expires_at: datetime | None = None  # None: never expires
 
 
 @dataclass(frozen=True, slots=True)
@@ -725,7 +727,7 @@ def _auth(values: Mapping[str, Any]) -> AuthConfig:
 
 def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
     where = f"[[auth.tokens]] #{number + 1}"
-    _refuse_unknown(entry, ("agent", "token-hash", "token", "grants"), f"in {where}", ("auth", "tokens"))
+    _refuse_unknown(entry, ("agent", "token-hash", "token", "grants", "expires_at"), f"in {where}", ("auth", "tokens"))
     agent = entry.get("agent")
     if not isinstance(agent, str) or not agent:
         raise ConfigError(f"{where} needs an agent name")
@@ -746,7 +748,23 @@ def _token_seed(entry: Mapping[str, Any], number: int) -> TokenSeed:
         token_hash = hashlib.sha256(token.encode("utf-8")).hexdigest()
     if not isinstance(token_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", token_hash):
         raise ConfigError(f"{where}: token-hash must be a SHA-256 in lowercase hex")
-    return TokenSeed(agent=agent, token_hash=token_hash, grants=tuple(grants))
+    return TokenSeed(
+        agent=agent, token_hash=token_hash, grants=tuple(grants), expires_at=_expiry(entry.get("expires_at"), where)
+    )
+
+
+def _expiry(value: Any, where: str) -> datetime | None:
+    """A token's ``expires_at``: a TOML date-time with its offset, or an ISO 8601 string with one."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ConfigError(f"{where}: expires_at must be a date and time such as 2027-01-31T00:00:00Z") from None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ConfigError(f"{where}: expires_at must be a date and time with its offset, such as 2027-01-31T00:00:00Z")
+    return value.astimezone(UTC)
 
 
 def _conflicts(values: Mapping[str, Any]) -> ConflictsConfig:

@@ -127,6 +127,11 @@ class Principal:
     agent: str
     grants: tuple[Grant, ...]
     token_id: str | None = None
+    # When the token stops being accepted (None: never). Checked by the API on every request.
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
     def may(self, namespace: str, permission: Permission) -> bool:
         return any(g.covers(namespace) and g.allows(permission) for g in self.grants)
@@ -159,9 +164,10 @@ class TokenRecord:
     grants: tuple[Grant, ...]
     created_at: datetime
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None  # None: never expires
 
     def principal(self) -> Principal:
-        return Principal(self.agent, self.grants, self.token_id)
+        return Principal(self.agent, self.grants, self.token_id, self.expires_at)
 
 
 class BlockKind(StrEnum):

@@ -334,7 +334,9 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
                 grants = grants_from(seed.grants)
             except InvalidInput as exc:
                 raise ConfigError(f"[[auth.tokens]] of agent {seed.agent!r}: {exc}") from exc
-            record = TokenRecord(CONFIG_TOKEN_PREFIX + seed.token_hash[:12], seed.agent, grants, clock())
+            record = TokenRecord(
+                CONFIG_TOKEN_PREFIX + seed.token_hash[:12], seed.agent, grants, clock(), expires_at=seed.expires_at
+            )
             store.add_token(record, seed.token_hash)
     except BaseException:
         store.close()

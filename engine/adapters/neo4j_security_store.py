@@ -4,7 +4,7 @@ With ``store = "neo4j"`` several API replicas share one graph database; keeping 
 security data there (not in a file per data directory) is what makes every replica
 enforce the same tokens and blocks and append to one audit chain. The graph::
 
-    (:Token {token_id, token_hash, agent, grants: [text], created_at, revoked_at})
+    (:Token {token_id, token_hash, agent, grants: [text], created_at, revoked_at, expires_at})
     (:Block {kind, value, blocked_by, blocked_at, reason})
     (:AuditEntry {seq, entry, prev_hash, hash, actor, action, at, namespaces: [text]})
     (:Counter {name: 'audit', seq, hash})    the head of the audit chain
@@ -83,20 +83,20 @@ _AUDIT_PAGE = 1000
 _UPSERT_TOKEN: LiteralString = """
 MERGE (t:Token {token_hash: $token_hash})
 ON CREATE SET t.token_id = $token_id, t.created_at = $created_at, t.revoked_at = $revoked_at
-SET t.agent = $agent, t.grants = $grants
+SET t.agent = $agent, t.grants = $grants, t.expires_at = $expires_at
 """
 
 _LIVE_TOKEN: LiteralString = """
 MATCH (t:Token {token_hash: $token_hash})
 WHERE t.revoked_at IS NULL
 RETURN t.token_id AS token_id, t.agent AS agent, t.grants AS grants, t.created_at AS created_at,
-       t.revoked_at AS revoked_at
+       t.revoked_at AS revoked_at, t.expires_at AS expires_at
 """
 
 _TOKENS: LiteralString = """
 MATCH (t:Token)
 RETURN t.token_id AS token_id, t.agent AS agent, t.grants AS grants, t.created_at AS created_at,
-       t.revoked_at AS revoked_at
+       t.revoked_at AS revoked_at, t.expires_at AS expires_at
 ORDER BY created_at, token_id
 """
 
@@ -294,6 +294,7 @@ class Neo4jSecurityStore:
             "grants": [str(g) for g in record.grants],
             "created_at": to_iso(record.created_at),
             "revoked_at": to_iso(record.revoked_at) if record.revoked_at else None,
+            "expires_at": to_iso(record.expires_at) if record.expires_at else None,
         }
         try:
             self._run("store a token", _UPSERT_TOKEN, params)
@@ -488,6 +489,7 @@ def _token(row: dict[str, Any]) -> TokenRecord:
         tuple(parse_grant(text) for text in row["grants"]),
         from_iso(row["created_at"]),
         from_iso(row["revoked_at"]) if row["revoked_at"] else None,
+        from_iso(row["expires_at"]) if row.get("expires_at") else None,
     )
 
 

@@ -88,6 +88,10 @@ _MIGRATIONS = (
         PRIMARY KEY (kind, value)
     ) WITHOUT ROWID;
     """,
+    # 3: a token may expire; the tokens stored before keep NULL: they never do.
+    """
+    ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+    """,
 )
 
 
@@ -130,9 +134,10 @@ class SqliteSecurityStore:
         grants = json.dumps([str(g) for g in record.grants])
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO tokens (token_id, token_hash, agent, grants, created_at, revoked_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (token_hash) DO UPDATE SET agent = excluded.agent, grants = excluded.grants",
+                "INSERT INTO tokens (token_id, token_hash, agent, grants, created_at, revoked_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (token_hash) DO UPDATE SET agent = excluded.agent, grants = excluded.grants,"
+                " expires_at = excluded.expires_at",
                 (
                     record.token_id,
                     token_hash,
@@ -140,6 +145,7 @@ class SqliteSecurityStore:
                     grants,
                     to_iso(record.created_at),
                     to_iso(record.revoked_at) if record.revoked_at else None,
+                    to_iso(record.expires_at) if record.expires_at else None,
                 ),
             )
 
@@ -370,13 +376,14 @@ def _audit_where(query: AuditQuery, *first: str) -> tuple[str, list[Any]]:
 
 
 def _token(row: tuple[Any, ...]) -> TokenRecord:
-    token_id, _, agent, grants, created_at, revoked_at = row
+    token_id, _, agent, grants, created_at, revoked_at, expires_at = row
     return TokenRecord(
         token_id,
         agent,
         tuple(parse_grant(text) for text in json.loads(grants)),
         from_iso(created_at),
         from_iso(revoked_at) if revoked_at else None,
+        from_iso(expires_at) if expires_at else None,
     )
 
 

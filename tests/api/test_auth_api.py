@@ -300,3 +300,45 @@ def test_a_token_taken_out_of_the_config_file_no_longer_works_after_a_restart(
         assert api.get("/v1/memories", params={"namespace": "a"}).status_code == 401
     with bearer(second, ROOT_TOKEN) as api:
         assert api.get("/v1/admin/tokens").status_code == 200
+
+
+def test_a_token_past_its_expiry_is_refused_with_a_clear_401_listed_and_audited(secured: LiveServer) -> None:
+    """Tokens never expired. One may now carry ``expires_at``: until then it works as any
+    other; from then on it gets 401 saying it expired, the listing shows when and that it has,
+    and the audit log records the refusal under the token's agent. One without it never expires."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    with bearer(secured, ROOT_TOKEN) as root:
+        past = root.post(
+            "/v1/admin/tokens",
+            json={
+                "agent": "kim",
+                "grants": ["kim:rw"],
+                "expires_at": (datetime.now(UTC) - timedelta(minutes=1)).isoformat(),
+            },
+        )
+        assert past.status_code == 422 and "is not in the future" in past.json()["detail"], past.text
+        deadline = datetime.now(UTC) + timedelta(seconds=3)
+        created = root.post(
+            "/v1/admin/tokens", json={"agent": "kim", "grants": ["kim:rw"], "expires_at": deadline.isoformat()}
+        )
+        assert created.status_code == 201, created.text
+        token, token_id = created.json()["token"], created.json()["token_id"]
+        assert created.json()["expires_at"] is not None and created.json()["expired"] is False
+        forever = new_token(secured, "lee", "lee:rw")
+        with bearer(secured, token) as kim:
+            assert kim.post("/v1/memory/save", json={"content": "Kim likes tea", "namespace": "kim"}).status_code == 201
+            time.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()) + 0.2)
+            refused = kim.get("/v1/memories", params={"namespace": "kim"})
+        assert refused.status_code == 401, refused.text
+        assert "the bearer token expired at" in refused.json()["detail"]
+        with bearer(secured, forever) as lee:
+            assert lee.get("/v1/memories", params={"namespace": "lee"}).status_code == 200
+        listed = {t["token_id"]: t for t in root.get("/v1/admin/tokens").json()["tokens"]}
+        assert listed[token_id]["expired"] is True and listed[token_id]["expires_at"] is not None
+        assert [t["expires_at"] for t in listed.values() if t["agent"] in ("root", "lee")] == [None, None]
+        entries = root.get("/v1/admin/audit", params={"actor": "kim"}).json()["entries"]
+    refusal = entries[0]
+    assert (refusal["outcome"], refusal["status_code"]) == ("unauthenticated", 401), refusal
+    assert f"token {token_id} expired at" in refusal["detail"]

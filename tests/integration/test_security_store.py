@@ -12,7 +12,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from engine.security import (
     Block,
     BlockKind,
     Permission,
+    TokenRecord,
     chain_hash,
     check_bind,
     hash_token,
@@ -355,6 +356,7 @@ def test_the_blocks_table_is_added_to_an_existing_security_file(tmp_path: Path) 
     store.close()
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE blocks")
+        db.execute("ALTER TABLE tokens DROP COLUMN expires_at")  # added by version 3
         db.execute("PRAGMA user_version = 1")
     store = SqliteSecurityStore(path)
     store.open()
@@ -362,6 +364,35 @@ def test_the_blocks_table_is_added_to_an_existing_security_file(tmp_path: Path) 
         assert store.block(Block(BlockKind.SESSION, "s-1", "root", AT))
         assert store.is_blocked(None, "s-1")
         assert verify_chain(store.audit_rows()).entries == 1
+    finally:
+        store.close()
+
+
+def test_tokens_stored_before_expiry_existed_keep_working_and_never_expire(tmp_path: Path) -> None:
+    """A security file of schema version 2 (no ``expires_at``) gains the column on open; its
+    tokens work as before, with no expiry; a token stored after may carry one."""
+    path = tmp_path / SECURITY_FILE
+    store = SqliteSecurityStore(path)
+    store.open()
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE tokens DROP COLUMN expires_at")
+        db.execute("PRAGMA user_version = 2")
+        db.execute(
+            "INSERT INTO tokens (token_id, token_hash, agent, grants, created_at) VALUES (?, ?, ?, ?, ?)",
+            ("tok-old", "a" * 64, "old", '["old:rw"]', "2026-01-01T00:00:00.000000Z"),
+        )
+    store = SqliteSecurityStore(path)
+    store.open()
+    try:
+        principal = store.principal_for("a" * 64)
+        assert principal is not None and principal.agent == "old" and principal.expires_at is None
+        later = AT + timedelta(days=30)
+        store.add_token(TokenRecord("tok-new", "new", (parse_grant("new:rw"),), AT, expires_at=later), "b" * 64)
+        fresh = store.principal_for("b" * 64)
+        assert fresh is not None and fresh.expires_at == later and fresh.expired(later)
+        assert not fresh.expired(later - timedelta(seconds=1))
+        assert {t.token_id: t.expires_at for t in store.tokens()} == {"tok-old": None, "tok-new": later}
     finally:
         store.close()
 

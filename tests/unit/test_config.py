@@ -460,3 +460,15 @@ def test_trusted_proxies_are_none_by_default_and_name_addresses_or_networks(tmp_
     for wrong in ('["*"]', '["proxy.local"]', "5"):
         with pytest.raises(ConfigError, match=r"\[server\] trusted_proxies"):
             load_config(write_toml(tmp_path, f"[server]\ntrusted_proxies = {wrong}\n"), env={})
+
+
+def test_a_declared_token_may_carry_an_expiry_with_its_offset(tmp_path: Path) -> None:
+    base = '[auth]\nmode = "tokens"\n[[auth.tokens]]\nagent = "a"\ngrants = ["a:rw"]\ntoken-hash = "' + "0" * 64 + '"\n'
+    assert load_config(write_toml(tmp_path, base), env={}).auth.tokens[0].expires_at is None
+    seed = load_config(write_toml(tmp_path, base + "expires_at = 2027-01-31T01:00:00+01:00\n"), env={}).auth.tokens[0]
+    assert seed.expires_at is not None and seed.expires_at.isoformat() == "2027-01-31T00:00:00+00:00"
+    quoted = load_config(write_toml(tmp_path, base + 'expires_at = "2027-01-31T00:00:00Z"\n'), env={})
+    assert quoted.auth.tokens[0].expires_at == seed.expires_at
+    for wrong in ("2027-01-31T00:00:00", '"tomorrow"', "2027-01-31"):
+        with pytest.raises(ConfigError, match="expires_at must be a date and time"):
+            load_config(write_toml(tmp_path, base + f"expires_at = {wrong}\n"), env={})
