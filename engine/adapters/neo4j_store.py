@@ -120,6 +120,12 @@ _VANISHED = "Neo.ClientError.Statement.EntityNotFound"
 # create the next (:Change): the unique seq index refuses the later one before its counter
 # check would have (Neo4j's counter lock makes the second writer wait instead).
 _SEQ_TAKEN = "index 'Change[seq]'"
+# The same race on the other keys a write takes as it finds them, where Neo4j's node locks
+# would have made the later writer wait: the next version of a memory another replica
+# edited meanwhile (tried again, the write reads the newer version and is refused as a
+# ``StaleWrite``, which the service decides anew or answers 412), and an entity another
+# replica created meanwhile (tried again, the MERGE finds it).
+_KEYS_TAKEN = (_SEQ_TAKEN, "index 'MemoryVersion[memory_id,version]'", "index 'Entity[namespace,key]'")
 # Stored vectors: float32, little-endian, whatever the machine.
 _VECTOR_BYTES = np.dtype("<f4")
 
@@ -707,9 +713,10 @@ class Neo4jStore:
         """``work`` as one managed write transaction, retried whole by the driver on a
         transient error. A record that a transaction committed since this one matched
         it is a conflict too: ArcadeDB's optimistic transactions report it as
-        ``EntityNotFound`` when a statement reaches it, and a change seq another writer
-        took first as a duplicate key on the seq index, client errors the driver does
-        not retry, where Neo4j's locks would have made the writer wait. Those are tried
+        ``EntityNotFound`` when a statement reaches it, and a change seq, a memory's next
+        version or an entity another writer created first as a duplicate key on
+        its unique index (``_KEYS_TAKEN``), client errors the driver does not retry, where
+        Neo4j's locks would have made the writer wait. Those are tried
         again here in the same way, with a doubling pause until
         ``max_transaction_retry_time``; every transaction function can be run again."""
         deadline = time.monotonic() + self._retry_time
@@ -722,7 +729,7 @@ class Neo4jStore:
                         return session.execute_write(self._counted(work))
                 except Neo4jError as exc:
                     lost_race = exc.code == _VANISHED or (
-                        isinstance(exc, ConstraintError) and _SEQ_TAKEN in (exc.message or "")
+                        isinstance(exc, ConstraintError) and any(key in (exc.message or "") for key in _KEYS_TAKEN)
                     )
                     if not lost_race or time.monotonic() + delay > deadline:
                         raise

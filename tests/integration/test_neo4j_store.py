@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from neo4j import exceptions as neo4j_errors
 
-from engine.adapters import neo4j_migrations
+from engine.adapters import neo4j_migrations, neo4j_store
 from engine.adapters.neo4j_store import Neo4jStore, _translate
-from engine.errors import Conflict, StoreError, TwinmemError
+from engine.errors import Conflict, StaleWrite, StoreError, TwinmemError
 from engine.ports import Edge
-from engine.records import Memory, MemoryFilter, Scope, Source, Status, new_memory_id
+from engine.records import Memory, MemoryFilter, Scope, Source, Status, entity_keys, new_memory_id
 from tests.bolt import BoltTarget, free_port
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -484,3 +484,84 @@ def test_a_write_that_fails_for_good_is_not_repeated(arcadedb: BoltTarget) -> No
         with pytest.raises(StoreError, match="prune_changes"):
             store.prune_changes(1, 10)
         assert failing.sessions == 1
+
+
+@contextmanager
+def _cut_in_before_logging(monkeypatch: pytest.MonkeyPatch, other: Callable[[], object]) -> Iterator[list[object]]:
+    """The first write transaction to log its change runs ``other`` (another replica's
+    write, on a thread of its own, committed) first: the two were under way at once, and
+    the other committed between this one's reads and its commit. Yields what ``other``
+    returned, once it has run."""
+    log = neo4j_store._log
+    done: list[object] = []
+
+    def logged_after_the_other(tx: neo4j.ManagedTransaction, changes: list[dict[str, str]]) -> int:
+        if not done:
+            done.append(None)
+            with ThreadPoolExecutor(1) as pool:
+                done[0] = pool.submit(other).result(timeout=60)
+        return log(tx, changes)
+
+    monkeypatch.setattr(neo4j_store, "_log", logged_after_the_other)
+    yield done
+
+
+def test_an_edit_another_replica_made_first_is_a_stale_write(
+    arcadedb: BoltTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas edit one memory at once, each over version 1. ArcadeDB's optimistic
+    transactions let both read version 1; the later one's version 2 met the earlier one's
+    on the unique (memory_id, version) index, a constraint violation that reached the
+    client as a 409 "Duplicated key [..., 2] found on index 'MemoryVersion[memory_id,version]'"
+    (7 of 8 conditional PATCH races through two API processes) instead of the 412 a
+    stale ``If-Match`` gets, and an unconditional edit was refused instead of applied again.
+    It is tried again: the write then reads version 2 and is a ``StaleWrite``."""
+    database = arcadedb.new_database()
+    first, second = arcadedb.store(database), arcadedb.store(database)
+    try:
+        for store in (first, second):
+            store.open()
+        stored = memory(new_memory_id())
+        first.insert([stored], [np.ones(4, dtype=np.float32) / 2], changed_by="test")
+        theirs = stored.evolve(version=2, content="the second replica's edit")
+        with _cut_in_before_logging(
+            monkeypatch, lambda: second.update(theirs, None, changed_by="b", reason="edited")
+        ) as cut_in:
+            with pytest.raises(StaleWrite) as stale:
+                first.update(
+                    stored.evolve(version=2, content="the first's edit"), None, changed_by="a", reason="edited"
+                )
+        assert cut_in
+        assert stale.value.current_version == 2
+        scope = Scope.whole(["ns"])
+        assert [(v.version, v.record.content) for v in first.versions(scope, stored.memory_id)] == [
+            (1, "a memory"),
+            (2, "the second replica's edit"),
+        ]
+    finally:
+        for store in (first, second):
+            store.close()
+
+
+def test_an_entity_another_replica_created_meanwhile_is_linked(
+    arcadedb: BoltTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas save memories about a new entity at once: both MERGE it, the later
+    one's creation meets the earlier one's on the unique (namespace, key) index. Tried
+    again, the MERGE finds it; both memories mention the one entity."""
+    database = arcadedb.new_database()
+    first, second = arcadedb.store(database), arcadedb.store(database)
+    try:
+        for store in (first, second):
+            store.open()
+        mine, theirs = (memory(new_memory_id()).evolve(entities=("Zorblax",)) for _ in range(2))
+        vector = np.ones(4, dtype=np.float32) / 2
+        with _cut_in_before_logging(monkeypatch, lambda: second.insert([theirs], [vector], changed_by="b")) as cut_in:
+            first.insert([mine], [vector], changed_by="a")
+        assert cut_in
+        (key,) = entity_keys(["Zorblax"])
+        about = first.memories_by_entity(Scope.whole(["ns"]), key, MemoryFilter(), T0, limit=10)
+        assert {m.memory_id for m in about} == {mine.memory_id, theirs.memory_id}
+    finally:
+        for store in (first, second):
+            store.close()
