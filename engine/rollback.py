@@ -25,12 +25,22 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from engine import supersession
 from engine.codec import to_iso
 from engine.config import Config, ScoringConfig
 from engine.conflicts import MERGED_INTO
-from engine.errors import Conflict, Forbidden, GuardRejected, InvalidInput, MemoryNotFound, NotOwner, expect_version
+from engine.errors import (
+    Conflict,
+    Forbidden,
+    GuardRejected,
+    InvalidInput,
+    MemoryNotFound,
+    NotOwner,
+    StaleWrite,
+    expect_version,
+)
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
 from engine.records import Memory, Scope, Status, Version, more_widely_read, same_audience, sight_of
@@ -114,6 +124,17 @@ class NamespaceRollback:
             bucket.append(memory_id)
 
 
+_T = TypeVar("_T")
+
+
+class Retrying(Protocol):
+    """``write`` under the write lock, run again where another process wrote between its
+    read and the store's write; a conditional one (``expected_version``) whose own memory
+    moved on answers that as ``VersionMismatch`` (``MemoryService._retrying``)."""
+
+    def __call__(self, write: Callable[[], _T], memory_id: str, expected_version: int | None) -> _T: ...
+
+
 class Rollbacks:
     def __init__(
         self,
@@ -126,8 +147,10 @@ class Rollbacks:
         clock: Callable[[], datetime],
         check_namespace: Callable[[Sequence[str]], None],
         guard: Callable[[Memory], Memory],
+        retrying: Retrying,
     ) -> None:
         self._config = config
+        self._retrying = retrying
         # The write guard over a record about to be made current again (``MemoryService.guard_record``):
         # what it would quarantine today comes back quarantined, not active.
         self._guard = guard
@@ -165,7 +188,8 @@ class Rollbacks:
             )
         target = self._vetted(chosen[0].record)
         vector = self._embedder.embed_documents([target.content])[0]
-        with self._lock:
+
+        def locked(target: Memory) -> Memory:
             current = self._store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
@@ -235,8 +259,11 @@ class Rollbacks:
                     self._guard,
                     lambda older: same_audience(back, older) and supersession.replaces_by_rules(back, older),
                 )
-            updated = self._write(current, target, vector, actor, reason, also=also)
-        return updated
+            return self._write(current, target, vector, actor, reason, also=also)
+
+        # Under the write lock, and decided anew where another process wrote between the
+        # read and the store's write (with ``expected_version``, a stale condition: 412).
+        return self._retrying(lambda: locked(target), memory_id, expected_version)
 
     def to_time(self, namespace: str, as_of: datetime, *, actor: str | None = None) -> NamespaceRollback:
         """Restore every memory of ``namespace`` to its state at ``as_of`` (page by page)."""
@@ -371,7 +398,8 @@ class Rollbacks:
         text, or a block on its writer)."""
         self._check_namespace([namespace])
         sight = sight_of([namespace], scope)
-        with self._lock:
+
+        def locked() -> Memory:
             current = self._store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
@@ -437,7 +465,11 @@ class Rollbacks:
             # raised base would be answered here and lost there.
             self._store.update(active, None, changed_by=actor, reason=reason, sets_base_score=faded, also=again)
             self._keeper.catch_up()
-        return active
+            return active
+
+        # Under the write lock, and decided anew where another process wrote between the
+        # read and the store's write.
+        return self._retrying(locked, memory_id, None)
 
     def _vetted(self, record: Memory) -> Memory:
         """``record`` as the write guard lets it become current again today: redacted, or
@@ -472,15 +504,20 @@ class Rollbacks:
                 if current is None or current.version != before[memory_id].version:
                     report.note("skipped", memory_id)  # changed or purged while we looked
                     continue
-                if target is None:
-                    deleted = current.evolve(
-                        status=Status.DELETED, version=current.version + 1, updated_at=self._clock()
-                    )
-                    self._store.update(deleted, None, changed_by=actor, reason=f"{reason}: stored after it")
-                    report.note("deleted", memory_id)
-                else:
-                    self._write(current, target, vectors.get(memory_id), actor, reason)
-                    report.note("restored", memory_id)
+                try:
+                    if target is None:
+                        deleted = current.evolve(
+                            status=Status.DELETED, version=current.version + 1, updated_at=self._clock()
+                        )
+                        self._store.update(deleted, None, changed_by=actor, reason=f"{reason}: stored after it")
+                    else:
+                        self._write(current, target, vectors.get(memory_id), actor, reason)
+                except StaleWrite:
+                    # Another process wrote it (or a memory the write reinstates) between this
+                    # read and the write: changed while we looked, as above, not the whole run.
+                    report.note("skipped", memory_id)
+                    continue
+                report.note("deleted" if target is None else "restored", memory_id)
                 written.append(memory_id)
             self._keeper.catch_up()
         return written

@@ -48,6 +48,7 @@ from engine.ports import (
     EmbedsQueries,
     ImportedRecord,
     Leases,
+    Matrix,
     ReadsText,
     Reinforcement,
     SecurityStore,
@@ -191,6 +192,7 @@ class MemoryService:
             clock=clock,
             check_namespace=check,
             guard=self._guarded,
+            retrying=self._retrying,
         )
         self.reembedder = Reembedder(
             store,
@@ -302,119 +304,135 @@ class MemoryService:
         drafts = [replace(d, entities=entities_for(d.entities, d.content)) for d in drafts]
         vectors = self.embedder.embed_documents([d.content for d in drafts])
         self._reembed_neighbours(drafts)
-        with self._write_lock:
-            # Again under the lock: a block recorded while this batch was guarded and
-            # embedded is refused here, or its quarantine pass waits for this write
-            # (``quarantine_source``), so no write of a blocked source escapes both.
-            for position, draft in enumerate(drafts):
-                if not quarantine_blocked:
-                    self.refuse_blocked(draft.actor or actor, draft.session_id)
-                elif self.blocks.is_blocked(draft.actor or actor, draft.session_id):
-                    verdict = verdicts[position]
-                    verdicts[position] = guards.WriteVerdict(
-                        guards.Action.QUARANTINED,
-                        verdict.content,
-                        verdict.findings,
-                        (*verdict.reasons, "its writer is blocked by an admin"),
-                    )
-            self.keeper.ensure_current()
-            now = self._clock()
-            results: list[SaveResult | None] = [None] * len(drafts)
-            fresh: list[tuple[int, Memory, Vector]] = []
-            earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
-            # What the batch writes, as it stands after each memory: each is deduplicated
-            # and judged for conflicts in turn, against what the earlier ones left, so the
-            # batch ends as the same saves one at a time would ("Berlin", "Paris", "Berlin"
-            # leaves the second Berlin active, not folded into the first one Paris replaced).
-            plan = BatchPlan()
-            repeats: list[Reinforcement] = []
-            news = [self._new_memory(draft, now, actor) for draft in drafts]
-            to_judge = [
-                verdict.action is not guards.Action.QUARANTINED and self._conflict_mode(draft) != "off"
-                for draft, verdict in zip(drafts, verdicts, strict=True)
-            ]
-            # Every stored record the judgments below read, read at once.
-            with self.judge.reads_for(list(zip(news, vectors, to_judge, strict=True)), now, scope):
-                for position, (memory, vector) in enumerate(zip(news, vectors, strict=True)):
-                    # A quarantined draft (the write guard's, or a blocked writer's) repeats
-                    # no active memory: folded into one, it was answered as that memory,
-                    # reinforced it, and was not kept for an admin's review. It is stored
-                    # quarantined, as one that repeats nothing is, and supersedes and contradicts
-                    # nothing; only a quarantined one it repeats word for word takes it.
-                    if verdicts[position].action is guards.Action.QUARANTINED:
-                        memory = memory.evolve(status=Status.QUARANTINED)
-                        # Its writer's word-for-word repeat of one held for review is that one.
-                        held = self.judge.quarantined_repeat(memory, earlier, now, scope)
-                        if held is not None:
-                            results[position] = SaveResult(
-                                held, created=False, deduplicated_by="digest", similarity=1.0
-                            )
-                            continue
-                        results[position] = SaveResult(memory, created=True)
-                        fresh.append((position, memory, vector))
-                        earlier.setdefault(memory.digest, []).append(memory)
+        # Under the write lock; decided anew where another process wrote a memory the batch
+        # supersedes or contradicts between its read and the store's write (``StaleWrite``).
+        results, judged = self._retrying(
+            lambda: self._saved_batch(drafts, verdicts, vectors, actor, scope, quarantine_blocked), "", None
+        )
+        return [replace(result, guard=judged[n]) for n, result in enumerate(results) if result is not None]
+
+    def _saved_batch(
+        self,
+        drafts: Sequence[MemoryDraft],
+        verdicts: Sequence[guards.WriteVerdict],
+        vectors: Matrix,
+        actor: str | None,
+        scope: Scope | None,
+        quarantine_blocked: bool,
+    ) -> tuple[list[SaveResult | None], list[guards.WriteVerdict]]:
+        """``save_batch``'s judgments and write, under the write lock: the results by
+        position, and the write guard's verdicts as they stand under the lock."""
+        verdicts = list(verdicts)
+        # Again under the lock: a block recorded while this batch was guarded and
+        # embedded is refused here, or its quarantine pass waits for this write
+        # (``quarantine_source``), so no write of a blocked source escapes both.
+        for position, draft in enumerate(drafts):
+            if not quarantine_blocked:
+                self.refuse_blocked(draft.actor or actor, draft.session_id)
+            elif self.blocks.is_blocked(draft.actor or actor, draft.session_id):
+                verdict = verdicts[position]
+                verdicts[position] = guards.WriteVerdict(
+                    guards.Action.QUARANTINED,
+                    verdict.content,
+                    verdict.findings,
+                    (*verdict.reasons, "its writer is blocked by an admin"),
+                )
+        self.keeper.ensure_current()
+        now = self._clock()
+        results: list[SaveResult | None] = [None] * len(drafts)
+        fresh: list[tuple[int, Memory, Vector]] = []
+        earlier: dict[str, list[Memory]] = {}  # the batch's new memories by digest
+        # What the batch writes, as it stands after each memory: each is deduplicated
+        # and judged for conflicts in turn, against what the earlier ones left, so the
+        # batch ends as the same saves one at a time would ("Berlin", "Paris", "Berlin"
+        # leaves the second Berlin active, not folded into the first one Paris replaced).
+        plan = BatchPlan()
+        repeats: list[Reinforcement] = []
+        news = [self._new_memory(draft, now, actor) for draft in drafts]
+        to_judge = [
+            verdict.action is not guards.Action.QUARANTINED and self._conflict_mode(draft) != "off"
+            for draft, verdict in zip(drafts, verdicts, strict=True)
+        ]
+        # Every stored record the judgments below read, read at once.
+        with self.judge.reads_for(list(zip(news, vectors, to_judge, strict=True)), now, scope):
+            for position, (memory, vector) in enumerate(zip(news, vectors, strict=True)):
+                # A quarantined draft (the write guard's, or a blocked writer's) repeats
+                # no active memory: folded into one, it was answered as that memory,
+                # reinforced it, and was not kept for an admin's review. It is stored
+                # quarantined, as one that repeats nothing is, and supersedes and contradicts
+                # nothing; only a quarantined one it repeats word for word takes it.
+                if verdicts[position].action is guards.Action.QUARANTINED:
+                    memory = memory.evolve(status=Status.QUARANTINED)
+                    # Its writer's word-for-word repeat of one held for review is that one.
+                    held = self.judge.quarantined_repeat(memory, earlier, now, scope)
+                    if held is not None:
+                        results[position] = SaveResult(held, created=False, deduplicated_by="digest", similarity=1.0)
                         continue
-                    # A repeat is one of the same audience only: deduplicating across it would
-                    # answer with (and reveal) a memory the writer cannot see, or fold a
-                    # private memory into a shared one.
-                    same = self.judge.same_text(memory, earlier, plan, now, scope)
-                    if same is not None:
-                        results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
-                        repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
-                        continue
-                    near = self.judge.near_duplicate(
-                        memory, vector, fresh, plan, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
-                    )
-                    if near is not None and not clashes(memory, near[0]):
-                        results[position] = SaveResult(
-                            near[0], created=False, deduplicated_by="similar", similarity=near[1]
-                        )
-                        repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
-                        continue
-                    mode = self._conflict_mode(drafts[position])
-                    judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
-                    results[position] = judged or SaveResult(memory, created=True)
+                    results[position] = SaveResult(memory, created=True)
                     fresh.append((position, memory, vector))
                     earlier.setdefault(memory.digest, []).append(memory)
-                if fresh:
-                    chained = episodes.chain_edges(
-                        [memory for _, memory, _ in fresh], self.keeper.network.session_place, now
+                    continue
+                # A repeat is one of the same audience only: deduplicating across it would
+                # answer with (and reveal) a memory the writer cannot see, or fold a
+                # private memory into a shared one.
+                same = self.judge.same_text(memory, earlier, plan, now, scope)
+                if same is not None:
+                    results[position] = SaveResult(same, created=False, deduplicated_by="digest", similarity=1.0)
+                    repeats.append((same.memory_id, self.config.scoring.reinforce_top1, now))
+                    continue
+                near = self.judge.near_duplicate(
+                    memory, vector, fresh, plan, now, scope, fresh_vectors=vectors[[item[0] for item in fresh]]
+                )
+                if near is not None and not clashes(memory, near[0]):
+                    results[position] = SaveResult(
+                        near[0], created=False, deduplicated_by="similar", similarity=near[1]
                     )
-                    follows = {edge.dst: edge.src for edge in chained}
-                    new_ids = {memory.memory_id for _, memory, _ in fresh}
-                    precedes = {edge.src: edge.dst for edge in chained if edge.dst not in new_ids}
-                    for position, memory, _ in fresh:
-                        result = results[position]
-                        if result is not None and (memory.memory_id in follows or memory.memory_id in precedes):
-                            results[position] = replace(
-                                result,
-                                follows=follows.get(memory.memory_id),
-                                precedes=precedes.get(memory.memory_id),
-                            )
-                    # A memory a later one of the batch superseded (new in the batch, or
-                    # stored and the target of a repeat earlier in it) is answered as the
-                    # transaction stores it, not as it was when its own turn was judged.
-                    for position, result in enumerate(results):
-                        if result is not None and result.memory.memory_id in plan.current:
-                            results[position] = replace(result, memory=plan.current[result.memory.memory_id])
-                    stored = [memory for _, memory, _ in fresh]
-                    # HNSW's insertion of the new vectors runs while the store commits.
-                    ahead = self.keeper.index_ahead([m.memory_id for m in stored], vectors[[p for p, _, _ in fresh]])
-                    try:
-                        self.store.insert_linked(
-                            stored,
-                            [vector for _, _, vector in fresh],
-                            updates=plan.updates,
-                            edges=plan.edges + chained,
-                            changed_by=actor,
+                    repeats.append((near[0].memory_id, self.config.scoring.reinforce_top1, now))
+                    continue
+                mode = self._conflict_mode(drafts[position])
+                judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
+                results[position] = judged or SaveResult(memory, created=True)
+                fresh.append((position, memory, vector))
+                earlier.setdefault(memory.digest, []).append(memory)
+            if fresh:
+                chained = episodes.chain_edges(
+                    [memory for _, memory, _ in fresh], self.keeper.network.session_place, now
+                )
+                follows = {edge.dst: edge.src for edge in chained}
+                new_ids = {memory.memory_id for _, memory, _ in fresh}
+                precedes = {edge.src: edge.dst for edge in chained if edge.dst not in new_ids}
+                for position, memory, _ in fresh:
+                    result = results[position]
+                    if result is not None and (memory.memory_id in follows or memory.memory_id in precedes):
+                        results[position] = replace(
+                            result,
+                            follows=follows.get(memory.memory_id),
+                            precedes=precedes.get(memory.memory_id),
                         )
-                    except BaseException:
-                        ahead.undo()
-                        raise
-                    self.keeper.catch_up(ahead)  # reads the changes while the insertion runs
-            if repeats:
-                self._reinforce(repeats)
-        return [replace(result, guard=verdicts[n]) for n, result in enumerate(results) if result is not None]
+                # A memory a later one of the batch superseded (new in the batch, or
+                # stored and the target of a repeat earlier in it) is answered as the
+                # transaction stores it, not as it was when its own turn was judged.
+                for position, result in enumerate(results):
+                    if result is not None and result.memory.memory_id in plan.current:
+                        results[position] = replace(result, memory=plan.current[result.memory.memory_id])
+                stored = [memory for _, memory, _ in fresh]
+                # HNSW's insertion of the new vectors runs while the store commits.
+                ahead = self.keeper.index_ahead([m.memory_id for m in stored], vectors[[p for p, _, _ in fresh]])
+                try:
+                    self.store.insert_linked(
+                        stored,
+                        [vector for _, _, vector in fresh],
+                        updates=plan.updates,
+                        edges=plan.edges + chained,
+                        changed_by=actor,
+                    )
+                except BaseException:
+                    ahead.undo()
+                    raise
+                self.keeper.catch_up(ahead)  # reads the changes while the insertion runs
+        if repeats:
+            self._reinforce(repeats)
+        return results, verdicts
 
     def update(
         self,

@@ -109,3 +109,126 @@ def test_a_delete_whose_reinstatement_meets_the_other_replicas_edit_lands(
     finally:
         for live in servers:
             live.stop()
+
+
+def test_a_save_that_supersedes_a_memory_the_other_replica_edits_meanwhile_lands(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "I moved to Paris" saved on one replica while the other edits "I live in Berlin",
+    which the save supersedes, between the first's judgment and its write: the store
+    refuses the write decided on Berlin's older version, and the save answered 409
+    ("another writer changed it first"), nothing saved. It is judged again and lands:
+    Paris supersedes Berlin, Berlin keeps the other replica's edit."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            berlin = save(a, "I live in Berlin")["memory_id"]
+            store = servers[0].service.store
+            insert_linked = store.insert_linked
+            edited: list[httpx.Response] = []
+
+            def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
+                if not edited:
+                    edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+                return insert_linked(*args, **kwargs)
+
+            monkeypatch.setattr(store, "insert_linked", edited_on_b_first)
+            paris = a.post("/v1/memory/save", json={"content": "I moved to Paris"})
+            assert edited[0].status_code == 200, edited[0].text
+            assert paris.status_code == 201, paris.text
+            assert paris.json()["superseded"] == [berlin]
+            back = b.get(f"/v1/memory/{berlin}").json()
+            assert (back["status"], back["metadata"], back["version"]) == ("superseded", {"checked": True}, 3)
+    finally:
+        for live in servers:
+            live.stop()
+
+
+@pytest.mark.parametrize("if_match", [None, '"2"'])
+def test_a_rollback_that_meets_the_other_replicas_edit(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    minilm: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    if_match: str | None,
+) -> None:
+    """A rollback on one replica while the other edits the memory between the first's
+    read and its write answered 409 ("another writer changed it first"), with or
+    without If-Match. Without, it is read again and lands over the edit; with one, the
+    condition no longer holds: 412 with the current version, as a PATCH gets."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            tea = save(a, "My favourite tea is green tea")["memory_id"]
+            patched = a.patch(f"/v1/memory/{tea}", json={"content": "My favourite tea is oolong"})
+            assert patched.status_code == 200, patched.text
+            store = servers[0].service.store
+            update = store.update
+            edited: list[httpx.Response] = []
+
+            def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
+                if not edited:
+                    edited.append(b.patch(f"/v1/memory/{tea}", json={"metadata": {"checked": True}}))
+                return update(*args, **kwargs)
+
+            monkeypatch.setattr(store, "update", edited_on_b_first)
+            headers = {"If-Match": if_match} if if_match else {}
+            rolled = a.post(f"/v1/memory/{tea}/rollback", json={"version": 1}, headers=headers)
+            assert edited[0].status_code == 200, edited[0].text
+            now = b.get(f"/v1/memory/{tea}").json()
+            if if_match:
+                assert rolled.status_code == 412, rolled.text
+                assert rolled.json()["current_version"] == 3
+                assert (now["version"], now["content"]) == (3, "My favourite tea is oolong")
+            else:
+                assert rolled.status_code == 200, rolled.text
+                assert (now["version"], now["content"]) == (4, "My favourite tea is green tea")
+    finally:
+        for live in servers:
+            live.stop()
+
+
+def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace rollback on one replica while the other edits one of its memories
+    between the first's read and its write stopped there with a 409, the memories before
+    it rolled back and those after it not. The one edited meanwhile is skipped, as one
+    changed while the rollback looked is, and the rest are rolled back."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
+            as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
+            time.sleep(0.01)
+            for memory_id in ids:
+                edit = a.patch(f"/v1/memory/{memory_id}", json={"metadata": {"painted": True}})
+                assert edit.status_code == 200, edit.text
+            store = servers[0].service.store
+            update = store.update
+            edited: list[str] = []
+
+            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+                if not edited:
+                    edited.append(memory.memory_id)
+                    response = b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}})
+                    assert response.status_code == 200, response.text
+                return update(memory, *args, **kwargs)
+
+            monkeypatch.setattr(store, "update", edited_on_b_first)
+            rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+            assert rolled.status_code == 200, rolled.text
+            assert rolled.json()["skipped_ids"] == edited
+            assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(edited))
+            for memory_id in ids:
+                now = b.get(f"/v1/memory/{memory_id}").json()["metadata"]
+                assert now == ({"checked": True} if memory_id in edited else {})
+    finally:
+        for live in servers:
+            live.stop()
