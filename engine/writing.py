@@ -44,6 +44,9 @@ from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, sam
 from engine.supersession import superseded_reason
 
 DEDUP_NEIGHBOURS = 10
+# Reads of a save's stored candidates, each after catching up with what the one before
+# showed another process had written meanwhile (``WriteJudge.reads_for``).
+CANDIDATE_READS = 3
 
 # A memory's semantic neighbours as ``Recaller.nearest`` finds them: rows and cosines.
 Neighbours = tuple[Rows, Floats]
@@ -170,44 +173,73 @@ class SaveJudge:
     ) -> Iterator[None]:
         """Within the block, ``same_text``, ``near_duplicate`` and ``resolve_conflicts`` for
         these (memory, vector, judged for conflicts) take their stored candidates from one
-        read of the store made here. The store must not change meanwhile (the write lock)."""
-        wanted: dict[str, list[str]] = {}
+        read of the store made here. The store must not change meanwhile (the write lock).
+
+        Another process's write can land between the fast network's catch-up and this
+        read (a replica's deletion of "I moved to Paris", which reinstates "I live in
+        Berlin"): the candidates found on the network's older state are then read in
+        their newer one, and those that state brought into play missed ("I moved to Rome"
+        superseded nothing, and Berlin stayed recalled beside it). The read brings the
+        store's newest change seq with it; where the network lacks a change up to it, it
+        catches up and the candidates are found again (``CANDIDATE_READS`` in all)."""
         namespaces = {memory.memory_id: memory.namespace for memory, _, _ in memories}
         try:
-            plan = self._planned
-            for memory, _, _ in memories:
-                plan["text", memory.memory_id] = self._same_text_ids(memory, scope)
-            # Most likely a repeat, which needs nothing more (else it reads later).
-            asked = [n for n, (memory, _, _) in enumerate(memories) if not plan["text", memory.memory_id]]
-            # The semantic neighbours of all of them in one search (and, of those with a
-            # claim the rules read, the conflict rules' wider one).
-            near = self._neighbours_of([memories[n] for n in asked], now, DEDUP_NEIGHBOURS)
-            claiming = [n for n in asked if memories[n][2] and conflicts.claims(memories[n][0].content)]
-            similar = dict(
-                zip(
-                    claiming,
-                    self._neighbours_of([memories[n] for n in claiming], now, conflicts.CANDIDATES_PER_CHANNEL),
-                    strict=True,
-                )
-            )
-            for n, neighbours in zip(asked, near, strict=True):
-                memory, vector, judged = memories[n]
-                plan["near", memory.memory_id] = self._near_ids(memory, neighbours, scope)
-                if judged and (memory.key is not None or n in similar):
-                    plan["conflicts", memory.memory_id] = self._conflict_ids(memory, vector, now, scope, similar.get(n))
-            for (_, memory_id), ids in self._planned.items():
-                wanted.setdefault(namespaces[memory_id], []).extend(ids)
-            for namespace, ids in wanted.items():
-                unique = list(dict.fromkeys(ids))
-                if unique:
-                    found = self.store.get_many(Scope.whole([namespace]), unique, MemoryFilter(), now)
-                    self._read.update((m.memory_id, m) for m in found)
-                    self._covered.update(unique)
+            for _ in range(CANDIDATE_READS):
+                current_to = min(self.keeper.index.applied_seq, self.keeper.network.applied_seq)
+                if self._read_candidates(memories, namespaces, now, scope) <= current_to:
+                    break
+                self._planned.clear()
+                self._covered.clear()
+                self._read.clear()
+                self.keeper.catch_up()
             yield
         finally:
             self._planned.clear()
             self._covered.clear()
             self._read.clear()
+
+    def _read_candidates(
+        self,
+        memories: Sequence[tuple[Memory, Vector, bool]],
+        namespaces: Mapping[str, str],
+        now: datetime,
+        scope: Scope | None,
+    ) -> int:
+        """``reads_for``'s candidates found on the fast network and read; the newest change
+        seq the read saw (0 where nothing was read)."""
+        wanted: dict[str, list[str]] = {}
+        seq = 0
+        plan = self._planned
+        for memory, _, _ in memories:
+            plan["text", memory.memory_id] = self._same_text_ids(memory, scope)
+        # Most likely a repeat, which needs nothing more (else it reads later).
+        asked = [n for n, (memory, _, _) in enumerate(memories) if not plan["text", memory.memory_id]]
+        # The semantic neighbours of all of them in one search (and, of those with a
+        # claim the rules read, the conflict rules' wider one).
+        near = self._neighbours_of([memories[n] for n in asked], now, DEDUP_NEIGHBOURS)
+        claiming = [n for n in asked if memories[n][2] and conflicts.claims(memories[n][0].content)]
+        similar = dict(
+            zip(
+                claiming,
+                self._neighbours_of([memories[n] for n in claiming], now, conflicts.CANDIDATES_PER_CHANNEL),
+                strict=True,
+            )
+        )
+        for n, neighbours in zip(asked, near, strict=True):
+            memory, vector, judged = memories[n]
+            plan["near", memory.memory_id] = self._near_ids(memory, neighbours, scope)
+            if judged and (memory.key is not None or n in similar):
+                plan["conflicts", memory.memory_id] = self._conflict_ids(memory, vector, now, scope, similar.get(n))
+        for (_, memory_id), ids in self._planned.items():
+            wanted.setdefault(namespaces[memory_id], []).extend(ids)
+        for namespace, ids in wanted.items():
+            unique = list(dict.fromkeys(ids))
+            if unique:
+                found, seen = self.store.get_many_and_seq(Scope.whole([namespace]), unique, MemoryFilter(), now)
+                seq = max(seq, seen)
+                self._read.update((m.memory_id, m) for m in found)
+                self._covered.update(unique)
+        return seq
 
     def _plan(self, judgment: str, memory: Memory, find: Callable[[], list[str]]) -> list[str]:
         """The candidate ids of ``judgment`` for ``memory``: found once per ``reads_for`` block."""

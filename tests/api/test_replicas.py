@@ -232,3 +232,42 @@ def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
     finally:
         for live in servers:
             live.stop()
+
+
+def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "I moved to Rome" saved on one replica while the other deletes "I moved to Paris",
+    which reinstates "I live in Berlin", after the first caught up but before it read its
+    candidates: it found Paris on its fast network, read it deleted, and superseded
+    nothing; Berlin stayed recalled beside Rome (1 race in 6 through two API processes).
+    Its read shows a change its network lacks: it catches up and judges again."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            berlin = save(a, "I live in Berlin")["memory_id"]
+            paris = save(a, "I moved to Paris")
+            assert paris["superseded"] == [berlin]
+            keeper = servers[0].service.keeper
+            ensure_current = keeper.ensure_current
+            deleted: list[httpx.Response] = []
+
+            def deleted_on_b_after(*args: Any, **kwargs: Any) -> None:
+                ensure_current(*args, **kwargs)
+                if not deleted:
+                    deleted.append(b.delete(f"/v1/memory/{paris['memory_id']}"))
+
+            monkeypatch.setattr(keeper, "ensure_current", deleted_on_b_after)
+            rome = a.post("/v1/memory/save", json={"content": "I moved to Rome"})
+            assert deleted[0].status_code == 200, deleted[0].text
+            assert deleted[0].json()["reinstated"] == [berlin]
+            assert rome.status_code == 201, rome.text
+            assert rome.json()["superseded"] == [berlin]
+            for client in (a, b):
+                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+                assert [hit["content"] for hit in hits] == ["I moved to Rome"]
+    finally:
+        for live in servers:
+            live.stop()

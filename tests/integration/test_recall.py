@@ -41,10 +41,12 @@ class CountingStore:
         self._inner = inner
         self.calls: Counter[str] = Counter()
         self.read: list[str] = []  # the ids asked of get_many, in order
+        self.read_with_seq: list[str] = []  # those asked of get_many_and_seq
 
     def clear(self) -> None:
         self.calls.clear()
         self.read.clear()
+        self.read_with_seq.clear()
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._inner, name)
@@ -55,6 +57,8 @@ class CountingStore:
             self.calls[name] += 1
             if name == "get_many":
                 self.read += args[1]
+            elif name == "get_many_and_seq":
+                self.read_with_seq += args[1]
             return attribute(*args, **kwargs)
 
         return counted

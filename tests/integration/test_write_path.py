@@ -38,12 +38,27 @@ from tests.integration.test_recall import NS, _fill
 from tests.integration.test_recall import make_service as make_service  # the fixture, over every store tier
 
 # What a save may read from the store: the records a rule needs, by id, in one call.
-RECORD_READS = {"get_many", "get", "find_by_digest", "find_by_key", "memories_by_entity", "list_page"}
+RECORD_READS = {
+    "get_many",
+    "get_many_and_seq",
+    "get",
+    "find_by_digest",
+    "find_by_key",
+    "memories_by_entity",
+    "list_page",
+}
 MakeService = Callable[[], tuple[MemoryService, Any]]
 
 
 def _reads(calls: Counter[str]) -> Counter[str]:
     return Counter({name: count for name, count in calls.items() if name in RECORD_READS})
+
+
+def _asked(store: Any) -> list[str]:
+    """The ids a save read by id: its candidates (read with the store's newest change seq,
+    ``WriteJudge.reads_for``) and the records of its catch-up."""
+    asked: list[str] = store.read_with_seq + store.read
+    return asked
 
 
 VOCABULARY = """apple anchor bridge candle desert engine feather glacier harbor island jungle kettle
@@ -64,7 +79,7 @@ def test_a_batch_that_repeats_and_claims_nothing_reads_no_record(make_service: M
     assert all(result.created for result in results)
     # One read: the fast network catching up with the batch's own new records.
     assert _reads(store.calls) == Counter({"get_many": 1})
-    assert sorted(store.read) == sorted(result.memory.memory_id for result in results)
+    assert sorted(_asked(store)) == sorted(result.memory.memory_id for result in results)
     assert store.calls["insert_linked"] == 1  # the whole batch in one transaction
 
 
@@ -82,7 +97,8 @@ def test_the_store_calls_of_a_save_do_not_grow_with_the_namespace(make_service: 
         service.save_batch(_plain(10, size))
         service.save_batch([MemoryDraft(claim, namespace=NS)])
         counts.append((_reads(store.calls), store.calls["insert_linked"]))
-    assert counts[0] == counts[1] == (Counter({"get_many": 3}), 2)
+    # Each save: its candidates (with the newest change seq), then its catch-up.
+    assert counts[0] == counts[1] == (Counter({"get_many_and_seq": 1, "get_many": 2}), 2)
 
 
 def test_a_claim_reads_no_candidate_whose_claims_are_about_something_else(make_service: MakeService) -> None:
@@ -98,7 +114,7 @@ def test_a_claim_reads_no_candidate_whose_claims_are_about_something_else(make_s
     result = service.save(MemoryDraft(claim, namespace=NS))
     assert result.superseded == result.contradicted == ()
     assert _reads(store.calls) == Counter({"get_many": 1})  # the catch-up only
-    assert season.memory_id not in store.read
+    assert season.memory_id not in _asked(store)
 
 
 def test_the_store_calls_of_a_batch_do_not_grow_with_the_batch(make_service: MakeService) -> None:
@@ -116,7 +132,7 @@ def test_the_store_calls_of_a_batch_do_not_grow_with_the_batch(make_service: Mak
         service.save_batch(claims)
         counts.append((_reads(store.calls), store.calls["insert_linked"]))
     # The candidates of every judgment, then the catch-up of what the batch wrote.
-    assert counts[0] == counts[1] == (Counter({"get_many": 2}), 1)
+    assert counts[0] == counts[1] == (Counter({"get_many_and_seq": 1, "get_many": 1}), 1)
 
 
 def _one_then_another(make_service: MakeService, first: str, then: str) -> tuple[Any, SaveResult, SaveResult]:
@@ -133,7 +149,7 @@ def test_an_exact_repeat_reads_only_the_memory_it_repeats(make_service: MakeServ
     store, first, again = _one_then_another(make_service, text, "the quarterly  report is due on friday")
     assert again.deduplicated_by == "digest"
     assert again.memory.memory_id == first.memory.memory_id
-    assert store.read == [first.memory.memory_id]  # nothing to catch up: a repeat writes nothing
+    assert _asked(store) == [first.memory.memory_id]  # nothing to catch up: a repeat writes nothing
 
 
 def test_a_claim_supersedes_through_candidates_found_in_process(make_service: MakeService) -> None:
@@ -143,9 +159,9 @@ def test_a_claim_supersedes_through_candidates_found_in_process(make_service: Ma
     assert store.get(Scope.whole([NS]), old.memory.memory_id).status is Status.SUPERSEDED
     # The conflict candidates that are close enough to count (a bounded few, never the
     # namespace), then the catch-up of what the save wrote.
-    assert set(reads) == {"get_many"}
-    assert old.memory.memory_id in store.read
-    assert len(set(store.read)) <= 2 * CANDIDATES_PER_CHANNEL + 2
+    assert reads == Counter({"get_many_and_seq": 1, "get_many": 1})
+    assert old.memory.memory_id in store.read_with_seq
+    assert len(set(_asked(store))) <= 2 * CANDIDATES_PER_CHANNEL + 2
 
 
 def test_a_key_finds_the_memory_it_replaces_without_a_claim(make_service: MakeService) -> None:
