@@ -449,14 +449,41 @@ def _away(clause: str, read: list[Claim]) -> bool:
 # For how long, or for what a stay is: a move said so is a stay too ("I moved to Paris for a week").
 # "For a while", "for the time being", "temporarily" and "for now" say so without a length
 # (the Chinese 暂时, 临时: _ZH_TEMPORARY).
+# A count of days to years: "six", "6", "a few", "a couple of", "one or two" (_EN_FOR_A_WHILE).
+_EN_COUNT = (
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|eighteen|twenty|thirty|"
+    r"a few|a couple(?: of)?|a couple more|a few more|few|couple(?: of)?|several|some|\d+(?:\.\d+)?)"
+)
+# An end that a stay is said to have: "until June", "till the end of the year", "'til my lease
+# ends", "up until Christmas", "through the summer", "through March". Not "through an agency".
+_EN_UNTIL = (
+    r"(?:(?:up|right|only|just) )?(?:until|till|til)(?: [\w'-]+)+|"
+    r"(?:through|thru) (?:to )?(?:the )?(?:(?:end|rest|middle) of (?:the )?)?(?:summer|winter|spring|autumn|fall|"
+    r"holidays|christmas|new year|easter|semester|term|school year|academic year|year|month|week|weekend|season|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|next \w+|\d{4})"
+)
+# Work or study for a term: "a six-month contract", "a fixed-term contract", "a temporary job".
+_EN_TERM = (
+    rf"(?:{_EN_COUNT}[- ](?:day|week|month|year)(?:[- ]long)? |"
+    r"(?:short|fixed|limited)[- ]term |temporary |temp |interim )"
+    r"(?:contract|assignment|project|placement|posting|rotation|stint|exchange|internship|job|gig|position|role)"
+)
 _EN_FOR_A_WHILE = (
     r"(?:for|over) the (?:week|weekend|night|holidays?|summer|winter|semester|term|(?:school|academic) year|season)|"
     r"for the rest of the (?:week|month|year|summer|winter|semester)|"
     r"for (?:a|an|the|my|our|her|his) (?:conference|festival|wedding|funeral|event|meeting|course|workshop|"
     r"internship|sabbatical|secondment|fellowship|residency)|"
-    r"for (?:a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|eighteen|a few|a couple of|several|\d+) "
-    r"(?:days?|nights?|weeks?|months?|years?|semesters?|terms?)|for half a (?:year|month)|"
-    r"for (?:a (?:little |short |good |long )?while|a bit|a short time|the time being|now)|temporarily"
+    rf"for (?:(?:about|around|roughly|approximately|approx|maybe|perhaps|probably|at least|at most|up to|only|just|"
+    rf"the next|the coming|the first|another|an extra|a further) )*{_EN_COUNT}(?:(?: or |-| to ){_EN_COUNT})? "
+    r"(?:(?:more|further|extra) )?(?:days?|nights?|weeks?|months?|years?|semesters?|terms?|quarters?)|"
+    r"for (?:the next|the coming) (?:days?|weeks?|months?|years?|semester|term|quarter)|for half a (?:year|month)|"
+    r"for (?:a (?:little |short |good |long )?while|a bit|a short time|the time being|now)|temporarily|"
+    # An end said ("until June", "till the end of the year", "through the summer"): a stay, however long.
+    rf"{_EN_UNTIL}|"
+    # A term of work or study ("on a six-month contract", "on secondment", "for an exchange semester").
+    rf"(?:on|for) (?:a|an|my|the) {_EN_TERM}|"
+    r"on (?:a |an )?(?:secondment|assignment|exchange|rotation|placement|sabbatical)|"
+    r"for (?:a |an |my |the )?(?:(?:student|study|academic|university|school) )?exchange"
 )
 _EN_PERIOD = re.compile(
     r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
@@ -484,9 +511,26 @@ _EN_STINT = re.compile(rf"\b(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_NOT_IN_EAR
 _EN_SEASONAL = re.compile(rf"\b{_EN_IN_SEASON}\b")
 # And in Chinese: "我搬到上海住一段时间", "…出差一周", "…过暑假", "…住两个星期"; not since
 # when ("我搬来上海已经一周了", "…住一年了", "我搬到上海有一段时间了", "…一阵子了").
+# An end said ("住到六月", "待到年底", "直到明年", "到明年三月为止", "干到合同结束"): a stay,
+# however long. A date must follow 到, which is also the 到 of 搬到上海.
+_ZH_NUMBER = "[0-9零〇一二两三四五六七八九十几半]"
+_ZH_UNTIL = (
+    r"(?:(?:住|待|呆|留|干|做|工作|上班)(?:到|至)|直到|^(?:只|就|先|大概|可能)?(?:到|至))"
+    r"(?:今年|明年|后年|下半年|(?:今年|明年)?(?:年底|年中|年初|月底)|"
+    rf"(?:今年|明年)?{_ZH_NUMBER}{{1,3}}月(?:份|底|初|中)?|下个?月(?:底)?|(?:这个|今年)?(?:夏天|冬天|春天|秋天)|"
+    r"(?:这个|今年)?(?:暑假|寒假)|春节|过年|毕业|合同(?:到期|结束)|项目结束)(?:为止|前|之前|结束)?"
+)
+# Work or study for a term ("合同半年", "签了一年的合同", "交换一学期", "短期合同"), as a stay is.
+# Months only: a labour contract of a year or three is how most jobs in China are signed.
+_ZH_TERM = (
+    rf"(?:合同期?|劳动合同)(?:只有|只签了?|签了?|是|为)?(?:{_ZH_NUMBER}{{1,3}}个月|半年)|"
+    rf"(?:签了?)?(?:{_ZH_NUMBER}{{1,3}}个月|半年)的?(?:合同|劳动合同)|短期合同|"
+    rf"交换(?:{_ZH_NUMBER}{{1,3}}(?:个?学期|年|个月))?|做交换生|当交换生"
+)
 _ZH_STINT = re.compile(
     r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|(?<!已经)(?:一段时间|一阵子)(?![了来])|"
-    r"(?:住|待|呆)上?(?:[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年)(?!了))"
+    rf"(?:住|待|呆)上?(?:{_ZH_NUMBER}{{1,3}}(?:天|晚|周|个?星期|个?礼拜|个?月|年|个?学期)(?!了))|"
+    rf"{_ZH_UNTIL}|{_ZH_TERM}"
 )
 # The same said in a clause of its own, before or after the home or move ("I moved to Paris.
 # Only for two weeks though.", "…, it's just for a month", "In my dreams, I live in Paris",
@@ -497,7 +541,7 @@ _EN_STINT_SAID = re.compile(
     r"(?:(?:but|though|although|and|well|so|anyway|it's|it is|that's|that is|this is|it will be|"
     r"it is going to be|it was|only|just|at least|at most|probably|maybe|mostly|i think|i guess|"
     r"hopefully|not for long|the move is|the plan is)\s+)*"
-    rf"(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_IN_SEASON}|{_EN_NOT_IN_EARNEST}|temporary|"
+    rf"(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_IN_SEASON}|{_EN_NOT_IN_EARNEST}|temporary|(?:a|an) {_EN_TERM}|"
     r"not (?:permanent(?:ly)?|for good|forever))"
     r"(?:\s+(?:though|anyway|at least|at most|or so|tops|probably|i think|i guess|hopefully|at first|for now))*"
 )
@@ -505,7 +549,7 @@ _ZH_STINT_SAID = re.compile(
     r"(?:我们?)?(?:不过|但是?|可是|只是|而且|其实|就|只|也就|先|才|大概|可能|应该)*(?:是)?"
     r"(?:(?:暂时|临时)(?:的|性的|而已|罢了)?|不(?:会|打算|准备)?(?:长住|久住|久留|定居)|不是长期的?|"
     r"(?:住|待|呆)?上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年))"
-    r"(?:左右)?(?:而已|罢了)?)"
+    rf"(?:左右)?(?:而已|罢了)?|(?:{_ZH_UNTIL}|{_ZH_TERM})(?:而已|罢了)?)"
     r"(?:啦|呢|吧|哦|而已)*"
 )
 
@@ -731,7 +775,7 @@ _EN_LIKE_POS = (
 )
 _EN_LIKE_NEG = r"hates?|dislikes?|can not stand|avoids?"
 _EN_STOP = r"quit|stopped|has stopped|gave up|has given up|given up"
-_EN_START = r"started|has started|took up|picked up|went"
+_EN_START = r"started|has started|took up|taken up|picked up|went"
 
 _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:was |were )?born in (?P<v>.+)$"), "birthplace"),
@@ -1039,6 +1083,17 @@ def _english_clause(
     return _english_claims(subject, change), subject.after, subject.joined, subject.speaker
 
 
+# The perfect tense of a change the rules read in the past ("I have joined Globex", "I've
+# started working at Acme", "I have quit coffee", "I've been living in Paris"): read as the
+# past is, "have" left out. Not the perfect of a verb no rule reads ("I have been to Paris").
+_EN_PERFECT = re.compile(
+    r"^(?:has|have) (?:(?:just|recently|finally|now|already|officially|also) )*"
+    r"(?:been (?=(?:living|working) (?:in|at|for)\b))?"
+    r"(?=(?:joined|started|left|quit|stopped|given up|moved|relocated|switched|changed|taken up|picked up|"
+    r"living|working)\b)"
+)
+
+
 def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
     holder = subject.holder
     if holder is None:
@@ -1046,6 +1101,7 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
     if subject.attribute:
         return _english_attribute(subject.rest, holder, change, owned=True)
     rest = _EN_ADVERBS_LEAD.sub("", subject.rest)
+    rest = _EN_ADVERBS_LEAD.sub("", _EN_PERFECT.sub("", rest))
     for pattern, kind in _EN_RULES:
         match = pattern.match(rest)
         if match:
@@ -1244,11 +1300,26 @@ _EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at) ")
 # ("a gym near my office", "the Sierra Club in 2020"); not "Studio Ghibli", "Club Med", "Server
 # Labs". Some name a company after a bare name ("Alibaba Group", "Acme Studio"), not after
 # "a", "the", "my".
+# What one joins as a member by its brand's name: gyms and studios ("I joined Equinox"),
+# warehouse clubs, slimming and learning programmes, social networks and dating apps. Some are
+# employers too ("I joined Peloton", "I joined LinkedIn"): joined bare, no one can tell, and
+# the rules leave the employer where it was (a stale hit beside the new one, never a hidden
+# one); working there ("I work at Equinox") is a job.
+_EN_MEMBERSHIPS = (
+    r"equinox|soulcycle|orangetheory|orange theory|f45|barry's|barrys bootcamp|peloton|classpass|"
+    r"planet fitness|la fitness|anytime fitness|24 hour fitness|snap fitness|life time|lifetime fitness|ymca|ywca|"
+    r"puregym|pure gym|the gym group|david lloyd|virgin active|fitness first|gold's|curves|"
+    r"costco|sam's club|bj's|weight ?watchers|ww|noom|slimming world|"
+    r"strava|duolingo|goodreads|letterboxd|nextdoor|reddit|twitter|facebook|instagram|tiktok|snapchat|linkedin|"
+    r"mastodon|bluesky|patreon|substack|meetup|tinder|bumble|hinge|okcupid|eharmony|match\.com|"
+    r"超级猩猩|乐刻|keep|小红书|豆瓣|微博|抖音|快手"
+)
 _EN_GROUP = re.compile(
     r"\b(?:gym|fitness|club|choir|band|orchestra|league|class(?:es)?|course|group|community|society|church|"
     r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
     r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge|"
-    r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters)s?"
+    r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters|"
+    rf"{_EN_MEMBERSHIPS})s?"
     r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
     r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"
 )
@@ -1627,7 +1698,8 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
 # 集团 ("加入了蚂蚁集团"), 出版社, 基金会: employers.
 _ZH_GROUP = re.compile(
     r"(?:俱乐部|读书会|工会|协会|学生会|社团|合唱团|乐团|乐队|球队|战队|车队|群|班|课程?|小组|社区|健身房|"
-    r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团|合唱队|跑团|共青团|瑜伽馆|健身馆)$"
+    r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团|合唱队|跑团|共青团|瑜伽馆|健身馆|健身(?:中心|会所|俱乐部)?|"
+    rf"(?<![a-z]){_EN_MEMBERSHIPS})(?:的会员|会员)?$"
 )
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")
@@ -1908,12 +1980,24 @@ _CONCEPTS = tuple((value, _whole_word(value)) for values in _VALUE_CLASSES.value
 _CLASS_WORDS = {name: tuple(_whole_word(m) for m in members if len(m) > 3) for name, members in _VALUE_CLASSES.items()}
 
 
+# The most search terms a value may hold for a word in it to give it a class ("a blue theme",
+# "the dark mode on my phone"): in a longer one ("a sleep mask to block out any light", "the
+# idea of incorporating dark, rich colors") the word is part of something else, and read as a
+# theme it replaced the user's "I like dark mode".
+_CLASS_TERMS = 3
+
+
 def _value_class(value: str) -> str | None:
     canonical = canonical_key(value)
     if canonical in ALIASES.values() and not any(canonical in members for members in _VALUE_CLASSES.values()):
         return None  # a known concept of its own: "green tea" is a drink, not a colour
     for name, members in _VALUE_CLASSES.items():
-        if canonical in members or any(pattern.search(value) for pattern in _CLASS_WORDS[name]):
+        if canonical in members:
+            return name
+    if len(terms(value)) > _CLASS_TERMS:
+        return None  # "a sleep mask to block out any light": a word of a long value names no theme
+    for name, patterns in _CLASS_WORDS.items():
+        if any(pattern.search(value) for pattern in patterns):
             return name
     for alias_value in terms(value):
         key = canonical_key(alias_value)

@@ -1056,6 +1056,169 @@ def test_a_move_said_to_be_a_stay_in_a_clause_of_its_own_is_no_new_home(said: st
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Paris until June"),
+        ("I live in Berlin", "I moved to Paris till August"),
+        ("I live in Berlin", "I moved to Paris 'til August"),
+        ("I live in Berlin", "I moved to Paris until the end of the year"),
+        ("I live in Berlin", "I moved to Paris until my visa expires"),
+        ("I live in Berlin", "I moved to Paris through the summer"),
+        ("I live in Berlin", "I live in Paris until June"),
+        ("I live in Berlin", "I've moved to Paris until June"),
+        ("I live in Berlin", "The user moved to London until March 2027"),
+        ("I live in Berlin", "User relocated to Paris until the end of the project"),
+        ("I live in Berlin", "I moved to Paris, but only until June."),
+        ("I live in Berlin", "I moved to Paris. It's just until June."),
+        ("I live in Berlin", "I moved to Paris for the next six months"),
+        ("I live in Berlin", "I moved to Paris for the next few months"),
+        ("I live in Berlin", "I moved to Paris for about six months"),
+        ("I live in Berlin", "I moved to Paris for around a year"),
+        ("I live in Berlin", "I moved to Paris for at least a year"),
+        ("I live in Berlin", "I moved to Paris for a year or two"),
+        ("I live in Berlin", "I moved to Paris for 6-8 weeks"),
+        ("I live in Berlin", "I moved to Paris for six or seven months"),
+        ("I live in Berlin", "I moved to Paris for a couple of months"),
+        ("I live in Berlin", "I moved to Paris on a six-month contract"),
+        ("I live in Berlin", "I moved to Paris for a six-month contract"),
+        ("I live in Berlin", "I moved to Paris for an exchange semester"),
+        ("I live in Berlin", "I moved to Paris on secondment"),
+        ("I work at Acme", "I work at Globex until March"),
+        ("I work at Acme", "I joined Globex until the end of the year"),
+        ("I work at Acme", "I joined Globex for about six months"),
+        ("I work at Acme", "I joined Globex on a six-month contract"),
+        ("I work at Acme", "I joined Globex on a fixed-term contract"),
+        ("I work at Acme", "I joined Globex. It's a 6-month contract."),
+        ("I work at Acme", "I started working at Globex until June"),
+        ("我住在北京", "我搬到上海了，住到六月"),
+        ("我住在北京", "我搬到上海，待到年底"),
+        ("我住在北京", "我搬到上海了，到明年三月为止"),
+        ("我住在北京", "我搬到上海，只住到明年三月"),
+        ("我住在北京", "我搬到上海住到年底"),
+        ("我住在北京", "我搬到上海直到明年"),
+        ("我住在北京", "我搬到上海了，直到年底"),
+        ("我住在北京", "我搬到上海住到毕业"),
+        ("我住在北京", "我搬去上海交换一学期"),
+        ("用户住在广州", "用户搬到深圳，待到合同结束"),
+        ("我在阿里工作", "我入职腾讯了，合同半年"),
+        ("我在阿里工作", "我跳槽到腾讯了，不过只干到年底"),
+    ],
+)
+def test_a_move_or_a_job_with_an_end_or_for_a_term_is_a_stay(old: str, new: str) -> None:
+    # An end date, a length said loosely ("about", "the next", "6-8") or a term of work
+    # read as a move or a new job and hid the home or the employer.
+    assert verdict(old, new) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Paris"),
+        ("I live in Berlin", "I moved to Paris last June"),
+        ("I live in Berlin", "I moved to Paris in June"),
+        ("I live in Berlin", "I moved to Paris through a relocation agency"),
+        ("I work at Acme", "I joined Globex through a recruiter"),
+        ("我住在北京", "我搬到上海，到现在已经三年了"),
+        ("我住在北京", "我六月搬到上海了"),
+        # A labour contract of a year or more is how most jobs in China are signed.
+        ("我在阿里工作", "我跳槽到腾讯了，签了三年的合同"),
+    ],
+)
+def test_a_move_said_with_when_or_how_is_still_a_move(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("move", "same"),
+    [("我搬到上海两年", "我住在上海"), ("我搬到上海两年了", "我住在上海"), ("我搬到上海已经三个多月了", "我住在上海")],
+)
+def test_a_length_after_a_chinese_move_is_the_time_since_it(move: str, same: str) -> None:
+    # 搬 is done at once: a length after it tells how long ago (a stay says 住 or 待: 住两年).
+    assert verdict("我住在北京", move) is Verdict.REPLACE
+    # The length is no part of the place: the same city is the same home.
+    assert verdict(same, move) is Verdict.DUPLICATE
+    assert verdict("我住在北京", "我搬到上海住两年") is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    "joined",
+    [
+        "I joined Equinox",
+        "I joined Equinox last week",
+        "I joined Equinox near my office",
+        "I've joined Equinox",
+        "The user joined Equinox in March",
+        "I joined SoulCycle",
+        "I joined Costco",
+        "I joined Strava",
+        "I joined Bumble",
+        "I joined Weight Watchers",
+        "I joined the YMCA",
+        "我加入了超级猩猩",
+        "我加入了乐刻健身",
+        "我加入了Equinox",
+        "我加入了Keep",
+        "我加入了Costco会员",
+    ],
+)
+def test_joining_a_gym_a_club_or_a_network_by_its_brand_is_no_new_employer(joined: str) -> None:
+    # A gym brand read as an employer hid the job.
+    old = "我在阿里工作" if "加入" in joined else "I work at Acme"
+    assert verdict(old, joined) is Verdict.UNRELATED
+
+
+def test_working_at_a_gym_or_joining_a_company_is_still_a_new_employer() -> None:
+    assert verdict("I work at Acme", "I work at Equinox") is Verdict.REPLACE
+    assert verdict("I work at Acme", "I joined Equinox Holdings") is Verdict.REPLACE
+    assert verdict("I work at Acme", "I joined Hinge Health") is Verdict.REPLACE
+    assert verdict("我在阿里工作", "我加入了腾讯") is Verdict.REPLACE
+    assert verdict("我在阿里工作", "我在超级猩猩工作") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Acme", "I've started working at Globex"),
+        ("I work at Acme", "I have started working at Globex"),
+        ("I work at Acme", "I have just started working at Globex"),
+        ("I work at Acme", "I have joined Globex"),
+        ("I work at Acme", "I've joined Globex"),
+        ("I work at Acme", "I have started at Globex"),
+        ("I work at Acme", "I've been working at Globex"),
+        ("I work at Acme", "I have been working at Globex since May"),
+        ("I live in Berlin", "I have been living in Paris since May"),
+        ("I live in Berlin", "I have moved to Paris"),
+        ("I live in Berlin", "I've moved to Paris"),
+        ("I like coffee", "I've quit coffee"),
+        ("I like coffee", "I have stopped drinking coffee"),
+        ("I like coffee", "I have given up coffee"),
+        ("I don't play tennis", "I've taken up tennis"),
+    ],
+)
+def test_a_change_in_the_perfect_tense_reads_as_in_the_past(old: str, new: str) -> None:
+    # "I have started working at Globex" was read as nothing: the old employer stayed beside it.
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+def test_the_perfect_of_a_verb_no_rule_reads_is_no_claim() -> None:
+    assert verdict("I work at Acme", "I have been to Globex") is Verdict.UNRELATED
+    assert verdict("I work at Acme", "I have left my keys at Globex") is Verdict.UNRELATED
+    # How long so far is read as a length, and a length as a stay: nothing is hidden.
+    assert verdict("I live in Berlin", "I have been living in Paris for two years") is Verdict.UNRELATED
+
+
+def test_a_colour_or_theme_word_inside_a_long_value_is_no_preference() -> None:
+    # "light" in what a sleep mask blocks out was read as a theme: it replaced "I like dark mode".
+    assert verdict("I like dark mode", "I started using a sleep mask to block out any light") is Verdict.UNRELATED
+    assert verdict("I like dark mode", "I've already started using a sleep mask to block out any light") is (
+        Verdict.UNRELATED
+    )
+    assert verdict("I like dark mode", "I switched to light mode") is Verdict.REPLACE
+    assert verdict("I prefer the dark mode on my phone", "I switched to light mode") is Verdict.REPLACE
+    assert verdict("I like a blue theme", "switch my theme to black") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
     "said",
     [
         "I moved to Paris for a good while",
