@@ -334,6 +334,7 @@ def save_out(result: SaveResult) -> dict[str, Any]:
         "superseded": list(result.superseded),
         "contradicted": list(result.contradicted),
         "flagged": list(result.flagged),
+        "reinstated": list(result.reinstated),
         "follows": result.follows,
         "guard": {"action": result.guard.action.value, "findings": list(result.guard.kinds)},
         "version": result.memory.version,

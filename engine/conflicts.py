@@ -577,6 +577,44 @@ def _stint_said(body: str) -> frozenset[int]:
     return frozenset(stints)
 
 
+def says_a_stay(text: str) -> bool:
+    """Whether ``text`` says nothing but that something is a stay ("It's only for six
+    months.", "只住半年。"): what ``continued`` reads with the speaker's text before it."""
+    voice, body = _voice(text)
+    return voice is not None and _only_a_stay(body)
+
+
+def _only_a_stay(body: str) -> bool:
+    said = False
+    for sentence in _SENTENCE.findall(body):
+        if _question(sentence):
+            return False
+        for clause, _, _ in _clauses(_normal(sentence)):
+            clause = clause.strip(" :-\"'“”「」")
+            if not clause or _DISCOURSE.fullmatch(clause):
+                continue
+            if not (_ZH_STINT_SAID if _HAN.search(clause) else _EN_STINT_SAID).fullmatch(clause):
+                return False
+            said = True
+    return said
+
+
+def continued(earlier: str, later: str) -> str | None:
+    """``earlier`` and ``later`` read as one text, where ``later`` says only that what its
+    speaker said before is a stay ("It's only for six months.", "Just until June though.",
+    "只住半年。", "不过只是暂时的"), saved apart: "I moved to Paris." then "It's only for six
+    months." is the stay that "I moved to Paris. It's only for six months." is
+    (``_stint_said``). ``None`` where ``later`` says anything more (a claim, a question,
+    any other clause), or is another speaker's line than ``earlier``: then it is read alone."""
+    voice, body = _voice(later)
+    earlier_voice, _ = _voice(earlier)
+    if voice is None or earlier_voice is None or voice.me != earlier_voice.me or not _only_a_stay(body):
+        return None
+    joint = "" if _HAN.search(body[-1:] + earlier[-1:]) else " "
+    end = "" if re.search(r"[.!?。！？]\s*$", earlier) else ("。" if _HAN.search(earlier) else ".")
+    return f"{earlier.rstrip()}{end}{joint}{body.strip()}"
+
+
 # Before the verb, for now: what the clause says holds for a while, not from now on.
 # Not "临时决定", "临时起意": decided on the spot, not for now.
 _ZH_TEMPORARY = re.compile(r"暂时|临时(?!决定|起意)")

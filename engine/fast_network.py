@@ -1609,6 +1609,26 @@ class FastNetwork:
             ok &= self.sees(writer, rows)
         return ok
 
+    def last_written(self, memory: Memory) -> str | None:
+        """The id of the newest memory of ``memory``'s namespace by its writer (the same
+        actor and session, none for either where it has none), created no later than it
+        and not deleted: what its writer said last before it (``writing.SaveJudge.stay_said``).
+        None where there is none."""
+        with self._lock:
+            rows = self.rows_in([memory.namespace])
+            if not len(rows):
+                return None
+            cols = self._cols
+            actor = self.people.find(memory.actor) if memory.actor is not None else NONE
+            session = self.people.find(memory.session_id) if memory.session_id is not None else NONE
+            if (memory.actor is not None and actor == NONE) or (memory.session_id is not None and session == NONE):
+                return None
+            ok: Mask = cols.live[rows] & (cols.status[rows] != _STATUS[Status.DELETED])
+            ok &= (cols.actor[rows] == actor) & (cols.session[rows] == session)
+            ok &= cols.created[rows] <= micros(memory.created_at)
+            found = self.newest(rows[ok], 1)
+            return self.ids[int(found[0])] if len(found) else None
+
     def newest(self, rows: Rows, limit: int) -> Rows:
         """The ``limit`` newest of ``rows`` by ``created_at``, newest first, ties by memory
         id descending (the order of ``Store.memories_by_entity``)."""

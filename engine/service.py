@@ -391,7 +391,12 @@ class MemoryService:
                     continue
                 mode = self._conflict_mode(drafts[position])
                 judged = self.judge.resolve_conflicts(plan, (position, memory, vector), mode, now, scope)
-                results[position] = judged or SaveResult(memory, created=True)
+                saved = judged or SaveResult(memory, created=True)
+                if mode == "supersede":
+                    # "I moved to Paris." then "It's only for six months.": the move was a stay.
+                    back = self.judge.stay_said(plan, memory, fresh, now, self._guarded)
+                    saved = replace(saved, reinstated=back) if back else saved
+                results[position] = saved
                 fresh.append((position, memory, vector))
                 earlier.setdefault(memory.digest, []).append(memory)
             if fresh:

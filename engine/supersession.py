@@ -59,6 +59,10 @@ def edited_reason(edited_id: str) -> str:
     return f"{_REINSTATED}{edited_id}, which superseded it, no longer replaces it"
 
 
+def stay_reason(newer_id: str, said_id: str) -> str:
+    return f"{_REINSTATED}{newer_id}, which superseded it, was said to be a stay by {said_id}"
+
+
 def reinstated_by_deleting(
     store: Store,
     memory: Memory,
@@ -107,6 +111,24 @@ def reinstated_by_editing(
         return []
     reason = edited_reason(edited.memory_id)
     return _reinstated(store, edited, now, guard, replaces, leaving, still_hides, reason)
+
+
+def reinstated_by_stay(
+    store: Store,
+    as_one: Memory,
+    said_id: str,
+    now: datetime,
+    guard: Callable[[Memory], Memory],
+    replaces: Callable[[Memory], bool],
+) -> list[tuple[Memory, str]]:
+    """The versions (record, reason) that make active again the memories ``as_one``
+    superseded (the writer's last memory, its text read with a later save ``said_id`` that
+    says it is a stay: "I moved to Paris. It's only for six months.") and that, by
+    ``replaces`` over that text, it no longer replaces (``engine.writing``)."""
+    if as_one.status is not Status.ACTIVE:
+        return []
+    reason = stay_reason(as_one.memory_id, said_id)
+    return _reinstated(store, as_one, now, guard, replaces, (), None, reason)
 
 
 def _reinstated(

@@ -32,7 +32,7 @@ from datetime import datetime
 
 import numpy as np
 
-from engine import conflicts, scoring, text
+from engine import conflicts, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
@@ -64,6 +64,9 @@ class SaveResult:
     superseded: tuple[str, ...] = ()
     contradicted: tuple[str, ...] = ()
     flagged: tuple[str, ...] = ()
+    # Memories made active again because this one says the writer's last memory, which
+    # superseded them, is a stay ("I moved to Paris." then "It's only for six months.").
+    reinstated: tuple[str, ...] = ()
     # What the write guard did with the content (engine/guard.py).
     guard: guards.WriteVerdict = guards.ALLOWED
     # The memory of the same session this one was linked ``NEXT`` from (engine/episodes.py).
@@ -328,6 +331,89 @@ class SaveJudge:
             contradicted=tuple(linked[CONTRADICTS]),
             flagged=tuple(linked["flagged"]),
         )
+
+    def stay_said(
+        self,
+        plan: BatchPlan,
+        memory: Memory,
+        fresh: Sequence[tuple[int, Memory, Vector]],
+        now: datetime,
+        guard: Callable[[Memory], Memory],
+    ) -> tuple[str, ...]:
+        """A new memory that only says its writer's last memory is a stay ("I moved to
+        Paris." then, saved apart, "It's only for six months."; ``conflicts.continued``):
+        the memories that last one superseded and that the two read as one text no longer
+        replace are made active again, in the save's transaction (added to ``plan``).
+        Returns their ids. The last memory is the newest of the same namespace, audience,
+        actor and session, earlier in the batch (``fresh``) or stored, whatever it says; one
+        no longer active, or of another audience, brings nothing back. A memory another
+        active memory supersedes too stays superseded."""
+        if not conflicts.says_a_stay(memory.content):
+            return ()
+        last = self._last_written(plan, memory, fresh, now)
+        if last is None or not plan.active(last) or not same_audience(last, memory):
+            return ()
+        joined = conflicts.continued(last.content, memory.content)
+        if joined is None:
+            return ()
+        reason = supersession.stay_reason(last.memory_id, memory.memory_id)
+        as_one = last.evolve(content=joined)
+        back: list[tuple[Memory, str]] = []
+        batch_new = {other.memory_id for _, other, _ in fresh}
+        if last.memory_id in batch_new:
+            for edge in plan.edges:
+                if edge.kind != SUPERSEDES or edge.src != last.memory_id or edge.dst not in plan.current:
+                    continue
+                older = plan.current[edge.dst]
+                if older.status is not Status.SUPERSEDED or self._hidden_besides(plan, older, last.memory_id, now):
+                    continue
+                if supersession.replaces_by_rules(as_one, older):
+                    continue
+                back.append((older.evolve(status=Status.ACTIVE, version=older.version + 1, updated_at=now), reason))
+        else:
+            found = supersession.reinstated_by_stay(
+                self.store,
+                as_one,
+                memory.memory_id,
+                now,
+                guard,
+                lambda older: supersession.replaces_by_rules(as_one, older),
+            )
+            back = [(record, why) for record, why in found if record.memory_id not in plan.current]
+        for record, why in back:
+            plan.current[record.memory_id] = record
+            plan.updates.append((record, why))
+        return tuple(record.memory_id for record, _ in back)
+
+    def _last_written(
+        self, plan: BatchPlan, memory: Memory, fresh: Sequence[tuple[int, Memory, Vector]], now: datetime
+    ) -> Memory | None:
+        """The writer's newest memory before ``memory`` (``stay_said``): earlier in the
+        batch, else stored (the fast network's ``last_written``, then one read)."""
+        for _, other, _ in reversed(fresh):
+            if (other.namespace, other.actor, other.session_id) == (memory.namespace, memory.actor, memory.session_id):
+                return plan.latest(other) if other.created_at <= memory.created_at else None
+        net = self.keeper.network
+        with net.reading():
+            last_id = net.last_written(memory)
+        if last_id is None:
+            return None
+        found = self.store.get_many(Scope.whole([memory.namespace]), [last_id], MemoryFilter(), now)
+        return plan.latest(found[0]) if found else None
+
+    def _hidden_besides(self, plan: BatchPlan, older: Memory, but: str, now: datetime) -> bool:
+        """Whether a memory other than ``but`` supersedes ``older`` too: an edge of the
+        batch, or a stored one from a memory still active."""
+        if any(e.kind == SUPERSEDES and e.dst == older.memory_id and e.src != but for e in plan.edges):
+            return True
+        stored = supersession.links_into(
+            self.store.edges(Scope.whole([older.namespace]), older.memory_id), older.memory_id, {but}
+        )
+        if not stored:
+            return False
+        whole = Scope.whole([older.namespace])
+        others = self.store.get_many(whole, [edge.src for edge in stored], MemoryFilter(), now)
+        return any(other.status is Status.ACTIVE for other in others)
 
     def _learn_slots(self, stored: Sequence[Memory]) -> None:
         """File the claim slots of those of ``stored`` whose slots the fast network does not

@@ -127,6 +127,9 @@ class SaveResult:
     flagged: tuple[str, ...]
     guard: dict[str, Any]
     follows: str | None = None
+    # Memories made active again: this one said the writer's last memory, which superseded
+    # them, is a stay ("It's only for six months.").
+    reinstated: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -146,6 +149,7 @@ class SaveResult:
             flagged=tuple(data.get("flagged") or ()),
             guard=dict(data.get("guard") or {}),
             follows=data.get("follows"),
+            reinstated=tuple(data.get("reinstated") or ()),
             raw=data,
         )
 

@@ -574,3 +574,31 @@ def test_a_back_dated_memory_that_says_more_than_the_replaced_claim_stays_recall
     assert old_chat["memory_id"] in {hit["memory_id"] for hit in recall(http, "what is my name?")}
     plain = save(http, "I live in Lima.", created_at="2001-01-01T00:00:00Z")
     assert plain["memory"]["status"] == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("home", "stay"),
+    [
+        ("I live in Berlin", "I moved to Paris until June"),
+        ("I live in Berlin", "I moved to Paris on a six-month contract"),
+        ("我住在北京", "我搬到上海了，住到六月"),
+        ("I work at Acme", "I joined Equinox"),
+    ],
+)
+def test_a_stay_with_an_end_or_a_gym_joined_leaves_the_home_or_the_job_in_recall(
+    http: httpx.Client, home: str, stay: str
+) -> None:
+    kept = save(http, home, namespace="stays")["memory_id"]
+    assert save(http, stay, namespace="stays")["superseded"] == []
+    assert kept in {hit["memory_id"] for hit in recall(http, home, namespaces=["stays"])}
+
+
+def test_a_stay_said_in_the_next_save_brings_the_home_back_into_recall(http: httpx.Client) -> None:
+    berlin = save(http, "I live in Berlin", namespace="moves")["memory_id"]
+    paris = save(http, "I moved to Paris.", namespace="moves")
+    assert paris["superseded"] == [berlin]
+    assert berlin not in {hit["memory_id"] for hit in recall(http, "where do I live?", namespaces=["moves"])}
+    stay = save(http, "It's only for six months.", namespace="moves")
+    assert stay["reinstated"] == [berlin]
+    assert http.get(f"/v1/memory/{berlin}", params={"namespace": "moves"}).json()["status"] == "active"
+    assert berlin in {hit["memory_id"] for hit in recall(http, "where do I live?", namespaces=["moves"])}

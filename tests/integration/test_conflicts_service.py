@@ -457,3 +457,79 @@ def test_the_chain_below_a_save_that_superseded_two_at_once_goes_through_the_new
     rome = service.save(draft("I live in Rome"))
     assert set(rome.superseded) == {berlin, paris}
     assert [m.memory_id for m in service.chain(NS, rome.memory.memory_id)] == [rome.memory.memory_id, paris, berlin]
+
+
+# --- a stay said in a save of its own: the move before it hides nothing ------------------
+
+
+def test_a_stay_said_in_the_next_save_brings_back_what_the_move_before_it_superseded(
+    open_svc: OpenService, service: MemoryService
+) -> None:
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    paris = service.save(draft("I moved to Paris."))
+    assert paris.superseded == (berlin,)
+    stay = service.save(draft("It's only for six months."))
+    assert stay.reinstated == (berlin,)
+    reason = (
+        f"reinstated: {paris.memory.memory_id}, which superseded it, was said to be a stay by {stay.memory.memory_id}"
+    )
+    assert [v.reason for v in service.history(NS, berlin)] == [
+        "created",
+        f"superseded by {paris.memory.memory_id}",
+        reason,
+    ]
+    assert berlin in recalled(service, "I live in Berlin")
+    service.close()
+    reopened = open_svc()
+    assert reopened.get(NS, berlin).status is Status.ACTIVE
+    # The link stays, and says nothing now: a later walk (a delete of Paris) finds nothing to do.
+    assert superseded_by(reopened, berlin) == [paris.memory.memory_id]
+    assert reopened.delete(NS, paris.memory.memory_id).reinstated == ()
+
+
+def test_a_stay_said_in_the_same_batch_brings_back_what_the_move_superseded(service: MemoryService) -> None:
+    berlin = service.save(draft("我住在北京")).memory.memory_id
+    _, stay = service.save_batch([draft("我搬到上海了"), draft("只住半年。")])
+    assert stay.reinstated == (berlin,)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    assert len(service.history(NS, berlin)) == 3
+
+
+@pytest.mark.parametrize(
+    ("between", "stay_fields"),
+    [
+        ("The weather is nice today.", {}),  # the writer said something else last
+        (None, {"actor": "agent-b"}),  # another writer's words
+        (None, {"session_id": "s-2"}),  # another session's
+        (None, {"conflicts": "off"}),
+    ],
+)
+def test_a_stay_said_after_anything_else_or_by_another_brings_nothing_back(
+    service: MemoryService, between: str | None, stay_fields: dict[str, Any]
+) -> None:
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    service.save(draft("I moved to Paris."))
+    if between is not None:
+        service.save(draft(between))
+    assert service.save(draft("It's only for six months.", **stay_fields)).reinstated == ()
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+
+
+def test_a_stay_said_after_a_change_it_does_not_read_as_a_stay_brings_nothing_back(service: MemoryService) -> None:
+    blue = service.save(draft("My favourite colour is blue")).memory.memory_id
+    service.save(draft("My favourite colour is now green"))
+    assert service.save(draft("It's only for six months.")).reinstated == ()
+    assert service.get(NS, blue).status is Status.SUPERSEDED
+
+
+def test_a_stay_said_after_a_second_move_brings_back_only_the_home_that_move_replaced(
+    service: MemoryService,
+) -> None:
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    paris = service.save(draft("I moved to Paris")).memory.memory_id
+    lisbon = service.save(draft("I moved to Lisbon."))
+    assert lisbon.superseded == (paris,)
+    assert service.save(draft("It's only for six months.")).reinstated == (paris,)
+    # Paris is the home again; Berlin stays under it.
+    assert service.get(NS, paris).status is Status.ACTIVE
+    assert service.get(NS, berlin).status is Status.SUPERSEDED

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.chatlogs import load_labels
 from benchmarks.conflicts import load, predict, scores
-from engine.conflicts import Judgement, Statement, Verdict, claims, detect, judge, slots_of
+from engine.conflicts import Judgement, Statement, Verdict, claims, continued, detect, judge, says_a_stay, slots_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -1216,6 +1216,42 @@ def test_a_colour_or_theme_word_inside_a_long_value_is_no_preference() -> None:
     assert verdict("I like dark mode", "I switched to light mode") is Verdict.REPLACE
     assert verdict("I prefer the dark mode on my phone", "I switched to light mode") is Verdict.REPLACE
     assert verdict("I like a blue theme", "switch my theme to black") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later", "joined"),
+    [
+        ("I moved to Paris.", "It's only for six months.", "I moved to Paris. It's only for six months."),
+        ("I moved to Paris", "Just until June though.", "I moved to Paris. Just until June though."),
+        ("user: I moved to Paris.", "user: it is only for a year", "user: I moved to Paris. it is only for a year"),
+        ("我搬到上海了", "只住半年。", "我搬到上海了。只住半年。"),
+        ("我搬到上海了。", "不过只是暂时的", "我搬到上海了。不过只是暂时的"),
+        ("I joined Globex.", "It's a 6-month contract.", "I joined Globex. It's a 6-month contract."),
+    ],
+)
+def test_a_stay_said_in_a_save_of_its_own_reads_with_the_speakers_text_before(
+    earlier: str, later: str, joined: str
+) -> None:
+    assert says_a_stay(later)
+    assert continued(earlier, later) == joined
+    old = "我住在北京" if "上海" in earlier else ("I work at Acme" if "Globex" in earlier else "I live in Berlin")
+    assert verdict(old, earlier) is Verdict.REPLACE
+    assert verdict(old, joined) is Verdict.UNRELATED
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        ("user: I moved to Paris.", "Marco: only for a year"),  # another speaker's line
+        ("I moved to Paris.", "My sister is staying with me for a month."),  # a claim of its own
+        ("I moved to Paris.", "For how long? A year."),  # a question
+        ("I moved to Paris.", "Thanks!"),
+        ("I moved to Paris.", "It's only for six months. I love the food."),
+        ("assistant: Paris is lovely.", "assistant: only for a year"),
+    ],
+)
+def test_a_save_that_says_more_than_a_stay_is_read_alone(earlier: str, later: str) -> None:
+    assert continued(earlier, later) is None
 
 
 @pytest.mark.parametrize(
