@@ -483,7 +483,11 @@ _EN_FOR_A_WHILE = (
     # A term of work or study ("on a six-month contract", "on secondment", "for an exchange semester").
     rf"(?:on|for) (?:a|an|my|the) {_EN_TERM}|"
     r"on (?:a |an )?(?:secondment|assignment|exchange|rotation|placement|sabbatical)|"
-    r"for (?:a |an |my |the )?(?:(?:student|study|academic|university|school) )?exchange"
+    r"for (?:a |an |my |the )?(?:(?:student|study|academic|university|school) )?exchange|"
+    r"for (?:a|an|my|the) (?:stint|gap year|working holiday|year abroad|semester abroad)|"
+    r"on (?:a )?working holiday|for the duration of|"
+    # An intern or a temp, by the role ("I joined Globex as a summer intern").
+    r"as (?:a|an) (?:(?:summer|paid|unpaid|research|software|\w+) )?(?:intern|temp)"
 )
 _EN_PERIOD = re.compile(
     r"\b(?:(?<!as of )today|tonight|tomorrow|(?:this|next) (?:week|weekend|month|summer|winter|spring|autumn|fall)|"
@@ -525,7 +529,8 @@ _ZH_UNTIL = (
 _ZH_TERM = (
     rf"(?:合同期?|劳动合同)(?:只有|只签了?|签了?|是|为)?(?:{_ZH_NUMBER}{{1,3}}个月|半年)|"
     rf"(?:签了?)?(?:{_ZH_NUMBER}{{1,3}}个月|半年)的?(?:合同|劳动合同)|短期合同|"
-    rf"交换(?:{_ZH_NUMBER}{{1,3}}(?:个?学期|年|个月))?|做交换生|当交换生"
+    rf"交换(?:{_ZH_NUMBER}{{1,3}}(?:个?学期|年|个月))?|做交换生|当交换生|"
+    rf"(?:做|干|参与)(?:{_ZH_NUMBER}{{1,3}}个月|半年|一年)的?项目|读(?:{_ZH_NUMBER}{{1,3}}(?:个月|年|个?学期))的?书"
 )
 _ZH_STINT = re.compile(
     r"暂时|临时(?!决定|起意)|出差|(?:过|度)(?:暑假|寒假|假期|周末|春节|年)|(?<!已经)(?:一段时间|一阵子)(?![了来])|"
@@ -1347,7 +1352,7 @@ _EN_MEMBERSHIPS = (
     r"equinox|soulcycle|orangetheory|orange theory|f45|barry's|barrys bootcamp|peloton|classpass|"
     r"planet fitness|la fitness|anytime fitness|24 hour fitness|snap fitness|life time|lifetime fitness|ymca|ywca|"
     r"puregym|pure gym|the gym group|david lloyd|virgin active|fitness first|gold's|curves|"
-    r"costco|sam's club|bj's|weight ?watchers|ww|noom|slimming world|"
+    r"costco|sam's club|bj's|amazon prime|weight ?watchers|ww|noom|slimming world|"
     r"strava|duolingo|goodreads|letterboxd|nextdoor|reddit|twitter|facebook|instagram|tiktok|snapchat|linkedin|"
     r"mastodon|bluesky|patreon|substack|meetup|tinder|bumble|hinge|okcupid|eharmony|match\.com|"
     r"超级猩猩|乐刻|keep|小红书|豆瓣|微博|抖音|快手"
@@ -1357,7 +1362,7 @@ _EN_GROUP = re.compile(
     r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
     r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge|"
     r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters|"
-    rf"{_EN_MEMBERSHIPS})s?"
+    rf"board|advisory board|alumni(?: network| association)?|rewards|{_EN_MEMBERSHIPS})s?"
     r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
     r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"
 )
@@ -1737,7 +1742,7 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
 _ZH_GROUP = re.compile(
     r"(?:俱乐部|读书会|工会|协会|学生会|社团|合唱团|乐团|乐队|球队|战队|车队|群|班|课程?|小组|社区|健身房|"
     r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团|合唱队|跑团|共青团|瑜伽馆|健身馆|健身(?:中心|会所|俱乐部)?|"
-    rf"(?<![a-z]){_EN_MEMBERSHIPS})(?:的会员|会员)?$"
+    rf"董事会|理事会|校友会|会员店|(?<![a-z]){_EN_MEMBERSHIPS})(?:的会员|会员)?$"
 )
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")

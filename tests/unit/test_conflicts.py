@@ -1207,6 +1207,33 @@ def test_the_perfect_of_a_verb_no_rule_reads_is_no_claim() -> None:
     assert verdict("I live in Berlin", "I have been living in Paris for two years") is Verdict.UNRELATED
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Berlin", "I moved to Paris for the duration of the project"),
+        ("I live in Berlin", "I moved to Paris for a stint"),
+        ("I live in Berlin", "I moved to Paris for a gap year"),
+        ("I live in Berlin", "I moved to Paris on a working holiday visa"),
+        ("I work at Acme", "I joined Globex as an intern"),
+        ("I work at Acme", "I joined Globex as a summer intern"),
+        ("I work at Acme", "I joined Globex's board"),
+        ("I work at Acme", "I joined Globex's advisory board"),
+        ("I work at Acme", "I joined the Globex alumni network"),
+        ("I work at Acme", "I joined Globex Rewards"),
+        ("I work at Acme", "I joined Amazon Prime"),
+        ("我住在北京", "我搬到上海读一年书"),
+        ("我在阿里工作", "我加入了腾讯，做半年的项目"),
+        ("我在阿里工作", "我加入了山姆会员店"),
+        ("我在阿里工作", "我加入了腾讯的董事会"),
+    ],
+)
+def test_a_stint_an_internship_a_board_or_a_programme_joined_is_no_new_home_or_employer(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.UNRELATED
+    # Joined as anything else, it is a job; an internship held before is no employer a job replaces.
+    assert verdict("I work at Acme", "I joined Globex as an engineer") is Verdict.REPLACE
+    assert verdict("I work at Acme as an intern", "I joined Globex") is Verdict.UNRELATED
+
+
 def test_a_colour_or_theme_word_inside_a_long_value_is_no_preference() -> None:
     # "light" in what a sleep mask blocks out was read as a theme: it replaced "I like dark mode".
     assert verdict("I like dark mode", "I started using a sleep mask to block out any light") is Verdict.UNRELATED
