@@ -9,6 +9,7 @@ turns stored content and queries into terms, so both sides always agree.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import re
@@ -175,9 +176,13 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     "he": ("he", "him", "his", "himself"),
     "she": ("she", "her", "hers", "herself"),
     # not liking, giving up, being against ("takes the pills" / "stopped taking the pills",
-    # "in favour of" / "against": merged by consolidation before)
+    # "in favour of" / "against": merged by consolidation before; "Bob gave up smoking …" /
+    # "Bob smokes …", USE cosine 0.961, would be)
     "hates": ("hate", "hates", "hated", "dislike", "dislikes", "disliked", "detest", "detests"),
-    "stop": ("stop", "stops", "stopped", "stopping", "quit", "quits", "quitting"),
+    "stop": (
+        *("stop", "stops", "stopped", "stopping", "quit", "quits", "quitting"),
+        *("give up", "gives up", "gave up", "given up", "giving up"),
+    ),
     "against": ("against",),
     # a hedge ("Alice will come" / "Alice might come": folded with USE, cosine 0.962; "may"
     # is no marker, as it is no month: "I may go in May")
@@ -239,8 +244,15 @@ _MARKER_FORMS: dict[str, tuple[str, ...]] = {
     },
 }
 _MARKER_OF = {form: canonical for canonical, forms in _MARKER_FORMS.items() for form in forms}
-_LATIN_MARKERS = sorted((form for form in _MARKER_OF if form.isascii() and form.isalpha()), key=len, reverse=True)
-_OTHER_MARKERS = sorted((form for form in _MARKER_OF if not (form.isascii() and form.isalpha())), key=len, reverse=True)
+
+
+def _latin(form: str) -> bool:
+    """Whether a marker form is Latin-script words (read only where a word begins and ends)."""
+    return form.isascii() and form.replace(" ", "").isalpha()
+
+
+_LATIN_MARKERS = sorted((form for form in _MARKER_OF if _latin(form)), key=len, reverse=True)
+_OTHER_MARKERS = sorted((form for form in _MARKER_OF if not _latin(form)), key=len, reverse=True)
 # Read in casefolded text and matched as they are: ignoring case, "i" would match the
 # Turkish dotless "ı" too, and "mı" or "kılometre" is in no list.
 _MARKER = re.compile(
@@ -306,6 +318,98 @@ def _swapped(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
     """Whether the two texts name the same people or things, two or more, in another order
     (the roles swapped: "Alice is taller than Bob" / "Bob is taller than Alice")."""
     return len(left) > 1 and left != right and sorted(left) == sorted(right)
+
+
+# Nor is a text a repeat of one that says another word where it said one: "Alice buys the
+# house" / "Alice sells the house", "goes" / "went", "opens" / "closes", "arrives" /
+# "leaves", "prefers tea over coffee" / "prefers coffee over tea" were folded with USE
+# (cosines 0.955 to 0.998, most words shared) and the new text lost, and consolidation
+# would merge "accepts" / "rejects", "wins" / "loses" (0.940, 0.945) into one memory that no
+# longer told which holds; "blue" / "green", "Carol" / "Dave", "Tokyo" / "Osaka" are the
+# same shape (under the thresholds with USE in the sentences tried, not with every model). No
+# closed list holds every pair of words that differ in what they say, so any content word
+# (no stop word, number or marker) put in the place of another counts, its stem compared
+# ("buying" / "buys" is no change): a paraphrase that swaps a word ("recommend" /
+# "suggest") is kept twice, which hides nothing. A word only added or left out is not
+# this (``DEDUP_MAX_NEW_TERMS`` bounds what is added; a shorter restatement folds), nor a
+# phrase moved elsewhere, nor a word written apart ("e-mail" / "email").
+Token = tuple[str, bool]  # its stem (a stop word as written), and whether it is a content word
+
+
+def _tokens(text: str) -> tuple[Token, ...]:
+    """The words of ``text`` in order (``_substituted``): Latin-script words casefolded and
+    stemmed, runs of CJK characters segmented by jieba."""
+    normal = _folded(text)
+    found: list[Token] = []
+    position = 0
+    for match in _CJK.finditer(normal):
+        found += _latin_tokens(normal[position : match.start()])
+        with _LOCK:
+            words = jieba.lcut(match.group())
+        found += [(w, w not in CHINESE_STOP_WORDS and w not in _MARKER_OF) for w in words if w.strip()]
+        position = match.end()
+    found += _latin_tokens(normal[position:])
+    return tuple(found)
+
+
+def _latin_tokens(text: str) -> list[Token]:
+    found: list[Token] = []
+    with _LOCK:  # the Snowball stemmer object is not thread-safe
+        for word in _WORD.findall(text):
+            if word in ENGLISH_STOP_WORDS or word in _MARKER_OF or any(char.isdigit() for char in word):
+                found.append((word, False))
+            else:
+                found.append((_stem(word), True))
+    return found
+
+
+def _substituted(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
+    """Whether, aligned word by word, one text says a content word where the other says
+    another: a span replaced in which each side holds a content word the other side's
+    span does not, and that is not the same letters written apart."""
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for operation, i1, i2, j1, j2 in matcher.get_opcodes():
+        if operation != "replace":
+            continue
+        ours = {stem for stem, content in left[i1:i2] if content}
+        theirs = {stem for stem, content in right[j1:j2] if content}
+        if not (ours - theirs and theirs - ours):
+            continue
+        if "".join(stem for stem, _ in left[i1:i2]) == "".join(stem for stem, _ in right[j1:j2]):
+            continue
+        return True
+    return _exchanged(left, right) or _exchanged(right, left)
+
+
+# How far apart two exchanged words may stand: a clause ("Alice is taller than Bob").
+_EXCHANGE_SPAN = 8
+_COORDINATION = frozenset(((("and", False),), (("or", False),), (("nor", False),)))
+
+
+def _exchanged(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
+    """Whether two content words of ``left`` stand in each other's place in ``right``
+    around the same words ("prefers tea over coffee" / "prefers coffee over tea"): an
+    alignment reads that as one word moved, and no word as replaced."""
+    where: dict[Token, list[int]] = {}
+    for position, token in enumerate(right):
+        if token[1]:
+            where.setdefault(token, []).append(position)
+    for i, first in enumerate(left):
+        if not first[1]:
+            continue
+        for j in range(i + 1, min(len(left), i + 1 + _EXCHANGE_SPAN)):
+            second = left[j]
+            if not second[1] or second == first:
+                continue
+            between = left[i + 1 : j]
+            if between in _COORDINATION:  # "coffee and tea" / "tea and coffee"
+                continue
+            if any(
+                right[p + 1 : p + j - i] == between and p + j - i < len(right) and right[p + j - i] == first
+                for p in where.get(second, ())
+            ):
+                return True
+    return False
 
 
 def is_blank(text: str) -> bool:
@@ -382,10 +486,19 @@ class Wording:
     words: frozenset[str] = frozenset()
     # Its capitalised words in order, for ``_swapped``.
     names: tuple[str, ...] = ()
+    # Its words in order, for ``_substituted``.
+    tokens: tuple[Token, ...] = ()
 
     @classmethod
     def of(cls, text: str) -> Wording:
-        return cls(frozenset(terms(text)), tuple(numbers(text)), tuple(markers(text)), _latin_words(text), _names(text))
+        return cls(
+            frozenset(terms(text)),
+            tuple(numbers(text)),
+            tuple(markers(text)),
+            _latin_words(text),
+            _names(text),
+            _tokens(text),
+        )
 
     def overlap(self, other: Wording) -> float:
         """The Jaccard similarity of the two texts' search terms (``word_overlap``)."""
@@ -394,14 +507,16 @@ class Wording:
     def says_as(self, other: Wording) -> bool:
         """Whether the two give the same numbers and the same words that turn what they say
         around ("can" / "can't", "Monday" / "Tuesday", "km" / "miles"), each as often,
-        neither negates a word of the other by a prefix ("able" / "unable") and they name
-        their people in the same order ("Alice owes Bob" / "Bob owes Alice"): what both
-        write-time dedup (``repeats``) and a consolidation merge ask of a pair."""
+        neither negates a word of the other by a prefix ("able" / "unable"), they name
+        their people in the same order ("Alice owes Bob" / "Bob owes Alice") and neither
+        says another word where the other says one ("buys" / "sells", "blue" / "green"):
+        what both write-time dedup (``repeats``) and a consolidation merge ask of a pair."""
         return (
             self.numbers == other.numbers
             and self.markers == other.markers
             and not _negated(self.words, other.words)
             and not _swapped(self.names, other.names)
+            and not _substituted(self.tokens, other.tokens)
         )
 
 

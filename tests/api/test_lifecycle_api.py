@@ -222,7 +222,7 @@ def test_restored_sources_rejoin_their_merged_memory_on_every_store(server: Live
                 ["Zoe", "Alice"],
             ),
             (
-                "Zoe and Alice like to drink hot green tea with lemon in the garden every sunny morning",
+                "Zoe and Alice like to drink hot green tea with honey and read books in the garden every sunny morning",
                 ["alice", "Tea"],
             ),
         )

@@ -117,6 +117,37 @@ CHANGED_MARKERS = [
 ]
 
 
+# A near-identical text that says another word where the older one said one (a verb, a
+# tense, two things in each other's place): with USE each was folded into the older memory
+# (cosines 0.955 to 0.998) and the new one lost.
+CHANGED_WORDS = [
+    (
+        "Alice buys the old house on Maple Street next to the park this spring.",
+        "Alice sells the old house on Maple Street next to the park this spring.",
+    ),
+    (
+        "Alice goes to the gym every morning before work with her sister.",
+        "Alice went to the gym every morning before work with her sister.",
+    ),
+    (
+        "The bakery on the corner of Main Street opens at seven every weekday.",
+        "The bakery on the corner of Main Street closes at seven every weekday.",
+    ),
+    (
+        "The train from Boston arrives at the central station at noon on weekdays.",
+        "The train from Boston leaves the central station at noon on weekdays.",
+    ),
+    (
+        "Alice opened a savings account at the local bank near the office last week.",
+        "Alice closed a savings account at the local bank near the office last week.",
+    ),
+    (
+        "The user prefers tea over coffee in the morning at the office.",
+        "The user prefers coffee over tea in the morning at the office.",
+    ),
+]
+
+
 # A near-identical text that adds more than a few words of its own: folded (Jaccard 0.76,
 # cosine over the threshold with USE), it kept the older text only, and "specifically
 # machine learning and deep learning" was lost.
@@ -130,7 +161,9 @@ COURSES_AND_MORE = (
 )
 
 
-@pytest.mark.parametrize(("older", "newer"), [*CHANGED_NUMBERS, *CHANGED_MARKERS, (COURSES, COURSES_AND_MORE)])
+@pytest.mark.parametrize(
+    ("older", "newer"), [*CHANGED_NUMBERS, *CHANGED_MARKERS, *CHANGED_WORDS, (COURSES, COURSES_AND_MORE)]
+)
 def test_a_near_repeat_that_says_something_new_is_kept(
     open_svc: OpenService, model: Embedder, older: str, newer: str
 ) -> None:
@@ -150,3 +183,42 @@ def test_a_shorter_restatement_of_a_longer_memory_still_folds(open_svc: OpenServ
     again = service.save(MemoryDraft(content=COURSES))
     assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
     assert again.memory.content == COURSES_AND_MORE
+
+
+# Consolidation would merge each pair into one memory (USE: cosines 0.940 to 0.961, above
+# ``merge_cosine``, most words shared), which then held both and no longer told which holds.
+SAID_OTHERWISE = [
+    (
+        "Alice accepts the job offer from the design studio in Seattle.",
+        "Alice rejects the job offer from the design studio in Seattle.",
+    ),
+    (
+        "Alice's soccer team wins the regional final against the visitors every year.",
+        "Alice's soccer team loses the regional final against the visitors every year.",
+    ),
+    (
+        "Bob gave up smoking after his doctor warned him about his lungs last winter.",
+        "Bob smokes after his doctor warned him about his lungs last winter.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), SAID_OTHERWISE)
+def test_near_duplicates_that_say_another_word_are_not_merged(open_svc: OpenService, older: str, newer: str) -> None:
+    service = open_svc(embedder=load_use())
+    one, two = (service.save(MemoryDraft(content=text)).memory for text in (older, newer))
+    assert one.memory_id != two.memory_id
+    assert service.consolidator.run(one.namespace, dry_run=True).merged == 0
+
+
+def test_a_near_duplicate_that_only_adds_words_is_still_merged(open_svc: OpenService) -> None:
+    service = open_svc(embedder=load_use())
+    one, two = (
+        service.save(MemoryDraft(content=text)).memory
+        for text in (
+            "Alice opened a savings account at the local bank near the office last week.",
+            "Alice opened a new savings account at the small local bank near the office last week.",
+        )
+    )
+    assert one.memory_id != two.memory_id  # USE: cosine 0.936, under dedup_cosine
+    assert service.consolidator.run(one.namespace, dry_run=True).merged == 1

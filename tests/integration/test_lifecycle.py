@@ -26,10 +26,11 @@ from tests.conftest import HashingEmbedder
 OpenService = Callable[..., MemoryService]
 NS = "user-1"
 # Two near-duplicates that consolidation merges and write-time dedup keeps apart (cosine
-# 0.92-0.95 with the test model).
+# 0.92-0.95 with the test model). The second adds words and says no other word where the
+# first says one (one with "lemon" where the first said "honey" is not merged).
 ALICES_TEAS = tuple(
-    f"alice likes to drink hot green tea with {word} in the garden every single sunny morning"
-    for word in ("honey", "lemon")
+    f"alice likes to drink hot green tea with {words} in the garden every single sunny morning"
+    for words in ("honey", "honey and mint")
 )
 
 

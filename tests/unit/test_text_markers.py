@@ -184,3 +184,74 @@ def test_a_word_negated_by_a_prefix_is_read_where_the_plain_word_is_also_said_or
 ) -> None:
     assert not text.Wording.of(a).says_as(text.Wording.of(b))
     assert not text.Wording.of(b).says_as(text.Wording.of(a))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # Another verb in the same place: write-time dedup folded the second text into the
+        # first with USE (cosines 0.956 to 0.978), and consolidation merged "accepts" /
+        # "rejects" and "wins" / "loses" (0.940, 0.944) into one memory.
+        (
+            "Alice buys the old house on Maple Street next to the park this spring.",
+            "Alice sells the old house on Maple Street next to the park this spring.",
+        ),
+        (
+            "Alice goes to the gym every morning before work with her sister.",
+            "Alice went to the gym every morning before work with her sister.",
+        ),
+        (
+            "The bakery on the corner of Main Street opens at seven every weekday.",
+            "The bakery on the corner of Main Street closes at seven every weekday.",
+        ),
+        (
+            "The train from Boston arrives at the central station at noon on weekdays.",
+            "The train from Boston leaves the central station at noon on weekdays.",
+        ),
+        ("Alice accepts the job offer from the design studio.", "Alice rejects the job offer from the design studio."),
+        ("The user's team wins the regional final every year.", "The user's team loses the regional final every year."),
+        # Another name, colour, place or thing in the same place.
+        ("Alice's favourite colour is blue.", "Alice's favourite colour is green."),
+        ("Bob lives with Carol near the campus.", "Bob lives with Dave near the campus."),
+        (
+            "The user booked a flight to Tokyo for the conference.",
+            "The user booked a flight to Osaka for the conference.",
+        ),
+        ("The user's daughter plays the piano at school.", "The user's daughter plays the violin at school."),
+        ("用户喜欢蓝色的衣服", "用户喜欢绿色的衣服"),
+        # Two words in each other's place (USE: cosine 0.998, folded).
+        (
+            "The user prefers tea over coffee in the morning at the office.",
+            "The user prefers coffee over tea in the morning at the office.",
+        ),
+    ],
+)
+def test_another_word_in_the_same_place_does_not_say_the_same(a: str, b: str) -> None:
+    assert not text.Wording.of(a).says_as(text.Wording.of(b))
+    assert not text.Wording.of(b).says_as(text.Wording.of(a))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Bart went to the zoo and felt very happy.", "Bart went to the zoo and felt really happy."),
+        ("Alice is buying the house.", "Alice buys the house."),
+        ("Alice likes green tea.", "Alice likes green tea with honey."),
+        ("In the morning I drink tea.", "I drink tea in the morning."),
+        ("Send me an e-mail with the plan.", "Send me an email with the plan."),
+        ("The user drinks coffee and tea every day.", "The user drinks tea and coffee every day."),
+        ("She walked into the garden.", "She walked to the garden."),
+    ],
+)
+def test_a_word_added_moved_or_only_written_otherwise_is_no_other_word(a: str, b: str) -> None:
+    assert text.Wording.of(a).says_as(text.Wording.of(b))
+    assert text.Wording.of(b).says_as(text.Wording.of(a))
+
+
+def test_giving_up_is_stopping() -> None:
+    """Consolidation would merge "Bob gave up smoking …" with "Bob smokes …" (USE: cosine
+    0.961, every word of the second in the first): "gave up" said what "quit" says."""
+    assert text.markers("Bob gave up smoking and has given up drinking.") == ["stop", "stop"]
+    assert not text.same_markers("Bob gave up smoking after the winter.", "Bob smokes after the winter.")
+    assert text.same_markers("Bob gave up smoking.", "Bob has given up smoking.")
+    assert text.markers("Bob forgave upon reflection.") == []
