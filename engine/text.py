@@ -375,7 +375,12 @@ def _substituted(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
         theirs = {stem for stem, content in right[j1:j2] if content}
         if not (ours - theirs and theirs - ours):
             continue
-        if "".join(stem for stem, _ in left[i1:i2]) == "".join(stem for stem, _ in right[j1:j2]):
+        ours_said, theirs_said = "".join(stem for stem, _ in left[i1:i2]), "".join(stem for stem, _ in right[j1:j2])
+        if ours_said == theirs_said:
+            continue
+        # jieba cuts the same Chinese words otherwise as a sentence ends otherwise ("试试看吧"
+        # / "试试"): a run that holds the other whole says no other word.
+        if is_chinese(ours_said + theirs_said) and (ours_said in theirs_said or theirs_said in ours_said):
             continue
         return True
     return _exchanged(left, right) or _exchanged(right, left)
