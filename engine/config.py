@@ -179,7 +179,8 @@ class RecallConfig:
     max_widened_candidates: int = 4096
     # A query the model has no word for, in more than this share of its tokens (MiniLM
     # reads most Chinese characters as [UNK]), is ranked without the semantic signal:
-    # its vector says nothing. 1 keeps the signal whatever the model reads.
+    # its vector says nothing; nor does a save of such a text fold into another memory by
+    # its vector (engine/writing.py). 1 keeps the signal whatever the model reads.
     unread_query_share: float = 0.5
     # Read the times a query names in a worker process, beside the recall's embedding and
     # channels (engine/adapters/time_worker.py); false: in the request's thread.

@@ -12,7 +12,7 @@ so a batch ends as the same saves one at a time would:
 * ``near_duplicate``: one with calibrated similarity ≥ ``dedup_cosine``, overlapping entities, mostly
   the same words and no more than ``text.DEDUP_MAX_NEW_TERMS`` of the new text's own, the same
   numbers and the same ``text.markers`` (the network's semantic channel; only neighbours at the
-  threshold are read);
+  threshold are read), where the model reads both texts (``ports.ReadsText``, as for a query);
 * ``resolve_conflicts``: what each new memory supersedes or contradicts
   (``engine.conflicts``), judged only for a memory the rules read a claim in or that
   carries a key, against candidates close enough to count.
@@ -38,7 +38,7 @@ from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.fast_network import Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, Matrix, Store, Vector
+from engine.ports import Edge, Embedder, Matrix, ReadsText, Store, Vector
 from engine.recall import Recaller
 from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
 from engine.supersession import superseded_reason
@@ -617,6 +617,12 @@ class SaveJudge:
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
+            # A vector of a text the model has no word for says nothing (MiniLM reads
+            # "Lisa" alone in two Chinese prizes, 0.99 apart): it vouches for no repeat.
+            if not self._reads(memory.content):
+                return None
+            if not self._reads(candidate.content):
+                continue
             if not plan.active(candidate) or not _same_thing(candidate, memory):
                 continue
             said = said or text.Wording.of(memory.content)
@@ -626,6 +632,12 @@ class SaveJudge:
             if (not keys and not other) or keys & other:
                 return candidate, similarity
         return None
+
+    def _reads(self, content: str) -> bool:
+        """Whether the embedder reads ``content`` (``ports.ReadsText``, above ``[recall]
+        unread_query_share`` of its tokens unknown: not; one that cannot tell does)."""
+        share = self.config.recall.unread_query_share
+        return share >= 1 or not isinstance(self.embedder, ReadsText) or self.embedder.unread_share(content) <= share
 
     def _near_ids(self, memory: Memory, similar: Neighbours, scope: Scope | None) -> list[str]:
         """Of ``memory``'s neighbours, the ids of those of its audience close enough to count."""

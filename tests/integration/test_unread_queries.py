@@ -41,9 +41,7 @@ def _filled(data_dir: Path, minilm: Embedder, **recall: float) -> MemoryService:
     return service
 
 
-def test_a_query_the_model_cannot_read_is_ranked_without_the_semantic_signal(
-    data_dir: Path, minilm: Embedder
-) -> None:
+def test_a_query_the_model_cannot_read_is_ranked_without_the_semantic_signal(data_dir: Path, minilm: Embedder) -> None:
     service = _filled(data_dir, minilm)
     try:
         result = service.recall("我对什么过敏", namespaces=[NS], top_k=5, reinforce=False)
@@ -64,9 +62,7 @@ def test_a_query_the_model_cannot_read_is_ranked_without_the_semantic_signal(
         service.close()
 
 
-def test_a_share_of_one_keeps_the_semantic_signal_whatever_the_model_reads(
-    data_dir: Path, minilm: Embedder
-) -> None:
+def test_a_share_of_one_keeps_the_semantic_signal_whatever_the_model_reads(data_dir: Path, minilm: Embedder) -> None:
     service = _filled(data_dir, minilm, unread_query_share=1.0)
     try:
         result = service.recall("我对什么过敏", namespaces=[NS], top_k=5, reinforce=False)
@@ -82,3 +78,27 @@ def test_the_share_is_checked_at_start(data_dir: Path, share: float) -> None:
 
     with pytest.raises(ConfigError, match="unread_query_share"):
         load_config(env={}, data_dir=data_dir, recall={"unread_query_share": share})
+
+
+def test_a_text_the_model_cannot_read_is_not_folded_into_another_by_its_vector(
+    data_dir: Path, minilm: Embedder
+) -> None:
+    # Two prizes of MADial-Bench's Chinese memories: MiniLM reads only "Lisa" in either
+    # (cosine about 0.99, above the dedup threshold) and the words mostly repeat, so the
+    # painting prize was folded into the essay prize on save, and stayed lost after the
+    # store moved to a model that reads Chinese (a fresh store on that model keeps both).
+    service = open_service(load_config(env={}, data_dir=data_dir), embedder=minilm)
+    try:
+        essay = service.save(MemoryDraft("Lisa在学校的作文比赛中赢得了第一名，并且感到非常开心。", namespace=NS))
+        painting = service.save(MemoryDraft("Lisa在学校的绘画比赛中获得第一名，感到非常开心。", namespace=NS))
+        assert painting.created and painting.deduplicated_by is None
+        assert painting.memory.memory_id != essay.memory.memory_id
+        # The same text is still one memory (its digest, not its vector, says so) ...
+        again = service.save(MemoryDraft("Lisa在学校的绘画比赛中获得第一名，感到非常开心。", namespace=NS))
+        assert again.deduplicated_by == "digest" and again.memory.memory_id == painting.memory.memory_id
+        # ... and a text the model reads is folded by its vector as before.
+        first = service.save(MemoryDraft("I walk my dog every evening after work", namespace=NS))
+        repeat = service.save(MemoryDraft("I walk my dog every evening after work.", namespace=NS))
+        assert repeat.deduplicated_by == "similar" and repeat.memory.memory_id == first.memory.memory_id
+    finally:
+        service.close()
