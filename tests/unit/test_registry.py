@@ -61,3 +61,22 @@ def test_the_embedded_security_store_is_a_file_of_the_data_directory(tmp_path: P
     security = open_security(config)
     security.close()
     assert (tmp_path / SECURITY_FILE).is_file()
+
+
+def test_a_model_that_cannot_be_loaded_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hub's own message runs over lines ("We couldn't connect …\nCheck your internet
+    # connection …"); `twinmem serve` prints the error as its one line of explanation.
+    import sentence_transformers
+
+    from engine.adapters import embedders
+    from engine.errors import EmbedderError
+
+    def unreachable(location: str, device: str) -> None:
+        raise OSError("We couldn't connect to 'https://huggingface.co'.\nCheck your internet connection.")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", unreachable)
+    with pytest.raises(EmbedderError) as raised:
+        embedders.load_sentence_transformer("all-MiniLM-L6-v3")
+    message = str(raised.value)
+    assert "\n" not in message and ".." not in message
+    assert message.startswith("could not load sentence-transformers model 'all-MiniLM-L6-v3': We couldn't connect")
