@@ -706,12 +706,20 @@ def _server(values: Mapping[str, Any]) -> ServerConfig:
         raise ConfigError(f"[server] trusted_proxies must be a list of addresses or networks, got {proxies!r}")
     for proxy in proxies:
         try:
-            ipaddress.ip_network(proxy, strict=False)
+            network = ipaddress.ip_network(proxy, strict=False)
         except ValueError:
             raise ConfigError(
                 f"[server] trusted_proxies: {proxy!r} is not an IP address or network (such as '10.0.0.5'"
                 " or '10.0.0.0/24'); name the proxies, not '*'"
             ) from None
+        # uvicorn reads a network strictly: one with host bits set ('10.0.0.5/24') it takes
+        # as a name no address ever matches, and the proxy would be silently not believed.
+        address = ipaddress.ip_interface(proxy).ip
+        if address != network.network_address:
+            raise ConfigError(
+                f"[server] trusted_proxies: {proxy!r} has host bits set; write the network {str(network)!r}"
+                f" or the one address {str(address)!r}"
+            )
     return dataclasses.replace(server, trusted_proxies=tuple(proxies))
 
 

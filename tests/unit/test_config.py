@@ -462,6 +462,17 @@ def test_trusted_proxies_are_none_by_default_and_name_addresses_or_networks(tmp_
             load_config(write_toml(tmp_path, f"[server]\ntrusted_proxies = {wrong}\n"), env={})
 
 
+def test_a_trusted_network_with_host_bits_set_is_refused_not_silently_ignored(tmp_path: Path) -> None:
+    """uvicorn reads '127.0.0.5/8' strictly, fails, and keeps it as a name that no address
+    matches: the configured proxy was never believed, and nothing said so."""
+    with pytest.raises(ConfigError, match=r"'127\.0\.0\.5/8' has host bits set; write the network '127\.0\.0\.0/8'"):
+        load_config(write_toml(tmp_path, '[server]\ntrusted_proxies = ["127.0.0.5/8"]\n'), env={})
+    with pytest.raises(ConfigError, match=r"host bits set.*'fd00::1'"):
+        load_config(write_toml(tmp_path, '[server]\ntrusted_proxies = ["fd00::1/64"]\n'), env={})
+    path = write_toml(tmp_path, '[server]\ntrusted_proxies = ["10.0.0.5/32", "fd00::/64"]\n')
+    assert load_config(path, env={}).server.trusted_proxies == ("10.0.0.5/32", "fd00::/64")
+
+
 def test_a_declared_token_may_carry_an_expiry_with_its_offset(tmp_path: Path) -> None:
     base = '[auth]\nmode = "tokens"\n[[auth.tokens]]\nagent = "a"\ngrants = ["a:rw"]\ntoken-hash = "' + "0" * 64 + '"\n'
     assert load_config(write_toml(tmp_path, base), env={}).auth.tokens[0].expires_at is None
