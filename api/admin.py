@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from litestar import Controller, Response, delete, get, post
@@ -25,7 +25,7 @@ from pydantic import Field, Strict
 
 from api import schemas
 from api.auth import Caller
-from engine.codec import to_iso
+from engine.codec import as_utc, to_iso
 from engine.errors import InvalidInput, NotFound
 from engine.ports import SecurityStore
 from engine.records import utcnow
@@ -161,7 +161,10 @@ def create_token(
             raise InvalidInput(
                 "expires_at needs its offset (2027-01-31T00:00:00Z), or the time is ambiguous", field="expires_at"
             )
-        expires_at = expires_at.astimezone(UTC)
+        try:  # 9999-12-31T23:00:00-05:00 is past the year 9999 in UTC
+            expires_at = as_utc(expires_at)
+        except ValueError as exc:
+            raise InvalidInput(f"expires_at: {exc}", field="expires_at") from None
         if expires_at <= now:
             raise InvalidInput(f"expires_at {to_iso(expires_at)} is not in the future", field="expires_at")
     record = TokenRecord(

@@ -773,7 +773,10 @@ def _expiry(value: Any, where: str) -> datetime | None:
             raise ConfigError(f"{where}: expires_at must be a date and time such as 2027-01-31T00:00:00Z") from None
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise ConfigError(f"{where}: expires_at must be a date and time with its offset, such as 2027-01-31T00:00:00Z")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the year 9999 in UTC
+        raise ConfigError(f"{where}: expires_at {value.isoformat()} is out of range once converted to UTC") from None
 
 
 def _conflicts(values: Mapping[str, Any]) -> ConflictsConfig:

@@ -248,6 +248,17 @@ def test_the_head_of_an_empty_log_noted_verifies_as_the_log_grows(
     assert main(["audit", "verify", "--data-dir", str(tmp_path), "--expect-head", head]) == 0
 
 
+def test_cli_token_create_refuses_an_expiry_past_the_year_9999_in_utc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: an OverflowError traceback from ``twinmem token create``."""
+    args = ["token", "create", "--agent", "planner", "--grant", "user:*:rw", "--data-dir", str(tmp_path)]
+    assert main([*args, "--expires-at", "9999-12-31T23:00:00-05:00"]) != 0
+    err = capsys.readouterr().err
+    assert "expires_at: 9999-12-31T23:00:00-05:00 is out of range once converted to UTC" in err
+    assert main([*args, "--expires-at", "9999-12-31T23:00:00+00:00"]) == 0  # the last moment there is
+
+
 def test_cli_creates_lists_and_revokes_tokens_and_audits_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = str(tmp_path)
     assert main(["token", "create", "--agent", "planner", "--grant", "user:*:rw", "--data-dir", data]) == 0

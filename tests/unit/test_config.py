@@ -483,3 +483,11 @@ def test_a_declared_token_may_carry_an_expiry_with_its_offset(tmp_path: Path) ->
     for wrong in ("2027-01-31T00:00:00", '"tomorrow"', "2027-01-31"):
         with pytest.raises(ConfigError, match="expires_at must be a date and time"):
             load_config(write_toml(tmp_path, base + f"expires_at = {wrong}\n"), env={})
+
+
+def test_a_declared_expiry_past_the_year_9999_in_utc_is_a_config_error(tmp_path: Path) -> None:
+    """Before: OverflowError from astimezone, a traceback at start instead of a config error."""
+    base = '[auth]\nmode = "tokens"\n[[auth.tokens]]\nagent = "a"\ngrants = ["a:rw"]\ntoken-hash = "' + "0" * 64 + '"\n'
+    for value in ("9999-12-31T23:00:00-05:00", '"9999-12-31T23:00:00-05:00"'):
+        with pytest.raises(ConfigError, match=r"#1: expires_at 9999-12-31T23:00:00-05:00 is out of range"):
+            load_config(write_toml(tmp_path, base + f"expires_at = {value}\n"), env={})
