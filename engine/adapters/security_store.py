@@ -114,13 +114,24 @@ class SqliteSecurityStore:
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             self._conn = conn
+        try:
             with self._transaction() as db:
                 ran = db.execute("PRAGMA user_version").fetchone()[0]
+                if ran > len(_MIGRATIONS):
+                    # A newer twinmem's file: its tables hold what this one would misread
+                    # (or not enforce, as a token's expiry), so it is not used at all.
+                    raise StoreError(
+                        f"the security store {self._path} has schema version {ran}, newer than this twinmem"
+                        f" knows ({len(_MIGRATIONS)}): it was written by a newer twinmem; run that one"
+                    )
                 for number, script in enumerate(_MIGRATIONS[ran:], start=ran + 1):
                     for statement in script.split(";"):
                         if statement.strip():
                             db.execute(statement)
                     db.execute(f"PRAGMA user_version = {number}")
+        except BaseException:
+            self.close()  # a file it cannot use is not held open
+            raise
 
     def close(self) -> None:
         with self._lock:

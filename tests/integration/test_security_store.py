@@ -23,7 +23,7 @@ from engine.adapters.security_store import ARCHIVE_DIR, SECURITY_FILE, SqliteSec
 from engine.adapters.session_sqlite import SqliteSessionStore
 from engine.adapters.sqlite_store import SqliteStore
 from engine.config import load_config
-from engine.errors import ConfigError, InvalidInput
+from engine.errors import ConfigError, InvalidInput, StoreError
 from engine.security import (
     AuditEvent,
     AuditQuery,
@@ -377,6 +377,23 @@ def test_the_blocks_table_is_added_to_an_existing_security_file(tmp_path: Path) 
         assert verify_chain(store.audit_rows()).entries == 1
     finally:
         store.close()
+
+
+def test_a_security_file_of_a_newer_twinmem_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    """An older twinmem read a newer file as its own: the version-2 code, given a version-3
+    file, failed on every token with 'too many values to unpack', and one that read the
+    tokens by name would have accepted expired tokens. A newer schema is now refused on open."""
+    path = tmp_path / SECURITY_FILE
+    store = SqliteSecurityStore(path)
+    store.open()
+    store.close()
+    with sqlite3.connect(path) as db:
+        current = db.execute("PRAGMA user_version").fetchone()[0]
+        db.execute(f"PRAGMA user_version = {current + 1}")
+    store = SqliteSecurityStore(path)
+    with pytest.raises(StoreError, match=rf"schema version {current + 1}, newer than this twinmem knows \({current}\)"):
+        store.open()
+    store.close()
 
 
 def test_tokens_stored_before_expiry_existed_keep_working_and_never_expire(tmp_path: Path) -> None:
