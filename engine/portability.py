@@ -593,7 +593,7 @@ def import_entries(
         seen[item.original_id] = entry.line
         planned.append(item)
     report.notes.extend(notes)
-    _without_gone_links(planned, gone, report)
+    _without_gone_links(service, planned, gone, report, now, stored_too=owner is None)
     if owner is not None:
         _owned(service, planned, owner, report, now)
     if report.errors:
@@ -1133,17 +1133,41 @@ def _stored_where(service: MemoryService, keys: list[tuple[str, str]], now: date
     return {key: key in here for key in keys if key[1] in taken}
 
 
-def _without_gone_links(planned: list[_Planned], gone: set[str], report: ImportReport) -> None:
+def _without_gone_links(
+    service: MemoryService,
+    planned: list[_Planned],
+    gone: set[str],
+    report: ImportReport,
+    now: datetime,
+    *,
+    stored_too: bool,
+) -> None:
     """Leave out the links to memories the export's end line says went while it was written
     (purged, or out of sight), each with a note: the memory is nowhere to link to, and the
-    rest of the file is whole. A memory the file holds after all keeps its links."""
+    rest of the file is whole. A memory the file holds after all keeps its links; so does
+    one the target namespace holds (``stored_too``: an admin's import, whose links may point
+    to stored memories): one taken out of the exporter's sight may be there, and the link to
+    it is as good as any other link to a stored memory."""
     missing = gone - {item.original_id for item in planned}
     if not missing:
         return
+    wanted: dict[str, set[str]] = {}
     for item in planned:
-        left_out = [(kind, to) for kind, to, _ in item.edges if to in missing]
+        for _, to, _ in item.edges:
+            if to in missing:
+                wanted.setdefault(item.memory.namespace, set()).add(to)
+    stored: set[tuple[str, str]] = set()
+    if stored_too:
+        stored = {
+            (ns, memory.memory_id)
+            for ns, ids in wanted.items()
+            for memory in service.store.get_many(Scope.whole([ns]), sorted(ids), EVERYTHING, now)
+        }
+    for item in planned:
+        namespace = item.memory.namespace
+        left_out = [(kind, to) for kind, to, _ in item.edges if to in missing and (namespace, to) not in stored]
         if left_out:
-            item.edges = [edge for edge in item.edges if edge[1] not in missing]
+            item.edges = [edge for edge in item.edges if (edge[0], edge[1]) not in left_out]
             report.notes.extend(
                 f"memory {item.original_id}: its {kind} link to {to} left out: that memory was purged or taken"
                 " out of sight while the file was exported"

@@ -486,6 +486,38 @@ def test_an_export_during_which_a_linked_memory_is_purged_still_imports(
     assert target.get(NS, moved.memory.memory_id).content == "I moved to Paris"
 
 
+def test_a_link_to_a_gone_memory_the_target_namespace_holds_is_kept(
+    make_service: Callable[..., MemoryService], clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gone`` says the exporter could no longer read the memory, not that it is nowhere: a
+    memory taken out of sight (or purged at the source) may be in the namespace the file is
+    imported into. There the link is as good as any link to a stored memory, and an admin's
+    import kept such links before ``gone`` existed; it was left out all the same, and the
+    SUPERSEDED memory there lost the link that says what replaced it."""
+    source = make_service()
+    home = source.save(MemoryDraft(content="I live in Berlin", namespace=NS, key="home")).memory
+    clock.advance(minutes=1)
+    source.save(MemoryDraft(content="Unrelated note about the office printer", namespace=NS))
+    clock.advance(minutes=1)
+    moved = source.save(MemoryDraft(content="I moved to Paris", namespace=NS, key="home")).memory
+    whole = b"".join(open_export(source, NS, versions=True, source_deployment="test", now=clock.now).chunks())
+    target = make_service(name="target")
+    assert import_bytes(target, whole).written
+    target.delete(NS, moved.memory_id, hard=True)  # the target holds home, not the memory replacing it
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    export = open_export(source, NS, versions=True, source_deployment="test", now=clock.now)
+    header, newest_page = next(export.chunks()), next(export.lines)
+    source.delete(NS, home.memory_id, hard=True)  # a purge between the pages
+    data = header + newest_page + b"".join(export.lines)
+    assert lines(data)[-1]["gone"] == [home.memory_id]
+
+    report = import_bytes(target, data)
+    assert report.written, report.errors
+    assert not any("left out" in note for note in report.notes), report.notes
+    links = target.store.edges(Scope.whole([NS]), moved.memory_id)
+    assert [(e.src, e.kind, e.dst) for e in links] == [(moved.memory_id, "SUPERSEDES", home.memory_id)]
+
+
 @pytest.mark.parametrize("cut", ["mid-line", "line-boundary", "header-only"])
 def test_a_truncated_file_is_reported_and_nothing_is_written(
     make_service: Callable[..., MemoryService], exported: bytes, cut: str
