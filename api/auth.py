@@ -497,10 +497,19 @@ class Access:
         request that runs long (a streamed export, an import whose body takes minutes to
         arrive) asks before it goes on, so a revocation holds for it too, not only for the
         requests that start after it."""
+        return self.lapsed() is not None
+
+    def lapsed(self) -> str | None:
+        """Why the token this request was authenticated with no longer holds ("was revoked",
+        or "expired at …"), or None while it does: what ``revoked`` asks, with the reason."""
         if self.record.token_hash is None:
-            return False
+            return None
         current = self.security.principal_for(self.record.token_hash)
-        return current is None or current.token_id != self.principal.token_id or current.expired(utcnow())
+        if current is None or current.token_id != self.principal.token_id:
+            return "was revoked"
+        if current.expires_at is not None and current.expired(utcnow()):
+            return f"expired at {to_iso(current.expires_at)}"
+        return None
 
     def require_admin(self) -> None:
         self.record.namespaces.append("*")

@@ -43,12 +43,14 @@ def _service(state: State) -> MemoryService:
 
 def _while_valid(chunks: Iterator[bytes], access: Access) -> Iterator[bytes]:
     """The export's chunks (a page of memories each) for as long as the caller's token holds:
-    revoked mid-way, the export stops before its next page, without its end line, so the
-    file reads as cut off (an import refuses it) rather than whole. Its audit entry, "ok",
-    went out with the first byte; a second entry of the same request says it was cut."""
+    revoked (or expired) mid-way, the export stops before its next page, without its end
+    line, so the file reads as cut off (an import refuses it) rather than whole. Its audit
+    entry, "ok", went out with the first byte; a second entry of the same request says it
+    was cut, and why."""
     for number, chunk in enumerate(chunks):
-        if number and access.revoked():
-            detail = "cut off before its end: the token was revoked during the export"
+        lapsed = access.lapsed() if number else None
+        if lapsed is not None:
+            detail = f"cut off before its end: the token {lapsed} during the export"
             log.warning("export of request %s by %r %s", access.record.request_id, access.actor, detail)
             try:
                 access.security.append_audit(audit_event(access.record, 401, detail))

@@ -342,3 +342,62 @@ def test_a_token_past_its_expiry_is_refused_with_a_clear_401_listed_and_audited(
     refusal = entries[0]
     assert (refusal["outcome"], refusal["status_code"]) == ("unauthenticated", 401), refusal
     assert f"token {token_id} expired at" in refusal["detail"]
+
+
+def test_a_token_expiring_mid_export_cuts_it_and_the_audit_says_it_expired(
+    secured: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export whose token expires between two pages stops there, as on a revocation; its
+    audit entry said "the token was revoked during the export", which it was not (the token
+    list shows it never revoked): it now says when the token expired."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    deadline = datetime.now(UTC) + timedelta(seconds=3)
+    with bearer(secured, ROOT_TOKEN) as root:
+        created = root.post(
+            "/v1/admin/tokens", json={"agent": "ida", "grants": ["shelf:rw"], "expires_at": deadline.isoformat()}
+        )
+    assert created.status_code == 201, created.text
+    token = created.json()["token"]
+    with bearer(secured, token) as api:
+        saved = api.post(
+            "/v1/memory/save_batch",
+            json={
+                "namespace": "shelf",
+                "memories": [
+                    {"content": f"Shelf {n} holds the {w} boxes"} for n, w in enumerate(("red", "blue", "green"))
+                ],
+            },
+        )
+        assert saved.status_code == 200, saved.text
+    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
+    store = secured.service.store
+    first_page, go_on = threading.Event(), threading.Event()
+    list_page = store.list_page
+
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("cursor") is not None and kwargs.get("limit") == 1:  # the export's second page
+            first_page.set()
+            assert go_on.wait(30)
+        return list_page(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_page", paused)
+    with httpx.stream(
+        "GET", secured.url + "/v1/export", params={"namespace": "shelf"}, headers={"Authorization": f"Bearer {token}"}
+    ) as response:
+        assert response.status_code == 200
+        assert first_page.wait(30)
+        time.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()) + 0.2)
+        go_on.set()
+        lines = [json.loads(line) for line in response.read().splitlines()]
+    assert [line["kind"] for line in lines] == ["header", "memory"], lines
+    with bearer(secured, ROOT_TOKEN) as root:
+        audited = root.get("/v1/admin/audit", params={"actor": "ida", "action": "export"}).json()["entries"]
+        listed = {t["token_id"]: t for t in root.get("/v1/admin/tokens").json()["tokens"]}
+    assert (audited[0]["outcome"], audited[0]["status_code"]) == ("unauthenticated", 401), audited
+    assert (
+        audited[0]["detail"]
+        == f"cut off before its end: the token expired at {created.json()['expires_at']} during the export"
+    )
+    assert listed[created.json()["token_id"]]["revoked_at"] is None
