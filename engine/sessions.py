@@ -198,10 +198,10 @@ def _prefix(name: str, *, distinct: bool = False) -> str:
     return f"<{tag}>: "
 
 
-def _longest_prefix(name: str) -> int:
-    """The most characters the tag of ``name`` takes before a line: its own tag, or the one
-    with a digest ``_session_prefixes`` gives a later voice that reads like an earlier one."""
-    return max(len(_prefix(name)), len(_prefix(name, distinct=True)))
+def _longest_prefix(name: str) -> str:
+    """The longest tag ``name`` can take before a line: its own, or the one with a digest
+    ``_session_prefixes`` gives a later voice that reads like an earlier one."""
+    return max(_prefix(name), _prefix(name, distinct=True), key=len)
 
 
 def _session_prefixes(names: Iterable[str], fits: Callable[[str, str], bool]) -> dict[str, str]:
@@ -330,11 +330,16 @@ class Sessions:
                     # The longest tag the name can be given counts: a voice that reads
                     # like another's gets a digest at the promotion, and a line with no
                     # room for it kept the bare tag, one voice with the other again.
-                    longest = _longest_prefix(message.name) + max(len(found.content), len(found.said or ""))
+                    # The refusal names the tag it counted: "holds 8001 characters" of a
+                    # line that fits with "<sam>: " read as a miscount.
+                    tag = _longest_prefix(message.name)
+                    longest = len(tag) + max(len(found.content), len(found.said or ""))
                     if longest > cap:
                         raise InvalidInput(
-                            f"a sentence of this message, promoted with its speaker's name, holds "
-                            f"{longest} characters, at most {cap} are allowed: shorten it or the name",
+                            f"a sentence of this message, promoted with its speaker's name as the longest "
+                            f"tag it can be given ({tag!r}: a name that reads like another speaker's gets "
+                            f"a digest), holds {longest} characters, at most {cap} are allowed: shorten "
+                            "it or the name",
                             field=f"messages[{number}].content",
                         )
                     self._check_speaker(ref.namespace, found, number)
@@ -529,8 +534,10 @@ class Sessions:
         # A promotion taken again names what its first attempt stored too: a promoter that
         # died mid-way (a close killed with its process) wrote no entry, and those memories
         # were in none.
-        if promotion.already_promoted:
-            detail += f", {len(promotion.already_promoted)} stored by an earlier attempt"
+        # Counted once each: a repeat the first attempt folded into an earlier line's memory
+        # is that memory again ("3 stored" named two).
+        if earlier := dict.fromkeys(promotion.already_promoted):
+            detail += f", {len(earlier)} stored by an earlier attempt"
         ids = tuple(dict.fromkeys([*promotion.already_promoted, *promotion.created, *promotion.deduplicated]))
         event = AuditEvent(
             "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail

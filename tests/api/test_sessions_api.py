@@ -928,6 +928,10 @@ def test_a_named_line_that_would_lose_its_speakers_digest_at_the_cap_is_refused(
         refused = http.post("/v1/sessions/cap/messages", json={"namespace": "n", "messages": [faro]})
         assert refused.status_code == 422, refused.text
         assert refused.json()["field"] == "messages[0].content" and "8000" in refused.json()["detail"]
+        # The message names the tag it counted: "holds 8001 characters" of a line that fits
+        # with "<sam>: " read as a miscount.
+        digest = hashlib.sha256(b"sam").hexdigest()[:8]
+        assert f"'<sam#{digest}>: '" in refused.json()["detail"], refused.text
         faro["content"] = long[: 8000 - len("<sam#12345678>: ")].rsplit(" and", 1)[0] + "."
         fits = http.post("/v1/sessions/cap/messages", json={"namespace": "n", "messages": [faro]})
         assert fits.status_code == 200, fits.text
@@ -964,3 +968,26 @@ def test_a_promotion_taken_again_names_in_the_audit_log_what_its_first_attempt_s
         naming = [entry for entry in entries if memory_id in entry["memory_ids"]]
         assert len(naming) == 1 and naming[0]["actor"] == "twinmem", entries
     assert "s-cut" in naming[0]["detail"] and "1 stored by an earlier attempt" in naming[0]["detail"], naming
+
+
+def test_a_sweep_entry_counts_each_memory_an_earlier_attempt_stored_once(live: LiveServer) -> None:
+    # A repeat the first attempt folded into the memory of an earlier line of the run is
+    # that memory again: "3 stored by an earlier attempt" named two.
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        said = {"namespace": "team", "expire_after_seconds": 0.05}
+        said["messages"] = [{"role": "user", "content": "I live in Berlin. I live in Berlin. I have two cats."}]
+        assert http.post("/v1/sessions/s-twice/messages", json=said).status_code == 200
+        time.sleep(0.2)
+        sessions = live.app.state.sessions
+        now = sessions.service.now()
+        (generation,) = sessions.store.due(now, 10)
+        claimed = sessions.store.claim(generation, now, 0)
+        assert claimed is not None and len(claimed.candidates) == 3
+        for position, candidate in enumerate(claimed.candidates):  # all three, then killed
+            draft = sessions._draft(claimed.info.ref, claimed.info, position, candidate, now, prefix=None)
+            sessions.service.save(draft)
+        (promotion,) = sessions.sweep()
+        assert len(promotion.already_promoted) == 3 and len(set(promotion.already_promoted)) == 2, promotion
+        (entry,) = http.get("/v1/admin/audit", params={"action": "session", "actor": "twinmem"}).json()["entries"]
+    assert sorted(entry["memory_ids"]) == sorted(set(promotion.already_promoted)), entry
+    assert "2 stored by an earlier attempt" in entry["detail"], entry
