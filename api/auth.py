@@ -53,6 +53,7 @@ from engine.errors import Forbidden, MemoryNotFound, SourceBlocked, StoreError, 
 from engine.ports import BlockList, SecurityStore
 from engine.records import MemoryDraft, Reach, Scope, utcnow
 from engine.security import (
+    AUDIT_MAX_IDS,
     CONFIG_TOKEN_PREFIX,
     LOCAL_PRINCIPAL,
     AuditEvent,
@@ -60,6 +61,7 @@ from engine.security import (
     Principal,
     content_sha256,
     hash_token,
+    listed_ids,
 )
 
 T = TypeVar("T")
@@ -67,8 +69,6 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS = "anonymous"
 AUDIT_KEY = "twinmem_audit"
-# The most memory ids one audit entry lists: twice a batch save's (``[limits] max_batch``).
-AUDIT_MAX_IDS = 1000
 # app.state key of the RateLimiter ([limits] requests_per_minute), absent when off.
 RATE_LIMITER = "rate_limiter"
 # app.state key of the FailedAuthLimiter ([limits] failed_auths_per_second; tokens mode), absent when off.
@@ -220,11 +220,7 @@ def audit_event(record: AuditRecord, status: int, detail: str | None) -> AuditEv
     """The audit entry of ``record``'s request, ended with ``status``: its first
     ``AUDIT_MAX_IDS`` memory ids, and how many more in ``detail`` (an import of 50,000
     memories made one entry of about 2 MB, and every listing that held it as much)."""
-    memory_ids = tuple(dict.fromkeys(record.memory_ids))
-    if len(memory_ids) > AUDIT_MAX_IDS:
-        more = f"{len(memory_ids) - AUDIT_MAX_IDS} more memory ids not listed"
-        detail = more if detail is None else f"{detail}; {more}"
-        memory_ids = memory_ids[:AUDIT_MAX_IDS]
+    memory_ids, detail = listed_ids(record.memory_ids, detail, AUDIT_MAX_IDS)
     return AuditEvent(
         actor=record.actor,
         action=record.action or "admin",

@@ -31,6 +31,9 @@ from engine.errors import ConfigError, InvalidInput
 
 TOKEN_BYTES = 32
 GENESIS_HASH = "0" * 64
+
+# The most memory ids one audit entry lists: twice a batch save's (``[limits] max_batch``).
+AUDIT_MAX_IDS = 1000
 # The identity of every request when ``[auth] mode = "local"``: no token, full rights,
 # and only ever on a loopback address (``check_bind``).
 LOCAL_AGENT = "local"
@@ -186,6 +189,21 @@ class Block:
     blocked_by: str
     blocked_at: datetime
     reason: str | None = None
+
+
+def listed_ids(
+    memory_ids: Iterable[str], detail: str | None, most: int | None = None
+) -> tuple[tuple[str, ...], str | None]:
+    """What an audit entry lists of ``memory_ids``: each once, the first ``most`` of them
+    (default ``AUDIT_MAX_IDS``), with ``detail`` saying how many more were left out (an
+    import of 50,000 memories made one entry of about 2 MB, and every listing that held it
+    as much)."""
+    most = AUDIT_MAX_IDS if most is None else most
+    ids = tuple(dict.fromkeys(memory_ids))
+    if len(ids) <= most:
+        return ids, detail
+    more = f"{len(ids) - most} more memory ids not listed"
+    return ids[:most], more if detail is None else f"{detail}; {more}"
 
 
 @dataclass(frozen=True, slots=True)

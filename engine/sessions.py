@@ -58,7 +58,7 @@ from engine.records import (
     Visibility,
     content_digest,
 )
-from engine.security import AuditEvent
+from engine.security import AuditEvent, listed_ids
 from engine.service import MemoryService, SaveResult
 from engine.session_records import (
     SESSION_ID_PATTERN,
@@ -538,9 +538,12 @@ class Sessions:
         # is that memory again ("3 stored" named two).
         if earlier := dict.fromkeys(promotion.already_promoted):
             detail += f", {len(earlier)} stored by an earlier attempt"
-        ids = tuple(dict.fromkeys([*promotion.already_promoted, *promotion.created, *promotion.deduplicated]))
+        # At most ``AUDIT_MAX_IDS``, the rest counted, as a request's entry: a session's
+        # memories have no bound, and every listing that held the entry held them all.
+        every = [*promotion.already_promoted, *promotion.created, *promotion.deduplicated]
+        ids, said = listed_ids(every, detail)
         event = AuditEvent(
-            "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=detail
+            "twinmem", "session", "ok", self._clock(), uuid.uuid4().hex, (ref.namespace,), ids, detail=said
         )
         try:
             security.append_audit(event)
@@ -548,7 +551,7 @@ class Sessions:
             # The promotion is written: a fault of the audit store (locked by another
             # process, a full disk) must not leave the sweep, which would leave the sessions
             # due after this one unpromoted, stop the background sweeper, or fail a start.
-            log.exception("the audit entry of %s failed: %s", detail, ", ".join(ids))
+            log.exception("the audit entry of %s failed: %s", detail, ", ".join(dict.fromkeys(every)))
 
     def _promote(self, generation: str, reason: str) -> Promotion | None:
         claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)

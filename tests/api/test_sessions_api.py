@@ -991,3 +991,23 @@ def test_a_sweep_entry_counts_each_memory_an_earlier_attempt_stored_once(live: L
         (entry,) = http.get("/v1/admin/audit", params={"action": "session", "actor": "twinmem"}).json()["entries"]
     assert sorted(entry["memory_ids"]) == sorted(set(promotion.already_promoted)), entry
     assert "2 stored by an earlier attempt" in entry["detail"], entry
+
+
+def test_a_sweep_entry_lists_at_most_audit_max_ids_and_counts_the_rest(
+    live: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request's entry lists at most AUDIT_MAX_IDS memory ids; the sweep's listed every
+    # memory of the session, which has no bound.
+    from engine import security
+
+    monkeypatch.setattr(security, "AUDIT_MAX_IDS", 1)
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        said = {"namespace": "team", "expire_after_seconds": 0.05}
+        said["messages"] = [{"role": "user", "content": "I live in Berlin. I have two cats."}]
+        assert http.post("/v1/sessions/s-many/messages", json=said).status_code == 200
+        time.sleep(0.2)
+        (promotion,) = live.app.state.sessions.sweep()
+        assert len(promotion.created) == 2, promotion
+        (entry,) = http.get("/v1/admin/audit", params={"action": "session", "actor": "twinmem"}).json()["entries"]
+    assert entry["memory_ids"] == promotion.created[:1], entry
+    assert entry["detail"].endswith("; 1 more memory ids not listed"), entry
