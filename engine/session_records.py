@@ -97,6 +97,9 @@ class SessionInfo:
     appended: int  # ever appended, rolled out of the window or not
     reach: str  # the agent's reach on the namespace when the session started (engine.records.Reach)
     visibility: str  # of the memories its promotion writes
+    # When a close ended it (None: open, or expired): a promotion the sweep takes after a
+    # close was cut off finishes that close, and says so, not "expired".
+    closed_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ class Promotion:
 
     ref: SessionRef
     generation: str
-    reason: str  # "closed" or "expired"
+    reason: str  # "closed" (a close's, or one the sweep finished after it was cut off) or "expired"
     messages: int  # appended over the session's life
     candidates: int
     created: list[str] = field(default_factory=list)
@@ -510,7 +510,7 @@ class Sessions:
             progressed = False
             for generation in due:
                 try:
-                    promotion = self._promote(generation, "expired")
+                    promotion = self._promote(generation)
                 except BackendError:
                     raise
                 except Exception:
@@ -531,6 +531,10 @@ class Sessions:
             return
         ref = promotion.ref
         detail = f"session {ref.session_id!r} of {ref.agent!r} promoted by the sweep ({promotion.reason})"
+        if promotion.reason == "closed":
+            detail = (
+                f"session {ref.session_id!r} of {ref.agent!r} closed, its promotion cut off and finished by the sweep"
+            )
         # A promotion taken again names what its first attempt stored too: a promoter that
         # died mid-way (a close killed with its process) wrote no entry, and those memories
         # were in none.
@@ -553,11 +557,13 @@ class Sessions:
             # due after this one unpromoted, stop the background sweeper, or fail a start.
             log.exception("the audit entry of %s failed: %s", detail, ", ".join(dict.fromkeys(every)))
 
-    def _promote(self, generation: str, reason: str) -> Promotion | None:
+    def _promote(self, generation: str) -> Promotion | None:
         claimed = self.store.claim(generation, self._clock(), CLAIM_STALE_SECONDS)
         if claimed is None:
             return None
-        return self._promote_claimed(claimed, reason)
+        # A close cut off mid-promotion (killed with its process) is finished here: a close
+        # still, not an expiry, as its entry and log said of a session closed long before.
+        return self._promote_claimed(claimed, "expired" if claimed.info.closed_at is None else "closed")
 
     def _promote_claimed(self, claimed: Claimed, reason: str) -> Promotion:
         promotion = self._write(claimed, reason)

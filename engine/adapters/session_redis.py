@@ -109,7 +109,7 @@ if not gen then return false end
 local g = p .. ':g:' .. gen
 local st = redis.call('HMGET', g, 'state', 'deadline', 'ns')
 if st[1] ~= 'open' or tonumber(st[2]) == nil or tonumber(st[2]) <= now then return false end
-redis.call('HSET', g, 'state', 'promoting', 'updated', now, 'deadline', now + stale)
+redis.call('HSET', g, 'state', 'promoting', 'updated', now, 'deadline', now + stale, 'closed', now)
 redis.call('ZADD', p .. ':due', now + stale, gen)
 redis.call('DEL', refkey)
 redis.call('SREM', p .. ':ns:' .. st[3], gen)
@@ -181,7 +181,13 @@ def _info(generation: str, record: dict[str, str], messages: int) -> SessionInfo
         appended=int(record["appended"]),
         reach=record["reach"],
         visibility=record["vis"],
+        # A generation an older release closed is left "closed", and records no time of it.
+        closed_at=_time(record["closed"]) if "closed" in record else _legacy_closed(record),
     )
+
+
+def _legacy_closed(record: dict[str, str]) -> datetime | None:
+    return _time(record["updated"]) if record["state"] == "closed" else None
 
 
 class RedisSessionStore:

@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS generations (
     tokens INTEGER NOT NULL DEFAULT 0,
     appended INTEGER NOT NULL DEFAULT 0,
     reach TEXT NOT NULL,
-    visibility TEXT NOT NULL
+    visibility TEXT NOT NULL,
+    closed_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS generations_ref ON generations (namespace, agent, session_id, state);
 CREATE INDEX IF NOT EXISTS generations_deadline ON generations (deadline_ms);
@@ -78,6 +79,8 @@ _COLUMNS = (
     "generation, namespace, agent, session_id, state, created_ms, updated_ms, deadline_ms, max_tokens, ttl_ms, "
     "tokens, appended, reach, visibility"
 )
+# What a read returns: the columns a generation is written with, and when a close ended it.
+_READ = _COLUMNS + ", closed_ms"
 
 
 def _ms(moment: datetime) -> int:
@@ -95,7 +98,9 @@ def _time(ms: int) -> datetime:
 
 
 def _info(row: sqlite3.Row | tuple[object, ...], messages: int) -> SessionInfo:
-    gen, ns, agent, sid, state, created, updated, deadline, max_tokens, ttl, tokens, appended, reach, vis = row
+    gen, ns, agent, sid, state, created, updated, deadline, max_tokens, ttl, tokens, appended, reach, vis, closed = row
+    if closed is None and str(state) == "closed":  # closed by a release before the close was recorded
+        closed = updated
     return SessionInfo(
         ref=SessionRef(str(ns), str(agent), str(sid)),
         generation=str(gen),
@@ -110,6 +115,7 @@ def _info(row: sqlite3.Row | tuple[object, ...], messages: int) -> SessionInfo:
         appended=int(str(appended)),
         reach=str(reach),
         visibility=str(vis),
+        closed_at=None if closed is None else _time(int(str(closed))),
     )
 
 
@@ -127,6 +133,13 @@ class SqliteSessionStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.executescript(_SCHEMA)
+            # A file a release before the close was recorded made has no column for it.
+            if "closed_ms" not in {str(row[1]) for row in conn.execute("PRAGMA table_info(generations)")}:
+                try:
+                    conn.execute("ALTER TABLE generations ADD COLUMN closed_ms INTEGER")
+                except sqlite3.OperationalError as exc:  # another process added it first
+                    if "duplicate column" not in str(exc):
+                        raise
             # No promotion of this process has begun: a claim still held is a dead one's.
             conn.execute(
                 "UPDATE generations SET deadline_ms = COALESCE(claimed_ms, 0) "
@@ -171,7 +184,7 @@ class SqliteSessionStore:
 
     def _open_generation(self, db: sqlite3.Connection, ref: SessionRef, now_ms: int) -> tuple[object, ...] | None:
         row: tuple[object, ...] | None = db.execute(
-            f"SELECT {_COLUMNS} FROM generations WHERE namespace = ? AND agent = ? AND session_id = ? "
+            f"SELECT {_READ} FROM generations WHERE namespace = ? AND agent = ? AND session_id = ? "
             "AND state = 'open' AND deadline_ms > ?",
             (ref.namespace, ref.agent, ref.session_id, now_ms),
         ).fetchone()
@@ -254,7 +267,7 @@ class SqliteSessionStore:
                 "appended = appended + ? WHERE generation = ?",
                 (now_ms, now_ms + ttl_ms, ttl_ms, max_tokens, total, len(messages), generation),
             )
-            stored = db.execute(f"SELECT {_COLUMNS} FROM generations WHERE generation = ?", (generation,)).fetchone()
+            stored = db.execute(f"SELECT {_READ} FROM generations WHERE generation = ?", (generation,)).fetchone()
             return _info(stored, len(rows) - dropped)
 
     def window(self, ref: SessionRef, now: datetime) -> tuple[SessionInfo, list[Message]] | None:
@@ -279,7 +292,7 @@ class SqliteSessionStore:
         after_ms, after_gen = (_exact_ms(after[0]), after[1]) if after is not None else (None, "")
         with self._tx("sessions") as db:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM generations WHERE namespace = ? AND state = 'open' AND deadline_ms > ? "
+                f"SELECT {_READ} FROM generations WHERE namespace = ? AND state = 'open' AND deadline_ms > ? "
                 "AND (? IS NULL OR agent = ?) AND (? IS NULL OR (created_ms, generation) > (?, ?)) "
                 "ORDER BY created_ms, generation LIMIT ?",
                 (namespace, _ms(now), agent, agent, after_ms, after_ms, after_gen, -1 if limit is None else limit),
@@ -294,9 +307,9 @@ class SqliteSessionStore:
                 return None
             generation = str(row[0])
             db.execute(
-                "UPDATE generations SET state = 'promoting', updated_ms = ?, claimed_ms = ?, deadline_ms = ? "
-                "WHERE generation = ?",
-                (now_ms, now_ms, now_ms + int(stale_after_seconds * 1000), generation),
+                "UPDATE generations SET state = 'promoting', updated_ms = ?, claimed_ms = ?, deadline_ms = ?, "
+                "closed_ms = ? WHERE generation = ?",
+                (now_ms, now_ms, now_ms + int(stale_after_seconds * 1000), now_ms, generation),
             )
             return self._claimed(db, generation)
 
@@ -313,7 +326,7 @@ class SqliteSessionStore:
     def claim(self, generation: str, now: datetime, stale_after_seconds: float) -> Claimed | None:
         now_ms = _ms(now)
         with self._tx("claim") as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM generations WHERE generation = ?", (generation,)).fetchone()
+            row = db.execute(f"SELECT {_READ} FROM generations WHERE generation = ?", (generation,)).fetchone()
             if row is None:
                 return None
             state, deadline = str(row[4]), int(row[7])
@@ -328,7 +341,7 @@ class SqliteSessionStore:
 
     def _claimed(self, db: sqlite3.Connection, generation: str) -> Claimed:
         bodies = db.execute("SELECT body FROM candidates WHERE generation = ? ORDER BY seq", (generation,)).fetchall()
-        claimed = db.execute(f"SELECT {_COLUMNS} FROM generations WHERE generation = ?", (generation,)).fetchone()
+        claimed = db.execute(f"SELECT {_READ} FROM generations WHERE generation = ?", (generation,)).fetchone()
         info = _info(claimed, self._count(db, generation))
         return Claimed(info, tuple(candidate_from_json(body) for (body,) in bodies))
 

@@ -1011,3 +1011,31 @@ def test_a_sweep_entry_lists_at_most_audit_max_ids_and_counts_the_rest(
         (entry,) = http.get("/v1/admin/audit", params={"action": "session", "actor": "twinmem"}).json()["entries"]
     assert entry["memory_ids"] == promotion.created[:1], entry
     assert entry["detail"].endswith("; 1 more memory ids not listed"), entry
+
+
+def test_a_close_cut_off_and_finished_by_the_sweep_is_audited_as_a_close(live: LiveServer) -> None:
+    # A close killed mid-promotion is finished by the sweep once its claim is stale; its
+    # entry said "promoted by the sweep (expired)" of a session closed an hour before expiry.
+    from engine.session_records import SessionRef
+
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        said = {"namespace": "team", "messages": [{"role": "user", "content": "I live in Berlin."}]}
+        assert http.post("/v1/sessions/s-closed/messages", json=said).status_code == 200
+        sessions = live.app.state.sessions
+        # Closed and claimed as a close does, claim stale at once: the close was killed.
+        claimed = sessions.store.close_session(SessionRef("team", "local", "s-closed"), sessions.service.now(), 0)
+        assert claimed is not None and claimed.info.closed_at is not None
+        time.sleep(0.05)
+        (promotion,) = sessions.sweep()
+        assert promotion.reason == "closed" and len(promotion.created) == 1, promotion
+        said["expire_after_seconds"] = 0.05
+        assert http.post("/v1/sessions/s-idle/messages", json=said).status_code == 200
+        time.sleep(0.2)
+        (expired,) = sessions.sweep()
+        assert expired.reason == "expired", expired
+        entries = http.get("/v1/admin/audit", params={"action": "session", "actor": "twinmem"}).json()["entries"]
+    details = {entry["detail"] for entry in entries}
+    assert details == {
+        "session 's-closed' of 'local' closed, its promotion cut off and finished by the sweep",
+        "session 's-idle' of 'local' promoted by the sweep (expired)",
+    }, details

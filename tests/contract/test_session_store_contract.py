@@ -5,6 +5,7 @@ Time is frozen: every call gets ``now`` from the test's clock, so expiry is exac
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from engine.adapters.session_redis import RedisSessionStore
-from engine.adapters.session_sqlite import SqliteSessionStore
+from engine.adapters.session_sqlite import _SCHEMA, SqliteSessionStore
 from engine.ports import SessionStore
 from engine.session_records import Candidate, Message, Role, SessionInfo, SessionRef, SessionState
 from tests.conftest import EPOCH
@@ -172,6 +173,10 @@ def test_close_claims_it_at_once_and_the_next_append_opens_another(store: Sessio
     assert store.close_session(REF, EPOCH, 300) is None
     assert store.due(EPOCH, 10) == [] and store.claim(gen, EPOCH, 300) is None  # the closer holds it, no sweep
     assert store.due(EPOCH + timedelta(seconds=300), 10) == [gen]  # a closer that died: swept once stale
+    # The sweep that takes it knows it was closed, not expired: its entry said "expired".
+    assert claimed.info.closed_at == EPOCH
+    again = store.claim(gen, EPOCH + timedelta(seconds=300), 300)
+    assert again is not None and again.info.closed_at == EPOCH
     assert append(store, [msg("b", 1)]) != gen
 
 
@@ -225,7 +230,7 @@ def test_claim_is_taken_once_goes_stale_and_finish_forgets(store: SessionStore) 
     assert store.claim(gen, EPOCH, 300) is None  # not due yet
     at = EPOCH + timedelta(seconds=10)
     claimed = store.claim(gen, at, 300)
-    assert claimed is not None
+    assert claimed is not None and claimed.info.closed_at is None  # expired, not closed
     assert claimed.candidates == cands and claimed.info.appended == 2 and claimed.info.state is SessionState.PROMOTING
     assert store.claim(gen, at, 300) is None  # someone holds it
     assert store.due(at + timedelta(seconds=299), 10) == []
@@ -252,6 +257,25 @@ def test_a_claim_found_on_opening_the_embedded_file_is_due_at_once(store: Sessio
     store.close()
     store.open()
     assert store.claim(gen, EPOCH + timedelta(seconds=2), 300) is not None  # taken again: it never finished
+
+
+def test_an_embedded_file_of_a_release_before_closes_were_recorded_opens_and_records_them(tmp_path: Path) -> None:
+    # Its generations table has no closed_ms column: opened, it gets one; what it holds
+    # reads as not closed, and a close now is recorded.
+    path = tmp_path / "sessions.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA.replace(",\n    closed_ms INTEGER", ""))
+    db.close()
+    store = SqliteSessionStore(path)
+    store.open()
+    try:
+        gen = append(store, [msg("a", 1)])
+        claimed = store.close_session(REF, EPOCH, 300)
+        assert claimed is not None and claimed.info.generation == gen and claimed.info.closed_at == EPOCH
+    finally:
+        store.close()
+    store.open()  # and again, with the column there
+    store.close()
 
 
 def test_sessions_are_per_agent_and_listed_per_namespace(store: SessionStore) -> None:
