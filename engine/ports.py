@@ -820,7 +820,9 @@ class SessionStore(Protocol):
     def close_session(self, ref: SessionRef, now: datetime, stale_after_seconds: float) -> Claimed | None:
         """Close the open, unexpired generation of ``ref`` and claim it for promotion (as
         ``claim`` does), in one atomic step, so no sweep can claim it in between; the next
-        append starts a new one. None if there is none."""
+        append starts a new one. The generation records ``now`` as its ``closed_at``, which
+        every later read of it (a claim taken again after this one died) returns. None if
+        there is none."""
         ...
 
     def due(self, now: datetime, limit: int) -> list[str]:
