@@ -126,6 +126,10 @@ class NamespaceRollback:
 
 _T = TypeVar("_T")
 
+# Reads and writes of one memory in a namespace rollback's second pass
+# (``Rollbacks._not_hidden_under_nothing``) that another process's write may beat.
+SECOND_PASS_TRIES = 3
+
 
 class Retrying(Protocol):
     """``write`` under the write lock, run again where another process wrote between its
@@ -312,11 +316,17 @@ class Rollbacks:
             if len(page) < size:
                 break
             after = page[-1].memory_id
-        self._not_hidden_under_nothing(namespace, as_of, superseded, actor, reason)
+        self._not_hidden_under_nothing(namespace, as_of, superseded, actor, reason, report)
         return report
 
     def _not_hidden_under_nothing(
-        self, namespace: str, as_of: datetime, memory_ids: Sequence[str], actor: str | None, reason: str
+        self,
+        namespace: str,
+        as_of: datetime,
+        memory_ids: Sequence[str],
+        actor: str | None,
+        reason: str,
+        report: NamespaceRollback,
     ) -> None:
         """Make active again each memory that a namespace rollback made superseded, or
         whose superseding memory it deleted (``memory_ids``: those it made superseded or
@@ -329,8 +339,21 @@ class Rollbacks:
         (``supersession.superseded_by``): "I live in Rome" deleted by the rollback hid "I live in
         Berlin" through "I moved to Lisbon", deleted while superseded. A merge's sources stay
         merged. Which memories a memory was released from is read as of ``as_of``: the
-        rollback brought back what hid it then."""
+        rollback brought back what hid it then.
+
+        Another process may write one of them between this pass's read and its write (the
+        store refuses the write, ``StaleWrite``): it is read and decided again
+        (``SECOND_PASS_TRIES`` in all), then noted as skipped, not the whole run a 409."""
         whole = Scope.whole([namespace])
+        stale: dict[str, int] = {}  # the writes another process beat, by memory
+
+        def beaten(memory_id: str) -> None:
+            stale[memory_id] = stale.get(memory_id, 0) + 1
+            if stale[memory_id] < SECOND_PASS_TRIES:
+                pending[memory_id] = None  # read and decided again on the next round
+            elif memory_id not in report.skipped:
+                report.note("skipped", memory_id)
+
         with self._lock:
             pending: dict[str, None] = {}
             walked: set[str] = set()
@@ -344,7 +367,7 @@ class Rollbacks:
                     del pending[memory_id]
             while pending:
                 now = self._clock()
-                ready, waiting, left = [], [], len(pending)
+                ready, waiting, left, tried = [], [], len(pending), sum(stale.values())
                 for memory_id in list(pending):
                     current = self._store.get(whole, memory_id)
                     if current is None or current.status is not Status.SUPERSEDED:
@@ -353,14 +376,17 @@ class Rollbacks:
                         del pending[memory_id]
                         # Hidden as it was then: released since from a memory that hides it
                         # again, it is superseded by it again, else later walks pass it by.
-                        for newer_id in sorted(supersession.released_since(self._store, current, as_of)):
-                            current = current.evolve(version=current.version + 1, updated_at=now)
-                            self._store.update(
-                                current,
-                                None,
-                                changed_by=actor,
-                                reason=supersession.restored_superseded_reason(newer_id, reason),
-                            )
+                        try:
+                            for newer_id in sorted(supersession.released_since(self._store, current, as_of)):
+                                current = current.evolve(version=current.version + 1, updated_at=now)
+                                self._store.update(
+                                    current,
+                                    None,
+                                    changed_by=actor,
+                                    reason=supersession.restored_superseded_reason(newer_id, reason),
+                                )
+                        except StaleWrite:
+                            beaten(memory_id)
                     elif any(
                         edge.src in pending
                         for edge in supersession.links_into(self._store.edges(whole, memory_id), memory_id)
@@ -368,21 +394,25 @@ class Rollbacks:
                         waiting.append(current)
                     else:
                         ready.append(current)
-                if not ready and len(pending) == left:
+                if not ready and len(pending) == left and sum(stale.values()) == tried:
                     # Memories that superseded each other, none hidden: one comes back, and the
                     # others are checked again under it. Where the pass dropped some, those that
                     # waited for them are looked at again first: made active together, "I live in
-                    # Berlin" came back beside "I moved to Paris", which replaces it.
+                    # Berlin" came back beside "I moved to Paris", which replaces it. (One read
+                    # again after another process's write is no such cycle: it is looked at again.)
                     ready = waiting[:1]
                 for current in ready:
                     del pending[current.memory_id]
                     active = current.evolve(status=Status.ACTIVE, version=current.version + 1, updated_at=now)
-                    self._store.update(
-                        active,
-                        None,
-                        changed_by=actor,
-                        reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
-                    )
+                    try:
+                        self._store.update(
+                            active,
+                            None,
+                            changed_by=actor,
+                            reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
+                        )
+                    except StaleWrite:
+                        beaten(current.memory_id)
             self._keeper.catch_up()
 
     def restore(

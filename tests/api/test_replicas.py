@@ -271,3 +271,56 @@ def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
     finally:
         for live in servers:
             live.stop()
+
+
+def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace rollback's second pass (a memory it made superseded that nothing hides
+    comes back active) while the other replica edits that memory between the pass's read
+    and its write stopped there with a 409, the first pass done. The pass reads it again
+    and decides anew: "I live in Berlin", superseded at ``as_of`` by "I moved to Paris",
+    purged since, comes back active, with the other replica's edit kept."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            berlin = save(a, "I live in Berlin")["memory_id"]
+            paris = save(a, "I moved to Paris")
+            assert paris["superseded"] == [berlin]
+            as_of = a.get(f"/v1/memory/{paris['memory_id']}").json()["updated_at"]
+            time.sleep(0.01)
+            purged = a.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
+            assert purged.status_code == 200, purged.text
+            rollbacks = servers[0].service.rollbacks
+            second_pass = rollbacks._not_hidden_under_nothing
+            in_second_pass: list[bool] = []
+
+            def flagged(*args: Any, **kwargs: Any) -> None:
+                in_second_pass.append(True)
+                second_pass(*args, **kwargs)
+
+            monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
+            store = servers[0].service.store
+            update = store.update
+            edited: list[httpx.Response] = []
+
+            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+                if in_second_pass and not edited:
+                    edited.append(b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}}))
+                return update(memory, *args, **kwargs)
+
+            monkeypatch.setattr(store, "update", edited_on_b_first)
+            rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+            assert edited, "the second pass wrote nothing"
+            assert edited[0].status_code == 200, edited[0].text
+            assert rolled.status_code == 200, rolled.text
+            now = b.get(f"/v1/memory/{berlin}").json()
+            assert (now["status"], now["metadata"]) == ("active", {"checked": True})
+            for client in (a, b):
+                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+                assert [hit["content"] for hit in hits] == ["I live in Berlin"]
+    finally:
+        for live in servers:
+            live.stop()
