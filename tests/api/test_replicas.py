@@ -324,3 +324,58 @@ def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
     finally:
         for live in servers:
             live.stop()
+
+
+@pytest.mark.parametrize("other", ["edits what it supersedes again", "restores it first"])
+def test_a_restore_that_meets_the_other_replicas_write(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch, other: str
+) -> None:
+    """Restoring "I moved to Paris" (deleted, which reinstated "I live in Berlin") on one
+    replica while the other, between the first's read and its write, edits Berlin (which
+    the restore supersedes again) or restores Paris itself: the store refuses the write
+    decided on the older version (a 409, before). The restore reads again and decides anew,
+    as if the other write had come first: Paris back at one new version; Berlin, changed
+    since Paris's deletion reinstated it, stays active with the edit (a restore supersedes
+    again only what stands unchanged), or, restored first by the other, superseded."""
+    shared = store_overrides(request, "arcadedb")
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            berlin = save(a, "I live in Berlin")["memory_id"]
+            paris = save(a, "I moved to Paris")["memory_id"]
+            deleted = a.delete(f"/v1/memory/{paris}")
+            assert deleted.status_code == 200, deleted.text
+            assert deleted.json()["reinstated"] == [berlin]
+            store = servers[0].service.store
+            update = store.update
+            written: list[httpx.Response] = []
+
+            def written_on_b_first(*args: Any, **kwargs: Any) -> int:
+                if not written:
+                    if other == "restores it first":
+                        written.append(b.post(f"/v1/memory/{paris}/restore", json={}))
+                    else:
+                        written.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+                return update(*args, **kwargs)
+
+            monkeypatch.setattr(store, "update", written_on_b_first)
+            restored = a.post(f"/v1/memory/{paris}/restore", json={})
+            assert written[0].status_code == 200, written[0].text
+            assert restored.status_code == 200, restored.text
+            now = b.get(f"/v1/memory/{paris}").json()
+            assert (now["status"], now["version"]) == ("active", 3)
+            older = b.get(f"/v1/memory/{berlin}").json()
+            if other == "restores it first":
+                assert (older["status"], older["metadata"]) == ("superseded", {})
+            else:
+                assert (older["status"], older["metadata"]) == ("active", {"checked": True})
+            recalled = (
+                ["I moved to Paris"] if other == "restores it first" else ["I live in Berlin", "I moved to Paris"]
+            )
+            for client in (a, b):
+                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+                assert sorted(hit["content"] for hit in hits) == recalled
+    finally:
+        for live in servers:
+            live.stop()
