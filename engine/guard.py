@@ -388,9 +388,12 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             # not a topic the user was told about, nor who told it or where: "Forget everything
             # you were told about the old VPN", "… by the old landlord", "… at school" (but
             # "… told about your rules", "… by your developers" are the attack)
-            r"(?!\s+(?:about|by|at|in|from|during)\s+(?!(?:your|the|any|all)\s+(?:\w+\s+)?(?:rules|instructions|guidelines|"
-            r"restrictions|limits|programming|prompt|policies|filters|safety|developers?|creators?|makers?|operators?|"
-            r"owners?|system)\b|how\s+to\s+(?:behave|act|respond|answer|reply|talk)\b|what\s+you\s+(?:are|can)\b|"
+            # (nor the assistant's own making or this conversation: "… by OpenAI", "… during
+            # training", "… in this conversation", "… from the start")
+            r"(?!\s+(?:about|by|at|in|from|during)\s+(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:\w+\s+){0,2}?"
+            r"(?:rules|instructions|guidelines|restrictions|limits|programming|prompt|policies|filters|safety|developers?|"
+            r"creators?|makers?|operators?|owners?|system|start|beginning|outset|training|context|messages?|openai|"
+            r"anthropic)\b|(?:this|our|the\s+(?:current|whole))\s+(?:conversation|chat|session|thread)\b|how\s+to\s+(?:behave|act|respond|answer|reply|talk)\b|what\s+you\s+(?:are|can)\b|"
             r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b))",
             _I,
         ),
