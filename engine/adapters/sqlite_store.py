@@ -172,6 +172,20 @@ _MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
+
+def _statements(script: str) -> Iterator[str]:
+    """The SQL statements of a migration script, each whole (a trigger's body keeps its ``;``)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\n;"):
+                yield pending
+            pending = ""
+    if pending.strip(" \t\n;"):
+        raise ValueError(f"a migration ends mid-statement: {pending.strip()!r}")
+
+
 _COLUMNS = (
     "memory_id, namespace, content, category, entities, importance, base_score, source, actor, "
     "session_id, visibility, created_at, updated_at, last_accessed_at, access_count, expire_at, "
@@ -208,13 +222,19 @@ class SqliteStore:
         with self._translate("open"):
             make_data_dir(self._path.parent)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
-            conn.execute("PRAGMA busy_timeout=10000")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             self._conn = conn
-            self._migrate(conn)
+            try:
+                # The wait first: switching a new file to WAL takes a lock another opener may hold.
+                conn.execute("PRAGMA busy_timeout=10000")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={'FULL' if self._durable else 'NORMAL'}")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+                self._migrate(conn)
+            except BaseException:
+                self._conn = None
+                conn.close()  # a file it cannot use is not held open
+                raise
             reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             reader.execute("PRAGMA busy_timeout=10000")
             self._reader = reader
@@ -299,10 +319,30 @@ class SqliteStore:
         self.round_trips.statement()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        done = conn.execute("PRAGMA user_version").fetchone()[0]
-        for number, script in enumerate(_MIGRATIONS[done:], start=done + 1):
-            # executescript commits on its own; the version bump rides in the same script.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+        """Run the steps the file lacks, all in one ``BEGIN IMMEDIATE`` transaction that also
+        reads the file's version: of processes opening one old file at once, the first runs
+        them and the others, waiting for its commit, find them done (read before the
+        transaction, each ran them again: 'duplicate column name', 'table memories already
+        exists'). A file of a newer schema than this code knows is refused."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            done = conn.execute("PRAGMA user_version").fetchone()[0]
+            if done > len(_MIGRATIONS):
+                # A newer twinmem's file: its tables hold what this one would misread.
+                raise StoreError(
+                    f"the memory store {self._path} has schema version {done}, newer than this twinmem"
+                    f" knows ({len(_MIGRATIONS)}): it was written by a newer twinmem; run that one"
+                )
+            for number, script in enumerate(_MIGRATIONS[done:], start=done + 1):
+                # Statement by statement: executescript would commit the transaction first.
+                for statement in _statements(script):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @property
     def _db(self) -> sqlite3.Connection:

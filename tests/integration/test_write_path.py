@@ -4,8 +4,11 @@ and the store calls a save makes do not grow with the namespace."""
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -505,5 +508,106 @@ def test_the_sqlite_store_counts_its_statements_only_when_asked(tmp_path: Path) 
         assert three[1] == 1 and six[1] == 2
         store.get(Scope.whole([CONTRACT_NS]), "no such memory")
         assert store.round_trips.totals() == (six[0] + 1, six[1] + 1)
+    finally:
+        store.close()
+
+
+OPEN_STORES = (
+    "import sys, time\n"
+    "from pathlib import Path\n"
+    "from engine.adapters.sqlite_store import SqliteStore\n"
+    "go = Path(sys.argv[1])\n"
+    "print('ready', flush=True)\n"
+    "while not go.exists():\n"
+    "    time.sleep(0.001)\n"
+    "for path in sys.argv[2:]:\n"
+    "    store = SqliteStore(path)\n"
+    "    try:\n"
+    "        store.open()\n"
+    "    except Exception as exc:\n"
+    "        print(f'{path}: {exc}', flush=True)\n"
+    "    else:\n"
+    "        print(f'{path}: ok', flush=True)\n"
+    "    finally:\n"
+    "        store.close()\n"
+)
+
+
+def _file_of_version(path: Path, version: int) -> None:
+    """A store file as a twinmem of schema ``version`` left it (0: no file at all)."""
+    if version == 0:
+        return
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        for number, script in enumerate(_MIGRATIONS[:version], start=1):
+            db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_processes_opening_one_old_store_file_at_once_migrate_it_once(tmp_path: Path, version: int) -> None:
+    """Four processes open the same old (or new) file at once, ten files over. The version
+    was read outside the migration's transaction: each opener ran the steps the file lacked,
+    and all but one failed with 'duplicate column name: created_at' or 'table memories
+    already exists'. Now one migrates and the others find the file migrated."""
+    paths = [tmp_path / f"memories-{n}.db" for n in range(10)]
+    for path in paths:
+        _file_of_version(path, version)
+    go = tmp_path / "go"
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_STORES, str(go), *map(str, paths)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=root,
+            env=env,
+        )
+        for _ in range(4)
+    ]
+    for opener in openers:
+        assert opener.stdout is not None and opener.stdout.readline() == "ready\n"
+    go.touch()
+    results = [opener.communicate(timeout=120) for opener in openers]
+    assert [opener.returncode for opener in openers] == [0] * 4, [err for _, err in results]
+    lines = [line for out, _ in results for line in out.splitlines()]
+    assert sorted(lines) == sorted(f"{path}: ok" for path in paths for _ in range(4))
+    for path in paths:
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == len(_MIGRATIONS)
+            columns = [row[1] for row in db.execute("PRAGMA table_info(memory_entities)")]
+        assert columns.count("created_at") == 1
+
+
+def test_a_store_file_of_a_newer_twinmem_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    """An older twinmem ran no step on a newer file and then read it as its own. A newer
+    schema is now refused on open, the file left as it was and not held open."""
+    path = tmp_path / "memories.db"
+    store = SqliteStore(path)
+    store.open()
+    kept = put(store, mem("The user lives in Lisbon"))[0]
+    store.close()
+    newer = len(_MIGRATIONS) + 1
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {newer}")
+    store = SqliteStore(path)
+    with pytest.raises(
+        StoreError, match=rf"schema version {newer}, newer than this twinmem knows \({len(_MIGRATIONS)}\)"
+    ):
+        store.open()
+    with pytest.raises(StoreError, match="not open"):
+        store.get(Scope.whole([CONTRACT_NS]), kept.memory_id)
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == newer
+        db.execute(f"PRAGMA user_version = {len(_MIGRATIONS)}")
+    store = SqliteStore(path)
+    store.open()
+    try:
+        assert store.get(Scope.whole([CONTRACT_NS]), kept.memory_id) == kept
     finally:
         store.close()
