@@ -23,7 +23,8 @@ to come online (``db.awaitIndexes``).
 The files ship inside the package (``graph_schema`` is package data), so an
 installed twinmem finds them; finding none is an error, never an empty schema.
 ``mode = "check"`` is for a user without schema rights: it verifies that every
-migration is recorded and changes nothing.
+migration is recorded and changes nothing. In either mode a database with a migration
+recorded that this code does not ship (a newer twinmem's) is refused.
 """
 
 from __future__ import annotations
@@ -143,6 +144,13 @@ def migrate(
     neo4j_itself = is_neo4j(driver)
     with driver.session(database=database) as session:
         done = {record["number"] for record in session.run(_RECORDED)}
+        newer = sorted(number for number in done if number > len(migrations))
+        if newer:
+            # A newer twinmem's schema: its nodes hold what this one would misread.
+            raise StoreError(
+                f"the graph schema has migration {newer[-1]:04d} recorded, newer than this twinmem knows"
+                f" ({len(migrations):04d}): the database was migrated by a newer twinmem; run that one"
+            )
         if mode == "check":
             missing = [f"{m.number:04d}_{m.name}" for m in migrations if m.number not in done]
             if missing:

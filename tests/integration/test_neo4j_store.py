@@ -202,6 +202,27 @@ def test_check_mode_opens_a_migrated_database(arcadedb: BoltTarget) -> None:
         checking.close()
 
 
+@pytest.mark.parametrize("mode", ["apply", "check"])
+def test_a_database_migrated_by_a_newer_twinmem_is_refused(arcadedb: BoltTarget, mode: str) -> None:
+    """A migration recorded that this code does not ship was ignored: an older twinmem ran
+    on a newer schema as if it were its own. It is now refused on open, in either mode."""
+    database = arcadedb.new_database()
+    applying = arcadedb.store(database)
+    applying.open()
+    applying.close()
+    newer = len(neo4j_migrations.load()) + 1
+    with (
+        neo4j.GraphDatabase.driver(arcadedb.uri, auth=(arcadedb.user, arcadedb.password)) as driver,
+        driver.session(database=database) as session,
+    ):
+        session.run("CREATE (:SchemaMigration {number: $n, name: 'future', applied: true})", n=newer).consume()
+    store = Neo4jStore(arcadedb.uri, user=arcadedb.user, password=arcadedb.password, database=database, migrations=mode)
+    with pytest.raises(StoreError, match=rf"migration {newer:04d} recorded, newer than this twinmem knows"):
+        store.open()
+    assert store.migrations == []
+    store.close()
+
+
 def test_three_replicas_starting_at_once_migrate_once(arcadedb: BoltTarget) -> None:
     database = arcadedb.new_database()
     stores = [arcadedb.store(database) for _ in range(3)]
