@@ -51,6 +51,8 @@ SessionsFactory = Callable[[Config, MemoryService], Sessions]
 # app.state: each route handler's query parameters, by its function (a guard is handed a
 # copy of the handler that the routes hold, with the same function).
 QUERY_PARAMETERS = "query_parameters"
+# Takes no query parameter and ignores any it is given (see refuse_unknown_query).
+HEALTH_PATH = "/health"
 
 
 def _default_factory(config: Config) -> MemoryService:
@@ -149,11 +151,15 @@ def create_app(
 def refuse_unknown_query(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """A query parameter the endpoint does not take is refused (422), as an unknown field of
     a body is: a misspelt ``namespace`` would otherwise act on ``default``. Not on the mem0
-    routes, whose clients send parameters of mem0's platform, nor on the schema's pages."""
+    routes, whose clients send parameters of mem0's platform, nor on the schema's pages, nor
+    on ``/health``: a probe or monitor may add a cache-busting parameter (``?_=1733600000``),
+    and a health check answered 422 reads as the service being down."""
     path = connection.url.path
     if connection.scope.get("method") == "OPTIONS":  # a preflight carries the query of the request it asks for
         return
     if path.startswith(OPEN_PATHS) or path == MEM0_PATH or path.startswith(MEM0_PATH + "/"):
+        return
+    if path.rstrip("/") == HEALTH_PATH:
         return
     known: frozenset[str] | None = connection.app.state[QUERY_PARAMETERS].get(handler.fn)
     if known is None:
