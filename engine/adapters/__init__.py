@@ -334,10 +334,21 @@ def open_security(config: Config, *, clock: Callable[[], datetime] = utcnow) -> 
                 grants = grants_from(seed.grants)
             except InvalidInput as exc:
                 raise ConfigError(f"[[auth.tokens]] of agent {seed.agent!r}: {exc}") from exc
+            now = clock()
             record = TokenRecord(
-                CONFIG_TOKEN_PREFIX + seed.token_hash[:12], seed.agent, grants, clock(), expires_at=seed.expires_at
+                CONFIG_TOKEN_PREFIX + seed.token_hash[:12], seed.agent, grants, now, expires_at=seed.expires_at
             )
             store.add_token(record, seed.token_hash)
+            if seed.expires_at is not None and now >= seed.expires_at:
+                # Still stored and the start goes on (a config valid yesterday must restart
+                # today); every request carrying it is refused, so say so once, here.
+                log.warning(
+                    "[[auth.tokens]] of agent %r (token %s) expired at %s: every request carrying it is refused;"
+                    " give the entry a later expires_at or take it out",
+                    seed.agent,
+                    record.token_id,
+                    seed.expires_at.isoformat(),
+                )
     except BaseException:
         store.close()
         raise

@@ -308,6 +308,42 @@ def test_config_tokens_are_stored_at_start_and_a_revocation_survives_a_restart(t
         security.close()
 
 
+def test_an_expired_config_token_still_starts_and_is_named_in_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A config valid yesterday must restart today, so a token whose ``expires_at`` has
+    passed is stored as before (and refused as expired), but the start was silent about it:
+    one warning now names the token's agent and expiry. A live token says nothing."""
+    tokens = [
+        {
+            "agent": "ops",
+            "token": "expired-token-for-the-tests",
+            "grants": ["*:a"],
+            "expires_at": "2020-01-01T00:00:00Z",
+        },
+        {
+            "agent": "kim",
+            "token": "later-token-for-the-tests!",
+            "grants": ["kim:rw"],
+            "expires_at": "2999-01-01T00:00:00Z",
+        },
+        {"agent": "ida", "token": "never-expiring-token-here", "grants": ["ida:rw"]},
+    ]
+    config = load_config(env={}, data_dir=str(tmp_path), auth={"mode": "tokens", "tokens": tokens})
+    with caplog.at_level("WARNING", logger="engine.adapters"):
+        security = open_security(config)
+    try:
+        expired = security.principal_for(hash_token("expired-token-for-the-tests"))
+        assert expired is not None and expired.agent == "ops" and expired.expired(datetime.now(UTC))
+    finally:
+        security.close()
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and r.name == "engine.adapters"]
+    assert len(warnings) == 1, caplog.text
+    said = warnings[0].getMessage()
+    assert "\n" not in said
+    assert "agent 'ops'" in said and "expired at 2020-01-01T00:00:00" in said, said
+
+
 def test_config_token_entries_are_checked() -> None:
     with pytest.raises(ConfigError, match="exactly one"):
         load_config(env={}, auth={"tokens": [{"agent": "a", "grants": ["x:r"]}]})

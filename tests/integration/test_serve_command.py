@@ -88,6 +88,26 @@ def _logged_serving(tmp_path: Path, *options: str) -> tuple[subprocess.Popen[byt
     return process, log.read_text()
 
 
+def test_serve_with_an_expired_config_token_starts_and_warns_once(tmp_path: Path) -> None:
+    """``expires_at = 2020-01-01T00:00:00Z`` in ``[[auth.tokens]]``: the server starts (a
+    config valid yesterday must restart), and its log says, in one line, which agent's
+    token has expired and when; it used to start without a word."""
+    config = tmp_path / "twinmem.toml"
+    config.write_text(
+        '[auth]\nmode = "tokens"\n\n'
+        '[[auth.tokens]]\nagent = "ops"\ntoken-hash = "' + "ab" * 32 + '"\ngrants = ["*:a"]\n'
+        "expires_at = 2020-01-01T00:00:00Z\n"
+    )
+    process, said = _logged_serving(tmp_path, "--port", str(_free_port()), "--config", str(config))
+    try:
+        assert "twinmem serving" in said, said
+    finally:
+        assert _stop(process) == 0
+    warned = [line for line in said.splitlines() if "expired at 2020-01-01T00:00:00" in line]
+    assert len(warned) == 1, said
+    assert "WARNING" in warned[0] and "agent 'ops'" in warned[0], said
+
+
 def test_a_stop_just_after_the_serving_line_stops_the_server(tmp_path: Path) -> None:
     # Noted by serve's own handler before uvicorn took the signals, and read by nothing:
     # the server served on (3 of 3 runs).
