@@ -15,9 +15,11 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import version
+from typing import Any
 
 import jieba
 import snowballstemmer
@@ -334,12 +336,41 @@ def _swapped(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
 # this (``DEDUP_MAX_NEW_TERMS`` bounds what is added; a shorter restatement folds), nor a
 # phrase moved elsewhere, nor a word written apart ("e-mail" / "email").
 Token = tuple[str, bool]  # its stem (a stop word as written), and whether it is a content word
+# Where a sentence ends (``_tokens`` marks it by an empty stop word): the texts are aligned
+# sentence by sentence first, and word by word only where a sentence differs, so that two
+# long texts cost no more than the sentences they differ in (8,000 characters: well under
+# 50 ms, as many times on every candidate of a save).
+_SENTENCE_END = re.compile(r"[.!?;:,。！？；：，、\n]+")
+_BREAK: Token = ("", False)
+# A word's clitic read as the word it stands for: "don't" is "do not" (one "not" marker,
+# as ``markers`` reads it), "I'll" is "I will"; left as written, "don" and "t" were two
+# content words and "I don't know" / "I do not know" said another word.
+_CLITIC = re.compile(r"\b(\w*?)n['’]t\b|\bcannot\b|['’](ll|ve|re|m|d)\b")
+_CLITIC_WORD = {"ll": " will", "ve": " have", "re": " are", "m": " am", "d": " would"}
+_NEGATED_VERB = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
+
+
+def _unclitic(match: re.Match[str]) -> str:
+    if match.group(2):
+        return _CLITIC_WORD[match.group(2)]
+    if match.group(0) == "cannot":
+        return "can not"
+    verb = match.group(1)
+    return f"{_NEGATED_VERB.get(verb, verb)} not"
 
 
 def _tokens(text: str) -> tuple[Token, ...]:
     """The words of ``text`` in order (``_substituted``): Latin-script words casefolded and
-    stemmed, runs of CJK characters segmented by jieba."""
-    normal = _folded(text)
+    stemmed, runs of CJK characters segmented by jieba, each sentence's end marked."""
+    found: list[Token] = []
+    for sentence in _SENTENCE_END.split(_folded(text)):
+        said = _sentence_tokens(sentence)
+        if said:
+            found += [*said, _BREAK]
+    return tuple(found[:-1])
+
+
+def _sentence_tokens(normal: str) -> list[Token]:
     found: list[Token] = []
     position = 0
     for match in _CJK.finditer(normal):
@@ -349,41 +380,169 @@ def _tokens(text: str) -> tuple[Token, ...]:
         found += [(w, w not in CHINESE_STOP_WORDS and w not in _MARKER_OF) for w in words if w.strip()]
         position = match.end()
     found += _latin_tokens(normal[position:])
-    return tuple(found)
+    return found
 
 
 def _latin_tokens(text: str) -> list[Token]:
     found: list[Token] = []
     with _LOCK:  # the Snowball stemmer object is not thread-safe
-        for word in _WORD.findall(text):
+        for word in _WORD.findall(_CLITIC.sub(_unclitic, text)):
             if word in ENGLISH_STOP_WORDS or word in _MARKER_OF or any(char.isdigit() for char in word):
                 found.append((word, False))
             else:
-                found.append((_stem(word), True))
+                found.append((_spelled(_stem(_american(word))), True))
     return found
+
+
+# The same word spelt otherwise is no other word: British and American spelling, read as
+# American ("colour" / "color", "organise" / "organize", "analyse" / "analyze", "catalogue" /
+# "catalog"; only long words, where no other word is spelt so: "hour" is no "hor", "prise"
+# no "prize"), and a stem Snowball leaves apart ("goes" / "go"). No synonym is read alike.
+_BRITISH = (
+    (re.compile(r"(?<=\w{3})our(s|ed|ing|ite|ites|able|er|ers)?$"), r"or\1"),
+    (re.compile(r"(?<=\w{3})is(e|es|ed|ing|ation|ations|er|ers)$"), r"iz\1"),
+    (re.compile(r"(?<=\w{3})ys(e|es|ed|ing)$"), r"yz\1"),
+    (re.compile(r"(?<=\w{4})ogue(s)?$"), r"og\1"),
+)
+_STEM_OF = {"goe": "go"}
+
+
+@lru_cache(maxsize=65536)
+def _american(word: str) -> str:
+    if len(word) < 6:
+        return word
+    for pattern, replacement in _BRITISH:
+        word = pattern.sub(replacement, word)
+    return word
+
+
+def _spelled(stem: str) -> str:
+    return _STEM_OF.get(stem, stem)
+
+
+def _misspelt(left: str, right: str) -> bool:
+    """Whether two stems are one word, one of them misspelt the common ways that make no
+    other word: "ie" for "ei" ("recieve" / "receive", five letters or more: "lie" / "lei"
+    are two words) or a letter doubled in a long stem ("accomodate" / "accommodate"; not
+    "desert" / "dessert")."""
+    if len(left) == len(right):
+        if len(left) < 5:
+            return False
+        differ = [i for i, (a, b) in enumerate(zip(left, right, strict=True)) if a != b]
+        return (
+            len(differ) == 2
+            and differ[1] == differ[0] + 1
+            and {left[differ[0] : differ[1] + 1], right[differ[0] : differ[1] + 1]} == {"ie", "ei"}
+        )
+    short, long = sorted((left, right), key=len)
+    if len(long) != len(short) + 1 or len(long) < 8:
+        return False
+    for i, letter in enumerate(long):
+        if long[:i] + long[i + 1 :] == short:
+            return (i > 0 and letter == long[i - 1]) or (i + 1 < len(long) and letter == long[i + 1])
+    return False
+
+
+def _said_alike(ours: set[str], theirs: set[str]) -> bool:
+    """Whether each content word one side of a replaced span holds and the other does not
+    is one of the other side's, misspelt (``_misspelt``)."""
+    return all(any(_misspelt(word, other) for other in theirs) for word in ours) and all(
+        any(_misspelt(word, other) for other in ours) for word in theirs
+    )
 
 
 def _substituted(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
     """Whether, aligned word by word, one text says a content word where the other says
     another: a span replaced in which each side holds a content word the other side's
-    span does not, and that is not the same letters written apart."""
-    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
-    for operation, i1, i2, j1, j2 in matcher.get_opcodes():
-        if operation != "replace":
-            continue
-        ours = {stem for stem, content in left[i1:i2] if content}
-        theirs = {stem for stem, content in right[j1:j2] if content}
-        if not (ours - theirs and theirs - ours):
-            continue
-        ours_said, theirs_said = "".join(stem for stem, _ in left[i1:i2]), "".join(stem for stem, _ in right[j1:j2])
-        if ours_said == theirs_said:
-            continue
-        # jieba cuts the same Chinese words otherwise as a sentence ends otherwise ("试试看吧"
-        # / "试试"): a run that holds the other whole says no other word.
-        if is_chinese(ours_said + theirs_said) and (ours_said in theirs_said or theirs_said in ours_said):
-            continue
+    span does not, and that is not the same letters written apart nor a misspelling; or
+    in which one side holds content words and the other only a marker ("no" / "I don't
+    know": both one "not", and said of nothing or of "know"); or that negates another word
+    (``_negations``). Aligned clause by clause first, then word by word within the clauses
+    that differ."""
+    if left == right:
+        return False
+    if _negations(left) != _negations(right):
         return True
+    for ours_clauses, theirs_clauses in _replaced_spans(_sentences(left), _sentences(right)):
+        ours = tuple(token for clause in ours_clauses for token in (*clause, _BREAK))
+        theirs = tuple(token for clause in theirs_clauses for token in (*clause, _BREAK))
+        if min(len(ours), len(theirs)) > _ALIGN_MAX:  # unsure: kept apart
+            return True
+        if any(_span_substituted(one, other) for one, other in _replaced_spans(ours, theirs)):
+            return True
     return _exchanged(left, right) or _exchanged(right, left)
+
+
+def _negations(tokens: tuple[Token, ...]) -> list[tuple[str, ...]]:
+    """What each negation of ``tokens`` is said of: the content words after it in its
+    clause, ``_EXCHANGE_SPAN`` words at most. "No, the user is coming" / "The user doesn't
+    know if coming" and "Alice does not like tea but likes coffee" / "Alice likes tea but
+    does not like coffee" hold one "not" each and the same words, moved: no span is
+    replaced."""
+    found: list[tuple[str, ...]] = []
+    for position, (stem, _) in enumerate(tokens):
+        if _MARKER_OF.get(stem) != "not" or not stem.isascii():
+            continue
+        scope: list[str] = []
+        for token in tokens[position + 1 : position + 1 + _EXCHANGE_SPAN]:
+            if token == _BREAK:
+                break
+            if token[1]:
+                scope.append(token[0])
+        found.append(tuple(scope))
+    return sorted(found)
+
+
+# The most words a span that differs may hold on both sides and be aligned word by word
+# (8,000 characters of Chinese without a stop or a comma, edited here and there: about
+# 100 ms); a longer one counts as saying another word, and the two texts are kept apart.
+_ALIGN_MAX = 1500
+
+
+def _replaced_spans(left: Sequence[Any], right: Sequence[Any]) -> Iterator[tuple[Sequence[Any], Sequence[Any]]]:
+    """The spans replaced in aligning ``left`` with ``right``, a prefix and a suffix both
+    share left out first (an edit in a long text costs no more than its own span)."""
+    start, end = 0, 0
+    limit = min(len(left), len(right))
+    while start < limit and left[start] == right[start]:
+        start += 1
+    while end < limit - start and left[-1 - end] == right[-1 - end]:
+        end += 1
+    ours, theirs = left[start : len(left) - end], right[start : len(right) - end]
+    if ours and theirs:
+        for operation, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
+            if operation == "replace":
+                yield ours[i1:i2], theirs[j1:j2]
+
+
+def _sentences(tokens: tuple[Token, ...]) -> list[tuple[Token, ...]]:
+    found: list[tuple[Token, ...]] = []
+    start = 0
+    for position, token in enumerate(tokens):
+        if token == _BREAK:
+            found.append(tokens[start:position])
+            start = position + 1
+    found.append(tokens[start:])
+    return found
+
+
+def _span_substituted(left: Sequence[Token], right: Sequence[Token]) -> bool:
+    ours = {stem for stem, content in left if content}
+    theirs = {stem for stem, content in right if content}
+    if not ours or not theirs:
+        # A marker that stood alone now stands with content words, or they with none:
+        # "no. Make sure …" / "I don't know. Make sure …" are two answers.
+        return bool(ours or theirs) and any(stem in _MARKER_OF for stem, _ in (right if ours else left))
+    if not (ours - theirs and theirs - ours):
+        return False
+    ours_said, theirs_said = "".join(stem for stem, _ in left), "".join(stem for stem, _ in right)
+    if ours_said == theirs_said:
+        return False
+    # jieba cuts the same Chinese words otherwise as a sentence ends otherwise ("试试看吧"
+    # / "试试"): a run that holds the other whole says no other word.
+    if is_chinese(ours_said + theirs_said) and (ours_said in theirs_said or theirs_said in ours_said):
+        return False
+    return not _said_alike(ours - theirs, theirs - ours)
 
 
 # How far apart two exchanged words may stand: a clause ("Alice is taller than Bob").
@@ -394,27 +553,35 @@ _COORDINATION = frozenset(((("and", False),), (("or", False),), (("nor", False),
 def _exchanged(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
     """Whether two content words of ``left`` stand in each other's place in ``right``
     around the same words ("prefers tea over coffee" / "prefers coffee over tea"): an
-    alignment reads that as one word moved, and no word as replaced."""
-    where: dict[Token, list[int]] = {}
-    for position, token in enumerate(right):
-        if token[1]:
-            where.setdefault(token, []).append(position)
-    for i, first in enumerate(left):
+    alignment reads that as one word moved, and no word as replaced. Counted, so that a
+    text that says both orders, as often in each, exchanges nothing."""
+    ours, theirs = _orders(left), _orders(right)
+    return any(
+        count > theirs.get(order, 0)
+        and theirs.get((order[2], order[1], order[0]), 0) > ours.get((order[2], order[1], order[0]), 0)
+        for order, count in ours.items()
+    )
+
+
+def _orders(tokens: tuple[Token, ...]) -> dict[tuple[Token, tuple[Token, ...], Token], int]:
+    """Each two content words of ``tokens`` with the words between them, at most
+    ``_EXCHANGE_SPAN`` apart within a sentence, and how often the text says them so."""
+    found: dict[tuple[Token, tuple[Token, ...], Token], int] = {}
+    for i, first in enumerate(tokens):
         if not first[1]:
             continue
-        for j in range(i + 1, min(len(left), i + 1 + _EXCHANGE_SPAN)):
-            second = left[j]
+        for j in range(i + 1, min(len(tokens), i + 1 + _EXCHANGE_SPAN)):
+            second = tokens[j]
+            if second == _BREAK:
+                break
             if not second[1] or second == first:
                 continue
-            between = left[i + 1 : j]
+            between = tokens[i + 1 : j]
             if between in _COORDINATION:  # "coffee and tea" / "tea and coffee"
                 continue
-            if any(
-                right[p + 1 : p + j - i] == between and p + j - i < len(right) and right[p + j - i] == first
-                for p in where.get(second, ())
-            ):
-                return True
-    return False
+            key = (first, between, second)
+            found[key] = found.get(key, 0) + 1
+    return found
 
 
 def is_blank(text: str) -> bool:

