@@ -338,6 +338,9 @@ def _plan_merges(items: Sequence[Item], now: datetime, policy: Policy) -> list[M
                 cosine >= policy.merge_cosine
                 and wording(position).overlap(wording(other)) >= MERGE_MIN_OVERLAP
                 and wording(position).says_as(wording(other))
+                # and with each partner already taken: "the fast train" and "the slow train"
+                # each only add a word to "the train", and one memory held both
+                and all(wording(other).says_as(wording(partner)) for partner, _ in partners)
             ):
                 partners.append((other, cosine))
         if not partners:

@@ -259,3 +259,15 @@ def test_restoration_brings_back_fields_but_not_use_counters() -> None:
     assert (back.content, back.category, back.status, back.entities) == ("first", "fact", Status.ACTIVE, ("a",))
     assert (back.version, back.updated_at, back.access_count, back.base_score) == (5, now, 9, 0.9)
     assert differs(current, old) and not differs(back, old)
+
+
+def test_partners_that_say_another_word_than_each_other_do_not_join_one_merge() -> None:
+    """Each partner was read against the group's first memory only: "the fast train" and
+    "the slow train" each only add a word to "the train", and all three became one memory
+    that held both. The second that says another word than the first partner is left out."""
+    seed = mem("Alice will take the train to Rome", entities=("Alice",), created_at=T0 - timedelta(hours=3))
+    fast = mem("Alice will take the fast train to Rome", entities=("Alice",), created_at=T0 - timedelta(hours=2))
+    slow = mem("Alice will take the slow train to Rome", entities=("Alice",), created_at=T0 - timedelta(hours=1))
+    items = [Item(seed, unit(1, 0)), Item(fast, unit(1, 0.01)), Item(slow, unit(1, 0.02))]
+    (merge,) = plan(items, T0, POLICY)
+    assert isinstance(merge, Merge) and set(merge.source_ids) == {seed.memory_id, fast.memory_id}
