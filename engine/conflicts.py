@@ -150,7 +150,10 @@ _FILLER = frozenset(
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 # "(?<!\s)": from the first space of a run only; tried from every one, a run of n took n².
 # Captured, so that a clause is known to be joined by "and", "but", "so" or "then".
-_CLAUSE_SPLIT = re.compile(r"([.;!?\n，,。；！？]+|(?<!\s)\s+(?:and|but|so|then)\s+|(?:并且|而且|但是|但|然后|所以))")
+_CLAUSE_SPLIT = re.compile(
+    r"([.;!?\n，,。；！？]+|(?<!\s)(?!(?<=\bon)\s+and\s+off\b)(?!(?<=\boff)\s+and\s+on\b)\s+(?:and|but|so|then)\s+|"
+    r"(?:并且|而且|但是|但|然后|所以))"
+)
 _EN_JOINED = frozenset({"and", "but", "so", "then"})
 
 
@@ -486,6 +489,9 @@ _EN_FOR_A_WHILE = (
     r"for (?:a |an |my |the )?(?:(?:student|study|academic|university|school) )?exchange|"
     r"for (?:a|an|my|the) (?:stint|gap year|working holiday|year abroad|semester abroad)|"
     r"on (?:a )?working holiday|for the duration of|"
+    # While the home is being done up ("I moved to Paris while my flat is being renovated").
+    r"while (?:my|our|the) (?:flat|apartment|house|home|place) is (?:being )?(?:renovated|repaired|rebuilt|"
+    r"refurbished|redone|remodell?ed|fixed up|done up)|"
     # An intern or a temp, by the role ("I joined Globex as a summer intern").
     r"as (?:a|an) (?:(?:summer|paid|unpaid|research|software|\w+) )?(?:intern|temp)"
 )
@@ -542,19 +548,31 @@ _ZH_STINT = re.compile(
 # "我搬到上海了，只住两个星期", "…，不过只是暂时的"): the text's homes and employers are stays.
 # Only a clause that says nothing else, so that "I'm in Rome for a week" after a move is no
 # such word on the move, nor "That's it for now".
+# A return planned ("I moved to Paris, I'll be back in Berlin by Christmas", "我搬到上海，明年就回
+# 北京"): the move is a stay. Only the holder's own return said as a plan, not "go back to work".
+_EN_RETURN = (
+    r"(?:i|we)(?:'ll| will| shall| am going to| are going to| plan to| intend to| hope to| expect to) (?:also )?"
+    r"(?:be back|come back|move back|return|go back home|head back home)(?: [\w' -]+)?"
+)
+_ZH_WHEN = (
+    rf"(?:今年|明年|后年|年底|年初|月底|下个?月|下半年|(?:今年|明年)?{_ZH_NUMBER}{{1,3}}月份?|以后|将来|"
+    rf"(?:过|等)(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)?|毕业(?:以后|之后|后)?)"
+)
+_ZH_MEANS = r"(?:就|再|会|要|还会|还要|打算|准备|计划|想)"
+_ZH_RETURN = rf"(?:{_ZH_MEANS}*{_ZH_WHEN}{_ZH_MEANS}*|{_ZH_MEANS}+)(?:搬)?回(?:来|去|[\u4e00-\u9fff]{{1,4}})"
 _EN_STINT_SAID = re.compile(
     r"(?:(?:but|though|although|and|well|so|anyway|it's|it is|that's|that is|this is|it will be|"
     r"it is going to be|it was|only|just|at least|at most|probably|maybe|mostly|i think|i guess|"
     r"hopefully|not for long|the move is|the plan is)\s+)*"
     rf"(?:{_EN_FOR_A_WHILE}|{_EN_PART_TIME}|{_EN_IN_SEASON}|{_EN_NOT_IN_EARNEST}|temporary|(?:a|an) {_EN_TERM}|"
-    r"not (?:permanent(?:ly)?|for good|forever))"
+    rf"not (?:permanent(?:ly)?|for good|forever)|{_EN_RETURN})"
     r"(?:\s+(?:though|anyway|at least|at most|or so|tops|probably|i think|i guess|hopefully|at first|for now))*"
 )
 _ZH_STINT_SAID = re.compile(
     r"(?:我们?)?(?:不过|但是?|可是|只是|而且|其实|就|只|也就|先|才|大概|可能|应该)*(?:是)?"
     r"(?:(?:暂时|临时)(?:的|性的|而已|罢了)?|不(?:会|打算|准备)?(?:长住|久住|久留|定居)|不是长期的?|"
     r"(?:住|待|呆)?上?(?:一段时间|一阵子?|[0-9零〇一二两三四五六七八九十几半]{1,3}(?:天|晚|周|个?星期|个?礼拜|个?月|年))"
-    rf"(?:左右)?(?:而已|罢了)?|(?:{_ZH_UNTIL}|{_ZH_TERM})(?:而已|罢了)?)"
+    rf"(?:左右)?(?:而已|罢了)?|(?:{_ZH_UNTIL}|{_ZH_TERM})(?:而已|罢了)?|{_ZH_RETURN})"
     r"(?:啦|呢|吧|哦|而已)*"
 )
 
@@ -1151,7 +1169,7 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
             if not (subject.named or subject.owned) and kind != "setting" and _commands(rest):
                 return []
             besides = "also" in subject.rest[: len(subject.rest) - len(rest)].split() or _EN_BESIDES.search(rest)
-            if kind in ("residence", "employer") and besides:
+            if (kind in ("residence", "employer") and besides) or (kind == "employer+" and _EN_SIDE_JOB.search(rest)):
                 return []  # "I also work at Acme", "I live in Paris too": a second job or home, not a new one
             return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
     if not subject.named and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
@@ -1164,6 +1182,15 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
 # move or a new job ("I also moved to Paris": as someone else did, and they left the old one).
 _EN_BESIDES = re.compile(
     r"\b(?:too|as well|on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle))\b|\balso\W*$"
+)
+
+
+# A job started besides the one the holder has ("I've started working at Globex on weekends too",
+# "I started working at Globex on the side", "…, my second job"): no new employer. Not a bare "too"
+# or "also" ("I joined Globex too": as someone else did, leaving the old job).
+_EN_SIDE_JOB = re.compile(
+    r"\b(?:on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle)|(?:my|a) (?:second|side) "
+    r"(?:job|gig|hustle)|(?:on|at|over) (?:the )?weekends?|(?:in the )?evenings)\b"
 )
 
 
@@ -1338,7 +1365,7 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
 # What one joins besides a job: a gym, a club, a class ("I joined a gym", "I joined a book club",
 # "I started at a new gym"). Joined, it hid the employer; working there ("I work at a gym",
 # "I started working at a gym") is a job.
-_EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at) ")
+_EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at|left) ")
 # The club is the head of what was joined: last, or before what says where, when or with whom
 # ("a gym near my office", "the Sierra Club in 2020"); not "Studio Ghibli", "Club Med", "Server
 # Labs". Some name a company after a bare name ("Alibaba Group", "Acme Studio"), not after
@@ -1362,7 +1389,11 @@ _EN_GROUP = re.compile(
     r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
     r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge|"
     r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters|"
-    rf"board|advisory board|alumni(?: network| association)?|rewards|{_EN_MEMBERSHIPS})s?"
+    rf"board|advisory board|alumni(?: network| association)?|rewards|{_EN_MEMBERSHIPS}|"
+    # A call, a meeting, a channel or a meal joined, or left ("I've joined the call", "I joined
+    # Globex's Slack", "I joined Tom at Globex for lunch", "I left Acme's Slack channel"): no job.
+    r"call|meeting|webinar|zoom|slack|teams|channel|stream|livestream|conversation|session|stand-?up|huddle|"
+    r"lunch|dinner|breakfast|brunch|drinks|tour|trip)s?"
     r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
     r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"
 )

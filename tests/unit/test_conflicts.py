@@ -2092,3 +2092,52 @@ def test_time_order_asks_whether_the_back_dated_text_is_replaced_whole() -> None
 def test_the_same_key_replaces_whatever_the_older_text_says() -> None:
     # A key is one subject: the newer value replaces the older whole, as in a key-value store.
     assert verdict("Anna, Oslo, two dogs", "Bergen", old_key="profile", new_key="profile") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # A call, a meeting, a channel or a meal joined or left, in the perfect or the past: no job.
+        ("I work at Acme", "I've joined the call"),
+        ("I work at Acme", "I joined the call"),
+        ("I work at Acme", "I have joined the Globex call"),
+        ("I work at Acme", "I have joined Globex's Slack"),
+        ("I work at Acme", "I've joined a Globex webinar"),
+        ("I work at Acme", "I have joined Globex for lunch"),
+        ("I work at Acme", "I've joined my wife at Globex for dinner"),
+        ("I work at Acme", "I have left Acme's Slack channel"),
+        # A job besides the one held.
+        ("I work at Acme", "I've started working at Globex on weekends too"),
+        ("I work at Acme", "I started working at Globex on the side"),
+        # "on and off" is one phrase, not two clauses.
+        ("I live in Berlin", "I've been living in Paris on and off"),
+        ("I live in Berlin", "I live in Paris on and off"),
+        # A return planned, or a home being done up: the move is a stay.
+        ("I live in Berlin", "I moved to Paris, I'll be back in Berlin by Christmas"),
+        ("I live in Berlin", "I moved to Paris. I'll be back by Christmas."),
+        ("I live in Berlin", "I moved to Paris but we plan to move back next year"),
+        ("I live in Berlin", "I moved to Paris while my flat is being renovated"),
+        ("我住在北京", "我搬到上海，明年就回北京"),
+        ("我住在北京", "我搬到上海了，过几个月就回去"),
+        ("我住在北京", "我搬到上海了，打算毕业后回北京"),
+    ],
+)
+def test_a_call_joined_a_side_job_or_a_return_planned_hides_nothing(old: str, new: str) -> None:
+    assert verdict(old, new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Acme", "I have joined Globex"),
+        ("I work at Acme", "I've been working at Globex since May"),
+        ("I live in Berlin", "I've moved to Paris"),
+        ("I live in Berlin", "I moved to Paris, I'll go back to work on Monday"),
+        ("I live in Berlin", "I moved to Paris. My sister will be back in Berlin by Christmas."),
+        ("I live in Berlin", "I moved to Paris. Will I be back by Christmas?"),
+        ("我住在北京", "我搬到上海了，再也不回北京了"),
+        ("我住在北京", "我搬到上海了，不会回北京了"),
+    ],
+)
+def test_a_move_with_no_return_planned_still_replaces(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
