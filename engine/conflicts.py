@@ -553,6 +553,9 @@ _ZH_STINT = re.compile(
 _EN_RETURN = (
     r"(?:i|we)(?:'ll| will| shall| am going to| are going to| plan to| intend to| hope to| expect to) (?:also )?"
     r"(?:be back|come back|move back|return|go back home|head back home)(?: [\w' -]+)?"
+    # Not back from a break ("I'll be back in five minutes", "... later", "brb").
+    r"(?<!\bminutes)(?<!\bminute)(?<!\bmins)(?<!\bmin)(?<!\bhours)(?<!\bhour)(?<!\bseconds)(?<!\bsec)(?<!\blater)"
+    r"(?<!\bin a bit)(?<!\bin a moment)(?<!\btonight)(?<!\bafter lunch)(?<!\bin a while)"
 )
 _ZH_WHEN = (
     rf"(?:今年|明年|后年|年底|年初|月底|下个?月|下半年|(?:今年|明年)?{_ZH_NUMBER}{{1,3}}月份?|以后|将来|"

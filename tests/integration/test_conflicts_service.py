@@ -533,3 +533,23 @@ def test_a_stay_said_after_a_second_move_brings_back_only_the_home_that_move_rep
     # Paris is the home again; Berlin stays under it.
     assert service.get(NS, paris).status is Status.ACTIVE
     assert service.get(NS, berlin).status is Status.SUPERSEDED
+
+
+@pytest.mark.parametrize(
+    ("said", "back"),
+    [
+        ("I'll be back in Berlin by Christmas.", True),  # a return planned: the move was a stay
+        ("明年就回去。", True),
+        ("I'll be back in five minutes.", False),  # back from a break, not from the move
+        ("My sister is visiting for two weeks.", False),  # a stay of someone else's
+        ("She's only staying for two weeks.", False),
+    ],
+)
+def test_a_return_planned_in_the_next_save_brings_back_the_home_and_a_break_does_not(
+    open_svc: OpenService, service: MemoryService, said: str, back: bool
+) -> None:
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    service.save(draft("I moved to Paris."))
+    assert service.save(draft(said)).reinstated == ((berlin,) if back else ())
+    service.close()
+    assert open_svc().get(NS, berlin).status is (Status.ACTIVE if back else Status.SUPERSEDED)

@@ -2135,6 +2135,8 @@ def test_a_call_joined_a_side_job_or_a_return_planned_hides_nothing(old: str, ne
         ("I live in Berlin", "I moved to Paris, I'll go back to work on Monday"),
         ("I live in Berlin", "I moved to Paris. My sister will be back in Berlin by Christmas."),
         ("I live in Berlin", "I moved to Paris. Will I be back by Christmas?"),
+        ("I live in Berlin", "I moved to Paris. I'll be back in five minutes."),
+        ("I live in Berlin", "I moved to Paris. I'll be back later."),
         ("我住在北京", "我搬到上海了，再也不回北京了"),
         ("我住在北京", "我搬到上海了，不会回北京了"),
     ],
