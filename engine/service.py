@@ -420,6 +420,20 @@ class MemoryService:
                 for position, result in enumerate(results):
                     if result is not None and result.memory.memory_id in plan.current:
                         results[position] = replace(result, memory=plan.current[result.memory.memory_id])
+                # One a later memory of the batch brought back ("I moved to Paris.", "It's only
+                # for six months.") is no longer answered as superseded by the earlier one: the
+                # transaction stores it active, and the answer says so once, as ``reinstated``.
+                # Where a later one yet supersedes it again, every answer stands as it was.
+                brought_back: dict[str, int] = {}
+                for position, result in enumerate(results):
+                    for memory_id in result.reinstated if result is not None else ():
+                        record = plan.current.get(memory_id)
+                        if record is not None and record.status is Status.ACTIVE:
+                            brought_back[memory_id] = position
+                for position, result in enumerate(results):
+                    if result is not None and any(brought_back.get(m, -1) > position for m in result.superseded):
+                        kept = tuple(m for m in result.superseded if brought_back.get(m, -1) <= position)
+                        results[position] = replace(result, superseded=kept)
                 stored = [memory for _, memory, _ in fresh]
                 # HNSW's insertion of the new vectors runs while the store commits.
                 ahead = self.keeper.index_ahead([m.memory_id for m in stored], vectors[[p for p, _, _ in fresh]])

@@ -162,6 +162,20 @@ def test_a_repeat_is_none_and_a_replaced_memory_is_reported_deleted(mem0: httpx.
     ]
 
 
+def test_a_home_a_stay_said_later_in_the_add_brings_back_is_not_reported_deleted(mem0: httpx.Client) -> None:
+    add(mem0, [{"role": "user", "content": "I live in Berlin"}], user_id="stay")
+    moved = add(
+        mem0,
+        [{"role": "user", "content": "I moved to Paris."}, {"role": "user", "content": "It's only for six months."}],
+        user_id="stay",
+    )
+    assert [(r["memory"], r["event"]) for r in moved] == [
+        ("I moved to Paris.", "ADD"),
+        ("It's only for six months.", "ADD"),
+    ]
+    assert "I live in Berlin" in [i["memory"] for i in listed(mem0, user_id="stay")]
+
+
 def test_update_history_and_delete(mem0: httpx.Client) -> None:
     (added,) = add(mem0, [{"role": "user", "content": "I live in Paris"}], user_id="mover", metadata={"a": 1})
     memory_id = added["id"]

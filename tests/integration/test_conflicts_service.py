@@ -489,8 +489,10 @@ def test_a_stay_said_in_the_next_save_brings_back_what_the_move_before_it_supers
 
 def test_a_stay_said_in_the_same_batch_brings_back_what_the_move_superseded(service: MemoryService) -> None:
     berlin = service.save(draft("我住在北京")).memory.memory_id
-    _, stay = service.save_batch([draft("我搬到上海了"), draft("只住半年。")])
+    move, stay = service.save_batch([draft("我搬到上海了"), draft("只住半年。")])
     assert stay.reinstated == (berlin,)
+    # Answered once, as the batch stores it: not superseded by the move too.
+    assert move.superseded == ()
     assert service.get(NS, berlin).status is Status.ACTIVE
     assert len(service.history(NS, berlin)) == 3
 
@@ -553,3 +555,13 @@ def test_a_return_planned_in_the_next_save_brings_back_the_home_and_a_break_does
     assert service.save(draft(said)).reinstated == ((berlin,) if back else ())
     service.close()
     assert open_svc().get(NS, berlin).status is (Status.ACTIVE if back else Status.SUPERSEDED)
+
+
+def test_a_home_a_batch_brings_back_and_supersedes_again_is_answered_as_each_save_did(service: MemoryService) -> None:
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    paris, stay, lisbon = service.save_batch(
+        [draft("I moved to Paris."), draft("It's only for six months."), draft("I moved to Lisbon.")]
+    )
+    assert (paris.superseded, stay.reinstated) == ((berlin,), (berlin,))
+    assert berlin in lisbon.superseded
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
