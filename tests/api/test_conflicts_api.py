@@ -602,3 +602,16 @@ def test_a_stay_said_in_the_next_save_brings_the_home_back_into_recall(http: htt
     assert stay["reinstated"] == [berlin]
     assert http.get(f"/v1/memory/{berlin}", params={"namespace": "moves"}).json()["status"] == "active"
     assert berlin in {hit["memory_id"] for hit in recall(http, "where do I live?", namespaces=["moves"])}
+
+
+def test_a_batch_that_says_its_move_is_a_stay_answers_the_home_as_stored(http: httpx.Client) -> None:
+    contents = ["I live in Berlin", "I moved to Paris.", "I'll be back in Berlin by Christmas."]
+    response = http.post(
+        "/v1/memory/save_batch", json={"namespace": "moves", "memories": [{"content": c} for c in contents]}
+    )
+    assert response.status_code == 200, response.text
+    berlin, paris, back = response.json()["results"]
+    assert (paris["superseded"], back["reinstated"]) == ([], [berlin["memory_id"]])
+    stored = http.get(f"/v1/memory/{berlin['memory_id']}", params={"namespace": "moves"}).json()
+    assert (stored["status"], berlin["memory"]) == ("active", stored)
+    assert berlin["memory_id"] in {hit["memory_id"] for hit in recall(http, "where do I live?", namespaces=["moves"])}
