@@ -54,7 +54,7 @@ from engine.config import Config, ScoringConfig
 from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, Store, Vector
+from engine.ports import Edge, Embedder, ReadsText, Store, Vector
 from engine.recall import Recaller
 from engine.records import (
     Memory,
@@ -668,10 +668,16 @@ class Consolidator:
         """The page's records, plus their merge partners on other pages (``_partners``);
         ``merged`` (this run's merged memories) without a vector: they merge with nothing."""
         model = self._embedder.name
+        # A text the model cannot read (MiniLM on Chinese) has a vector that says nothing: it
+        # vouches for no merge, as for no fold on save (engine/writing.py); it merges with nothing.
         wanted = [
             m
             for m in page
-            if m.status is Status.ACTIVE and m.entities and m.memory_id not in claimed and m.memory_id not in merged
+            if m.status is Status.ACTIVE
+            and m.entities
+            and m.memory_id not in claimed
+            and m.memory_id not in merged
+            and self._reads(m.content)
         ]
         vectors = self._store.vectors([m.memory_id for m in wanted], model)
         items = [Item(m, vectors.get(m.memory_id)) for m in page if m.memory_id not in claimed]
@@ -683,8 +689,18 @@ class Consolidator:
         if near:
             partners = self._store.get_many(Scope.whole([namespace]), sorted(near), MemoryFilter(), now)
             partner_vectors = self._store.vectors([m.memory_id for m in partners], model)
-            items += [Item(m, partner_vectors.get(m.memory_id)) for m in partners if m.entities]
+            items += [
+                Item(m, partner_vectors.get(m.memory_id) if self._reads(m.content) else None)
+                for m in partners
+                if m.entities
+            ]
         return items
+
+    def _reads(self, content: str) -> bool:
+        """Whether the embedder reads ``content`` (``ports.ReadsText``: no more than ``[recall]
+        unread_query_share`` of its tokens unknown; one that cannot tell does)."""
+        share = self._config.recall.unread_query_share
+        return share >= 1 or not isinstance(self._embedder, ReadsText) or self._embedder.unread_share(content) <= share
 
     def _partners(self, namespace: str, memories: Sequence[tuple[Memory, Vector]], now: datetime) -> set[str]:
         """The ids of the namespace's active memories that may merge with one of

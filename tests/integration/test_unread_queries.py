@@ -12,7 +12,7 @@ import pytest
 from engine.adapters import open_service
 from engine.config import load_config
 from engine.ports import Embedder, ReadsText
-from engine.records import MemoryDraft
+from engine.records import MemoryDraft, MemoryFilter
 from engine.service import MemoryService
 
 NS = "unread"
@@ -100,5 +100,25 @@ def test_a_text_the_model_cannot_read_is_not_folded_into_another_by_its_vector(
         first = service.save(MemoryDraft("I walk my dog every evening after work", namespace=NS))
         repeat = service.save(MemoryDraft("I walk my dog every evening after work.", namespace=NS))
         assert repeat.deduplicated_by == "similar" and repeat.memory.memory_id == first.memory.memory_id
+    finally:
+        service.close()
+
+
+def test_texts_the_model_cannot_read_are_merged_by_no_consolidation(data_dir: Path, minilm: Embedder) -> None:
+    # The second adds a clause to the first: the words rules take it for a repeat, and MiniLM,
+    # reading "Lisa" and a few characters of each, puts them 0.96 apart (above merge_cosine).
+    # Not folded on save (the model cannot read it), they were merged into one memory by the
+    # next consolidation, on the same vector that stopped the save's fold.
+    service = open_service(load_config(env={}, data_dir=data_dir), embedder=minilm)
+    try:
+        first = service.save(MemoryDraft("Lisa在学校的作文比赛中赢得了第一名，并且感到非常开心。", namespace=NS))
+        second = service.save(
+            MemoryDraft("Lisa在学校的作文比赛中赢得了第一名，并且感到非常开心，老师也很高兴。", namespace=NS)
+        )
+        assert second.created and second.memory.memory_id != first.memory.memory_id
+        report = service.consolidator.run(NS)
+        assert report.merged == 0
+        kept = service.list_page([NS], MemoryFilter(), limit=10).items
+        assert {m.memory_id for m in kept} == {first.memory.memory_id, second.memory.memory_id}
     finally:
         service.close()
