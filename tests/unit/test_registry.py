@@ -71,12 +71,65 @@ def test_a_model_that_cannot_be_loaded_is_one_line_naming_it(monkeypatch: pytest
     from engine.adapters import embedders
     from engine.errors import EmbedderError
 
-    def unreachable(location: str, device: str) -> None:
+    def unreachable(location: str, device: str, local_files_only: bool = False) -> None:
         raise OSError("We couldn't connect to 'https://huggingface.co'.\nCheck your internet connection.")
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", unreachable)
+    # Not in the cache, and the hub answers (its own message is the reason).
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(embedders, "_hub_unreachable", lambda: None)
     with pytest.raises(EmbedderError) as raised:
         embedders.load_sentence_transformer("all-MiniLM-L6-v3")
     message = str(raised.value)
     assert "\n" not in message and ".." not in message
     assert message.startswith("could not load sentence-transformers model 'all-MiniLM-L6-v3': We couldn't connect")
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["hf-hub-offline", "hub-unreachable"])
+def test_a_model_not_on_this_machine_is_not_asked_of_a_hub_that_cannot_answer(
+    monkeypatch: pytest.MonkeyPatch, offline: bool
+) -> None:
+    # Asked of an unreachable hub, the library retried for about two and a half minutes.
+    import sentence_transformers
+
+    from engine.adapters import embedders
+    from engine.errors import EmbedderError
+
+    asked: list[bool] = []
+
+    def not_cached(location: str, device: str, local_files_only: bool = False) -> None:
+        asked.append(local_files_only)
+        raise OSError("couldn't find them in the cached files")
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", not_cached)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.setattr(embedders, "_hub_unreachable", lambda: "huggingface.co:443: Name or service not known")
+    with pytest.raises(EmbedderError) as raised:
+        embedders.load_sentence_transformer("all-MiniLM-L6-v3")
+    assert asked == [True]  # the local files only
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "not a model directory nor in the Hugging Face cache" in message
+    assert ("HF_HUB_OFFLINE is set" if offline else "Name or service not known") in message
+
+
+def test_a_hub_that_accepts_no_connection_is_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from engine.adapters import embedders
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, not listening: refused
+        for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+        assert (embedders._hub_unreachable() or "").startswith(f"127.0.0.1:{port}: ")
+        with socket.socket() as hub:
+            hub.bind(("127.0.0.1", 0))
+            hub.listen()
+            monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{hub.getsockname()[1]}")
+            assert embedders._hub_unreachable() is None
