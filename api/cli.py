@@ -86,6 +86,27 @@ def _stops_kept() -> Iterator[_Stops]:
             signal.signal(number, handler)
 
 
+class _Stopped(Exception):
+    """SIGINT or SIGTERM, raised where ``serve`` may stop at once (``_stops_raised``)."""
+
+
+@contextlib.contextmanager
+def _stops_raised() -> Iterator[None]:
+    """SIGINT and SIGTERM raised as ``_Stopped`` in the main thread, wherever it is: while
+    ``serve`` loads the embedding model, which holds nothing to finish or close (a model the
+    hub is asked for retried for minutes, and a stop waited for the end of it)."""
+
+    def stop(number: int, frame: FrameType | None) -> None:
+        raise _Stopped(signal.Signals(number).name)
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def _listening_socket(host: str, port: int) -> socket.socket:
     """The socket ``serve`` listens on, bound as uvicorn binds its own, before anything opens:
     bound by uvicorn, an address in use failed after the engine had opened and the log said
@@ -150,7 +171,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api.app import create_app
-    from engine.adapters import hold_data_dir, open_service, open_sessions
+    from engine.adapters import hold_data_dir, load_embedder, open_service, open_sessions
 
     overrides = _data_dir_override(args)
     server: dict[str, object] = {}
@@ -162,6 +183,16 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"] = server
     config = _checked(load_config(args.config, None, **overrides), new_security=args.new_security_file)
     check_bind(config.auth.mode, config.server.host)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The model first, before anything is made in the data directory (its lock, the security
+    # store): a model that cannot load stops the command with the directory as it was. A stop
+    # asked meanwhile ends the command at once: a load holds nothing to finish or close.
+    try:
+        with _stops_raised():
+            embedder = load_embedder(config)
+    except _Stopped:
+        logging.getLogger(__name__).info("twinmem stopped: asked to stop while it loaded the embedding model")
+        return 0
     # Taken here, to refuse a directory in use in one line, and held until the engine opens
     # with it: no other process can take it in between.
     held = hold_data_dir(config.data_dir)
@@ -170,13 +201,12 @@ def _serve(args: argparse.Namespace) -> int:
     except BaseException:
         held.release()
         raise
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         with _stops_kept() as stops:
             # Opened here rather than in the app's start-up, so that a store that cannot open
             # (a Bolt server or a Redis that refuses, a damaged file) stops the command in one
             # line (main: status 2), not in a failed start-up's traceback.
-            service = open_service(config, dir_lock=held)
+            service = open_service(config, dir_lock=held, embedder=embedder, configured=True)
             try:
                 sessions = open_sessions(config, service)  # promotes what expired while it was down
             except BaseException:

@@ -134,6 +134,7 @@ def open_service(
     background_reembed: bool = True,
     security: SecurityStore | None = None,
     dir_lock: _DirLock | None = None,
+    configured: bool = False,
 ) -> MemoryService:
     """Open the store, load or rebuild the index, start background work.
 
@@ -148,6 +149,11 @@ def open_service(
 
     ``dir_lock`` is the data directory's lock already taken (``hold_data_dir``); the service
     then holds it, and frees it when it closes or fails to open, as one it takes itself.
+
+    ``configured``: ``embedder`` is the one the config names, loaded by the caller (``twinmem
+    serve`` loads it before it makes anything in the data directory); the previous model is
+    then looked for as for one loaded here. The model is loaded before the security store
+    opens: a model that cannot load makes no ``security.sqlite3``.
     """
     from engine.adapters.bm25_lexical import build_scorer
     from engine.adapters.half_cosines import half_cosines
@@ -165,10 +171,10 @@ def open_service(
     store: Store | None = None
     keeper: IndexKeeper | None = None
     try:
+        loaded_embedder = embedder is None or configured
+        embedder = embedder or load_embedder(config)
         if security is None:
             security = owned = open_security(config, clock=clock)
-        loaded_embedder = embedder is None
-        embedder = embedder or load_embedder(config)
         opening = new_store(config)
         opening.open()
         store = opening

@@ -408,3 +408,73 @@ def test_serve_closes_the_engine_when_a_force_quit_skips_the_apps_shutdown(
     assert saved == [201]
     meta = json.loads((data_dir / "index" / "hnsw.meta.json").read_text())
     assert meta["live"] == 1  # the index was saved with the memory in it
+
+
+def _unloadable_model_config(tmp_path: Path) -> Path:
+    config = tmp_path / "twinmem.toml"
+    config.write_text('[embedding]\nprovider = "sentence-transformers"\nmodel = "all-MiniLM-L6-v3"\n')
+    return config
+
+
+@pytest.mark.parametrize("offline", [False, True], ids=["hub-unreachable", "hf-hub-offline"])
+@pytest.mark.parametrize("fresh", [True, False], ids=["no-data-dir", "empty-data-dir"])
+def test_a_model_that_cannot_load_stops_serve_at_once_in_one_line_making_nothing(
+    tmp_path: Path, offline: bool, fresh: bool
+) -> None:
+    """A sentence-transformers model name this machine does not hold, with no hub to ask:
+    the library retried the hub for about two and a half minutes, and the data directory
+    held security.sqlite3 and a lock file by then. It fails at once now, in one line,
+    status 2, and the data directory is as it was."""
+    data_dir = tmp_path / "data"
+    if not fresh:
+        data_dir.mkdir()
+    env = {name: value for name, value in os.environ.items() if name != "HF_HUB_OFFLINE"}
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    twinmem = Path(sys.executable).with_name("twinmem")
+    command = [str(twinmem), "serve", "--config", str(_unloadable_model_config(tmp_path))]
+    command += ["--port", str(_free_port()), "--data-dir", str(data_dir)]
+    began = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - began
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("twinmem: ")]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("twinmem: could not load sentence-transformers model 'all-MiniLM-L6-v3'")
+    assert took < 60, f"took {took:.0f} s"
+    assert (not data_dir.exists()) if fresh else list(data_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_while_serve_loads_the_model_ends_it_at_once(tmp_path: Path, stop: signal.Signals) -> None:
+    """A stop while the model loads (a hub asked for a model retries for minutes) was only
+    noted, to be read once the start-up had finished: serve went on loading. It stops at
+    once now, status 0, with nothing made in the data directory."""
+    data_dir, port = tmp_path / "data", _free_port()
+    script = (
+        "import sys, time\n"
+        "import engine.adapters\n"
+        "def slow(config):\n"
+        "    print('loading', flush=True)\n"
+        "    time.sleep(300)\n"
+        "engine.adapters.load_embedder = slow\n"
+        "from api.cli import main\n"
+        f"sys.exit(main(['serve', '--port', '{port}', '--data-dir', {str(data_dir)!r}]))\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ
+    )
+    assert process.stdout is not None
+    with process.stdout:
+        try:
+            assert process.stdout.readline().strip() == b"loading"
+            process.send_signal(stop)
+            status = process.wait(timeout=15)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        said = process.stdout.read().decode()
+    assert status == 0, said
+    assert "asked to stop while it loaded the embedding model" in said
+    assert not data_dir.exists()
