@@ -169,6 +169,10 @@ class CachedEmbedder:
         """The model's own ``unread_share`` (0 for a model that cannot tell)."""
         return self.inner.unread_share(text) if isinstance(self.inner, ReadsText) else 0.0
 
+    def unread_parts(self, text: str) -> frozenset[str]:
+        """The model's own ``unread_parts`` (none for a model that cannot tell)."""
+        return self.inner.unread_parts(text) if isinstance(self.inner, ReadsText) else frozenset()
+
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         keys = [self._key(text) for text in texts]
         missing = sorted({key: text for key, text in zip(keys, texts, strict=True) if key not in self.cache}.items())

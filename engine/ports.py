@@ -112,6 +112,11 @@ class ReadsText(Protocol):
         """The share of ``text``'s tokens the model has no word for, 0..1 (0 for no tokens)."""
         ...
 
+    def unread_parts(self, text: str) -> frozenset[str]:
+        """The pieces of ``text`` the model has no word for, as written (MiniLM: "宫", "鸡"
+        and "丁" of "宫保鸡丁"); empty where it reads all of it."""
+        ...
+
 
 @runtime_checkable
 class TimeExpressions(Protocol):

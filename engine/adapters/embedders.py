@@ -90,6 +90,26 @@ class SentenceTransformerEmbedder:
         ids = tokenizer(text[:UNREAD_CHARS], add_special_tokens=False)["input_ids"]
         return sum(token == unknown for token in ids) / len(ids) if ids else 0.0
 
+    def unread_parts(self, text: str) -> frozenset[str]:
+        """The pieces of ``text`` its tokenizer reads as the unknown token, as written; a
+        tokenizer that cannot say where its tokens lie gives the whole text as one piece
+        where it holds an unknown token."""
+        tokenizer = self._model.tokenizer
+        unknown = getattr(tokenizer, "unk_token_id", None)
+        if unknown is None:
+            return frozenset()
+        text = text[:UNREAD_CHARS]
+        try:
+            encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        except (NotImplementedError, ValueError, TypeError):
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            return frozenset([text]) if unknown in ids else frozenset()
+        return frozenset(
+            text[start:end]
+            for token, (start, end) in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True)
+            if token == unknown
+        )
+
 
 def load_sentence_transformer(model: str, *, batch_size: int = 64) -> SentenceTransformerEmbedder:
     from sentence_transformers import SentenceTransformer

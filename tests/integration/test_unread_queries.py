@@ -32,6 +32,8 @@ def test_minilm_says_how_much_of_a_text_it_cannot_read(minilm: Embedder) -> None
     assert minilm.unread_share("I like the blue theme") == 0.0
     assert 0.0 < minilm.unread_share("我喜欢蓝色的主题") < 1.0  # 我, 的, 主 are in its vocabulary
     assert minilm.unread_share("") == 0.0
+    assert minilm.unread_parts("Lisa's favourite dish is 宫保鸡丁") == {"宫", "鸡", "丁"}
+    assert minilm.unread_parts("I like the blue theme") == frozenset()
 
 
 def _filled(data_dir: Path, minilm: Embedder, **recall: float) -> MemoryService:
@@ -120,5 +122,24 @@ def test_texts_the_model_cannot_read_are_merged_by_no_consolidation(data_dir: Pa
         assert report.merged == 0
         kept = service.list_page([NS], MemoryFilter(), limit=10).items
         assert {m.memory_id for m in kept} == {first.memory.memory_id, second.memory.memory_id}
+    finally:
+        service.close()
+
+
+def test_a_text_read_for_the_most_part_is_not_folded_by_its_vector_where_what_it_adds_is_unread(
+    data_dir: Path, minilm: Embedder
+) -> None:
+    # Below the unread share (0.47), but what the second adds, 麻婆豆腐, is four [UNK]s to
+    # MiniLM: 0.98 apart, the second was folded into the first and the second dish lost
+    # (USE, which reads it, puts them 0.88 apart, and keeps both).
+    service = open_service(load_config(env={}, data_dir=data_dir), embedder=minilm)
+    try:
+        first = service.save(MemoryDraft("Lisa's favourite dish is 宫保鸡丁", namespace=NS))
+        second = service.save(MemoryDraft("Lisa's favourite dish is 宫保鸡丁 and 麻婆豆腐", namespace=NS))
+        assert second.created and second.deduplicated_by is None
+        assert second.memory.memory_id != first.memory.memory_id
+        # What the model cannot read, held by the older text too, leaves the vector its say.
+        again = service.save(MemoryDraft("Lisa's favourite dish is 宫保鸡丁.", namespace=NS))
+        assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
     finally:
         service.close()
