@@ -174,7 +174,9 @@ _MIGRATIONS: tuple[str, ...] = (
 
 
 def _statements(script: str) -> Iterator[str]:
-    """The SQL statements of a migration script, each whole (a trigger's body keeps its ``;``)."""
+    """The SQL statements of a migration script, each whole (a trigger's body keeps its ``;``),
+    as ``executescript`` would run them: also a last statement without its ``;`` and a
+    comment after the last statement."""
     pending = ""
     for piece in script.split(";"):
         pending += piece + ";"
@@ -182,8 +184,13 @@ def _statements(script: str) -> Iterator[str]:
             if pending.strip(" \t\n;"):
                 yield pending
             pending = ""
+    # What is left ends inside a line comment (the ';' added to it is the comment's) or is
+    # cut off. A line end closes the comment: a comment alone runs as an empty statement.
+    tail = pending[:-1] + "\n;"
     if pending.strip(" \t\n;"):
-        raise ValueError(f"a migration ends mid-statement: {pending.strip()!r}")
+        if not sqlite3.complete_statement(tail):
+            raise ValueError(f"a migration ends mid-statement: {pending.strip()!r}")
+        yield tail
 
 
 _COLUMNS = (

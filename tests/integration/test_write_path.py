@@ -23,7 +23,7 @@ import pytest
 from engine import scoring
 from engine.adapters.bm25_lexical import build_scorer
 from engine.adapters.hnsw_index import HnswIndex
-from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore
+from engine.adapters.sqlite_store import _MIGRATIONS, SqliteStore, _statements
 from engine.config import load_config
 from engine.conflicts import CANDIDATES_PER_CHANNEL
 from engine.errors import InvalidInput, StoreError
@@ -611,3 +611,50 @@ def test_a_store_file_of_a_newer_twinmem_is_refused_with_a_clear_error(tmp_path:
         assert store.get(Scope.whole([CONTRACT_NS]), kept.memory_id) == kept
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a;b');",
+        "-- a note; with a semicolon\nCREATE TABLE t (x TEXT);",
+        "/* x; y */ CREATE TABLE t (x TEXT);",
+        "CREATE TABLE t (x TEXT); CREATE TABLE u (x TEXT);\n"
+        "CREATE TRIGGER t_copy AFTER INSERT ON t BEGIN INSERT INTO u VALUES (new.x); INSERT INTO u VALUES ('2;'); END;"
+        "\nINSERT INTO t VALUES ('1');",
+        "CREATE TABLE t (x TEXT); -- the last step; done",
+        "CREATE TABLE t (x TEXT);\n-- the last step",
+        "CREATE TABLE t (x TEXT);\nINSERT INTO t VALUES ('no final semicolon')",
+    ],
+)
+def test_a_migration_script_runs_statement_by_statement_as_executescript_runs_it(script: str) -> None:
+    """A migration runs statement by statement inside its transaction (executescript would
+    commit first). The split keeps a ';' inside a string, a comment or a trigger's body, and
+    takes what executescript takes: a comment after the last statement was 'a migration ends
+    mid-statement', and so was a last statement without its ';'."""
+    split = list(_statements(script))
+    by_statement = sqlite3.connect(":memory:", isolation_level=None)
+    by_statement.execute("BEGIN")
+    for statement in split:
+        by_statement.execute(statement)
+    by_statement.execute("COMMIT")
+    whole = sqlite3.connect(":memory:", isolation_level=None)
+    whole.executescript(script)
+    dump = [list(db.iterdump()) for db in (by_statement, whole)]
+    assert dump[0] == dump[1]
+    assert any("CREATE TABLE" in line for line in dump[0])
+
+
+def test_every_migration_step_splits_into_what_executescript_makes() -> None:
+    """Each step of _MIGRATIONS, run statement by statement in one transaction, leaves the
+    schema executescript would."""
+    by_statement = sqlite3.connect(":memory:", isolation_level=None)
+    whole = sqlite3.connect(":memory:", isolation_level=None)
+    by_statement.execute("BEGIN")
+    for script in _MIGRATIONS:
+        for statement in _statements(script):
+            by_statement.execute(statement)
+        whole.executescript(script)
+    by_statement.execute("COMMIT")
+    schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+    assert by_statement.execute(schema).fetchall() == whole.execute(schema).fetchall()
