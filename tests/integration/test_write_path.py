@@ -658,3 +658,103 @@ def test_every_migration_step_splits_into_what_executescript_makes() -> None:
     by_statement.execute("COMMIT")
     schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
     assert by_statement.execute(schema).fetchall() == whole.execute(schema).fetchall()
+
+
+def _old_file_with_memories(tmp_path: Path, version: int, count: int) -> tuple[Path, list[Any], list[Any]]:
+    """A store file of schema ``version`` (1 and up) holding ``count`` memories with their
+    entities, versions and 384-dimension vectors, written as this twinmem writes them (every
+    table copied holds the same columns in every schema since step 1)."""
+    source = SqliteStore(tmp_path / "source.db")
+    source.open()
+    memories = [mem(f"The user note {n}; lives in Lisbon", entities=("Lisbon", f"Note {n}")) for n in range(count)]
+    vectors = [np.random.default_rng(n).standard_normal(384).astype(np.float32) for n in range(count)]
+    source.insert(memories, vectors, changed_by="tester")
+    source.close()
+    path = tmp_path / f"memories-v{version}.db"
+    _file_of_version(path, version)
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("ATTACH DATABASE ? AS source", (str(tmp_path / "source.db"),))
+        db.execute("BEGIN")
+        db.execute("INSERT INTO memories SELECT * FROM source.memories")
+        db.execute("INSERT INTO memory_versions SELECT * FROM source.memory_versions")
+        db.execute(
+            "INSERT INTO memory_entities (memory_id, entity, namespace, name) "
+            "SELECT memory_id, entity, namespace, name FROM source.memory_entities"
+        )
+        db.execute(
+            "INSERT INTO vectors (memory_id, model, dim, vector) "
+            "SELECT memory_id, model, dim, vector FROM source.vectors"
+        )
+        db.execute("INSERT INTO changes SELECT * FROM source.changes")
+        db.execute("COMMIT")
+        db.execute("DETACH DATABASE source")
+    return path, memories, vectors
+
+
+def _keeps(path: Path, memories: list[Any], vectors: list[Any]) -> None:
+    store = SqliteStore(path)
+    store.open()
+    try:
+        scope = Scope.whole([CONTRACT_NS])
+        assert [store.get(scope, memory.memory_id) for memory in memories] == memories
+        found = store.vectors([memory.memory_id for memory in memories], memories[0].embedding_model)
+        assert all(np.array_equal(found[m.memory_id], v) for m, v in zip(memories, vectors, strict=True))
+        by_entity = store.memories_by_entity(scope, "lisbon", MemoryFilter(), memories[0].created_at, len(memories) + 1)
+        assert {m.memory_id for m in by_entity} == {m.memory_id for m in memories}
+        put(store, mem("The user likes tea"))
+        assert store.wait_checked(timeout=60) == "ok"
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(_MIGRATIONS)
+
+
+@pytest.mark.parametrize("version", range(1, len(_MIGRATIONS)))
+def test_a_store_file_of_every_older_schema_opens_with_its_memories(tmp_path: Path, version: int) -> None:
+    """Every step a file lacks runs in the one transaction of the open: a file of each older
+    schema comes up current with every memory, entity and vector it held."""
+    _keeps(*_old_file_with_memories(tmp_path, version, 30))
+
+
+KILLED_AT = (
+    "import os, signal, sqlite3, sys\n"
+    "from engine.adapters.sqlite_store import SqliteStore\n"
+    "connect, at = sqlite3.connect, sys.argv[2]\n"
+    "def traced(*args, **kwargs):\n"
+    "    conn = connect(*args, **kwargs)\n"
+    "    conn.set_trace_callback(lambda sql: at in sql and os.kill(os.getpid(), signal.SIGKILL))\n"
+    "    return conn\n"
+    "sqlite3.connect = traced\n"
+    "SqliteStore(sys.argv[1]).open()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "DROP TABLE vectors",
+        "ALTER TABLE vectors_by_row",
+        "CREATE INDEX memories_by_key",
+        f"user_version={len(_MIGRATIONS)}",
+    ],
+)
+def test_a_process_killed_mid_migration_leaves_a_file_the_next_start_migrates(tmp_path: Path, at: str) -> None:
+    """The open that migrates a file is SIGKILLed mid-step (the vectors copied and the old
+    table not yet dropped, dropped and the copy not yet renamed, ...): the transaction
+    never committed, the file is as it was, and the next open migrates it whole."""
+    path, memories, vectors = _old_file_with_memories(tmp_path, 3, 300)
+    root = Path(__file__).resolve().parents[2]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AT, str(path), at],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "vectors" in tables and "vectors_by_row" not in tables
+    _keeps(path, memories, vectors)
