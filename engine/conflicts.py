@@ -557,12 +557,12 @@ _EN_RETURN = (
     r"(?<!\bminutes)(?<!\bminute)(?<!\bmins)(?<!\bmin)(?<!\bhours)(?<!\bhour)(?<!\bseconds)(?<!\bsec)(?<!\blater)"
     r"(?<!\bin a bit)(?<!\bin a moment)(?<!\btonight)(?<!\bafter lunch)(?<!\bin a while)"
 )
-_ZH_WHEN = (
+_ZH_RETURN_WHEN = (
     rf"(?:今年|明年|后年|年底|年初|月底|下个?月|下半年|(?:今年|明年)?{_ZH_NUMBER}{{1,3}}月份?|以后|将来|"
     rf"(?:过|等)(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)?|毕业(?:以后|之后|后)?)"
 )
 _ZH_MEANS = r"(?:就|再|会|要|还会|还要|打算|准备|计划|想)"
-_ZH_RETURN = rf"(?:{_ZH_MEANS}*{_ZH_WHEN}{_ZH_MEANS}*|{_ZH_MEANS}+)(?:搬)?回(?:来|去|[\u4e00-\u9fff]{{1,4}})"
+_ZH_RETURN = rf"(?:{_ZH_MEANS}*{_ZH_RETURN_WHEN}{_ZH_MEANS}*|{_ZH_MEANS}+)(?:搬)?回(?:来|去|[\u4e00-\u9fff]{{1,4}})"
 _EN_STINT_SAID = re.compile(
     r"(?:(?:but|though|although|and|well|so|anyway|it's|it is|that's|that is|this is|it will be|"
     r"it is going to be|it was|only|just|at least|at most|probably|maybe|mostly|i think|i guess|"
