@@ -168,11 +168,6 @@ class SecretsOutOfAccessLog(logging.Filter):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from api.app import create_app
-    from engine.adapters import hold_data_dir, load_embedder, open_service, open_sessions
-
     overrides = _data_dir_override(args)
     server: dict[str, object] = {}
     if args.host:
@@ -184,23 +179,38 @@ def _serve(args: argparse.Namespace) -> int:
     config = _checked(load_config(args.config, None, **overrides), new_security=args.new_security_file)
     check_bind(config.auth.mode, config.server.host)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # The model first, before anything is made in the data directory (its lock, the security
+    # The port first, before anything loads (the app's modules, the model: seconds, or minutes
+    # with a hub asked for a model): one in use stops the command at once, in one line, and
+    # requests sent while it starts wait in the backlog until it serves.
+    listening = _listening_socket(config.server.host, config.server.port)
+    try:
+        return _serve_on(args, config, listening)
+    finally:
+        listening.close()
+
+
+def _serve_on(args: argparse.Namespace, config: Config, listening: socket.socket) -> int:
+    """``serve`` once its socket listens (``_serve`` closes it)."""
+    from engine.adapters import hold_data_dir, load_embedder, open_service, open_sessions, refuse_data_dir_in_use
+
+    # A directory another twinmem holds is refused before the load, without making anything.
+    refuse_data_dir_in_use(config.data_dir)
+    # The model next, before anything is made in the data directory (its lock, the security
     # store): a model that cannot load stops the command with the directory as it was. A stop
-    # asked meanwhile ends the command at once: a load holds nothing to finish or close.
+    # asked meanwhile ends the command at once: a load holds nothing to finish or close, and
+    # requests waiting in the backlog are refused as the socket closes.
     try:
         with _stops_raised():
             embedder = load_embedder(config)
+            import uvicorn
+
+            from api.app import create_app
     except _Stopped:
         logging.getLogger(__name__).info("twinmem stopped: asked to stop while it loaded the embedding model")
         return 0
-    # Taken here, to refuse a directory in use in one line, and held until the engine opens
-    # with it: no other process can take it in between.
+    # Taken here, to refuse a directory taken since the check in one line, and held until the
+    # engine opens with it: no other process can take it in between.
     held = hold_data_dir(config.data_dir)
-    try:
-        listening = _listening_socket(config.server.host, config.server.port)
-    except BaseException:
-        held.release()
-        raise
     try:
         with _stops_kept() as stops:
             # Opened here rather than in the app's start-up, so that a store that cannot open
@@ -259,7 +269,6 @@ def _serve(args: argparse.Namespace) -> int:
                     sessions.stop()
                     service.close()
     finally:
-        listening.close()
         held.release()  # the engine freed it when it closed; not where it never opened
     return 0
 

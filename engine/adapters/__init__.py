@@ -96,7 +96,7 @@ class _DirLock:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             fh.close()
-            raise StoreError(f"data directory {self._path.parent} is in use by another twinmem process") from exc
+            raise _in_use(self._path.parent) from exc
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -113,6 +113,27 @@ class _DirLock:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
             self._fh.close()
             self._fh = None
+
+
+def _in_use(data_dir: Path) -> StoreError:
+    return StoreError(f"data directory {data_dir} is in use by another twinmem process")
+
+
+def refuse_data_dir_in_use(data_dir: Path) -> None:
+    """``StoreError`` (as ``hold_data_dir``'s) where another twinmem process holds ``data_dir``,
+    told without making anything there, nor taking the lock: ``twinmem serve`` asks before it
+    loads the embedding model (seconds, or minutes), which it loads before it makes anything in
+    the directory. The lock is taken after the load (``hold_data_dir``); a process that takes
+    it in between is refused then."""
+    try:
+        fh = open(Path(data_dir) / LOCK_FILE, encoding="utf-8")  # read-only: never made here
+    except OSError:
+        return  # no lock file (no twinmem holds it), or none to read: hold_data_dir says why
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise _in_use(Path(data_dir)) from exc
 
 
 def hold_data_dir(data_dir: Path) -> _DirLock:

@@ -188,9 +188,7 @@ def test_a_second_serve_on_a_data_directory_in_use_says_so_in_one_line(tmp_path:
 def test_serve_on_a_port_in_use_says_so_in_one_line_without_claiming_to_serve(tmp_path: Path) -> None:
     """Another program listens on the port: serve opened the engine, logged "twinmem serving
     …", and only then failed in uvicorn's bind. It refuses at once now, in one line, status 2,
-    and leaves the data directory free."""
-    import fcntl
-
+    and makes nothing in the data directory."""
     data_dir = tmp_path / "data"
     twinmem = Path(sys.executable).with_name("twinmem")
     with socket.socket() as taken:
@@ -205,8 +203,7 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_without_claiming_to_serve(tm
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"twinmem: cannot listen on 127.0.0.1:{port}: "), done.stderr
     assert "in use" in lines[0], done.stderr
-    with (data_dir / ".lock").open("a+") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nothing holds it
+    assert not data_dir.exists()  # nothing made there, no lock left held
 
 
 def test_serve_port_0_is_refused_not_replaced_by_the_configured_port(
@@ -478,3 +475,105 @@ def test_a_stop_while_serve_loads_the_model_ends_it_at_once(tmp_path: Path, stop
     assert status == 0, said
     assert "asked to stop while it loaded the embedding model" in said
     assert not data_dir.exists()
+
+
+def _serve_with_a_held_back_model(port: int, data_dir: Path, gate: Path | None = None) -> subprocess.Popen[bytes]:
+    """``twinmem serve`` whose model load prints "loading", then waits for ``gate`` to exist
+    (for ever without one) before it loads the real model: a slow load (torch, a model the hub
+    is asked for) that a test can hold where it wants."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "import engine.adapters\n"
+        "real = engine.adapters.load_embedder\n"
+        f"gate = {str(gate) if gate else None!r}\n"
+        "def held_back(config):\n"
+        "    print('loading', flush=True)\n"
+        "    while gate is None or not Path(gate).exists():\n"
+        "        time.sleep(0.05)\n"
+        "    return real(config)\n"
+        "engine.adapters.load_embedder = held_back\n"
+        "from api.cli import main\n"
+        f"sys.exit(main(['serve', '--port', '{port}', '--data-dir', {str(data_dir)!r}]))\n"
+    )
+    command = [sys.executable, "-c", script]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ)
+
+
+def _ended(process: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, str]:
+    """The status (None where it had to be killed) and the output of ``process``."""
+    try:
+        status: int | None = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = None
+        process.kill()
+        process.wait()
+    assert process.stdout is not None
+    with process.stdout:
+        return status, process.stdout.read().decode()
+
+
+def test_a_port_in_use_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    """serve loaded the model before it bound the port: a port in use was said only once
+    the model had loaded (seconds with the default, minutes with a hub asked for a model).
+    The port comes first again, as the README says: one line, status 2, no model loaded,
+    nothing made in the data directory."""
+    data_dir = tmp_path / "data"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        process = _serve_with_a_held_back_model(taken.getsockname()[1], data_dir)
+        status, said = _ended(process, timeout=30)
+    assert status == 2, said
+    assert "loading" not in said, said
+    assert said.strip().splitlines()[-1].startswith("twinmem: cannot listen on 127.0.0.1:"), said
+    assert not data_dir.exists()
+
+
+def test_a_data_directory_in_use_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    """A second serve on a data directory a running twinmem holds loaded its model first, and
+    was refused only then. It is refused before, in one line, status 2."""
+    import fcntl
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    with (data_dir / ".lock").open("a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        process = _serve_with_a_held_back_model(_free_port(), data_dir)
+        status, said = _ended(process, timeout=30)
+    assert status == 2, said
+    assert "loading" not in said, said
+    lines = [line for line in said.splitlines() if line.startswith("twinmem: ")]
+    assert lines == [f"twinmem: data directory {data_dir} is in use by another twinmem process"], said
+    assert [path.name for path in data_dir.iterdir()] == [".lock"]  # nothing else made
+
+
+def test_a_request_sent_while_the_model_loads_waits_until_serve_serves(tmp_path: Path) -> None:
+    """With the model loaded before the port was bound, a request sent while it loaded was
+    refused (connection refused), where the README says it waits until the service serves."""
+    import threading
+
+    data_dir, port, gate = tmp_path / "data", _free_port(), tmp_path / "load-now"
+    process = _serve_with_a_held_back_model(port, data_dir, gate)
+    answers: list[int | str] = []
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == b"loading"
+
+        def ask() -> None:
+            try:
+                answers.append(httpx.get(f"http://127.0.0.1:{port}/health", timeout=120).status_code)
+            except httpx.HTTPError as exc:
+                answers.append(repr(exc))
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        time.sleep(0.5)  # sent, and waiting, while the model is held back
+        assert answers == []
+        gate.touch()
+        asking.join(timeout=120)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        status, said = _ended(process, timeout=60)
+    assert answers == [200], said
+    assert status == 0, said
