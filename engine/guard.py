@@ -384,15 +384,20 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(?:ignore|disregard|forget|pay\s+no\s+attention\s+to)\s+(?:everything|all|anything|whatever)\s+"
-            r"(?:(?:that\s+)?you(?:\s+(?:were|have\s+been)|\s*['’]ve\s+been)\s+told|above|before)"
+            r"(?:(?:that\s+)?you(?:\s+(?:were|have\s+been)|\s*['’]ve\s+been)\s+told|"
+            # not a figure or a page's fold: "Ignore everything above $500", "… before 2020",
+            # "Ignore everything above the fold"
+            r"(?:above|before)(?!\s+(?:the\s+fold\b|[$€£¥]?\d)))"
             # not a topic the user was told about, nor who told it or where: "Forget everything
             # you were told about the old VPN", "… by the old landlord", "… at school" (but
             # "… told about your rules", "… by your developers" are the attack)
             # (nor the assistant's own making or this conversation: "… by OpenAI", "… during
-            # training", "… in this conversation", "… from the start")
+            # training", "… in this conversation", "… from the start"; not "… at the start of the
+            # project")
             r"(?!\s+(?:about|by|at|in|from|during)\s+(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:\w+\s+){0,2}?"
             r"(?:rules|instructions|guidelines|restrictions|limits|programming|prompt|policies|filters|safety|developers?|"
-            r"creators?|makers?|operators?|owners?|system|start|beginning|outset|training|context|messages?|openai|"
+            r"creators?|makers?|operators?|owners?|system|(?:start|beginning|outset)(?!\s+of\s+(?:the|this|that|our|my)\s+"
+            r"(?!conversation|chat|session|thread)\w)|training|context|messages?|openai|"
             r"anthropic)\b|(?:this|our|the\s+(?:current|whole))\s+(?:conversation|chat|session|thread)\b|how\s+to\s+(?:behave|act|respond|answer|reply|talk)\b|what\s+you\s+(?:are|can)\b|"
             r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b))",
             _I,
@@ -1186,7 +1191,7 @@ _WIPED_ALWAYS_ON_A_SCHEDULE = re.compile(
 _EVERYTHING_SOMEWHERE = re.compile(
     r"\beverything\s+(?:(?:down|away|up|off)\b(?:\s+(?:in|on|at)\s+(?:the|my|our)\s+(?P<room>[\w-]+))?\s*(?:$|[,;]|\b(?:with|"
     r"before|after|and|then|for|using)\b)|(?:off|out\s+of|from|in|on|under|inside)\s+(?:the|my|our|your)\s+"
-    r"(?P<kind>[\w-]+\s+)??(?P<place>[\w-]+))",
+    r"(?P<kind>[\w'’-]+\s+)??(?P<place>[\w-]+)(?:['’]s?)?(?:\s+(?P<next>[\w-]+))?)",
     _I,
 )
 # Where a household's things are: a room or a surface, not a machine or a store of data; or
@@ -1195,8 +1200,11 @@ _HOUSEHOLD_PLACES = frozenset(
     "kitchen counter counters countertop countertops table tables fridge freezer desk shelf shelves floor floors car "
     "closet wardrobe bathroom room bedroom garage stove oven sink surface surfaces whiteboard board walls windows "
     "cabinet cabinets cupboard cupboards drawer drawers bench bed porch balcony patio yard garden pantry tray "
-    "downloads desktop".split()
+    "downloads desktop cart basket trolley suitcase bag backpack trunk locker shed attic basement unit "
+    "thermostat tv television microwave dishwasher".split()
 )
+# A camera's or a phone's memory card is cleared between shoots: "everything from the SD card".
+_MEMORY_CARDS = frozenset("sd microsd memory camera".split())
 # A folder is one when what kind it is names no store of data: "the Downloads folder", not
 # "the backups folder" or "the data folder".
 _FOLDERS = frozenset("folder folders directory".split())
@@ -1230,9 +1238,14 @@ def _a_household_sweep(thing: str) -> bool:
     if place is None:
         return True
     kind = where["kind"] or ""
+    if where["next"] is not None and place.lower() not in _HOUSEHOLD_PLACES | _FOLDERS | _OWN_DEVICES:
+        # what kind of place, or whose, said first: "the SD card", "the kids' tablet"
+        kind, place = place, where["next"]
     if any(pattern.search(kind) for pattern in (_WIPED_ALWAYS, _ROTATED, _NOT_ROUTINE, _ATTACK_THINGS)):
         return False
     place = place.lower()
+    if place in ("card", "cards") and kind.strip().lower() in _MEMORY_CARDS:
+        return True
     return place in _HOUSEHOLD_PLACES or place in _FOLDERS or (handed_on is not None and place in _OWN_DEVICES)
 
 
@@ -1311,10 +1324,10 @@ def _wipe_order(visible: str, cue_end: int, *, schedule: bool = False) -> re.Mat
 # "Remember" before a clean-up that is the user's own errand: of their own things ("Remember
 # to delete my old files"), old or temporary ones ("Remember: delete the old logs every
 # week") or a household's, naming nothing an attack does ("Remember to wipe all counters
-# with bleach"). Each thing cleared is judged on its own (_cleared), and one that names
+# with bleach", "Note to self: wipe …"). Each thing cleared is judged on its own (_cleared), and one that names
 # nothing at all ("delete all of them at 2am"), what an attack names (data, backups, logs,
 # memories, tables, entries …) or someone else's keeps the rule.
-_AN_ERRAND_OPENS = re.compile(r"[\s:,-]*(?:to\s+)?(?:please\s+)?", _I)
+_AN_ERRAND_OPENS = re.compile(r"[\s:,-]*(?:to\s+self\s*[:,-]\s*)?(?:to\s+)?(?:please\s+)?", _I)
 _A_THING_WORD = re.compile(r"[^\W\d_]{3,}")
 _NOT_A_THING = frozenset(
     "all every each any the of it them this that these those entire whole now immediately daily nightly weekly "
@@ -1350,7 +1363,7 @@ def _a_chore(visible: str, cue_end: int, action: re.Match[str]) -> bool:
 # not several ("the passwords"), not to an attacker or "an external server", not the
 # reader's prompt, and only as an errand opens: "Remember to send", "Remember: send".
 _ONE_SECRET = re.compile(
-    r"(?:the|my|our|her|his)\s+(?:[\w-]+\s+){0,2}?(?:password|passwd|pwd|passcode|pin|code|key|login|token)", _I
+    r"(?:the|my|our|her|his)\s+(?:[\w-]+\s+){0,2}?(?:password|passwd|pwd|pw|passcode|pin|code|key|login|token)", _I
 )
 
 
@@ -1621,14 +1634,24 @@ def _sweeps_up_what_it_gets(visible: str, leak: re.Match[str]) -> bool:
     stop = _SENTENCE_BREAK_ZH.search(visible, leak.end())
     said = visible[leak.start("verb") : stop.start() if stop is not None else len(visible)]
     sweeps = list(_SWEEPING.finditer(said))
-    if any(sweep[0].lower() not in _QUANTIFIERS for sweep in sweeps) or _SOMEONE_ELSES_SECRETS.search(said):
-        return True
-    if not sweeps:
-        return False
     narrowed = _FOR_ONE_PURPOSE.search(said)
-    return narrowed is None or bool(_FOR_EVERYONE.search(narrowed["what"]) or _PRETEXT.search(narrowed["what"]))
+    for_one_purpose = narrowed is not None and not (
+        _FOR_EVERYONE.search(narrowed["what"]) or _PRETEXT.search(narrowed["what"])
+    )
+    if any(sweep[0].lower() not in _QUANTIFIERS for sweep in sweeps):
+        return True
+    if _SOMEONE_ELSES_SECRETS.search(said):
+        # Their data or records for one purpose are a mail rule's ("compliance@acme.com gets
+        # all the customer records for the GDPR request"); their credentials never are.
+        return not for_one_purpose or _CREDENTIALS.search(said) is not None
+    return bool(sweeps) and not for_one_purpose
 
 
+_CREDENTIALS = re.compile(
+    r"\b(?:passwords?|passwds?|pwds?|pws?|passcodes?|credentials?|creds|secrets?|keys?|tokens?|cookies|logins?|"
+    r"codes?|card\s+numbers|ssns?)\b",
+    _I,
+)
 _SOMEONE_ELSES_SECRETS = re.compile(r"\b(?:the\s+)?(?:users?|customers?|clients?)\b", _I)
 _FOR_ONE_PURPOSE = re.compile(r"\bfor\s+(?:the|a|an|my|our|this|that|his|her|their)\s+(?P<what>[^.!?\n]+)", _I)
 
