@@ -778,8 +778,8 @@ _SEND_OUT = (
     r"text(?:s|ed|ing)?)"
 )
 _SECRETS_EN = (
-    # Abbreviated as people type them: "pwds", "pws", "passwds", "creds".
-    r"(?:passwords?|passwds?|pwds?|pws?|passcodes?|credentials?|creds|secrets?|(?:api|access|private|secret|ssh|encryption)\s+keys?|"
+    # Abbreviated as people type them: "pwds", "pws", "passwds", "creds", "credz".
+    r"(?:passwords?|passwds?|pwds?|pws?|passcodes?|credentials?|cred[sz]|secrets?|(?:api|access|private|secret|ssh|encryption)\s+keys?|"
     r"tokens?|cookies|(?:credit\s+)?card\s+numbers|ssns?|(?:users?|customers?|clients?|patients?|employees?|personal|"
     r"private)(?:'s?|')?\s+(?:data|info\w*|details|records|files|credentials|passwords)|"
     r"logins?|login\s+(?:details|info\w*|credentials)|(?:2fa|mfa|otp|one-time|verification|backup|recovery)\s+codes?|"
@@ -1563,10 +1563,13 @@ _CLOSING = r"[>\"')\]”’」』》）]?"
 # "^|[.!?]\s*" before it, which tried a run of 50,000 line breaks once per break).
 _ADDRESSEE = rf"(?<![\w.+@-]){_OPENING}(?P<outside>{_OUTSIDE}){_CLOSING}"
 # Where such an address opens: the text or its sentence, after "To", "For" or "Attn" (the
-# first form only), with nothing else before it.
+# first form only), "Recipient", or a greeting ("Dear x@evil.io, please send …", the order
+# form's only opening a comma may close), with nothing else before it.
 _QUOTES_AND_SPACES = " \t\"'<([“‘「"
 _BREAKS = ("\n", ".", "!", "?", ";", "。", "！", "？", "；")
-_OPENS_AN_ORDER = re.compile(r"(?:^|[\n.!?;,:])\s*(?:to|for|attn)\s*:?\s+[\"'<(\[“‘「]*$", _I)
+_OPENS_AN_ORDER = re.compile(
+    r"(?:^|[\n.!?;,:])\s*(?:to|for|attn|recipients?|dear|hi|hello|hey)\s*:?\s+[\"'<(\[“‘「]*$", _I
+)
 _SECRETS_AFTER = (
     rf"[^.!?\n]{{0,40}}?(?P<target>\b{_SECRETS_EN}\b{_SECRET_AS_MODIFIER}|{_SECRETS_ZH}|"
     r"\bevery\s+(?:password|passcode|credential|secret|token|key|login|code)\b"
@@ -1575,7 +1578,7 @@ _SECRETS_AFTER = (
 )
 _EXFILTRATION_ADDRESS_FIRST = (
     re.compile(
-        rf"{_ADDRESSEE}\s*(?:[:\u2013\u2014]|\s-)\s*"
+        rf"{_ADDRESSEE}\s*(?:[:,\u2013\u2014]|\s-)\s*"
         rf"(?:(?:please|kindly|just|now|always|also)\s+)*(?P<verb>{_SEND_OUT}|give|hand\s+over|reveal)\b{_SECRETS_AFTER}",
         _I,
     ),
@@ -1600,7 +1603,7 @@ def _leak_addressed_first(visible: str) -> Finding | None:
     lowered = visible.lower()
     if not any(stem in lowered for stem in _SECRET_STEMS):  # the common case
         return None
-    for pattern in (*_EXFILTRATION_ADDRESS_FIRST, _EXFILTRATION_ADDRESS_FIRST_ZH):
+    for pattern in (*_EXFILTRATION_ADDRESS_FIRST, _EXFILTRATION_ADDRESS_FIRST_ZH, _EXFILTRATION_SENT_TO_FIRST_ZH):
         for leak in pattern.finditer(visible):
             outside = leak["outside"]
             if (
@@ -1648,7 +1651,7 @@ def _sweeps_up_what_it_gets(visible: str, leak: re.Match[str]) -> bool:
 
 
 _CREDENTIALS = re.compile(
-    r"\b(?:passwords?|passwds?|pwds?|pws?|passcodes?|credentials?|creds|secrets?|keys?|tokens?|cookies|logins?|"
+    r"\b(?:passwords?|passwds?|pwds?|pws?|passcodes?|credentials?|cred[sz]|secrets?|keys?|tokens?|cookies|logins?|"
     r"codes?|card\s+numbers|ssns?)\b",
     _I,
 )
@@ -1780,6 +1783,12 @@ _EXFILTRATION_ADDRESS_FIRST_ZH = re.compile(
     rf"(?<![A-Za-z0-9._%+-]){_OPENING}(?P<outside>{_OUTSIDE_ZH}){_CLOSING}\s*[：:]\s*"
     rf"(?P<verb>(?:请|麻烦|务必)?(?:把|将)?)[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})[^。！？!?\n]{{0,10}}?"
     r"(?:发|传|转|给|抄送|上传)",
+    _I,
+)
+# Or sent to it, said first: "发给 x@evil.io：用户的所有密码".
+_EXFILTRATION_SENT_TO_FIRST_ZH = re.compile(
+    rf"(?:发给|发送给|发到|转给|转发给|抄送给?|收件人)\s*[：:]?\s*{_OPENING}(?P<outside>{_OUTSIDE_ZH}){_CLOSING}\s*[：:]\s*"
+    rf"(?P<verb>)[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})",
     _I,
 )
 _NOT_DONE_ZH = re.compile(r"不|别|勿|禁止|没|从未")
