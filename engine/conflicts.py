@@ -552,7 +552,13 @@ _ZH_STINT = re.compile(
 # 北京"): the move is a stay. Only the holder's own return said as a plan, not "go back to work".
 _EN_RETURN = (
     r"(?:i|we)(?:'ll| will| shall| am going to| are going to| plan to| intend to| hope to| expect to) (?:also )?"
-    r"(?:be back|come back|move back|return|go back home|head back home)(?: [\w' -]+)?"
+    r"(?:be back|come back|move back|return|go back home|head back home)"
+    # Not back for a visit, an errand, a holiday or now and then ("I'll be back in Berlin to visit
+    # my parents", "... for Christmas", "... every few months", "I'll return to work"): the move stands.
+    r"(?![\w' -]*\b(?:to (?:visit|see|pick|get|collect|grab|fetch|sell|pack|sign|attend|celebrate|spend|work|the "
+    r"office|school|class|college|uni)|visit(?:s|ing)?|for (?!good\b)|every|each|often|occasionally|sometimes|"
+    r"regularly|now and then|from time to time|tomorrow|on business)\b)"
+    r"(?: [\w' -]+)?"
     # Not back from a break ("I'll be back in five minutes", "... later", "brb").
     r"(?<!\bminutes)(?<!\bminute)(?<!\bmins)(?<!\bmin)(?<!\bhours)(?<!\bhour)(?<!\bseconds)(?<!\bsec)(?<!\blater)"
     r"(?<!\bin a bit)(?<!\bin a moment)(?<!\btonight)(?<!\bafter lunch)(?<!\bin a while)"
@@ -562,7 +568,12 @@ _ZH_RETURN_WHEN = (
     rf"(?:过|等)(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)?|毕业(?:以后|之后|后)?)"
 )
 _ZH_MEANS = r"(?:就|再|会|要|还会|还要|打算|准备|计划|想)"
-_ZH_RETURN = rf"(?:{_ZH_MEANS}*{_ZH_RETURN_WHEN}{_ZH_MEANS}*|{_ZH_MEANS}+)(?:搬)?回(?:来|去|[\u4e00-\u9fff]{{1,4}})"
+_ZH_RETURN = (
+    rf"(?:{_ZH_MEANS}*{_ZH_RETURN_WHEN}{_ZH_MEANS}*|{_ZH_MEANS}+)(?:搬)?回"
+    # Not back for a visit or an errand ("以后回北京探亲", "下个月回北京出差", "回去看看").
+    r"(?![\u4e00-\u9fff]{0,4}?(?:探亲|看|出差|玩|办事|拿|取|开会|参加|度假|旅游|过年|过节|一趟|一次|几天))"
+    r"(?:来|去|[\u4e00-\u9fff]{1,4})"
+)
 _EN_STINT_SAID = re.compile(
     r"(?:(?:but|though|although|and|well|so|anyway|it's|it is|that's|that is|this is|it will be|"
     r"it is going to be|it was|only|just|at least|at most|probably|maybe|mostly|i think|i guess|"
@@ -1172,7 +1183,8 @@ def _english_claims(subject: _Subject, change: bool) -> list[Claim]:
             if not (subject.named or subject.owned) and kind != "setting" and _commands(rest):
                 return []
             besides = "also" in subject.rest[: len(subject.rest) - len(rest)].split() or _EN_BESIDES.search(rest)
-            if (kind in ("residence", "employer") and besides) or (kind == "employer+" and _EN_SIDE_JOB.search(rest)):
+            side_job = _EN_SIDE_JOB.search(rest) and not _EN_AFTER_QUITTING.search(rest)
+            if (kind in ("residence", "employer") and besides) or (kind == "employer+" and side_job):
                 return []  # "I also work at Acme", "I live in Paris too": a second job or home, not a new one
             return _owned(_english_rule(kind, match, holder, change), unique=kind == "setting")
     if not subject.named and (strict := _EN_ATTR_STRICT.match(rest) or _EN_ATTR_MOVE.match(rest)):
@@ -1195,6 +1207,9 @@ _EN_SIDE_JOB = re.compile(
     r"\b(?:on the side|besides|in addition|as a (?:side|second) (?:job|gig|hustle)|(?:my|a) (?:second|side) "
     r"(?:job|gig|hustle)|(?:on|at|over) (?:the )?weekends?|(?:in the )?evenings)\b"
 )
+# ... unless the old one was left for it ("I started working at Globex in the evenings after
+# quitting Acme"): a new employer.
+_EN_AFTER_QUITTING = re.compile(r"\b(?:after|since) (?:quitting|leaving|i (?:quit|left))\b")
 
 
 # First person and "the user" are the voice's holder; in a speaker's line the third
@@ -1395,7 +1410,8 @@ _EN_GROUP = re.compile(
     rf"board|advisory board|alumni(?: network| association)?|rewards|{_EN_MEMBERSHIPS}|"
     # A call, a meeting, a channel or a meal joined, or left ("I've joined the call", "I joined
     # Globex's Slack", "I joined Tom at Globex for lunch", "I left Acme's Slack channel"): no job.
-    r"call|meeting|webinar|zoom|slack|teams|channel|stream|livestream|conversation|session|stand-?up|huddle|"
+    r"call|meeting|webinar|(?:zoom|slack|teams)(?! as\b)|channel|stream|livestream|conversation|session|"
+    r"stand-?up|huddle|"
     r"lunch|dinner|breakfast|brunch|drinks|tour|trip)s?"
     r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
     r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"

@@ -2143,3 +2143,47 @@ def test_a_call_joined_a_side_job_or_a_return_planned_hides_nothing(old: str, ne
 )
 def test_a_move_with_no_return_planned_still_replaces(old: str, new: str) -> None:
     assert verdict(old, new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Back for a visit, an errand, a holiday or now and then: the move stands.
+        ("I live in Berlin", "I moved to Paris, I'll be back in Berlin to visit my parents"),
+        ("I live in Berlin", "I moved to Paris. We'll come back to visit Berlin at Christmas."),
+        ("I live in Berlin", "I moved to Paris; I'll be back for Christmas"),
+        ("I live in Berlin", "I moved to Paris, I'll come back for the wedding"),
+        ("I live in Berlin", "I moved to Paris, I'll be back in Berlin for a conference next month"),
+        ("I live in Berlin", "I moved to Paris. I'll be back in Berlin for a visit in May."),
+        ("I live in Berlin", "I moved to Paris, I'll return to Berlin occasionally"),
+        ("I live in Berlin", "I moved to Paris. I will be back in Berlin every few months for work."),
+        ("I live in Berlin", "We moved to Paris. We'll be back in Berlin often."),
+        ("I live in Berlin", "I moved to Paris for good, I'll come back to Berlin for holidays"),
+        ("I live in Berlin", "I moved to Paris, I'll be back on Monday to pick up my stuff"),
+        ("I live in Berlin", "I moved to Paris. I'll be back next week to get the rest of my things."),
+        ("I live in Berlin", "I moved to Paris and I'll be back in Berlin tomorrow for the weekend"),
+        ("I live in Berlin", "I moved to Paris, I'll return to work on Monday"),
+        ("我住在北京", "我搬到上海了，以后回北京探亲"),
+        ("我住在北京", "我搬到上海了，下个月回北京出差"),
+        ("我住在北京", "我搬到上海了，以后回去看看"),
+        # A company joined in a role, or a job in the evenings after quitting the old one.
+        ("I work at Acme", "I joined Slack as an engineer"),
+        ("I work at Acme", "I started working at Globex in the evenings after quitting Acme"),
+    ],
+)
+def test_a_move_with_a_visit_back_or_a_job_taken_after_quitting_still_replaces(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I moved to Paris, I'll be back in Berlin next year",
+        "I moved to Paris. I'll be back for good in the spring.",
+        "I moved to Paris, we'll move back to Berlin after the project ends",
+        "我搬到上海了，过几个月就回去",
+    ],
+)
+def test_a_return_to_live_still_reads_the_move_as_a_stay(new: str) -> None:
+    old = "我住在北京" if "上海" in new else "I live in Berlin"
+    assert verdict(old, new) is not Verdict.REPLACE
