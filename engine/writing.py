@@ -28,7 +28,7 @@ import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -47,6 +47,10 @@ DEDUP_NEIGHBOURS = 10
 # Reads of a save's stored candidates, each after catching up with what the one before
 # showed another process had written meanwhile (``WriteJudge.reads_for``).
 CANDIDATE_READS = 3
+# How soon after its writer's last memory a save that only says "it's a stay" is read with
+# it (``WriteJudge.stay_said``): "Just for a week." said months after "I moved to Paris." is
+# about something else, and brings back nothing the move superseded.
+STAY_SAID_WITHIN = timedelta(days=1)
 
 # A memory's semantic neighbours as ``Recaller.nearest`` finds them: rows and cosines.
 Neighbours = tuple[Rows, Floats]
@@ -346,12 +350,15 @@ class SaveJudge:
         replace are made active again, in the save's transaction (added to ``plan``).
         Returns their ids. The last memory is the newest of the same namespace, audience,
         actor and session, earlier in the batch (``fresh``) or stored, whatever it says; one
-        no longer active, or of another audience, brings nothing back. A memory another
+        no longer active, of another audience, or said more than ``STAY_SAID_WITHIN``
+        before, brings nothing back. A memory another
         active memory supersedes too stays superseded."""
         if not conflicts.says_a_stay(memory.content):
             return ()
         last = self._last_written(plan, memory, fresh, now)
         if last is None or not plan.active(last) or not same_audience(last, memory):
+            return ()
+        if memory.created_at - last.created_at > STAY_SAID_WITHIN:
             return ()
         joined = conflicts.continued(last.content, memory.content)
         if joined is None:

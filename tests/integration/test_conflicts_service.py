@@ -565,3 +565,19 @@ def test_a_home_a_batch_brings_back_and_supersedes_again_is_answered_as_each_sav
     assert (paris.superseded, stay.reinstated) == ((berlin,), (berlin,))
     assert berlin in lisbon.superseded
     assert service.get(NS, berlin).status is Status.SUPERSEDED
+
+
+@pytest.mark.parametrize(("later", "back"), [({"minutes": 5}, True), ({"days": 90}, False)])
+def test_a_stay_said_long_after_the_move_brings_nothing_back(
+    on_each_store: MemoryService, clock: Any, later: dict[str, int], back: bool
+) -> None:
+    """A stay ("Just for a week.") minutes after "I moved to Paris." is about the move; saved
+    months later it is about something else, and Berlin stays superseded. On SQLite and
+    on the Bolt store."""
+    service = on_each_store
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(minutes=1)
+    service.save(draft("I moved to Paris."))
+    clock.advance(**later)
+    assert service.save(draft("Just for a week.")).reinstated == ((berlin,) if back else ())
+    assert service.get(NS, berlin).status is (Status.ACTIVE if back else Status.SUPERSEDED)
