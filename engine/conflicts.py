@@ -1411,9 +1411,10 @@ _EN_GROUP = re.compile(
     # A call, a meeting, a channel or a meal joined, or left ("I've joined the call", "I joined
     # Globex's Slack", "I joined Tom at Globex for lunch", "I left Acme's Slack channel"): no job.
     r"call|meeting|webinar|(?:zoom|slack|teams)(?! as\b)|channel|stream|livestream|conversation|session|"
-    r"stand-?up|huddle|"
-    r"lunch|dinner|breakfast|brunch|drinks|tour|trip)s?"
+    r"stand-?up|huddle|all-?hands|all hands|town ?hall|workspace|group chat|group call|"
+    r"lunch|dinner|breakfast|brunch|drinks|coffee|tour|trip)s?"
     r"(?=$|[ ,.!;](?:last|this|yesterday|today|recently|again|now|near|in|on|at|for|with|and|by|from|of|downtown|"
+    r"early|late|after|before|tonight|"
     r"nearby|around|that|which|where|who|called|named|as|because|since|so|but|too|also|a|an|the|\d+)\b|[,.!;]?$)"
 )
 _EN_NAMED_GROUP = re.compile(

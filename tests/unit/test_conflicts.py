@@ -2187,3 +2187,17 @@ def test_a_move_with_a_visit_back_or_a_job_taken_after_quitting_still_replaces(o
 def test_a_return_to_live_still_reads_the_move_as_a_stay(new: str) -> None:
     old = "我住在北京" if "上海" in new else "I live in Berlin"
     assert verdict(old, new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I joined the Globex all-hands",
+        "I left the Acme meeting early",
+        "I joined my friend at Globex for coffee",
+        "I joined the Globex Slack workspace",
+        "I joined Globex for drinks after work",
+    ],
+)
+def test_a_meeting_a_workspace_or_a_coffee_joined_is_no_employer(new: str) -> None:
+    assert verdict("I work at Acme", new) is not Verdict.REPLACE
