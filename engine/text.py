@@ -359,6 +359,13 @@ def _unclitic(match: re.Match[str]) -> str:
     return f"{_NEGATED_VERB.get(verb, verb)} not"
 
 
+def _capitalised(text: str) -> frozenset[str]:
+    """The stems of the Latin-script words ``text`` writes capitalised (``_said_alike``)."""
+    written = without_chinese(unicodedata.normalize("NFKC", text))
+    said = " ".join(word for word in _WORD.findall(written) if word[0].isupper())
+    return frozenset(stem for stem, content in _latin_tokens(said.casefold()) if content)
+
+
 def _tokens(text: str) -> tuple[Token, ...]:
     """The words of ``text`` in order (``_substituted``): Latin-script words casefolded and
     stemmed, runs of CJK characters segmented by jieba, each sentence's end marked."""
@@ -423,8 +430,11 @@ def _spelled(stem: str) -> str:
 def _misspelt(left: str, right: str) -> bool:
     """Whether two stems are one word, one of them misspelt the common ways that make no
     other word: "ie" for "ei" ("recieve" / "receive", five letters or more: "lie" / "lei"
-    are two words) or a letter doubled in a long stem ("accomodate" / "accommodate"; not
-    "desert" / "dessert")."""
+    are two words) or a consonant doubled inside a long stem ("accomodate" /
+    "accommodate"; not "desert" / "dessert"). A doubled vowel makes another word
+    ("discrete" / "discreet", "Cameron" / "Cameroon"), and so does a letter doubled at the
+    end of a stem, where Snowball left a suffix on ("transmit" / "transmitter", "Gabriel" /
+    "Gabrielle")."""
     if len(left) == len(right):
         if len(left) < 5:
             return False
@@ -437,21 +447,28 @@ def _misspelt(left: str, right: str) -> bool:
     short, long = sorted((left, right), key=len)
     if len(long) != len(short) + 1 or len(long) < 8:
         return False
-    for i, letter in enumerate(long):
-        if long[:i] + long[i + 1 :] == short:
-            return (i > 0 and letter == long[i - 1]) or (i + 1 < len(long) and letter == long[i + 1])
-    return False
+    return any(
+        long[i] == long[i + 1] and long[:i] + long[i + 1 :] == short and long[i] not in _VOWELS and i + 2 < len(long)
+        for i in range(len(long) - 1)
+    )
 
 
-def _said_alike(ours: set[str], theirs: set[str]) -> bool:
+_VOWELS = frozenset("aeiouy")
+
+
+def _said_alike(ours: set[str], theirs: set[str], names: frozenset[str] = frozenset()) -> bool:
     """Whether each content word one side of a replaced span holds and the other does not
-    is one of the other side's, misspelt (``_misspelt``)."""
+    is one of the other side's, misspelt (``_misspelt``). A word either text writes
+    capitalised (``names``) is read as a name, and a name spelt with a letter more or
+    another is another person or place ("Paterson" / "Patterson", "Monterey" / "Monterrey")."""
+    if (ours | theirs) & names:
+        return False
     return all(any(_misspelt(word, other) for other in theirs) for word in ours) and all(
         any(_misspelt(word, other) for other in ours) for word in theirs
     )
 
 
-def _substituted(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
+def _substituted(left: tuple[Token, ...], right: tuple[Token, ...], names: frozenset[str] = frozenset()) -> bool:
     """Whether, aligned word by word, one text says a content word where the other says
     another: a span replaced in which each side holds a content word the other side's
     span does not, and that is not the same letters written apart nor a misspelling; or
@@ -468,7 +485,7 @@ def _substituted(left: tuple[Token, ...], right: tuple[Token, ...]) -> bool:
         theirs = tuple(token for clause in theirs_clauses for token in (*clause, _BREAK))
         if min(len(ours), len(theirs)) > _ALIGN_MAX:  # unsure: kept apart
             return True
-        if any(_span_substituted(one, other) for one, other in _replaced_spans(ours, theirs)):
+        if any(_span_substituted(one, other, names) for one, other in _replaced_spans(ours, theirs)):
             return True
     return _exchanged(left, right) or _exchanged(right, left)
 
@@ -526,7 +543,7 @@ def _sentences(tokens: tuple[Token, ...]) -> list[tuple[Token, ...]]:
     return found
 
 
-def _span_substituted(left: Sequence[Token], right: Sequence[Token]) -> bool:
+def _span_substituted(left: Sequence[Token], right: Sequence[Token], names: frozenset[str]) -> bool:
     ours = {stem for stem, content in left if content}
     theirs = {stem for stem, content in right if content}
     if not ours or not theirs:
@@ -542,7 +559,7 @@ def _span_substituted(left: Sequence[Token], right: Sequence[Token]) -> bool:
     # / "试试"): a run that holds the other whole says no other word.
     if is_chinese(ours_said + theirs_said) and (ours_said in theirs_said or theirs_said in ours_said):
         return False
-    return not _said_alike(ours - theirs, theirs - ours)
+    return not _said_alike(ours - theirs, theirs - ours, names)
 
 
 # How far apart two exchanged words may stand: a clause ("Alice is taller than Bob").
@@ -660,6 +677,8 @@ class Wording:
     names: tuple[str, ...] = ()
     # Its words in order, for ``_substituted``.
     tokens: tuple[Token, ...] = ()
+    # The stems of its words written capitalised, for ``_said_alike``.
+    capitalised: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, text: str) -> Wording:
@@ -670,6 +689,7 @@ class Wording:
             _latin_words(text),
             _names(text),
             _tokens(text),
+            _capitalised(text),
         )
 
     def overlap(self, other: Wording) -> float:
@@ -688,7 +708,7 @@ class Wording:
             and self.markers == other.markers
             and not _negated(self.words, other.words)
             and not _swapped(self.names, other.names)
-            and not _substituted(self.tokens, other.tokens)
+            and not _substituted(self.tokens, other.tokens, self.capitalised | other.capitalised)
         )
 
 

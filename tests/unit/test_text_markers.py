@@ -358,3 +358,24 @@ def test_a_negation_said_of_another_word_is_news(a: str, b: str) -> None:
     """One "not" each and the same words, one of them moved: no word is replaced."""
     assert not text.Wording.of(a).says_as(text.Wording.of(b))
     assert not text.Wording.of(b).says_as(text.Wording.of(a))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # A doubled vowel makes another word, not a typo.
+        ("We want a discrete approach to the audit.", "We want a discreet approach to the audit."),
+        ("Alice moved to Cameroon last spring.", "Alice moved to Cameron last spring."),
+        # A doubled last letter of a stem is a suffix's ("transmitter" / "transmit").
+        ("Bob repaired the old transmitter.", "Bob repaired the old transmit."),
+        # A name spelt with a letter more is another person or place.
+        ("Alice will meet Patterson at the station.", "Alice will meet Paterson at the station."),
+        ("The conference is held in Monterrey this year.", "The conference is held in Monterey this year."),
+        ("Gabriel paid for the tickets.", "Gabrielle paid for the tickets."),
+    ],
+)
+def test_a_letter_doubled_that_makes_another_word_or_name_is_news(a: str, b: str) -> None:
+    """Each pair was read as one word misspelt (one letter doubled in a long stem), and
+    write-time dedup could fold one fact into another."""
+    assert not text.Wording.of(a).says_as(text.Wording.of(b))
+    assert not text.Wording.of(b).says_as(text.Wording.of(a))
