@@ -31,10 +31,10 @@ import inspect
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
 MAX_EXTRACTED = 16
 
@@ -199,20 +199,59 @@ _CJK_CONCEPT = re.compile(
 )
 
 
+# jieba tags a stretch of characters its dictionary makes no word of with an HMM whose
+# cost per character grows with the square of the tags that character may take: a rare
+# one may take any of 256, and 8,000 such characters took 76 s to save (under a second as
+# single characters). A name is a few characters, so a stretch longer than
+# ``_TAGGED_MAX_CHARS`` is read as single characters, and so is each once the text has
+# spent ``_TAGGING_BUDGET`` (about a second; ordinary Chinese spends a thirtieth of a
+# rare character's cost per character and never reaches it).
+_TAGGED_MAX_CHARS = 32
+_TAGGING_BUDGET = 3_000_000
+
+
+def _tagger() -> Any:
+    """jieba's tagger, with the bounds above. Imported here, and only for Chinese text:
+    jieba.posseg loads its tagging model at import (half a second), and this module is
+    imported by everything that compares entity names."""
+    global _TAGGER
+    if _TAGGER is None:
+        import jieba
+        import jieba.posseg
+
+        states = jieba.posseg.char_state_tab_P
+        every = len(jieba.posseg.start_P)
+
+        class Bounded(jieba.posseg.POSTokenizer):  # type: ignore[misc]
+            left = _TAGGING_BUDGET
+
+            def _POSTokenizer__cut_detail(self, sentence: str) -> Iterator[Any]:  # noqa: N802
+                cost = sum((len(states.get(char, ())) or every) ** 2 for char in sentence)
+                if len(sentence) > _TAGGED_MAX_CHARS or cost > self.left:
+                    for char in sentence:
+                        yield jieba.posseg.pair(char, self.word_tag_tab.get(char, "x"))
+                    return
+                self.left -= cost
+                yield from super()._POSTokenizer__cut_detail(sentence)
+
+        _TAGGER = Bounded(jieba.dt)
+    return _TAGGER
+
+
+_TAGGER: Any = None
+
+
 def _chinese_entities(text: str) -> list[str]:
     runs = [run for run in _CJK_RUN.findall(text) if not run.isascii()]  # English: the English pass
     if not runs:
         return []
-    # Imported here, and only for Chinese text: jieba.posseg loads its tagging model at
-    # import (half a second), and this module is imported by everything that compares
-    # entity names.
-    import jieba.posseg
-
     found: list[str] = []
-    for run in runs:
+    with _POSSEG_LOCK:  # jieba loads its dictionary lazily, once; the tagger keeps a budget
+        tagger = _tagger()
+        tagger.left = _TAGGING_BUDGET
+        tagged = [[(pair.word, pair.flag) for pair in tagger.cut(run)] for run in runs]
+    for run, pairs in zip(runs, tagged, strict=True):
         found += [m.group() for m in _CJK_CONCEPT.finditer(run)]
-        with _POSSEG_LOCK:  # jieba loads its dictionary lazily, once
-            pairs = [(pair.word, pair.flag) for pair in jieba.posseg.cut(run)]
         for word, flag in pairs:
             if word.isascii():
                 continue
