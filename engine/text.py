@@ -47,6 +47,18 @@ jieba.setLogLevel(logging.WARNING)
 
 def terms(text: str) -> list[str]:
     """Search terms of ``text``, in order, repeats kept (they count in BM25)."""
+    return list(_terms_of(text))
+
+
+# A save reads its text's terms in the conflict rules and the fast network, and each near
+# candidate's again on every save that meets it: 8,000 Chinese characters take jieba 50
+# to 700 ms a reading. The last texts read are kept (about 50 MB, were every one at the
+# 8,000-character limit).
+_READ_CACHE = 32
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _terms_of(text: str) -> tuple[str, ...]:
     normal = unicodedata.normalize("NFKC", text).casefold()
     found: list[str] = []
     position = 0
@@ -55,7 +67,7 @@ def terms(text: str) -> list[str]:
         found += _cjk_terms(match.group())
         position = match.end()
     found += _latin_terms(normal[position:])
-    return found
+    return tuple(found)
 
 
 # Raised whenever ``terms`` reads a text differently (what it finds, not how fast): the
@@ -682,15 +694,7 @@ class Wording:
 
     @classmethod
     def of(cls, text: str) -> Wording:
-        return cls(
-            frozenset(terms(text)),
-            tuple(numbers(text)),
-            tuple(markers(text)),
-            _latin_words(text),
-            _names(text),
-            _tokens(text),
-            _capitalised(text),
-        )
+        return _wording_of(text)
 
     def overlap(self, other: Wording) -> float:
         """The Jaccard similarity of the two texts' search terms (``word_overlap``)."""
@@ -710,6 +714,21 @@ class Wording:
             and not _swapped(self.names, other.names)
             and not _substituted(self.tokens, other.tokens, self.capitalised | other.capitalised)
         )
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _wording_of(text: str) -> Wording:
+    """``Wording.of``, each of the last texts read once: a save compares its text with
+    each near candidate, and a candidate is met again by the next save like it."""
+    return Wording(
+        frozenset(terms(text)),
+        tuple(numbers(text)),
+        tuple(markers(text)),
+        _latin_words(text),
+        _names(text),
+        _tokens(text),
+        _capitalised(text),
+    )
 
 
 def repeats(newer: Wording, older: Wording) -> bool:
