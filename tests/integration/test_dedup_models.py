@@ -262,3 +262,12 @@ def test_a_repeat_spelt_otherwise_still_folds(open_svc: OpenService, older: str,
     first = service.save(MemoryDraft(content=older))
     again = service.save(MemoryDraft(content=newer))
     assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
+
+
+def test_a_word_one_doubled_vowel_apart_is_not_folded_as_a_typo(open_svc: OpenService) -> None:
+    """ "discrete" / "discreet" were read as one word misspelt (a letter doubled) and the
+    second save folded into the first with the default embedder (USE: cosine 0.96)."""
+    service = open_svc(embedder=load_use())
+    service.save(MemoryDraft(content="We need a discrete solution for the sensors."))
+    again = service.save(MemoryDraft(content="We need a discreet solution for the sensors."))
+    assert again.created and again.memory.content == "We need a discreet solution for the sensors."
