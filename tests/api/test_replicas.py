@@ -10,6 +10,8 @@ nothing but the database.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +38,38 @@ def recalled_within(client: TwinmemClient, query: str, memory_id: str, bound: fl
         time.sleep(0.05)
 
 
+@contextmanager
+def replica_servers(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder, store: str = "arcadedb"
+) -> Iterator[list[LiveServer]]:
+    """Two in-thread servers, each with a data directory of its own, on one fresh database
+    of ``store``; both stopped on the way out."""
+    shared = store_overrides(request, store)
+    servers: list[LiveServer] = []
+    try:
+        servers = [start_server(tmp_path / name, embedder, **shared) for name in ("replica-a", "replica-b")]
+        yield servers
+    finally:
+        for live in servers:
+            live.stop()
+
+
+@contextmanager
+def two_replicas(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder
+) -> Iterator[tuple[LiveServer, httpx.Client, httpx.Client]]:
+    """The first replica's server (whose store or service a test patches) and an HTTP
+    client on each replica, on one ArcadeDB database."""
+    with replica_servers(request, tmp_path, embedder) as servers:
+        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
+            yield servers[0], a, b
+
+
 @pytest.mark.parametrize("store", ["arcadedb", "neo4j"])
 def test_each_replica_recalls_what_the_other_wrote(
     request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, store: str
 ) -> None:
-    shared = store_overrides(request, store)
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
+    with replica_servers(request, tmp_path, minilm, store) as servers:
         with TwinmemClient(servers[0].url) as a, TwinmemClient(servers[1].url) as b:
             bees = a.save("The user keeps bees on the roof of the garage", category="fact")
             assert recalled_within(b, "does the user keep any bees?", bees.memory_id, CATCH_UP_BOUND_S)
@@ -64,9 +90,6 @@ def test_each_replica_recalls_what_the_other_wrote(
             health = a.health()
             assert health["index_current"]
             assert health["memories_indexed"] == 1
-    finally:
-        for live in servers:
-            live.stop()
 
 
 @pytest.mark.parametrize("if_match", [None, '"1"'])
@@ -81,34 +104,27 @@ def test_a_delete_whose_reinstatement_meets_the_other_replicas_edit_lands(
     which the deletion reinstates, between the first's read and its write: answered 409
     and nothing deleted, though the request (and its If-Match, on Paris) held. It is read
     again and lands, Berlin back with the other replica's edit."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            berlin = save(a, "I live in Berlin")["memory_id"]
-            paris = save(a, "I moved to Paris")
-            assert paris["superseded"] == [berlin]
-            store = servers[0].service.store
-            update = store.update
-            edited: list[httpx.Response] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        paris = save(a, "I moved to Paris")
+        assert paris["superseded"] == [berlin]
+        store = first.service.store
+        update = store.update
+        edited: list[httpx.Response] = []
 
-            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-                if not edited:
-                    edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
-                return update(memory, *args, **kwargs)
+        def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if not edited:
+                edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+            return update(memory, *args, **kwargs)
 
-            monkeypatch.setattr(store, "update", edited_on_b_first)
-            headers = {"If-Match": if_match} if if_match else {}
-            deleted = a.delete(f"/v1/memory/{paris['memory_id']}", headers=headers)
-            assert edited[0].status_code == 200, edited[0].text
-            assert deleted.status_code == 200, deleted.text
-            assert deleted.json()["reinstated"] == [berlin]
-            back = a.get(f"/v1/memory/{berlin}").json()
-            assert (back["status"], back["metadata"]) == ("active", {"checked": True})
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "update", edited_on_b_first)
+        headers = {"If-Match": if_match} if if_match else {}
+        deleted = a.delete(f"/v1/memory/{paris['memory_id']}", headers=headers)
+        assert edited[0].status_code == 200, edited[0].text
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["reinstated"] == [berlin]
+        back = a.get(f"/v1/memory/{berlin}").json()
+        assert (back["status"], back["metadata"]) == ("active", {"checked": True})
 
 
 def test_a_save_that_supersedes_a_memory_the_other_replica_edits_meanwhile_lands(
@@ -119,31 +135,24 @@ def test_a_save_that_supersedes_a_memory_the_other_replica_edits_meanwhile_lands
     refuses the write decided on Berlin's older version, and the save answered 409
     ("another writer changed it first"), nothing saved. It is judged again and lands:
     Paris supersedes Berlin, Berlin keeps the other replica's edit."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            berlin = save(a, "I live in Berlin")["memory_id"]
-            store = servers[0].service.store
-            insert_linked = store.insert_linked
-            edited: list[httpx.Response] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        store = first.service.store
+        insert_linked = store.insert_linked
+        edited: list[httpx.Response] = []
 
-            def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
-                if not edited:
-                    edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
-                return insert_linked(*args, **kwargs)
+        def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
+            if not edited:
+                edited.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+            return insert_linked(*args, **kwargs)
 
-            monkeypatch.setattr(store, "insert_linked", edited_on_b_first)
-            paris = a.post("/v1/memory/save", json={"content": "I moved to Paris"})
-            assert edited[0].status_code == 200, edited[0].text
-            assert paris.status_code == 201, paris.text
-            assert paris.json()["superseded"] == [berlin]
-            back = b.get(f"/v1/memory/{berlin}").json()
-            assert (back["status"], back["metadata"], back["version"]) == ("superseded", {"checked": True}, 3)
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "insert_linked", edited_on_b_first)
+        paris = a.post("/v1/memory/save", json={"content": "I moved to Paris"})
+        assert edited[0].status_code == 200, edited[0].text
+        assert paris.status_code == 201, paris.text
+        assert paris.json()["superseded"] == [berlin]
+        back = b.get(f"/v1/memory/{berlin}").json()
+        assert (back["status"], back["metadata"], back["version"]) == ("superseded", {"checked": True}, 3)
 
 
 @pytest.mark.parametrize("if_match", [None, '"2"'])
@@ -158,38 +167,31 @@ def test_a_rollback_that_meets_the_other_replicas_edit(
     read and its write answered 409 ("another writer changed it first"), with or
     without If-Match. Without, it is read again and lands over the edit; with one, the
     condition no longer holds: 412 with the current version, as a PATCH gets."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            tea = save(a, "My favourite tea is green tea")["memory_id"]
-            patched = a.patch(f"/v1/memory/{tea}", json={"content": "My favourite tea is oolong"})
-            assert patched.status_code == 200, patched.text
-            store = servers[0].service.store
-            update = store.update
-            edited: list[httpx.Response] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        tea = save(a, "My favourite tea is green tea")["memory_id"]
+        patched = a.patch(f"/v1/memory/{tea}", json={"content": "My favourite tea is oolong"})
+        assert patched.status_code == 200, patched.text
+        store = first.service.store
+        update = store.update
+        edited: list[httpx.Response] = []
 
-            def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
-                if not edited:
-                    edited.append(b.patch(f"/v1/memory/{tea}", json={"metadata": {"checked": True}}))
-                return update(*args, **kwargs)
+        def edited_on_b_first(*args: Any, **kwargs: Any) -> int:
+            if not edited:
+                edited.append(b.patch(f"/v1/memory/{tea}", json={"metadata": {"checked": True}}))
+            return update(*args, **kwargs)
 
-            monkeypatch.setattr(store, "update", edited_on_b_first)
-            headers = {"If-Match": if_match} if if_match else {}
-            rolled = a.post(f"/v1/memory/{tea}/rollback", json={"version": 1}, headers=headers)
-            assert edited[0].status_code == 200, edited[0].text
-            now = b.get(f"/v1/memory/{tea}").json()
-            if if_match:
-                assert rolled.status_code == 412, rolled.text
-                assert rolled.json()["current_version"] == 3
-                assert (now["version"], now["content"]) == (3, "My favourite tea is oolong")
-            else:
-                assert rolled.status_code == 200, rolled.text
-                assert (now["version"], now["content"]) == (4, "My favourite tea is green tea")
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "update", edited_on_b_first)
+        headers = {"If-Match": if_match} if if_match else {}
+        rolled = a.post(f"/v1/memory/{tea}/rollback", json={"version": 1}, headers=headers)
+        assert edited[0].status_code == 200, edited[0].text
+        now = b.get(f"/v1/memory/{tea}").json()
+        if if_match:
+            assert rolled.status_code == 412, rolled.text
+            assert rolled.json()["current_version"] == 3
+            assert (now["version"], now["content"]) == (3, "My favourite tea is oolong")
+        else:
+            assert rolled.status_code == 200, rolled.text
+            assert (now["version"], now["content"]) == (4, "My favourite tea is green tea")
 
 
 def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
@@ -199,39 +201,32 @@ def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
     between the first's read and its write stopped there with a 409, the memories before
     it rolled back and those after it not. The one edited meanwhile is skipped, as one
     changed while the rollback looked is, and the rest are rolled back."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
-            as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
-            time.sleep(0.01)
-            for memory_id in ids:
-                edit = a.patch(f"/v1/memory/{memory_id}", json={"metadata": {"painted": True}})
-                assert edit.status_code == 200, edit.text
-            store = servers[0].service.store
-            update = store.update
-            edited: list[str] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
+        as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
+        time.sleep(0.01)
+        for memory_id in ids:
+            edit = a.patch(f"/v1/memory/{memory_id}", json={"metadata": {"painted": True}})
+            assert edit.status_code == 200, edit.text
+        store = first.service.store
+        update = store.update
+        edited: list[str] = []
 
-            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-                if not edited:
-                    edited.append(memory.memory_id)
-                    response = b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}})
-                    assert response.status_code == 200, response.text
-                return update(memory, *args, **kwargs)
+        def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if not edited:
+                edited.append(memory.memory_id)
+                response = b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}})
+                assert response.status_code == 200, response.text
+            return update(memory, *args, **kwargs)
 
-            monkeypatch.setattr(store, "update", edited_on_b_first)
-            rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
-            assert rolled.status_code == 200, rolled.text
-            assert rolled.json()["skipped_ids"] == edited
-            assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(edited))
-            for memory_id in ids:
-                now = b.get(f"/v1/memory/{memory_id}").json()["metadata"]
-                assert now == ({"checked": True} if memory_id in edited else {})
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "update", edited_on_b_first)
+        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+        assert rolled.status_code == 200, rolled.text
+        assert rolled.json()["skipped_ids"] == edited
+        assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(edited))
+        for memory_id in ids:
+            now = b.get(f"/v1/memory/{memory_id}").json()["metadata"]
+            assert now == ({"checked": True} if memory_id in edited else {})
 
 
 def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
@@ -242,35 +237,28 @@ def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
     candidates: it found Paris on its fast network, read it deleted, and superseded
     nothing; Berlin stayed recalled beside Rome (1 race in 6 through two API processes).
     Its read shows a change its network lacks: it catches up and judges again."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            berlin = save(a, "I live in Berlin")["memory_id"]
-            paris = save(a, "I moved to Paris")
-            assert paris["superseded"] == [berlin]
-            keeper = servers[0].service.keeper
-            ensure_current = keeper.ensure_current
-            deleted: list[httpx.Response] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        paris = save(a, "I moved to Paris")
+        assert paris["superseded"] == [berlin]
+        keeper = first.service.keeper
+        ensure_current = keeper.ensure_current
+        deleted: list[httpx.Response] = []
 
-            def deleted_on_b_after(*args: Any, **kwargs: Any) -> None:
-                ensure_current(*args, **kwargs)
-                if not deleted:
-                    deleted.append(b.delete(f"/v1/memory/{paris['memory_id']}"))
+        def deleted_on_b_after(*args: Any, **kwargs: Any) -> None:
+            ensure_current(*args, **kwargs)
+            if not deleted:
+                deleted.append(b.delete(f"/v1/memory/{paris['memory_id']}"))
 
-            monkeypatch.setattr(keeper, "ensure_current", deleted_on_b_after)
-            rome = a.post("/v1/memory/save", json={"content": "I moved to Rome"})
-            assert deleted[0].status_code == 200, deleted[0].text
-            assert deleted[0].json()["reinstated"] == [berlin]
-            assert rome.status_code == 201, rome.text
-            assert rome.json()["superseded"] == [berlin]
-            for client in (a, b):
-                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
-                assert [hit["content"] for hit in hits] == ["I moved to Rome"]
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(keeper, "ensure_current", deleted_on_b_after)
+        rome = a.post("/v1/memory/save", json={"content": "I moved to Rome"})
+        assert deleted[0].status_code == 200, deleted[0].text
+        assert deleted[0].json()["reinstated"] == [berlin]
+        assert rome.status_code == 201, rome.text
+        assert rome.json()["superseded"] == [berlin]
+        for client in (a, b):
+            hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+            assert [hit["content"] for hit in hits] == ["I moved to Rome"]
 
 
 def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
@@ -281,49 +269,42 @@ def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
     and its write stopped there with a 409, the first pass done. The pass reads it again
     and decides anew: "I live in Berlin", superseded at ``as_of`` by "I moved to Paris",
     purged since, comes back active, with the other replica's edit kept."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            berlin = save(a, "I live in Berlin")["memory_id"]
-            paris = save(a, "I moved to Paris")
-            assert paris["superseded"] == [berlin]
-            as_of = a.get(f"/v1/memory/{paris['memory_id']}").json()["updated_at"]
-            time.sleep(0.01)
-            purged = a.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
-            assert purged.status_code == 200, purged.text
-            rollbacks = servers[0].service.rollbacks
-            second_pass = rollbacks._not_hidden_under_nothing
-            in_second_pass: list[bool] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        paris = save(a, "I moved to Paris")
+        assert paris["superseded"] == [berlin]
+        as_of = a.get(f"/v1/memory/{paris['memory_id']}").json()["updated_at"]
+        time.sleep(0.01)
+        purged = a.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
+        assert purged.status_code == 200, purged.text
+        rollbacks = first.service.rollbacks
+        second_pass = rollbacks._not_hidden_under_nothing
+        in_second_pass: list[bool] = []
 
-            def flagged(*args: Any, **kwargs: Any) -> None:
-                in_second_pass.append(True)
-                second_pass(*args, **kwargs)
+        def flagged(*args: Any, **kwargs: Any) -> None:
+            in_second_pass.append(True)
+            second_pass(*args, **kwargs)
 
-            monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
-            store = servers[0].service.store
-            update = store.update
-            edited: list[httpx.Response] = []
+        monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
+        store = first.service.store
+        update = store.update
+        edited: list[httpx.Response] = []
 
-            def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-                if in_second_pass and not edited:
-                    edited.append(b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}}))
-                return update(memory, *args, **kwargs)
+        def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if in_second_pass and not edited:
+                edited.append(b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}}))
+            return update(memory, *args, **kwargs)
 
-            monkeypatch.setattr(store, "update", edited_on_b_first)
-            rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
-            assert edited, "the second pass wrote nothing"
-            assert edited[0].status_code == 200, edited[0].text
-            assert rolled.status_code == 200, rolled.text
-            now = b.get(f"/v1/memory/{berlin}").json()
-            assert (now["status"], now["metadata"]) == ("active", {"checked": True})
-            for client in (a, b):
-                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
-                assert [hit["content"] for hit in hits] == ["I live in Berlin"]
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "update", edited_on_b_first)
+        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+        assert edited, "the second pass wrote nothing"
+        assert edited[0].status_code == 200, edited[0].text
+        assert rolled.status_code == 200, rolled.text
+        now = b.get(f"/v1/memory/{berlin}").json()
+        assert (now["status"], now["metadata"]) == ("active", {"checked": True})
+        for client in (a, b):
+            hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+            assert [hit["content"] for hit in hits] == ["I live in Berlin"]
 
 
 @pytest.mark.parametrize("other", ["edits what it supersedes again", "restores it first"])
@@ -337,45 +318,36 @@ def test_a_restore_that_meets_the_other_replicas_write(
     as if the other write had come first: Paris back at one new version; Berlin, changed
     since Paris's deletion reinstated it, stays active with the edit (a restore supersedes
     again only what stands unchanged), or, restored first by the other, superseded."""
-    shared = store_overrides(request, "arcadedb")
-    servers: list[LiveServer] = []
-    try:
-        servers = [start_server(tmp_path / name, minilm, **shared) for name in ("replica-a", "replica-b")]
-        with httpx.Client(base_url=servers[0].url, timeout=60) as a, httpx.Client(base_url=servers[1].url) as b:
-            berlin = save(a, "I live in Berlin")["memory_id"]
-            paris = save(a, "I moved to Paris")["memory_id"]
-            deleted = a.delete(f"/v1/memory/{paris}")
-            assert deleted.status_code == 200, deleted.text
-            assert deleted.json()["reinstated"] == [berlin]
-            store = servers[0].service.store
-            update = store.update
-            written: list[httpx.Response] = []
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        paris = save(a, "I moved to Paris")["memory_id"]
+        deleted = a.delete(f"/v1/memory/{paris}")
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json()["reinstated"] == [berlin]
+        store = first.service.store
+        update = store.update
+        written: list[httpx.Response] = []
 
-            def written_on_b_first(*args: Any, **kwargs: Any) -> int:
-                if not written:
-                    if other == "restores it first":
-                        written.append(b.post(f"/v1/memory/{paris}/restore", json={}))
-                    else:
-                        written.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
-                return update(*args, **kwargs)
+        def written_on_b_first(*args: Any, **kwargs: Any) -> int:
+            if not written:
+                if other == "restores it first":
+                    written.append(b.post(f"/v1/memory/{paris}/restore", json={}))
+                else:
+                    written.append(b.patch(f"/v1/memory/{berlin}", json={"metadata": {"checked": True}}))
+            return update(*args, **kwargs)
 
-            monkeypatch.setattr(store, "update", written_on_b_first)
-            restored = a.post(f"/v1/memory/{paris}/restore", json={})
-            assert written[0].status_code == 200, written[0].text
-            assert restored.status_code == 200, restored.text
-            now = b.get(f"/v1/memory/{paris}").json()
-            assert (now["status"], now["version"]) == ("active", 3)
-            older = b.get(f"/v1/memory/{berlin}").json()
-            if other == "restores it first":
-                assert (older["status"], older["metadata"]) == ("superseded", {})
-            else:
-                assert (older["status"], older["metadata"]) == ("active", {"checked": True})
-            recalled = (
-                ["I moved to Paris"] if other == "restores it first" else ["I live in Berlin", "I moved to Paris"]
-            )
-            for client in (a, b):
-                hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
-                assert sorted(hit["content"] for hit in hits) == recalled
-    finally:
-        for live in servers:
-            live.stop()
+        monkeypatch.setattr(store, "update", written_on_b_first)
+        restored = a.post(f"/v1/memory/{paris}/restore", json={})
+        assert written[0].status_code == 200, written[0].text
+        assert restored.status_code == 200, restored.text
+        now = b.get(f"/v1/memory/{paris}").json()
+        assert (now["status"], now["version"]) == ("active", 3)
+        older = b.get(f"/v1/memory/{berlin}").json()
+        if other == "restores it first":
+            assert (older["status"], older["metadata"]) == ("superseded", {})
+        else:
+            assert (older["status"], older["metadata"]) == ("active", {"checked": True})
+        recalled = ["I moved to Paris"] if other == "restores it first" else ["I live in Berlin", "I moved to Paris"]
+        for client in (a, b):
+            hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
+            assert sorted(hit["content"] for hit in hits) == recalled
