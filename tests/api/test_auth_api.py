@@ -185,27 +185,23 @@ def test_a_read_grant_reads_an_entitys_memories_by_either_form(secured: LiveServ
         assert [m["memory_id"] for m in by_query.json()["memories"]] == [saved.json()["memory_id"]]
 
 
-def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
+def save_shelves(api: httpx.Client, namespace: str, *colours: str) -> None:
+    """Saves "Shelf n holds the <colour> boxes" in ``namespace``, one memory a colour."""
+    saved = api.post(
+        "/v1/memory/save_batch",
+        json={
+            "namespace": namespace,
+            "memories": [{"content": f"Shelf {n} holds the {w} boxes"} for n, w in enumerate(colours)],
+        },
+    )
+    assert saved.status_code == 200, saved.text
+
+
+def export_paused_at_its_second_page(
     secured: LiveServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A revocation holds for requests already under way: a streamed export stops at the next
-    page (the file then lacks its end line), and an import whose body was still arriving
-    writes nothing (401)."""
-    frank = new_token(secured, "frank", "bulk:rw")
-    with bearer(secured, frank) as api:
-        saved = api.post(
-            "/v1/memory/save_batch",
-            json={
-                "namespace": "bulk",
-                "memories": [
-                    {"content": f"Shelf {n} holds the {w} boxes"}
-                    for n, w in enumerate(("red", "blue", "green", "grey"))
-                ],
-            },
-        )
-        assert saved.status_code == 200, saved.text
-    with bearer(secured, ROOT_TOKEN) as root:
-        (token_id,) = [t["token_id"] for t in root.get("/v1/admin/tokens").json()["tokens"] if t["agent"] == "frank"]
+) -> tuple[threading.Event, threading.Event]:
+    """Exports go one memory a page and wait before their second page: the first event is
+    set when an export gets there, and it goes on once the second is set."""
     monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
     store = secured.service.store
     first_page, go_on = threading.Event(), threading.Event()
@@ -218,6 +214,21 @@ def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
         return list_page(*args, **kwargs)
 
     monkeypatch.setattr(store, "list_page", paused)
+    return first_page, go_on
+
+
+def test_a_token_revoked_mid_request_stops_its_export_and_its_import(
+    secured: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revocation holds for requests already under way: a streamed export stops at the next
+    page (the file then lacks its end line), and an import whose body was still arriving
+    writes nothing (401)."""
+    frank = new_token(secured, "frank", "bulk:rw")
+    with bearer(secured, frank) as api:
+        save_shelves(api, "bulk", "red", "blue", "green", "grey")
+    with bearer(secured, ROOT_TOKEN) as root:
+        (token_id,) = [t["token_id"] for t in root.get("/v1/admin/tokens").json()["tokens"] if t["agent"] == "frank"]
+    first_page, go_on = export_paused_at_its_second_page(secured, monkeypatch)
     with httpx.stream(
         "GET", secured.url + "/v1/export", params={"namespace": "bulk"}, headers={"Authorization": f"Bearer {frank}"}
     ) as response:
@@ -361,28 +372,8 @@ def test_a_token_expiring_mid_export_cuts_it_and_the_audit_says_it_expired(
     assert created.status_code == 201, created.text
     token = created.json()["token"]
     with bearer(secured, token) as api:
-        saved = api.post(
-            "/v1/memory/save_batch",
-            json={
-                "namespace": "shelf",
-                "memories": [
-                    {"content": f"Shelf {n} holds the {w} boxes"} for n, w in enumerate(("red", "blue", "green"))
-                ],
-            },
-        )
-        assert saved.status_code == 200, saved.text
-    monkeypatch.setattr(portability, "EXPORT_PAGE", 1)
-    store = secured.service.store
-    first_page, go_on = threading.Event(), threading.Event()
-    list_page = store.list_page
-
-    def paused(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("cursor") is not None and kwargs.get("limit") == 1:  # the export's second page
-            first_page.set()
-            assert go_on.wait(30)
-        return list_page(*args, **kwargs)
-
-    monkeypatch.setattr(store, "list_page", paused)
+        save_shelves(api, "shelf", "red", "blue", "green")
+    first_page, go_on = export_paused_at_its_second_page(secured, monkeypatch)
     with httpx.stream(
         "GET", secured.url + "/v1/export", params={"namespace": "shelf"}, headers={"Authorization": f"Bearer {token}"}
     ) as response:
