@@ -782,17 +782,27 @@ def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenS
     assert times._inline._dateparser is None and times._inline._jionlp is None and times.worker_pid is None
 
 
+def forget_readings() -> None:
+    """Drop the texts ``engine.text`` read under the other analysis: a process reads its
+    last texts once (``_terms_of``, ``_wording_of``), and one release never changes its
+    analysis while it runs, as this test does."""
+    text._terms_of.cache_clear()
+    text._wording_of.cache_clear()
+
+
 def test_a_fast_network_saved_under_another_text_analysis_is_rebuilt(
     open_svc: OpenService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A release whose terms were the words unstemmed saved its fast network.
     monkeypatch.setattr(text, "analysis", lambda: "words unstemmed")
     monkeypatch.setattr(text, "_stem", lambda word: word)
+    forget_readings()
     older = open_svc()
     saved = older.save(MemoryDraft("The user keeps running shoes by the door", namespace="u1"))
     older.close()
     # This release stems ("running" is "run"): the saved terms would never meet a query's.
     monkeypatch.undo()
+    forget_readings()
     now = open_svc()
     assert now.keeper.network_rebuilt_at_start
     (hit,) = now.recall("running", namespaces=["u1"], top_k=1).hits
