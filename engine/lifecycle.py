@@ -54,7 +54,7 @@ from engine.config import Config, ScoringConfig
 from engine.conflicts import CONTRADICTS, MERGED_INTO, SUPERSEDES
 from engine.errors import Conflict, InvalidInput, MemoryNotFound
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, ReadsText, Store, Vector
+from engine.ports import Edge, Embedder, Store, Vector, model_reads
 from engine.recall import Recaller
 from engine.records import (
     Memory,
@@ -697,10 +697,8 @@ class Consolidator:
         return items
 
     def _reads(self, content: str) -> bool:
-        """Whether the embedder reads ``content`` (``ports.ReadsText``: no more than ``[recall]
-        unread_query_share`` of its tokens unknown; one that cannot tell does)."""
-        share = self._config.recall.unread_query_share
-        return share >= 1 or not isinstance(self._embedder, ReadsText) or self._embedder.unread_share(content) <= share
+        """Whether the embedder reads ``content`` (``ports.model_reads``)."""
+        return model_reads(self._embedder, content, self._config.recall.unread_query_share)
 
     def _partners(self, namespace: str, memories: Sequence[tuple[Memory, Vector]], now: datetime) -> set[str]:
         """The ids of the namespace's active memories that may merge with one of

@@ -118,6 +118,13 @@ class ReadsText(Protocol):
         ...
 
 
+def model_reads(embedder: Embedder, text: str, most_unread: float) -> bool:
+    """Whether ``embedder`` reads ``text``: no more than ``most_unread`` (``[recall]
+    unread_query_share``; 1 asks nothing) of its tokens unknown. One that cannot tell
+    (not ``ReadsText``) reads everything."""
+    return most_unread >= 1 or not isinstance(embedder, ReadsText) or embedder.unread_share(text) <= most_unread
+
+
 @runtime_checkable
 class TimeExpressions(Protocol):
     """Reads the times a query names ("last week", "in May", "上周", "三天前"), relative

@@ -49,12 +49,12 @@ from engine.ports import (
     ImportedRecord,
     Leases,
     Matrix,
-    ReadsText,
     Reinforcement,
     SecurityStore,
     Store,
     TimeExpressions,
     Vector,
+    model_reads,
 )
 from engine.recall import Recaller, RecallQuery, RecallResult
 from engine.records import (
@@ -1152,9 +1152,8 @@ class MemoryService:
         return self.config.fusion.focus > 0 and focus.strip() != query.strip()
 
     def _reads(self, query: str) -> bool:
-        """Whether the embedder reads ``query`` (``ports.ReadsText``; one that cannot tell does)."""
-        share = self.config.recall.unread_query_share
-        return share >= 1 or not isinstance(self.embedder, ReadsText) or self.embedder.unread_share(query) <= share
+        """Whether the embedder reads ``query`` (``ports.model_reads``)."""
+        return model_reads(self.embedder, query, self.config.recall.unread_query_share)
 
     # --- the association network: neighbourhoods, entities, supersession chains -----
 

@@ -38,7 +38,7 @@ from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
 from engine.fast_network import Floats, Rows
 from engine.index_keeper import IndexKeeper
-from engine.ports import Edge, Embedder, Matrix, ReadsText, Store, Vector
+from engine.ports import Edge, Embedder, Matrix, ReadsText, Store, Vector, model_reads
 from engine.recall import Recaller
 from engine.records import Memory, MemoryFilter, Scope, Status, entity_keys, same_audience
 from engine.supersession import superseded_reason
@@ -621,19 +621,22 @@ class SaveJudge:
             read = self._read_in_order(memory.namespace, ids, now)
             pairs += [(other, exact[other.memory_id]) for other in read if other.memory_id in exact]
         said: text.Wording | None = None
+        unread: frozenset[str] | None = None  # the new text's pieces the model has no word for
         for candidate, similarity in sorted(pairs, key=lambda pair: -pair[1]):
             if similarity < threshold:
                 break
-            # A vector of a text the model has no word for says nothing (MiniLM reads
-            # "Lisa" alone in two Chinese prizes, 0.99 apart): it vouches for no repeat.
-            if not self._reads(memory.content):
-                return None
+            if unread is None:
+                # A vector of a text the model has no word for says nothing (MiniLM reads
+                # "Lisa" alone in two Chinese prizes, 0.99 apart): it vouches for no repeat.
+                if not self._reads(memory.content):
+                    return None
+                unread = self._unread_parts(memory.content)
             if not self._reads(candidate.content):
                 continue
             # Read for the most part, it may say what is new in words the model has none for
             # ("Lisa's favourite dish is 宫保鸡丁 and 麻婆豆腐" after "… is 宫保鸡丁", 0.98 apart
             # with MiniLM): the vector does not see that, and vouches for no repeat.
-            if not self._unread_held(memory.content, candidate.content):
+            if not all(part in candidate.content for part in unread):
                 continue
             if not plan.active(candidate) or not _same_thing(candidate, memory):
                 continue
@@ -646,17 +649,15 @@ class SaveJudge:
         return None
 
     def _reads(self, content: str) -> bool:
-        """Whether the embedder reads ``content`` (``ports.ReadsText``, above ``[recall]
-        unread_query_share`` of its tokens unknown: not; one that cannot tell does)."""
-        share = self.config.recall.unread_query_share
-        return share >= 1 or not isinstance(self.embedder, ReadsText) or self.embedder.unread_share(content) <= share
+        """Whether the embedder reads ``content`` (``ports.model_reads``)."""
+        return model_reads(self.embedder, content, self.config.recall.unread_query_share)
 
-    def _unread_held(self, content: str, older: str) -> bool:
-        """Whether every piece of ``content`` the model has no word for is in ``older`` too
-        (``ReadsText.unread_parts``; an embedder that cannot tell reads everything)."""
+    def _unread_parts(self, content: str) -> frozenset[str]:
+        """The pieces of ``content`` the model has no word for (``ReadsText.unread_parts``;
+        none where the check is off or the embedder cannot tell)."""
         if self.config.recall.unread_query_share >= 1 or not isinstance(self.embedder, ReadsText):
-            return True
-        return all(part in older for part in self.embedder.unread_parts(content))
+            return frozenset()
+        return self.embedder.unread_parts(content)
 
     def _near_ids(self, memory: Memory, similar: Neighbours, scope: Scope | None) -> list[str]:
         """Of ``memory``'s neighbours, the ids of those of its audience close enough to count."""
