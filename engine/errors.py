@@ -83,6 +83,22 @@ class StaleWrite(Conflict):
         self.current_version = current
 
 
+class SaveOvertaken(StaleWrite):
+    """A save was judged on the memories as they stood at one change of the store, and
+    another writer (another replica) stored, before the save's own transaction, a memory
+    that judgment had to see: one of the same session, whose ``NEXT`` chain the save goes
+    on (two saves after one end fork it), or one of the same text in the namespace (its
+    repeat). Decided again on the store as it now stands."""
+
+    def __init__(self, memory_id: str) -> None:
+        Conflict.__init__(
+            self,
+            f"another writer stored memory {memory_id} of the same session or text first",
+            memory_id=memory_id,
+        )
+        self.current_version = 0
+
+
 class VersionMismatch(Conflict):
     """The caller made its change conditional on a version the memory no longer has
     (optimistic concurrency: read, then write only if nobody wrote in between)."""

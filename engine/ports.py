@@ -451,6 +451,7 @@ class Store(Protocol):
         edges: Sequence[Edge],
         changed_by: str | None,
         reason: str = "created",
+        seen_seq: int | None = None,
     ) -> int:
         """One transaction: ``insert(memories, vectors, reason=reason)``, then
         ``update(record, None, reason=why)`` for each (record, why) of
@@ -461,7 +462,14 @@ class Store(Protocol):
         nothing of it is stored. This is how a save that supersedes older
         memories lands: the new memory, the older ones turned ``superseded`` and
         the ``SUPERSEDES`` edges appear together or not at all; and how a merge
-        does (the merged memory, its sources superseded, ``MERGED_INTO``)."""
+        does (the merged memory, its sources superseded, ``MERGED_INTO``).
+
+        ``seen_seq``: the change the save was judged at. Where a memory another writer
+        inserted after it, before this transaction, shares a new memory's (namespace,
+        session) or (namespace, digest), nothing is stored and ``SaveOvertaken`` names it:
+        judged without it, the save would fork the session's ``NEXT`` chain or keep its
+        text twice. Checked only where the change sequence moved past ``seen_seq`` before
+        this transaction's changes (no statement otherwise)."""
         ...
 
     def import_records(self, records: Sequence[ImportedRecord], *, changed_by: str | None) -> list[str]:

@@ -12,7 +12,7 @@ import re
 import time
 import unicodedata
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -416,3 +416,16 @@ class TimesRead:
 
     def __call__(self) -> tuple[TimeWindow, ...]:
         return self.windows
+
+
+def overtaking(new: Sequence[Memory], inserted: Iterable[tuple[str, str, str | None, str]]) -> str | None:
+    """Of memories another writer ``inserted`` (memory_id, namespace, session_id, digest)
+    while ``new`` ones were being judged, the first that judgment had to see: one of a new
+    memory's (namespace, session), whose ``NEXT`` chain the new ones go on, or of its
+    (namespace, digest), its repeat (``Store.insert_linked``'s ``seen_seq``)."""
+    sessions = {(m.namespace, m.session_id) for m in new if m.session_id is not None}
+    digests = {(m.namespace, m.digest) for m in new}
+    for memory_id, namespace, session_id, digest in inserted:
+        if (namespace, session_id) in sessions or (namespace, digest) in digests:
+            return memory_id
+    return None

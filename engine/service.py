@@ -34,6 +34,7 @@ from engine.errors import (
     InvalidInput,
     MemoryNotFound,
     NotOwner,
+    SaveOvertaken,
     SourceBlocked,
     StaleWrite,
     VersionMismatch,
@@ -95,6 +96,8 @@ QUARANTINE_BATCH = 100
 # An unconditional edit or deletion that another process's write beat between its read and
 # its own write is read and applied again, at most this many times in all.
 EDIT_TRIES = 3
+# Tries of a save that another replica's save of the same session or text overtook (``SaveOvertaken``).
+OVERTAKEN_TRIES = 10
 # Namespaces per store read when a memory is looked for by id alone (a bound on query parameters).
 FIND_BATCH = 500
 # During a change of model, how many memories not yet re-embedded one save (of one memory
@@ -338,6 +341,9 @@ class MemoryService:
                     (*verdict.reasons, "its writer is blocked by an admin"),
                 )
         self.keeper.ensure_current()
+        # The change this batch is judged at: another replica's save of the same session or
+        # text committed after it is found in the store's write (``SaveOvertaken``).
+        seen_seq = self.keeper.network.applied_seq
         now = self._clock()
         results: list[SaveResult | None] = [None] * len(drafts)
         fresh: list[tuple[int, Memory, Vector]] = []
@@ -444,6 +450,7 @@ class MemoryService:
                         updates=plan.updates,
                         edges=plan.edges + chained,
                         changed_by=actor,
+                        seen_seq=seen_seq,
                     )
                 except BaseException:
                     ahead.undo()
@@ -503,7 +510,10 @@ class MemoryService:
                     raise VersionMismatch(
                         memory_id, expected=expected_version, current=stale.current_version
                     ) from stale
-                if tries == EDIT_TRIES:
+                # Replicas saving in one session at once move its chain on at every save:
+                # a save overtaken more often than an edit may be is still decided on the
+                # store as it stands, never written on a chain that moved (``SaveOvertaken``).
+                if tries >= (OVERTAKEN_TRIES if isinstance(stale, SaveOvertaken) else EDIT_TRIES):
                     raise
                 tries += 1
 

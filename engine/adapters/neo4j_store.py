@@ -95,7 +95,7 @@ from engine import limits
 from engine.adapters import neo4j_migrations
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, SaveOvertaken, StaleWrite, StoreError, expect_version
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
     Change,
@@ -107,6 +107,7 @@ from engine.records import (
     Version,
     entity_keys,
     metadata_key_problem,
+    overtaking,
     utcnow,
 )
 
@@ -215,6 +216,19 @@ UNWIND $ids AS id
 MATCH (m:Memory {memory_id: id})
 SET m._lock = true
 RETURN properties(m) AS m
+"""
+
+# The memories other writers inserted between the change a save was judged at and its own
+# (``Store.insert_linked``'s ``seen_seq``), in the save's namespaces.
+# Every change in the range, with its memory where it is an insert or a purge in one of the
+# save's namespaces (a purged one is gone; any other is there once its commit is whole).
+_INSERTED_BETWEEN: LiteralString = """
+MATCH (c:Change)
+WHERE c.seq > $after AND c.seq <= $upto
+OPTIONAL MATCH (m:Memory {memory_id: c.memory_id})
+WHERE c.op IN ['insert', 'purge'] AND c.namespace IN $namespaces
+RETURN c.seq AS seq, c.op AS op, c.namespace IN $namespaces AS here, c.memory_id AS changed,
+       m.memory_id AS memory_id, m.namespace AS namespace, m.session_id AS session_id, m.digest AS digest
 """
 
 _LOCK_FOR_VECTORS: LiteralString = """
@@ -727,13 +741,16 @@ class Neo4jStore:
                 try:
                     with self._session() as session:
                         return session.execute_write(self._counted(work))
-                except Neo4jError as exc:
-                    lost_race = exc.code == _VANISHED or (
-                        isinstance(exc, ConstraintError) and any(key in (exc.message or "") for key in _KEYS_TAKEN)
+                except (Neo4jError, _Unsettled) as exc:
+                    lost_race = isinstance(exc, _Unsettled) or (
+                        exc.code == _VANISHED
+                        or (isinstance(exc, ConstraintError) and any(key in (exc.message or "") for key in _KEYS_TAKEN))
                     )
                     if not lost_race or time.monotonic() + delay > deadline:
+                        if isinstance(exc, _Unsettled):
+                            raise StoreError(f"{what}: {exc}") from exc
                         raise
-                    log.info("%s: %s; trying again in %.2f s", what, exc.message, delay)
+                    log.info("%s: %s; trying again in %.2f s", what, exc, delay)
                     time.sleep(delay)
                     delay *= 2
 
@@ -837,6 +854,7 @@ class Neo4jStore:
         edges: Sequence[Edge],
         changed_by: str | None,
         reason: str = "created",
+        seen_seq: int | None = None,
     ) -> int:
         if len(memories) != len(vectors):
             raise ValueError("insert_linked needs one vector per memory")
@@ -845,6 +863,32 @@ class Neo4jStore:
             # Memories by id before the counter (which _insert takes): the lock order of every write.
             tx.run(_LOCK_MEMORIES, ids=sorted({record.memory_id for record, _ in updates})).consume()
             seq = _insert(tx, memories, vectors, changed_by, reason) if memories else None
+            if seq is not None and seen_seq is not None and seq - len(memories) > seen_seq:
+                # Read after the counter's lock (Neo4j), or tried again after the seq the
+                # other writer took (ArcadeDB): its memory is committed and found here.
+                base = seq - len(memories)
+                rows = tx.run(
+                    _INSERTED_BETWEEN,
+                    after=seen_seq,
+                    upto=base,
+                    namespaces=sorted({memory.namespace for memory in memories}),
+                ).data()
+                purged = {row["changed"] for row in rows if row["op"] == "purge"}
+                if base not in {row["seq"] for row in rows} or any(
+                    row["op"] == "insert" and row["here"] and row["memory_id"] is None and row["changed"] not in purged
+                    for row in rows
+                ):
+                    # ArcadeDB shows another writer's commit a part at a time: its counter
+                    # and change before its memory (a probe's same-text races read the
+                    # change without the memory in 7 of 20 and kept the text twice). Tried
+                    # again once that commit is whole.
+                    raise _Unsettled(f"the changes up to {base} are counted but not all readable yet")
+                first = overtaking(
+                    memories,
+                    ((r["memory_id"], r["namespace"], r["session_id"], r["digest"]) for r in rows if r["memory_id"]),
+                )
+                if first is not None:
+                    raise SaveOvertaken(first)
             if updates:
                 _apply_updates(tx, updates, changed_by)
                 seq = _log(tx, [_change(record, "update") for record, _ in updates])
@@ -1445,6 +1489,11 @@ def _entity_links(memory: Memory) -> list[dict[str, str]]:
         {"memory_id": memory.memory_id, "namespace": memory.namespace, "key": key, "name": name}
         for key, name in links.items()
     ]
+
+
+class _Unsettled(Exception):
+    """Another writer's commit is only partly readable yet: the transaction is tried again
+    (``_write``), as after a lost race."""
 
 
 def _insert(

@@ -29,7 +29,7 @@ import numpy as np
 from engine import limits
 from engine.adapters.round_trips import RoundTrips
 from engine.codec import decode_cursor, encode_cursor, from_iso, memory_from_dict, memory_to_dict, to_iso
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, StaleWrite, StoreError, expect_version
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, SaveOvertaken, StaleWrite, StoreError, expect_version
 from engine.files import make_data_dir
 from engine.ports import Edge, ImportedRecord, Matrix, Reinforcement, Rescore, Vector
 from engine.records import (
@@ -44,6 +44,7 @@ from engine.records import (
     Visibility,
     entity_keys,
     metadata_key_problem,
+    overtaking,
     utcnow,
 )
 
@@ -436,11 +437,23 @@ class SqliteStore:
         edges: Sequence[Edge],
         changed_by: str | None,
         reason: str = "created",
+        seen_seq: int | None = None,
     ) -> int:
         if len(memories) != len(vectors):
             raise ValueError("insert_linked needs one vector per memory")
         with self._write("insert_linked") as db:
             seq = self._insert_rows(db, memories, vectors, changed_by, reason)
+            if memories and seen_seq is not None and seq - len(memories) > seen_seq:
+                namespaces = sorted({memory.namespace for memory in memories})
+                rows = db.execute(
+                    "SELECT m.memory_id, m.namespace, m.session_id, m.digest FROM changes c"
+                    " JOIN memories m ON m.memory_id = c.memory_id"
+                    f" WHERE c.seq > ? AND c.seq <= ? AND c.op = 'insert' AND c.namespace IN ({_marks(namespaces)})",
+                    [seen_seq, seq - len(memories), *namespaces],
+                )
+                first = overtaking(memories, rows)
+                if first is not None:
+                    raise SaveOvertaken(first)
             for record, why in updates:
                 seq = self._update_row(db, record, None, changed_by, why)
             self._put_edges(db, edges)

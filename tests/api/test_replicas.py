@@ -19,7 +19,9 @@ import httpx
 import pytest
 
 from api.client import TwinmemClient
+from engine.episodes import NEXT
 from engine.ports import Embedder
+from engine.records import Scope
 from tests.api.conftest import LiveServer, save, start_server, store_overrides
 
 pytestmark = pytest.mark.slow
@@ -351,3 +353,75 @@ def test_a_restore_that_meets_the_other_replicas_write(
         for client in (a, b):
             hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
             assert sorted(hit["content"] for hit in hits) == recalled
+
+
+def _next_out(first: LiveServer, memory_id: str) -> list[str]:
+    """The memories ``memory_id`` links ``NEXT`` to, as the store holds them."""
+    edges = first.service.store.edges(Scope.whole(["default"]), memory_id)
+    return sorted(edge.dst for edge in edges if edge.kind == NEXT and edge.src == memory_id)
+
+
+@pytest.mark.parametrize("on_a", ["a save", "a session's close"])
+def test_two_replicas_writing_one_session_at_once_keep_one_chain(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch, on_a: str
+) -> None:
+    """One replica saves (or promotes a closed session) in a session while the other saves
+    in it between the first's judgment and its write. Both linked their memory NEXT after
+    the session's end as each had read it: the chain forked (a probe with two API processes
+    saving in one session forked it in 5 rounds of 5, and two runs of one session promoted
+    at once on two processes forked it, or left two chains, in 2 rounds of 6). The later write finds the other's memory
+    and is judged again: it follows it, one chain in the order the writes landed."""
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        start = save(a, "I have a friend called Anna who keeps bees", session_id="s1")["memory_id"]
+        store = first.service.store
+        insert_linked = store.insert_linked
+        saved_on_b: list[httpx.Response] = []
+
+        def saved_on_b_first(*args: Any, **kwargs: Any) -> int:
+            if not saved_on_b:
+                body = {"content": "I have a friend called Bruno who sails small boats", "session_id": "s1"}
+                saved_on_b.append(b.post("/v1/memory/save", json=body))
+            return insert_linked(*args, **kwargs)
+
+        monkeypatch.setattr(store, "insert_linked", saved_on_b_first)
+        said = "I have a friend called Clara who paints watercolours."
+        if on_a == "a save":
+            answer = a.post("/v1/memory/save", json={"content": said, "session_id": "s1"})
+            assert answer.status_code == 201, answer.text
+            last = answer.json()["memory_id"]
+        else:
+            appended = a.post("/v1/sessions/s1/messages", json={"messages": [{"role": "user", "content": said}]})
+            assert appended.status_code == 200, appended.text
+            closed = a.post("/v1/sessions/s1/close", json={})
+            assert closed.status_code == 200, closed.text
+            [last] = closed.json()["created"]
+        assert saved_on_b[0].status_code == 201, saved_on_b[0].text
+        middle = saved_on_b[0].json()["memory_id"]
+        assert (_next_out(first, start), _next_out(first, middle), _next_out(first, last)) == ([middle], [last], [])
+
+
+def test_the_same_text_saved_on_two_replicas_at_once_is_kept_once(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same text saved on both replicas, the other's save landing between this one's
+    judgment and its write: both were created (8 of 10 races through two API processes
+    at once kept it twice). The later write finds the other's memory, is judged again and
+    folds into it, as a save after the other's has committed does."""
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        text = "My neighbour Quentin restores old sailing boats in his garage"
+        store = first.service.store
+        insert_linked = store.insert_linked
+        saved_on_b: list[httpx.Response] = []
+
+        def saved_on_b_first(*args: Any, **kwargs: Any) -> int:
+            if not saved_on_b:
+                saved_on_b.append(b.post("/v1/memory/save", json={"content": text}))
+            return insert_linked(*args, **kwargs)
+
+        monkeypatch.setattr(store, "insert_linked", saved_on_b_first)
+        answer = a.post("/v1/memory/save", json={"content": text})
+        assert saved_on_b[0].status_code == 201, saved_on_b[0].text
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["memory_id"] == saved_on_b[0].json()["memory_id"]
+        listed = b.get("/v1/memories").json()["memories"]
+        assert [m["content"] for m in listed] == [text]

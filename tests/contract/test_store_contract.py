@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from engine.adapters.sqlite_store import SqliteStore
-from engine.errors import Conflict, InvalidInput, MemoryNotFound, VersionMismatch
+from engine.errors import Conflict, InvalidInput, MemoryNotFound, SaveOvertaken, VersionMismatch
 from engine.ports import Edge, ImportedRecord, Store, Vector
 from engine.records import (
     Change,
@@ -1276,6 +1276,28 @@ def test_next_links_from_a_stored_memory_land_with_the_new_ones(store: Store) ->
     found = {(e.src, e.dst, e.kind) for e in store.links([first.memory_id, second.memory_id])}
     assert found == {(e.src, e.dst, "NEXT") for e in edges}
     assert [(e.src, e.dst) for e in store.edges(SCOPE, tail.memory_id)] == [(tail.memory_id, first.memory_id)]
+
+
+def test_insert_linked_refuses_a_save_another_writer_overtook(store: Store) -> None:
+    """``seen_seq``: a save judged at one change, where another writer inserted a memory
+    of the same session (whose chain the save goes on) or the same text in the namespace
+    since, stores nothing and names that memory; one of another session, text or
+    namespace, or one the save was judged after, lets it land."""
+    seen = store.last_seq()
+    (other,) = put(store, mem("said on the other replica", session_id="chat"))
+    put(store, mem("said in another session", session_id="other"), mem("said elsewhere", namespace=OTHER_NS))
+    (text,) = put(store, mem("the same text"))
+    for overtaken in (mem("said here", session_id="chat"), mem("the same text")):
+        with pytest.raises(SaveOvertaken) as raised:
+            store.insert_linked([overtaken], [vec(1)], updates=[], edges=[], changed_by="tester", seen_seq=seen)
+        wanted = other if overtaken.session_id else text
+        assert raised.value.memory_id == wanted.memory_id
+        assert store.get(SCOPE, overtaken.memory_id) is None
+    apart = [mem("said in a third session", session_id="third"), mem("said elsewhere", session_id="other2")]
+    store.insert_linked(apart, [vec(1), vec(2)], updates=[], edges=[], changed_by="tester", seen_seq=seen)
+    late = mem("the same text", session_id="chat")
+    store.insert_linked([late], [vec(1)], updates=[], edges=[], changed_by="tester", seen_seq=store.last_seq())
+    assert store.get(SCOPE, late.memory_id) == late
 
 
 def test_import_records_may_carry_a_next_link_from_a_stored_memory(store: Store) -> None:
