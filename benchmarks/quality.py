@@ -319,11 +319,14 @@ def _take(counts: dict[str, int], key: str) -> bool:
     return True
 
 
-def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
+def madial_corpus(lang: str = "en", turns: int | None = None, named: bool = False) -> Corpus:
     """All of one language's memories (160 English, 171 Chinese) in one namespace
     (relevant ids are global across the two users); each query is the latest ``turns``
     user turns (default: the prompt context's ``context_query_messages``), and its focus
-    the latest of them, as the prompt context's (``engine/sessions.py``)."""
+    the latest of them, as the prompt context's (``engine/sessions.py``). ``named``: the
+    query starts with the speaker's name ("Bart: …"), as the prompt context's does where
+    the client names the speaker and a memory names them (every dialogue here: its
+    lines are "<Bart>: …", and the memories say "Bart …")."""
     turns = turns or load_config(None, {}).sessions.context_query_messages
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
@@ -341,9 +344,10 @@ def madial_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
             )
         )
     corpus.groups.append(Group(at, drafts))
-    for _, users, relevant in _madial_asked(_madial_dialogues(lang), _madial_positions(memories)):
+    for dialogue, users, relevant in _madial_asked(_madial_dialogues(lang), _madial_positions(memories)):
         focus = users[-1] if len(users[-turns:]) > 1 else None
-        corpus.questions.append(Question("madial", " ".join(users[-turns:]), at, relevant, focus))
+        said_by = f"{_madial_speaker(dialogue)}: " if named else ""
+        corpus.questions.append(Question("madial", said_by + " ".join(users[-turns:]), at, relevant, focus))
     return corpus
 
 
@@ -357,6 +361,11 @@ def _madial_memories(lang: str) -> list[dict[str, Any]]:
 def _madial_positions(memories: list[dict[str, Any]]) -> dict[int, int]:
     """Each memory's key (the dialogues' ``relevant-id``) -> its position in the file."""
     return {int(key): n for n, row in enumerate(memories) for key in row}
+
+
+def _madial_speaker(dialogue: dict[str, Any]) -> str:
+    """The user who speaks in a dialogue: its first line's tag (``<Bart>: …``)."""
+    return str(dialogue["dialogue"][1].split(":", 1)[0].strip().strip("<>"))
 
 
 def _madial_dialogues(lang: str) -> list[dict[str, Any]]:
@@ -378,7 +387,7 @@ def _madial_asked(
             yield dialogue, users, relevant
 
 
-def madial_chat_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
+def madial_chat_corpus(lang: str = "en", turns: int | None = None, named: bool = False) -> Corpus:
     """MADial-Bench's memories among a chat log, as a new user who saves every message
     would have them: two namespaces, each holding all of the language's memories and,
     one memory a line (``Speaker: what they said``), every line of the dialogues of one
@@ -388,7 +397,7 @@ def madial_chat_corpus(lang: str = "en", turns: int | None = None) -> Corpus:
     The lines are daily-life small talk around the same children and events as the
     memories, much of it near-template ("That's amazing! …"), and each is dated like a
     memory of the same position in the file, so the decay signal favours neither."""
-    plain = madial_corpus(lang, turns)
+    plain = madial_corpus(lang, turns, named)
     memories = plain.drafts
     positions = _madial_positions(_madial_memories(lang))
     asked = [dialogue for dialogue, _, _ in _madial_asked(_madial_dialogues(lang), positions)]
@@ -442,17 +451,19 @@ def ingest(service: MemoryService, clock: Clock, corpus: Corpus) -> Dataset:
     return dataset
 
 
-def ingest_madial(service: MemoryService, clock: Clock, turns: int | None = None) -> Dataset:
-    return ingest(service, clock, madial_corpus("en", turns))
+def ingest_madial(service: MemoryService, clock: Clock, turns: int | None = None, named: bool = False) -> Dataset:
+    return ingest(service, clock, madial_corpus("en", turns, named))
 
 
-def ingest_madial_zh(service: MemoryService, clock: Clock, turns: int | None = None) -> Dataset:
-    return ingest(service, clock, madial_corpus("zh", turns))
+def ingest_madial_zh(service: MemoryService, clock: Clock, turns: int | None = None, named: bool = False) -> Dataset:
+    return ingest(service, clock, madial_corpus("zh", turns, named))
 
 
 @functools.cache
-def ingest_madial_chat(service: MemoryService, clock: Clock, lang: str, turns: int | None = None) -> Dataset:
-    return ingest(service, clock, madial_chat_corpus(lang, turns))
+def ingest_madial_chat(
+    service: MemoryService, clock: Clock, lang: str, turns: int | None = None, named: bool = False
+) -> Dataset:
+    return ingest(service, clock, madial_chat_corpus(lang, turns, named))
 
 
 def _answer_sessions() -> dict[str, frozenset[str]]:
@@ -576,6 +587,12 @@ def main() -> int:
         help="MADial-Bench queries: the latest N user turns (default: [sessions] context_query_messages)",
     )
     parser.add_argument(
+        "--madial-unnamed",
+        action="store_true",
+        help="MADial-Bench queries without the speaker's name (as the prompt context makes them where "
+        "the client names no speaker, and as every run before 7 December 2026 did)",
+    )
+    parser.add_argument(
         "--min-candidates",
         type=int,
         help="[recall] min_candidates for the recalls (default: the engine's): how many candidates each channel gives",
@@ -626,6 +643,8 @@ def main() -> int:
     ingests: dict[str, dict[str, float]] = {}
     chosen = set(args.datasets.split(","))
     turns = args.madial_turns or load_config(None, {}).sessions.context_query_messages
+    named = not args.madial_unnamed
+    said = "-named" if named else ""  # the stored cases of each formulation apart
     runs: list[tuple[str, Callable[[MemoryService, Clock], Dataset], tuple[int, ...]]] = [
         (
             f"longmemeval{args.per_type}",
@@ -633,13 +652,13 @@ def main() -> int:
             (5, 10, 20),
         ),
         # The turns in the name: each formulation of the queries has its own stored cases.
-        (f"madial{turns}", lambda svc, clk: ingest_madial(svc, clk, turns), (5,)),
-        (f"madial-zh{turns}", lambda svc, clk: ingest_madial_zh(svc, clk, turns), (5,)),
-        (f"madial-chat{turns}", lambda svc, clk: ingest_madial_chat(svc, clk, "en", turns), (5,)),
-        (f"madial-chat-zh{turns}", lambda svc, clk: ingest_madial_chat(svc, clk, "zh", turns), (5,)),
+        (f"madial{turns}{said}", lambda svc, clk: ingest_madial(svc, clk, turns, named), (5,)),
+        (f"madial-zh{turns}{said}", lambda svc, clk: ingest_madial_zh(svc, clk, turns, named), (5,)),
+        (f"madial-chat{turns}{said}", lambda svc, clk: ingest_madial_chat(svc, clk, "en", turns, named), (5,)),
+        (f"madial-chat-zh{turns}{said}", lambda svc, clk: ingest_madial_chat(svc, clk, "zh", turns, named), (5,)),
     ]
     for name, ingest, ks in runs:
-        if name.rstrip("0123456789") not in chosen:
+        if name.removesuffix(said).rstrip("0123456789") not in chosen:
             continue
         service, dataset = open_prepared(name, args.embedder, embedder, before, clock, ingest)
         service.close()

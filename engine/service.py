@@ -1156,6 +1156,13 @@ class MemoryService:
         assert query_vector is not None
         return QueryVectors(query_vector, found[1], found[2], found[3])
 
+    def names_speaker(self, name: str, namespaces: Sequence[str]) -> bool:
+        """Whether a memory of ``namespaces`` may name ``name`` (every search term of it is
+        in their lexicon): where memories name their people ("Bart went to the zoo"), the
+        prompt context's query says who is speaking (``Sessions.context``)."""
+        terms = text.terms(name)
+        return bool(terms) and all(self.keeper.network.may_mention(namespaces, term) for term in terms)
+
     def weighs_focus(self, query: str, focus: str) -> bool:
         """Whether a recall of ``query`` weighs ``focus`` (``[fusion] focus`` above 0, and
         a focus other than the query itself, which would weigh nothing more)."""

@@ -446,7 +446,15 @@ class Sessions:
             ]
             latest = said[-1].content if said else None
             joined = said[-cfg.context_query_messages :]
-            query = " ".join(m.content for m in joined)[-limit:]  # the newest text, where they run past the limit
+            # Who says it, where one named speaker says all of it and a memory of the
+            # namespace may name them: a namespace that holds several people's memories
+            # ("Bart went to the zoo", "Lisa …") leans to the speaker's. Else nothing.
+            names = {m.name for m in joined}
+            speaker = names.pop() if len(names) == 1 else None
+            said_by = f"{speaker}: " if speaker and self.service.names_speaker(speaker, [ref.namespace]) else ""
+            said_by = said_by if len(said_by) <= limit // 2 else ""  # a name as long as the query says nothing
+            # The newest text, where they run past the limit.
+            query = said_by + " ".join(m.content for m in joined)[-(limit - len(said_by)) :]
             # The latest message weighs more than the ones before it ([fusion] focus).
             focus = latest[-limit:] if latest and len(joined) > 1 else None  # ``said`` holds no blank one
         else:

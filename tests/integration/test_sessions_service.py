@@ -797,3 +797,36 @@ def test_a_blocked_writers_expired_session_is_promoted_quarantined(open_sess: Op
         ("I have two cats.", Status.QUARANTINED),
     }
     assert sessions.service.recall("Lyon cats", namespaces=[REF.namespace]).hits == []
+
+
+def test_the_prompt_context_query_says_who_speaks_where_memories_name_them(
+    open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    """A namespace holding several people's memories: the query names its one speaker,
+    where a memory names them; a speaker no memory names, or two speakers, add nothing."""
+    sessions = open_sess()
+    service = sessions.service
+    lisa, bart = service.save_batch(
+        [
+            MemoryDraft("Lisa went to the zoo and saw the penguins", namespace="user:42"),
+            MemoryDraft("Bart went to the zoo and saw the giraffes", namespace="user:42"),
+        ]
+    )
+    said = ["We went out today!", "I saw my favourite animal at the zoo."]
+    for text in said:
+        clock.advance(seconds=5)
+        sessions.append(REF, [MessageDraft(Role.USER, text, name="Bart")], reach=Reach.FULL)
+    context = sessions.context(REF, scope=Scope.whole(["user:42"]))
+    assert context.query == "Bart: " + " ".join(said)
+    assert context.focus == said[-1]  # the latest message as it was said
+    assert context.memory_ids[:2] == [bart.memory.memory_id, lisa.memory.memory_id]  # the speaker's first
+    # No memory names this speaker: the query is the messages alone.
+    other = replace(REF, session_id="s-zoe")
+    for text in said:
+        sessions.append(other, [MessageDraft(Role.USER, text, name="Zoe")], reach=Reach.FULL)
+    assert sessions.context(other, scope=Scope.whole(["user:42"])).query == " ".join(said)
+    # Two speakers in the joined messages: none is named.
+    both = replace(REF, session_id="s-both")
+    sessions.append(both, [MessageDraft(Role.USER, said[0], name="Lisa")], reach=Reach.FULL)
+    sessions.append(both, [MessageDraft(Role.USER, said[1], name="Bart")], reach=Reach.FULL)
+    assert sessions.context(both, scope=Scope.whole(["user:42"])).query == " ".join(said)
