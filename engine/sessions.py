@@ -450,7 +450,8 @@ class Sessions:
             # namespace may name them: a namespace that holds several people's memories
             # ("Bart went to the zoo", "Lisa …") leans to the speaker's. Else nothing.
             names = {m.name for m in joined}
-            speaker = names.pop() if len(names) == 1 else None
+            one_user = len(names) == 1 and all(m.role is Role.USER for m in joined)  # not a fallback's
+            speaker = names.pop() if one_user else None
             said_by = f"{speaker}: " if speaker and self.service.names_speaker(speaker, [ref.namespace]) else ""
             said_by = said_by if len(said_by) <= limit // 2 else ""  # a name as long as the query says nothing
             # The newest text, where they run past the limit.

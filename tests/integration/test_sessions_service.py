@@ -830,3 +830,7 @@ def test_the_prompt_context_query_says_who_speaks_where_memories_name_them(
     sessions.append(both, [MessageDraft(Role.USER, said[0], name="Lisa")], reach=Reach.FULL)
     sessions.append(both, [MessageDraft(Role.USER, said[1], name="Bart")], reach=Reach.FULL)
     assert sessions.context(both, scope=Scope.whole(["user:42"])).query == " ".join(said)
+    # No user message: the query falls back to the others' words, and names no one.
+    told = replace(REF, session_id="s-told")
+    sessions.append(told, [MessageDraft(Role.ASSISTANT, said[1], name="Bart")], reach=Reach.FULL)
+    assert sessions.context(told, scope=Scope.whole(["user:42"])).query == said[1]
