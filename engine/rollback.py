@@ -43,7 +43,16 @@ from engine.errors import (
 )
 from engine.index_keeper import IndexKeeper
 from engine.ports import Embedder, Store, Vector
-from engine.records import Memory, Scope, Status, Version, more_widely_read, same_audience, sight_of
+from engine.records import (
+    Memory,
+    MemoryFilter,
+    Scope,
+    Status,
+    Version,
+    more_widely_read,
+    same_audience,
+    sight_of,
+)
 from engine.scoring import current_score
 
 RESTORED_FIELDS = (
@@ -58,6 +67,8 @@ RESTORED_FIELDS = (
     "metadata",
 )
 MAX_REPORTED_IDS = 1000
+# Every record, whatever its status or expiry: what ``Store.get`` answers, for many ids at once.
+ANY_RECORD = MemoryFilter(statuses=tuple(Status), include_expired=True)
 
 
 def state_at(versions: Sequence[Version], as_of: datetime) -> Memory | None:
@@ -137,6 +148,16 @@ class Retrying(Protocol):
     moved on answers that as ``VersionMismatch`` (``MemoryService._retrying``)."""
 
     def __call__(self, write: Callable[[], _T], memory_id: str, expected_version: int | None) -> _T: ...
+
+
+def records_of(store: Store, scope: Scope, ids: Sequence[str], now: datetime, batch: int) -> dict[str, Memory]:
+    """The records of ``ids`` in ``scope``, any status, read ``batch`` at a time (one store
+    call each, not one per memory: over Bolt a round trip each); an id out of sight or
+    purged is absent."""
+    found: dict[str, Memory] = {}
+    for start in range(0, len(ids), batch):
+        found.update((m.memory_id, m) for m in store.get_many(scope, ids[start : start + batch], ANY_RECORD, now))
+    return found
 
 
 class Rollbacks:
@@ -357,19 +378,34 @@ class Rollbacks:
         with self._lock:
             pending: dict[str, None] = {}
             walked: set[str] = set()
+            walks: dict[str, Memory] = {}  # the records the walks read, under this lock
             for memory_id in memory_ids:  # those it deleted: what they superseded, a level down
                 below = supersession.superseded_by(self._store, namespace, memory_id, walked)
+                walks.update((older.memory_id, older) for older in below)
                 pending.update(dict.fromkeys(older.memory_id for older in below))
                 pending[memory_id] = None
+            batch = self._config.lifecycle.page_size
+            now = self._clock()
+            # Each round reads its memories in one store call a page, not one each; the first
+            # round's read comes first, so that only the superseded among them have their
+            # links read: the others leave the pass in its first round, whatever they link to.
+            unread = [memory_id for memory_id in pending if memory_id not in walks]
+            first_round = walks | records_of(self._store, whole, unread, now, batch)
             for memory_id in list(pending):
-                # A merged memory's source is hidden by the merge, which holds its text.
-                if any(e.kind == MERGED_INTO and e.src == memory_id for e in self._store.edges(whole, memory_id)):
+                first = first_round.get(memory_id)
+                if first is None or first.status is not Status.SUPERSEDED:
                     del pending[memory_id]
+                # A merged memory's source is hidden by the merge, which holds its text.
+                elif any(e.kind == MERGED_INTO and e.src == memory_id for e in self._store.edges(whole, memory_id)):
+                    del pending[memory_id]
+            records: dict[str, Memory] | None = first_round
             while pending:
-                now = self._clock()
+                if records is None:
+                    now = self._clock()
+                    records = records_of(self._store, whole, list(pending), now, batch)
                 ready, waiting, left, tried = [], [], len(pending), sum(stale.values())
                 for memory_id in list(pending):
-                    current = self._store.get(whole, memory_id)
+                    current = records.get(memory_id)
                     if current is None or current.status is not Status.SUPERSEDED:
                         del pending[memory_id]
                     elif supersession.hidden_by_any(self._store, current, now, as_of=as_of):
@@ -413,6 +449,7 @@ class Rollbacks:
                         )
                     except StaleWrite:
                         beaten(current.memory_id)
+                records = None  # read again on the next round
             self._keeper.catch_up()
 
     def restore(
@@ -529,8 +566,12 @@ class Rollbacks:
         embedded = self._embedder.embed_documents([content for _, content in to_embed])
         vectors = {memory_id: embedded[row] for row, (memory_id, _) in enumerate(to_embed)}
         with self._lock:
+            # The page's records as they are now, under the lock, in one read: each memory
+            # changed since the scan (or purged) is left as it is.
+            now = self._clock()
+            fresh = records_of(self._store, Scope.whole([namespace]), list(targets), now, len(targets))
             for memory_id, target in targets.items():
-                current = self._store.get(Scope.whole([namespace]), memory_id)
+                current = fresh.get(memory_id)
                 if current is None or current.version != before[memory_id].version:
                     report.note("skipped", memory_id)  # changed or purged while we looked
                     continue
@@ -541,7 +582,7 @@ class Rollbacks:
                         )
                         self._store.update(deleted, None, changed_by=actor, reason=f"{reason}: stored after it")
                     else:
-                        self._write(current, target, vectors.get(memory_id), actor, reason)
+                        self._write(current, target, vectors.get(memory_id), actor, reason, catch_up=False)
                 except StaleWrite:
                     # Another process wrote it (or a memory the write reinstates) between this
                     # read and the write: changed while we looked, as above, not the whole run.
@@ -561,10 +602,13 @@ class Rollbacks:
         reason: str,
         *,
         also: Sequence[tuple[Memory, str]] = (),
+        catch_up: bool = True,
     ) -> Memory:
         """Store the restoration of ``target`` over ``current``, with the other memories'
         versions ``also`` in its transaction; the caller holds the lock. Made active out of
-        another status, a memory whose score faded has its decay restarted (``restarted``)."""
+        another status, a memory whose score faded has its decay restarted (``restarted``).
+        ``catch_up``: bring the index up to the write now; a namespace rollback's page
+        catches up once, after its last write (``_restore_page``)."""
         now = self._clock()
         updated = restored(current, target, now)
         fresh = (
@@ -584,5 +628,6 @@ class Rollbacks:
         self._store.update(
             updated, vector, changed_by=actor, reason=reason, sets_base_score=fresh is not None, also=also
         )
-        self._keeper.catch_up()
+        if catch_up:
+            self._keeper.catch_up()
         return updated

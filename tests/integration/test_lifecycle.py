@@ -1218,6 +1218,57 @@ def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_ba
     assert recalled(service, "where do I live") == [berlin]
 
 
+def _count_calls(store: Any, names: tuple[str, ...]) -> dict[str, int]:
+    """Count the engine's calls to ``names`` on this store instance from now on (not the
+    store's calls to itself: its ``versions`` asks its ``get``)."""
+    calls = dict.fromkeys(names, 0)
+    depth = [0]
+    for name in names:
+        method = getattr(store, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += depth[0] == 0
+            depth[0] += 1
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        setattr(store, name, counted)
+    return calls
+
+
+def test_a_namespace_rollback_reads_each_memory_it_writes_once_not_once_per_check(
+    service: MemoryService, clock: Any
+) -> None:
+    """Twenty people's homes, each superseded by a move; the namespace rolled back to before
+    the moves deletes the moves and brings the homes back. The run reads the page's records
+    again under the lock in one call, catches the index up once a page, and its second pass
+    reads its memories in one call a round and the links only of those still superseded:
+    only the walk below each deleted move reads one memory (and its links) at a time. Before,
+    it read 5 records and 3 links lists a pair, and caught up after each restored home."""
+    pairs = 20
+    homes = [service.save(draft(f"Person{n} lives in Berlin", key=f"home{n}")).memory.memory_id for n in range(pairs)]
+    clock.advance(seconds=1)
+    as_of = clock.advance(seconds=1)
+    clock.advance(seconds=1)
+    moves = [service.save(draft(f"Person{n} moved to Lisbon", key=f"home{n}")) for n in range(pairs)]
+    assert [saved.superseded for saved in moves] == [(home,) for home in homes]
+    clock.advance(seconds=1)
+    counting = _count_calls(service.store, ("get", "get_many", "edges", "changes_since", "versions"))
+    report = service.rollbacks.to_time(NS, as_of)
+    calls = dict(counting)
+    assert (report.restored_count, report.deleted_count, report.skipped) == (pairs, pairs, [])
+    assert all(service.get(NS, home).status is Status.ACTIVE for home in homes)
+    # The walk below each deleted move: its links and the home it superseded.
+    assert calls["edges"] == pairs
+    assert calls["get"] == pairs
+    # The page again under the lock, the second pass's one round, the catch-up after the page.
+    assert calls["get_many"] == 3
+    assert calls["changes_since"] <= 2
+    assert calls["versions"] == 2 * pairs  # each memory's history, once
+
+
 def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_under_what_it_deletes(
     service: MemoryService, clock: Any
 ) -> None:
