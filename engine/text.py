@@ -687,14 +687,24 @@ class Wording:
     words: frozenset[str] = frozenset()
     # Its capitalised words in order, for ``_swapped``.
     names: tuple[str, ...] = ()
-    # Its words in order, for ``_substituted``.
-    tokens: tuple[Token, ...] = ()
-    # The stems of its words written capitalised, for ``_said_alike``.
-    capitalised: frozenset[str] = frozenset()
+    # The text, whose words in order (``tokens``) and capitalised stems (``capitalised``)
+    # are read only where ``_substituted`` is asked: most candidates a save reads differ in
+    # their terms first, and the alignment's reading is half the cost of the whole.
+    text: str = ""
 
     @classmethod
     def of(cls, text: str) -> Wording:
         return _wording_of(text)
+
+    @property
+    def tokens(self) -> tuple[Token, ...]:
+        """Its words in order, for ``_substituted``."""
+        return _aligned_of(self.text)[0]
+
+    @property
+    def capitalised(self) -> frozenset[str]:
+        """The stems of its words written capitalised, for ``_said_alike``."""
+        return _aligned_of(self.text)[1]
 
     def overlap(self, other: Wording) -> float:
         """The Jaccard similarity of the two texts' search terms (``word_overlap``)."""
@@ -726,9 +736,14 @@ def _wording_of(text: str) -> Wording:
         tuple(markers(text)),
         _latin_words(text),
         _names(text),
-        _tokens(text),
-        _capitalised(text),
+        text,
     )
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _aligned_of(text: str) -> tuple[tuple[Token, ...], frozenset[str]]:
+    """``Wording.tokens`` and ``Wording.capitalised``, each of the last texts read once."""
+    return _tokens(text), _capitalised(text)
 
 
 def repeats(newer: Wording, older: Wording) -> bool:

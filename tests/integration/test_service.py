@@ -784,10 +784,11 @@ def test_without_the_time_signal_the_time_parsers_are_not_loaded(open_svc: OpenS
 
 def forget_readings() -> None:
     """Drop the texts ``engine.text`` read under the other analysis: a process reads its
-    last texts once (``_terms_of``, ``_wording_of``), and one release never changes its
-    analysis while it runs, as this test does."""
+    last texts once (``_terms_of``, ``_wording_of``, ``_aligned_of``), and one release never
+    changes its analysis while it runs, as this test does."""
     text._terms_of.cache_clear()
     text._wording_of.cache_clear()
+    text._aligned_of.cache_clear()
 
 
 def test_a_fast_network_saved_under_another_text_analysis_is_rebuilt(
