@@ -283,6 +283,8 @@ def _claims(text: str) -> _Reading:
                 )
                 subject = holder
             read = [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
+            if not _HAN.search(clause) and not _named_move_back(clause, sentence):
+                read = [claim for claim in read if claim.slot != "residence"]
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if at in stints:
                 read = [claim for claim in read if claim.slot not in ("residence", "employer")]
@@ -548,11 +550,23 @@ _ZH_STINT = re.compile(
 # "我搬到上海了，只住两个星期", "…，不过只是暂时的"): the text's homes and employers are stays.
 # Only a clause that says nothing else, so that "I'm in Rome for a week" after a move is no
 # such word on the move, nor "That's it for now".
+# When a return is planned for, said after "back" with no subject: by a day or a season,
+# next month or year, in a named month or season, at the end of something.
+_EN_BACK_BY = (
+    r"by|next (?:year|month|spring|summer|autumn|fall|winter|term|semester)|in (?:the )?(?:spring|summer|autumn|fall|"
+    r"winter|new year)|in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"at the end of|after (?:the|my|our|this)|before (?:the|my|our|christmas|summer|winter)"
+)
 # A return planned ("I moved to Paris, I'll be back in Berlin by Christmas", "我搬到上海，明年就回
 # 北京"): the move is a stay. Only the holder's own return said as a plan, not "go back to work".
 _EN_RETURN = (
-    r"(?:i|we)(?:'ll| will| shall| am going to| are going to| plan to| intend to| hope to| expect to) (?:also )?"
+    r"(?:(?:i|we)(?:'ll| will| shall| am going to| are going to| plan to| intend to| hope to| expect to) (?:also )?"
     r"(?:be back|come back|move back|return|go back home|head back home)"
+    # Said without a subject, a return with its date ("Moved to Paris for work, back in Berlin
+    # by March"): a plan, as "I'll be back in Berlin by March" is. Undated ("back in Berlin
+    # now") it may be a move back or a visit: no stay. Nor "back in 2019 I lived in Rome",
+    # "back then": a time gone by, and a clause of its own after it.
+    rf"|back(?![\w' -]*\b(?:i|we|he|she|they|you|it|then)\b)(?=[\w' -]* (?:{_EN_BACK_BY})\b))"
     # Not back for a visit, an errand, a holiday or now and then ("I'll be back in Berlin to visit
     # my parents", "... for Christmas", "... every few months", "I'll return to work"): the move stands.
     r"(?![\w' -]*\b(?:to (?:visit|see|pick|get|collect|grab|fetch|sell|pack|sign|attend|celebrate|spend|work|the "
@@ -858,7 +872,9 @@ _EN_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:has|have) (?:a |an )?(?P<v>[a-z]+) allergy$"), "allergy"),
     (
         re.compile(
-            r"^(?:has |have |had )?(?:just )?(?:moved|relocated|moving|is moving)(?: from (?:.+) )?"
+            # "moved back to Berlin" too: back where one lived, a move all the same; not "moved
+            # back the meeting", which names no place to.
+            r"^(?:has |have |had )?(?:just )?(?:moved|relocated|moving|is moving)(?P<back> back)?(?: from (?:.+) )?"
             r"(?: to| into) (?P<v>.+)$"
         ),
         "residence+",
@@ -1315,6 +1331,32 @@ _EN_NEW_JOB = re.compile(r"new (?:job|workplace)")
 _EN_AT_EMPLOYER = re.compile(r" is (?:now )?at (?!(?:the )?same\b)")
 
 
+# What one moves back to besides a home, said with "the", "my": "the old team", "my old
+# setup", "my parents' place". A move back names its place ("I moved back to Berlin").
+_EN_BACK_NOT_A_PLACE = re.compile(r"(?:the|a|an|my|our|his|her|their|your|this|that|old|original|previous)\b")
+
+
+# A move back (_EN_RULES "residence+"), as said, before casefolding: where to.
+_EN_MOVED_BACK = re.compile(r"\b(?:moved|moving|relocated) back\b(?: from .+?)? (?:to|into) (?P<to>[\w'.-]+)", re.I)
+# Moved back to besides a home, and named: a system, a tool, an app ("I moved back to Windows").
+_EN_BACK_TO_A_TOOL = frozenset(
+    """windows mac macos osx linux ubuntu debian fedora android ios iphone ipad pixel samsung python java javascript
+    typescript rust go ruby php chrome firefox safari edge brave vim neovim emacs vscode excel word notion obsidian
+    evernote gmail outlook slack teams zoom discord whatsapp telegram signal spotify netflix github gitlab""".split()
+)
+
+
+def _named_move_back(clause: str, sentence: str) -> bool:
+    """Whether an English ``clause`` that moves back ("I moved back to Berlin") names a place
+    to, as ``sentence`` says it: a name ("Berlin"), not a thing ("coffee", "the old team") or a
+    tool ("Windows"). When unsure, no home: the one held stays. Any other clause passes."""
+    if not _EN_MOVED_BACK.search(clause):
+        return True
+    said = _EN_MOVED_BACK.search(sentence)
+    to = said.group("to") if said else ""
+    return to[:1].isupper() and to.casefold().strip("'.-") not in _EN_BACK_TO_A_TOOL
+
+
 def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) -> list[Claim]:
     groups = match.groupdict()
     negative = bool(groups.get("neg"))
@@ -1338,6 +1380,8 @@ def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) ->
         value = _value(raw)
         if _unnamed_place(value) or _en_unnamed_home(raw) or _region(raw):
             return []  # "I live in my hometown", "I moved to a new apartment", "… to the south": where, it does not say
+        if groups.get("back") and (_EN_BACK_NOT_A_PLACE.match(raw) or _value_class(value) is not None):
+            return []  # "I moved back to the old team", "… to coffee": back to a habit or a thing, no home
         return [Claim(holder, "residence", value, not negative, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(re.sub(r" as .*$", "", raw))
@@ -1396,8 +1440,13 @@ _EN_JOINED_GROUP = re.compile(r"(?:has )?(?:joined|started at|left) ")
 _EN_MEMBERSHIPS = (
     r"equinox|soulcycle|orangetheory|orange theory|f45|barry's|barrys bootcamp|peloton|classpass|"
     r"planet fitness|la fitness|anytime fitness|24 hour fitness|snap fitness|life time|lifetime fitness|ymca|ywca|"
+    r"crunch|blink fitness|club pilates|pure barre|solidcore|rumble|"
     r"puregym|pure gym|the gym group|david lloyd|virgin active|fitness first|gold's|curves|"
     r"costco|sam's club|bj's|amazon prime|weight ?watchers|ww|noom|slimming world|"
+    # Streaming and other subscriptions ("I joined Netflix" is a subscription as often as a job).
+    r"netflix|spotify|hulu|disney ?\+|disney plus|hbo max|paramount ?\+|paramount plus|crunchyroll|audible|"
+    r"youtube premium|youtube tv|apple music|apple tv ?\+|tidal|deezer|twitch|xbox game pass|game pass|"
+    r"playstation plus|ps plus|kindle unlimited|"
     r"strava|duolingo|goodreads|letterboxd|nextdoor|reddit|twitter|facebook|instagram|tiktok|snapchat|linkedin|"
     r"mastodon|bluesky|patreon|substack|meetup|tinder|bumble|hinge|okcupid|eharmony|match\.com|"
     r"超级猩猩|乐刻|keep|小红书|豆瓣|微博|抖音|快手"
@@ -1407,7 +1456,11 @@ _EN_GROUP = re.compile(
     r"hackathon|wait ?list|waiting list|mailing list|newsletter|discord|server|chat|forum|subreddit|party|meetup|"
     r"union|movement|campaign|protest|crossfit|yoga|pilates|studio|fan ?club|fandom|guild|clan|raid|challenge|"
     r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters|"
-    rf"board|advisory board|alumni(?: network| association)?|rewards|{_EN_MEMBERSHIPS}|"
+    rf"board|advisory board|alumni(?: network| association)?|rewards|"
+    # Joined in a role ("I joined Netflix as an engineer"), as "Slack as" below: a job.
+    rf"(?:{_EN_MEMBERSHIPS})(?! as (?:a|an) (?!(?:member|subscriber|customer|user|guest|family|couple|student|"
+    r"beginner|trial|paying|premium|free|new member|streamer|creator|content creator|influencer|partner|affiliate|"
+    r"moderator|volunteer|contributor|seller|host)\b)\w)|"
     # A call, a meeting, a channel or a meal joined, or left ("I've joined the call", "I joined
     # Globex's Slack", "I joined Tom at Globex for lunch", "I left Acme's Slack channel"): no job.
     r"call|meeting|webinar|(?:zoom|slack|teams)(?! as\b)|channel|stream|livestream|conversation|session|"
@@ -1424,9 +1477,14 @@ _EN_NAMED_GROUP = re.compile(
 
 
 def _en_group(raw: str) -> bool:
-    """Whether ``raw``, what was joined, is a club, a class, a group (_EN_GROUP), not a company."""
+    """Whether ``raw``, what was joined, is a club, a class, a group (_EN_GROUP), not a company.
+    A company named with a club word ends in it ("Alibaba Group"), not before another ("Acme's
+    group chat", "the Globex group call"), and is no one's ("Globex's studio" is a group)."""
     found = _EN_GROUP.search(raw)
-    return found is not None and not _EN_NAMED_GROUP.match(raw[: found.end()])
+    if found is None:
+        return False
+    head = raw[: found.end()]
+    return "'s " in head or "s' " in head or not _EN_NAMED_GROUP.fullmatch(head)
 
 
 # Staying with someone, or at someone's ("at my friend's place", "at my parents' flat").
@@ -1558,7 +1616,12 @@ _ZH_NEG = r"(?P<neg>不再|再也不|已经不|从来不|从不|没有|不会|�
 _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"出生(?:在|于)(?P<v>.+)$"), "birthplace"),
     (re.compile(r"^(?:对)?(?P<v>.+?)(?P<neg>不)?过敏$"), "allergy"),
-    (re.compile(r"(?:搬到|搬去|搬家到|搬家去|搬来|迁到|迁居到?)了?(?P<v>.+)$"), "residence+"),
+    # 搬回: back where one lived, a move all the same ("我搬回北京了"); "搬回来了", "搬回家" name no
+    # place. Not 迁回, said of a household registration (户口) as often as of a home.
+    (
+        re.compile(r"(?:搬到|搬去|搬家到|搬家去|搬来|迁到|迁居到?|(?P<back>搬回(?:到|去|来)?))了?(?P<v>.+)$"),
+        "residence+",
+    ),
     # A bare 住 only opens the clause: "记不住", "忍不住" are no homes.
     # Nor "一家在", "全家在" ("我们一家在度假"): the household, where it is, not its home.
     (re.compile(r"(?:住在|居住在|定居在|定居|(?<![一全])家在|生活在|^住)(?P<v>.+)$"), "residence"),
@@ -1793,7 +1856,10 @@ def _chinese_claims(clause: str, holder: str, voice: _Voice, subject: str) -> li
 _ZH_GROUP = re.compile(
     r"(?:俱乐部|读书会|工会|协会|学生会|社团|合唱团|乐团|乐队|球队|战队|车队|群|班|课程?|小组|社区|健身房|"
     r"志愿者(?:协会|团队|组织)?|党|兴趣小组|后援会|粉丝团|合唱队|跑团|共青团|瑜伽馆|健身馆|健身(?:中心|会所|俱乐部)?|"
-    rf"董事会|理事会|校友会|会员店|(?<![a-z]){_EN_MEMBERSHIPS})(?:的会员|会员)?$"
+    rf"董事会|理事会|校友会|会员店|(?<![a-z]){_EN_MEMBERSHIPS}|"
+    # A chat, a meeting, a call or a channel joined ("加入了腾讯的会议", "加入了群聊"): no job.
+    r"群聊|群组|讨论组|聊天室?|会议|例会|周会|晨会|早会|年会|大会|研讨会|讨论会|分享会|发布会|聚会|饭局|"
+    r"通话|电话会议?|视频会议?|语音|直播间?|频道|活动)(?:的会员|会员)?$"
 )
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")
@@ -1883,6 +1949,10 @@ def _chinese_attribute(match: re.Match[str], holder: str, change: bool, *, owned
     return [Claim(holder, slot, _value(raw), True, change, unique=unique, owned=owned)]
 
 
+# What one moves back to besides a named place (_EN_BACK_NOT_A_PLACE): "原来的公司", "以前的宿舍".
+_ZH_BACK_NOT_A_PLACE = re.compile(r"的|^(?:原来|以前|之前|从前|老)")
+
+
 def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, clause: str) -> list[Claim]:
     if _too_long(match):
         return []
@@ -1905,6 +1975,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
         value = _value(raw)
         if _unnamed_place(value) or _region(raw):
             return []  # "住在家里", "住在老家", "搬到郊区", "住在南方": where, it does not say
+        if groups.get("back") and _ZH_BACK_NOT_A_PLACE.search(raw):
+            return []  # "搬回原来的公司", "搬回以前的宿舍": back where, it does not name
         return [Claim(holder, "residence", value, True, change or kind == "residence+")]
     if kind in ("employer", "employer+", "employer-"):
         value = _value(raw)

@@ -581,3 +581,22 @@ def test_a_stay_said_long_after_the_move_brings_nothing_back(
     clock.advance(**later)
     assert service.save(draft("Just for a week.")).reinstated == ((berlin,) if back else ())
     assert service.get(NS, berlin).status is (Status.ACTIVE if back else Status.SUPERSEDED)
+
+
+@pytest.mark.parametrize(
+    ("home", "moved", "back"),
+    [
+        ("I live in Berlin.", "I moved to Paris.", "I moved back to Berlin."),
+        ("我住在北京。", "我搬到上海了。", "我搬回北京了。"),
+    ],
+)
+def test_a_move_back_supersedes_the_home_moved_to_before(
+    open_svc: OpenService, service: MemoryService, home: str, moved: str, back: str
+) -> None:
+    first, second, third = (service.save(draft(text)) for text in (home, moved, back))
+    assert second.superseded == (first.memory.memory_id,)
+    assert third.superseded == (second.memory.memory_id,)
+    service.close()
+    statuses = {m.memory_id: m.status for m in open_svc().list_page([NS], MemoryFilter(statuses=())).items}
+    assert statuses[second.memory.memory_id] is Status.SUPERSEDED
+    assert statuses[third.memory.memory_id] is Status.ACTIVE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -2200,4 +2201,101 @@ def test_a_return_to_live_still_reads_the_move_as_a_stay(new: str) -> None:
     ],
 )
 def test_a_meeting_a_workspace_or_a_coffee_joined_is_no_employer(new: str) -> None:
+    assert verdict("I work at Acme", new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I moved to Paris", "I moved back to Berlin"),
+        ("I live in Paris", "I've moved back to Berlin"),
+        ("I moved to Paris", "We moved back to Berlin last month"),
+        ("我搬到上海了", "我搬回北京了"),
+        ("我住在上海", "我们搬回到北京了"),
+    ],
+)
+def test_a_move_back_is_a_move_to_the_place_named(old: str, new: str) -> None:
+    assert verdict(old, new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I'll be back in Berlin to visit",
+        "I moved back the meeting",
+        "I moved back the meeting to Friday",
+        "I moved the meeting back to Friday",
+        "I went back to Berlin for the weekend",
+        "I moved back home",
+        "I moved back to the office downstairs",
+        "I moved back to the old team",
+        "I moved back to coffee",
+        "I moved back to Windows",
+        "我回北京出差",
+        "我搬回来了",
+        "我搬回家了",
+        "我们搬回原来的公司了",
+        "我迁回户口了",
+    ],
+)
+def test_a_visit_back_a_meeting_moved_back_or_a_move_back_to_no_named_place_hides_no_home(new: str) -> None:
+    old = "我住在上海" if re.search(r"[\u4e00-\u9fff]", new) else "I live in Paris"
+    assert verdict(old, new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Acme", "I left Acme's group chat"),
+        ("I work at Acme", "I joined Globex's group chat"),
+        ("I work at Acme", "I left the Globex group chat"),
+        ("我在阿里工作", "我今天加入了腾讯的会议"),
+        ("我在阿里工作", "我加入了腾讯的群聊"),
+        ("我在阿里工作", "我加入了腾讯的频道"),
+    ],
+)
+def test_a_chat_a_meeting_or_a_channel_joined_or_left_is_no_job_change(old: str, new: str) -> None:
+    assert verdict(old, new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Moved to Paris for work, back in Berlin by March.",
+        "Moved to Paris. Back in Berlin by the end of the year.",
+        "moved to Paris, back by Christmas",
+    ],
+)
+def test_a_dated_return_said_without_a_subject_reads_the_move_as_a_stay(new: str) -> None:
+    assert verdict("I live in Berlin", new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I moved to Paris. Back in 2019 I lived in Rome.",
+        "Moved to Paris, back in Berlin for Christmas",
+        "Moved to Paris. Back in Berlin now.",
+        "Moved to Paris, back in five minutes",
+    ],
+)
+def test_back_then_a_visit_or_a_break_without_a_subject_leaves_the_move(new: str) -> None:
+    assert verdict("I live in Berlin", new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    ["I joined Netflix", "I joined Crunch", "I joined Crunch Fitness", "I've joined Spotify", "I joined Disney+"],
+)
+def test_a_streaming_service_or_a_gym_joined_by_its_brand_hides_no_employer(new: str) -> None:
+    assert verdict("I work at Acme", new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize("new", ["I joined Netflix as an engineer", "I joined Peloton as a designer"])
+def test_a_subscription_brand_joined_in_a_role_is_a_new_employer(new: str) -> None:
+    assert verdict("I work at Acme", new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize("new", ["I joined Netflix as a subscriber", "I joined Twitch as a streamer"])
+def test_a_subscription_brand_joined_as_a_member_or_a_creator_is_no_employer(new: str) -> None:
     assert verdict("I work at Acme", new) is not Verdict.REPLACE
