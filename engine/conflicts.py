@@ -553,8 +553,10 @@ _ZH_STINT = re.compile(
 # When a return is planned for, said after "back" with no subject: by a day or a season,
 # next month or year, in a named month or season, at the end of something.
 _EN_BACK_BY = (
-    r"by|next (?:year|month|spring|summer|autumn|fall|winter|term|semester)|in (?:the )?(?:spring|summer|autumn|fall|"
-    r"winter|new year)|in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"by (?!popular|the way|accident|mistake|chance|default)|"
+    r"next (?:year|month|spring|summer|autumn|fall|winter|term|semester)|"
+    r"in (?:the )?(?:spring|summer|autumn|fall|winter|new year)|"
+    r"in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
     r"at the end of|after (?:the|my|our|this)|before (?:the|my|our|christmas|summer|winter)"
 )
 # A return planned ("I moved to Paris, I'll be back in Berlin by Christmas", "我搬到上海，明年就回
@@ -566,7 +568,8 @@ _EN_RETURN = (
     # by March"): a plan, as "I'll be back in Berlin by March" is. Undated ("back in Berlin
     # now") it may be a move back or a visit: no stay. Nor "back in 2019 I lived in Rome",
     # "back then": a time gone by, and a clause of its own after it.
-    rf"|back(?![\w' -]*\b(?:i|we|he|she|they|you|it|then)\b)(?=[\w' -]* (?:{_EN_BACK_BY})\b))"
+    r"|back(?![\w' -]*\b(?:i|we|he|she|they|you|it|then)\b)"
+    rf"(?=(?: home| (?:in|to) [\w'-]+(?: [\w'-]+)?)? (?:{_EN_BACK_BY})\b))"
     # Not back for a visit, an errand, a holiday or now and then ("I'll be back in Berlin to visit
     # my parents", "... for Christmas", "... every few months", "I'll return to work"): the move stands.
     r"(?![\w' -]*\b(?:to (?:visit|see|pick|get|collect|grab|fetch|sell|pack|sign|attend|celebrate|spend|work|the "

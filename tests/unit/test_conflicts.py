@@ -2277,6 +2277,8 @@ def test_a_dated_return_said_without_a_subject_reads_the_move_as_a_stay(new: str
         "Moved to Paris, back in Berlin for Christmas",
         "Moved to Paris. Back in Berlin now.",
         "Moved to Paris, back in five minutes",
+        "I moved to Paris, back pain by the evening",
+        "Back by popular demand, I moved to Paris",
     ],
 )
 def test_back_then_a_visit_or_a_break_without_a_subject_leaves_the_move(new: str) -> None:
