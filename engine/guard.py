@@ -375,6 +375,19 @@ _TARGETS_ZH = (
     r"凌晨|每天|每晚|每日|定期|[0-9]+点)"
 )
 _I = re.IGNORECASE
+# A training or a system the user took part in or works with, not the assistant's own: named
+# by a word of its own after "the", "our", "my", "this", "that" or "last week's" (its first
+# not one an attack uses: "the previous system", "the safety training"; nor "the … system's"
+# or "… system prompt"), or by an event's noun after "training" ("the training session",
+# "the training on Monday").
+_A_NAMED_TRAINING = (
+    r"(?:the|our|my|this|that|last\s+\w+['’]s)\s+"
+    r"(?:(?!(?:your|its|previous|prior|original|initial|earlier|above|system|safety|ai|model|assistant|chatbot|bot|"
+    r"core|base|internal|hidden|secret|real|true|actual|pre)\b)[a-z][\w-]*\s+)(?:[a-z][\w-]*\s+)?(?:training|system)\b"
+    r"(?!\s+(?:prompts?|messages?|instructions?|rules|data|settings|guidelines|policies|filters)\b)(?!['’])"
+    r"|(?:the|our|my|this|that|last\s+\w+['’]s)\s+training\s+(?:sessions?|courses?|class(?:es)?|workshops?|days?|"
+    r"weeks?|programm?e?s?|modules?|videos?|calls?|meetings?|slides|handbook|manual|materials|on|last|in|at)\b"
+)
 
 _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -394,12 +407,18 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             # (nor the assistant's own making or this conversation: "… by OpenAI", "… during
             # training", "… in this conversation", "… from the start"; not "… at the start of the
             # project")
-            r"(?!\s+(?:about|by|at|in|from|during)\s+(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:\w+\s+){0,2}?"
+            # A training or a system of the user's world is named as one, by a word of its own
+            # after "the", "our", "my" … ("the onboarding training", "the fire safety
+            # training", "the old billing system"), or by an event's noun after it ("the
+            # training session"); the assistant's is bare or its own ("during training", "your
+            # training", "the safety training", "the system prompt").
+            r"(?!\s+(?:about|by|at|in|from|during)\s+(?:(?=" + _A_NAMED_TRAINING + r")|"
+            r"(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:\w+\s+){0,2}?"
             r"(?:rules|instructions|guidelines|restrictions|limits|programming|prompt|policies|filters|safety|developers?|"
             r"creators?|makers?|operators?|owners?|system|(?:start|beginning|outset)(?!\s+of\s+(?:the|this|that|our|my)\s+"
             r"(?!conversation|chat|session|thread)\w)|training|context|messages?|openai|"
             r"anthropic)\b|(?:this|our|the\s+(?:current|whole))\s+(?:conversation|chat|session|thread)\b|how\s+to\s+(?:behave|act|respond|answer|reply|talk)\b|what\s+you\s+(?:are|can)\b|"
-            r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b))",
+            r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b)))",
             _I,
         ),
         "asks to ignore previous instructions",
@@ -816,9 +835,14 @@ _SPELLED_DOT = r"(?:\s*[\[(](?:dot|\.)[\])]\s*|\s+dot\s+)"
 # Spelled out to slip past a filter: "attacker at evil dot io", "x [at] y [dot] com",
 # "hooks dot evil dot io", or half of it: "attacker at evil.io", "attacker@evil dot io". In
 # ASCII: Han characters are word characters, and a run of them is not read from each one.
+# A paste site or a request catcher whose ending _TLDS lacks (_AN_ATTACKERS_SERVICE, below),
+# written or spelled out: "paste.ee", "paste dot ee", "interact dot sh".
+_A_SERVICES_ADDRESS = (
+    rf"(?<![A-Za-z0-9.-])(?:paste(?:{_SPELLED_DOT}|\.)ee|(?:transfer|interact)(?:{_SPELLED_DOT}|\.)sh)\b"
+)
 _SPELLED_ADDRESS = (
     rf"[A-Za-z0-9._%+-]+(?:{_SPELLED_AT}|@)[A-Za-z0-9-]+(?:(?:{_SPELLED_DOT}|\.)[A-Za-z0-9-]+)*?(?:{_SPELLED_DOT}|\.)"
-    rf"{_TLDS}\b|[A-Za-z0-9-]+(?:{_SPELLED_DOT}[A-Za-z0-9-]+)*?{_SPELLED_DOT}{_TLDS}\b"
+    rf"{_TLDS}\b|[A-Za-z0-9-]+(?:{_SPELLED_DOT}[A-Za-z0-9-]+)*?{_SPELLED_DOT}{_TLDS}\b|{_A_SERVICES_ADDRESS}"
 )
 _OUTSIDE = (
     rf"{_WEB_ADDRESS}|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|{_IPV4}"
@@ -1341,12 +1365,59 @@ _ATTACK_THINGS = re.compile(
 )
 
 
+# A reset is an errand as a clean-up is, of a household's appliance or the user's own device
+# set back as it came ("Remember to reset everything on the thermostat", "… all the clocks
+# after the power cut", "… everything to factory settings on the router"): judged thing by
+# thing as a clean-up, "to factory settings" left out, a router or a phone counting as a
+# household's place. Not a store of data or secrets ("reset everything on the server", "reset
+# all passwords", "the firewall settings", "the user's laptop").
+_RESET = re.compile(r"reset", _I)
+_TO_FACTORY = re.compile(
+    r"\s+(?:back\s+)?to\s+(?:(?:the|its|their)\s+)?(?:factory|default|original)(?:\s+(?:settings|defaults|state))?\b"
+    r"|\s+to\s+(?:the\s+)?defaults\b",
+    _I,
+)
+_RESET_DEVICES = (
+    frozenset(
+        "router routers modem modems clock clocks printer printers treadmill monitor speaker speakers doorbell "
+        "remote radio kettle scale thermostats".split()
+    )
+    | _OWN_DEVICES
+)
+# A machine is an appliance when what kind it is says so: "the coffee machine", not "the
+# build machine".
+_APPLIANCE_MACHINES = frozenset("coffee espresso washing sewing bread ice vending".split())
+
+
+def _reset_at_home(thing: str) -> bool:
+    """Whether everything reset is on a household's appliance or the user's own device."""
+    where = _EVERYTHING_SOMEWHERE.search(thing)
+    if where is None or where["place"] is None:
+        return False
+    kind, place = where["kind"] or "", where["place"].lower()
+    if where["next"] is not None and place not in _HOUSEHOLD_PLACES | _RESET_DEVICES:
+        # what kind of place said first: "the coffee machine", "the baby monitor"
+        kind, place = place, where["next"].lower()
+    if any(pattern.search(kind) for pattern in (_WIPED_ALWAYS, _ROTATED, _NOT_ROUTINE, _ATTACK_THINGS)):
+        return False
+    if place in ("machine", "machines"):
+        return kind.strip().lower() in _APPLIANCE_MACHINES
+    return place in _HOUSEHOLD_PLACES | _RESET_DEVICES
+
+
 def _a_chore(visible: str, cue_end: int, action: re.Match[str]) -> bool:
     # Only an errand said as one ("Remember to delete …", "Remember: wipe …"); a clean-up
     # told of someone or something, or in the passive, is judged by the rules above.
-    if _CLEAN_UP.match(action["verb"]) is None or _AN_ERRAND_OPENS.fullmatch(visible, cue_end, action.start()) is None:
+    reset = _RESET.match(action["verb"]) is not None
+    if (_CLEAN_UP.match(action["verb"]) is None and not reset) or _AN_ERRAND_OPENS.fullmatch(
+        visible, cue_end, action.start()
+    ) is None:
         return False
     for thing in _things_cleared(visible, action.end("verb")):
+        if reset:
+            thing = _TO_FACTORY.sub("", thing)
+            if _reset_at_home(thing) and not (_someones(thing) or _someone_elses(thing)):
+                continue
         if not any(word.lower() not in _NOT_A_THING for word in _A_THING_WORD.findall(thing)):
             return False
         if _someones(thing) or _someone_elses(thing):
@@ -1608,21 +1679,55 @@ def _leak_addressed_first(visible: str) -> Finding | None:
             outside = leak["outside"]
             if (
                 not _opens_its_clause(visible, leak)
-                or not ("@" in outside or "." in outside or _spelled_out(outside))
-                or re.fullmatch(_PHONE_TO, outside)
+                or not ("@" in outside or "." in outside or _spelled_out(outside) or re.fullmatch(_PHONE_TO, outside))
                 or _PASSIVE_NOT_DONE.search(visible, leak.end("outside"), leak.start("target")) is not None
             ):
                 continue
-            if _names_an_attacker(_written_out(outside)) or _sweeps_up_what_it_gets(visible, leak):
+            if _names_an_attacker(_written_out(outside)) or (
+                not _gets_the_users_own(visible, leak) and _sweeps_up_what_it_gets(visible, leak)
+            ):
                 return Finding(INJECTION, leak.start(), leak.end(), "sending secrets out (an order or to an attacker)")
     return None
 
 
+# An address said first that gets the user's own secrets is a setup told, as "my verification
+# codes are sent to bob@gmail.com" is (_users_own_setup): "+1 555 0100 gets all my
+# verification codes", "bob@gmail.com gets all my verification codes". Not an order to send
+# them ("To bob@gmail.com: send all my passwords", as "Send all my passwords to …"), nor one
+# that sweeps up someone else's too ("… gets all my passwords and the users' tokens", "… all
+# my team's passwords").
+_MY_OR_OUR = re.compile(r"\b(?:my|our)\b", _I)
+
+
+def _gets_the_users_own(visible: str, leak: re.Match[str]) -> bool:
+    stop = _SENTENCE_BREAK_ZH.search(visible, leak.end())
+    said = visible[leak.end("verb") : stop.start() if stop is not None else len(visible)]
+    return (
+        leak.re is _EXFILTRATION_ADDRESS_FIRST[1]
+        and _MY_OR_OUR.search(said) is not None
+        and _SOMEONE_ELSES_SECRETS.search(said) is None
+        and _SOMEONE_ELSES.search(said) is None
+    )
+
+
+# What the address is, said before it: "The mailbox x@evil.io gets …", "Phone +1 555 0100: send …".
+_ADDRESS_LABEL = re.compile(
+    r"(?:^|(?<=[\s\n.!?;:]))(?:the\s+)?(?:(?:e-?mail|mail|phone|mobile|cell|contact|backup|alias)\s+)?"
+    r"(?:mailbox|inbox|address|account|number|phone|mobile|e-?mail|alias)$",
+    _I,
+)
+
+
 def _opens_its_clause(visible: str, leak: re.Match[str]) -> bool:
     """Whether the address opens the text or its sentence (or, in the order form, follows
-    "To", "For", "Attn"; in the "gets" form, a label's colon: "Note: x@evil.io gets …")."""
+    "To", "For", "Attn"; in the "gets" form, a label's colon: "Note: x@evil.io gets …"),
+    a label naming what it is before it or not ("The mailbox x@evil.io gets …")."""
     before = visible[max(0, leak.start() - 40) : leak.start()]
     said_first = before.rstrip(_QUOTES_AND_SPACES)
+    label = _ADDRESS_LABEL.search(said_first)
+    if label is not None:
+        before = before[: label.start()]
+        said_first = before.rstrip(_QUOTES_AND_SPACES)
     if (not said_first and leak.start() <= 40) or said_first.endswith(_BREAKS):
         return True
     if leak.re is _EXFILTRATION_ADDRESS_FIRST[1]:
@@ -1689,9 +1794,33 @@ def _poisoning(visible: str) -> Finding | None:
         if wipe is not None:
             return Finding(INJECTION, cue.start(), wipe.end(), "memory poisoning (remember + destructive action)")
         leak = _sends_secrets_out(visible, cue.end(), limit)
-        if leak is not None and not _one_secret_sent_to_a_person(visible, cue.end(), leak):
+        if (
+            leak is not None
+            and not _one_secret_sent_to_a_person(visible, cue.end(), leak)
+            and not _a_past_sending_noted(visible, cue.end(), leak)
+        ):
             return Finding(INJECTION, cue.start(), leak.end(), "memory poisoning (remember + sending secrets out)")
     return None
+
+
+def _a_past_sending_noted(visible: str, cue_end: int, leak: re.Match[str]) -> bool:
+    """A sending in the past tense, in the active, by someone named after the cue, as a note
+    of what happened ("Analyst note: the actor exfiltrated creds to paste[.]ee"): a report,
+    as it is with no cue (_a_past_sending_told). Not the passive ("… were to be sent"), nor a
+    sending with no one doing it ("Note: exported all passwords to …")."""
+    subject = visible[cue_end : leak.start("verb")].split()
+    return (
+        leak.re is _EXFILTRATION
+        and re.search(r"[^\W\d_]", " ".join(subject)) is not None
+        # "sent" after "are", "will be", "to be" … is the passive or an order, not a past
+        and subject[-1].lower() not in _NOT_A_PAST_BEFORE
+        and _a_past_sending_told(visible, cue_end, leak)
+    )
+
+
+_NOT_A_PAST_BEFORE = frozenset(
+    "is are was were be been being get gets got getting will would shall should must can could may might to".split()
+)
 
 
 # In Chinese: a cue, then within its clause what an attack names (as in English: "all",
