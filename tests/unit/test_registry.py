@@ -133,3 +133,31 @@ def test_a_hub_that_accepts_no_connection_is_unreachable(monkeypatch: pytest.Mon
             hub.listen()
             monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{hub.getsockname()[1]}")
             assert embedders._hub_unreachable() is None
+
+
+def test_a_hub_check_on_a_resolver_that_never_answers_ends_in_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import threading
+
+    from engine.adapters import embedders
+
+    release = threading.Event()
+
+    def hangs(*args: object, **kwargs: object) -> list[object]:
+        release.wait(30)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.example:443")
+    monkeypatch.setattr(socket, "getaddrinfo", hangs)
+    monkeypatch.setattr(embedders, "HUB_CHECK_S", 0.2, raising=False)
+    answers: list[str | None] = []
+    checking = threading.Thread(target=lambda: answers.append(embedders._hub_unreachable()), daemon=True)
+    try:
+        checking.start()
+        checking.join(5)
+        assert not checking.is_alive(), "the hub check waited on the resolver past its time"
+    finally:
+        release.set()
+    assert answers == ["hub.example:443: no answer within 0.2 s (the name lookup or the connection hangs)"]
