@@ -28,7 +28,7 @@ from engine.errors import ConfigError, InvalidInput, TwinmemError
 from engine.security import check_bind
 
 if TYPE_CHECKING:
-    from engine.ports import SecurityStore
+    from engine.ports import Embedder, SecurityStore
     from engine.service import MemoryService
 
 # The formats `twinmem import` reads (engine.importers.FORMATS; not imported here,
@@ -274,18 +274,31 @@ def _serve_on(args: argparse.Namespace, config: Config, listening: socket.socket
 
 
 def _open_service(
-    config: Config, security: SecurityStore, *, over_http: str, background_reembed: bool = True
+    config: Config,
+    security: SecurityStore,
+    embedder: Embedder,
+    *,
+    over_http: str,
+    background_reembed: bool = True,
 ) -> MemoryService:
-    """The service on the command's data directory; where a server holds it, a ``StoreError``
-    that says to stop it first, or to ask it over HTTP (``over_http``, the route)."""
+    """The service on the command's data directory, with the model the command loaded
+    (``_audited``); where a server holds it, a ``StoreError`` that says to stop it first, or
+    to ask it over HTTP (``over_http``, the route)."""
     from engine.adapters import hold_data_dir, open_service
     from engine.errors import StoreError
 
     try:
         held = hold_data_dir(config.data_dir)
     except StoreError as exc:
-        raise StoreError(f"{exc}; stop the server first, or ask it over HTTP ({over_http})") from exc
-    return open_service(config, background_reembed=background_reembed, security=security, dir_lock=held)
+        raise _held_by_a_server(exc, over_http) from exc
+    return open_service(
+        config,
+        background_reembed=background_reembed,
+        security=security,
+        dir_lock=held,
+        embedder=embedder,
+        configured=True,
+    )
 
 
 @dataclass
@@ -299,30 +312,72 @@ class _CliEntry:
     detail: str | None = None
 
 
+def _held_by_a_server(exc: TwinmemError, over_http: str) -> TwinmemError:
+    """The refusal of a data directory another twinmem holds, with what to do instead."""
+    from engine.errors import StoreError
+
+    return StoreError(f"{exc}; stop the server first, or ask it over HTTP ({over_http})")
+
+
 @contextlib.contextmanager
-def _audited(config: Config, action: str, namespace: str | None) -> Iterator[tuple[_CliEntry, SecurityStore]]:
+def _audited(
+    config: Config, action: str, namespace: str | None, *, over_http: str
+) -> Iterator[tuple[_CliEntry, SecurityStore, Embedder]]:
     """Leave an audit entry (actor ``cli``) for an export, import or consolidation run from the
     command line, as the API does for its requests: with the outcome, also when it fails.
-    Yields the entry to fill in and the security store (for the service the command opens)."""
+    Yields the entry to fill in, the security store and the embedding model (for the service
+    the command opens, ``_open_service``).
+
+    The model is loaded first, before anything is made in the data directory, as ``serve``
+    does: a model that cannot load (or a directory a server holds) leaves a new data directory
+    as it was, with no audit log made only to record that. Where the audit log is there
+    already, the failure is recorded in it. ``over_http``: the route to ask a server that
+    holds the directory (``_held_by_a_server``)."""
+    from engine.adapters import load_embedder, open_security, refuse_data_dir_in_use
+    from engine.errors import StoreError
+
+    entry = _CliEntry()
+    try:
+        try:
+            refuse_data_dir_in_use(config.data_dir)  # before the load (seconds), as serve does
+        except StoreError as exc:
+            raise _held_by_a_server(exc, over_http) from exc
+        embedder = load_embedder(config)
+    except BaseException:
+        if _audit_log_there(config):
+            security = open_security(config)
+            try:
+                _append_entry(security, action, namespace, entry)
+            finally:
+                security.close()
+        raise
+    security = open_security(config)
+    try:
+        yield entry, security, embedder
+    finally:
+        try:
+            _append_entry(security, action, namespace, entry)
+        finally:
+            security.close()
+
+
+def _audit_log_there(config: Config) -> bool:
+    """Whether the command's audit log is there already: in server mode always (the graph holds
+    it); with SQLite, where the data directory holds its file."""
+    from engine.adapters.security_store import SECURITY_FILE
+
+    return config.store != "sqlite" or (Path(config.data_dir) / SECURITY_FILE).exists()
+
+
+def _append_entry(security: SecurityStore, action: str, namespace: str | None, entry: _CliEntry) -> None:
     import uuid
 
-    from engine.adapters import open_security
     from engine.records import utcnow
     from engine.security import AuditEvent
 
-    security = open_security(config)
-    entry = _CliEntry()
-    try:
-        yield entry, security
-    finally:
-        try:
-            namespaces = tuple(dict.fromkeys([namespace or "*", *entry.namespaces]))
-            event = AuditEvent(
-                "cli", action, entry.outcome, utcnow(), uuid.uuid4().hex, namespaces, tuple(entry.memory_ids)
-            )
-            security.append_audit(replace(event, detail=entry.detail))
-        finally:
-            security.close()
+    namespaces = tuple(dict.fromkeys([namespace or "*", *entry.namespaces]))
+    event = AuditEvent("cli", action, entry.outcome, utcnow(), uuid.uuid4().hex, namespaces, tuple(entry.memory_ids))
+    security.append_audit(replace(event, detail=entry.detail))
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -343,8 +398,8 @@ def _export(args: argparse.Namespace) -> int:
             # Opened before the data directory, so that an output that cannot be written stops the
             # command in one line, and an export that fails leaves the file it would replace as it was.
             out = sys.stdout.buffer if args.output == "-" else stack.enter_context(_replacing(args.output))
-            with _audited(config, "export", args.namespace) as (entry, security):
-                service = _open_service(config, security, over_http="GET /v1/export")
+            with _audited(config, "export", args.namespace, over_http="GET /v1/export") as (entry, security, embedder):
+                service = _open_service(config, security, embedder, over_http="GET /v1/export")
                 try:
                     export = open_export(
                         service,
@@ -481,9 +536,12 @@ def _import(args: argparse.Namespace) -> int:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror or exc}", field="file") from exc
     made = _made_for(Path(config.data_dir))
     try:
-        with source, _audited(config, "import", args.namespace) as (entry, security):
+        with (
+            source,
+            _audited(config, "import", args.namespace, over_http="POST /v1/import") as (entry, security, embedder),
+        ):
             # What a blocked source wrote arrives quarantined.
-            service = _open_service(config, security, over_http="POST /v1/import")
+            service = _open_service(config, security, embedder, over_http="POST /v1/import")
             try:
                 report = run_import(
                     service,
@@ -601,8 +659,14 @@ def _consolidate(args: argparse.Namespace) -> int:
 
     config = _config(args, held="memories")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with _audited(config, "consolidate", args.namespace) as (entry, security):
-        service = _open_service(config, security, over_http="POST /v1/memory/consolidate", background_reembed=False)
+    with _audited(config, "consolidate", args.namespace, over_http="POST /v1/memory/consolidate") as (
+        entry,
+        security,
+        embedder,
+    ):
+        service = _open_service(
+            config, security, embedder, over_http="POST /v1/memory/consolidate", background_reembed=False
+        )
         try:
             report = service.consolidator.run(args.namespace, dry_run=args.dry_run)
         finally:

@@ -715,3 +715,57 @@ def test_a_new_export_is_readable_by_its_owner_alone_and_a_replaced_one_keeps_it
         assert code == 0, err
     assert fresh.stat().st_mode & 0o777 == 0o600
     assert kept.stat().st_mode & 0o777 == 0o640 and b"oolong" in kept.read_bytes()
+
+
+def _a_model_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.errors import EmbedderError
+
+    def cannot(config: object) -> None:
+        raise EmbedderError("could not load sentence-transformers model 'no-such-model': not on this machine")
+
+    monkeypatch.setattr(engine.adapters, "load_embedder", cannot)
+
+
+def test_an_import_whose_model_cannot_load_leaves_a_new_data_directory_unmade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _a_model_that_cannot_load(monkeypatch)
+    source, data_dir = tmp_path / "in.jsonl", tmp_path / "new" / "data"
+    source.write_text('{"text": "The user likes oolong"}\n')
+    code, out, err = _run(capsys, "import", source, "--format", "jsonl", "--data-dir", data_dir)
+    assert (code, out) == (2, "") and "no-such-model" in err
+    # not a lock and an audit log made only to record that nothing was
+    assert not (tmp_path / "new").exists()
+
+
+def test_memories_given_a_new_security_file_keep_none_when_the_model_cannot_load(
+    open_svc: OpenService, data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stored(open_svc)
+    for path in data_dir.glob("security.sqlite3*"):
+        path.unlink()
+    held = sorted(p.name for p in data_dir.iterdir())
+    _a_model_that_cannot_load(monkeypatch)
+    code, out, err = _run(capsys, "consolidate", "--new-security-file", "--data-dir", data_dir)
+    assert (code, out) == (2, "") and "no-such-model" in err
+    assert sorted(p.name for p in data_dir.iterdir()) == held
+
+
+@pytest.mark.parametrize("command", [("import", "FILE"), ("consolidate",), ("export", "-o", "-")], ids=lambda c: c[0])
+def test_a_model_that_cannot_load_is_audited_where_the_audit_log_is_there(
+    open_svc: OpenService,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+) -> None:
+    _stored(open_svc)
+    before = _actions(data_dir)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "The user likes oolong"}\n')
+    _a_model_that_cannot_load(monkeypatch)
+    argv = [str(source) if arg == "FILE" else arg for arg in command]
+    code, out, err = _run(capsys, *argv, "--data-dir", data_dir)
+    assert (code, out) == (2, "") and "no-such-model" in err
+    assert _actions(data_dir) == [*before, (command[0], "error")]
