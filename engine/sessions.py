@@ -330,16 +330,20 @@ class Sessions:
                     # The longest tag the name can be given counts: a voice that reads
                     # like another's gets a digest at the promotion, and a line with no
                     # room for it kept the bare tag, one voice with the other again.
-                    # The refusal names the tag it counted: "holds 8001 characters" of a
-                    # line that fits with "<sam>: " read as a miscount.
+                    # It counts so for a lone speaker too: which of two such voices spoke
+                    # first is told only at the promotion (two appends at once may each see
+                    # none). The refusal says how long the sentence may be with this name:
+                    # "holds 8004 characters, at most 8000" of a 7,990-character sentence read
+                    # as a miscount.
                     tag = _longest_prefix(message.name)
-                    longest = len(tag) + max(len(found.content), len(found.said or ""))
-                    if longest > cap:
+                    sentence = max(len(found.content), len(found.said or ""))
+                    if len(tag) + sentence > cap:
                         raise InvalidInput(
-                            f"a sentence of this message, promoted with its speaker's name as the longest "
-                            f"tag it can be given ({tag!r}: a name that reads like another speaker's gets "
-                            f"a digest), holds {longest} characters, at most {cap} are allowed: shorten "
-                            "it or the name",
+                            f"a sentence of this message is too long: this sentence holds {sentence} "
+                            f"characters; with the speaker's name {message.name!r} at most {cap - len(tag)} "
+                            f"are allowed ({cap}, the content cap, less {len(tag)} for the longest tag the "
+                            f"name can be given, {tag!r}: a name that reads like another speaker's gets a "
+                            "digest): shorten it or the name",
                             field=f"messages[{number}].content",
                         )
                     self._check_speaker(ref.namespace, found, number)

@@ -834,3 +834,28 @@ def test_the_prompt_context_query_says_who_speaks_where_memories_name_them(
     told = replace(REF, session_id="s-told")
     sessions.append(told, [MessageDraft(Role.ASSISTANT, said[1], name="Bart")], reach=Reach.FULL)
     assert sessions.context(told, scope=Scope.whole(["user:42"])).query == said[1]
+
+
+def test_a_lone_speakers_line_past_the_room_left_by_the_longest_tag_is_refused_with_that_room(
+    open_sess: OpenSessions,
+) -> None:
+    # The append cannot know whether a voice that reads like Sam's ("sam") will join, nor,
+    # with two appends at once, which spoke first: it counts the digest's room for any name.
+    # The refusal said "holds 8004 characters, at most 8000 are allowed" of a 7,990-character
+    # sentence; it now says how long the sentence is and how long it may be.
+    from engine.errors import InvalidInput
+
+    sessions = open_sess()
+    cap = sessions.service.config.limits.max_content_chars
+    room = cap - len(engine.sessions._longest_prefix("Sam"))
+    assert cap - len("<Sam>: ") - room == 9  # '#' and an 8-digit digest
+    words = " ".join(f"dish {n}" for n in range(2000))
+    line = ("I like " + words)[:room] + "."  # one over the room, within the cap with Sam's own tag
+    assert len(line) == room + 1 and len("<Sam>: ") + len(line) <= cap
+    with pytest.raises(InvalidInput) as refused:
+        sessions.append(REF, [MessageDraft(Role.USER, line, name="Sam")], reach=Reach.FULL)
+    assert f"this sentence holds {room + 1} characters; with the speaker's name 'Sam' at most {room}" in str(
+        refused.value
+    )
+    assert refused.value.field == "messages[0].content"
+    sessions.append(REF, [MessageDraft(Role.USER, line[: room - 1] + ".", name="Sam")], reach=Reach.FULL)
