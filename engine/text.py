@@ -404,13 +404,40 @@ def _sentence_tokens(normal: str) -> list[Token]:
 
 def _latin_tokens(text: str) -> list[Token]:
     found: list[Token] = []
+    words = _WORD.findall(_CLITIC.sub(_unclitic, text))
     with _LOCK:  # the Snowball stemmer object is not thread-safe
-        for word in _WORD.findall(_CLITIC.sub(_unclitic, text)):
+        for position, word in enumerate(words):
             if word in ENGLISH_STOP_WORDS or word in _MARKER_OF or any(char.isdigit() for char in word):
                 found.append((word, False))
-            else:
-                found.append((_spelled(_stem(_american(word))), True))
+                continue
+            stem = _spelled(_stem(_american(word)))
+            if word.endswith("ed") and stem != word and _after_be(words, position):
+                stem += _DONE  # "was cleared": another word than "was clear" or "was clearing"
+            found.append((stem, True))
     return found
+
+
+# After a form of "be" (``_BE``), a word in "-ed" is a thing done to its subject, the same stem
+# otherwise a state or a thing going on: "The sky was clear" / "The sky was cleared", "The
+# door was open" / "… opened", "The shop is closed" / "… closing" say other things, and were
+# folded as one (Snowball stems each pair alike). Elsewhere a word's forms stay one word
+# ("buys" / "buying", "cat" / "cats", "cleared the table" / "clear the table").
+_DONE = "+ed"
+_BE = frozenset({"am", "is", "are", "was", "were", "be", "been", "being"})
+# Words that may stand between "be" and the word: "was not cleared", "is really interested".
+_BETWEEN_BE = frozenset({"not", "never", "so", "too", "very", "just", "still", "already", "also", "all", "now"})
+
+
+def _after_be(words: Sequence[str], position: int) -> bool:
+    for back in (1, 2):
+        if position - back < 0:
+            return False
+        before = words[position - back]
+        if before in _BE:
+            return True
+        if before not in _BETWEEN_BE and not (before.endswith("ly") and len(before) > 3):
+            return False
+    return False
 
 
 # The same word spelt otherwise is no other word: British and American spelling, read as
