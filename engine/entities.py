@@ -181,6 +181,41 @@ def _english_entities(text: str) -> list[str]:
     return found
 
 
+def misspelt_openers(text: str, other: str) -> tuple[str, ...]:
+    """The words ``text`` opens a sentence with that are the word ``other`` opens the same
+    sentence with (the same words after it), two letters of it swapped, where that word is
+    none that names anything ("Teh meeting is at 5" / "The meeting is at 5"). Capitalised
+    as a sentence's first word is, such a typo is read as a name (``extract_entities``), and
+    a repeat of a text with it was kept twice: its names were not the other's. A name is
+    rarely a function word spelt otherwise ("Amy" / "May"), and only the one place counts."""
+    openers: dict[tuple[str, ...], set[str]] = {}
+    for sentence in _SENTENCE_END.split(other):
+        words = [word.casefold() for word in _LATIN_WORD.findall(sentence)]
+        if words and words[0] in _NOT_NAMES:
+            openers.setdefault(tuple(words[1:]), set()).add(words[0])
+    found: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        words = _LATIN_WORD.findall(sentence)
+        if not words or not words[0][0].isupper() or words[0].casefold() in _NOT_NAMES:
+            continue
+        first = words[0].casefold()
+        rest = tuple(word.casefold() for word in words[1:])
+        if any(_two_letters_swapped(first, said) for said in openers.get(rest, ())):
+            found.append(words[0])
+    return tuple(dict.fromkeys(found))
+
+
+def _two_letters_swapped(left: str, right: str) -> bool:
+    if len(left) != len(right) or len(left) < 3:
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(left, right, strict=True)) if a != b]
+    return (
+        len(differ) == 2
+        and differ[1] == differ[0] + 1
+        and (left[differ[0]], left[differ[1]]) == (right[differ[1]], right[differ[0]])
+    )
+
+
 # --- Chinese ----------------------------------------------------------------------
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaffA-Za-z0-9]+")

@@ -36,6 +36,7 @@ from engine import conflicts, scoring, supersession, text
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CONTRADICTS, SUPERSEDES, Statement, Verdict
+from engine.entities import misspelt_openers
 from engine.fast_network import Floats, Rows
 from engine.index_keeper import IndexKeeper
 from engine.ports import Edge, Embedder, Matrix, ReadsText, Store, Vector, model_reads
@@ -644,8 +645,17 @@ class SaveJudge:
             if not text.repeats(said, text.Wording.of(candidate.content)):
                 continue  # news, not a repeat: a fold would keep only the older text
             other = entity_keys(candidate.entities)
-            if (not keys and not other) or keys & other:
-                return candidate, similarity
+            if not ((not keys and not other) or keys & other):
+                # A sentence's first word misspelt is read as a name ("Teh meeting …"):
+                # no name the other text lacks.
+                typos = entity_keys(
+                    misspelt_openers(memory.content, candidate.content)
+                    + misspelt_openers(candidate.content, memory.content)
+                )
+                mine, theirs = keys - typos, other - typos
+                if not ((not mine and not theirs) or mine & theirs):
+                    continue
+            return candidate, similarity
         return None
 
     def _reads(self, content: str) -> bool:

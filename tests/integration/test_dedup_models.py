@@ -271,3 +271,37 @@ def test_a_word_one_doubled_vowel_apart_is_not_folded_as_a_typo(open_svc: OpenSe
     service.save(MemoryDraft(content="We need a discrete solution for the sensors."))
     again = service.save(MemoryDraft(content="We need a discreet solution for the sensors."))
     assert again.created and again.memory.content == "We need a discreet solution for the sensors."
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("The meeting with the design team is at 5 on Friday.", "Teh meeting with the design team is at 5 on Friday."),
+        ("Teh meeting with the design team is at 5 on Friday.", "The meeting with the design team is at 5 on Friday."),
+    ],
+)
+def test_a_repeat_whose_first_word_is_misspelt_still_folds(open_svc: OpenService, older: str, newer: str) -> None:
+    """ "Teh", capitalised as a sentence's first word is, was read as a name the other text
+    lacked, and the repeat was kept twice (USE: cosine 0.97, the words alike)."""
+    service = open_svc(embedder=load_use())
+    first = service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.deduplicated_by == "similar" and again.memory.memory_id == first.memory.memory_id
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        (
+            "Sarah's meeting with the design team is at 5 on Friday.",
+            "The meeting with the design team is at 5 on Friday.",
+        ),
+        ("The sky over the harbour was clear this morning.", "The sky over the harbour was cleared this morning."),
+        ("The door of the garden shed was open all night.", "The door of the garden shed was opened all night."),
+    ],
+)
+def test_a_near_repeat_with_a_name_or_a_state_of_its_own_is_kept(open_svc: OpenService, older: str, newer: str) -> None:
+    service = open_svc(embedder=load_use())
+    service.save(MemoryDraft(content=older))
+    again = service.save(MemoryDraft(content=newer))
+    assert again.created and again.memory.content == newer

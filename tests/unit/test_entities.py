@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from engine.entities import MAX_EXTRACTED, canonical_key, entities_for, extract_entities
+from engine.entities import MAX_EXTRACTED, canonical_key, entities_for, extract_entities, misspelt_openers
 from engine.records import entity_keys
 
 
@@ -111,3 +111,19 @@ def test_chinese_characters_no_word_holds_are_tagged_in_bounded_time() -> None:
 def test_names_jieba_finds_by_its_hmm_are_still_found() -> None:
     text = "我的朋友欧阳娜娜住在杭州西湖边。昨天她和司马光明一起去了乌鲁木齐。王小明和李华去找张伟教授。"
     assert {"欧阳", "娜娜", "杭州", "西湖", "乌鲁木齐", "王小明", "李华", "张伟"} <= set(extract_entities(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "other", "typos"),
+    [
+        ("Teh meeting is at 5", "The meeting is at 5", ("Teh",)),
+        ("We meet at 5. Thier room is 4.", "We meet at 5. Their room is 4.", ("Thier",)),
+        # A name in the place of a word: not a typo of it.
+        ("Sarah meeting is at 5", "The meeting is at 5", ()),
+        ("Teh meeting is at 5", "The meeting with Bob is at 5", ()),  # another sentence after it
+        ("The meeting is at 5", "Teh meeting is at 5", ()),  # the word itself is no name
+        ("teh meeting is at 5", "The meeting is at 5", ()),  # not read as a name
+    ],
+)
+def test_a_misspelt_first_word_is_told_from_a_name(text: str, other: str, typos: tuple[str, ...]) -> None:
+    assert misspelt_openers(text, other) == typos
