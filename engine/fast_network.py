@@ -402,6 +402,21 @@ class _Postings:
             return len(held)
         return int(np.searchsorted(self._pairs, pair, side="right") - np.searchsorted(self._pairs, pair, side="left"))
 
+    def rivals(self, namespace: int, codes: frozenset[int], least: int) -> bool:
+        """Whether a code of ``namespace`` other than ``codes`` has at least ``least`` rows.
+        Reads every pair of the namespace (those changed since the restore too)."""
+        low, high = namespace << 32, (namespace + 1) << 32
+        for pair, held in self._changed.items():
+            if low <= pair < high and pair - low not in codes and len(held) >= least:
+                return True
+        start = int(np.searchsorted(self._pairs, low, side="left"))
+        end = int(np.searchsorted(self._pairs, high, side="left"))
+        found, counts = np.unique(self._pairs[start:end], return_counts=True)
+        return any(
+            int(pair) - low not in codes and int(pair) not in self._changed and int(n) >= least
+            for pair, n in zip(found, counts, strict=True)
+        )
+
     def _own(self, namespace: int, code: int) -> set[int]:
         pair = namespace << 32 | code
         held = self._changed.get(pair)
@@ -1533,6 +1548,25 @@ class FastNetwork:
         if code == NONE:
             return 0
         return self._entity_rows.count(self.namespaces.find(namespace), code)
+
+    def names_beside(self, namespaces: Iterable[str], keys: Iterable[str]) -> bool:
+        """Whether, in one of these namespaces, at least a tenth of the memories mention an
+        entity of ``keys`` (one name's forms: "anna", "anna's"; any status), and another
+        entity is mentioned by at least half as many: a namespace that names several people
+        about as often, not one person's own, nor one that names the person once or twice
+        beside many lines of their own. Reads every entity posting of the namespace."""
+        with self._lock:
+            codes = frozenset(code for code in map(self.entities.find, keys) if code != NONE)
+            size, cols = self._cols.size, self._cols
+            for name in namespaces:
+                namespace = self.namespaces.find(name)
+                held = sum(self._entity_rows.count(namespace, code) for code in codes)
+                if not held:
+                    continue
+                rows = int(np.count_nonzero(cols.live[:size] & (cols.namespace[:size] == namespace)))
+                if held * 10 >= rows and self._entity_rows.rivals(namespace, codes, (held + 1) // 2):
+                    return True
+            return False
 
     def same_text(self, namespace: str, digest: str) -> Rows:
         """Live rows of ``namespace`` whose ``content_digest`` is ``digest`` (any status),

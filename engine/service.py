@@ -27,7 +27,7 @@ from engine import change_log, episodes, limits, persons, procedures, scoring, s
 from engine import guard as guards
 from engine.config import Config
 from engine.conflicts import CANDIDATES_PER_CHANNEL, SUPERSEDES
-from engine.entities import entities_for, extract_entities
+from engine.entities import canonical_key, entities_for, extract_entities
 from engine.errors import (
     Forbidden,
     GuardRejected,
@@ -1158,10 +1158,20 @@ class MemoryService:
 
     def names_speaker(self, name: str, namespaces: Sequence[str]) -> bool:
         """Whether a memory of ``namespaces`` may name ``name`` (every search term of it is
-        in their lexicon): where memories name their people ("Bart went to the zoo"), the
-        prompt context's query says who is speaking (``Sessions.context``)."""
+        in their lexicon) as a name (an entity of it), and another entity is named about
+        as often (``FastNetwork.names_beside``): where memories name several people ("Bart
+        went to the zoo", "Lisa …"), the prompt context's query says who is speaking
+        (``Sessions.context``). Not in one user's namespace whose memories name them ("Anna
+        likes tea") beside the user's own first-person lines, where "Anna: " pulled the
+        memories that name her over the right one; nor for a name that is a word of the
+        memories ("Bill" and "the phone bill")."""
         terms = text.terms(name)
-        return bool(terms) and all(self.keeper.network.may_mention(namespaces, term) for term in terms)
+        network = self.keeper.network
+        return (
+            bool(terms)
+            and all(network.may_mention(namespaces, term) for term in terms)
+            and network.names_beside(namespaces, {key := canonical_key(name), f"{key}'s", f"{key}\u2019s"})
+        )
 
     def weighs_focus(self, query: str, focus: str) -> bool:
         """Whether a recall of ``query`` weighs ``focus`` (``[fusion] focus`` above 0, and

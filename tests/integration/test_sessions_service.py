@@ -859,3 +859,46 @@ def test_a_lone_speakers_line_past_the_room_left_by_the_longest_tag_is_refused_w
     )
     assert refused.value.field == "messages[0].content"
     sessions.append(REF, [MessageDraft(Role.USER, line[: room - 1] + ".", name="Sam")], reach=Reach.FULL)
+
+
+def test_the_prompt_context_query_names_no_one_in_one_persons_namespace(
+    open_sess: OpenSessions, clock: FrozenClock
+) -> None:
+    """One user's namespace, whose memories name her beside her own first-person lines:
+    "Anna: " pulled the memories that name her over the right one (a stolen bike fell from
+    1st to 20th with USE), so the query names her only where another person is named about
+    as often. A name that is a word of the memories ("the phone bill") is not a name."""
+    sessions = open_sess()
+    sessions.service.save_batch(
+        [
+            MemoryDraft("Anna's birthday is on 14 May", namespace="user:42"),
+            MemoryDraft("Anna likes green tea, no sugar", namespace="user:42"),
+            MemoryDraft("Anna's sister Clara lives in Hamburg", namespace="user:42"),
+            MemoryDraft("My bicycle was stolen from the station in August", namespace="user:42"),
+            MemoryDraft("I pay the phone bill on the 3rd of each month", namespace="user:42"),
+        ]
+    )
+    said = "What happened to my bike?"
+    for name in ("Anna", "Bill"):
+        ref = replace(REF, session_id=f"s-{name}")
+        sessions.append(ref, [MessageDraft(Role.USER, said, name=name)], reach=Reach.FULL)
+        assert sessions.context(ref, scope=Scope.whole(["user:42"])).query == said
+    # Clara named as often as Anna: a namespace of two people's memories, and Anna is named.
+    sessions.service.save_batch(
+        [
+            MemoryDraft("Clara runs every Sunday", namespace="user:42"),
+            MemoryDraft("Clara is learning Spanish", namespace="user:42"),
+        ]
+    )
+    ref = replace(REF, session_id="s-anna-again")
+    sessions.append(ref, [MessageDraft(Role.USER, said, name="Anna")], reach=Reach.FULL)
+    assert sessions.context(ref, scope=Scope.whole(["user:42"])).query == "Anna: " + said
+    # Named once beside many lines of her own (Clara as often): "Anna: " pulled that one
+    # memory to the top of most questions (top 1 of 24 questions with USE: 23 -> 16).
+    lines = [f"I bought {n} new plants for the balcony" for n in range(2, 12)]
+    sessions.service.save_batch(
+        [MemoryDraft(line, namespace="user:7") for line in ["Anna's sister Clara lives in Hamburg", *lines]]
+    )
+    ref = replace(REF, namespace="user:7", session_id="s-anna-once")
+    sessions.append(ref, [MessageDraft(Role.USER, said, name="Anna")], reach=Reach.FULL)
+    assert sessions.context(ref, scope=Scope.whole(["user:7"])).query == said
