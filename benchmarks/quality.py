@@ -325,8 +325,10 @@ def madial_corpus(lang: str = "en", turns: int | None = None, named: bool = Fals
     user turns (default: the prompt context's ``context_query_messages``), and its focus
     the latest of them, as the prompt context's (``engine/sessions.py``). ``named``: the
     query starts with the speaker's name ("Bart: …"), as the prompt context's does where
-    the client names the speaker and a memory names them (every dialogue here: its
-    lines are "<Bart>: …", and the memories say "Bart …")."""
+    the client names the speaker, a tenth of the memories name them and another person is
+    named about as often (``MemoryService.names_speaker``; every dialogue here: its lines
+    are "<Bart>: …", and the memories name Bart or Lisa, about half each, in both
+    languages)."""
     turns = turns or load_config(None, {}).sessions.context_query_messages
     corpus = Corpus(f"MADial-Bench {lang}")
     at = datetime(2025, 1, 1, tzinfo=UTC)  # after the newest memory
