@@ -375,6 +375,7 @@ class _Postings:
         self._pairs = _NO_ROWS if pairs is None else pairs  # namespace << 32 | code, ascending
         self._rows = _NO_ROWS if rows is None else rows
         self._changed: dict[int, set[int]] = {}
+        self._changed_in: dict[int, list[int]] = {}  # namespace -> its pairs in ``_changed``
 
     @classmethod
     def of(cls, namespaces: npt.NDArray[Any], codes: npt.NDArray[Any], rows: Rows) -> _Postings:
@@ -406,22 +407,20 @@ class _Postings:
         """Whether a code of ``namespace`` other than ``codes`` has at least ``least`` rows.
         Reads every pair of the namespace (those changed since the restore too)."""
         low, high = namespace << 32, (namespace + 1) << 32
-        for pair, held in self._changed.items():
-            if low <= pair < high and pair - low not in codes and len(held) >= least:
+        for pair in self._changed_in.get(namespace, ()):
+            if pair - low not in codes and len(self._changed[pair]) >= least:
                 return True
         start = int(np.searchsorted(self._pairs, low, side="left"))
         end = int(np.searchsorted(self._pairs, high, side="left"))
         found, counts = np.unique(self._pairs[start:end], return_counts=True)
-        return any(
-            int(pair) - low not in codes and int(pair) not in self._changed and int(n) >= least
-            for pair, n in zip(found, counts, strict=True)
-        )
+        return any(int(pair) - low not in codes and int(pair) not in self._changed for pair in found[counts >= least])
 
     def _own(self, namespace: int, code: int) -> set[int]:
         pair = namespace << 32 | code
         held = self._changed.get(pair)
         if held is None:
             held = self._changed[pair] = set(self._flat(pair))
+            self._changed_in.setdefault(namespace, []).append(pair)
         return held
 
     def add(self, namespace: int, code: int, row: int) -> None:

@@ -741,3 +741,19 @@ def test_claim_slots_are_kept_per_text_and_loaded_only_under_the_rules_that_read
     # Saved before slots were kept: loaded (no rebuild), none known.
     _rewrite_saved(tmp_path, ("col_claim_text", "slot_rows", "slot_lengths", "slot_values", "names_slots"))
     assert loaded("rules-a").slots_unknown(rows).tolist() == [True, True]
+
+
+def test_the_entity_postings_tell_whether_another_entity_is_named_as_often() -> None:
+    """``rivals`` reads the flat postings a restore leaves and the pairs changed since,
+    a changed pair in place of its flat rows, and only the namespace asked about."""
+    postings = fast_network._Postings.of(np.array([1, 1, 1, 1, 2]), np.array([4, 4, 9, 9, 9]), np.arange(5))
+    assert postings.rivals(1, frozenset({4}), 2)  # 9 holds two of namespace 1's rows
+    assert not postings.rivals(1, frozenset({4}), 3)
+    assert not postings.rivals(1, frozenset({4, 9}), 1)  # the name's own forms are no rival
+    assert not postings.rivals(3, frozenset(), 1)  # a namespace with none
+    postings.discard(1, 9, 2)  # changed: 9 holds one row now, not the flat two
+    assert not postings.rivals(1, frozenset({4}), 2)
+    for row in (7, 8, 9):
+        postings.add(1, 5, row)
+    assert postings.rivals(1, frozenset({4}), 3)
+    assert not postings.rivals(2, frozenset(), 2)  # namespace 1's changes are not namespace 2's
