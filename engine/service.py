@@ -29,6 +29,7 @@ from engine.config import Config
 from engine.conflicts import CANDIDATES_PER_CHANNEL, SUPERSEDES
 from engine.entities import canonical_key, entities_for, extract_entities
 from engine.errors import (
+    Conflict,
     Forbidden,
     GuardRejected,
     InvalidInput,
@@ -513,7 +514,15 @@ class MemoryService:
                 # Replicas saving in one session at once move its chain on at every save:
                 # a save overtaken more often than an edit may be is still decided on the
                 # store as it stands, never written on a chain that moved (``SaveOvertaken``).
-                if tries >= (OVERTAKEN_TRIES if isinstance(stale, SaveOvertaken) else EDIT_TRIES):
+                if isinstance(stale, SaveOvertaken) and tries >= OVERTAKEN_TRIES:
+                    # Not the store's refusal: it names the other writer's memory, which
+                    # may be one the caller cannot see (another agent's private one of
+                    # the same text), and a version of none.
+                    raise Conflict(
+                        f"other writers saved in this session or the same text while this save was"
+                        f" decided, {tries} times in a row; nothing was stored: try again"
+                    ) from stale
+                if tries >= EDIT_TRIES and not isinstance(stale, SaveOvertaken):
                     raise
                 tries += 1
 

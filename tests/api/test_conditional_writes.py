@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from api.client import ClientError, TwinmemClient
+from engine.records import MemoryDraft, Scope, Visibility, utcnow
 from tests.api.conftest import LiveServer, start_server, store_overrides
 from tests.conftest import HashingEmbedder
 
@@ -352,3 +353,56 @@ def test_patches_recalls_and_a_conditional_delete_racing_lose_nothing_and_number
             record = versions[version - 1].record
             assert what in record.metadata or record.content == what, (memory_id, version, what)
     assert versions[-1].record.status.value == "deleted" and versions[-1].version == deleted_at[0]
+
+
+def test_a_save_overtaken_on_every_try_is_409_naming_no_memory_it_cannot_see(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer (a replica) stores alice's private memory of the text bob saves
+    between bob's judgment and his write, once: bob's save is judged again and kept as
+    his own (never answered as hers). On every try: after the last, 409, and the answer
+    names none of her memories (nor a version of none), nothing of bob's is stored, and
+    hers all are. Before, the answer named the last of hers: an id bob may not see."""
+    tokens = [
+        {"agent": "alice", "token": "alice-token-0123456789", "grants": ["team:rw"]},
+        {"agent": "bob", "token": "bob-token-0123456789", "grants": ["team:rw"]},
+    ]
+    live = start_server(tmp_path / "data", minilm, auth={"mode": "tokens", "tokens": tokens})
+    try:
+        service = live.service
+        store = service.store
+        text = "The code of the gym locker is 4417"
+        insert_linked = store.insert_linked
+        hers: list[str] = []
+        times = {"left": 1}
+
+        def alice_first(memories: Any, *args: Any, **kwargs: Any) -> int:
+            if times["left"] > 0:
+                times["left"] -= 1
+                said = memories[0].content
+                draft = MemoryDraft(content=said, namespace="team", visibility=Visibility.PRIVATE)
+                memory = service._new_memory(draft, utcnow(), "alice")
+                vector = service.embedder.embed_documents([said])[0]
+                insert_linked([memory], [vector], updates=[], edges=[], changed_by="alice")
+                hers.append(memory.memory_id)
+            return insert_linked(memories, *args, **kwargs)
+
+        monkeypatch.setattr(store, "insert_linked", alice_first)
+        body = {"content": text, "namespace": "team", "visibility": "private"}
+        bob = {"Authorization": "Bearer bob-token-0123456789"}
+        with httpx.Client(base_url=live.url, headers=bob, timeout=60) as http:
+            once = http.post("/v1/memory/save", json=body)
+            assert once.status_code == 201, once.text
+            assert once.json()["memory_id"] not in hers
+            times["left"] = 1000
+            always = http.post("/v1/memory/save", json={**body, "content": "The code of the bike lock is 2290"})
+            assert always.status_code == 409, always.text
+            assert len(hers) > 2
+            assert not [memory_id for memory_id in hers if memory_id in always.text]
+            assert "current_version" not in always.json()
+            listed = http.get("/v1/memories", params={"namespace": "team"}).json()["memories"]
+            assert [m["memory_id"] for m in listed] == [once.json()["memory_id"]]
+        scope = Scope.whole(["team"])
+        assert all(store.get(scope, memory_id) is not None for memory_id in hers)
+    finally:
+        live.stop()
