@@ -187,7 +187,7 @@ def _hub_unreachable() -> str | None:
     def check() -> None:
         try:
             socket.create_connection((host, port), timeout=HUB_CONNECT_S).close()
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a name the lookup refuses ("label too long")
             outcome.append(f"{host}:{port}: {' '.join(str(exc).split()) or type(exc).__name__}")
         else:
             outcome.append(None)

@@ -161,3 +161,18 @@ def test_a_hub_check_on_a_resolver_that_never_answers_ends_in_its_time(monkeypat
     finally:
         release.set()
     assert answers == ["hub.example:443: no answer within 0.2 s (the name lookup or the connection hangs)"]
+
+
+def test_a_hub_address_that_cannot_be_looked_up_is_told_as_such_not_as_no_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host the name lookup refuses outright (a label over 63 letters: UnicodeError, no
+    OSError) ended the check's thread at once; the check then read it as a hang."""
+    from engine.adapters import embedders
+
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    host = "a" * 64 + ".example"
+    monkeypatch.setenv("HF_ENDPOINT", f"https://{host}")
+    why = embedders._hub_unreachable() or ""
+    assert why.startswith(f"{host}:443: ") and "no answer within" not in why
