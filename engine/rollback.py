@@ -467,7 +467,9 @@ class Rollbacks:
         sight = sight_of([namespace], scope)
 
         def locked() -> Memory:
-            current = self._store.get(sight, memory_id)
+            # Its checks below read its links and the memories they lead to once between them.
+            store = supersession.ReadOnce(self._store).as_store()
+            current = store.get(sight, memory_id)
             if current is None:
                 raise MemoryNotFound(memory_id, namespace)
             if current.status is Status.ACTIVE:
@@ -477,7 +479,7 @@ class Rollbacks:
                     f"memory {memory_id} is quarantined by the write guard; restore does not release it",
                     memory_id=memory_id,
                 )
-            wanted = Status.QUARANTINED if held(self._store.versions(sight, memory_id)) else Status.ACTIVE
+            wanted = Status.QUARANTINED if held(store.versions(sight, memory_id)) else Status.ACTIVE
             now = self._clock()
             # A memory archived because its expiry passed would come back still expired:
             # out of recall and lists, and archived again by the next consolidation.
@@ -507,7 +509,7 @@ class Rollbacks:
             # Back from its deletion while the memory that superseded it is back too: superseded
             # again, as if neither had been deleted.
             newer = (
-                supersession.superseding_on_restore(self._store, current, now)
+                supersession.superseding_on_restore(store, current, now)
                 if current.status is Status.DELETED and active.status is Status.ACTIVE
                 else None
             )
@@ -520,11 +522,11 @@ class Rollbacks:
                 # Back active, it hides only what it still replaces as it is now (made private
                 # while superseded, then deleted: its shared "I live in Berlin" stayed hidden
                 # from others under it).
-                supersession.superseded_again_by_restoring(self._store, active, now)
-                + supersession.reinstated_below(self._store, active, now, self._guard)
+                supersession.superseded_again_by_restoring(store, active, now)
+                + supersession.reinstated_below(store, active, now, self._guard)
                 if current.status is Status.DELETED and active.status in (Status.ACTIVE, Status.SUPERSEDED)
                 # Back out of superseded, it hides what it superseded only as it is now.
-                else supersession.reinstated_below(self._store, active, now, self._guard)
+                else supersession.reinstated_below(store, active, now, self._guard)
                 if current.status is Status.SUPERSEDED
                 else []
             )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
+from typing import Any, cast
 
 from engine import conflicts
 from engine.conflicts import MERGED_INTO, SUPERSEDES, Statement, Verdict
@@ -476,6 +477,43 @@ def _released(versions: Iterable[Version]) -> set[str]:
             released.clear()
         before = version.record.status
     return released
+
+
+class ReadOnce:
+    """A view of ``store`` for one decision under the write lock, between its reads and its
+    write: each memory's record (``get``) and links (``edges``) read once however many of the
+    decision's checks ask, the rest of the store as it is. A restore's three checks (what
+    supersedes it again, what it supersedes again, what it no longer hides) each read its
+    links and walked to the memories below: a round trip each on a graph store. The decision
+    writes through the store itself, after its last read; a view serves one try of it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._records: dict[tuple[Scope, str], Memory | None] = {}
+        self._links: dict[tuple[Scope, str], list[Edge]] = {}
+        self._histories: dict[tuple[Scope, str], list[Version]] = {}
+
+    def get(self, scope: Scope, memory_id: str) -> Memory | None:
+        if (scope, memory_id) not in self._records:
+            self._records[scope, memory_id] = self._store.get(scope, memory_id)
+        return self._records[scope, memory_id]
+
+    def edges(self, scope: Scope, memory_id: str) -> list[Edge]:
+        if (scope, memory_id) not in self._links:
+            self._links[scope, memory_id] = self._store.edges(scope, memory_id)
+        return list(self._links[scope, memory_id])
+
+    def versions(self, scope: Scope, memory_id: str) -> list[Version]:
+        if (scope, memory_id) not in self._histories:
+            self._histories[scope, memory_id] = list(self._store.versions(scope, memory_id))
+        return list(self._histories[scope, memory_id])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def as_store(self) -> Store:
+        """This view where a ``Store`` is asked for: it answers every method, through the store."""
+        return cast(Store, self)
 
 
 class _Reads:

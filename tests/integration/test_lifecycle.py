@@ -1269,6 +1269,31 @@ def test_a_namespace_rollback_reads_each_memory_it_writes_once_not_once_per_chec
     assert calls["versions"] == 2 * pairs  # each memory's history, once
 
 
+def test_a_restore_reads_its_links_and_what_it_superseded_once(service: MemoryService, clock: Any) -> None:
+    """ "I moved to Lisbon", which superseded "I live in Berlin", deleted (Berlin back) and
+    restored: Lisbon back active and Berlin superseded again. Its three checks under the lock
+    (what supersedes it again, what it supersedes again, what it no longer hides) each read
+    its links and walked to Berlin, and one read its history again: 3 reads of its links, 2
+    of Berlin and 2 of its history, now 1 each."""
+    berlin = service.save(draft("I live in Berlin")).memory.memory_id
+    clock.advance(seconds=1)
+    lisbon = service.save(draft("I moved to Lisbon"))
+    assert lisbon.superseded == (berlin,)
+    clock.advance(seconds=1)
+    service.delete(NS, lisbon.memory.memory_id)
+    assert service.get(NS, berlin).status is Status.ACTIVE
+    clock.advance(seconds=1)
+    counting = _count_calls(service.store, ("get", "edges", "versions"))
+    restored = service.rollbacks.restore(NS, lisbon.memory.memory_id)
+    calls = dict(counting)
+    assert restored.status is Status.ACTIVE
+    assert service.get(NS, berlin).status is Status.SUPERSEDED
+    assert recalled(service, "where do I live") == [lisbon.memory.memory_id]
+    assert calls["edges"] == 1  # its links
+    assert calls["get"] == 2  # itself, then Berlin
+    assert calls["versions"] == 2  # its history and Berlin's: whether either changed since
+
+
 def test_a_namespace_rollback_brings_back_a_memory_hidden_through_a_deleted_one_under_what_it_deletes(
     service: MemoryService, clock: Any
 ) -> None:
