@@ -362,8 +362,8 @@ class Rollbacks:
         merged. Which memories a memory was released from is read as of ``as_of``: the
         rollback brought back what hid it then.
 
-        Another process may write one of them between this pass's read and its write (the
-        store refuses the write, ``StaleWrite``): it is read and decided again
+        Another process may write or purge one of them between this pass's read and its write
+        (the store refuses the write, ``StaleWrite`` or ``MemoryNotFound``): it is read and decided again
         (``SECOND_PASS_TRIES`` in all), then noted as skipped, not the whole run a 409."""
         whole = Scope.whole([namespace])
         stale: dict[str, int] = {}  # the writes another process beat, by memory
@@ -421,7 +421,7 @@ class Rollbacks:
                                     changed_by=actor,
                                     reason=supersession.restored_superseded_reason(newer_id, reason),
                                 )
-                        except StaleWrite:
+                        except (StaleWrite, MemoryNotFound):
                             beaten(memory_id)
                     elif any(
                         edge.src in pending
@@ -447,7 +447,9 @@ class Rollbacks:
                             changed_by=actor,
                             reason=f"{reason}, active: nothing of its audience that superseded it is recalled",
                         )
-                    except StaleWrite:
+                    except (StaleWrite, MemoryNotFound):
+                        # Written or purged by another process since this round read it: read
+                        # again on the next round (purged, it leaves the pass there).
                         beaten(current.memory_id)
                 records = None  # read again on the next round
             self._keeper.catch_up()
@@ -585,9 +587,10 @@ class Rollbacks:
                         self._store.update(deleted, None, changed_by=actor, reason=f"{reason}: stored after it")
                     else:
                         self._write(current, target, vectors.get(memory_id), actor, reason, catch_up=False)
-                except StaleWrite:
-                    # Another process wrote it (or a memory the write reinstates) between this
-                    # read and the write: changed while we looked, as above, not the whole run.
+                except (StaleWrite, MemoryNotFound):
+                    # Another process wrote it (or a memory the write reinstates), or purged it,
+                    # between the page's read and this write: changed while we looked, as above,
+                    # not the whole run (the read is the page's, so the window spans its writes).
                     report.note("skipped", memory_id)
                     continue
                 report.note("deleted" if target is None else "restored", memory_id)

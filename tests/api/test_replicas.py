@@ -231,6 +231,41 @@ def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
             assert now == ({"checked": True} if memory_id in edited else {})
 
 
+def test_a_namespace_rollback_skips_a_memory_the_other_replica_purges_meanwhile(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace rollback on one replica while the other purges a memory of the page after
+    the first read the page's records again under its lock, before it wrote that one: the
+    store refused the write of a memory it no longer holds (404) and the whole rollback
+    answered 404, the memories before it rolled back. The one purged meanwhile is skipped,
+    as one purged while the rollback looked is, and the rest are rolled back."""
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
+        as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
+        time.sleep(0.01)
+        for memory_id in ids:
+            edit = a.patch(f"/v1/memory/{memory_id}", json={"metadata": {"painted": True}})
+            assert edit.status_code == 200, edit.text
+        store = first.service.store
+        update = store.update
+        purged: list[str] = []
+
+        def purged_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if not purged:
+                purged.append(next(memory_id for memory_id in reversed(ids) if memory_id != memory.memory_id))
+                response = b.delete(f"/v1/memory/{purged[0]}", params={"hard": "true"})
+                assert response.status_code == 200, response.text
+            return update(memory, *args, **kwargs)
+
+        monkeypatch.setattr(store, "update", purged_on_b_first)
+        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+        assert rolled.status_code == 200, rolled.text
+        assert rolled.json()["skipped_ids"] == purged
+        assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(purged))
+        for memory_id in set(ids) - set(purged):
+            assert b.get(f"/v1/memory/{memory_id}").json()["metadata"] == {}
+
+
 def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
     request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,6 +342,47 @@ def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
         for client in (a, b):
             hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
             assert [hit["content"] for hit in hits] == ["I live in Berlin"]
+
+
+def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_purge(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace rollback's second pass while the other replica purges the memory it is
+    about to make active again, after the pass read it: the store refused the write of a
+    memory it no longer holds and the rollback answered 404, the first pass done. The pass
+    reads it again and finds it gone: nothing to bring back, and the rollback is done."""
+    with two_replicas(request, tmp_path, minilm) as (first, a, b):
+        berlin = save(a, "I live in Berlin")["memory_id"]
+        paris = save(a, "I moved to Paris")
+        assert paris["superseded"] == [berlin]
+        as_of = a.get(f"/v1/memory/{paris['memory_id']}").json()["updated_at"]
+        time.sleep(0.01)
+        purged = a.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
+        assert purged.status_code == 200, purged.text
+        rollbacks = first.service.rollbacks
+        second_pass = rollbacks._not_hidden_under_nothing
+        in_second_pass: list[bool] = []
+
+        def flagged(*args: Any, **kwargs: Any) -> None:
+            in_second_pass.append(True)
+            second_pass(*args, **kwargs)
+
+        monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
+        store = first.service.store
+        update = store.update
+        gone: list[httpx.Response] = []
+
+        def purged_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if in_second_pass and not gone:
+                gone.append(b.delete(f"/v1/memory/{memory.memory_id}", params={"hard": "true"}))
+            return update(memory, *args, **kwargs)
+
+        monkeypatch.setattr(store, "update", purged_on_b_first)
+        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
+        assert gone, "the second pass wrote nothing"
+        assert gone[0].status_code == 200, gone[0].text
+        assert rolled.status_code == 200, rolled.text
+        assert b.get(f"/v1/memory/{berlin}").status_code == 404
 
 
 @pytest.mark.parametrize("other", ["edits what it supersedes again", "restores it first"])
