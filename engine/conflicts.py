@@ -38,6 +38,7 @@ pairs the rules leave unrelated. No judge is required.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -206,6 +207,9 @@ class _Voice:
     spoken: bool = False
     # The text says "I", "my", "我": its "he"/"she"/"他" is never who speaks it.
     first_person: bool = False
+    # A clause before was read: a "he", "she", "他" that opens the text follows no one, and is
+    # someone unread ("他搬到北京了", "He moved to Berlin"), not the user.
+    opened: bool = False
     # Names the text gives after a verb of fondness or "a friend of" ("The user loves Anna",
     # "… is a friend of Tom"), and in Chinese text ("用户是Anna的粉丝"), casefolded: read
     # lowercased, "loves anna" could be "loves coffee" (see _after).
@@ -282,8 +286,10 @@ def _claims(text: str) -> _Reading:
                     clause, holder, voice, joined if joiner else None, infinitive=open_verb, speaker=speaker
                 )
                 subject = holder
+            if not voice.opened:
+                voice = replace(voice, opened=True)
             read = [claim for claim in read if claim.value not in _NO_VALUE and _SOMEONE not in claim.holder]
-            if not _HAN.search(clause) and not _named_move_back(clause, sentence):
+            if not _HAN.search(clause) and not _named_move(clause, sentence):
                 read = [claim for claim in read if claim.slot != "residence"]
             infinitive = not _HAN.search(clause) and bool(_EN_INFINITIVE.search(clause))
             if at in stints:
@@ -1277,7 +1283,7 @@ def _holder(word: str, holder: str, voice: _Voice) -> str | None:
     if word in ("user", "the user", "用户"):
         return "user"
     if word in _THIRD_PERSON:
-        if voice.spoken or holder == _SOMEONE:
+        if voice.spoken or holder == _SOMEONE or not voice.opened:
             return None
         if word not in _HE_OR_SHE:
             return "user" if holder == voice.me or _RELATIVE_OF.sub("", holder) == "team" else None
@@ -1339,25 +1345,57 @@ _EN_AT_EMPLOYER = re.compile(r" is (?:now )?at (?!(?:the )?same\b)")
 _EN_BACK_NOT_A_PLACE = re.compile(r"(?:the|a|an|my|our|his|her|their|your|this|that|old|original|previous)\b")
 
 
-# A move back (_EN_RULES "residence+"), as said, before casefolding: where to.
-_EN_MOVED_BACK = re.compile(r"\b(?:moved|moving|relocated) back\b(?: from .+?)? (?:to|into) (?P<to>[\w'.-]+)", re.I)
-# Moved back to besides a home, and named: a system, a tool, an app ("I moved back to Windows").
+# A move (_EN_RULES "residence+"), back or not, as said, before casefolding: where to.
+_EN_MOVED_TO = re.compile(
+    r"\b(?:moved|moving|relocated)(?P<back> back)?\b(?: from .+?)? (?:to|into) (?P<to>[\w'.-]+)", re.I
+)
+# Moved to besides a home, and named: a system, a tool, an app ("I moved back to Windows",
+# "I moved to Vim"), a company ("... to Google Docs"), a department ("... to Marketing"), a day.
 _EN_BACK_TO_A_TOOL = frozenset(
-    """windows mac macos osx linux ubuntu debian fedora android ios iphone ipad pixel samsung python java javascript
-    typescript rust go ruby php chrome firefox safari edge brave vim neovim emacs vscode excel word notion obsidian
-    evernote gmail outlook slack teams zoom discord whatsapp telegram signal spotify netflix github gitlab""".split()
+    """windows mac macos osx linux ubuntu debian fedora arch android ios iphone ipad pixel samsung python java
+    javascript typescript rust go ruby php react vue angular postgres postgresql mysql sqlite mongodb chrome firefox
+    safari edge brave vim neovim emacs vscode vs sublime intellij pycharm xcode iterm excel word notion obsidian
+    evernote jira trello asana figma sketch kindle dvorak qwerty colemak gmail outlook slack teams zoom discord
+    whatsapp telegram signal spotify netflix github gitlab google microsoft apple amazon meta
+    engineering marketing sales finance hr legal product design operations support research management
+    monday tuesday wednesday thursday friday saturday sunday plan building floor room level version""".split()
+)
+# What one moves to in a team or a job, not a home ("I moved to the old team", "... to night shifts").
+_EN_MOVED_TO_A_TEAM = re.compile(
+    r"\b(?:team|department|division|role|position|shifts?|project|desk|squad|unit|setup|stack|schedule)s?$"
+)
+# Where what is moved to ends, and where it is, or when, begins ("a flat in Paris").
+_EN_MOVED_TO_STOP = frozenset(
+    "in at on near with for from by and but because since after before last this next".split()
 )
 
 
-def _named_move_back(clause: str, sentence: str) -> bool:
-    """Whether an English ``clause`` that moves back ("I moved back to Berlin") names a place
-    to, as ``sentence`` says it: a name ("Berlin"), not a thing ("coffee", "the old team") or a
-    tool ("Windows"). When unsure, no home: the one held stays. Any other clause passes."""
-    if not _EN_MOVED_BACK.search(clause):
+def _named_move(clause: str, sentence: str) -> bool:
+    """Whether an English ``clause`` that moves ("I moved to Berlin", "I moved back to
+    Berlin") names a place to, as ``sentence`` says it: a name ("Berlin", "a flat in Paris"),
+    not a thing ("coffee", "the old team"), a tool ("Windows"), a department or a day
+    ("Marketing", "Monday"), nor a numbered thing ("Building 4", "Plan A"). A move back must
+    open with the name; any other move names one where the sentence is written with capitals
+    at all ("I moved to coffee" names none, "i moved to berlin" may). When unsure, no home:
+    the one held stays. Any other clause passes."""
+    if not _EN_MOVED_TO.search(clause):
         return True
-    said = _EN_MOVED_BACK.search(sentence)
-    to = said.group("to") if said else ""
-    return to[:1].isupper() and to.casefold().strip("'.-") not in _EN_BACK_TO_A_TOOL
+    said = _EN_MOVED_TO.search(sentence)
+    if said is None:
+        return True
+    words = re.split(r"[,.;:!?]", sentence[said.start("to") :], maxsplit=1)[0].split()
+    head = list(itertools.takewhile(lambda word: word.casefold() not in _EN_MOVED_TO_STOP, words))
+    if _EN_MOVED_TO_A_TEAM.search(" ".join(head).casefold()):
+        return False
+    names = [at for at, word in enumerate(words) if word[:1].isupper()]
+    if said.group("back") and names[:1] != [0]:
+        return False  # "I moved back to the old team", "... to coffee": back to no name
+    if not names:
+        return not any(char.isupper() for char in sentence)
+    name, after = words[names[0]], words[names[0] + 1] if names[0] + 1 < len(words) else ""
+    if re.fullmatch(r"\d+|[A-Z]", after):
+        return False  # "Building 4", "Plan A", "Python 2"
+    return name.casefold().strip("'.-") not in _EN_BACK_TO_A_TOOL
 
 
 def _english_rule(kind: str, match: re.Match[str], holder: str, change: bool) -> list[Claim]:
@@ -1461,7 +1499,10 @@ _EN_GROUP = re.compile(
     r"circle|crew|workshop|bootcamp|boot camp|carpool|coworking(?: space)?|toastmasters|"
     rf"board|advisory board|alumni(?: network| association)?|rewards|"
     # Joined in a role ("I joined Netflix as an engineer"), as "Slack as" below: a job.
-    rf"(?:{_EN_MEMBERSHIPS})(?! as (?:a|an) (?!(?:member|subscriber|customer|user|guest|family|couple|student|"
+    # Its plan too ("I joined Spotify Premium", "... Netflix Basic"): a subscription.
+    rf"(?:{_EN_MEMBERSHIPS})(?: (?:premium|family|duo|individual|student|basic|standard|plus|unlimited|free|"
+    r"trial|membership|subscription|account|plan|tier))*"
+    r"(?! as (?:a|an) (?!(?:member|subscriber|customer|user|guest|family|couple|student|"
     r"beginner|trial|paying|premium|free|new member|streamer|creator|content creator|influencer|partner|affiliate|"
     r"moderator|volunteer|contributor|seller|host)\b)\w)|"
     # A call, a meeting, a channel or a meal joined, or left ("I've joined the call", "I joined
@@ -1862,7 +1903,9 @@ _ZH_GROUP = re.compile(
     rf"董事会|理事会|校友会|会员店|(?<![a-z]){_EN_MEMBERSHIPS}|"
     # A chat, a meeting, a call or a channel joined ("加入了腾讯的会议", "加入了群聊"): no job.
     r"群聊|群组|讨论组|聊天室?|会议|例会|周会|晨会|早会|年会|大会|研讨会|讨论会|分享会|发布会|聚会|饭局|"
-    r"通话|电话会议?|视频会议?|语音|直播间?|频道|活动)(?:的会员|会员)?$"
+    r"通话|电话会议?|视频会议?|语音|直播间?|频道|活动|"
+    # A membership by any name ("加入了腾讯视频会员", "QQ音乐会员"): a subscription, no job.
+    r"会员)(?:的会员|会员)?$"
 )
 # Also, at the same time (_EN_BESIDES): a home or job besides, not instead.
 _ZH_ALSO = re.compile(r"也|同时")

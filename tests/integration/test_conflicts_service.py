@@ -342,6 +342,12 @@ def recalled(service: MemoryService, query: str) -> set[str]:
         ("The user lives in Berlin", "The user proposed to Anna. She lives in Rome"),
         ("I live in Berlin", "I stay at the Hilton in Paris"),
         ("我住在北京", "我住在朋友家"),
+        ("我住在上海", "他搬到北京了"),
+        ("我住在上海", "他搬回北京了"),
+        ("I live in Paris", "He moved to Berlin"),
+        ("I live in Paris", "I moved to coffee"),
+        ("I live in Paris", "I moved to the old team"),
+        ("I live in Paris", "I moved back to Google Docs"),
     ],
 )
 def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
@@ -600,3 +606,14 @@ def test_a_move_back_supersedes_the_home_moved_to_before(
     statuses = {m.memory_id: m.status for m in open_svc().list_page([NS], MemoryFilter(statuses=())).items}
     assert statuses[second.memory.memory_id] is Status.SUPERSEDED
     assert statuses[third.memory.memory_id] is Status.ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("job", "joined"),
+    [("I work at Acme", "I joined Spotify Premium"), ("我在阿里工作", "我加入了腾讯视频会员")],
+)
+def test_a_subscription_plan_joined_leaves_the_job_in_recall(service: MemoryService, job: str, joined: str) -> None:
+    kept = service.save(draft(job)).memory.memory_id
+    assert service.save(draft(joined)).superseded == ()
+    assert service.get(NS, kept).status is Status.ACTIVE
+    assert kept in recalled(service, job)

@@ -2301,3 +2301,66 @@ def test_a_subscription_brand_joined_in_a_role_is_a_new_employer(new: str) -> No
 @pytest.mark.parametrize("new", ["I joined Netflix as a subscriber", "I joined Twitch as a streamer"])
 def test_a_subscription_brand_joined_as_a_member_or_a_creator_is_no_employer(new: str) -> None:
     assert verdict("I work at Acme", new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在上海", "他搬到北京了"),
+        ("我住在上海", "他搬回北京了"),
+        ("我住在上海", "她去年搬到北京了"),
+        ("I live in Paris", "He moved to Berlin"),
+        ("I live in Paris", "She moved back to Berlin"),
+        ("I work at Acme", "He joined Globex"),
+    ],
+)
+def test_he_or_she_that_opens_a_text_is_someone_unread_not_the_user(old: str, new: str) -> None:
+    # No clause before names whom "he" or "他" is; the user is "I" or "the user", so the
+    # move is someone else's and the user's home stays.
+    assert verdict(old, new) is Verdict.UNRELATED
+    assert verdict("用户住在杭州。她在阿里工作", "用户住在上海。她在阿里工作") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I moved to coffee",
+        "I moved to the old team",
+        "I moved to a new team",
+        "I moved to night shifts",
+        "I moved to Windows",
+        "I moved to Vim",
+        "I moved to Engineering",
+        "I moved back to Google Docs",
+        "I moved back to VS Code",
+        "I moved back to Jira",
+        "I moved back to Building 4",
+        "I moved back to Python 2",
+        "I moved back to Monday",
+        "I moved back to Marketing",
+    ],
+)
+def test_a_move_to_a_drink_a_team_a_tool_or_a_day_hides_no_home(new: str) -> None:
+    assert verdict("I live in Paris", new) is not Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new", ["I moved to Berlin", "I moved to the Bay Area", "i moved to berlin", "We moved to New York in May"]
+)
+def test_a_move_to_a_named_place_still_replaces_the_home(new: str) -> None:
+    assert verdict("I live in Paris", new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Acme", "I joined Spotify Premium"),
+        ("I work at Acme", "I joined Spotify Family"),
+        ("I work at Acme", "I joined Netflix Basic"),
+        ("我在阿里工作", "我加入了腾讯视频会员"),
+        ("我在阿里工作", "我加入了QQ音乐会员"),
+    ],
+)
+def test_a_subscription_plan_or_membership_joined_is_no_employer(old: str, new: str) -> None:
+    assert verdict(old, new) is not Verdict.REPLACE
+    assert verdict("I work at Acme", "I joined Spotify as a backend engineer") is Verdict.REPLACE
