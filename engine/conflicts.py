@@ -588,7 +588,9 @@ _EN_RETURN = (
 )
 _ZH_RETURN_WHEN = (
     rf"(?:今年|明年|后年|年底|年初|月底|下个?月|下半年|(?:今年|明年)?{_ZH_NUMBER}{{1,3}}月份?|以后|将来|"
-    rf"(?:过|等)(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)?|毕业(?:以后|之后|后)?)"
+    rf"(?:过|等)(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)?|毕业(?:以后|之后|后)?|"
+    # After a while said as such ("三个月后回上海", "之后再回上海").
+    rf"(?:{_ZH_NUMBER}{{1,3}}|几)(?:天|周|个?星期|个?月|年)(?:以后|之后|后)|之后|然后)"
 )
 _ZH_MEANS = r"(?:就|再|会|要|还会|还要|打算|准备|计划|想)"
 _ZH_RETURN = (
@@ -1362,11 +1364,12 @@ _EN_BACK_TO_A_TOOL = frozenset(
 )
 # What one moves to in a team or a job, not a home ("I moved to the old team", "... to night shifts").
 _EN_MOVED_TO_A_TEAM = re.compile(
-    r"\b(?:team|department|division|role|position|shifts?|project|desk|squad|unit|setup|stack|schedule)s?$"
+    r"\b(?:team|department|division|role|position|shifts?|project|desk|squad|unit|setup|stack|schedule|office|"
+    r"branch)s?$"
 )
 # Where what is moved to ends, and where it is, or when, begins ("a flat in Paris").
 _EN_MOVED_TO_STOP = frozenset(
-    "in at on near with for from by and but because since after before last this next".split()
+    "in at on of near with for from by and but because since after before last this next".split()
 )
 
 
@@ -1501,7 +1504,7 @@ _EN_GROUP = re.compile(
     # Joined in a role ("I joined Netflix as an engineer"), as "Slack as" below: a job.
     # Its plan too ("I joined Spotify Premium", "... Netflix Basic"): a subscription.
     rf"(?:{_EN_MEMBERSHIPS})(?: (?:premium|family|duo|individual|student|basic|standard|plus|unlimited|free|"
-    r"trial|membership|subscription|account|plan|tier))*"
+    r"trial|membership|subscription|account|plan|tier|video))*"
     r"(?! as (?:a|an) (?!(?:member|subscriber|customer|user|guest|family|couple|student|"
     r"beginner|trial|paying|premium|free|new member|streamer|creator|content creator|influencer|partner|affiliate|"
     r"moderator|volunteer|contributor|seller|host)\b)\w)|"
@@ -2018,6 +2021,8 @@ def _chinese_rule(kind: str, match: re.Match[str], holder: str, change: bool, cl
     if kind == "residence+" and _ZH_STINT.search(said):
         return []  # "我搬到上海住一段时间": a stay, not a home
     if kind in ("residence", "residence+"):
+        if kind == "residence+":
+            raw = re.sub(r"(?:去|来)?住(?:下)?$", "", raw) or raw  # "搬到宿舍住了": the 宿舍
         value = _value(raw)
         if _unnamed_place(value) or _region(raw):
             return []  # "住在家里", "住在老家", "搬到郊区", "住在南方": where, it does not say

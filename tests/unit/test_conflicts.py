@@ -2364,3 +2364,20 @@ def test_a_move_to_a_named_place_still_replaces_the_home(new: str) -> None:
 def test_a_subscription_plan_or_membership_joined_is_no_employer(old: str, new: str) -> None:
     assert verdict(old, new) is not Verdict.REPLACE
     assert verdict("I work at Acme", "I joined Spotify as a backend engineer") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我住在上海", "我搬回北京三个月，之后再回上海"),
+        ("我住在上海", "我搬到北京了，三个月后回上海"),
+        ("我住在上海", "我搬到宿舍住了"),
+        ("我住在上海", "我搬回宿舍住了"),
+        ("I live in Paris", "I moved to the Berlin office"),
+        ("I live in Paris", "I moved to the London branch of my firm"),
+        ("I work at Acme", "I joined Amazon Prime Video"),
+    ],
+)
+def test_a_return_after_some_months_a_dorm_an_office_or_a_video_plan_hides_nothing(old: str, new: str) -> None:
+    assert verdict(old, new) is not Verdict.REPLACE
+    assert verdict("我住在上海", "我搬到北京住了") is Verdict.REPLACE
