@@ -380,10 +380,22 @@ _I = re.IGNORECASE
 # not one an attack uses: "the previous system", "the safety training"; nor "the … system's"
 # or "… system prompt"), or by an event's noun after "training" ("the training session",
 # "the training on Monday").
+# Neither of its words one that names what makes or limits an assistant ("the alignment
+# training", "the new RLHF training", "the content moderation system", "the filtering system");
+# "filtering" and "moderation" after a word of the user's world are theirs ("the water filtering
+# system", "the comment moderation system").
+_ASSISTANTS_MAKING = (
+    r"alignment|rlhf|refusals?|fine-?tuning|finetuning|guardrails?|jailbreak|censorship|llm|gpt|ai|model|assistant|"
+    r"chatbot|bot"
+)
 _A_NAMED_TRAINING = (
     r"(?:the|our|my|this|that|last\s+\w+['’]s)\s+"
-    r"(?:(?!(?:your|its|previous|prior|original|initial|earlier|above|system|safety|ai|model|assistant|chatbot|bot|"
-    r"core|base|internal|hidden|secret|real|true|actual|pre)\b)[a-z][\w-]*\s+)(?:[a-z][\w-]*\s+)?(?:training|system)\b"
+    r"(?:(?!(?:your|its|previous|prior|original|initial|earlier|above|system|safety|"
+    r"core|base|internal|hidden|secret|real|true|actual|pre|content|moderation|filter|filtering|"
+    + _ASSISTANTS_MAKING
+    + r")\b)[a-z][\w-]*\s+)(?:(?!(?:"
+    + _ASSISTANTS_MAKING
+    + r")\b)[a-z][\w-]*\s+)?(?:training|system)\b"
     r"(?!\s+(?:prompts?|messages?|instructions?|rules|data|settings|guidelines|policies|filters)\b)(?!['’])"
     r"|(?:the|our|my|this|that|last\s+\w+['’]s)\s+training\s+(?:sessions?|courses?|class(?:es)?|workshops?|days?|"
     r"weeks?|programm?e?s?|modules?|videos?|calls?|meetings?|slides|handbook|manual|materials|on|last|in|at)\b"
@@ -413,7 +425,7 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             # training session"); the assistant's is bare or its own ("during training", "your
             # training", "the safety training", "the system prompt").
             r"(?!\s+(?:about|by|at|in|from|during)\s+(?:(?=" + _A_NAMED_TRAINING + r")|"
-            r"(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:\w+\s+){0,2}?"
+            r"(?!(?:(?:your|the|any|all|this|that|these|those)\s+)?(?:[\w-]+\s+){0,2}?"
             r"(?:rules|instructions|guidelines|restrictions|limits|programming|prompt|policies|filters|safety|developers?|"
             r"creators?|makers?|operators?|owners?|system|(?:start|beginning|outset)(?!\s+of\s+(?:the|this|that|our|my)\s+"
             r"(?!conversation|chat|session|thread)\w)|training|context|messages?|openai|"
