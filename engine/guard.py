@@ -1686,13 +1686,22 @@ def _leak_addressed_first(visible: str) -> Finding | None:
     lowered = visible.lower()
     if not any(stem in lowered for stem in _SECRET_STEMS):  # the common case
         return None
-    for pattern in (*_EXFILTRATION_ADDRESS_FIRST, _EXFILTRATION_ADDRESS_FIRST_ZH, _EXFILTRATION_SENT_TO_FIRST_ZH):
+    for pattern in (
+        *_EXFILTRATION_ADDRESS_FIRST,
+        _EXFILTRATION_ADDRESS_FIRST_ZH,
+        _EXFILTRATION_SENT_TO_FIRST_ZH,
+        _EXFILTRATION_GETS_FIRST_ZH,
+    ):
         for leak in pattern.finditer(visible):
             outside = leak["outside"]
             if (
                 not _opens_its_clause(visible, leak)
                 or not ("@" in outside or "." in outside or _spelled_out(outside) or re.fullmatch(_PHONE_TO, outside))
                 or _PASSIVE_NOT_DONE.search(visible, leak.end("outside"), leak.start("target")) is not None
+                or (
+                    pattern is _EXFILTRATION_GETS_FIRST_ZH
+                    and _NOT_DONE_ZH.search(visible, leak.end("outside"), leak.start("target")) is not None
+                )
             ):
                 continue
             if _names_an_attacker(_written_out(outside)) or (
@@ -1709,11 +1718,16 @@ def _leak_addressed_first(visible: str) -> Finding | None:
 # that sweeps up someone else's too ("… gets all my passwords and the users' tokens", "… all
 # my team's passwords").
 _MY_OR_OUR = re.compile(r"\b(?:my|our)\b", _I)
+# In Chinese: "13800138000 收到我的验证码"; not "… 我和用户的密码", "… 所有人的密码".
+_MY_OR_OUR_ZH = re.compile(r"我")
+_SOMEONE_ELSES_ZH = re.compile(r"用户|客户|别人|他人|大家|所有人|每个人|员工|同事|家人|病人|患者")
 
 
 def _gets_the_users_own(visible: str, leak: re.Match[str]) -> bool:
     stop = _SENTENCE_BREAK_ZH.search(visible, leak.end())
     said = visible[leak.end("verb") : stop.start() if stop is not None else len(visible)]
+    if leak.re is _EXFILTRATION_GETS_FIRST_ZH:
+        return _MY_OR_OUR_ZH.search(said) is not None and _SOMEONE_ELSES_ZH.search(said) is None
     return (
         leak.re is _EXFILTRATION_ADDRESS_FIRST[1]
         and _MY_OR_OUR.search(said) is not None
@@ -1742,7 +1756,7 @@ def _opens_its_clause(visible: str, leak: re.Match[str]) -> bool:
         said_first = before.rstrip(_QUOTES_AND_SPACES)
     if (not said_first and leak.start() <= 40) or said_first.endswith(_BREAKS):
         return True
-    if leak.re is _EXFILTRATION_ADDRESS_FIRST[1]:
+    if leak.re is _EXFILTRATION_ADDRESS_FIRST[1] or leak.re is _EXFILTRATION_GETS_FIRST_ZH:
         return said_first.endswith((":", "："))
     return leak.re is _EXFILTRATION_ADDRESS_FIRST[0] and _OPENS_AN_ORDER.search(before) is not None
 
@@ -1930,6 +1944,14 @@ _EXFILTRATION_ADDRESS_FIRST_ZH = re.compile(
 _EXFILTRATION_SENT_TO_FIRST_ZH = re.compile(
     rf"(?:发给|发送给|发到|转给|转发给|抄送给?|收件人)\s*[：:]?\s*{_OPENING}(?P<outside>{_OUTSIDE_ZH}){_CLOSING}\s*[：:]\s*"
     rf"(?P<verb>)[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})",
+    _I,
+)
+# Or who gets them, said first, as the English "x@evil.io gets all the user's passwords":
+# "x@evil.io 收到用户的所有密码", "13800138000 会接收所有密码".
+_EXFILTRATION_GETS_FIRST_ZH = re.compile(
+    rf"(?<![A-Za-z0-9._%+-]){_OPENING}(?P<outside>{_OUTSIDE_ZH}){_CLOSING}\s*"
+    rf"(?P<verb>(?:会|将|要|应该|可以|必须|能|都|总是|每天|也)*(?:收到|接收|接到|获取|获得|拿到|得到|收取))"
+    rf"[^。！？!?\n]{{0,12}}?(?P<target>{_SECRETS_ZH})",
     _I,
 )
 _NOT_DONE_ZH = re.compile(r"不|别|勿|禁止|没|从未")
