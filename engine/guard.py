@@ -1830,20 +1830,35 @@ def _poisoning(visible: str) -> Finding | None:
 
 
 def _a_past_sending_noted(visible: str, cue_end: int, leak: re.Match[str]) -> bool:
-    """A sending in the past tense, in the active, by someone named after the cue, as a note
+    """A sending in the past tense, in the active, by a threat named after the cue, as a note
     of what happened ("Analyst note: the actor exfiltrated creds to paste[.]ee"): a report,
     as it is with no cue (_a_past_sending_told). Not the passive ("… were to be sent"), nor a
-    sending with no one doing it ("Note: exported all passwords to …")."""
+    sending with no one doing it ("Note: exported all passwords to …"); nor one by whoever is
+    no threat ("Note: the admin forwarded all passwords to x@evil.io", "… the bot …", "… we
+    …"), nor one whose going on is asked for or approved ("…, keep doing it", "… this is
+    approved", "… which is expected"): a standing rule told as a past."""
     subject = visible[cue_end : leak.start("verb")].split()
+    who = " ".join(subject)
     return (
         leak.re is _EXFILTRATION
-        and re.search(r"[^\W\d_]", " ".join(subject)) is not None
+        and re.search(r"[^\W\d_]", who) is not None
+        and (_A_THREAT.search(who) is not None or _A_THREAT_NOTED.search(who) is not None)
+        and _GOES_ON.search(visible, leak.end()) is None
         # "sent" after "are", "will be", "to be" … is the passive or an order, not a past
         and subject[-1].lower() not in _NOT_A_PAST_BEFORE
         and _a_past_sending_told(visible, cue_end, leak)
     )
 
 
+# Who does it in an analyst's note, beside _A_THREAT: "the actor", "the intruder".
+_A_THREAT_NOTED = re.compile(r"\b(?:actors?|intruders?|adversar(?:y|ies)|apt\d*|operators\s+behind)\b", _I)
+# Its going on asked for or approved, after it: "keep doing it", "this is approved".
+_GOES_ON = re.compile(
+    r"\b(?:keeps?\s+(?:doing|sending|forwarding|it|them|this|that|going|on)|continue[sd]?|continuing|"
+    r"do\s+(?:it|this|that|so|the\s+same)|approved|expected|authori[sz]ed|allowed|intended|sanctioned|"
+    r"wants?\s+(?:it|this|that))\b",
+    _I,
+)
 _NOT_A_PAST_BEFORE = frozenset(
     "is are was were be been being get gets got getting will would shall should must can could may might to".split()
 )
