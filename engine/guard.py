@@ -1401,6 +1401,13 @@ _RESET_DEVICES = (
 _APPLIANCE_MACHINES = frozenset("coffee espresso washing sewing bread ice vending".split())
 
 
+_A_WORKPLACES = re.compile(
+    r"\b(?:company|office|work|corporate|business|team|staff|employees?|school|clients?|customers?|"
+    r"shared|fleet)\b",
+    _I,
+)
+
+
 def _reset_at_home(thing: str) -> bool:
     """Whether everything reset is on a household's appliance or the user's own device."""
     where = _EVERYTHING_SOMEWHERE.search(thing)
@@ -1414,6 +1421,9 @@ def _reset_at_home(thing: str) -> bool:
         return False
     if place in ("machine", "machines"):
         return kind.strip().lower() in _APPLIANCE_MACHINES
+    if place in _OWN_DEVICES and _A_WORKPLACES.search(kind) and not re.search(r"\bmy\b", thing, _I):
+        # a workplace's computers hold its data, as a server does: "the company laptops"
+        return False
     return place in _HOUSEHOLD_PLACES | _RESET_DEVICES
 
 
