@@ -385,7 +385,7 @@ _I = re.IGNORECASE
 # "filtering" and "moderation" after a word of the user's world are theirs ("the water filtering
 # system", "the comment moderation system").
 _ASSISTANTS_MAKING = (
-    r"alignment|rlhf|refusals?|fine-?tuning|finetuning|guardrails?|jailbreak|censorship|llm|gpt|ai|model|assistant|"
+    r"alignment|rlhf|refusals?|harmlessness|helpfulness|red-?teaming|constitutional|fine-?tuning|finetuning|guardrails?|jailbreak|censorship|llm|gpt|ai|model|assistant|"
     r"chatbot|bot"
 )
 _A_NAMED_TRAINING = (
@@ -430,7 +430,9 @@ _INJECTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"creators?|makers?|operators?|owners?|system|(?:start|beginning|outset)(?!\s+of\s+(?:the|this|that|our|my)\s+"
             r"(?!conversation|chat|session|thread)\w)|training|context|messages?|openai|"
             r"anthropic)\b|(?:this|our|the\s+(?:current|whole))\s+(?:conversation|chat|session|thread)\b|how\s+to\s+(?:behave|act|respond|answer|reply|talk)\b|what\s+you\s+(?:are|can)\b|"
-            r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b)))",
+            r"who\s+you\s+are\b|being\s+(?:an?\s+)?(?:assistant|ai|chatbot|bot|model)\b|yourself\b"
+            # an assistant's making named just before it: "the new AI alignment training"
+            r"|(?:[\w'’-]+\s+){0,4}?(?:" + _ASSISTANTS_MAKING + r")\s+(?:training|system)\b)))",
             _I,
         ),
         "asks to ignore previous instructions",
