@@ -55,7 +55,7 @@ import numpy as np
 from engine import limits, text
 from engine.codec import as_utc, memory_from_dict, memory_to_dict, to_iso
 from engine.errors import GuardRejected, InvalidInput
-from engine.ports import Edge, ImportedRecord, Store, Vector
+from engine.ports import Edge, ImportedRecord, Vector
 from engine.records import Memory, MemoryFilter, Scope, Status, Version, sight_of, utcnow
 from engine.service import NAMESPACE_PATTERN, MemoryService
 
@@ -259,9 +259,15 @@ def _memory_lines(
                 found.update(store.vectors(ids, model))
         chunk: list[bytes] = []
         listed.update(memory.memory_id for memory in page.items)
+        # The page's links and histories, a call each (not one per memory: over Bolt each
+        # call is a round trip). Without versions only a superseded memory's history may
+        # be needed (``_as_it_began``).
+        links_of = store.edges_of(sight, [memory.memory_id for memory in page.items])
+        wanted = [m.memory_id for m in page.items if versions or m.status is Status.SUPERSEDED]
+        histories = store.versions_of(sight, wanted) if wanted else {}
         for current in page.items:
-            links = store.edges(sight, current.memory_id)
-            memory, history = _as_it_began(store, sight, current, links, replacing, now)
+            links = links_of.get(current.memory_id, [])
+            memory, history = _as_it_began(current, links, histories.get(current.memory_id, []), replacing, now)
             item: dict[str, Any] = {"kind": "memory", "memory": memory_to_dict(memory)}
             edges = sorted(
                 (edge for edge in links if edge.src == memory.memory_id and edge.dst in listed),
@@ -271,7 +277,7 @@ def _memory_lines(
             if memory.status is Status.ACTIVE:
                 replacing.update((e.src, e.dst) for e in edges if e.kind == "SUPERSEDES")
             if versions:
-                history = history if history is not None else store.versions(sight, memory.memory_id)
+                history = history if history is not None else histories.get(memory.memory_id, [])
                 item["versions"] = [_version_to_dict(v) for v in history]
                 counts["versions"] += len(item["versions"])
             # The stored vector embeds the current text, in the current model.
@@ -300,9 +306,9 @@ def _memory_lines(
 
 
 def _as_it_began(
-    store: Store, sight: Scope, memory: Memory, links: list[Edge], replacing: set[tuple[str, str]], now: datetime
+    memory: Memory, links: list[Edge], history: list[Version], replacing: set[tuple[str, str]], now: datetime
 ) -> tuple[Memory, list[Version] | None]:
-    """``memory`` as the export writes it, with its versions where they had to be read.
+    """``memory`` as the export writes it, with its versions (``history``) where they were needed.
 
     A memory superseded after the export began, where no line the file already holds of an
     active memory supersedes it (its successor saved after its page was read, or one read
@@ -317,7 +323,6 @@ def _as_it_began(
         for link in links
     ):
         return memory, None
-    history = store.versions(sight, memory.memory_id)
     began = [version for version in history if version.changed_at <= now]
     if not began or len(began) == len(history) or began[-1].record.status is Status.SUPERSEDED:
         return memory, history  # unchanged since the export began, or superseded before: as stored

@@ -561,6 +561,17 @@ class Store(Protocol):
         reveal a memory out of sight); empty when it does not see the memory."""
         ...
 
+    def versions_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Version]]:
+        """``versions`` of each of ``ids`` in one read (one round trip to a server, or a
+        few for very many ids): a key for each id, ``[]`` for one out of sight."""
+        ...
+
+    def edges_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        """``edges`` of each of ``ids`` in one read (one round trip to a server, or a few
+        for very many ids): a key for each id, ``[]`` for one out of sight; a link
+        between two of them is in the lists of both."""
+        ...
+
     def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
         """Active memories in ``scope`` whose ``key`` equals ``key`` exactly,
         newest ``created_at`` first (ties by ``memory_id`` descending)."""

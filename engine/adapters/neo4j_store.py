@@ -557,6 +557,23 @@ RETURN r.namespace AS namespace, startNode(r).memory_id AS src, endNode(r).memor
        r.kind AS kind, r.created_at AS created_at
 """
 
+_VERSIONS_OF: LiteralString = """
+UNWIND $ids AS id
+MATCH (v:MemoryVersion {memory_id: id})
+RETURN v.memory_id AS memory_id, v.version AS version, v.record AS record, v.changed_at AS changed_at,
+       v.changed_by AS changed_by, v.reason AS reason
+"""
+
+# _EDGES for many memories: a link between two of them comes back once from each end.
+_EDGES_OF: LiteralString = """
+UNWIND $ids AS id
+MATCH (m:Memory {memory_id: id})
+MATCH (m)-[r]-(:Memory)
+WHERE r.kind IS NOT NULL AND r.namespace IN $namespaces
+RETURN r.namespace AS namespace, startNode(r).memory_id AS src, endNode(r).memory_id AS dst,
+       r.kind AS kind, r.created_at AS created_at
+"""
+
 _VECTORS: LiteralString = """
 UNWIND $ids AS id
 MATCH (e:Embedding {memory_id: id, model: $model})
@@ -1209,6 +1226,48 @@ class Neo4jStore:
             if row["src"] in seen and row["dst"] in seen
         }
         return sorted(found.values(), key=lambda edge: edge.created_at)
+
+    def versions_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Version]]:
+        found: dict[str, list[Version]] = {memory_id: [] for memory_id in ids}
+        if not found or not scope.namespaces:
+            return found
+        # No history of a memory out of sight.
+        seen = [row["memory_id"] for row in self._rows("versions_of", _SEEN, ids=list(found), **_scope_params(scope))]
+        rows = self._rows("versions_of", _VERSIONS_OF, ids=seen) if seen else []
+        for row in sorted(rows, key=lambda row: (row["memory_id"], row["version"])):
+            version = Version(
+                row["memory_id"],
+                row["version"],
+                memory_from_dict(json.loads(row["record"])),
+                from_iso(row["changed_at"]),
+                row["changed_by"],
+                row["reason"],
+            )
+            if scope.sees(version.record):
+                found[version.memory_id].append(version)
+        return found
+
+    def edges_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        found: dict[str, list[Edge]] = {memory_id: [] for memory_id in ids}
+        if not found or not scope.namespaces:
+            return found
+        params = _scope_params(scope)
+        rows = self._rows("edges_of", _EDGES_OF, ids=list(found), namespaces=params["namespaces"])
+        # Both ends must be in sight: a link must not reveal a memory the caller cannot read.
+        ends = list({end for row in rows for end in (row["src"], row["dst"])} | set(found))
+        seen = {row["memory_id"] for row in self._rows("edges_of", _SEEN, ids=ends, **params)}
+        # A link comes back from each end of it in ``ids``: keep it once.
+        links = {
+            (row["src"], row["dst"], row["kind"]): Edge(
+                row["namespace"], row["src"], row["dst"], row["kind"], from_iso(row["created_at"])
+            )
+            for row in rows
+            if row["src"] in seen and row["dst"] in seen
+        }
+        for edge in sorted(links.values(), key=lambda edge: (edge.created_at, edge.src, edge.dst, edge.kind)):
+            for end in {edge.src, edge.dst} & found.keys():
+                found[end].append(edge)
+        return found
 
     def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
         if not scope.namespaces:

@@ -805,6 +805,55 @@ class SqliteStore:
             Edge(row[0], row[1], row[2], row[3], from_iso(row[4])) for row in rows if row[1] in seen and row[2] in seen
         ]
 
+    def versions_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Version]]:
+        found: dict[str, list[Version]] = {memory_id: [] for memory_id in ids}
+        if not found or not scope.namespaces:
+            return found
+        with self._read("versions_of") as db:
+            seen = _seen(db, scope, list(found))
+            rows = [
+                row
+                for chunk in _chunks(sorted(seen), _IN_CHUNK)
+                for row in db.execute(
+                    "SELECT memory_id, version, record, changed_at, changed_by, reason FROM memory_versions "
+                    f"WHERE memory_id IN ({_marks(chunk)}) ORDER BY memory_id, version",
+                    chunk,
+                )
+            ]
+        for memory_id, number, record, changed_at, changed_by, reason in rows:
+            version = Version(
+                memory_id, number, memory_from_dict(json.loads(record)), from_iso(changed_at), changed_by, reason
+            )
+            if scope.sees(version.record):  # no history of a memory out of sight, nor its hidden past
+                found[memory_id].append(version)
+        return found
+
+    def edges_of(self, scope: Scope, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        found: dict[str, list[Edge]] = {memory_id: [] for memory_id in ids}
+        if not found or not scope.namespaces:
+            return found
+        spaces = _marks(scope.namespaces)
+        with self._read("edges_of") as db:
+            rows: set[tuple[str, str, str, str, str]] = set()
+            for chunk in _chunks(list(found), _IN_CHUNK):
+                marks = _marks(chunk)
+                rows.update(
+                    db.execute(
+                        f"SELECT namespace, src, dst, kind, created_at FROM edges WHERE src IN ({marks}) "
+                        f"AND namespace IN ({spaces}) UNION SELECT namespace, src, dst, kind, created_at FROM edges "
+                        f"WHERE dst IN ({marks}) AND namespace IN ({spaces})",
+                        (*chunk, *scope.namespaces, *chunk, *scope.namespaces),
+                    )
+                )
+            # Both ends must be in sight: a link must not reveal a memory the caller cannot read.
+            seen = _seen(db, scope, list({end for row in rows for end in row[1:3]} | set(found)))
+        for namespace, src, dst, kind, created_at in sorted(rows, key=lambda row: (row[4], row[1], row[2], row[3])):
+            if src in seen and dst in seen:
+                edge = Edge(namespace, src, dst, kind, from_iso(created_at))
+                for end in {src, dst} & found.keys():
+                    found[end].append(edge)
+        return found
+
     def find_by_key(self, scope: Scope, key: str) -> list[Memory]:
         return self._active("find_by_key", scope, "key = ?", key, "+created_at DESC, memory_id DESC")
 
@@ -1124,6 +1173,18 @@ def _marks(items: Sequence[object]) -> str:
 def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _seen(db: sqlite3.Connection, scope: Scope, ids: list[str]) -> set[str]:
+    """Those of ``ids`` that ``scope`` sees (``get`` finds)."""
+    where, params = _scope(scope, by_id=True)
+    return {
+        row[0]
+        for chunk in _chunks(ids, _IN_CHUNK)
+        for row in db.execute(
+            f"SELECT memory_id FROM memories WHERE {where} AND memory_id IN ({_marks(chunk)})", (*params, *chunk)
+        )
+    }
 
 
 def _scope(scope: Scope, *, by_id: bool = False) -> tuple[str, list[Any]]:

@@ -347,6 +347,48 @@ def test_links_to_a_memory_out_of_sight_are_hidden(store: Store) -> None:
     assert {e.src for e in store.edges(Scope(public=(NS,)), made["public"].memory_id)} == set()
 
 
+@pytest.mark.parametrize("sight", SIGHTS)
+def test_links_and_histories_of_many_memories_are_each_ones_own_in_one_call(store: Store, sight: str) -> None:
+    """``edges_of`` and ``versions_of`` answer for each id what ``edges`` and ``versions``
+    answer for it alone: the links whose ends both are in sight (one between two of the ids
+    in the lists of both), and the history as far as the scope sees it."""
+    scope, _ = SIGHTS[sight]
+    made = _audience(store)
+    alice = made["alice"]
+    # Version 1 alice's alone, version 2 shared with the namespace.
+    store.update(alice.evolve(version=2, visibility=Visibility.SHARED), None, changed_by="alice", reason="shared")
+    store.add_edges([Edge(NS, alice.memory_id, made["public"].memory_id, "SUPERSEDES", T0 + timedelta(seconds=1))])
+    asked = [m.memory_id for m in made.values()] + [new_memory_id()]
+    edges, versions = store.edges_of(scope, asked), store.versions_of(scope, asked)
+    assert edges.keys() == versions.keys() == set(asked)
+
+    def order(links: list[Edge]) -> list[Edge]:  # ties of created_at in any order
+        return sorted(links, key=lambda e: (e.created_at, e.src, e.dst, e.kind))
+
+    for memory_id in asked:
+        assert order(edges[memory_id]) == order(store.edges(scope, memory_id))
+        assert [e.created_at for e in edges[memory_id]] == sorted(e.created_at for e in edges[memory_id])
+        assert versions[memory_id] == store.versions(scope, memory_id)
+    assert store.edges_of(scope, []) == {} and store.versions_of(scope, []) == {}
+
+
+def test_links_and_histories_of_many_memories_come_with_every_kind_and_version(store: Store) -> None:
+    a, b, c = put(store, mem(), mem(), mem())
+    links = [
+        Edge(NS, b.memory_id, a.memory_id, kind, T0 + timedelta(seconds=n))
+        for n, kind in enumerate(("SUPERSEDES", "CONTRADICTS", "MERGED_INTO", "RELATED_TO", "NEXT"))
+    ]
+    store.add_edges(links)
+    for version in (2, 3):
+        store.update(a.evolve(version=version, content=f"a, version {version}"), None, changed_by="t", reason="edit")
+    edges = store.edges_of(SCOPE, [a.memory_id, b.memory_id, c.memory_id])
+    assert edges == {a.memory_id: links, b.memory_id: links, c.memory_id: []}
+    versions = store.versions_of(SCOPE, [a.memory_id, c.memory_id])
+    assert [v.version for v in versions[a.memory_id]] == [1, 2, 3]
+    assert versions[a.memory_id] == store.versions(SCOPE, a.memory_id)
+    assert versions[c.memory_id] == store.versions(SCOPE, c.memory_id)
+
+
 def test_private_memories_follow_their_writer_through_updates(store: Store) -> None:
     made = _audience(store)
     alice = made["alice"]
