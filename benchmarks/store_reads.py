@@ -3,8 +3,8 @@
 Each store is wrapped where the engine holds it: every public method of the ``Store``
 port (``engine/ports.py``) on the service's store is replaced by one that counts its
 calls and the records it answered (memories, versions and links, a page's items, a
-dict's values), and the store's own ``round_trips`` counter gives the statements and
-transactions it sent (over Bolt, each a network round trip).
+dict's values or the items of its lists), and the store's own ``round_trips`` counter
+gives the statements and transactions it sent (over Bolt, each a network round trip).
 
 The namespace holds ``--pairs`` people twice: "P lives in Berlin", then "P moved to
 Lisbon", which supersedes it, so half of it is superseded; each operation below runs on
@@ -59,7 +59,8 @@ def _records(answer: Any) -> int:
     if isinstance(answer, Page):
         return len(answer.items)
     if isinstance(answer, dict):
-        return len(answer)
+        # A list per id (``edges_of``, ``versions_of``): the records in them.
+        return sum(len(value) if isinstance(value, list) else 1 for value in answer.values())
     if isinstance(answer, tuple) and answer and isinstance(answer[0], list):
         return len(answer[0])  # get_many_and_seq: (records, seq)
     if isinstance(answer, list | tuple | set | frozenset):
