@@ -21,6 +21,7 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -38,7 +39,7 @@ NS = "bench"
 NOW = EPOCH + timedelta(days=400)
 
 
-def export(service, **kw):
+def export(service: Any, **kw: Any) -> bytes:
     return b"".join(open_export(service, NS, versions=True, now=NOW, **kw).chunks())
 
 
@@ -95,19 +96,19 @@ def bolt(file: Path, rounds: int) -> None:
         s = service_on(target.store(db), HashingEmbedder(), directory, FrozenClock(NOW))
         report = run_import(s, io.BytesIO(file.read_bytes()), now=NOW)
         assert report.written, report.errors
-        store = s.store
+        store: Any = s.store
         batched = (store.edges_of, store.versions_of)
 
-        def per_memory():
+        def per_memory() -> None:
             store.edges_of = lambda scope, ids: {i: store.edges(scope, i) for i in ids}
             store.versions_of = lambda scope, ids: {i: store.versions(scope, i) for i in ids}
 
-        def by_page():
+        def by_page() -> None:
             store.edges_of, store.versions_of = batched
 
-        times = {"per memory": [], "by page": []}
-        trips = {}
-        reference = None
+        times: dict[str, list[float]] = {"per memory": [], "by page": []}
+        trips: dict[str, int] = {}
+        reference = b""
         for r in range(rounds):
             for arm, setup in (
                 (("per memory", per_memory), ("by page", by_page))
@@ -120,7 +121,7 @@ def bolt(file: Path, rounds: int) -> None:
                 data = export(s)
                 times[arm].append(time.perf_counter() - start)
                 trips[arm] = store.round_trips.totals()[0] - before
-                if reference is None:
+                if not reference:
                     reference = data
                 assert data == reference, arm
         lines = reference.count(b"\n")
