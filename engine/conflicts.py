@@ -1373,6 +1373,10 @@ _EN_MOVED_TO_STOP = frozenset(
 )
 
 
+# A number after the name that counts time ("I moved to Berlin 2 weeks ago"): no "Building 4".
+_EN_TIME_UNIT = re.compile(r"(?:sec(?:ond)?|min(?:ute)?|hour|hr|day|week|wk|month|mo|year|yr)s?")
+
+
 def _named_move(clause: str, sentence: str) -> bool:
     """Whether an English ``clause`` that moves ("I moved to Berlin", "I moved back to
     Berlin") names a place to, as ``sentence`` says it: a name ("Berlin", "a flat in Paris"),
@@ -1395,9 +1399,9 @@ def _named_move(clause: str, sentence: str) -> bool:
         return False  # "I moved back to the old team", "... to coffee": back to no name
     if not names:
         return not any(char.isupper() for char in sentence)
-    name, after = words[names[0]], words[names[0] + 1] if names[0] + 1 < len(words) else ""
-    if re.fullmatch(r"\d+|[A-Z]", after):
-        return False  # "Building 4", "Plan A", "Python 2"
+    name, after, unit = [*words[names[0] :], "", ""][:3]
+    if re.fullmatch(r"[A-Z]", after) or (after.isdigit() and not _EN_TIME_UNIT.fullmatch(unit.casefold())):
+        return False  # "Building 4", "Plan A", "Python 2"; not "Berlin 2 weeks ago"
     return name.casefold().strip("'.-") not in _EN_BACK_TO_A_TOOL
 
 

@@ -2381,3 +2381,23 @@ def test_a_subscription_plan_or_membership_joined_is_no_employer(old: str, new: 
 def test_a_return_after_some_months_a_dorm_an_office_or_a_video_plan_hides_nothing(old: str, new: str) -> None:
     assert verdict(old, new) is not Verdict.REPLACE
     assert verdict("我住在上海", "我搬到北京住了") is Verdict.REPLACE
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I moved to Berlin 2 weeks ago",
+        "I moved to Boston 6 months ago",
+        "We moved to Austin 3 years ago",
+        "I moved to Dallas 10 days ago",
+        "i moved to denver 2 yrs ago",
+    ],
+)
+def test_a_move_dated_by_a_number_after_the_name_replaces_the_home(new: str) -> None:
+    # "Building 4", "Plan A" name no home; "Berlin 2 weeks ago" does: the number counts time.
+    assert verdict("I live in Paris", new) is Verdict.REPLACE
+
+
+@pytest.mark.parametrize("new", ["I moved to Building 4", "I moved to Plan B", "I moved to Python 3"])
+def test_a_numbered_thing_moved_to_is_still_no_home(new: str) -> None:
+    assert verdict("I live in Paris", new) is not Verdict.REPLACE
