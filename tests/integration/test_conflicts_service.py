@@ -370,6 +370,7 @@ def test_someone_elses_home_or_a_stay_leaves_the_users_home_in_recall(
         ("I live in Berlin", "I married Tom and moved to Paris"),
         ("The user lives in Berlin", "The user loves Italian food. She moved to Lisbon"),
         ("我住在北京", "我有两个孩子，住在上海"),
+        ("I live in Berlin", "I moved to Paris 2 weeks ago"),
     ],
 )
 def test_the_users_own_move_still_supersedes_their_home(service: MemoryService, home: str, move: str) -> None:
