@@ -1870,7 +1870,7 @@ def _a_past_sending_noted(visible: str, cue_end: int, leak: re.Match[str]) -> bo
         leak.re is _EXFILTRATION
         and re.search(r"[^\W\d_]", who) is not None
         and (_A_THREAT.search(who) is not None or _A_THREAT_NOTED.search(who) is not None)
-        and _GOES_ON.search(visible, leak.end()) is None
+        and not _its_going_on_asked_for(visible, leak.end())
         # "sent" after "are", "will be", "to be" … is the passive or an order, not a past
         and subject[-1].lower() not in _NOT_A_PAST_BEFORE
         and _a_past_sending_told(visible, cue_end, leak)
@@ -1879,13 +1879,49 @@ def _a_past_sending_noted(visible: str, cue_end: int, leak: re.Match[str]) -> bo
 
 # Who does it in an analyst's note, beside _A_THREAT: "the actor", "the intruder".
 _A_THREAT_NOTED = re.compile(r"\b(?:actors?|intruders?|adversar(?:y|ies)|apt\d*|operators\s+behind)\b", _I)
-# Its going on asked for or approved, after it: "keep doing it", "this is approved".
+# Its going on asked for or approved, after it, in any of the ways an order says so: "keep
+# doing it", "carry on", "as before", "repeat weekly", "from now on", "this is approved",
+# "that's fine". Not the response going on ("The investigation continues", "forensics is
+# continuing", "Continue monitoring"), nor "expected" that is not said of it ("expected
+# remediation done").
 _GOES_ON = re.compile(
-    r"\b(?:keeps?\s+(?:doing|sending|forwarding|it|them|this|that|going|on)|continue[sd]?|continuing|"
-    r"do\s+(?:it|this|that|so|the\s+same)|approved|expected|authori[sz]ed|allowed|intended|sanctioned|"
+    r"\b(?:keep(?:s|ing)?\s+(?:doing|sending|forwarding|it|them|this|that|going|on|up)|"
+    r"(?P<continue>continu(?:e[sd]?|ing))|carr(?:y|ies|ying)\s+on|proceed(?:s|ing)?|resum(?:e[sd]?|ing)|"
+    r"repeat(?:s|ed|ing)?|again|likewise|same|as\s+(?:before|usual|always|agreed|planned|instructed)|"
+    r"from\s+now\s+on|going\s+forward|henceforth|until\s+(?:told|further|notified)|"
+    r"daily|nightly|weekly|monthly|hourly|every\s+(?:day|night|week|month|hour|morning|evening|time)|"
+    r"(?:don['’]?t|do\s+not|never)\s+stop|you|follow|let\s+(?:it|them|this|that)|"
+    r"do\s+(?:it|this|that|so|the\s+same)|"
+    r"(?:is|are|was|were|be|been|remains?|it['’]s|that['’]s|this['’]s|as)\s+(?:(?:fully|totally|completely|perfectly|"
+    r"now|still|also|all)\s+)?(?:approved|expected|authori[sz]ed|allowed|intended|sanctioned|fine|ok|okay|"
+    r"permitted|legit(?:imate)?|normal|acceptable|by\s+design)|"
     r"wants?\s+(?:it|this|that))\b",
     _I,
 )
+# What goes on when "continue" is said of the response: "The investigation continues",
+# "Continue monitoring".
+_THE_RESPONSE_BEFORE = re.compile(
+    r"\b(?:investigation|forensics|analysis|review|triage|remediation|response|monitoring|hunt|clean-?up|"
+    r"recovery|containment|search)s?\s+(?:(?:is|are|will|still)\s+)*$",
+    _I,
+)
+_THE_RESPONSE_AFTER = re.compile(
+    r"\s+(?:to\s+)?(?:monitor|investigat|watch|track|analy[sz]|review|hunt|rotat|clean|remediat|the\s+investigation)",
+    _I,
+)
+
+
+def _its_going_on_asked_for(visible: str, after: int) -> bool:
+    for said in _GOES_ON.finditer(visible, after):
+        if said["continue"] is not None and (
+            _THE_RESPONSE_BEFORE.search(visible, max(after, said.start() - 40), said.start()) is not None
+            or _THE_RESPONSE_AFTER.match(visible, said.end()) is not None
+        ):
+            continue
+        return True
+    return False
+
+
 _NOT_A_PAST_BEFORE = frozenset(
     "is are was were be been being get gets got getting will would shall should must can could may might to".split()
 )
