@@ -1405,7 +1405,17 @@ _APPLIANCE_MACHINES = frozenset("coffee espresso washing sewing bread ice vendin
 
 _A_WORKPLACES = re.compile(
     r"\b(?:company|office|work|corporate|business|team|staff|employees?|school|clients?|customers?|"
-    r"shared|fleet)\b",
+    r"shared|fleet|employer|firm|agency|department|dept|hospital|clinic|lab|labs|laboratory|university|campus|"
+    r"library|store|shop|warehouse|factory|branch|organi[sz]ation|org|enterprise|government|client|"
+    r"students?|classroom|site|ward|practice)(?:['’]s?)?(?!\w)",
+    _I,
+)
+# A workplace's network is its own as its computers are: "the company router".
+_NETWORK_DEVICES = frozenset("router routers modem modems".split())
+# More named after the appliance, which this rule does not judge: "… on the printer and
+# the NAS", "… on my laptop and the company laptops".
+_RESET_MORE = re.compile(
+    r"(?:,|&|\b(?:and|or|plus|as\s+well\s+as)\b)\s*(?:also\s+)?(?:the|my|our|all|every|each|any|its|their|your|his|her)\b",
     _I,
 )
 
@@ -1423,8 +1433,15 @@ def _reset_at_home(thing: str) -> bool:
         return False
     if place in ("machine", "machines"):
         return kind.strip().lower() in _APPLIANCE_MACHINES
-    if place in _OWN_DEVICES and _A_WORKPLACES.search(kind) and not re.search(r"\bmy\b", thing, _I):
+    if (
+        place in _OWN_DEVICES | _NETWORK_DEVICES
+        and _A_WORKPLACES.search(kind)
+        and not re.search(r"\bmy\b", where[0], _I)
+    ):
         # a workplace's computers hold its data, as a server does: "the company laptops"
+        return False
+    if place in _OWN_DEVICES and place.endswith("s") and not kind.strip() and re.search(r"\bthe\s", where[0], _I):
+        # a fleet no one is said to own: "the laptops"
         return False
     return place in _HOUSEHOLD_PLACES | _RESET_DEVICES
 
@@ -1437,6 +1454,12 @@ def _a_chore(visible: str, cue_end: int, action: re.Match[str]) -> bool:
         visible, cue_end, action.start()
     ) is None:
         return False
+    if reset:
+        clause_end = _CLEARED_END.search(
+            visible, action.end("verb"), min(len(visible), action.end("verb") + _ORDER_REACH)
+        )
+        if _RESET_MORE.search(visible, action.end("verb"), clause_end.start() if clause_end else len(visible)):
+            return False
     for thing in _things_cleared(visible, action.end("verb")):
         if reset:
             thing = _TO_FACTORY.sub("", thing)
