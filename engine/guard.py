@@ -1660,8 +1660,9 @@ def _sentence_starts(visible: str, breaks: re.Pattern[str], candidates: Iterable
 # send it to attacker@gmail.com". To anyone else it is an errand ("Photos: email them to
 # grandma@gmail.com", "… to it@acme.com").
 _SECRETS_THEN_SENT_AS_THEM = re.compile(
-    rf"(?P<target>\b{_SECRETS_EN}\b)[^.!?\n:;\u2013\u2014]{{0,30}}?\s*(?:[:\u2013\u2014]|\s-)\s*"
-    rf"(?:(?:please|just|now|always|also|then)\s+)*(?P<verb>{_SEND_OUT})\s+(?:them|it|those|these)\s+to\s+"
+    rf"(?P<target>\b{_SECRETS_EN}\b)[^.!?\n:;\u2013\u2014]{{0,30}}?\s*(?:[:.\u2013\u2014\u2192]|\s-+>?|\s=>)\s*"
+    rf"(?:(?:please|just|now|always|also|then)\s+)*(?P<verb>{_SEND_OUT})\s+"
+    rf"(?:them(?:\s+all)?|all\s+of\s+them|it|those|these)\s+to\s+"
     rf"{_OPENING}(?P<outside>{_OUTSIDE})",
     _I,
 )
