@@ -1919,7 +1919,12 @@ _GOES_ON = re.compile(
     r"(?:is|are|was|were|be|been|remains?|it['’]s|that['’]s|this['’]s|as)\s+(?:(?:fully|totally|completely|perfectly|"
     r"now|still|also|all)\s+)?(?:approved|expected|authori[sz]ed|allowed|intended|sanctioned|fine|ok|okay|"
     r"permitted|legit(?:imate)?|normal|acceptable|by\s+design)|"
-    r"wants?\s+(?:it|this|that))\b",
+    r"wants?\s+(?:it|this|that)|"
+    # or another sending asked for, a stop forbidden, or it is welcomed or joined: "Send the
+    # rest", "No need to stop it", "Leave it running", "Good", "Your turn", "Help him"
+    r"(?:re)?(?:send|forward|e-?mail|upload|post|paste|push|export|transfer|exfiltrate|leak|share)(?:s|ing)?|"
+    r"stop(?:s|ping)?|interfere|running|ditto|mirror|match|turn|help|assist|more|rest|good|great|nice|perfect|"
+    r"ok|okay|fine|cool|well\s+done)\b",
     _I,
 )
 # What goes on when "continue" is said of the response: "The investigation continues",
