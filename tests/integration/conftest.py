@@ -50,3 +50,23 @@ def open_svc(config: Config, embedder: Any, clock: Any) -> Iterator[OpenService]
 @pytest.fixture
 def service(open_svc: OpenService) -> MemoryService:
     return open_svc()
+
+
+def count_calls(store: Any, names: tuple[str, ...]) -> dict[str, int]:
+    """Count the engine's calls to ``names`` on this store instance from now on (not the
+    store's calls to itself: its ``versions`` asks its ``get``)."""
+    calls = dict.fromkeys(names, 0)
+    depth = [0]
+    for name in names:
+        method = getattr(store, name)
+
+        def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += depth[0] == 0
+            depth[0] += 1
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        setattr(store, name, counted)
+    return calls

@@ -22,6 +22,7 @@ from engine.ports import Edge
 from engine.records import MemoryDraft, MemoryFilter, MemoryPatch, Reach, Scope, Source, Status, Visibility
 from engine.service import MemoryService
 from tests.conftest import HashingEmbedder
+from tests.integration.conftest import count_calls
 
 OpenService = Callable[..., MemoryService]
 NS = "user-1"
@@ -1218,26 +1219,6 @@ def test_a_namespace_rollback_that_deletes_what_superseded_a_memory_brings_it_ba
     assert recalled(service, "where do I live") == [berlin]
 
 
-def _count_calls(store: Any, names: tuple[str, ...]) -> dict[str, int]:
-    """Count the engine's calls to ``names`` on this store instance from now on (not the
-    store's calls to itself: its ``versions`` asks its ``get``)."""
-    calls = dict.fromkeys(names, 0)
-    depth = [0]
-    for name in names:
-        method = getattr(store, name)
-
-        def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-            calls[_name] += depth[0] == 0
-            depth[0] += 1
-            try:
-                return _method(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        setattr(store, name, counted)
-    return calls
-
-
 def test_a_namespace_rollback_reads_each_memory_it_writes_once_not_once_per_check(
     service: MemoryService, clock: Any
 ) -> None:
@@ -1255,7 +1236,7 @@ def test_a_namespace_rollback_reads_each_memory_it_writes_once_not_once_per_chec
     moves = [service.save(draft(f"Person{n} moved to Lisbon", key=f"home{n}")) for n in range(pairs)]
     assert [saved.superseded for saved in moves] == [(home,) for home in homes]
     clock.advance(seconds=1)
-    counting = _count_calls(service.store, ("get", "get_many", "edges", "changes_since", "versions"))
+    counting = count_calls(service.store, ("get", "get_many", "edges", "changes_since", "versions"))
     report = service.rollbacks.to_time(NS, as_of)
     calls = dict(counting)
     assert (report.restored_count, report.deleted_count, report.skipped) == (pairs, pairs, [])
@@ -1283,7 +1264,7 @@ def test_a_restore_reads_its_links_and_what_it_superseded_once(service: MemorySe
     service.delete(NS, lisbon.memory.memory_id)
     assert service.get(NS, berlin).status is Status.ACTIVE
     clock.advance(seconds=1)
-    counting = _count_calls(service.store, ("get", "edges", "versions"))
+    counting = count_calls(service.store, ("get", "edges", "versions"))
     restored = service.rollbacks.restore(NS, lisbon.memory.memory_id)
     calls = dict(counting)
     assert restored.status is Status.ACTIVE

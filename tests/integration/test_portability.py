@@ -36,6 +36,7 @@ from engine.service import MemoryService
 from tests.conftest import FrozenClock, HashingEmbedder
 from tests.contract.test_store_contract import StoreFactory
 from tests.contract.test_store_contract import store_factory as store_factory  # the parametrized fixture
+from tests.integration.conftest import count_calls
 
 NS = "user:1"
 EVERY_STATUS = MemoryFilter(statuses=tuple(Status), include_expired=True)
@@ -1236,26 +1237,6 @@ def test_a_memory_superseded_again_by_a_restore_during_the_export_goes_out_as_it
     assert source.get(NS, moved.memory_id).status is Status.ACTIVE
 
 
-def _counted(store: Any, names: tuple[str, ...]) -> dict[str, int]:
-    """Count the engine's calls to ``names`` on this store instance from now on (not the
-    store's calls to itself: its ``versions`` asks its ``get``)."""
-    calls = dict.fromkeys(names, 0)
-    depth = [0]
-    for name in names:
-        method = getattr(store, name)
-
-        def counted(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-            calls[_name] += depth[0] == 0
-            depth[0] += 1
-            try:
-                return _method(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        setattr(store, name, counted)
-    return calls
-
-
 @pytest.mark.parametrize("versions", [True, False], ids=["with versions", "without"])
 def test_an_export_reads_a_pages_links_and_histories_in_a_call_each_and_writes_what_it_did_memory_by_memory(
     make_service: Callable[..., MemoryService],
@@ -1279,7 +1260,7 @@ def test_an_export_reads_a_pages_links_and_histories_in_a_call_each_and_writes_w
     )
     monkeypatch.setattr(portability, "EXPORT_PAGE", 3)
     store = service.store
-    calls = _counted(store, ("list_page", "edges", "versions", "edges_of", "versions_of"))
+    calls = count_calls(store, ("list_page", "edges", "versions", "edges_of", "versions_of"))
 
     def exported() -> bytes:
         return b"".join(open_export(service, NS, versions=versions, vectors=True, now=clock.now).chunks())
