@@ -298,14 +298,16 @@ def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
             assert [hit["content"] for hit in hits] == ["I moved to Rome"]
 
 
-def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("other", ["edits it", "purges it"])
+def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_write(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch, other: str
 ) -> None:
     """A namespace rollback's second pass (a memory it made superseded that nothing hides
-    comes back active) while the other replica edits that memory between the pass's read
-    and its write stopped there with a 409, the first pass done. The pass reads it again
-    and decides anew: "I live in Berlin", superseded at ``as_of`` by "I moved to Paris",
-    purged since, comes back active, with the other replica's edit kept."""
+    comes back active) while the other replica edits or purges that memory between the
+    pass's read and its write: an edit stopped the rollback there with a 409, a purge with
+    a 404, the first pass done. The pass reads it again and decides anew: "I live in
+    Berlin", superseded at ``as_of`` by "I moved to Paris", purged since, comes back active
+    with the other replica's edit kept; purged, it is gone and nothing comes back."""
     with two_replicas(request, tmp_path, minilm) as (first, a, b):
         berlin = save(a, "I live in Berlin")["memory_id"]
         paris = save(a, "I moved to Paris")
@@ -325,64 +327,30 @@ def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_edit(
         monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
         store = first.service.store
         update = store.update
-        edited: list[httpx.Response] = []
+        written: list[httpx.Response] = []
 
-        def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-            if in_second_pass and not edited:
-                edited.append(b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}}))
+        def written_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if in_second_pass and not written:
+                path = f"/v1/memory/{memory.memory_id}"
+                if other == "edits it":
+                    written.append(b.patch(path, json={"metadata": {"checked": True}}))
+                else:
+                    written.append(b.delete(path, params={"hard": "true"}))
             return update(memory, *args, **kwargs)
 
-        monkeypatch.setattr(store, "update", edited_on_b_first)
+        monkeypatch.setattr(store, "update", written_on_b_first)
         rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
-        assert edited, "the second pass wrote nothing"
-        assert edited[0].status_code == 200, edited[0].text
+        assert written, "the second pass wrote nothing"
+        assert written[0].status_code == 200, written[0].text
         assert rolled.status_code == 200, rolled.text
+        if other == "purges it":
+            assert b.get(f"/v1/memory/{berlin}").status_code == 404
+            return
         now = b.get(f"/v1/memory/{berlin}").json()
         assert (now["status"], now["metadata"]) == ("active", {"checked": True})
         for client in (a, b):
             hits = client.post("/v1/memory/recall", json={"query": "Where do I live?"}).json()["memories"]
             assert [hit["content"] for hit in hits] == ["I live in Berlin"]
-
-
-def test_a_namespace_rollbacks_second_pass_meets_the_other_replicas_purge(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A namespace rollback's second pass while the other replica purges the memory it is
-    about to make active again, after the pass read it: the store refused the write of a
-    memory it no longer holds and the rollback answered 404, the first pass done. The pass
-    reads it again and finds it gone: nothing to bring back, and the rollback is done."""
-    with two_replicas(request, tmp_path, minilm) as (first, a, b):
-        berlin = save(a, "I live in Berlin")["memory_id"]
-        paris = save(a, "I moved to Paris")
-        assert paris["superseded"] == [berlin]
-        as_of = a.get(f"/v1/memory/{paris['memory_id']}").json()["updated_at"]
-        time.sleep(0.01)
-        purged = a.delete(f"/v1/memory/{paris['memory_id']}", params={"hard": "true"})
-        assert purged.status_code == 200, purged.text
-        rollbacks = first.service.rollbacks
-        second_pass = rollbacks._not_hidden_under_nothing
-        in_second_pass: list[bool] = []
-
-        def flagged(*args: Any, **kwargs: Any) -> None:
-            in_second_pass.append(True)
-            second_pass(*args, **kwargs)
-
-        monkeypatch.setattr(rollbacks, "_not_hidden_under_nothing", flagged)
-        store = first.service.store
-        update = store.update
-        gone: list[httpx.Response] = []
-
-        def purged_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-            if in_second_pass and not gone:
-                gone.append(b.delete(f"/v1/memory/{memory.memory_id}", params={"hard": "true"}))
-            return update(memory, *args, **kwargs)
-
-        monkeypatch.setattr(store, "update", purged_on_b_first)
-        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
-        assert gone, "the second pass wrote nothing"
-        assert gone[0].status_code == 200, gone[0].text
-        assert rolled.status_code == 200, rolled.text
-        assert b.get(f"/v1/memory/{berlin}").status_code == 404
 
 
 @pytest.mark.parametrize("other", ["edits what it supersedes again", "restores it first"])
