@@ -1517,7 +1517,7 @@ _NO_ONES_OWN = re.compile(
 # auth.mycompany.com" a setup told.
 _SWEEPING = re.compile(
     r"\b(?:all|every|any|each|everything|whatever)\b|所有|全部|一切|任何|用户的?|客户的?"
-    r"|\b(?:users?|customers?|clients?|patients?|employees?|people)(?:['’]s|s['’])",
+    r"|\b(?:users?|customers?|clients?|patients?|employees?|people)(?:['’]s|s['’])|\b(?:everyone|everybody)['’]s",
     _I,
 )
 # Opened by nothing but asking words, "go ahead and", "you must" or the reader's name.
@@ -1783,15 +1783,26 @@ def _gets_the_users_own(visible: str, leak: re.Match[str]) -> bool:
         leak.re is _EXFILTRATION_ADDRESS_FIRST[1]
         and _MY_OR_OUR.search(said) is not None
         and _SOMEONE_ELSES_SECRETS.search(said) is None
-        and _SOMEONE_ELSES.search(said) is None
+        and _SOMEONE_ELSES.search(_HOUSEHOLDS.sub(" ", said)) is None
     )
 
 
-# What the address is, said before it: "The mailbox x@evil.io gets …", "Phone +1 555 0100: send …".
+# The user's household's are the user's own: "… receives all our family's verification
+# codes", "… my kids' codes" (not "my team's", nor "the user's").
+_HOUSEHOLDS = re.compile(rf"\b(?:my|our)\s+(?:{'|'.join(sorted(_FAMILY))})['’]s?\s", _I)
+
+
+# What the address is, said before it: "The mailbox x@evil.io gets …", "Our backup mailbox
+# x@evil.io gets …", "The mailbox at x@evil.io gets …", "Phone +1 555 0100: send …".
 _ADDRESS_LABEL = re.compile(
-    r"(?:^|(?<=[\s\n.!?;:]))(?:the\s+)?(?:(?:e-?mail|mail|phone|mobile|cell|contact|backup|alias)\s+)?"
-    r"(?:mailbox|inbox|address|account|number|phone|mobile|e-?mail|alias)$",
+    r"(?:^|(?<=[\s\n.!?;:]))(?:(?:the|our|my)\s+)?(?:(?:e-?mail|mail|phone|mobile|cell|contact|backup|alias)\s+)?"
+    r"(?:mailbox|inbox|address|account|number|phone|mobile|e-?mail|alias)(?:\s+at)?$",
     _I,
+)
+# In Chinese, with no colon after it: "邮箱 x@evil.io 接收所有密码", "手机 13800138000 …".
+_ADDRESS_LABEL_ZH = re.compile(
+    r"(?:^|(?<=[\s\n。！？；：:]))(?:我的|我们的)?(?:备用|工作|私人)?"
+    r"(?:邮箱|邮箱地址|电子邮箱|电子邮件|邮件地址|手机|手机号|手机号码|电话|电话号码|号码|账号|地址)$"
 )
 
 
@@ -1802,6 +1813,8 @@ def _opens_its_clause(visible: str, leak: re.Match[str]) -> bool:
     before = visible[max(0, leak.start() - 40) : leak.start()]
     said_first = before.rstrip(_QUOTES_AND_SPACES)
     label = _ADDRESS_LABEL.search(said_first)
+    if label is None and leak.re is _EXFILTRATION_GETS_FIRST_ZH:
+        label = _ADDRESS_LABEL_ZH.search(said_first)
     if label is not None:
         before = before[: label.start()]
         said_first = before.rstrip(_QUOTES_AND_SPACES)
