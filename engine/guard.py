@@ -1777,11 +1777,17 @@ _SOMEONE_ELSES_ZH = re.compile(r"用户|客户|别人|他人|大家|所有人|�
 def _gets_the_users_own(visible: str, leak: re.Match[str]) -> bool:
     stop = _SENTENCE_BREAK_ZH.search(visible, leak.end())
     said = visible[leak.end("verb") : stop.start() if stop is not None else len(visible)]
+    # or the address labelled as the user's: "My mailbox me@gmail.com gets all passwords"
+    said_first = visible[max(0, leak.start() - 40) : leak.start()].rstrip(_QUOTES_AND_SPACES)
     if leak.re is _EXFILTRATION_GETS_FIRST_ZH:
-        return _MY_OR_OUR_ZH.search(said) is not None and _SOMEONE_ELSES_ZH.search(said) is None
+        label = _ADDRESS_LABEL_ZH.search(said_first)
+        return (
+            _MY_OR_OUR_ZH.search(said) is not None or (label is not None and _MY_OR_OUR_ZH.match(label[0]) is not None)
+        ) and _SOMEONE_ELSES_ZH.search(said) is None
+    label = _ADDRESS_LABEL.search(said_first)
     return (
         leak.re is _EXFILTRATION_ADDRESS_FIRST[1]
-        and _MY_OR_OUR.search(said) is not None
+        and (_MY_OR_OUR.search(said) is not None or (label is not None and _MY_OR_OUR.match(label[0]) is not None))
         and _SOMEONE_ELSES_SECRETS.search(said) is None
         and _SOMEONE_ELSES.search(_HOUSEHOLDS.sub(" ", said)) is None
     )
