@@ -196,13 +196,16 @@ def test_a_rollback_that_meets_the_other_replicas_edit(
             assert (now["version"], now["content"]) == (4, "My favourite tea is green tea")
 
 
-def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("other", ["edits", "purges"])
+def test_a_namespace_rollback_skips_a_memory_the_other_replica_writes_meanwhile(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch, other: str
 ) -> None:
-    """A namespace rollback on one replica while the other edits one of its memories
-    between the first's read and its write stopped there with a 409, the memories before
-    it rolled back and those after it not. The one edited meanwhile is skipped, as one
-    changed while the rollback looked is, and the rest are rolled back."""
+    """A namespace rollback on one replica while the other edits one of its memories, or
+    purges another of the page, between the first's read and its write: an edit stopped the
+    rollback there with a 409, a purge (after the page was read again under the lock) with a
+    404, the memories before it rolled back and those after it not. The one written
+    meanwhile is skipped, as one changed or purged while the rollback looked is, and the
+    rest are rolled back."""
     with two_replicas(request, tmp_path, minilm) as (first, a, b):
         ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
         as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
@@ -212,58 +215,32 @@ def test_a_namespace_rollback_skips_a_memory_the_other_replica_edits_meanwhile(
             assert edit.status_code == 200, edit.text
         store = first.service.store
         update = store.update
-        edited: list[str] = []
+        written: list[str] = []
 
-        def edited_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-            if not edited:
-                edited.append(memory.memory_id)
-                response = b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}})
+        def written_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
+            if not written:
+                if other == "edits":
+                    written.append(memory.memory_id)
+                    response = b.patch(f"/v1/memory/{memory.memory_id}", json={"metadata": {"checked": True}})
+                else:
+                    written.append(next(memory_id for memory_id in reversed(ids) if memory_id != memory.memory_id))
+                    response = b.delete(f"/v1/memory/{written[0]}", params={"hard": "true"})
                 assert response.status_code == 200, response.text
             return update(memory, *args, **kwargs)
 
-        monkeypatch.setattr(store, "update", edited_on_b_first)
+        monkeypatch.setattr(store, "update", written_on_b_first)
         rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
         assert rolled.status_code == 200, rolled.text
-        assert rolled.json()["skipped_ids"] == edited
-        assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(edited))
+        assert rolled.json()["skipped_ids"] == written
+        assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(written))
         for memory_id in ids:
-            now = b.get(f"/v1/memory/{memory_id}").json()["metadata"]
-            assert now == ({"checked": True} if memory_id in edited else {})
-
-
-def test_a_namespace_rollback_skips_a_memory_the_other_replica_purges_meanwhile(
-    request: pytest.FixtureRequest, tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A namespace rollback on one replica while the other purges a memory of the page after
-    the first read the page's records again under its lock, before it wrote that one: the
-    store refused the write of a memory it no longer holds (404) and the whole rollback
-    answered 404, the memories before it rolled back. The one purged meanwhile is skipped,
-    as one purged while the rollback looked is, and the rest are rolled back."""
-    with two_replicas(request, tmp_path, minilm) as (first, a, b):
-        ids = [save(a, text)["memory_id"] for text in ("The boat is red", "The shed is green", "The gate is blue")]
-        as_of = a.get(f"/v1/memory/{ids[-1]}").json()["updated_at"]
-        time.sleep(0.01)
-        for memory_id in ids:
-            edit = a.patch(f"/v1/memory/{memory_id}", json={"metadata": {"painted": True}})
-            assert edit.status_code == 200, edit.text
-        store = first.service.store
-        update = store.update
-        purged: list[str] = []
-
-        def purged_on_b_first(memory: Any, *args: Any, **kwargs: Any) -> int:
-            if not purged:
-                purged.append(next(memory_id for memory_id in reversed(ids) if memory_id != memory.memory_id))
-                response = b.delete(f"/v1/memory/{purged[0]}", params={"hard": "true"})
-                assert response.status_code == 200, response.text
-            return update(memory, *args, **kwargs)
-
-        monkeypatch.setattr(store, "update", purged_on_b_first)
-        rolled = a.post("/v1/memory/rollback", json={"namespace": "default", "as_of": as_of})
-        assert rolled.status_code == 200, rolled.text
-        assert rolled.json()["skipped_ids"] == purged
-        assert sorted(rolled.json()["restored_ids"]) == sorted(set(ids) - set(purged))
-        for memory_id in set(ids) - set(purged):
-            assert b.get(f"/v1/memory/{memory_id}").json()["metadata"] == {}
+            now = b.get(f"/v1/memory/{memory_id}")
+            if memory_id not in written:
+                assert now.json()["metadata"] == {}
+            elif other == "edits":
+                assert now.json()["metadata"] == {"checked": True}
+            else:
+                assert now.status_code == 404
 
 
 def test_a_save_judged_while_the_other_replica_reinstates_what_it_replaces(
