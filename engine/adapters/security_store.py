@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.adapters.sqlite_store import run_migrations
 from engine.codec import from_iso, to_iso
 from engine.errors import StoreError
 from engine.files import make_data_dir
@@ -116,19 +117,9 @@ class SqliteSecurityStore:
             self._conn = conn
         try:
             with self._transaction() as db:
-                ran = db.execute("PRAGMA user_version").fetchone()[0]
-                if ran > len(_MIGRATIONS):
-                    # A newer twinmem's file: its tables hold what this one would misread
-                    # (or not enforce, as a token's expiry), so it is not used at all.
-                    raise StoreError(
-                        f"the security store {self._path} has schema version {ran}, newer than this twinmem"
-                        f" knows ({len(_MIGRATIONS)}): it was written by a newer twinmem; run that one"
-                    )
-                for number, script in enumerate(_MIGRATIONS[ran:], start=ran + 1):
-                    for statement in script.split(";"):
-                        if statement.strip():
-                            db.execute(statement)
-                    db.execute(f"PRAGMA user_version = {number}")
+                # A newer schema is refused: it may hold what this code would not enforce (a
+                # token's expiry), so the file is not used at all.
+                run_migrations(db, _MIGRATIONS, f"the security store {self._path}")
         except BaseException:
             self.close()  # a file it cannot use is not held open
             raise

@@ -194,6 +194,25 @@ def _statements(script: str) -> Iterator[str]:
         yield tail
 
 
+def run_migrations(db: sqlite3.Connection, migrations: Sequence[str], store: str) -> None:
+    """Run, in the caller's open transaction (which also read the version: of processes
+    opening one old file at once, the first runs the steps and the others find them done),
+    the steps of ``migrations`` the file lacks, statement by statement (``executescript``
+    would commit the transaction first), and record each in ``user_version``. A file of a
+    newer schema than ``migrations`` knows (``store`` names it in the error) is refused:
+    its tables hold what this code would misread."""
+    done = db.execute("PRAGMA user_version").fetchone()[0]
+    if done > len(migrations):
+        raise StoreError(
+            f"{store} has schema version {done}, newer than this twinmem knows ({len(migrations)}):"
+            " it was written by a newer twinmem; run that one"
+        )
+    for number, script in enumerate(migrations[done:], start=done + 1):
+        for statement in _statements(script):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version={number}")
+
+
 _COLUMNS = (
     "memory_id, namespace, content, category, entities, importance, base_score, source, actor, "
     "session_id, visibility, created_at, updated_at, last_accessed_at, access_count, expire_at, "
@@ -334,18 +353,7 @@ class SqliteStore:
         exists'). A file of a newer schema than this code knows is refused."""
         conn.execute("BEGIN IMMEDIATE")
         try:
-            done = conn.execute("PRAGMA user_version").fetchone()[0]
-            if done > len(_MIGRATIONS):
-                # A newer twinmem's file: its tables hold what this one would misread.
-                raise StoreError(
-                    f"the memory store {self._path} has schema version {done}, newer than this twinmem"
-                    f" knows ({len(_MIGRATIONS)}): it was written by a newer twinmem; run that one"
-                )
-            for number, script in enumerate(_MIGRATIONS[done:], start=done + 1):
-                # Statement by statement: executescript would commit the transaction first.
-                for statement in _statements(script):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={number}")
+            run_migrations(conn, _MIGRATIONS, f"the memory store {self._path}")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
